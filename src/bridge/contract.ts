@@ -1,0 +1,82 @@
+/**
+ * The one contract between the panel (src/renderer) and whatever hosts the broker.
+ * Implemented twice: the Electron preload (`window.backchannel` over ipcRenderer) and the headless
+ * HTTP bridge (JSON endpoints + SSE). Both must answer the same calls the same way; a shared test
+ * suite checks that. Everything crossing it is plain JSON.
+ */
+import type { LogLine, TaskSnapshot } from '../main/task/types.js';
+
+export type { LogLine, TaskSnapshot };
+
+/** What the panel may start: a command line (never a shell string), or a template by name. */
+export interface SubmitRequest {
+  command: string;
+  args?: string[];
+  cwd?: string;
+  label?: string;
+  input?: unknown;
+  timeoutMs?: number;
+  heartbeatTimeoutMs?: number;
+  retries?: number;
+}
+
+export interface TemplateInfo {
+  name: string;
+  description: string;
+  /** A ready-to-run request for this template (the panel's "new task from template"). */
+  request: SubmitRequest;
+}
+
+export interface TaskDetails {
+  task: TaskSnapshot;
+  log: LogLine[];
+}
+
+export interface BridgeInfo {
+  version: string;
+  mode: 'electron' | 'headless';
+  /** Where the app log is written (shown in the panel). */
+  logPath: string;
+  paused: boolean;
+  templates: TemplateInfo[];
+  /** Most recent distinct command lines, newest first. */
+  recent: SubmitRequest[];
+}
+
+/** Pushed to subscribers: coalesced — at most one entry per task per flush, ~10 flushes/s. */
+export interface BridgeEvent {
+  /** Tasks that changed since the last event (full snapshots). */
+  tasks: TaskSnapshot[];
+  /** Ids of tasks removed from history. */
+  removed?: string[];
+  /** Set when the queue was paused or resumed. */
+  paused?: boolean;
+}
+
+export interface BackchannelBridge {
+  info(): Promise<BridgeInfo>;
+  listTasks(): Promise<TaskSnapshot[]>;
+  getTask(id: string): Promise<TaskDetails>;
+  /** Calls `listener` with coalesced changes; returns the unsubscribe function. */
+  subscribe(listener: (event: BridgeEvent) => void): () => void;
+  submit(request: SubmitRequest): Promise<{ id: string }>;
+  cancel(id: string): Promise<void>;
+  /** Runs a finished task again as a new task with the same spec. */
+  retry(id: string): Promise<{ id: string }>;
+  /** Answers a sub-agent's question (`ask`). */
+  answer(id: string, askId: string, answer: string): Promise<void>;
+  setPaused(paused: boolean): Promise<void>;
+  /** Opens the app log (Electron: in the OS; headless: returns its path only). */
+  openLog(): Promise<{ path: string }>;
+}
+
+/** Error shape both bridges use for a refused call. */
+export interface BridgeErrorBody {
+  error: { code: 'not_found' | 'invalid_request' | 'conflict' | 'internal'; message: string };
+}
+
+declare global {
+  interface Window {
+    backchannel: BackchannelBridge;
+  }
+}

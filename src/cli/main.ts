@@ -1,0 +1,54 @@
+/**
+ * `backchannel` command dispatcher. Each subcommand lives in ./commands/<name>.ts and exports
+ * `command: CliCommand`; they are loaded lazily so `backchannel send` starts fast inside an agent.
+ */
+import type { CliCommand } from './command.js';
+import { readOwnVersion } from './version.js';
+
+const COMMANDS: Record<string, () => Promise<{ command: CliCommand }>> = {
+  run: () => import('./commands/run.js'),
+  send: () => import('./commands/send.js'),
+  serve: () => import('./commands/serve.js'),
+  new: () => import('./commands/new.js'),
+  gateway: () => import('./commands/gateway.js'),
+};
+
+const SUMMARIES: Record<string, string> = {
+  run: 'run one sub-agent, show its progress, print its result',
+  send: 'send a payload by hand from inside a sub-agent (debugging aid)',
+  serve: 'serve the task panel and its API on 127.0.0.1 (headless)',
+  new: 'scaffold a new sub-agent from a template',
+  gateway: 'serve an OpenAI-compatible API backed by sub-agents',
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(SUMMARIES).map((name) => name.length));
+  const lines = Object.entries(SUMMARIES).map(([name, text]) => `  ${name.padEnd(width)}  ${text}`);
+  return [
+    'Usage: backchannel <command> [options]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Run `backchannel <command> --help` for a command\'s options.',
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage() + '\n');
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(readOwnVersion() + '\n');
+    return 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`backchannel: unknown command "${name}"\n\n${usage()}\n`);
+    return 2;
+  }
+  const { command } = await load();
+  return command.run(rest);
+}

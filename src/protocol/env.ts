@@ -1,0 +1,15 @@
+/** Names of the hand-off variables and argv flag, shared by the broker and every agent runtime. */
+export const ENV_TASK_ID = 'CURSOR_TASK_ID';
+export const ENV_IPC_PATH = 'CURSOR_IPC_PATH';
+export const ENV_IPC_TOKEN = 'CURSOR_IPC_TOKEN';
+export const ENV_TASK_ATTEMPT = 'CURSOR_TASK_ATTEMPT';
+/** Milliseconds between heartbeats the broker asks for (a third of its watchdog); absent = none required. */
+export const ENV_HEARTBEAT_MS = 'CURSOR_HEARTBEAT_MS';
+/** Directory for spool files when the broker is gone (see docs/reliability.md). */
+export const ENV_SPOOL_DIR = 'CURSOR_SPOOL_DIR';
+/** Overrides where the broker creates its private endpoint directory. */
+export const ENV_IPC_DIR = 'CURSOR_IPC_DIR';
+export const ARG_TASK_ID = '--task-id=';
+
+/** The SSE-style prefix of a fallback payload line on stdout. */
+export const STDOUT_PREFIX = 'data: ';

@@ -1,0 +1,120 @@
+/**
+ * NDJSON framing: one JSON value per line, `\n`-terminated (a trailing `\r` is tolerated).
+ *
+ * Splits on the newline *byte*: 0x0A never occurs inside a multibyte UTF-8 sequence, so a line is
+ * decoded once, whole, and characters split across chunks cannot be corrupted. A line that spans
+ * chunks is joined with a single Buffer.concat (no per-chunk string concatenation), which keeps a
+ * 10 MB line to one copy before decode. The pending line is bounded by `maxLineBytes`.
+ */
+
+/** Large enough for a 10 MB result after JSON escaping, small enough to bound a hostile sender. */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+
+export interface LineDecoderEvents {
+  /** One complete line, decoded as UTF-8, without its terminator. */
+  line(text: string): void;
+  /** A line grew past the limit; it is discarded up to its next newline. */
+  overflow(bytesSeen: number): void;
+}
+
+export class LineDecoder {
+  private pieces: Buffer[] = [];
+  private pendingBytes = 0;
+  /** True while skipping the rest of an over-long line. */
+  private discarding = false;
+
+  constructor(
+    private readonly events: LineDecoderEvents,
+    readonly maxLineBytes: number = DEFAULT_MAX_LINE_BYTES,
+  ) {}
+
+  /** Bytes buffered for the current unfinished line. */
+  get buffered(): number {
+    return this.pendingBytes;
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    if (this.discarding) {
+      const nl = chunk.indexOf(NEWLINE);
+      if (nl === -1) return;
+      this.discarding = false;
+      start = nl + 1;
+    }
+    for (;;) {
+      const nl = chunk.indexOf(NEWLINE, start);
+      if (nl === -1) break;
+      if (this.pendingBytes === 0) {
+        this.emit(chunk, start, nl);
+      } else {
+        const total = this.pendingBytes + (nl - start);
+        this.pieces.push(chunk.subarray(start, nl));
+        const whole = Buffer.concat(this.pieces, total);
+        this.pieces = [];
+        this.pendingBytes = 0;
+        this.emit(whole, 0, whole.length);
+      }
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.length - start;
+      if (this.pendingBytes + rest > this.maxLineBytes) {
+        const seen = this.pendingBytes + rest;
+        this.pieces = [];
+        this.pendingBytes = 0;
+        this.discarding = true;
+        this.events.overflow(seen);
+        return;
+      }
+      this.pieces.push(chunk.subarray(start));
+      this.pendingBytes += rest;
+    }
+  }
+
+  /** Flushes a last line that had no terminator (the peer closed mid-line). Returns its byte length. */
+  end(): number {
+    const leftover = this.pendingBytes;
+    if (leftover > 0) {
+      const whole = Buffer.concat(this.pieces, leftover);
+      this.pieces = [];
+      this.pendingBytes = 0;
+      this.emit(whole, 0, whole.length);
+    }
+    this.discarding = false;
+    return leftover;
+  }
+
+  private emit(buf: Buffer, start: number, end: number): void {
+    if (end - start > this.maxLineBytes) {
+      this.events.overflow(end - start);
+      return;
+    }
+    if (end > start && buf[end - 1] === CARRIAGE_RETURN) end -= 1;
+    this.events.line(buf.toString('utf8', start, end));
+  }
+}
+
+/** Encodes one message as a line. JSON.stringify escapes newlines inside strings, so the frame is safe. */
+export function encodeLine(message: unknown): string {
+  return JSON.stringify(message) + '\n';
+}
+
+export type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/** JSON.parse with the failure turned into a short reason (the raw text is never echoed whole). */
+export function parseLine(text: string): ParsedLine {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    return { ok: false, reason: `malformed JSON (${(error as Error).message.slice(0, 80)}): ${preview(text)}` };
+  }
+}
+
+/** The first 100 characters of a message, for logs (the design's debugging advice). */
+export function preview(text: string, max = 100): string {
+  const clean = text.replace(/[\u0000-\u001f\u007f]/g, '\uFFFD');
+  return clean.length > max ? `${clean.slice(0, max)}… (${text.length} chars)` : clean;
+}

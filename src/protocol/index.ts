@@ -1,0 +1,3 @@
+export * from './messages.js';
+export * from './framing.js';
+export * from './env.js';

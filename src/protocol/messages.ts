@@ -1,0 +1,201 @@
+/**
+ * Backchannel wire protocol v1: the typed messages both the broker and the agent runtime import.
+ * docs/protocol.md is the prose version of this file; keep them in step.
+ */
+
+export const PROTOCOL_VERSION = 1;
+
+/** Statuses an agent may send. `partial` and `heartbeat` are progress; the other three are final. */
+export const FINAL_STATUSES = ['success', 'error', 'cancelled'] as const;
+export const PROGRESS_STATUSES = ['partial', 'heartbeat'] as const;
+export type FinalStatus = (typeof FINAL_STATUSES)[number];
+export type ProgressStatus = (typeof PROGRESS_STATUSES)[number];
+export type PayloadStatus = FinalStatus | ProgressStatus;
+
+export interface TokenUsage {
+  input?: number;
+  output?: number;
+  total?: number;
+  [key: string]: unknown;
+}
+
+/** Operational metadata. Agents fill what they know; the broker adds its own fields on receipt. */
+export interface PayloadMeta {
+  /** ISO 8601 time the payload was produced. */
+  timestamp?: string;
+  duration_ms?: number;
+  model_used?: string;
+  token_usage?: TokenUsage;
+  [key: string]: unknown;
+}
+
+/** The agent → broker result/progress message: one JSON object per line. */
+export interface Payload<D = unknown> {
+  task_id: string;
+  status: PayloadStatus;
+  data?: D;
+  meta?: PayloadMeta;
+  /** Proves the sender knows the task secret; required on the first message of a socket connection. */
+  token?: string;
+  /** On an `error` payload: `false` makes the failure final (no retry). */
+  retryable?: boolean;
+}
+
+export interface FinalPayload<D = unknown> extends Payload<D> {
+  status: FinalStatus;
+}
+
+/** Agent → broker: opens a connection (optional; a payload carrying `token` does the same). */
+export interface HelloMessage {
+  type: 'hello';
+  task_id: string;
+  token: string;
+  /** Free-form: SDK name and version, language. */
+  agent?: string;
+}
+
+/** Agent → broker: ask the person a question and wait for an `answer`. */
+export interface AskMessage {
+  type: 'ask';
+  task_id: string;
+  /** Agent-chosen id, echoed in the answer. */
+  ask_id: string;
+  question: string;
+  choices?: string[];
+  token?: string;
+}
+
+export type AgentMessage = Payload | HelloMessage | AskMessage;
+
+/** Broker → agent messages. */
+export interface WelcomeMessage {
+  type: 'welcome';
+  task_id: string;
+  attempt: number;
+  protocol: number;
+  /** How often the broker expects a message; the SDK heartbeats at a third of it. 0 = no watchdog. */
+  heartbeat_timeout_ms: number;
+}
+export interface InputMessage {
+  type: 'input';
+  task_id: string;
+  data: unknown;
+}
+export interface CancelMessage {
+  type: 'cancel';
+  task_id: string;
+  reason: string;
+}
+export interface AckMessage {
+  type: 'ack';
+  task_id: string;
+  status: FinalStatus;
+}
+export interface AnswerMessage {
+  type: 'answer';
+  task_id: string;
+  ask_id: string;
+  /** The answer, or absent with `error` when nobody answered in time. */
+  answer?: string;
+  error?: string;
+}
+export interface RejectMessage {
+  type: 'reject';
+  task_id?: string;
+  reason: string;
+}
+export type BrokerMessage = WelcomeMessage | InputMessage | CancelMessage | AckMessage | AnswerMessage | RejectMessage;
+
+export function isFinalStatus(status: unknown): status is FinalStatus {
+  return status === 'success' || status === 'error' || status === 'cancelled';
+}
+
+export function isPayloadStatus(status: unknown): status is PayloadStatus {
+  return isFinalStatus(status) || status === 'partial' || status === 'heartbeat';
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Result of checking one decoded line: either a typed message or a human-readable reason. */
+export type Validation<T> = { ok: true; message: T } | { ok: false; reason: string };
+
+/**
+ * Checks the shape of an agent → broker message. Cheap by design (no schema library): it runs on
+ * every line of a chatty agent. It does not check task ids or tokens; that is the channel's job.
+ */
+export function validateAgentMessage(value: unknown): Validation<AgentMessage> {
+  if (!isPlainObject(value)) {
+    const kind = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+    return { ok: false, reason: `expected a JSON object, got ${kind}` };
+  }
+  if (typeof value.task_id !== 'string' || value.task_id === '') {
+    return { ok: false, reason: 'missing "task_id" (a non-empty string)' };
+  }
+  if (value.token !== undefined && typeof value.token !== 'string') {
+    return { ok: false, reason: '"token" must be a string' };
+  }
+  if ('type' in value && value.type !== undefined) {
+    if (value.type === 'hello') {
+      if (typeof value.token !== 'string') return { ok: false, reason: 'hello without "token"' };
+      return { ok: true, message: value as unknown as HelloMessage };
+    }
+    if (value.type === 'ask') {
+      if (typeof value.ask_id !== 'string' || value.ask_id === '') return { ok: false, reason: 'ask without "ask_id"' };
+      if (typeof value.question !== 'string') return { ok: false, reason: 'ask without "question"' };
+      if (value.choices !== undefined && !(Array.isArray(value.choices) && value.choices.every((c) => typeof c === 'string'))) {
+        return { ok: false, reason: 'ask "choices" must be an array of strings' };
+      }
+      return { ok: true, message: value as unknown as AskMessage };
+    }
+    return { ok: false, reason: `unknown message type ${JSON.stringify(String(value.type)).slice(0, 40)}` };
+  }
+  if (!isPayloadStatus(value.status)) {
+    return {
+      ok: false,
+      reason: `unknown "status" ${JSON.stringify(value.status)?.slice(0, 40) ?? 'undefined'} (expected partial, heartbeat, success, error or cancelled)`,
+    };
+  }
+  if (value.meta !== undefined && !isPlainObject(value.meta)) {
+    return { ok: false, reason: '"meta" must be an object' };
+  }
+  if (value.retryable !== undefined && typeof value.retryable !== 'boolean') {
+    return { ok: false, reason: '"retryable" must be a boolean' };
+  }
+  return { ok: true, message: value as unknown as Payload };
+}
+
+export function isPayload(message: AgentMessage): message is Payload {
+  return !('type' in message) || (message as { type?: unknown }).type === undefined;
+}
+
+/** Checks a broker → agent message (used by the agent runtime). */
+export function validateBrokerMessage(value: unknown): Validation<BrokerMessage> {
+  if (!isPlainObject(value)) return { ok: false, reason: 'expected a JSON object' };
+  switch (value.type) {
+    case 'welcome':
+    case 'input':
+    case 'cancel':
+    case 'ack':
+    case 'answer':
+    case 'reject':
+      return { ok: true, message: value as unknown as BrokerMessage };
+    default:
+      return { ok: false, reason: `unknown broker message type ${JSON.stringify(value.type)}` };
+  }
+}
+
+/** `data.progress` of a partial payload, clamped to 0–100, or undefined when absent/not a number. */
+export function progressOf(payload: Payload): number | undefined {
+  const data = payload.data;
+  if (!isPlainObject(data)) return undefined;
+  const p = data.progress;
+  if (typeof p !== 'number' || !Number.isFinite(p)) return undefined;
+  return Math.min(100, Math.max(0, p));
+}
+
+/** One clock function for both sides, so timestamps compare (design: ISO 8601, never epoch numbers). */
+export function isoNow(): string {
+  return new Date().toISOString();
+}
