@@ -28,7 +28,8 @@ export class LineDecoder {
 
   constructor(
     private readonly events: LineDecoderEvents,
-    readonly maxLineBytes: number = DEFAULT_MAX_LINE_BYTES,
+    /** May be raised between lines (e.g. once a sender has authenticated). */
+    public maxLineBytes: number = DEFAULT_MAX_LINE_BYTES,
   ) {}
 
   /** Bytes buffered for the current unfinished line. */

@@ -1,0 +1,115 @@
+/**
+ * The agent's end of the socket: connect with bounded retry, coalesced writes (one write() per tick,
+ * so a chatty agent is not syscall-bound), and decoded broker messages.
+ */
+import { createConnection, type Socket } from 'node:net';
+import { LineDecoder, encodeLine, parseLine, validateBrokerMessage, type BrokerMessage } from '../protocol/index.js';
+
+export interface ConnectOptions {
+  /** Attempts before giving up. @default 20 */
+  retries?: number;
+  /** First retry delay, doubled up to 500 ms. @default 25 */
+  retryDelayMs?: number;
+}
+
+/** Errors worth retrying: the endpoint is not there yet or not accepting (Windows pipes: EBUSY too). */
+const TRANSIENT = new Set(['ENOENT', 'ECONNREFUSED', 'EAGAIN', 'EBUSY']);
+
+export async function connectWithRetry(endpoint: string, options: ConnectOptions = {}): Promise<Socket> {
+  const retries = options.retries ?? 20;
+  let delay = options.retryDelayMs ?? 25;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectOnce(endpoint);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      if (!TRANSIENT.has(code) || attempt > retries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(500, delay * 2);
+    }
+  }
+}
+
+function connectOnce(endpoint: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(endpoint);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+export class MessageLink {
+  private queue: string[] = [];
+  private scheduled = false;
+  private closedReason: string | undefined;
+  private readonly closeWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly socket: Socket,
+    onMessage: (message: BrokerMessage) => void,
+    maxLineBytes = 256 * 1024 * 1024,
+  ) {
+    const decoder = new LineDecoder(
+      {
+        line(text) {
+          const parsed = parseLine(text);
+          if (!parsed.ok) return;
+          const checked = validateBrokerMessage(parsed.value);
+          // Unknown broker message types are ignored, as the protocol asks.
+          if (checked.ok) onMessage(checked.message);
+        },
+        overflow() {},
+      },
+      maxLineBytes,
+    );
+    socket.on('data', (chunk: Buffer) => decoder.push(chunk));
+    socket.on('error', (error) => this.markClosed(error.message));
+    socket.on('close', () => this.markClosed('connection closed'));
+  }
+
+  get closed(): string | undefined {
+    return this.closedReason;
+  }
+
+  /** Queues a message; everything queued in one tick goes out in one write. */
+  send(message: unknown): void {
+    if (this.closedReason) return;
+    this.queue.push(encodeLine(message));
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Writes what is queued now; resolves when the kernel has it (or the link is gone). */
+  flush(): Promise<void> {
+    this.scheduled = false;
+    if (this.queue.length === 0 || this.closedReason) return Promise.resolve();
+    const data = this.queue.length === 1 ? this.queue[0]! : this.queue.join('');
+    this.queue = [];
+    return new Promise((resolve) => this.socket.write(data, () => resolve()));
+  }
+
+  /** Resolves when the connection is gone. */
+  whenClosed(): Promise<void> {
+    if (this.closedReason) return Promise.resolve();
+    return new Promise((resolve) => this.closeWaiters.push(resolve));
+  }
+
+  async end(): Promise<void> {
+    await this.flush();
+    if (this.closedReason) return;
+    this.socket.end();
+    await Promise.race([this.whenClosed(), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
+    this.socket.destroy();
+  }
+
+  private markClosed(reason: string): void {
+    if (this.closedReason) return;
+    this.closedReason = reason;
+    for (const wake of this.closeWaiters.splice(0)) wake();
+  }
+}

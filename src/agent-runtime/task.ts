@@ -1,0 +1,265 @@
+/**
+ * The agent's view of its task: input, progress, cancellation, questions, and the one final payload.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  STDOUT_PREFIX,
+  isoNow,
+  type BrokerMessage,
+  type FinalStatus,
+  type Payload,
+  type PayloadMeta,
+} from '../protocol/index.js';
+import { connectWithRetry, MessageLink, type ConnectOptions } from './connection.js';
+import { AgentRuntimeError, locateTask, type TaskLocation } from './locate.js';
+
+export interface ConnectTaskOptions extends ConnectOptions {
+  argv?: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for the broker's ack of the final payload before spooling it. @default 5000 */
+  ackTimeoutMs?: number;
+  /** Override the heartbeat interval the broker asked for (0 = none). */
+  heartbeatMs?: number;
+  /** Agent description sent in `hello`. */
+  agent?: string;
+}
+
+export interface AskOptions {
+  choices?: string[];
+  /** Give up after this long (the broker also has its own limit). */
+  timeoutMs?: number;
+}
+
+/** Thrown into the handler's `signal` when the broker cancels (timeout, stall, user). */
+export class TaskCancelledError extends Error {
+  override readonly name = 'AbortError';
+  constructor(readonly reason: string) {
+    super(`task cancelled: ${reason}`);
+  }
+}
+
+export class AgentTask<Input = unknown> {
+  readonly id: string;
+  readonly attempt: number;
+  /** The task's input (any JSON value; null when none, or in stdout mode). */
+  input: Input = null as Input;
+  /** Fires when the broker cancels this task. Pass it to fetch(), child processes, loops. */
+  readonly signal: AbortSignal;
+  private readonly controller = new AbortController();
+  private readonly extraMeta: PayloadMeta = {};
+  private readonly startedAt = performance.now();
+  private link: MessageLink | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private finalSent = false;
+  private ackWaiter: ((acked: boolean) => void) | undefined;
+  private readonly asks = new Map<string, { resolve: (answer: string) => void; reject: (error: Error) => void }>();
+  private askCounter = 0;
+  private inputReady: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly location: TaskLocation,
+    private readonly options: ConnectTaskOptions,
+  ) {
+    this.id = location.taskId;
+    this.attempt = location.attempt;
+    this.signal = this.controller.signal;
+  }
+
+  /** Locates and connects to the task; falls back to stdout when there is no usable socket. */
+  static async connect<Input = unknown>(options: ConnectTaskOptions = {}): Promise<AgentTask<Input>> {
+    const task = new AgentTask<Input>(locateTask(options.argv, options.env), options);
+    await task.open();
+    return task;
+  }
+
+  /** `socket` normally; `stdout` when the agent reports through `data:` lines instead. */
+  get channel(): 'socket' | 'stdout' {
+    return this.link && !this.link.closed ? 'socket' : 'stdout';
+  }
+
+  private async open(): Promise<void> {
+    const { ipcPath, token } = this.location;
+    if (ipcPath && token) {
+      try {
+        const socket = await connectWithRetry(ipcPath, this.options);
+        let gotInput!: () => void;
+        this.inputReady = new Promise((resolve) => (gotInput = resolve));
+        this.link = new MessageLink(socket, (message) => this.onMessage(message, gotInput));
+        this.link.send({ type: 'hello', task_id: this.id, token, agent: this.options.agent ?? 'backchannel-agent-runtime/1' });
+        // The broker answers with welcome + input right away; a dead link must not hang us here.
+        await Promise.race([this.inputReady, this.link.whenClosed()]);
+      } catch (error) {
+        this.warn(`cannot reach the broker at ${ipcPath} (${(error as Error).message}); reporting on stdout instead`);
+        this.link = undefined;
+      }
+    }
+    const heartbeatMs = this.options.heartbeatMs ?? this.location.heartbeatMs ?? 0;
+    if (heartbeatMs > 0) {
+      this.heartbeatTimer = setInterval(() => this.send({ task_id: this.id, status: 'heartbeat' }), heartbeatMs);
+      this.heartbeatTimer.unref();
+    }
+  }
+
+  private onMessage(message: BrokerMessage, gotInput: () => void): void {
+    switch (message.type) {
+      case 'input':
+        this.input = message.data as Input;
+        gotInput();
+        return;
+      case 'cancel':
+        if (!this.signal.aborted) this.controller.abort(new TaskCancelledError(message.reason));
+        return;
+      case 'ack':
+        this.ackWaiter?.(true);
+        return;
+      case 'answer': {
+        const pending = this.asks.get(message.ask_id);
+        if (!pending) return;
+        this.asks.delete(message.ask_id);
+        if (message.error !== undefined || message.answer === undefined) pending.reject(new AgentRuntimeError(`no answer: ${message.error ?? 'empty answer'}`));
+        else pending.resolve(message.answer);
+        return;
+      }
+      case 'reject':
+        this.warn(`the broker rejected this connection: ${message.reason}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Reports progress: `percent` (0–100, or undefined for indeterminate) plus any data. */
+  progress(percent: number | undefined, data: Record<string, unknown> = {}): void {
+    this.partial(percent === undefined ? data : { ...data, progress: percent });
+  }
+
+  /** Sends a `partial` payload with arbitrary data. */
+  partial(data: unknown): void {
+    this.send({ task_id: this.id, status: 'partial', data });
+  }
+
+  heartbeat(): void {
+    this.send({ task_id: this.id, status: 'heartbeat' });
+  }
+
+  /** Adds fields to the final payload's meta (e.g. `model_used`, `token_usage`). */
+  meta(fields: PayloadMeta): void {
+    Object.assign(this.extraMeta, fields);
+  }
+
+  /** A line in the task's log (stderr, which the broker keeps). */
+  log(text: string): void {
+    process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** Asks the person a question; resolves with the answer. Needs the socket channel. */
+  ask(question: string, options: AskOptions = {}): Promise<string> {
+    const link = this.link;
+    if (!link || link.closed) return Promise.reject(new AgentRuntimeError('cannot ask: no connection to the broker (stdout mode)'));
+    const askId = `q${++this.askCounter}`;
+    return new Promise<string>((resolve, reject) => {
+      const timer = options.timeoutMs ? setTimeout(() => fail(new AgentRuntimeError(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs) : undefined;
+      const onAbort = () => fail(this.signal.reason as Error);
+      const done = () => {
+        clearTimeout(timer);
+        this.signal.removeEventListener('abort', onAbort);
+        this.asks.delete(askId);
+      };
+      const fail = (error: Error) => {
+        done();
+        reject(error);
+      };
+      this.asks.set(askId, {
+        resolve: (answer) => {
+          done();
+          resolve(answer);
+        },
+        reject: fail,
+      });
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      link.send({ type: 'ask', task_id: this.id, ask_id: askId, question, ...(options.choices ? { choices: options.choices } : {}) });
+    });
+  }
+
+  succeed(data: unknown, meta: PayloadMeta = {}): Promise<void> {
+    return this.finish('success', data, meta);
+  }
+
+  /** Sends an `error` final payload. `retryable: false` tells the broker not to try again. */
+  fail(error: unknown, options: { retryable?: boolean; data?: Record<string, unknown> } = {}): Promise<void> {
+    const err = error instanceof Error ? error : new Error(String(error));
+    const retryable = options.retryable ?? (err as { retryable?: boolean }).retryable;
+    return this.finish('error', { message: err.message, name: err.name, ...options.data }, {}, retryable);
+  }
+
+  cancelled(data: unknown = { message: String((this.signal.reason as Error | undefined)?.message ?? 'cancelled') }): Promise<void> {
+    return this.finish('cancelled', data, {});
+  }
+
+  /** Stops heartbeats and closes the connection. */
+  async close(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    await this.link?.end();
+  }
+
+  private send(payload: Payload): void {
+    if (this.finalSent) return;
+    if (this.link && !this.link.closed) this.link.send(payload);
+    else printToStdout(payload);
+  }
+
+  /**
+   * Sends the one final payload and makes sure it lands: over the socket with the broker's ack;
+   * without an ack, as a `data:` line on stdout and as a spool file the next broker adopts.
+   */
+  private async finish(status: FinalStatus, data: unknown, meta: PayloadMeta, retryable?: boolean): Promise<void> {
+    if (this.finalSent) throw new AgentRuntimeError('a final payload was already sent for this task');
+    this.finalSent = true;
+    clearInterval(this.heartbeatTimer);
+    const payload: Payload = {
+      task_id: this.id,
+      status,
+      data,
+      meta: { timestamp: isoNow(), duration_ms: Math.round(performance.now() - this.startedAt), ...this.extraMeta, ...meta },
+    };
+    if (retryable !== undefined) payload.retryable = retryable;
+    const link = this.link;
+    if (link && !link.closed) {
+      const acked = new Promise<boolean>((resolve) => {
+        this.ackWaiter = resolve;
+        const timer = setTimeout(() => resolve(false), this.options.ackTimeoutMs ?? 5000);
+        timer.unref();
+        void link.whenClosed().then(() => resolve(false));
+      });
+      link.send(payload);
+      await link.flush();
+      if (await acked) return;
+      this.warn('no acknowledgement from the broker; writing the result to stdout and the spool');
+    }
+    this.spool(payload);
+    await printToStdout(payload);
+  }
+
+  private spool(payload: Payload): void {
+    const dir = this.location.spoolDir;
+    if (!dir) return;
+    try {
+      writeFileSync(path.join(dir, `${path.basename(this.id)}.json`), JSON.stringify(payload) + '\n', { mode: 0o600 });
+    } catch (error) {
+      this.warn(`cannot write the spool file: ${(error as Error).message}`);
+    }
+  }
+
+  private warn(text: string): void {
+    process.stderr.write(`[backchannel] ${text}\n`);
+  }
+}
+
+/** Writes a payload as an SSE-style `data:` line (plus the blank line); resolves when written. */
+export function printToStdout(payload: Payload): Promise<void> {
+  return new Promise((resolve) => {
+    const ok = process.stdout.write(`${STDOUT_PREFIX}${JSON.stringify(payload)}\n\n`, () => resolve());
+    if (!ok && process.stdout.destroyed) resolve();
+  });
+}

@@ -1,0 +1,249 @@
+/**
+ * Append-only NDJSON journal of task lifecycle events, read back at start to rebuild history.
+ *
+ * Writes are batched per tick into one write() and fsynced when the batch holds a final result, so
+ * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
+ * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { TaskSnapshot } from '../task/types.js';
+import type { Logger } from '../log.js';
+
+export const JOURNAL_FILE = 'journal.ndjson';
+/** Compact when the file grows past this. */
+export const DEFAULT_JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
+
+/** What is kept of a task spec in history: enough to show it and to run it again. */
+export interface StoredSpec {
+  command: string;
+  args: string[];
+  cwd: string;
+  label: string;
+  timeoutMs?: number;
+  heartbeatTimeoutMs?: number;
+  retries?: number;
+  tags?: Record<string, string>;
+  /** Kept only when small (see MAX_STORED_INPUT_BYTES). */
+  input?: unknown;
+}
+
+export type JournalRecord =
+  | { e: 'queued'; id: string; at: string; spec: StoredSpec; maxAttempts: number }
+  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number }
+  | { e: 'progress'; id: string; at: string; progress?: number; partial?: unknown }
+  | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec };
+
+export interface HistoryEntry {
+  snapshot: TaskSnapshot;
+  spec: StoredSpec;
+}
+
+export interface LoadResult {
+  entries: HistoryEntry[];
+  skippedLines: number;
+}
+
+export class Journal {
+  readonly file: string;
+  private handle: FileHandle | undefined;
+  private queue: string[] = [];
+  private syncRequested = false;
+  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+  private bytes = 0;
+  private failed: string | undefined;
+
+  constructor(
+    dir: string,
+    private readonly logger: Logger,
+    private readonly maxBytes = DEFAULT_JOURNAL_MAX_BYTES,
+  ) {
+    this.file = path.join(dir, JOURNAL_FILE);
+  }
+
+  /** Why writing stopped working, if it did. */
+  get error(): string | undefined {
+    return this.failed;
+  }
+
+  /** Reads history. Tasks without an `ended` record were running when the broker died: `interrupted`. */
+  load(): LoadResult {
+    const entries = new Map<string, HistoryEntry>();
+    let skippedLines = 0;
+    let text = '';
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
+      }
+      return { entries: [], skippedLines };
+    }
+    const lines = text.split('\n');
+    lines.forEach((line, index) => {
+      if (line.trim() === '') return;
+      let record: JournalRecord;
+      try {
+        record = JSON.parse(line) as JournalRecord;
+        if (typeof record !== 'object' || record === null || typeof record.id !== 'string') throw new Error('not a record');
+      } catch {
+        skippedLines += 1;
+        this.logger.warn(`history: skipped a corrupt line ${index + 1} of ${this.file} (${line.length} chars)`);
+        return;
+      }
+      applyRecord(entries, record);
+    });
+    for (const entry of entries.values()) {
+      const s = entry.snapshot;
+      if (s.state === 'queued' || s.state === 'running' || s.state === 'retrying') {
+        s.state = 'interrupted';
+        s.reason = 'crashed';
+        s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';
+        delete s.pid;
+      }
+    }
+    return { entries: [...entries.values()], skippedLines };
+  }
+
+  /** Opens for appending. Failure is reported and leaves the journal disabled, not the broker. */
+  async open(): Promise<void> {
+    try {
+      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      this.handle = await open(this.file, 'a', 0o600);
+      this.bytes = existsSync(this.file) ? statSync(this.file).size : 0;
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  get needsCompaction(): boolean {
+    return this.bytes > this.maxBytes;
+  }
+
+  append(record: JournalRecord, sync = false): void {
+    if (this.failed || !this.handle) return;
+    this.queue.push(JSON.stringify(record) + '\n');
+    if (sync) this.syncRequested = true;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.flush();
+      });
+    }
+  }
+
+  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.queue.length === 0 || !this.handle || this.failed) return;
+    const batch = this.queue.join('');
+    const sync = this.syncRequested;
+    this.queue = [];
+    this.syncRequested = false;
+    const handle = this.handle;
+    this.flushing = (async () => {
+      try {
+        await handle.write(batch);
+        this.bytes += Buffer.byteLength(batch);
+        if (sync) await handle.sync();
+      } catch (error) {
+        this.fail(error as Error);
+      }
+    })();
+    await this.flushing;
+    this.flushing = undefined;
+  }
+
+  /** Rewrites the file as one `ended`/`queued` record per kept task (write, fsync, rename). */
+  async compact(entries: HistoryEntry[]): Promise<void> {
+    await this.flush();
+    if (this.failed) return;
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      const fd = openSync(tmp, 'w', 0o600);
+      let written = 0;
+      for (const entry of entries) {
+        const line = JSON.stringify({ e: 'ended', id: entry.snapshot.id, at: entry.snapshot.endedAt ?? entry.snapshot.createdAt, task: entry.snapshot, spec: entry.spec }) + '\n';
+        written += writeSync(fd, line);
+      }
+      fsyncSync(fd);
+      closeSync(fd);
+      await this.handle?.close();
+      renameSync(tmp, this.file);
+      this.handle = await open(this.file, 'a', 0o600);
+      this.bytes = written;
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.handle?.close().catch(() => {});
+    this.handle = undefined;
+  }
+
+  private fail(error: Error): void {
+    if (this.failed) return;
+    const code = (error as NodeJS.ErrnoException).code;
+    const hint =
+      code === 'ENOSPC' ? 'the disk is full' : code === 'EROFS' ? 'the file system is read-only' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : error.message;
+    this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
+    this.logger.error(this.failed);
+  }
+}
+
+function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord): void {
+  switch (record.e) {
+    case 'queued':
+      entries.set(record.id, {
+        spec: record.spec,
+        snapshot: {
+          id: record.id,
+          label: record.spec.label,
+          state: 'queued',
+          command: record.spec.command,
+          args: record.spec.args,
+          cwd: record.spec.cwd,
+          attempt: 0,
+          maxAttempts: record.maxAttempts,
+          createdAt: record.at,
+          counters: { malformed: 0, rejected: 0, ignored: 0 },
+          ...(record.spec.tags ? { tags: record.spec.tags } : {}),
+        },
+      });
+      return;
+    case 'attempt': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      entry.snapshot.state = 'running';
+      entry.snapshot.attempt = record.attempt;
+      entry.snapshot.startedAt ??= record.at;
+      if (record.pid !== undefined) entry.snapshot.pid = record.pid;
+      return;
+    }
+    case 'progress': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      if (record.progress !== undefined) entry.snapshot.progress = record.progress;
+      if (record.partial !== undefined) entry.snapshot.lastPartial = record.partial;
+      return;
+    }
+    case 'ended': {
+      const previous = entries.get(record.id);
+      const spec = record.spec ?? previous?.spec ?? {
+        command: record.task.command,
+        args: record.task.args,
+        cwd: record.task.cwd,
+        label: record.task.label,
+      };
+      entries.set(record.id, { snapshot: record.task, spec });
+      return;
+    }
+    default:
+      return;
+  }
+}

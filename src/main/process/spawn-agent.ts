@@ -1,0 +1,73 @@
+/**
+ * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed.
+ * JavaScript and TypeScript files run with this very runtime: inside a packaged Electron app there
+ * is no `node` on PATH, so `process.execPath` with ELECTRON_RUN_AS_NODE=1 is the Node we have.
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Readable } from 'node:stream';
+
+export type AgentProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+const JS_FILE = /\.(mjs|cjs|js)$/i;
+const TS_FILE = /\.(mts|cts|ts)$/i;
+const runningInElectron = Boolean(process.versions.electron);
+
+let tsxLoader: string | undefined;
+function tsxImport(): string {
+  if (!tsxLoader) {
+    const require = createRequire(import.meta.url);
+    tsxLoader = pathToFileURL(require.resolve('tsx')).href;
+  }
+  return tsxLoader;
+}
+
+export interface ResolvedCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** Maps `node`, `*.js` and `*.ts` commands onto this runtime; leaves anything else to the OS. */
+export function resolveCommand(command: string, args: string[]): ResolvedCommand {
+  const nodeEnv: Record<string, string> = runningInElectron ? { ELECTRON_RUN_AS_NODE: '1', ELECTRON_NO_ASAR: '1' } : {};
+  if (command === 'node' || command === 'node.exe') return { file: process.execPath, args, env: nodeEnv };
+  if (JS_FILE.test(command)) return { file: process.execPath, args: [command, ...args], env: nodeEnv };
+  if (TS_FILE.test(command)) return { file: process.execPath, args: ['--import', tsxImport(), command, ...args], env: nodeEnv };
+  return { file: command, args, env: {} };
+}
+
+export class SpawnError extends Error {
+  override readonly name = 'SpawnError';
+}
+
+/** Checks what `spawn` would report only as an ambiguous ENOENT. */
+export function checkWorkingDirectory(cwd: string): void {
+  let stat;
+  try {
+    stat = statSync(cwd);
+  } catch {
+    throw new SpawnError(`working directory does not exist: ${cwd}`);
+  }
+  if (!stat.isDirectory()) throw new SpawnError(`working directory is not a directory: ${cwd}`);
+}
+
+export function spawnAgent(command: ResolvedCommand, cwd: string, env: Record<string, string>): AgentProcess {
+  return spawn(command.file, command.args, {
+    cwd: path.resolve(cwd),
+    env: { ...env, ...command.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Own process group, so cancel can reach grandchildren; never a console window on Windows.
+    detached: process.platform !== 'win32',
+    windowsHide: true,
+  });
+}
+
+export function describeSpawnError(command: string, error: NodeJS.ErrnoException): string {
+  if (error.code === 'ENOENT') return `command not found: ${command}`;
+  if (error.code === 'EACCES') return `command is not executable (permission denied): ${command}`;
+  return `could not start ${command}: ${error.message}`;
+}

@@ -1,0 +1,253 @@
+/**
+ * One attempt's socket endpoint: accepts connections, authenticates each by its first line,
+ * decodes NDJSON and hands validated agent messages up. Knows nothing about task state.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { chmod } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import {
+  DEFAULT_MAX_LINE_BYTES,
+  LineDecoder,
+  encodeLine,
+  isPayload,
+  parseLine,
+  preview,
+  validateAgentMessage,
+  type AgentMessage,
+  type AskMessage,
+  type BrokerMessage,
+  type Payload,
+} from '../../protocol/index.js';
+import { IS_WINDOWS, removeEndpointFile } from './endpoint.js';
+
+export interface ChannelLimits {
+  /** Max bytes of one line from an authenticated connection. */
+  maxLineBytes: number;
+  /** Max bytes of the first line (before the sender proved it knows the token). */
+  preAuthMaxLineBytes: number;
+  /** Close a connection that has not authenticated within this time (slowloris guard). */
+  authTimeoutMs: number;
+  /** Simultaneous connections; more are closed at once (connection-flood guard). */
+  maxConnections: number;
+}
+
+export const DEFAULT_CHANNEL_LIMITS: ChannelLimits = {
+  maxLineBytes: DEFAULT_MAX_LINE_BYTES,
+  preAuthMaxLineBytes: 1024 * 1024,
+  authTimeoutMs: 10_000,
+  maxConnections: 64,
+};
+
+export interface ChannelHandlers {
+  /** A validated payload from an authenticated connection. */
+  payload(payload: Payload, reply: (message: BrokerMessage) => void): void;
+  ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  /** What to send right after a connection authenticates (welcome, input). */
+  greeting(): BrokerMessage[];
+  /** Anything worth recording about the channel: malformed lines, rejected senders. */
+  problem(kind: 'malformed' | 'rejected', detail: string): void;
+  /** A line exceeded the limit on an authenticated connection: the result would be lost. */
+  overflow(detail: string): void;
+}
+
+interface Connection {
+  socket: Socket;
+  authenticated: boolean;
+  readonly decoder: LineDecoder;
+  authTimer?: NodeJS.Timeout;
+}
+
+export class TaskChannel {
+  private server: Server | undefined;
+  private readonly connections = new Set<Connection>();
+  private readonly tokenBytes: Buffer;
+  private closed = false;
+
+  constructor(
+    readonly endpoint: string,
+    readonly taskId: string,
+    token: string,
+    private readonly handlers: ChannelHandlers,
+    private readonly limits: ChannelLimits = DEFAULT_CHANNEL_LIMITS,
+  ) {
+    this.tokenBytes = Buffer.from(token, 'utf8');
+  }
+
+  /** Starts listening; resolves once the endpoint accepts connections (so the agent can be spawned). */
+  async listen(): Promise<void> {
+    const server = createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.endpoint, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', (error) => this.handlers.problem('rejected', `endpoint error: ${error.message}`));
+    // The directory is already 0700; 0600 on the file is defence in depth.
+    if (!IS_WINDOWS) await chmod(this.endpoint, 0o600);
+  }
+
+  /** Number of open connections (authenticated or not). */
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** True while some authenticated connection is open (data may still be in flight). */
+  get hasAuthenticatedConnection(): boolean {
+    for (const connection of this.connections) if (connection.authenticated) return true;
+    return false;
+  }
+
+  /** Sends to every authenticated connection. Returns how many received it. */
+  broadcast(message: BrokerMessage): number {
+    const line = encodeLine(message);
+    let sent = 0;
+    for (const connection of this.connections) {
+      if (connection.authenticated && !connection.socket.destroyed) {
+        connection.socket.write(line);
+        sent += 1;
+      }
+    }
+    return sent;
+  }
+
+  /** Resolves when no connection is left open, or after `timeoutMs`. */
+  async drained(timeoutMs: number): Promise<void> {
+    if (this.connections.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, timeoutMs);
+      const check = setInterval(() => {
+        if (this.connections.size === 0) finish();
+      }, 5);
+      function finish() {
+        clearTimeout(timer);
+        clearInterval(check);
+        resolve();
+      }
+    });
+  }
+
+  /** Stops accepting, ends every connection (after flushing what was written) and removes the socket file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const connection of this.connections) {
+      clearTimeout(connection.authTimer);
+      connection.socket.end();
+      // A peer that never reads must not keep us open.
+      setTimeout(() => connection.socket.destroy(), 200).unref();
+    }
+    const server = this.server;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    removeEndpointFile(this.endpoint);
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closed || this.connections.size >= this.limits.maxConnections) {
+      this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`);
+      socket.destroy();
+      return;
+    }
+    const connection: Connection = {
+      socket,
+      authenticated: false,
+      decoder: new LineDecoder(
+        {
+          line: (text) => this.onLine(connection, text),
+          overflow: (bytes) => this.onOverflow(connection, bytes),
+        },
+        this.limits.preAuthMaxLineBytes,
+      ),
+    };
+    connection.authTimer = setTimeout(() => {
+      this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`);
+      socket.destroy();
+    }, this.limits.authTimeoutMs);
+    this.connections.add(connection);
+    socket.on('data', (chunk: Buffer) => connection.decoder.push(chunk));
+    socket.on('end', () => {
+      const leftover = connection.decoder.buffered;
+      if (leftover > 0) {
+        this.handlers.problem('malformed', `connection closed mid-line (${leftover} bytes without a newline)`);
+        connection.decoder.end();
+      }
+    });
+    socket.on('error', () => {
+      // ECONNRESET and friends: the peer is gone; 'close' follows.
+    });
+    socket.on('close', () => {
+      clearTimeout(connection.authTimer);
+      this.connections.delete(connection);
+    });
+  }
+
+  private onOverflow(connection: Connection, bytes: number): void {
+    const limit = connection.decoder.maxLineBytes;
+    const detail = `line of ${bytes}+ bytes exceeds the ${limit}-byte limit`;
+    this.reject(connection, detail);
+    if (connection.authenticated) this.handlers.overflow(detail);
+    else this.handlers.problem('rejected', `unauthenticated ${detail}`);
+  }
+
+  private reject(connection: Connection, reason: string): void {
+    if (!connection.socket.destroyed) {
+      connection.socket.end(encodeLine({ type: 'reject', task_id: this.taskId, reason }));
+      setTimeout(() => connection.socket.destroy(), 200).unref();
+    }
+  }
+
+  private onLine(connection: Connection, text: string): void {
+    if (connection.socket.destroyed || (connection.socket.writableEnded && !connection.authenticated)) return;
+    if (text.length === 0) return;
+    const parsed = parseLine(text);
+    if (!parsed.ok) {
+      if (!connection.authenticated) return this.refuse(connection, parsed.reason);
+      return this.handlers.problem('malformed', parsed.reason);
+    }
+    const checked = validateAgentMessage(parsed.value);
+    if (!checked.ok) {
+      if (!connection.authenticated) return this.refuse(connection, checked.reason);
+      return this.handlers.problem('malformed', `${checked.reason}: ${preview(text)}`);
+    }
+    const message = checked.message;
+    if (message.task_id !== this.taskId) {
+      const detail = `message for task ${preview(message.task_id, 40)} on the channel of ${this.taskId}`;
+      if (!connection.authenticated) return this.refuse(connection, detail);
+      return this.handlers.problem('rejected', detail);
+    }
+    if (!connection.authenticated && !this.authenticate(connection, message)) return;
+    this.dispatch(connection, message);
+  }
+
+  private refuse(connection: Connection, detail: string): void {
+    this.handlers.problem('rejected', `first message refused: ${detail}`);
+    this.reject(connection, 'authentication required: the first message must carry the task token');
+  }
+
+  private authenticate(connection: Connection, message: AgentMessage): boolean {
+    const token = (message as { token?: unknown }).token;
+    const given = typeof token === 'string' ? Buffer.from(token, 'utf8') : undefined;
+    if (!given || given.length !== this.tokenBytes.length || !timingSafeEqual(given, this.tokenBytes)) {
+      this.handlers.problem('rejected', given ? 'wrong token' : 'first message without a token');
+      this.reject(connection, given ? 'wrong token' : 'authentication required: the first message must carry the task token');
+      return false;
+    }
+    connection.authenticated = true;
+    clearTimeout(connection.authTimer);
+    // Proven senders may send big lines (a 10 MB result); the decoder reads the limit per line.
+    connection.decoder.maxLineBytes = this.limits.maxLineBytes;
+    for (const greeting of this.handlers.greeting()) connection.socket.write(encodeLine(greeting));
+    return true;
+  }
+
+  private dispatch(connection: Connection, message: AgentMessage): void {
+    const reply = (answer: BrokerMessage) => {
+      if (!connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(encodeLine(answer));
+    };
+    if (isPayload(message)) this.handlers.payload(message, reply);
+    else if (message.type === 'ask') this.handlers.ask(message, reply);
+    // hello: authentication was all it was for.
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The fallback channel: reads a child's stdout for `data: <json>` lines (SSE style) and turns every
+ * other stdout/stderr line into log text. Same framing and validation as the socket; no token,
+ * because the pipe belongs to the child alone.
+ */
+import type { Readable } from 'node:stream';
+import { LineDecoder, parseLine, preview, validateAgentMessage, isPayload, type Payload } from '../../protocol/index.js';
+
+/** Longest log line kept; the rest is cut (a log is for people, not for results). */
+const MAX_LOG_LINE_CHARS = 4000;
+
+export interface OutputHandlers {
+  payload(payload: Payload): void;
+  log(stream: 'stdout' | 'stderr', text: string): void;
+  problem(kind: 'malformed' | 'rejected', detail: string): void;
+  overflow(detail: string): void;
+}
+
+const DATA_FIELD = /^data:\s?/;
+
+/** Reads one stdout stream. Resolves `closed` when the stream has ended and the last line is handled. */
+export function readStdout(stream: Readable, taskId: string, handlers: OutputHandlers, maxLineBytes: number): Promise<void> {
+  const decoder = new LineDecoder(
+    {
+      line(text) {
+        if (!text.startsWith('data:')) {
+          if (text.length > 0) handlers.log('stdout', clip(text));
+          return;
+        }
+        const body = text.replace(DATA_FIELD, '');
+        const parsed = parseLine(body);
+        if (!parsed.ok) return handlers.problem('malformed', `stdout ${parsed.reason}`);
+        const checked = validateAgentMessage(parsed.value);
+        if (!checked.ok) return handlers.problem('malformed', `stdout: ${checked.reason}: ${preview(body)}`);
+        const message = checked.message;
+        if (!isPayload(message)) return handlers.problem('malformed', `stdout: only payloads are read here: ${preview(body)}`);
+        if (message.task_id !== taskId) {
+          return handlers.problem('rejected', `stdout payload for task ${preview(message.task_id, 40)}, expected ${taskId}`);
+        }
+        handlers.payload(message);
+      },
+      overflow(bytes) {
+        handlers.overflow(`stdout line of ${bytes}+ bytes exceeds the ${maxLineBytes}-byte limit`);
+      },
+    },
+    maxLineBytes,
+  );
+  return pump(stream, decoder);
+}
+
+/** Reads stderr into log lines. */
+export function readStderr(stream: Readable, handlers: Pick<OutputHandlers, 'log'>, maxLineBytes: number): Promise<void> {
+  const decoder = new LineDecoder(
+    {
+      line(text) {
+        handlers.log('stderr', clip(text));
+      },
+      overflow(bytes) {
+        handlers.log('stderr', `[a stderr line of ${bytes}+ bytes was dropped]`);
+      },
+    },
+    maxLineBytes,
+  );
+  return pump(stream, decoder);
+}
+
+function pump(stream: Readable, decoder: LineDecoder): Promise<void> {
+  return new Promise((resolve) => {
+    stream.on('data', (chunk: Buffer) => decoder.push(chunk));
+    stream.on('error', () => resolve());
+    stream.on('close', () => {
+      decoder.end();
+      resolve();
+    });
+  });
+}
+
+function clip(text: string): string {
+  return text.length > MAX_LOG_LINE_CHARS ? `${text.slice(0, MAX_LOG_LINE_CHARS)}… [${text.length} chars]` : text;
+}
