@@ -125,7 +125,7 @@ export class Task {
     if (payload) this.final = this.withBrokerMeta(payload, channel ?? 'socket');
     this.state = reason === 'cancelled' ? 'cancelled' : 'failed';
     this.end();
-    this.rejectResult(new TaskError(this.id, reason, `Task ${this.label} ${message}`, this.final, this.stderrTail()));
+    this.rejectResult(new TaskError(this.id, reason, `${this.label}: ${message}`, this.final, this.stderrTail()));
   }
 
   private end(): void {

@@ -1,0 +1,94 @@
+/** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
+import { parseArgs } from 'node:util';
+import type { CliCommand } from '../command.js';
+import { EXIT, usageError } from '../command.js';
+import { defaultDataDir } from '../../main/headless/paths.js';
+
+const HELP = `Usage: backchannel serve [options]
+
+Serves the task panel and its API on 127.0.0.1 and prints the URL to open. Only that URL works:
+it carries a token that is new on every start.
+
+Options:
+  --port <n>          port to listen on; 0 picks a free one (default: 0)
+  --data-dir <dir>    where history and logs live (default: ${defaultDataDir()})
+  --concurrency <n>   tasks running at once (default: 2 per CPU core)
+  --demo              start a few demo sub-agents so the panel has something to show
+  -h, --help          show this help
+
+Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and history is kept.`;
+
+/** Demo tasks started by --demo: one of each kind, so every state shows up within seconds. */
+export const DEMO_TEMPLATES = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
+
+export const command: CliCommand = {
+  async run(argv) {
+    let values;
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        options: {
+          port: { type: 'string' },
+          'data-dir': { type: 'string' },
+          concurrency: { type: 'string' },
+          demo: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+        strict: true,
+      }));
+    } catch (error) {
+      return usageError(`backchannel serve: ${(error as Error).message}`, HELP);
+    }
+    if (values.help) {
+      process.stdout.write(HELP + '\n');
+      return EXIT.ok;
+    }
+    const port = values.port === undefined ? 0 : Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
+    }
+    const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
+    if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
+      return usageError(`backchannel serve: Expected \`--concurrency\` to be a positive integer, got \`${values.concurrency}\``, HELP);
+    }
+
+    const { startHeadless } = await import('../../main/headless/start.js');
+    let headless;
+    try {
+      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency });
+    } catch (error) {
+      process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    if (values.demo) {
+      const info = await headless.bridge.info();
+      for (const name of DEMO_TEMPLATES) {
+        const template = info.templates.find((t) => t.name === name);
+        if (template) await headless.bridge.submit(template.request);
+      }
+    }
+    process.stdout.write(`Backchannel panel: ${headless.url}\n`);
+    process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
+
+    return new Promise<number>((resolve) => {
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals): void => {
+        if (stopping) {
+          process.stderr.write(`backchannel serve: ${signal} again, exiting now\n`);
+          process.exit(EXIT.cancelled);
+        }
+        stopping = true;
+        process.stderr.write('backchannel serve: stopping (cancelling running tasks)…\n');
+        headless.close().then(
+          () => resolve(EXIT.ok),
+          (error: unknown) => {
+            process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+            resolve(EXIT.failed);
+          },
+        );
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+  },
+};

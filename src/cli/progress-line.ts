@@ -1,0 +1,76 @@
+/**
+ * The live status line `backchannel run` draws on a TTY (stderr): spinner or bar, elapsed time, and
+ * the last partial's text. Redrawn at most 10 times a second however chatty the agent is.
+ */
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const BAR_WIDTH = 20;
+
+export class ProgressLine {
+  private frame = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private percent: number | undefined;
+  private note = '';
+  private state = 'queued';
+  private readonly startedAt = Date.now();
+
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly label: string,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.draw(), 100);
+    this.timer.unref();
+  }
+
+  update(state: string, percent: number | undefined, note?: string): void {
+    this.state = state;
+    if (percent !== undefined) this.percent = percent;
+    if (note !== undefined) this.note = note;
+  }
+
+  /** Prints a whole line above the status line. */
+  print(text: string): void {
+    this.clear();
+    this.stream.write(`${text}\n`);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.clear();
+  }
+
+  private clear(): void {
+    this.stream.write('\r\x1b[2K');
+  }
+
+  private draw(): void {
+    const seconds = ((Date.now() - this.startedAt) / 1000).toFixed(1);
+    const spinner = FRAMES[this.frame++ % FRAMES.length];
+    let bar = '';
+    if (this.percent !== undefined) {
+      const filled = Math.round((this.percent / 100) * BAR_WIDTH);
+      bar = ` [${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${Math.round(this.percent)}%`;
+    }
+    const width = this.stream.columns || 80;
+    const line = `${spinner} ${this.label} · ${this.state}${bar} · ${seconds}s${this.note ? ` · ${this.note}` : ''}`;
+    this.stream.write(`\r\x1b[2K${line.slice(0, width - 1)}`);
+  }
+}
+
+/** A one-line summary of a partial's data for the status line. */
+export function describePartial(data: unknown): string {
+  if (data === null || data === undefined) return '';
+  if (typeof data === 'string') return oneLine(data);
+  if (typeof data === 'object') {
+    const record = data as Record<string, unknown>;
+    for (const key of ['message', 'step', 'text', 'status']) {
+      if (typeof record[key] === 'string') return oneLine(record[key] as string);
+    }
+  }
+  return '';
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().slice(0, 120);
+}
