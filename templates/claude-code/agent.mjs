@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+/**
+ * Sub-agent that runs Claude Code headless and reports its progress and result:
+ *
+ *   claude -p <prompt> --output-format stream-json --verbose [--model <m>] [--permission-mode acceptEdits]
+ *
+ * stdin is ignored (with an open stdin pipe `claude` waits for EOF). `is_error` decides success,
+ * not `subtype`. `total_cost_usd`, `usage` (and `token_usage`), `num_turns`, `session_id` go to meta.
+ *
+ * Input: a prompt string, or
+ *   {"prompt": "…", "model": "sonnet", "allow_writes": false, "permission_mode": "…", "max_turns": 20,
+ *    "bin": "claude", "resume": "<session id>", "extra_args": [], "idle_timeout_ms": 600000}
+ * Environment: CLAUDE_BIN (default `claude`), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
+ */
+import { runAgent } from 'backchannel/agent-runtime';
+import { AgentFailure, runHeadless } from './run-headless.mjs';
+import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
+
+/** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
+const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
+const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
+
+function readOptions(input) {
+  const options = typeof input === 'string' ? { prompt: input } : input && typeof input === 'object' ? input : {};
+  if (typeof options.prompt !== 'string' || options.prompt.trim() === '') {
+    throw new AgentFailure('input needs a "prompt" (a non-empty string), e.g. {"prompt": "Explain src/"}', { retryable: false });
+  }
+  if (options.extra_args !== undefined && !(Array.isArray(options.extra_args) && options.extra_args.every((a) => typeof a === 'string'))) {
+    throw new AgentFailure('"extra_args" must be an array of strings', { retryable: false });
+  }
+  if (options.permission_mode !== undefined && !PERMISSION_MODES.includes(options.permission_mode)) {
+    throw new AgentFailure(`"permission_mode" must be one of ${PERMISSION_MODES.join(', ')}`, { retryable: false });
+  }
+  const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
+  return {
+    prompt: options.prompt,
+    bin: text(options.bin) ?? text(process.env.CLAUDE_BIN) ?? 'claude',
+    model: text(options.model) ?? text(process.env.CLAUDE_MODEL),
+    allowWrites: options.allow_writes === true,
+    permissionMode: options.permission_mode,
+    maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
+    resume: text(options.resume),
+    extraArgs: options.extra_args ?? [],
+    idleTimeoutMs: Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
+  };
+}
+
+runAgent(async (task) => {
+  const options = readOptions(task.input);
+  return runHeadless(task, {
+    product: 'Claude Code',
+    bin: options.bin,
+    args: buildClaudeArgs(options),
+    translator: createClaudeTranslator(),
+    looksLikeAuthFailure,
+    loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
+    installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN / input "bin".',
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Runs one headless CLI session for a Backchannel task: spawns the CLI (cli-process.mjs), feeds its
+ * stdout through a translator (translate.mjs), reports progress on the task, and turns the end of
+ * the run into a returned result or a thrown error. Shared, byte for byte, by the cursor-cli and
+ * claude-code templates (a test checks the two copies are identical).
+ */
+import { childEnvironment, startCli } from './cli-process.mjs';
+import { parseEventLine, stripAnsi } from './stream-json.mjs';
+
+/** An error the SDK turns into an `error` payload; `retryable: false` makes it final. */
+export class AgentFailure extends Error {
+  constructor(message, { retryable = true, data } = {}) {
+    super(message);
+    this.name = 'AgentFailure';
+    this.retryable = retryable;
+    if (data !== undefined) this.data = data;
+  }
+}
+
+/**
+ * @param {import('backchannel/agent-runtime').Task} task
+ * @param {{
+ *   product: string,               // "the Cursor CLI", for messages
+ *   bin: string, args: string[], cwd?: string,
+ *   translator: {push(event: object): object[], sessionId?: string, openCalls: string[]},
+ *   looksLikeAuthFailure: (text: string) => boolean,
+ *   loginHint: string, installHint: string,
+ *   idleTimeoutMs?: number, killGraceMs?: number,
+ * }} run
+ * @returns {Promise<{text: string, session_id?: string, tool_calls: number}>}
+ */
+export async function runHeadless(task, run) {
+  const nonJson = [];
+  let result;
+  let steps = 0;
+  let text = '';
+
+  const cli = startCli({
+    bin: run.bin,
+    args: run.args,
+    cwd: run.cwd,
+    env: childEnvironment(),
+    idleTimeoutMs: run.idleTimeoutMs,
+    killGraceMs: run.killGraceMs,
+    onStdoutLine(line) {
+      const event = parseEventLine(line);
+      if (event === null) {
+        const plain = stripAnsi(line).trim();
+        if (plain !== '') {
+          nonJson.push(plain);
+          if (nonJson.length > 20) nonJson.shift();
+          process.stderr.write(`[cli] ${plain}\n`); // becomes the task log
+        }
+        return;
+      }
+      for (const out of run.translator.push(event)) {
+        switch (out.kind) {
+          case 'init':
+            task.meta({ model_used: out.model, session_id: out.session_id });
+            task.partial({ phase: 'init', model: out.model, session_id: out.session_id });
+            break;
+          case 'text':
+            text = out.delta ? text + out.text : out.text;
+            task.partial({ text });
+            break;
+          case 'tool':
+            if (out.phase === 'started') steps += 1;
+            task.partial({ step: steps, tool: out.name, phase: out.phase, call_id: out.call_id, args: out.args, ok: out.ok, result: out.result });
+            break;
+          case 'status':
+            task.partial({ status: out.message });
+            break;
+          case 'result':
+            result = out;
+            // The result is the end of the run, whether or not the CLI exits (it sometimes doesn't).
+            void cli.stop('result received');
+            break;
+        }
+      }
+    },
+  });
+
+  const onAbort = () => void cli.stop('cancelled');
+  task.signal.addEventListener('abort', onAbort, { once: true });
+  let exit;
+  try {
+    exit = await cli.done;
+  } finally {
+    task.signal.removeEventListener('abort', onAbort);
+  }
+
+  if (exit.spawnError) {
+    if (exit.spawnError.code === 'ENOENT') {
+      throw new AgentFailure(`${run.product} was not found: "${run.bin}" is not on PATH. ${run.installHint}`, { retryable: false });
+    }
+    throw new AgentFailure(`could not start ${run.product} ("${run.bin}"): ${exit.spawnError.message}`, { retryable: false });
+  }
+  if (result !== undefined) {
+    task.meta({ ...result.meta, tool_calls: steps });
+    if (result.ok) return { text: result.text, session_id: result.session_id, tool_calls: steps };
+    const auth = run.looksLikeAuthFailure(`${result.text}\n${result.error ?? ''}`);
+    const message = result.text || result.error || `${run.product} reported an error (${result.subtype ?? 'no details'})`;
+    throw new AgentFailure(auth ? `${run.loginHint} (${message})` : message, {
+      retryable: !auth,
+      data: { session_id: result.session_id, subtype: result.subtype },
+    });
+  }
+  if (task.signal.aborted) throw task.signal.reason ?? new Error('cancelled');
+
+  const tail = [exit.stderrTail, nonJson.join('\n')].filter(Boolean).join('\n');
+  if (run.looksLikeAuthFailure(tail)) throw new AgentFailure(`${run.loginHint}\n${tail}`, { retryable: false });
+  const how = exit.stoppedBecause ?? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`);
+  throw new AgentFailure(`${run.product} ended without a result (${how})${tail ? `:\n${tail}` : ''}`, {
+    data: { exit_code: exit.code, session_id: run.translator.sessionId, open_tool_calls: run.translator.openCalls },
+  });
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+/**
+ * Sub-agent that runs the Cursor CLI headless and reports its progress and result:
+ *
+ *   agent -p <prompt> --output-format stream-json --trust --workspace <cwd> [--model <m>] [--force]
+ *
+ * Input: a prompt string, or
+ *   {"prompt": "…", "model": "…", "allow_writes": false, "bin": "agent", "resume": "<session id>",
+ *    "extra_args": [], "idle_timeout_ms": 600000}
+ * Environment: CURSOR_AGENT_BIN (default `agent`), CURSOR_AGENT_MODEL, CURSOR_API_KEY (passed through).
+ *
+ * Progress: system/init → {phase:'init', model, session_id}; assistant text → {text};
+ * tool calls → {step, tool, phase, args, ok, result}. Final: the `result` event, `is_error` decides.
+ */
+import { runAgent } from 'backchannel/agent-runtime';
+import { AgentFailure, runHeadless } from './run-headless.mjs';
+import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
+
+/** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
+const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
+
+function readOptions(input) {
+  const options = typeof input === 'string' ? { prompt: input } : input && typeof input === 'object' ? input : {};
+  if (typeof options.prompt !== 'string' || options.prompt.trim() === '') {
+    throw new AgentFailure('input needs a "prompt" (a non-empty string), e.g. {"prompt": "Explain src/"}', { retryable: false });
+  }
+  if (options.extra_args !== undefined && !(Array.isArray(options.extra_args) && options.extra_args.every((a) => typeof a === 'string'))) {
+    throw new AgentFailure('"extra_args" must be an array of strings', { retryable: false });
+  }
+  const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
+  return {
+    prompt: options.prompt,
+    bin: text(options.bin) ?? text(process.env.CURSOR_AGENT_BIN) ?? 'agent',
+    model: text(options.model) ?? text(process.env.CURSOR_AGENT_MODEL),
+    allowWrites: options.allow_writes === true,
+    resume: text(options.resume),
+    extraArgs: options.extra_args ?? [],
+    idleTimeoutMs: Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
+  };
+}
+
+runAgent(async (task) => {
+  const options = readOptions(task.input);
+  return runHeadless(task, {
+    product: 'the Cursor CLI',
+    bin: options.bin,
+    args: buildCursorArgs({ ...options, workspace: process.cwd() }),
+    translator: createCursorTranslator(),
+    looksLikeAuthFailure,
+    loginHint: 'the Cursor CLI is not logged in: run `agent login`, or give the broker CURSOR_API_KEY',
+    installHint: 'Install it (curl https://cursor.com/install -fsS | bash) or set CURSOR_AGENT_BIN / input "bin".',
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+});
