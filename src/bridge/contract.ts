@@ -43,10 +43,16 @@ export interface BridgeInfo {
   recent: SubmitRequest[];
 }
 
-/** Pushed to subscribers: coalesced — at most one entry per task per flush, ~10 flushes/s. */
+/**
+ * Pushed to subscribers: coalesced — at most one entry per task per flush, ~10 flushes/s.
+ * The first event a new subscription receives is a full picture (`full: true`, every task and the
+ * paused flag), so a listener that subscribes or reconnects late never misses a change.
+ */
 export interface BridgeEvent {
   /** Tasks that changed since the last event (full snapshots). */
   tasks: TaskSnapshot[];
+  /** `tasks` is every task there is: replace, do not merge. */
+  full?: boolean;
   /** Ids of tasks removed from history. */
   removed?: string[];
   /** Set when the queue was paused or resumed. */

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// Builds what tsc does not: the panel (src/renderer → dist/renderer: index.html, panel.js, panel.css)
+// and the Electron preload as one CommonJS file (a sandboxed preload can only require 'electron').
+// Run after `tsc -p tsconfig.json` (see the `build` script).
+import { build } from 'esbuild';
+import { copyFile, mkdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const src = join(root, 'src', 'renderer');
+const out = join(root, 'dist', 'renderer');
+
+await rm(out, { recursive: true, force: true });
+await mkdir(out, { recursive: true });
+
+await build({
+  entryPoints: [join(src, 'panel.ts')],
+  outfile: join(out, 'panel.js'),
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['chrome120'],
+  sourcemap: 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+await copyFile(join(src, 'index.html'), join(out, 'index.html'));
+await copyFile(join(src, 'panel.css'), join(out, 'panel.css'));
+
+const preload = join(root, 'src', 'main', 'electron', 'preload.ts');
+if (existsSync(preload)) {
+  await build({
+    entryPoints: [preload],
+    outfile: join(root, 'dist', 'main', 'electron', 'preload.cjs'),
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: ['node20'],
+    external: ['electron'],
+    logLevel: 'warning',
+  });
+}
+console.log('built dist/renderer' + (existsSync(preload) ? ' and dist/main/electron/preload.cjs' : ''));

@@ -1,0 +1,27 @@
+/** Small task summaries shared by the panel and the tray (no Node or DOM imports). */
+import type { TaskSnapshot, TaskState } from '../main/task/types.js';
+
+export function isFinished(state: TaskState): boolean {
+  return state === 'succeeded' || state === 'failed' || state === 'cancelled' || state === 'interrupted';
+}
+
+export function isActive(state: TaskState): boolean {
+  return state === 'running' || state === 'retrying';
+}
+
+/** The tray-style summary: "2 running, 1 queued, 1 failed". */
+export function countsText(tasks: Iterable<TaskSnapshot>): string {
+  let running = 0;
+  let queued = 0;
+  let failed = 0;
+  for (const task of tasks) {
+    if (isActive(task.state)) running++;
+    else if (task.state === 'queued') queued++;
+    else if (task.state === 'failed' || task.state === 'interrupted') failed++;
+  }
+  const parts: string[] = [];
+  if (running) parts.push(`${running} running`);
+  if (queued) parts.push(`${queued} queued`);
+  if (failed) parts.push(`${failed} failed`);
+  return parts.length ? parts.join(', ') : 'Idle';
+}

@@ -1,0 +1,244 @@
+/**
+ * The details pane of one task. Sections rebuild only when their own input changes, so an open
+ * JSON tree or a half-typed answer survives the many updates of a running task.
+ */
+import type { LogLine, TaskSnapshot } from '../bridge/contract.js';
+import { appendAll, h, setText } from './dom.js';
+import { commandLine, formatDuration, formatTime, isFinished, STATE_LABEL, taskTime } from './format.js';
+import { jsonText, jsonView } from './json-view.js';
+
+export interface DetailsActions {
+  close(): void;
+  cancel(id: string): void;
+  retry(id: string): void;
+  answer(id: string, askId: string, text: string): void;
+  copy(text: string): void;
+}
+
+/** Lines of the task log shown (the broker bounds the log too). */
+const MAX_LOG_LINES = 500;
+
+export class Details {
+  readonly root: HTMLElement;
+  private readonly title = h('h2', { class: 'details-title', attrs: { id: 'details-title' } });
+  private readonly badge = h('span', { class: 'badge' });
+  private readonly idLine = h('div', { class: 'details-id' });
+  private readonly cancelButton = h('button', { text: 'Cancel task', class: 'danger', attrs: { type: 'button', 'data-action': 'cancel' } });
+  private readonly retryButton = h('button', { text: 'Retry', attrs: { type: 'button', 'data-action': 'retry' } });
+  private readonly closeButton = h('button', { text: 'Close', class: 'quiet', attrs: { type: 'button', 'aria-label': 'Close details' } });
+  private readonly question = h('section', { class: 'section question', attrs: { 'aria-label': 'Question from the sub-agent' } });
+  private readonly summary = h('dl', { class: 'facts' });
+  private readonly failure = h('section', { class: 'section failure', attrs: { 'aria-label': 'Error' } });
+  private readonly result = h('section', { class: 'section result' });
+  private readonly meta = h('section', { class: 'section meta' });
+  private readonly command = h('section', { class: 'section command' });
+  private readonly log = h('pre', { class: 'log', attrs: { 'aria-label': 'Task log' }, tabIndex: 0 });
+  private task: TaskSnapshot | undefined;
+  private keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+
+  constructor(private readonly actions: DetailsActions) {
+    for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
+    this.cancelButton.addEventListener('click', () => this.task && this.actions.cancel(this.task.id));
+    this.retryButton.addEventListener('click', () => this.task && this.actions.retry(this.task.id));
+    this.closeButton.addEventListener('click', () => this.actions.close());
+    this.root = h('article', { class: 'details', attrs: { 'aria-labelledby': 'details-title' }, tabIndex: -1 }, [
+      h('header', { class: 'details-head' }, [
+        h('div', { class: 'details-heading' }, [this.badge, this.title]),
+        h('div', { class: 'details-buttons' }, [this.cancelButton, this.retryButton, this.closeButton]),
+      ]),
+      this.idLine,
+      this.question,
+      this.summary,
+      this.failure,
+      this.result,
+      this.meta,
+      this.command,
+      h('section', { class: 'section' }, [h('h3', { text: 'Log' }), this.log]),
+    ]);
+  }
+
+  get taskId(): string | undefined {
+    return this.task?.id;
+  }
+
+  /** Forgets the shown task, so the next `show` rebuilds every section. */
+  reset(): void {
+    this.task = undefined;
+    this.keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+  }
+
+  show(task: TaskSnapshot, now: number): void {
+    if (this.task?.id !== task.id) this.keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+    this.task = task;
+    setText(this.title, task.label);
+    setText(this.badge, task.pendingQuestion ? 'Needs answer' : STATE_LABEL[task.state]);
+    this.badge.className = `badge badge-${task.pendingQuestion ? 'asking' : task.state}`;
+    setText(this.idLine, `Task ${task.id}`);
+    const finished = isFinished(task.state);
+    this.cancelButton.hidden = finished;
+    this.retryButton.hidden = !finished;
+    this.renderQuestion(task);
+    this.renderSummary(task, now);
+    this.renderFailure(task);
+    this.renderResult(task);
+    this.renderMeta(task);
+    this.renderCommand(task);
+  }
+
+  tick(now: number): void {
+    if (this.task && !isFinished(this.task.state)) this.renderSummary(this.task, now);
+  }
+
+  setLog(lines: LogLine[]): void {
+    const shown = lines.slice(-MAX_LOG_LINES);
+    const key = `${lines.length}:${shown.at(-1)?.time ?? ''}:${shown.at(-1)?.text.length ?? 0}`;
+    if (key === this.keys.log) return;
+    this.keys.log = key;
+    const stick = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
+    const text = shown.length
+      ? shown.map((line) => `${line.time.slice(11, 23)} ${line.stream.padEnd(6)} ${line.text}`).join('\n')
+      : '(no output yet)';
+    this.log.textContent = (lines.length > shown.length ? `… ${lines.length - shown.length} earlier lines\n` : '') + text;
+    if (stick) this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  private renderQuestion(task: TaskSnapshot): void {
+    const q = task.pendingQuestion;
+    const key = q ? `${task.id}:${q.askId}` : '';
+    if (key === this.keys.question) return;
+    this.keys.question = key;
+    this.question.replaceChildren();
+    this.question.hidden = !q;
+    if (!q) return;
+    const input = h('input', { class: 'answer-input', attrs: { type: 'text', 'aria-label': 'Your answer', placeholder: 'Type an answer', autocomplete: 'off' } });
+    const send = (text: string): void => this.actions.answer(task.id, q.askId, text);
+    const form = h('form', { class: 'answer-form' }, [input, h('button', { text: 'Answer', class: 'primary', attrs: { type: 'submit' } })]);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      send(input.value);
+    });
+    appendAll(this.question, [
+      h('h3', { text: 'The sub-agent asks' }),
+      h('p', { class: 'question-text', text: q.question }),
+      q.choices?.length
+        ? h('div', { class: 'choices' }, q.choices.map((choice) => h('button', { text: choice, attrs: { type: 'button' }, on: { click: () => send(choice) } })))
+        : null,
+      form,
+    ]);
+  }
+
+  private renderSummary(task: TaskSnapshot, now: number): void {
+    const facts: [string, string][] = [
+      ['Status', STATE_LABEL[task.state] + (task.reason && task.state !== 'succeeded' ? ` (${task.reason})` : '')],
+      ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
+      [isFinished(task.state) ? 'Took' : 'Elapsed', taskTime(task, now)],
+      ['Created', formatTime(task.createdAt)],
+    ];
+    if (task.startedAt) facts.push(['Started', formatTime(task.startedAt)]);
+    if (task.endedAt) facts.push(['Ended', formatTime(task.endedAt)]);
+    if (typeof task.progress === 'number' && !isFinished(task.state)) facts.push(['Progress', `${Math.round(task.progress)}%`]);
+    if (task.exitCode !== undefined && task.exitCode !== null) facts.push(['Exit code', String(task.exitCode)]);
+    if (task.signal) facts.push(['Signal', task.signal]);
+    if (task.pid !== undefined && !isFinished(task.state)) facts.push(['PID', String(task.pid)]);
+    const { malformed, rejected, ignored } = task.counters;
+    if (malformed || rejected || ignored) facts.push(['Dropped lines', `${malformed} malformed, ${rejected} rejected, ${ignored} ignored`]);
+    const rows = this.summary.children.length === facts.length * 2;
+    if (!rows) {
+      this.summary.replaceChildren(...facts.flatMap(([term, value]) => [h('dt', { text: term }), h('dd', { text: value })]));
+      return;
+    }
+    facts.forEach(([term, value], i) => {
+      setText(this.summary.children[i * 2] as Element, term);
+      setText(this.summary.children[i * 2 + 1] as Element, value);
+    });
+  }
+
+  private renderFailure(task: TaskSnapshot): void {
+    const failed = task.state === 'failed' || task.state === 'interrupted' || task.state === 'cancelled' || task.state === 'retrying';
+    const payloadMessage = messageOf(task.result?.data);
+    const key = failed ? `${task.id}:${task.state}:${task.attempt}:${task.message ?? ''}:${task.stderrTail?.length ?? 0}` : '';
+    if (key === this.keys.failure) return;
+    this.keys.failure = key;
+    this.failure.replaceChildren();
+    this.failure.hidden = !failed;
+    if (!failed) return;
+    this.failure.append(
+      h('h3', { text: task.state === 'cancelled' ? 'Why it was cancelled' : 'What went wrong' }),
+      h('p', { class: 'failure-reason', text: `${task.reason ?? task.state}: ${task.message ?? payloadMessage ?? 'no message'}` }),
+    );
+    if (payloadMessage && payloadMessage !== task.message) this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
+    if (task.stderrTail) {
+      this.failure.append(h('h4', { text: 'Last lines of stderr' }), h('pre', { class: 'stderr-tail', text: task.stderrTail, tabIndex: 0 }));
+    }
+  }
+
+  private renderResult(task: TaskSnapshot): void {
+    const finalData = task.result ? task.result.data : undefined;
+    const hasFinal = task.result !== undefined && 'data' in task.result;
+    const value = hasFinal ? finalData : task.lastPartial;
+    const heading = hasFinal ? 'Result data' : 'Latest progress data';
+    const show = hasFinal || task.lastPartial !== undefined;
+    const key = show ? `${task.id}:${heading}:${safeStringify(value)}` : '';
+    if (key === this.keys.result) return;
+    this.keys.result = key;
+    this.result.replaceChildren();
+    this.result.hidden = !show;
+    if (!show) return;
+    const copy = h('button', { text: 'Copy', class: 'quiet', attrs: { type: 'button', 'aria-label': `Copy ${heading.toLowerCase()} as JSON` } });
+    copy.addEventListener('click', () => this.actions.copy(jsonText(value)));
+    this.result.append(h('div', { class: 'section-head' }, [h('h3', { text: heading }), copy]), jsonView(value));
+  }
+
+  private renderMeta(task: TaskSnapshot): void {
+    const meta = (task.result?.meta ?? {}) as Record<string, unknown>;
+    const key = `${task.id}:${safeStringify(meta)}`;
+    if (key === this.keys.meta) return;
+    this.keys.meta = key;
+    this.meta.replaceChildren();
+    const facts: [string, string][] = [];
+    if (typeof meta.model_used === 'string') facts.push(['Model', meta.model_used]);
+    const usage = meta.token_usage as Record<string, unknown> | undefined;
+    if (usage && typeof usage === 'object') {
+      const parts = ['input', 'output', 'total'].filter((k) => typeof usage[k] === 'number').map((k) => `${String(usage[k])} ${k}`);
+      if (parts.length) facts.push(['Tokens', parts.join(', ')]);
+    }
+    if (typeof meta.duration_ms === 'number') facts.push(['Duration', formatDuration(meta.duration_ms)]);
+    if (typeof meta.channel === 'string') facts.push(['Delivered via', meta.channel]);
+    if (typeof meta.attempts === 'number') facts.push(['Attempts', String(meta.attempts)]);
+    const known = new Set(['model_used', 'token_usage', 'duration_ms', 'channel', 'attempts']);
+    const rest = Object.fromEntries(Object.entries(meta).filter(([k]) => !known.has(k)));
+    this.meta.hidden = facts.length === 0 && Object.keys(rest).length === 0;
+    if (this.meta.hidden) return;
+    appendAll(this.meta, [
+      h('h3', { text: 'Meta' }),
+      h('dl', { class: 'facts' }, facts.flatMap(([term, value]) => [h('dt', { text: term }), h('dd', { text: value })])),
+      Object.keys(rest).length ? jsonView(rest) : null,
+    ]);
+  }
+
+  private renderCommand(task: TaskSnapshot): void {
+    const key = `${task.id}`;
+    if (key === this.keys.command) return;
+    this.keys.command = key;
+    this.command.replaceChildren(
+      h('h3', { text: 'Command' }),
+      h('pre', { class: 'command-line', text: commandLine(task.command, task.args) }),
+      h('p', { class: 'cwd' }, ['in ', h('code', { text: task.cwd })]),
+    );
+  }
+}
+
+function messageOf(data: unknown): string | undefined {
+  if (data && typeof data === 'object' && typeof (data as Record<string, unknown>).message === 'string') {
+    return (data as Record<string, string>).message;
+  }
+  return undefined;
+}
+
+function safeStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? 'undefined';
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,71 @@
+import type { TaskSnapshot } from '../bridge/contract.js';
+import type { TaskState } from '../main/task/types.js';
+import { isActive, isFinished } from '../bridge/summary.js';
+
+export const STATE_LABEL: Record<TaskState, string> = {
+  queued: 'Queued',
+  running: 'Running',
+  retrying: 'Retrying',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+  interrupted: 'Interrupted',
+};
+
+export { countsText, isActive, isFinished } from '../bridge/summary.js';
+
+/** 0 = running (and retrying), 1 = queued, 2 = finished: the list's group order. */
+function group(state: TaskState): number {
+  if (isActive(state)) return 0;
+  if (state === 'queued') return 1;
+  return 2;
+}
+
+/**
+ * Running first (longest-running on top), then queued (next to start on top), then finished
+ * (most recent on top). Ties fall back to the id, so the order is stable between renders.
+ */
+export function compareTasks(a: TaskSnapshot, b: TaskSnapshot): number {
+  const ga = group(a.state);
+  const gb = group(b.state);
+  if (ga !== gb) return ga - gb;
+  let byTime: number;
+  if (ga === 0) byTime = (a.startedAt ?? a.createdAt).localeCompare(b.startedAt ?? b.createdAt);
+  else if (ga === 1) byTime = a.createdAt.localeCompare(b.createdAt);
+  else byTime = (b.endedAt ?? b.createdAt).localeCompare(a.endedAt ?? a.createdAt);
+  return byTime !== 0 ? byTime : a.id.localeCompare(b.id);
+}
+
+/** "4s", "2m 05s", "1h 02m". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '–';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** Elapsed time for an active task, total time for a finished one, time waiting for a queued one. */
+export function taskTime(task: TaskSnapshot, now: number): string {
+  const start = Date.parse(task.startedAt ?? task.createdAt);
+  if (isFinished(task.state)) {
+    const end = Date.parse(task.endedAt ?? task.startedAt ?? task.createdAt);
+    return task.startedAt ? formatDuration(end - start) : '–';
+  }
+  return formatDuration(now - start);
+}
+
+export function formatTime(iso: string | undefined): string {
+  if (!iso) return '–';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+/** A command line for display only (never executed): quotes arguments that need it. */
+export function commandLine(command: string, args: readonly string[]): string {
+  return [command, ...args].map((part) => (/^[\w@%+=:,./-]+$/.test(part) ? part : JSON.stringify(part))).join(' ');
+}
+

@@ -1,0 +1,102 @@
+/**
+ * "New task" dialog: start from a template or a recent command line, or type one. The command is
+ * an executable plus one argument per line, never a shell string.
+ */
+import type { BridgeInfo, SubmitRequest } from '../bridge/contract.js';
+import { h } from './dom.js';
+import { commandLine } from './format.js';
+
+export class NewTaskDialog {
+  readonly dialog: HTMLDialogElement;
+  private readonly source = h('select', { attrs: { id: 'new-source', 'aria-label': 'Start from' } });
+  private readonly command = h('input', { attrs: { id: 'new-command', type: 'text', required: '', autocomplete: 'off', spellcheck: 'false' } });
+  private readonly args = h('textarea', { attrs: { id: 'new-args', rows: '3', spellcheck: 'false' } });
+  private readonly cwd = h('input', { attrs: { id: 'new-cwd', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: where Backchannel runs' } });
+  private readonly label = h('input', { attrs: { id: 'new-label', type: 'text', autocomplete: 'off', placeholder: 'default: the command line' } });
+  private readonly input = h('textarea', { attrs: { id: 'new-input', rows: '2', spellcheck: 'false', placeholder: 'optional JSON' } });
+  private readonly retries = h('input', { attrs: { id: 'new-retries', type: 'number', min: '0', max: '10', step: '1', value: '0' } });
+  private readonly error = h('p', { class: 'form-error', role: 'alert' });
+  private choices: SubmitRequest[] = [];
+
+  constructor(private readonly submit: (request: SubmitRequest) => Promise<void>) {
+    const field = (id: string, text: string, control: HTMLElement, hint?: string): HTMLElement =>
+      h('div', { class: 'field' }, [h('label', { text, attrs: { for: id } }), control, hint ? h('small', { text: hint }) : null]);
+    const form = h('form', { class: 'new-task', attrs: { 'aria-labelledby': 'new-title' } }, [
+      h('h2', { text: 'New task', attrs: { id: 'new-title' } }),
+      field('new-source', 'Start from', this.source),
+      field('new-command', 'Command', this.command, 'An executable, or a .js/.mjs file run with Node'),
+      field('new-args', 'Arguments', this.args, 'One per line'),
+      field('new-cwd', 'Working directory', this.cwd),
+      field('new-label', 'Label', this.label),
+      field('new-input', 'Input', this.input),
+      field('new-retries', 'Retries', this.retries),
+      this.error,
+      h('div', { class: 'dialog-buttons' }, [
+        h('button', { text: 'Cancel', class: 'quiet', attrs: { type: 'button', value: 'cancel' }, on: { click: () => this.dialog.close() } }),
+        h('button', { text: 'Start task', class: 'primary', attrs: { type: 'submit' } }),
+      ]),
+    ]);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void this.onSubmit();
+    });
+    this.source.addEventListener('change', () => this.fill(this.choices[Number(this.source.value)]));
+    this.dialog = h('dialog', { class: 'dialog', attrs: { id: 'new-task-dialog' } }, [form]);
+  }
+
+  open(info: BridgeInfo): void {
+    this.choices = [];
+    const options: HTMLElement[] = [h('option', { text: 'Empty', attrs: { value: '-1' } })];
+    const templates = info.templates.map((template) => {
+      this.choices.push(template.request);
+      return h('option', { text: `${template.name} — ${template.description}`, attrs: { value: String(this.choices.length - 1) } });
+    });
+    if (templates.length) options.push(h('optgroup', { attrs: { 'aria-label': 'Templates' } }, templates));
+    const recent = info.recent.map((request) => {
+      this.choices.push(request);
+      return h('option', { text: commandLine(request.command, request.args ?? []), attrs: { value: String(this.choices.length - 1) } });
+    });
+    if (recent.length) options.push(h('optgroup', { attrs: { 'aria-label': 'Recent commands' } }, recent));
+    for (const group of options.filter((o) => o.tagName === 'OPTGROUP')) (group as HTMLOptGroupElement).label = group.getAttribute('aria-label') ?? '';
+    this.source.replaceChildren(...options);
+    const first = info.templates.length ? 0 : info.recent.length ? 0 : -1;
+    this.source.value = String(first);
+    this.fill(this.choices[first]);
+    this.error.textContent = '';
+    this.dialog.showModal();
+    (first >= 0 ? this.source : this.command).focus();
+  }
+
+  private fill(request: SubmitRequest | undefined): void {
+    this.command.value = request?.command ?? '';
+    this.args.value = (request?.args ?? []).join('\n');
+    this.cwd.value = request?.cwd ?? '';
+    this.label.value = request?.label ?? '';
+    this.input.value = request?.input === undefined ? '' : JSON.stringify(request.input);
+    this.retries.value = String(request?.retries ?? 0);
+  }
+
+  private async onSubmit(): Promise<void> {
+    const request: SubmitRequest = { command: this.command.value.trim() };
+    const args = this.args.value.split('\n').filter((line) => line !== '');
+    if (args.length) request.args = args;
+    if (this.cwd.value.trim()) request.cwd = this.cwd.value.trim();
+    if (this.label.value.trim()) request.label = this.label.value.trim();
+    if (this.input.value.trim()) {
+      try {
+        request.input = JSON.parse(this.input.value);
+      } catch {
+        this.error.textContent = 'Input must be valid JSON (or empty).';
+        return;
+      }
+    }
+    const retries = Number(this.retries.value || 0);
+    if (retries > 0) request.retries = retries;
+    try {
+      await this.submit(request);
+      this.dialog.close();
+    } catch (error) {
+      this.error.textContent = (error as Error).message;
+    }
+  }
+}

@@ -1,0 +1,286 @@
+/**
+ * The panel's entry point. Talks only to `window.backchannel` (the Electron preload, or the HTTP
+ * bridge installed below when there is none). Events are merged into one map and drawn at most
+ * every RENDER_INTERVAL_MS, however fast tasks report.
+ */
+import type { BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
+import { Details } from './details.js';
+import { byId, setText } from './dom.js';
+import { countsText, isFinished } from './format.js';
+import { installHttpBridge } from './http-bridge.js';
+import { NewTaskDialog } from './new-task.js';
+import { TaskList } from './task-list.js';
+
+/** ≤ 10 renders a second: smooth to the eye, cheap with 200 live tasks. */
+const RENDER_INTERVAL_MS = 100;
+/** How often an open task's log is re-read while the task changes. */
+const LOG_REFRESH_MS = 1000;
+
+installHttpBridge();
+const bridge = window.backchannel;
+
+const tasks = new Map<string, TaskSnapshot>();
+let changed = new Set<string>();
+let everything = true;
+let renderTimer: ReturnType<typeof setTimeout> | undefined;
+let lastRender = 0;
+let info: BridgeInfo | undefined;
+let paused = false;
+let connected = false;
+let logStale = false;
+
+const listEl = byId<HTMLUListElement>('task-list');
+const emptyEl = byId('empty');
+const countsEl = byId('counts');
+const pauseButton = byId<HTMLButtonElement>('pause');
+const pausedBanner = byId('paused-banner');
+const detailsPane = byId('details-pane');
+const toastEl = byId('toast');
+const app = byId('app');
+
+const list = new TaskList(listEl, {
+  open: (id) => openTask(id),
+  cancel: (id) => cancelTask(id),
+  retry: (id) => retryTask(id),
+});
+const details = new Details({
+  close: () => closeTask(),
+  cancel: (id) => cancelTask(id),
+  retry: (id) => retryTask(id),
+  answer: (id, askId, text) => {
+    bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
+  },
+  copy: (text) => copyText(text),
+});
+detailsPane.append(details.root);
+const dialog = new NewTaskDialog(async (request) => {
+  const { id } = await bridge.submit(request);
+  toast('Task started');
+  openTask(id);
+});
+document.body.append(dialog.dialog);
+
+function onEvent(event: BridgeEvent): void {
+  if (event.full) {
+    tasks.clear();
+    everything = true;
+    connected = true;
+  }
+  for (const task of event.tasks) {
+    tasks.set(task.id, task);
+    changed.add(task.id);
+    if (task.id === details.taskId) logStale = true;
+  }
+  for (const id of event.removed ?? []) {
+    tasks.delete(id);
+    everything = true;
+  }
+  if (event.paused !== undefined) paused = event.paused;
+  scheduleRender();
+}
+
+function scheduleRender(): void {
+  if (renderTimer !== undefined) return;
+  const wait = Math.max(0, lastRender + RENDER_INTERVAL_MS - performance.now());
+  renderTimer = setTimeout(() => requestAnimationFrame(render), wait);
+}
+
+function render(): void {
+  renderTimer = undefined;
+  lastRender = performance.now();
+  const now = Date.now();
+  const dirty = everything ? undefined : changed;
+  list.render(tasks, dirty, now);
+  const selected = details.taskId ?? pendingOpen;
+  if (selected) {
+    const task = tasks.get(selected);
+    if (task && (!dirty || dirty.has(selected) || pendingOpen)) showDetails(task, now);
+  }
+  changed = new Set();
+  everything = false;
+  const counts = countsText(tasks.values());
+  setText(countsEl, connected ? counts : 'Connecting…');
+  document.title = `Backchannel — ${counts}`;
+  emptyEl.hidden = !connected || tasks.size > 0;
+  listEl.hidden = tasks.size === 0;
+  pauseButton.setAttribute('aria-pressed', String(paused));
+  setText(pauseButton, paused ? 'Resume queue' : 'Pause queue');
+  pausedBanner.hidden = !paused;
+  app.dataset.ready = connected ? 'true' : 'false';
+}
+
+/* ---------- details and routing (#task=<id>, so reload and notifications can open a task) ---------- */
+
+let pendingOpen: string | undefined;
+
+function openTask(id: string): void {
+  if (location.hash !== `#task=${encodeURIComponent(id)}`) history.replaceState(null, '', `#task=${encodeURIComponent(id)}`);
+  pendingOpen = id;
+  list.selectedId = id;
+  const task = tasks.get(id);
+  if (task) showDetails(task, Date.now());
+  scheduleRender();
+}
+
+function showDetails(task: TaskSnapshot, now: number): void {
+  const first = details.taskId !== task.id;
+  details.show(task, now);
+  pendingOpen = undefined;
+  if (first) {
+    detailsPane.hidden = false;
+    app.classList.add('has-details');
+    details.setLog([]);
+    logStale = true;
+    void refreshLog();
+    details.root.focus({ preventScroll: true });
+  }
+}
+
+function closeTask(): void {
+  pendingOpen = undefined;
+  list.selectedId = undefined;
+  detailsPane.hidden = true;
+  app.classList.remove('has-details');
+  history.replaceState(null, '', location.pathname + location.search);
+  list.focusList();
+  details.reset();
+  scheduleRender();
+}
+
+async function refreshLog(): Promise<void> {
+  const id = details.taskId;
+  if (!id || !logStale || detailsPane.hidden) return;
+  logStale = false;
+  try {
+    const result = await bridge.getTask(id);
+    if (details.taskId === id) details.setLog(result.log);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function routeFromHash(): void {
+  const match = /^#task=(.+)$/.exec(location.hash);
+  if (match?.[1]) openTask(decodeURIComponent(match[1]));
+}
+
+/* ---------- actions ---------- */
+
+function cancelTask(id: string): void {
+  const task = tasks.get(id);
+  if (task && isFinished(task.state)) return;
+  bridge.cancel(id).then(() => toast(`Cancelling ${task?.label ?? 'task'}`), showError);
+}
+
+function retryTask(id: string): void {
+  const task = tasks.get(id);
+  if (task && !isFinished(task.state)) return;
+  bridge.retry(id).then(({ id: newId }) => {
+    toast('Started again as a new task');
+    openTask(newId);
+  }, showError);
+}
+
+async function openNewTask(): Promise<void> {
+  try {
+    info = await bridge.info();
+    dialog.open(info);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function copyText(text: string): void {
+  const fallback = (): void => {
+    const area = document.createElement('textarea');
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand('copy');
+    area.remove();
+    toast(ok ? 'Copied' : 'Copy failed');
+  };
+  if (navigator.clipboard) navigator.clipboard.writeText(text).then(() => toast('Copied'), fallback);
+  else fallback();
+}
+
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+function toast(message: string, isError = false): void {
+  toastEl.textContent = message;
+  toastEl.classList.toggle('error', isError);
+  toastEl.classList.add('visible');
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => toastEl.classList.remove('visible'), isError ? 6000 : 2500);
+}
+
+function showError(error: unknown): void {
+  toast(error instanceof Error ? error.message : String(error), true);
+}
+
+/* ---------- wiring ---------- */
+
+byId('new-task').addEventListener('click', () => void openNewTask());
+byId('empty-new-task').addEventListener('click', () => void openNewTask());
+pauseButton.addEventListener('click', () => {
+  bridge.setPaused(!paused).catch(showError);
+});
+byId('open-log').addEventListener('click', () => {
+  bridge.openLog().then(({ path }) => info?.mode === 'headless' && toast(`Log file: ${path}`), showError);
+});
+
+document.addEventListener('keydown', (event) => {
+  if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target as HTMLElement;
+  const typing = target.closest('input, textarea, select, [contenteditable="true"]') !== null;
+  if (event.key === 'Escape' && !dialog.dialog.open && details.taskId) {
+    closeTask();
+    event.preventDefault();
+    return;
+  }
+  if (typing || dialog.dialog.open) return;
+  const inDetails = detailsPane.contains(target);
+  switch (event.key) {
+    case 'n':
+      event.preventDefault();
+      void openNewTask();
+      break;
+    case 'p':
+      pauseButton.click();
+      break;
+    case 'c':
+    case 'r':
+      if (inDetails && details.taskId) {
+        if (event.key === 'c') cancelTask(details.taskId);
+        else retryTask(details.taskId);
+      }
+      break;
+    case '/':
+      event.preventDefault();
+      list.focusList();
+      break;
+    default:
+      break;
+  }
+});
+
+window.addEventListener('hashchange', routeFromHash);
+setInterval(() => {
+  const now = Date.now();
+  list.tick(now);
+  details.tick(now);
+  void refreshLog();
+}, LOG_REFRESH_MS);
+
+bridge.subscribe(onEvent);
+bridge
+  .info()
+  .then((value) => {
+    info = value;
+    paused = value.paused;
+    setText(byId('mode'), value.mode === 'electron' ? `Backchannel ${value.version}` : `Backchannel ${value.version} (headless)`);
+    setText(byId('log-path'), value.logPath);
+    scheduleRender();
+  })
+  .catch(showError);
+routeFromHash();
+scheduleRender();
