@@ -53,6 +53,9 @@ ACK_TIMEOUT_S = 5.0
 # After a cancel, how long the work function gets to notice before we send `cancelled` ourselves and
 # exit. Shorter than the broker's default 3 s grace, so the broker gets our payload before it kills us.
 CANCEL_GRACE_S = 1.5
+# The broker's hand-off variables (protocol §1); removed from os.environ once read.
+HANDOFF_VARIABLES = ("CURSOR_TASK_ID", "CURSOR_IPC_PATH", "CURSOR_IPC_TOKEN", "CURSOR_TASK_ATTEMPT",
+                     "CURSOR_HEARTBEAT_MS", "CURSOR_SPOOL_DIR")
 # Exit codes: 0 after success, 1 after error, 130 after cancelled (like SIGINT), 2 for usage errors.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -438,7 +441,7 @@ def run_agent(work: Callable[[Task], Any], argv: Optional[list[str]] = None) -> 
 
     # Take the hand-off variables out of our environment so processes we start do not report to
     # this task by accident (protocol §1).
-    env = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("CURSOR_") and name != "CURSOR_API_KEY"}
+    env = {name: os.environ.pop(name) for name in HANDOFF_VARIABLES if name in os.environ}
     try:
         attempt = int(env.get("CURSOR_TASK_ATTEMPT") or 1)
     except ValueError:

@@ -1,0 +1,104 @@
+/**
+ * The python template (stdlib only, raw protocol) under the real broker: success with progress,
+ * input, refusal of paths outside the working directory, ask/answer, cancel, and the stdout fallback.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runTask, startBroker, type TestBroker } from '../helpers/broker.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const agent = path.join(root, 'templates/python/agent.py');
+
+let tb: TestBroker;
+let work: string;
+beforeAll(async () => {
+  tb = await startBroker({ askTimeoutMs: 2000 });
+  work = fs.mkdtempSync(path.join(tb.dir, 'py-'));
+  fs.mkdirSync(path.join(work, 'docs'));
+  fs.writeFileSync(path.join(work, 'docs/a.md'), '# Title\n\nsome words here\n');
+  fs.writeFileSync(path.join(work, 'docs/b.md'), 'one two\nthree');
+  fs.writeFileSync(path.join(work, 'docs/c.py'), 'print("你好")\n');
+  fs.writeFileSync(path.join(work, 'docs/blob.bin'), Buffer.from([0xff, 0xfe, 0x00, 0x81]));
+});
+afterAll(async () => {
+  await tb.close();
+});
+
+const spec = (input: unknown, extra: object = {}) => ({ command: 'python3', args: [agent], cwd: work, input, heartbeatTimeoutMs: 3000, ...extra });
+
+describe('the python template under the broker', () => {
+  it('counts the files named by its input and reports progress on the way', async () => {
+    const run = await runTask(tb.broker, spec({ path: 'docs', extensions: ['.md', '.py'] }));
+    expect(run.error).toBeUndefined();
+    expect(run.payload?.data).toMatchObject({ files: 3, lines: 3 + 2 + 1, words: 5 + 3 + 1, skipped: 0 });
+    expect(run.payload?.meta).toMatchObject({ files_scanned: 3, duration_ms: expect.any(Number), channel: 'socket' });
+    const progress = run.partials.map((p) => (p.data as { progress?: number }).progress);
+    expect(progress[0]).toBe(0);
+    expect(progress.at(-1)).toBe(100);
+    expect(run.snapshot.progress).toBe(100);
+  });
+
+  it('skips binary files and counts everything without an extension filter', async () => {
+    const run = await runTask(tb.broker, spec({ path: 'docs' }));
+    expect(run.payload?.data).toMatchObject({ files: 3, skipped: 1 });
+  });
+
+  it('refuses a path outside its working directory, as a final error', async () => {
+    const run = await runTask(tb.broker, spec({ path: '../..' }, { retries: 2 }));
+    expect(run.error?.reason).toBe('error');
+    expect(run.error?.payload?.retryable).toBe(false);
+    expect((run.error?.payload?.data as { message: string }).message).toMatch(/outside the working directory/);
+    expect(run.snapshot.attempt).toBe(1);
+  });
+
+  it('asks which files to count and uses the answer', async () => {
+    const run = await runTask(tb.broker, spec({ path: 'docs', ask: true }), (update, handle) => {
+      const question = handle.snapshot().pendingQuestion;
+      if (update.kind === 'ask' && question) {
+        expect(question.choices).toContain('Python');
+        tb.broker.answer(handle.id, question.askId, 'Python');
+      }
+    });
+    expect(run.payload?.data).toMatchObject({ files: 1, extensions: ['.py'] });
+  });
+
+  it('fails clearly when nobody answers its question in time', async () => {
+    const run = await runTask(tb.broker, spec({ path: 'docs', ask: true }));
+    expect(run.error?.reason).toBe('error');
+    expect((run.error?.payload?.data as { message: string }).message).toMatch(/AskError: nobody answered/);
+  });
+
+  it('stops between files when cancelled', async () => {
+    const run = await runTask(tb.broker, spec({ path: 'docs', pace_ms: 2000 }), (update, handle) => {
+      if (update.kind === 'partial' && (update.payload?.data as { step?: string }).step === 'counting') handle.cancel('enough');
+    });
+    expect(run.snapshot.state).toBe('cancelled');
+    expect(run.partials.filter((p) => (p.data as { step?: string }).step === 'counting')).toHaveLength(1);
+  });
+
+  it('keeps a task alive with heartbeats while it works silently', async () => {
+    // 1.2 s of silence per file against a 600 ms watchdog: only the heartbeat thread saves it.
+    fs.mkdirSync(path.join(work, 'one'), { recursive: true });
+    fs.writeFileSync(path.join(work, 'one/x.md'), 'x\n');
+    const run = await runTask(tb.broker, spec({ path: 'one', pace_ms: 1200 }, { heartbeatTimeoutMs: 600 }));
+    expect(run.error).toBeUndefined();
+    expect(run.payload?.data).toMatchObject({ files: 1 });
+  });
+
+  it('reports through stdout data: lines when there is no socket', async () => {
+    const run = await runTask(tb.broker, { ...spec({}), command: 'env', args: ['-u', 'CURSOR_IPC_PATH', 'python3', agent] });
+    expect(run.error).toBeUndefined();
+    expect(run.payload?.meta).toMatchObject({ channel: 'stdout' });
+    expect(run.payload?.data).toMatchObject({ files: 4 }); // no input over stdout: counts the whole cwd
+    expect(run.partials.length).toBeGreaterThan(0);
+  });
+
+  it('exits with a usage error when started outside Backchannel', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const out = spawnSync('python3', [agent], { cwd: work, env: { PATH: process.env.PATH }, encoding: 'utf8' });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/no task id/);
+  });
+});
