@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+/**
+ * An LLM agent as a Backchannel sub-agent: the model picks one tool call at a time (as JSON), the
+ * agent runs it in the task's working directory and feeds the result back, until the model answers.
+ *
+ * Input: a task string, or
+ *   {"task": "…", "model": "gpt-4o-mini", "max_steps": 12, "allow_writes": true,
+ *    "commands": ["ls", "cat", …], "history_window": 16, "request_timeout_ms": 120000}
+ * Environment: OPENAI_BASE_URL (default https://api.openai.com/v1; Ollama: http://localhost:11434/v1),
+ *   OPENAI_API_KEY, OPENAI_MODEL, LLM_AGENT_COMMANDS (comma-separated allowlist).
+ *
+ * Progress: one partial per step {step, thought, tool, arguments, ok, result}. Result:
+ * {answer, steps}; meta.model_used and meta.token_usage summed over every model call.
+ */
+import { runAgent } from 'backchannel/agent-runtime';
+import { runLoop } from './loop.mjs';
+import { createChat, DEFAULT_BASE_URL } from './openai.mjs';
+import { createTools, DEFAULT_COMMANDS } from './tools.mjs';
+
+const DEFAULT_MODEL = 'gpt-4o-mini';
+
+class InputError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'InputError';
+    this.retryable = false;
+  }
+}
+
+function positiveInt(value, name) {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 1) throw new InputError(`"${name}" must be a positive integer`);
+  return value;
+}
+
+function readOptions(input) {
+  const options = typeof input === 'string' ? { task: input } : input && typeof input === 'object' && !Array.isArray(input) ? input : {};
+  const task = options.task ?? options.prompt;
+  if (typeof task !== 'string' || task.trim() === '') throw new InputError('input needs a "task" (a non-empty string), e.g. {"task": "Count the TODOs in src/"}');
+  let commands = options.commands;
+  if (commands === undefined && process.env.LLM_AGENT_COMMANDS) commands = process.env.LLM_AGENT_COMMANDS.split(',').map((c) => c.trim()).filter(Boolean);
+  if (commands !== undefined && !(Array.isArray(commands) && commands.every((c) => typeof c === 'string' && /^[\w.+-]+$/.test(c)))) {
+    throw new InputError('"commands" must be an array of program names');
+  }
+  const model = typeof options.model === 'string' && options.model ? options.model : process.env.OPENAI_MODEL || DEFAULT_MODEL;
+  const baseUrl = process.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
+  const apiKey = process.env.OPENAI_API_KEY;
+  if (!apiKey && baseUrl === DEFAULT_BASE_URL) {
+    throw new InputError('OPENAI_API_KEY is not set (or point OPENAI_BASE_URL at a local server such as Ollama: http://localhost:11434/v1)');
+  }
+  return {
+    task,
+    model,
+    baseUrl,
+    apiKey,
+    commands: commands ?? DEFAULT_COMMANDS,
+    allowWrites: options.allow_writes !== false,
+    maxSteps: positiveInt(options.max_steps, 'max_steps'),
+    historyWindow: positiveInt(options.history_window, 'history_window'),
+    requestTimeoutMs: positiveInt(options.request_timeout_ms, 'request_timeout_ms'),
+  };
+}
+
+runAgent(async (task) => {
+  const options = readOptions(task.input);
+  const chat = createChat({ baseUrl: options.baseUrl, apiKey: options.apiKey, model: options.model, requestTimeoutMs: options.requestTimeoutMs });
+  const tools = createTools({
+    root: process.cwd(),
+    allowWrites: options.allowWrites,
+    commands: options.commands,
+    signal: task.signal,
+    ask: (question, choices) => task.ask(question, choices ? { choices } : {}),
+  });
+  task.meta({ model_used: options.model });
+  const outcome = await runLoop({
+    task: options.task,
+    tools,
+    chat,
+    signal: task.signal,
+    maxSteps: options.maxSteps,
+    historyWindow: options.historyWindow,
+    // Meta first, so a failure later still reports what was spent.
+    onUsage: (usage, model) => task.meta({ model_used: model, token_usage: { ...usage } }),
+    onStep: (step) => task.partial(step),
+  });
+  return { answer: outcome.answer, steps: outcome.steps };
+});
