@@ -4,7 +4,7 @@
  * Also used from Node in tests (pass `fetch` and `EventSource` implementations).
  */
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
-import { BridgeError, errorFromBody, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { BridgeError, checkArgs, errorFromBody, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { buildRequest, EVENTS_PATH, TOKEN_HEADER } from '../bridge/http-routes.js';
 
 /** The subset of the DOM's EventSource the bridge uses. */
@@ -26,7 +26,9 @@ export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge 
   const EventSourceImpl = options.EventSource ?? (globalThis as unknown as { EventSource: new (url: string) => EventSourceLike }).EventSource;
 
   async function call<M extends BridgeMethod>(method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> {
-    const request = buildRequest(method, args);
+    // Checked here as well as on the server: a URL path turns every id into a string, so without
+    // this `getTask(42)` would be "not found" here but "invalid" over IPC.
+    const request = buildRequest(method, checkArgs(method, args));
     const headers: Record<string, string> = { [TOKEN_HEADER]: options.token, Accept: 'application/json' };
     let body: string | undefined;
     if (request.body !== undefined) {

@@ -131,7 +131,9 @@ export function panelSenderCheck(panelOrigin: string, panelWebContentsId: () => 
     if (!url) return false;
     let origin: string;
     try {
-      origin = new URL(url).origin;
+      // Not `URL.origin`: Node reports "null" as the origin of non-special schemes like ours.
+      const parsed = new URL(url);
+      origin = `${parsed.protocol}//${parsed.host}`;
     } catch {
       return false;
     }
