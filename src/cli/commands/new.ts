@@ -1,0 +1,190 @@
+/**
+ * `backchannel new <dir> --template <name>`: scaffolds a runnable sub-agent from templates/<name>
+ * (its files, README and test), adds a package.json wired to this Backchannel installation, and
+ * prints the next steps.
+ */
+import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { findTemplate, listTemplates, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
+import { EXIT, usageError, type CliCommand } from '../command.js';
+import { readOwnVersion } from '../version.js';
+
+const HELP = `Usage: backchannel new <dir> --template <name>
+       backchannel new --list
+
+Creates <dir> with a runnable sub-agent copied from a template: the agent, its README, a test that
+runs it under the broker (npm test), and a package.json that points at this Backchannel.
+
+Options:
+  -t, --template <name>  the template to copy (see --list)
+  -l, --list             list the templates and exit
+      --no-link          do not link node_modules/backchannel to this installation (run npm install yourself)
+  -h, --help             show this help
+
+Refuses to write into a directory that exists and is not empty.
+
+Examples:
+  backchannel new my-agent --template python
+  backchannel new reviewer --template llm-agent`;
+
+/** Never copied: caches and installs that may sit in a template directory during development. */
+const SKIP = new Set(['node_modules', '__pycache__', '.pytest_cache', '.DS_Store']);
+
+/** The package root of this installation (dist/cli/commands → ../../..). */
+function packageRoot(): string {
+  return path.resolve(templatesRoot(), '..');
+}
+
+function formatList(templates: Template[]): string {
+  const width = Math.max(...templates.map((t) => t.name.length));
+  const lines = templates.map((t) => {
+    const needs = t.requires?.length ? `\n  ${' '.repeat(width)}  needs: ${t.requires.join(', ')}` : '';
+    return `  ${t.name.padEnd(width)}  ${t.description}${needs}`;
+  });
+  return ['Templates:', ...lines].join('\n');
+}
+
+function quoteArg(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+function packageJson(name: string, template: Template, link: boolean): string {
+  const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
+  const pkg = {
+    name: name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'sub-agent',
+    version: '0.1.0',
+    private: true,
+    type: 'module',
+    description: template.description,
+    scripts: {
+      start: runLine,
+      test: 'node --test test/',
+    },
+    // A file: dependency on the installation that scaffolded this project: works offline, and
+    // `npm install` recreates the same link.
+    dependencies: { backchannel: link ? `file:${packageRoot()}` : `^${readOwnVersion()}` },
+  };
+  return JSON.stringify(pkg, null, 2) + '\n';
+}
+
+function isEmptyDir(dir: string): boolean {
+  return readdirSync(dir).length === 0;
+}
+
+function scaffold(target: string, template: Template, link: boolean): void {
+  mkdirSync(target, { recursive: true });
+  cpSync(template.dir, target, {
+    recursive: true,
+    filter: (source) => !SKIP.has(path.basename(source)),
+  });
+  writeFileSync(path.join(target, 'package.json'), packageJson(path.basename(target), template, link));
+  if (!existsSync(path.join(target, '.gitignore'))) writeFileSync(path.join(target, '.gitignore'), 'node_modules/\n__pycache__/\n');
+  if (link) {
+    mkdirSync(path.join(target, 'node_modules'), { recursive: true });
+    // 'junction' makes this work without admin rights on Windows; ignored elsewhere.
+    symlinkSync(packageRoot(), path.join(target, 'node_modules', 'backchannel'), 'junction');
+    // What `npm install` would add, so `npx backchannel` and `npm start` work straight away.
+    if (process.platform !== 'win32') {
+      mkdirSync(path.join(target, 'node_modules', '.bin'), { recursive: true });
+      symlinkSync('../backchannel/bin/backchannel.js', path.join(target, 'node_modules', '.bin', 'backchannel'));
+    }
+  }
+}
+
+function nextSteps(dirArg: string, template: Template, link: boolean): string {
+  const input = template.input !== undefined ? ` --input ${quoteArg(JSON.stringify(template.input))}` : '';
+  const run = template.run.map(quoteArg).join(' ');
+  return [
+    `Created ${dirArg} from the ${template.name} template.`,
+    '',
+    'Next steps:',
+    `  cd ${quoteArg(dirArg)}`,
+    ...(link ? [] : ['  npm install']),
+    '  # run it once: progress on the terminal, the result on stdout',
+    `  npx backchannel run${input} -- ${run}`,
+    '  # its test: runs it under the broker',
+    '  npm test',
+    '  # the panel: watch tasks, answer their questions',
+    '  npx backchannel serve',
+    ...(template.requires?.length ? ['', `Needs: ${template.requires.join(', ')}.`] : []),
+    '',
+    'README.md in the new directory explains the template; docs/writing-sub-agents.md the rest.',
+  ].join('\n');
+}
+
+export const command: CliCommand = {
+  async run(argv) {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        allowPositionals: true,
+        options: {
+          template: { type: 'string', short: 't' },
+          list: { type: 'boolean', short: 'l' },
+          'no-link': { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+      });
+    } catch (error) {
+      return usageError(`backchannel new: ${(error as Error).message}`, HELP);
+    }
+    const { values, positionals } = parsed;
+    if (values.help) {
+      process.stdout.write(HELP + '\n');
+      return EXIT.ok;
+    }
+
+    let templates: Template[];
+    try {
+      templates = listTemplates();
+    } catch (error) {
+      process.stderr.write(`backchannel new: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    if (values.list) {
+      process.stdout.write((templates.length ? formatList(templates) : `No templates found in ${templatesRoot()}`) + '\n');
+      return EXIT.ok;
+    }
+
+    const [dirArg, ...extra] = positionals;
+    if (dirArg === undefined) return usageError('backchannel new: missing <dir>', HELP);
+    if (extra.length > 0) return usageError(`backchannel new: unexpected argument "${extra[0]}"`, HELP);
+    if (values.template === undefined) {
+      return usageError(`backchannel new: missing --template <name>\n\n${formatList(templates)}`, HELP);
+    }
+    let template: Template | undefined;
+    try {
+      template = findTemplate(values.template);
+    } catch (error) {
+      if (!(error instanceof TemplateError)) throw error;
+      process.stderr.write(`backchannel new: ${error.message}\n`);
+      return EXIT.failed;
+    }
+    if (!template) {
+      return usageError(`backchannel new: unknown template "${values.template}"\n\n${formatList(templates)}`, HELP);
+    }
+
+    const target = path.resolve(dirArg);
+    if (existsSync(target)) {
+      if (!statSync(target).isDirectory()) {
+        process.stderr.write(`backchannel new: ${dirArg} exists and is not a directory\n`);
+        return EXIT.failed;
+      }
+      if (!isEmptyDir(target)) {
+        process.stderr.write(`backchannel new: ${dirArg} is not empty; choose a new directory (nothing was written)\n`);
+        return EXIT.failed;
+      }
+    }
+    const link = values['no-link'] !== true;
+    try {
+      scaffold(target, template, link);
+    } catch (error) {
+      process.stderr.write(`backchannel new: could not create ${dirArg}: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    process.stdout.write(nextSteps(dirArg, template, link) + '\n');
+    return EXIT.ok;
+  },
+};
