@@ -140,6 +140,11 @@ export const command: CliCommand = {
         if (line) line.print(text);
         else process.stderr.write(text + '\n');
       }
+      if (values.verbose && !line && (update.kind === 'started' || update.kind === 'partial')) {
+        // Without a TTY there is no status line: in verbose mode, progress goes to stderr as lines.
+        const what = update.kind === 'started' ? `started attempt ${update.attempt}` : `partial${update.progress !== undefined ? ` ${update.progress}%` : ''} ${describePartial(update.payload?.data)}`;
+        process.stderr.write(`[backchannel] ${what.trimEnd()}\n`);
+      }
       if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data));
       else if (update.kind !== 'log') line?.update(update.state, update.progress);
       if (update.kind === 'retrying') {

@@ -128,6 +128,12 @@ export class Attempt {
       return;
     }
 
+    if (this.decided) {
+      // Cancelled while the endpoint was opening: never start the process.
+      await this.cleanup();
+      return;
+    }
+
     const env = {
       ...s.env,
       ...handOffEnv({
