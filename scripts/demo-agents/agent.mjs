@@ -54,6 +54,10 @@ socket.on('error', (error) => {
   console.error(`agent.mjs: socket error: ${error.message}`);
   process.exitCode = 1;
 });
+// The broker went away (crashed or was killed): nobody is listening any more, so stop.
+socket.on('close', () => {
+  if (!finishing) process.exit(1);
+});
 const next = (type) => new Promise((resolve) => waiting.set(type, resolve));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

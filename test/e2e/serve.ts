@@ -1,0 +1,85 @@
+/**
+ * Runs the real `backchannel serve` as a child process for the browser tests, and talks to its API
+ * with the printed token (to set up tasks faster than through the UI).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const AGENT = path.join(ROOT, 'scripts', 'demo-agents', 'agent.mjs');
+export const TICKER = path.join(ROOT, 'test', 'e2e', 'fixtures', 'ticker.sh');
+
+export interface Serve {
+  url: string;
+  origin: string;
+  token: string;
+  dataDir: string;
+  child: ChildProcess;
+  api<T = unknown>(method: string, route: string, body?: unknown): Promise<T>;
+  submit(mode: string, args?: string[], extra?: Record<string, unknown>): Promise<string>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function scratchDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'bc-e2e-'));
+}
+
+export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<Serve> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs], {
+    cwd: ROOT,
+    env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`serve printed no URL within 20 s; stderr: ${stderr}`)), 20_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /Backchannel panel: (http:\/\/\S+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  });
+  const parsed = new URL(url);
+  const token = parsed.searchParams.get('token')!;
+  const origin = parsed.origin;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  async function api<T>(method: string, route: string, body?: unknown): Promise<T> {
+    const response = await fetch(origin + route, {
+      method,
+      headers: { 'x-backchannel-token': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${route} → ${response.status} ${text}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  return {
+    url,
+    origin,
+    token,
+    dataDir,
+    child,
+    api,
+    async submit(mode, args = [], extra = {}) {
+      const command = mode === 'ticker' ? TICKER : AGENT;
+      const fullArgs = mode === 'ticker' ? args : [`--mode=${mode}`, ...args];
+      const { id } = await api<{ id: string }>('POST', '/api/tasks', { command, args: fullArgs, label: `${mode} task`, ...extra });
+      return id;
+    },
+    async stop(signal = 'SIGINT') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
