@@ -221,7 +221,9 @@ class _Runtime:
         self.lock = threading.Lock()
         self.started = time.monotonic()
         self.final_sent = threading.Event()
+        #: Set by the ack or by the connection closing (either ends the wait); ack_received says which.
         self.acked = threading.Event()
+        self.ack_received = False
         self.handshake = threading.Event()
         self.stopping = threading.Event()
         self.welcome: dict = {}
@@ -270,8 +272,10 @@ class _Runtime:
             self.final_sent.set()
         if self.conn is None:
             return  # stdout fallback: the broker reads the pipe, no ack to wait for
-        if delivered and self.acked.wait(ACK_TIMEOUT_S) and self.reject_reason is None:
-            return
+        if delivered:
+            self.acked.wait(ACK_TIMEOUT_S)
+            if self.ack_received:
+                return
         # No ack: the broker may be gone. Print it on stdout too (a duplicate counts once) and spool it.
         if delivered:
             sys.stdout.write("data: " + json.dumps(message, separators=(",", ":")) + "\n\n")
@@ -347,6 +351,7 @@ class _Runtime:
         elif kind == "cancel":
             self._on_cancel(str(message.get("reason") or "cancelled"))
         elif kind == "ack":
+            self.ack_received = True
             self.acked.set()
         elif kind == "answer":
             with self.lock:
