@@ -6,7 +6,7 @@ import { createConnection, type Socket } from 'node:net';
 import { LineDecoder, encodeLine, parseLine, validateBrokerMessage, type BrokerMessage } from '../protocol/index.js';
 
 export interface ConnectOptions {
-  /** Attempts before giving up. @default 20 */
+  /** Retries before giving up (about 2.3 s in all with the backoff). @default 8 */
   retries?: number;
   /** First retry delay, doubled up to 500 ms. @default 25 */
   retryDelayMs?: number;
@@ -16,7 +16,7 @@ export interface ConnectOptions {
 const TRANSIENT = new Set(['ENOENT', 'ECONNREFUSED', 'EAGAIN', 'EBUSY']);
 
 export async function connectWithRetry(endpoint: string, options: ConnectOptions = {}): Promise<Socket> {
-  const retries = options.retries ?? 20;
+  const retries = options.retries ?? 8;
   let delay = options.retryDelayMs ?? 25;
   for (let attempt = 1; ; attempt++) {
     try {

@@ -107,10 +107,8 @@ export class Attempt {
           { type: 'input', task_id: s.taskId, data: s.input ?? null },
         ],
         payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
-        ask: (message, reply) => {
-          this.timers?.alive();
-          this.sink.ask(message, reply);
-        },
+        ask: (message, reply) => this.sink.ask(message, reply),
+        activity: () => this.timers?.alive(),
         problem: (kind, detail) => this.sink.problem(kind, detail),
         overflow: (detail) => this.protocolFailure(detail),
       },
@@ -232,6 +230,9 @@ export class Attempt {
       if (payload.status !== 'heartbeat') {
         this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`);
       }
+      // Still acknowledge a late final (typically the agent's answer to our cancel): the ack tells
+      // the agent it may exit now, instead of waiting for one and spooling.
+      if (isFinalStatus(payload.status)) reply?.({ type: 'ack', task_id: this.settings.taskId, status: payload.status });
       return;
     }
     if (isFinalStatus(payload.status)) {

@@ -42,6 +42,8 @@ export interface ChannelHandlers {
   /** A validated payload from an authenticated connection. */
   payload(payload: Payload, reply: (message: BrokerMessage) => void): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  /** Any valid message from an authenticated sender (hello included): the agent is alive. */
+  activity(): void;
   /** What to send right after a connection authenticates (welcome, input). */
   greeting(): BrokerMessage[];
   /** Anything worth recording about the channel: malformed lines, rejected senders. */
@@ -243,6 +245,7 @@ export class TaskChannel {
   }
 
   private dispatch(connection: Connection, message: AgentMessage): void {
+    this.handlers.activity();
     const reply = (answer: BrokerMessage) => {
       if (!connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(encodeLine(answer));
     };

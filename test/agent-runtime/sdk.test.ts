@@ -1,0 +1,67 @@
+import { describe, expect, test } from 'vitest';
+import type { TaskError } from '../../src/main/index.js';
+import { locateTask } from '../../src/agent-runtime/locate.js';
+import { fixture, makeBroker, settle } from '../helpers/core.js';
+
+describe('agent runtime SDK', () => {
+  test('reads the task id from argv before the environment, and fails loudly without one', () => {
+    expect(locateTask(['node', 'a.js', '--task-id=from-argv'], { CURSOR_TASK_ID: 'from-env' }).taskId).toBe('from-argv');
+    expect(locateTask(['node', 'a.js'], { CURSOR_TASK_ID: 'from-env', CURSOR_TASK_ATTEMPT: '3' })).toMatchObject({ taskId: 'from-env', attempt: 3 });
+    expect(() => locateTask(['node'], {})).toThrow(/No task id.*backchannel run/);
+  });
+
+  test('ask() waits for the person and gets the answer', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('asker.mjs') });
+    await new Promise<void>((resolve) => task.on('update', (u) => u.kind === 'ask' && resolve()));
+    const question = task.snapshot().pendingQuestion!;
+    expect(question).toMatchObject({ question: 'Which branch should I use?', choices: ['main', 'dev'] });
+    expect(broker.answer(task.id, 'wrong-id', 'x')).toBe(false);
+    expect(broker.answer(task.id, question.askId, 'dev')).toBe(true);
+    expect((await task.result).data).toEqual({ answer: 'dev' });
+  });
+
+  test('an unanswered question fails after the ask timeout with a clear error', async () => {
+    const { broker } = makeBroker({ askTimeoutMs: 300 });
+    const task = broker.submit({ command: fixture('asker.mjs') });
+    const data = (await task.result).data as { unanswered: string };
+    expect(data.unanswered).toMatch(/no answer: nobody answered within 300 ms/);
+    expect(task.snapshot().pendingQuestion).toBeUndefined();
+  });
+
+  test('cancel fires the AbortSignal and the agent reports cancelled itself', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 5000 });
+    const task = broker.submit({ command: fixture('cancellable.mjs') });
+    await new Promise<void>((resolve) => task.on('update', (u) => u.kind === 'partial' && resolve()));
+    task.cancel('user changed their mind');
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('cancelled');
+    await task.finished;
+    // The agent exited by itself well within the grace period, not by SIGKILL.
+    expect(task.snapshot().signal).toBeNull();
+    expect(task.snapshot().exitCode).toBe(130);
+  });
+
+  test('with an unreachable socket the SDK falls back to stdout', async () => {
+    const { broker } = makeBroker();
+    // A wrapper breaks the hand-off path before starting the SDK agent, as a hostile framework might.
+    const script = `process.env.CURSOR_IPC_PATH = '/nonexistent/dir/x.sock'; await import(${JSON.stringify(fixture('sdk-progress.mjs'))});`;
+    const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false });
+    const progress: number[] = [];
+    task.on('update', (u) => u.kind === 'partial' && progress.push(u.progress!));
+    const result = await task.result;
+    expect(result).toMatchObject({ status: 'success', data: { echo: null }, meta: { channel: 'stdout' } });
+    expect(progress).toEqual([10, 50, 90]);
+    await task.finished;
+    expect(broker.logOf(task.id).some((l) => l.text.includes('reporting on stdout instead'))).toBe(true);
+  });
+
+  test('heartbeats are sent at the interval the broker asks for', async () => {
+    const { broker } = makeBroker();
+    const script = `
+      import { runAgent } from 'backchannel/agent-runtime';
+      runAgent(async () => { await new Promise((r) => setTimeout(r, 4000)); return process.env.CURSOR_HEARTBEAT_MS; });`;
+    const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false, heartbeatTimeoutMs: 3000 });
+    expect((await task.result).data).toBe('1000');
+  });
+});
