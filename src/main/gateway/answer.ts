@@ -1,0 +1,100 @@
+/**
+ * From a sub-agent's payloads to the answer text: content deltas out of `partial` data, the final
+ * text out of the `success` data, and token usage out of whatever the agent reported.
+ *
+ * What a partial's `data` may carry (anything else — progress, tool steps — is not answer text):
+ *   `{delta: "…"}`  text to append;
+ *   `{text: "…"}`   the current text segment, either growing (`"Hel"`, `"Hello"`) or a new segment
+ *                   (the cursor-cli template sends each assistant message between tool calls this way).
+ * The final answer is `data.text` (or `data.content`, or `data` itself when it is a string).
+ */
+import type { Usage } from './openai-shapes.js';
+
+export class AnswerStream {
+  private sent = '';
+  private segment = '';
+
+  /** Text the client has been sent so far. */
+  get text(): string {
+    return this.sent;
+  }
+
+  /** The new text in a partial's data, or '' when it carries none. */
+  push(data: unknown): string {
+    if (typeof data !== 'object' || data === null) return '';
+    const d = data as { delta?: unknown; text?: unknown };
+    if (typeof d.delta === 'string') return this.emit(d.delta);
+    if (typeof d.text !== 'string' || d.text === '') return '';
+    if (d.text.startsWith(this.segment)) {
+      const added = d.text.slice(this.segment.length);
+      this.segment = d.text;
+      return this.emit(added);
+    }
+    this.segment = d.text;
+    return this.emit(d.text);
+  }
+
+  /**
+   * What is still missing once the final text is known: the rest of it when the partials were its
+   * beginning; everything when no text was streamed; nothing when the two disagree (the client
+   * already has the streamed version, which is not taken back).
+   */
+  finish(finalText: string): string {
+    if (finalText.startsWith(this.sent)) return this.emit(finalText.slice(this.sent.length));
+    return '';
+  }
+
+  private emit(text: string): string {
+    this.sent += text;
+    return text;
+  }
+}
+
+/** The answer text of a `success` payload's data. */
+export function finalText(data: unknown): string {
+  if (typeof data === 'string') return data;
+  if (typeof data !== 'object' || data === null) return '';
+  const d = data as { text?: unknown; content?: unknown; answer?: unknown };
+  for (const value of [d.text, d.content, d.answer]) if (typeof value === 'string') return value;
+  return '';
+}
+
+/**
+ * Token usage: the agent's own numbers when it reported them (`data.usage` or `meta.usage` in
+ * OpenAI, Anthropic or camelCase names, or the protocol's `meta.token_usage {input, output}`),
+ * otherwise an estimate of about four characters per token.
+ */
+export function usageOf(data: unknown, meta: unknown, prompt: string, answer: string): Usage & { estimated?: true } {
+  const sources = [
+    (data as { usage?: unknown } | null)?.usage,
+    (meta as { usage?: unknown } | null)?.usage,
+    (meta as { token_usage?: unknown } | null)?.token_usage,
+  ];
+  for (const source of sources) {
+    if (typeof source !== 'object' || source === null) continue;
+    const s = source as Record<string, unknown>;
+    const input = firstNumber(s, ['prompt_tokens', 'input_tokens', 'inputTokens', 'promptTokens', 'input']);
+    const output = firstNumber(s, ['completion_tokens', 'output_tokens', 'outputTokens', 'completionTokens', 'output']);
+    if (input !== undefined || output !== undefined) {
+      const prompt_tokens = input ?? 0;
+      const completion_tokens = output ?? 0;
+      return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+    }
+  }
+  const prompt_tokens = estimateTokens(prompt);
+  const completion_tokens = estimateTokens(answer);
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, estimated: true };
+}
+
+function firstNumber(source: Record<string, unknown>, names: string[]): number | undefined {
+  for (const name of names) {
+    const value = source[name];
+    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.round(value);
+  }
+  return undefined;
+}
+
+/** The usual rule of thumb for English text and code. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
