@@ -31,6 +31,17 @@ function sleep(ms, signal) {
   });
 }
 
+/** AbortSignal.any (Node ≥ 20.3) with a fallback for older 20.x. */
+function anySignal(signals) {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
+  const controller = new AbortController();
+  for (const signal of signals) {
+    if (signal.aborted) return AbortSignal.abort(signal.reason);
+    signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
+
 /** Removes the API key from anything we show. */
 function redact(text, apiKey) {
   return apiKey && apiKey.length >= 8 ? text.split(apiKey).join('[redacted]') : text;
@@ -65,7 +76,7 @@ export function createChat(config) {
           authorization: `Bearer ${config.apiKey || 'none'}`,
         },
         body: JSON.stringify(body),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        signal: signal ? anySignal([signal, timeout]) : timeout,
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason;

@@ -1,0 +1,62 @@
+/** The template catalog: manifests that `backchannel new`, the panel and the docs read. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { findTemplate, listTemplates, templatesRoot, TemplateError, toTemplateInfo, validateManifest } from '../../src/templates/catalog.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+describe('the template catalog', () => {
+  it('finds every shipped template, each with a README, a test and the file its run command names', () => {
+    expect(templatesRoot()).toBe(path.join(root, 'templates') + path.sep);
+    const templates = listTemplates();
+    expect(templates.map((t) => t.name)).toEqual(['basic', 'claude-code', 'cursor-cli', 'llm-agent', 'python', 'raw-node']);
+    for (const template of templates) {
+      expect(fs.existsSync(path.join(template.dir, 'README.md')), `${template.name} README`).toBe(true);
+      expect(fs.existsSync(path.join(template.dir, 'test/agent.test.mjs')), `${template.name} test`).toBe(true);
+      const script = template.run.find((part) => /\.(mjs|js|ts|py)$/.test(part));
+      expect(script && fs.existsSync(path.join(template.dir, script)), `${template.name} runs ${template.run.join(' ')}`).toBe(true);
+    }
+  });
+
+  it('turns a template into a ready-to-run panel request', () => {
+    const python = findTemplate('python')!;
+    expect(toTemplateInfo(python)).toEqual({
+      name: 'python',
+      description: python.description,
+      request: { command: 'python3', args: ['agent.py'], cwd: python.dir, label: 'python (template)', input: python.input },
+    });
+    expect(findTemplate('nope')).toBeUndefined();
+  });
+
+  it('rejects broken manifests with the file and the field in the message', () => {
+    const bad: Array<[unknown, RegExp]> = [
+      [[], /expected a JSON object/],
+      [{ name: 'Bad Name', description: 'x', run: ['a'] }, /"name" must be lowercase/],
+      [{ name: 'ok', description: '', run: ['a'] }, /"description"/],
+      [{ name: 'ok', description: 'x', run: [] }, /"run" must be a non-empty array/],
+      [{ name: 'ok', description: 'x', run: ['node', 3] }, /"run"/],
+      [{ name: 'ok', description: 'x', run: ['a'], requires: 'python3' }, /"requires"/],
+    ];
+    for (const [value, message] of bad) {
+      expect(() => validateManifest(value, 'x/template.json')).toThrow(TemplateError);
+      expect(() => validateManifest(value, 'x/template.json')).toThrow(message);
+    }
+  });
+
+  it('refuses a manifest whose name does not match its directory', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-catalog-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'one'));
+      fs.writeFileSync(path.join(dir, 'one/template.json'), JSON.stringify({ name: 'two', description: 'x', run: ['a'] }));
+      fs.mkdirSync(path.join(dir, 'no-manifest'));
+      expect(() => listTemplates(dir)).toThrow(/"name" is "two" but the directory is "one"/);
+      fs.writeFileSync(path.join(dir, 'one/template.json'), JSON.stringify({ name: 'one', description: 'x', run: ['a'] }));
+      expect(listTemplates(dir).map((t) => t.name)).toEqual(['one']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
