@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
+    // The JSON report feeds scripts/test-summary.mjs (the one-line total CI reads).
+    reporters: ['default', ['json', { outputFile: 'test-results/vitest.json' }]],
   },
 });

@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// Prints one "N passed, N failed, N skipped" line per runner and a total, from the JSON reports the
+// test runners wrote (vitest: test-results/vitest.json, Playwright: test-results/playwright.json).
+// Exits 1 if any test failed or no test ran at all.
+import { existsSync, readFileSync } from 'node:fs';
+
+function read(file) {
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+}
+
+const rows = [];
+const vitest = read('test-results/vitest.json');
+if (vitest) {
+  rows.push({
+    name: 'vitest',
+    passed: vitest.numPassedTests,
+    failed: vitest.numFailedTests,
+    skipped: vitest.numPendingTests + (vitest.numTodoTests ?? 0),
+  });
+}
+const playwright = read('test-results/playwright.json');
+if (playwright) {
+  const s = playwright.stats;
+  rows.push({ name: 'playwright', passed: s.expected + s.flaky, failed: s.unexpected, skipped: s.skipped });
+}
+const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.failed + r.failed, skipped: t.skipped + r.skipped }), { passed: 0, failed: 0, skipped: 0 });
+for (const r of rows) console.log(`${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`);
+console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
+process.exitCode = total.failed > 0 || total.passed === 0 ? 1 : 0;
