@@ -244,6 +244,17 @@ describe('the llm-agent template under the broker', () => {
     expect(server.requests[1]!.body.messages.at(-1)?.content).toMatch(/Result of ask_user:[\s\S]*"answer": "src\/a.js"/);
   });
 
+  it('tells the model when nobody answers ask_user, and lets it decide', async () => {
+    const { spec, fake: server } = await start(
+      [{ content: act('ask_user', { question: 'Which file?' }) }, { content: answer('picked README.md myself') }],
+      'Summarise a file',
+    );
+    const run = await runTask(tb.broker, spec); // nobody answers: the broker's ask timeout (3 s here)
+    expect(run.payload?.data).toMatchObject({ answer: 'picked README.md myself' });
+    expect(run.partials[0]?.data).toMatchObject({ tool: 'ask_user', ok: false, result: expect.stringMatching(/nobody answered/) });
+    expect(server.requests[1]!.body.messages.at(-1)?.content).toMatch(/Result of ask_user \(failed\):\nerror: nobody answered/);
+  });
+
   it('aborts the request in flight when cancelled', async () => {
     const { spec, fake: server } = await start([{ content: act('list_dir', {}) }, { hang: true }], 'Take your time');
     const running = startTask(tb.broker, spec);

@@ -96,6 +96,52 @@ describe('the python template under the broker', () => {
     expect(run.partials.length).toBeGreaterThan(0);
   });
 
+  it('spools its result and prints it on stdout when the broker vanishes before the ack', async () => {
+    // A broker that dies between receiving the result and acknowledging it cannot be produced on
+    // demand with the real one, so this end of the socket is played by hand (protocol §3–§4, §8).
+    const net = await import('node:net');
+    const { spawn } = await import('node:child_process');
+    const dir = fs.mkdtempSync(path.join(tb.dir, 'spool-'));
+    const socketPath = path.join(dir, 's.sock');
+    const token = 'b'.repeat(64);
+    const received: Array<Record<string, unknown>> = [];
+    const server = net.createServer((socket) => {
+      let buffer = '';
+      socket.on('data', (chunk) => {
+        buffer += chunk.toString('utf8');
+        for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
+          const message = JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>;
+          buffer = buffer.slice(nl + 1);
+          received.push(message);
+          if (message.type === 'hello' && message.token === token) {
+            socket.write(JSON.stringify({ type: 'welcome', task_id: 't-spool', attempt: 1, protocol: 1, heartbeat_timeout_ms: 0 }) + '\n');
+            socket.write(JSON.stringify({ type: 'input', task_id: 't-spool', data: { path: 'docs', extensions: ['.md'] } }) + '\n');
+          }
+          if (message.status === 'success') socket.destroy(); // gone without an ack
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      const child = spawn('python3', [agent, '--task-id=t-spool'], {
+        cwd: work,
+        env: { PATH: process.env.PATH, CURSOR_IPC_PATH: socketPath, CURSOR_IPC_TOKEN: token, CURSOR_SPOOL_DIR: dir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code).toBe(0);
+      expect(received.map((m) => m.type ?? m.status)).toEqual(['hello', 'partial', 'partial', 'partial', 'success']);
+      const spooled = JSON.parse(fs.readFileSync(path.join(dir, 't-spool.json'), 'utf8')) as { status: string; data: { files: number } };
+      expect(spooled).toMatchObject({ status: 'success', data: { files: 2 } });
+      expect((fs.statSync(path.join(dir, 't-spool.json')).mode & 0o777).toString(8)).toBe('600');
+      expect(stdout).toMatch(/^data: \{"task_id":"t-spool","status":"success"/m);
+    } finally {
+      server.close();
+    }
+  });
+
   it('exits with a usage error when started outside Backchannel', async () => {
     const { spawnSync } = await import('node:child_process');
     const out = spawnSync('python3', [agent], { cwd: work, env: { PATH: process.env.PATH }, encoding: 'utf8' });
