@@ -31,12 +31,21 @@ export interface ResolvedCommand {
   env: Record<string, string>;
 }
 
-/** Maps `node`, `*.js` and `*.ts` commands onto this runtime; leaves anything else to the OS. */
-export function resolveCommand(command: string, args: string[]): ResolvedCommand {
-  const nodeEnv: Record<string, string> = runningInElectron ? { ELECTRON_RUN_AS_NODE: '1', ELECTRON_NO_ASAR: '1' } : {};
-  if (command === 'node' || command === 'node.exe') return { file: process.execPath, args, env: nodeEnv };
-  if (JS_FILE.test(command)) return { file: process.execPath, args: [command, ...args], env: nodeEnv };
-  if (TS_FILE.test(command)) return { file: process.execPath, args: ['--import', tsxImport(), command, ...args], env: nodeEnv };
+/**
+ * Maps `node`, `*.js` and `*.ts` commands onto this runtime; leaves anything else to the OS.
+ * `runtime` defaults to the current process (tests pass an Electron-like one).
+ */
+export function resolveCommand(
+  command: string,
+  args: string[],
+  runtime: { execPath: string; electron: boolean } = { execPath: process.execPath, electron: runningInElectron },
+): ResolvedCommand {
+  // The env var is set only on the child's env object: leaked into ours, it would make any Electron
+  // app started later boot as plain Node.
+  const nodeEnv: Record<string, string> = runtime.electron ? { ELECTRON_RUN_AS_NODE: '1', ELECTRON_NO_ASAR: '1' } : {};
+  if (command === 'node' || command === 'node.exe') return { file: runtime.execPath, args, env: nodeEnv };
+  if (JS_FILE.test(command)) return { file: runtime.execPath, args: [command, ...args], env: nodeEnv };
+  if (TS_FILE.test(command)) return { file: runtime.execPath, args: ['--import', tsxImport(), command, ...args], env: nodeEnv };
   return { file: command, args, env: {} };
 }
 
