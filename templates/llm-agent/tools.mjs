@@ -149,7 +149,7 @@ export function createTools(options) {
           if (path.isAbsolute(value) || value.split(/[\\/]/).includes('..') || value.startsWith('~')) confine(root, value.replace(/^~/, '/'));
         }
         return new Promise((resolve, reject) => {
-          execFile(
+          const child = execFile(
             program,
             rest,
             { cwd: root, env: commandEnv(), timeout: COMMAND_TIMEOUT_MS, maxBuffer: COMMAND_OUTPUT_LIMIT, signal: options.signal, windowsHide: true },
@@ -160,6 +160,8 @@ export function createTools(options) {
               resolve({ exit_code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
             },
           );
+          // No input: `cat` or `grep` without a file must see EOF, not wait for the timeout.
+          child.stdin?.end();
         });
       },
     },

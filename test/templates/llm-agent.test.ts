@@ -104,6 +104,7 @@ describe('llm-agent pieces', () => {
       await expect(tools.shell_command!.run({ command: 'grep', args: ['-c', 'TODO', 'src/a.js'] })).resolves.toMatchObject({ exit_code: 0, stdout: '2\n' });
       await expect(tools.shell_command!.run({ command: 'wc -l "src/a.js"' })).resolves.toMatchObject({ exit_code: 0 });
       await expect(tools.shell_command!.run({ command: 'grep', args: ['nothing-here', 'README.md'] })).resolves.toMatchObject({ exit_code: 1 });
+      await expect(tools.shell_command!.run({ command: 'grep', args: ['x'] })).resolves.toMatchObject({ exit_code: 1, stdout: '' }); // stdin is at EOF
       await expect(tools.shell_command!.run({ command: 'rm', args: ['-rf', '.'] })).rejects.toThrow(/not allowed/);
       await expect(tools.shell_command!.run({ command: 'cat ../secret.txt' })).rejects.toThrow(/refused/);
       await expect(tools.shell_command!.run({ command: 'cat', args: ['/etc/passwd'] })).rejects.toThrow(/refused/);
