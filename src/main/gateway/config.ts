@@ -109,7 +109,7 @@ export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = proces
     throw new GatewayConfigError(`cannot read ${target}: ${(error as Error).message}`);
   }
   const config = resolveGatewayConfig(raw ?? {}, env, path.dirname(target));
-  config.source = target;
+  config.source = path.resolve(target);
   return config;
 }
 
