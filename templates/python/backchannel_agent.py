@@ -127,16 +127,26 @@ class _Connection:
             self._sock.sendall(line)
 
     def read_line(self) -> Optional[str]:
-        """The next line without its terminator, or None when the broker closed the connection."""
-        while b"\n" not in self._buffer:
-            try:
-                chunk = self._sock.recv(1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.closed = True
-                return None
-            self._buffer += chunk
+        """The next line without its terminator, or None when the broker closed the connection.
+
+        Splits on the newline byte, then decodes the whole line once (a multibyte character split
+        across reads stays intact). Chunks of a long line are joined once, not re-copied per read:
+        the input message can be 10 MB.
+        """
+        if b"\n" not in self._buffer:
+            pieces = [self._buffer]
+            while True:
+                try:
+                    chunk = self._sock.recv(1 << 16)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self.closed = True
+                    return None
+                pieces.append(chunk)
+                if b"\n" in chunk:
+                    break
+            self._buffer = b"".join(pieces)
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.rstrip(b"\r").decode("utf-8", errors="replace")
 

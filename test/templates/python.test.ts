@@ -79,12 +79,12 @@ describe('the python template under the broker', () => {
   });
 
   it('keeps a task alive with heartbeats while it works silently', async () => {
-    // 4 s of silence after the last partial against a 3 s watchdog (roomy: Python itself can take a
-    // second or two to start on a loaded machine): only the heartbeat thread keeps it alive.
+    // 7 s of silence after the last partial against a 5 s watchdog (roomy, because the watchdog also
+    // covers Python's start-up, which takes seconds on a loaded machine): only heartbeats save it.
     fs.mkdirSync(path.join(work, 'one'), { recursive: true });
     fs.writeFileSync(path.join(work, 'one/x.md'), 'x\n');
-    const run = await runTask(tb.broker, spec({ path: 'one', pace_ms: 4000 }, { heartbeatTimeoutMs: 3000 }));
-    expect(run.error).toBeUndefined();
+    const run = await runTask(tb.broker, spec({ path: 'one', pace_ms: 7000 }, { heartbeatTimeoutMs: 5000 }));
+    expect(run.error, JSON.stringify({ e: run.error?.message, log: tb.broker.logOf(run.handle.id) })).toBeUndefined();
     expect(run.payload?.data).toMatchObject({ files: 1 });
   });
 
@@ -140,6 +140,18 @@ describe('the python template under the broker', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('receives a 10 MB input intact, multibyte characters included', async () => {
+    const blob = 'é'.repeat(5 * 1024 * 1024); // 10 MB of UTF-8
+    const script = [
+      'import sys',
+      `sys.path.insert(0, ${JSON.stringify(path.dirname(agent))})`,
+      'from backchannel_agent import run_agent',
+      'run_agent(lambda task: {"chars": len(task.input["blob"]), "ok": set(task.input["blob"]) == {"é"}})',
+    ].join('\n');
+    const run = await runTask(tb.broker, { command: 'python3', args: ['-c', script], cwd: work, input: { blob } });
+    expect(run.payload?.data).toEqual({ chars: 5 * 1024 * 1024, ok: true });
   });
 
   it('exits with a usage error when started outside Backchannel', async () => {
