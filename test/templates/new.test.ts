@@ -25,7 +25,7 @@ interface Outcome {
 
 async function backchannel(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { cwd: options.cwd, env: options.env ?? process.env, timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { cwd: options.cwd, env: options.env ?? process.env, timeout: 100_000 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };
@@ -130,11 +130,11 @@ describe.each(listTemplates(path.join(root, 'templates')).map((t) => t.name))('a
     expect(out.code, out.stderr).toBe(0);
     const payload = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { status: string; data: unknown };
     expect(payload.status).toBe('success');
-  });
+  }, 120_000);
 
   it('passes its own test (npm test), which runs it under the broker', async () => {
-    const { stdout } = await run(process.execPath, ['--test', 'test/'], { cwd: dir, timeout: 90_000 });
+    const { stdout } = await run(process.execPath, ['--test', 'test/'], { cwd: dir, timeout: 100_000 });
     expect(stdout).toMatch(/# pass 1/);
     expect(stdout).toMatch(/# fail 0/);
-  });
+  }, 120_000);
 });
