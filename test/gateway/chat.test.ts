@@ -225,6 +225,39 @@ describe('timeouts and disconnects stop the agent', () => {
   });
 });
 
+describe('giving up and shutting down', () => {
+  test('a client that gives up on a non-streamed request cancels its task', async () => {
+    const dir = tempDir('bc-gw-');
+    const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
+    const controller = new AbortController();
+    const pending = client(gateway.baseURL)
+      .chat.completions.create({ model: 'slow', messages: [{ role: 'user', content: 'x' }] }, { signal: controller.signal })
+      .catch((error: unknown) => error);
+    await waitFor(() => slowPids(dir).length === 1, 'the agent to start');
+    controller.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    const [pids] = slowPids(dir);
+    await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
+    await waitFor(() => gateway.broker.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
+  });
+
+  test('close() ends running streams with an error event and leaves no process behind', async () => {
+    const dir = tempDir('bc-gw-');
+    const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
+    let streaming!: () => void;
+    const started = new Promise<void>((resolve) => (streaming = resolve));
+    const response = raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('x') }, {
+      onEvent: (event) => void (event.data !== '[DONE]' && event.data.choices?.[0]?.delta.content && streaming()),
+    });
+    await started;
+    await gateway.close();
+    const res = await response;
+    expect(res.events.at(-1)!.data.error).toMatchObject({ code: 'unavailable' });
+    const [pids] = slowPids(dir);
+    await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
+  });
+});
+
 describe('concurrency and visibility', () => {
   test('with max_concurrent 5 the sixth request waits in the queue, then is answered', async () => {
     const dir = tempDir('bc-gw-');

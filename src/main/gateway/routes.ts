@@ -29,7 +29,6 @@ export interface RequestTask {
   prompt: string;
   messages: ChatMessage[];
   stream: boolean;
-  signal: AbortSignal;
 }
 
 export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
@@ -41,7 +40,6 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     cwd: route.cwd ?? config.workspace,
     env: route.env,
     label,
-    signal: request.signal,
     // One request, one run: a retry would re-spend tokens the client never sees (it retries itself).
     retries: 0,
     tags: { source: 'gateway', model: request.model, stream: String(request.stream) },

@@ -154,6 +154,11 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   }
 
   async function chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // From the first byte: a client gone before its task starts must not leave the task running.
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort('disconnect' satisfies AbortWhy);
+    });
     let request;
     try {
       request = parseChatRequest(await readJson(req));
@@ -168,15 +173,11 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       throw new HttpError(404, `The model \`${model}\` does not exist here (models: ${known}). Add it under \`models:\` in the gateway config.`, 'not_found_error', 'model_not_found', 'model');
     }
 
-    const abort = new AbortController();
+    if (abort.signal.aborted) return; // the client left while the body or the model list was read
     const timer = setTimeout(() => abort.abort('timeout' satisfies AbortWhy), config.requestTimeoutMs);
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort('disconnect' satisfies AbortWhy);
-    });
     const prompt = buildPrompt(request.messages);
-    const spec = taskSpecFor(config, { model, route, prompt, messages: request.messages, stream: request.stream, signal: abort.signal });
-    // The broker gets no signal: cancelling by hand gives the panel a reason a person can read.
-    delete spec.signal;
+    // No `signal` in the spec: cancelling by hand gives the panel a reason a person can read.
+    const spec = taskSpecFor(config, { model, route, prompt, messages: request.messages, stream: request.stream });
 
     let task: TaskHandle | undefined;
     const cancelReasons: Record<AbortWhy, string> = {
