@@ -7,17 +7,36 @@
  * Input: a prompt string, or
  *   {"prompt": "…", "model": "…", "allow_writes": false, "bin": "agent", "resume": "<session id>",
  *    "extra_args": [], "idle_timeout_ms": 600000}
- * Environment: CURSOR_AGENT_BIN (default `agent`), CURSOR_AGENT_MODEL, CURSOR_API_KEY (passed through).
+ * Environment: CURSOR_AGENT_BIN (default: `agent`, else `cursor-agent`, from PATH), CURSOR_AGENT_MODEL,
+ * CURSOR_API_KEY (passed through).
  *
  * Progress: system/init → {phase:'init', model, session_id}; assistant text → {text};
  * tool calls → {step, tool, phase, args, ok, result}. Final: the `result` event, `is_error` decides.
  */
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
 import { runAgent } from 'backchannel/agent-runtime';
 import { AgentFailure, runHeadless } from './run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
 const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
+
+/** The CLI installs as `agent`, older releases as `cursor-agent`: the first one on PATH. */
+function defaultBin() {
+  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
+  for (const name of ['agent', 'cursor-agent']) {
+    for (const dir of dirs) {
+      try {
+        accessSync(path.join(dir, name), constants.X_OK);
+        return name;
+      } catch {
+        /* not here */
+      }
+    }
+  }
+  return 'agent';
+}
 
 function readOptions(input) {
   const options = typeof input === 'string' ? { prompt: input } : input && typeof input === 'object' ? input : {};
@@ -30,7 +49,7 @@ function readOptions(input) {
   const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
   return {
     prompt: options.prompt,
-    bin: text(options.bin) ?? text(process.env.CURSOR_AGENT_BIN) ?? 'agent',
+    bin: text(options.bin) ?? text(process.env.CURSOR_AGENT_BIN) ?? defaultBin(),
     model: text(options.model) ?? text(process.env.CURSOR_AGENT_MODEL),
     allowWrites: options.allow_writes === true,
     resume: text(options.resume),
