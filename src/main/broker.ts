@@ -370,6 +370,9 @@ export class TaskBroker extends EventEmitter {
         task.exitCode = attempt.exitCode;
         task.exitSignal = attempt.exitSignal ?? null;
         entry.attempt = undefined;
+        task.update('exited');
+        // The record written at the decision was fsynced; this one adds the exit code and signal.
+        this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: task.snapshot() });
         break;
       }
       await attempt.finished;

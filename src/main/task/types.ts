@@ -101,7 +101,11 @@ export interface TaskSnapshot {
   counters: { malformed: number; rejected: number; ignored: number };
 }
 
-export type TaskUpdateKind = 'queued' | 'started' | 'partial' | 'retrying' | 'ended' | 'ask' | 'answered' | 'log';
+/**
+ * `ended`: the task is decided (its result promise has settled). `exited`: afterwards, its processes
+ * are gone and its endpoints removed; the snapshot now has the exit code and no pid.
+ */
+export type TaskUpdateKind = 'queued' | 'started' | 'partial' | 'retrying' | 'ended' | 'exited' | 'ask' | 'answered' | 'log';
 
 /** Emitted on every change; small on purpose (a chatty agent sends hundreds of thousands). */
 export interface TaskUpdate {
