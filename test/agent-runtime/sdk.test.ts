@@ -56,7 +56,7 @@ describe('agent runtime SDK', () => {
     expect(broker.logOf(task.id).some((l) => l.text.includes('reporting on stdout instead'))).toBe(true);
   });
 
-  test('heartbeats are sent at the interval the broker asks for', async () => {
+  test('heartbeats are sent at the interval the broker asks for, so a quiet agent is not stalled', async () => {
     const { broker } = makeBroker();
     const script = `
       import { runAgent } from 'backchannel/agent-runtime';
