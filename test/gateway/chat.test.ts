@@ -193,7 +193,8 @@ describe('failures after the stream started', () => {
 describe('timeouts and disconnects stop the agent', () => {
   test('504 after request_timeout_ms; the task is cancelled and its process tree is gone', async () => {
     const dir = tempDir('bc-gw-');
-    const gateway = await startTestGateway({ models: standinModels(dir), request_timeout_ms: 1500 }, { dir });
+    // Long enough for the agent to start on a loaded machine, so there is a process tree to check.
+    const gateway = await startTestGateway({ models: standinModels(dir), request_timeout_ms: 3000 }, { dir });
     const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('hi') });
     expect(res.status).toBe(504);
     expect(res.json.error).toMatchObject({ type: 'api_error', code: 'timeout' });
@@ -206,7 +207,7 @@ describe('timeouts and disconnects stop the agent', () => {
 
   test('a timeout after the stream started ends it with an error event', async () => {
     const dir = tempDir('bc-gw-');
-    const gateway = await startTestGateway({ models: standinModels(dir), request_timeout_ms: 1500 }, { dir });
+    const gateway = await startTestGateway({ models: standinModels(dir), request_timeout_ms: 4000 }, { dir });
     const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('hi') });
     expect(res.status).toBe(200);
     expect(res.events.at(-1)!.data.error).toMatchObject({ code: 'timeout' });

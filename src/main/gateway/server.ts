@@ -180,6 +180,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     const spec = taskSpecFor(config, { model, route, prompt, messages: request.messages, stream: request.stream });
 
     let task: TaskHandle | undefined;
+    let unsubscribe: (() => void) | undefined;
     const cancelReasons: Record<AbortWhy, string> = {
       timeout: `the gateway request timed out after ${config.requestTimeoutMs} ms`,
       disconnect: 'the client disconnected',
@@ -211,7 +212,8 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       task = await submit(spec, abort.signal);
       entry.finished = task.finished;
       if (abort.signal.aborted) task.cancel(cancelReasons[abort.signal.reason as AbortWhy]);
-      task.on('update', (update) => {
+      // Finished tasks stay in the broker's history: the listener (and this response) must not.
+      unsubscribe = task.on('update', (update) => {
         if (update.kind !== 'partial') return;
         const delta = answer.push(update.payload?.data);
         if (!request.stream) return;
@@ -244,6 +246,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       }
     } finally {
       clearTimeout(timer);
+      unsubscribe?.();
       void entry.finished.finally(() => inFlight.delete(entry));
     }
   }
