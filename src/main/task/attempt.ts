@@ -227,7 +227,9 @@ export class Attempt {
   private onPayload(payload: Payload, via: 'socket' | 'stdout', reply?: (message: BrokerMessage) => void): void {
     this.timers?.alive();
     if (this.decided) {
-      if (payload.status !== 'heartbeat') {
+      if (payload.status === 'cancelled' && this.stopReason) {
+        this.sink.log('broker', 'the agent confirmed the cancel');
+      } else if (payload.status !== 'heartbeat') {
         this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`);
       }
       // Still acknowledge a late final (typically the agent's answer to our cancel): the ack tells

@@ -1,0 +1,125 @@
+/**
+ * Fault table, "durable history": the broker is SIGKILLed mid-task and restarted; the journal has
+ * corrupt and truncated lines. Nothing the user was shown is lost.
+ */
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { BrokerHost } from '../helpers/broker-host.js';
+import { fixture, leftovers, makeBroker, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
+import { agentProcesses, captureLogger, expectNothingLeft } from '../helpers/reliability.js';
+
+function journalRecords(dataDir: string): Array<{ e: string; id: string; [key: string]: unknown }> {
+  try {
+    return readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line)];
+        } catch {
+          return [];
+        }
+      });
+  } catch {
+    return [];
+  }
+}
+
+function dirs() {
+  const dir = tempDir();
+  return { ipcDir: path.join(dir, 'ipc'), dataDir: path.join(dir, 'data') };
+}
+
+describe('broker crash and restart', () => {
+  test('after SIGKILL and a restart, a running task is interrupted with its last progress, and an SDK agent’s spooled result is adopted', async () => {
+    const { ipcDir, dataDir } = dirs();
+    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const waiting = await first.submit({ command: fixture('recovery/progress-then-wait.mjs') });
+    const outliving = await first.submit({ command: fixture('recovery/outlives-broker.mjs') });
+    // Both progress records are in the journal (the kernel has them; SIGKILL cannot take them back).
+    await waitFor(
+      () => [waiting, outliving].every((id) => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id)),
+      'both progress records in the journal',
+    );
+    const agents = agentProcesses(ipcDir);
+    expect(agents.length).toBeGreaterThanOrEqual(2);
+
+    await first.kill();
+    // The SDK agent notices its broker is gone, finishes its work and spools the result.
+    await waitFor(() => existsSync(path.join(ipcDir, `${outliving}.json`)), 'the spool file');
+    await waitUntilGone(agents);
+    const spooled = JSON.parse(readFileSync(path.join(ipcDir, `${outliving}.json`), 'utf8'));
+    expect(spooled).toMatchObject({ task_id: outliving, status: 'success', data: { answer: 42 } });
+
+    const second = await BrokerHost.start({ ipcDir, dataDir });
+    const interrupted = await second.get(waiting);
+    expect(interrupted).toMatchObject({
+      state: 'interrupted',
+      reason: 'crashed',
+      message: 'the broker stopped while this task was running',
+      progress: 42,
+      lastPartial: { progress: 42, step: 'halfway through' },
+      attempt: 1,
+    });
+    expect(interrupted?.pid).toBeUndefined();
+    const adopted = await second.get(outliving);
+    expect(adopted).toMatchObject({ state: 'succeeded', progress: 100, result: { status: 'success', data: { answer: 42, finishedAfterTheBrokerDied: true }, meta: { channel: 'spool' } } });
+    expect((adopted?.result as { token?: string }).token).toBeUndefined();
+    // Spool file adopted and removed; the dead broker's socket files swept.
+    expect(leftovers(ipcDir)).toEqual([]);
+    await second.close();
+
+    // The adoption itself is durable: a third start sees the same.
+    const { broker } = makeBroker({ dataDir });
+    await broker.ready;
+    expect(broker.get(outliving)).toMatchObject({ state: 'succeeded', result: { meta: { channel: 'spool' } } });
+    expect(broker.get(waiting)).toMatchObject({ state: 'interrupted', progress: 42 });
+    expect(agentProcesses(ipcDir)).toEqual([]);
+  });
+});
+
+describe('a damaged journal', () => {
+  test('corrupt and truncated lines are skipped with a warning; the rest loads, and new records stay readable', async () => {
+    const { dataDir } = dirs();
+    const journal = path.join(dataDir, 'journal.ndjson');
+    const { broker: writer } = makeBroker({ dataDir });
+    const ids = [];
+    for (const n of [1, 2, 3]) {
+      const task = writer.submit({ command: fixture('quick.mjs'), input: { n } });
+      await task.result;
+      ids.push(task.id);
+    }
+    await writer.close();
+
+    // A line of garbage in the middle, a line with a record of the wrong shape, and a last line cut
+    // short by power loss (no newline).
+    const lines = readFileSync(journal, 'utf8').split('\n').filter(Boolean);
+    lines.splice(2, 0, '\u0000\u0000\u0000 garbage from a bad sector', '[1,2,3]');
+    writeFileSync(journal, lines.join('\n') + '\n');
+    appendFileSync(journal, '{"e":"ended","id":"0190f3c2-7a4b-7c1e-9d2a-1b2c3d4e5f60","at":"2026-11-30T0');
+
+    const logger = captureLogger();
+    const { broker: reader, ipcDir } = makeBroker({ dataDir, logger });
+    const warnings: string[] = [];
+    reader.on('warning', (message) => warnings.push(message));
+    await reader.ready;
+    expect(warnings).toEqual(['history: skipped 3 corrupt journal line(s)']);
+    expect(logger.at('warn').filter((w) => w.includes('skipped a corrupt line'))).toHaveLength(3);
+    for (const id of ids) expect(reader.get(id)).toMatchObject({ state: 'succeeded' });
+
+    // The broker appends after the cut line: the new record must not be glued onto it.
+    const fresh = reader.submit({ command: fixture('quick.mjs'), input: { n: 4 } });
+    await fresh.result;
+    await reader.close();
+    expect(journalRecords(dataDir).filter((r) => r.id === fresh.id).map((r) => r.e)).toEqual(['queued', 'attempt', 'ended']);
+    const { broker: again } = makeBroker({ dataDir });
+    const later: string[] = [];
+    again.on('warning', (message) => later.push(message));
+    await again.ready;
+    expect(later).toEqual(['history: skipped 3 corrupt journal line(s)']);
+    expect(again.get(fresh.id)).toMatchObject({ state: 'succeeded', result: { data: { n: 4 } } });
+    for (const id of ids) expect(again.get(id)).toMatchObject({ state: 'succeeded' });
+    await expectNothingLeft(ipcDir);
+  });
+});
