@@ -127,6 +127,27 @@ describe('streaming over raw HTTP', () => {
   });
 });
 
+describe('quiet agents', () => {
+  test('a started stream gets keep-alive comments while the agent is silent; clients ignore them', async () => {
+    const dir = tempDir('bc-gw-');
+    const gateway = await startTestGateway({ models: standinModels(dir) }, { dir, keepAliveMs: 50 });
+    const viaClient = (async () => {
+      const stream = await client(gateway.baseURL).chat.completions.create({ model: 'slow', messages: [{ role: 'user', content: 'x' }], stream: true });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      return text;
+    })();
+    const release = () => fs.writeFileSync(path.join(dir, 'release'), '');
+    const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('x') }, {
+      onText: (text) => text.includes(': keep-alive\n\n') && release(),
+    });
+    expect(res.text).toContain(': keep-alive\n\n');
+    expect(res.events.map((e) => (e.data === '[DONE]' ? '' : (e.data.choices[0]?.delta.content ?? ''))).join('')).toBe('working, done');
+    expect(res.events.at(-1)!.data).toBe('[DONE]');
+    expect(await viaClient).toBe('working, done');
+  });
+});
+
 describe('errors before the stream starts get an HTTP status and OpenAI\'s error shape', () => {
   test.each([
     ['invalid JSON', '{"model": ', 'invalid_request_error', null],

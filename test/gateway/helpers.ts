@@ -24,13 +24,13 @@ export function standinModels(dir: string): Record<string, unknown> {
  * Starts a gateway from a config in the file's shape (port 0 unless given). Without `broker`, the
  * gateway makes its own (the CLI's path), with its endpoints in a private temp directory.
  */
-export async function startTestGateway(raw: Record<string, unknown>, options: { broker?: TaskBroker; dir?: string } = {}): Promise<Gateway> {
+export async function startTestGateway(raw: Record<string, unknown>, options: { broker?: TaskBroker; dir?: string; keepAliveMs?: number } = {}): Promise<Gateway> {
   const dir = options.dir ?? tempDir('bc-gw-');
   const saved = process.env.CURSOR_IPC_DIR;
   process.env.CURSOR_IPC_DIR = path.join(dir, 'ipc');
   try {
     const config = resolveGatewayConfig({ port: 0, ...raw }, process.env, dir);
-    const gateway = await startGateway({ config, ...(options.broker ? { broker: options.broker } : {}) });
+    const gateway = await startGateway({ config, ...(options.broker ? { broker: options.broker } : {}), ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}) });
     open.push(gateway);
     return gateway;
   } finally {
@@ -59,6 +59,8 @@ export interface RawOptions {
   headers?: Record<string, string>;
   /** Called for each SSE event as it arrives; return true to abort the request there. */
   onEvent?: (event: RawEvent) => boolean | void;
+  /** Called with the whole response text so far, after each chunk. */
+  onText?: (text: string) => void;
 }
 
 /** One HTTP request; the body is sent as given (string) or as JSON. Resolves when the response ends or is aborted. */
@@ -82,6 +84,7 @@ export function raw(url: string, body?: unknown, options: RawOptions = {}): Prom
       res.on('data', (chunk: string) => {
         const at = performance.timeOrigin + performance.now();
         text += chunk;
+        options.onText?.(text);
         pending += chunk;
         const parts = pending.split('\n\n');
         pending = parts.pop() ?? '';

@@ -27,6 +27,8 @@ export interface StartGatewayOptions {
   /** @default all defaults (`resolveGatewayConfig({})`) */
   config?: GatewayConfig;
   logger?: Logger;
+  /** Quiet time after which a started stream gets an SSE keep-alive comment. @default 15000 */
+  keepAliveMs?: number;
 }
 
 export interface Gateway {
@@ -48,7 +50,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const broker = options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger });
   try {
     await broker.ready;
-    const server = await startGatewayServer({ broker, config, logger, limitConcurrency: !ownBroker });
+    const server = await startGatewayServer({ broker, config, logger, limitConcurrency: !ownBroker, ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}) });
     const url = `http://${GATEWAY_HOST}:${server.port}`;
     let closing: Promise<void> | undefined;
     return {

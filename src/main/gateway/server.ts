@@ -50,6 +50,11 @@ export const GATEWAY_HOST = '127.0.0.1';
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Lines of a failed agent's stderr quoted in the error message. */
 const STDERR_LINES_IN_ERRORS = 5;
+/**
+ * SSE comment sent on a started stream that has been quiet this long: an agent can work silently for
+ * minutes (builds, test runs), and proxies and clients drop streams that look dead.
+ */
+export const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
 export interface GatewayServerOptions {
   broker: TaskBroker;
@@ -57,6 +62,8 @@ export interface GatewayServerOptions {
   /** Set when the broker is shared (the desktop app's): caps the gateway's own running tasks. */
   limitConcurrency: boolean;
   logger: Logger;
+  /** @default DEFAULT_KEEP_ALIVE_MS */
+  keepAliveMs?: number;
 }
 
 export interface GatewayServer {
@@ -192,8 +199,11 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
 
     const who: CompletionIdentity = { id: `chatcmpl-${randomUUID().replace(/-/g, '')}`, created: Math.floor(Date.now() / 1000), model };
     const answer = new AnswerStream();
+    let keepAlive: NodeJS.Timeout | undefined;
     const write = (text: string) => {
-      if (!res.writableEnded && !res.destroyed) res.write(text);
+      if (res.writableEnded || res.destroyed) return;
+      res.write(text);
+      keepAlive?.refresh();
     };
     const startStream = () => {
       if (res.headersSent) return;
@@ -205,6 +215,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         'X-Backchannel-Task-Id': task?.id ?? '',
       });
       res.flushHeaders();
+      keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS);
       write(sseEvent(roleChunk(who)));
     };
 
@@ -246,6 +257,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       }
     } finally {
       clearTimeout(timer);
+      clearInterval(keepAlive);
       unsubscribe?.();
       void entry.finished.finally(() => inFlight.delete(entry));
     }
