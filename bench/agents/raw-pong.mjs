@@ -1,0 +1,19 @@
+// Figure 4 baseline, no broker: read each line, JSON.parse it, answer at once with a 2 KB line.
+import { createConnection } from 'node:net';
+
+const socket = createConnection(process.env.BENCH_SOCKET);
+socket.setEncoding('utf8');
+let pending = '';
+let n = 0;
+socket.on('data', (chunk) => {
+  const text = pending + chunk;
+  let start = 0;
+  let nl;
+  while ((nl = text.indexOf('\n', start)) !== -1) {
+    const message = JSON.parse(text.slice(start, nl));
+    start = nl + 1;
+    if (message.type === 'stop') return socket.end();
+    socket.write(JSON.stringify({ type: 'ask', task_id: message.task_id, ask_id: `q${++n}`, question: message.answer }) + '\n');
+  }
+  pending = text.slice(start);
+});

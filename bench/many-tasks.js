@@ -1,0 +1,147 @@
+/**
+ * Figure 5 — many tasks: `count` SDK agents that return at once, `concurrency` at a time, through
+ * one broker with a journal. Reports tasks/s, start → result latency, the broker process's RSS
+ * (start, peak, end) and heap after GC, and open file descriptors before and after. Baseline: the
+ * same number of bare `node` connect-write-exit processes at the same concurrency, no broker.
+ * Two batches run; memory is compared at the end of each, so retained history (bounded by
+ * historyLimit) is not mistaken for a leak.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { agentPath, log, openFds, rssMb, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { summarize } from './lib/stats.js';
+
+const CONCURRENCY = 50;
+const HISTORY_LIMIT = 100;
+
+function heapMb() {
+  globalThis.gc?.();
+  globalThis.gc?.();
+  return process.memoryUsage().heapUsed / 1048576;
+}
+
+main(async ({ quick }) => {
+  const count = quick ? 200 : 1000;
+  const dir = scratchDir();
+  const ipcDir = path.join(dir, 'ipc');
+
+  // Baseline first, in the same process: a pool of bare node processes.
+  const socketPath = path.join(dir, 'bare.sock');
+  const waiting = new Map();
+  let nextId = 0;
+  const server = createServer((socket) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      text += chunk;
+      const nl = text.indexOf('\n');
+      if (nl !== -1) waiting.get(JSON.parse(text.slice(0, nl)).id)?.();
+    });
+  });
+  await new Promise((resolve) => server.listen(socketPath, resolve));
+  const bareOne = async () => {
+    const id = String(nextId++);
+    const t0 = performance.now();
+    const got = new Promise((resolve) => waiting.set(id, resolve));
+    const child = spawn(process.execPath, ['-e', BARE], { env: { ...process.env, BENCH_SOCKET: socketPath, BENCH_ID: id }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child.stdout.resume();
+    child.stderr.resume();
+    await got;
+    const ms = performance.now() - t0;
+    waiting.delete(id);
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+    return ms;
+  };
+  const pool = async (n, one) => {
+    const latencies = [];
+    let started = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (started < n) {
+          started += 1;
+          latencies.push(await one());
+        }
+      }),
+    );
+    return { seconds: (performance.now() - t0) / 1000, latencies };
+  };
+  log(`many tasks: baseline, ${count} bare node processes @ ${CONCURRENCY}`);
+  const bare = await pool(count, bareOne);
+  server.close();
+
+  const broker = new TaskBroker({ concurrency: CONCURRENCY, ipcDir, dataDir: path.join(dir, 'data'), historyLimit: HISTORY_LIMIT, logger: silentLogger });
+  await broker.ready;
+  const startedAt = new Map();
+  broker.on('update', (u) => {
+    if (u.kind === 'started') startedAt.set(u.taskId, performance.now());
+  });
+  const batch = async () => {
+    const latencies = [];
+    const t0 = performance.now();
+    const handles = Array.from({ length: count }, () => broker.submit({ command: agentPath('sdk-return.mjs') }));
+    await Promise.all(
+      handles.map(async (task) => {
+        await task.result;
+        latencies.push(performance.now() - startedAt.get(task.id));
+        startedAt.delete(task.id);
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    await broker.onIdle();
+    return { seconds, latencies };
+  };
+  // Warm-up task so module loading is not counted as growth.
+  await broker.submit({ command: agentPath('sdk-return.mjs') }).finished;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const fdStart = openFds();
+  const rssStart = rssMb();
+  const heapStart = heapMb();
+  let rssPeak = rssStart;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb())), 50);
+  log(`many tasks: broker, 2 batches of ${count} @ ${CONCURRENCY}`);
+  const first = await batch();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const heapAfterFirst = heapMb();
+  const run = await batch();
+  clearInterval(sampler);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const heapEnd = heapMb();
+  const rssEnd = rssMb();
+  const fdEnd = openFds();
+  const leftoverEndpoints = readdirSync(ipcDir).length;
+  await broker.close();
+
+  const lb = summarize(run.latencies);
+  const lBare = summarize(bare.latencies);
+  const rate = count / run.seconds;
+  const bareRate = count / bare.seconds;
+  return {
+    figure: 5,
+    count,
+    concurrency: CONCURRENCY,
+    broker: { tasksPerSecond: rate, firstBatchTasksPerSecond: count / first.seconds, latency: lb, rssStart, rssPeak, rssEnd, heapStart, heapAfterFirst, heapEnd, fdStart, fdEnd, leftoverEndpoints },
+    bare: { tasksPerSecond: bareRate, latency: lBare },
+    rows: [
+      row({ fig: '5', name: `Many tasks: ${count} @ ${CONCURRENCY}, tasks/s`, unit: 'tasks/s', value: rate, baseline: bareRate, detail: `first batch ${(count / first.seconds).toFixed(0)} tasks/s` }),
+      row({ fig: '5', name: 'Many tasks: start → result p50', unit: 'ms', value: lb.p50, baseline: lBare.p50, detail: `p99 ${lb.p99.toFixed(0)} vs ${lBare.p99.toFixed(0)} ms (baseline: spawn → line)` }),
+      row({ fig: '5', name: 'Many tasks: start → result p99', unit: 'ms', value: lb.p99, baseline: lBare.p99 }),
+      row({
+        fig: '5',
+        name: 'Many tasks: heap after GC, end of batch 2 vs end of batch 1',
+        unit: 'MB',
+        value: heapEnd,
+        baseline: heapAfterFirst,
+        target: { op: '<=', ratio: 1.1 },
+        detail: `RSS start ${rssStart.toFixed(0)} / peak ${rssPeak.toFixed(0)} / end ${rssEnd.toFixed(0)} MB; heap start ${heapStart.toFixed(1)} MB; history limit ${HISTORY_LIMIT}`,
+      }),
+      row({ fig: '5', name: 'Many tasks: open fds after the run vs before', unit: 'fds', value: fdEnd, baseline: fdStart, target: { op: '<=', ratio: 1 }, detail: `${leftoverEndpoints} endpoint file(s) left` }),
+    ],
+  };
+});
+
+const BARE = `const s = require('node:net').createConnection(process.env.BENCH_SOCKET, () => s.end(JSON.stringify({ id: process.env.BENCH_ID, data: 'x'.repeat(2048) }) + '\\n'));`;

@@ -1,0 +1,95 @@
+/**
+ * Figure 1 — task overhead: submit() → resolved result for an agent that returns at once (SDK and
+ * raw protocol), against a bare `node` that connects to a plain Unix-socket server, writes one
+ * 2 KB line and exits (spawn → line parsed). Runs are interleaved so drift hits all three alike.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { TaskBroker } from '../dist/main/index.js';
+import { silentLogger } from '../dist/main/index.js';
+import { agentPath, log, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { cpuMicros, interleave, summarize } from './lib/stats.js';
+
+main(async ({ quick }) => {
+  const runs = quick ? 8 : 30;
+  const dir = scratchDir();
+  const socketPath = path.join(dir, 'bare.sock');
+  let onLine;
+  const server = createServer((socket) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      text += chunk;
+      const nl = text.indexOf('\n');
+      if (nl !== -1) onLine(JSON.parse(text.slice(0, nl)));
+    });
+  });
+  await new Promise((resolve) => server.listen(socketPath, resolve));
+  const broker = new TaskBroker({ concurrency: 4, ipcDir: path.join(dir, 'ipc'), logger: silentLogger });
+  await broker.ready;
+
+  const bare = async () => {
+    const c0 = cpuMicros();
+    const t0 = performance.now();
+    const got = new Promise((resolve) => (onLine = resolve));
+    const child = spawn(process.execPath, [agentPath('bare-connect.mjs')], {
+      env: { ...process.env, BENCH_SOCKET: socketPath },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    child.stdout.resume();
+    child.stderr.resume();
+    const line = await got;
+    const ms = performance.now() - t0;
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+    return { ms, childCpu: line.cpu, parentCpu: cpuMicros() - c0 };
+  };
+  const viaBroker = (agent) => async () => {
+    const c0 = cpuMicros();
+    const t0 = performance.now();
+    const task = broker.submit({ command: agentPath(agent) });
+    const result = await task.result;
+    const ms = performance.now() - t0;
+    await task.finished;
+    return { ms, childCpu: result.data.cpu, parentCpu: cpuMicros() - c0 };
+  };
+  // Warm-up: first spawns pay for cold page cache.
+  await bare();
+  await viaBroker('sdk-return.mjs')();
+  await viaBroker('raw-return.mjs')();
+  log(`overhead: ${runs} runs × 3 variants`);
+  const samples = await interleave(runs, { bare, sdk: viaBroker('sdk-return.mjs'), raw: viaBroker('raw-return.mjs') });
+  await broker.close();
+  server.close();
+
+  const stat = (name) => {
+    const s = samples[name];
+    return {
+      wall: summarize(s.map((x) => x.ms)),
+      childCpuMs: summarize(s.map((x) => x.childCpu / 1000)).p50,
+      parentCpuMs: summarize(s.map((x) => x.parentCpu / 1000)).p50,
+    };
+  };
+  const base = stat('bare');
+  const rows = [];
+  for (const [name, label] of [
+    ['sdk', 'SDK agent (runAgent)'],
+    ['raw', 'raw-protocol agent'],
+  ]) {
+    const s = stat(name);
+    rows.push(
+      row({
+        fig: '1',
+        name: `Task overhead, ${label}: spawn → result p50`,
+        unit: 'ms',
+        value: s.wall.p50,
+        baseline: base.wall.p50,
+        target: { op: '<=', ratio: 1.2 },
+        detail: `p90 ${s.wall.p90.toFixed(1)} vs ${base.wall.p90.toFixed(1)} ms; agent CPU at send ${s.childCpuMs.toFixed(1)} vs ${base.childCpuMs.toFixed(1)} ms; broker-process CPU/task ${s.parentCpuMs.toFixed(1)} vs ${base.parentCpuMs.toFixed(1)} ms`,
+      }),
+    );
+  }
+  return { figure: 1, runs, baseline: 'bare node: spawn → connect → one 2 KB line → plain server parses it', samples: { bare: base, sdk: stat('sdk'), raw: stat('raw') }, rows };
+});

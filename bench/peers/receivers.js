@@ -1,0 +1,154 @@
+/**
+ * Receiving ends for figure 3's peers. Each starts a sender child over one transport and resolves
+ * when all `count` messages and the sender's `done` have arrived, with the receiver's CPU spent
+ * between the first and the last message.
+ */
+import { fork, spawn } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { agentPath } from '../lib/env.js';
+import { cpuMicros, wallNow } from '../lib/stats.js';
+
+const require = createRequire(import.meta.url);
+const SENDER = agentPath('stream-sender.mjs');
+
+/** Counts messages; the first carries the sender's start time. */
+export function counter(count) {
+  let seen = 0;
+  let c0 = 0;
+  let result = {};
+  let resolve;
+  const finished = new Promise((r) => (resolve = r));
+  const check = () => {
+    if (seen >= count && result.childCpu !== undefined) resolve(result);
+  };
+  return {
+    finished,
+    message(value) {
+      if (value.done) {
+        result.childCpu = value.cpu;
+        return check();
+      }
+      if (value.status !== 'partial') return;
+      if (seen === 0) {
+        c0 = cpuMicros();
+        result.sentAt = value.data.sent_at;
+      }
+      seen += 1;
+      if (seen === count) {
+        result.lastAt = wallNow();
+        result.cpu = cpuMicros() - c0;
+        check();
+      }
+    },
+    /** For senders that report their CPU some other way (the broker's agent). */
+    childCpu(cpu) {
+      result.childCpu = cpu;
+      check();
+    },
+  };
+}
+
+/** The hand-written baseline splitter: string buffer, indexOf, JSON.parse per line. */
+export function lineSplitter(onValue) {
+  let pending = '';
+  return (chunk) => {
+    const text = pending + chunk;
+    let start = 0;
+    let nl;
+    while ((nl = text.indexOf('\n', start)) !== -1) {
+      if (nl > start) onValue(JSON.parse(text.slice(start, nl)));
+      start = nl + 1;
+    }
+    pending = text.slice(start);
+  };
+}
+
+function waitExit(child) {
+  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', resolve)));
+}
+
+function childOptions(socketPath) {
+  return { env: { ...process.env, BENCH_SOCKET: socketPath }, stdio: ['ignore', 'pipe', 'inherit'] };
+}
+
+async function listen(server, socketPath) {
+  await new Promise((resolve) => server.listen(socketPath, resolve));
+  return () => new Promise((resolve) => server.close(resolve));
+}
+
+/** Raw Unix socket + hand-written splitter (transport: socket-coalesced | socket-single). */
+export async function rawSocket(transport, count, burst, dir) {
+  const socketPath = path.join(dir, `${transport}.sock`);
+  const c = counter(count);
+  const server = createServer((socket) => {
+    socket.setEncoding('utf8');
+    socket.on('data', lineSplitter(c.message));
+  });
+  const close = await listen(server, socketPath);
+  const child = spawn(process.execPath, [SENDER, transport, count, burst], childOptions(socketPath));
+  const result = await c.finished;
+  await waitExit(child);
+  await close();
+  return result;
+}
+
+/** The child's stdout pipe, NDJSON, one write per message on the sender side. */
+export async function stdoutNdjson(count, burst) {
+  const c = counter(count);
+  const child = spawn(process.execPath, [SENDER, 'stdout', count, burst], { stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', lineSplitter(c.message));
+  const result = await c.finished;
+  await waitExit(child);
+  return result;
+}
+
+/** Node's fork() IPC channel, `json` or `advanced` (structured clone) serialization. */
+export async function forkIpc(serialization, count, burst) {
+  const c = counter(count);
+  const child = fork(SENDER, ['ipc', String(count), String(burst)], { serialization, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  child.on('message', c.message);
+  const result = await c.finished;
+  await waitExit(child);
+  return result;
+}
+
+/** vscode-jsonrpc notifications over a Unix socket (Content-Length framing). */
+export async function jsonRpc(count, burst, dir) {
+  const rpc = require('vscode-jsonrpc/node');
+  const socketPath = path.join(dir, 'jsonrpc.sock');
+  const c = counter(count);
+  const server = createServer((socket) => {
+    const connection = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
+    connection.onNotification('partial', c.message);
+    connection.onNotification('done', c.message);
+    connection.listen();
+    socket.on('close', () => connection.dispose());
+  });
+  const close = await listen(server, socketPath);
+  const child = spawn(process.execPath, [SENDER, 'jsonrpc', count, burst], childOptions(socketPath));
+  const result = await c.finished;
+  await waitExit(child);
+  await close();
+  return result;
+}
+
+/** `ws` WebSocket over a Unix socket, one text frame per message. */
+export async function webSocket(count, burst, dir) {
+  const { WebSocketServer } = await import('ws');
+  const socketPath = path.join(dir, 'ws.sock');
+  const c = counter(count);
+  const http = createHttpServer();
+  const wss = new WebSocketServer({ server: http });
+  wss.on('connection', (ws) => ws.on('message', (data) => c.message(JSON.parse(data))));
+  const close = await listen(http, socketPath);
+  const child = spawn(process.execPath, [SENDER, 'ws', count, burst], childOptions(socketPath));
+  const result = await c.finished;
+  await waitExit(child);
+  wss.close();
+  await close();
+  return result;
+}

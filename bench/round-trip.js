@@ -1,0 +1,100 @@
+/**
+ * Figure 4 — round trip: 2 KB broker → agent → broker on the ask/answer path. The clock runs in the
+ * broker process from `broker.answer()` (2 KB answer out) to the `update` event of the agent's next
+ * `ask` (2 KB question back), so it covers the broker's encode, the SDK's decode, dispatch and
+ * coalesced write, and the broker's decode, validation and event fan-out. Baseline: the same two
+ * JSON lines ping-ponged over a raw Unix socket by a plain server and client.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { agentPath, log, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { interleave, medianOf, summarize } from './lib/stats.js';
+
+const PAYLOAD = 'r'.repeat(2048);
+
+main(async ({ quick }) => {
+  const runs = quick ? 2 : 3;
+  const rounds = quick ? 3000 : 10_000;
+  const warmup = 500;
+  const dir = scratchDir();
+  const broker = new TaskBroker({ concurrency: 1, ipcDir: path.join(dir, 'ipc'), dataDir: path.join(dir, 'data'), logger: silentLogger });
+  await broker.ready;
+
+  const viaBroker = async () => {
+    const samples = [];
+    const task = broker.submit({ command: agentPath('sdk-ask.mjs'), input: { payload: PAYLOAD, rounds: rounds + warmup } });
+    let sentAt = 0;
+    let asked = 0;
+    task.on('update', (update) => {
+      if (update.kind !== 'ask') return;
+      const now = performance.now();
+      asked += 1;
+      if (asked > warmup + 1) samples.push((now - sentAt) * 1000);
+      sentAt = performance.now();
+      // The SDK numbers its questions q1, q2, …; a UI would read snapshot().pendingQuestion.
+      broker.answer(task.id, `q${asked}`, PAYLOAD);
+    });
+    await task.result;
+    await task.finished;
+    return summarize(samples);
+  };
+  const raw = async () => {
+    const socketPath = path.join(dir, 'pong.sock');
+    const samples = [];
+    let done;
+    const finished = new Promise((resolve) => (done = resolve));
+    const server = createServer((socket) => {
+      socket.setEncoding('utf8');
+      let pending = '';
+      let sentAt = 0;
+      let n = 0;
+      const answer = (id) => {
+        sentAt = performance.now();
+        socket.write(JSON.stringify({ type: 'answer', task_id: 'bench', ask_id: id, answer: PAYLOAD }) + '\n');
+      };
+      socket.on('data', (chunk) => {
+        const text = pending + chunk;
+        let start = 0;
+        let nl;
+        while ((nl = text.indexOf('\n', start)) !== -1) {
+          const message = JSON.parse(text.slice(start, nl));
+          const now = performance.now();
+          start = nl + 1;
+          n += 1;
+          if (n > warmup) samples.push((now - sentAt) * 1000);
+          if (n === rounds + warmup) {
+            socket.end(JSON.stringify({ type: 'stop' }) + '\n');
+            done();
+          } else answer(message.ask_id);
+        }
+        pending = text.slice(start);
+      });
+      answer('q0');
+    });
+    await new Promise((resolve) => server.listen(socketPath, resolve));
+    const child = spawn(process.execPath, [agentPath('raw-pong.mjs')], { env: { ...process.env, BENCH_SOCKET: socketPath }, stdio: ['ignore', 'pipe', 'inherit'] });
+    await finished;
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+    await new Promise((resolve) => server.close(resolve));
+    return summarize(samples);
+  };
+  log(`round trip: ${rounds} round trips × ${runs} runs × 2`);
+  const s = await interleave(runs, { broker: viaBroker, raw });
+  await broker.close();
+  const us = (name, field) => medianOf(s[name], field);
+  const detail = `p50 ${us('broker', 'p50').toFixed(0)}/${us('raw', 'p50').toFixed(0)}, p99 ${us('broker', 'p99').toFixed(0)}/${us('raw', 'p99').toFixed(0)}, p99.9 ${us('broker', 'p999').toFixed(0)}/${us('raw', 'p999').toFixed(0)} µs (broker/raw)`;
+  return {
+    figure: 4,
+    runs,
+    rounds,
+    summaries: s,
+    rows: [
+      row({ fig: '4', name: 'Round trip 2 KB (answer → next ask) p50', unit: 'µs', value: us('broker', 'p50'), baseline: us('raw', 'p50'), target: { op: '<=', ratio: 1.5 }, detail }),
+      row({ fig: '4', name: 'Round trip 2 KB p99', unit: 'µs', value: us('broker', 'p99'), baseline: us('raw', 'p99'), target: { op: '<=', ratio: 2 } }),
+      row({ fig: '4', name: 'Round trip 2 KB p99.9', unit: 'µs', value: us('broker', 'p999'), baseline: us('raw', 'p999') }),
+    ],
+  };
+});

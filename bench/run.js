@@ -1,0 +1,83 @@
+/**
+ * `npm run bench`: runs every benchmark module in its own process, one after another, and prints one
+ * table; writes it to bench/results/latest.md and latest.json. `--quick` for a short run while
+ * developing; `--only=stream,framing` to run some modules.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BENCH_DIR, cleanEnvironment } from './lib/env.js';
+import { consoleTable, markdownTable } from './lib/report.js';
+
+const MODULES = [
+  { name: 'overhead', title: 'Task overhead' },
+  { name: 'big-result', title: 'Big result' },
+  { name: 'stream', title: 'Progress stream' },
+  { name: 'framing', title: 'Framing: ours vs ndjson' },
+  { name: 'round-trip', title: 'Round trip' },
+  { name: 'many-tasks', title: 'Many tasks' },
+  { name: 'panel', title: 'Panel under load' },
+];
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+/** Bound on each module, so a hung benchmark cannot hang the suite. */
+const MODULE_LIMIT_MS = quick ? 180_000 : 400_000;
+
+cleanEnvironment();
+
+function runModule(name) {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--expose-gc', path.join(BENCH_DIR, `${name}.js`), JSON.stringify({ quick })], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk) => (out += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), MODULE_LIMIT_MS);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const seconds = (performance.now() - started) / 1000;
+      const line = out.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
+      if (line) return resolve({ ...JSON.parse(line.slice(13)), seconds });
+      const why = signal === 'SIGKILL' ? `timed out after ${MODULE_LIMIT_MS / 1000} s` : `exited with ${code ?? signal}`;
+      resolve({ error: why, seconds, rows: [] });
+    });
+  });
+}
+
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const machine = {
+  date: new Date().toISOString(),
+  node: process.version,
+  platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  cpus: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown'}`,
+  memoryGb: (os.totalmem() / 2 ** 30).toFixed(1),
+  loadBefore: load(),
+  mode: quick ? 'quick' : 'full',
+};
+process.stderr.write(`Backchannel benchmarks (${machine.mode}); node ${machine.node}, ${machine.cpus}, load ${machine.loadBefore}\n`);
+
+const results = {};
+const rows = [];
+for (const { name, title } of MODULES) {
+  if (only && !only.includes(name)) continue;
+  process.stderr.write(`▶ ${title}\n`);
+  const result = await runModule(name);
+  results[name] = result;
+  if (result.error) rows.push({ fig: '', name: `${title}: not measured`, status: 'ERROR', detail: result.error });
+  rows.push(...result.rows);
+  process.stderr.write(`  done in ${result.seconds.toFixed(0)} s\n`);
+}
+machine.loadAfter = load();
+
+const table = consoleTable(rows);
+process.stdout.write(`\n${table}\n\nload average before ${machine.loadBefore}, after ${machine.loadAfter}\n`);
+
+const dir = path.join(BENCH_DIR, 'results');
+mkdirSync(dir, { recursive: true });
+const header = `# Backchannel benchmark results\n\n${machine.date} · ${machine.mode} run · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\n`;
+writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n`);
+writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);
+process.stderr.write(`wrote bench/results/latest.md and latest.json\n`);
