@@ -38,6 +38,8 @@ export class BrokerHost extends EventEmitter {
   readonly results = new Map<string, HostResult>();
   readonly warnings: string[] = [];
   historyError: string | null = null;
+  /** Ids of the `early` tasks, submitted before the broker was ready. */
+  early: string[] = [];
   private calls = 0;
   private readonly pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -66,7 +68,7 @@ export class BrokerHost extends EventEmitter {
     });
   }
 
-  static async start(options: BrokerOptions & { bridge?: boolean }): Promise<BrokerHost> {
+  static async start(options: BrokerOptions & { bridge?: boolean; early?: TaskSpec[] }): Promise<BrokerHost> {
     const child = fork(fixture('broker-host.mjs'), [JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     running.add(child);
     const host = new BrokerHost(child);
@@ -74,6 +76,7 @@ export class BrokerHost extends EventEmitter {
       child.on('message', (message: any) => {
         if (message.event === 'ready') {
           host.historyError = message.historyError;
+          host.early = message.early;
           resolve();
         }
       });

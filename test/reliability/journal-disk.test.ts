@@ -5,7 +5,7 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { fixture, makeBroker } from '../helpers/core.js';
+import { fixture, makeBroker, waitFor } from '../helpers/core.js';
 import { cannotMount, captureLogger, expectNothingLeft, mountTmpfs, remountReadOnly } from '../helpers/reliability.js';
 
 /** Writes zeros until the file system is full. */
@@ -28,6 +28,8 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     const { broker, ipcDir } = makeBroker({ dataDir, logger });
     const before = broker.submit({ command: fixture('sdk-progress.mjs'), input: 'before' });
     await before.result;
+    const journal = path.join(dataDir, 'journal.ndjson');
+    await waitFor(() => readFileSync(journal, 'utf8').includes(`{"e":"ended","id":"${before.id}"`), 'the first result in the journal');
     expect(broker.historyError).toBeUndefined();
 
     fillUp(dataDir);
@@ -45,8 +47,7 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     expect(broker.tasks().filter((t) => t.state === 'succeeded')).toHaveLength(5);
     await broker.close();
     // The half-written batch was dropped: the journal is whole lines only.
-    const text = readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8');
-    console.log('JOURNAL', JSON.stringify(text.slice(0, 300)), text.length);
+    const text = readFileSync(journal, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     for (const line of text.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
 

@@ -5,7 +5,7 @@
  * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
  * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskSnapshot } from '../task/types.js';
@@ -107,12 +107,22 @@ export class Journal {
     return { entries: [...entries.values()], skippedLines };
   }
 
-  /** Opens for appending. Failure is reported and leaves the journal disabled, not the broker. */
+  /**
+   * Opens for appending. Records appended before (tasks submitted while the broker starts) are kept
+   * and written now. Failure is reported and leaves the journal disabled, not the broker.
+   */
   async open(): Promise<void> {
     try {
       mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-      this.handle = await open(this.file, 'a', 0o600);
-      this.bytes = existsSync(this.file) ? statSync(this.file).size : 0;
+      const handle = await open(this.file, 'a', 0o600);
+      this.bytes = (await handle.stat()).size;
+      // A last line cut short by power loss stays one skipped line: our records start on a fresh one.
+      if (this.bytes > 0 && !endsWithNewline(this.file, this.bytes)) {
+        await handle.write('\n');
+        this.bytes += 1;
+      }
+      this.handle = handle;
+      this.schedule();
     } catch (error) {
       this.fail(error as Error);
     }
@@ -123,21 +133,25 @@ export class Journal {
   }
 
   append(record: JournalRecord, sync = false): void {
-    if (this.failed || !this.handle) return;
+    if (this.failed) return;
     this.queue.push(JSON.stringify(record) + '\n');
     if (sync) this.syncRequested = true;
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        void this.flush();
-      });
-    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
   }
 
   /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it). */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
+    // Not open yet (or being compacted): the queue waits for open().
     if (this.queue.length === 0 || !this.handle || this.failed) return;
     const batch = this.queue.join('');
     const sync = this.syncRequested;
@@ -145,11 +159,15 @@ export class Journal {
     this.syncRequested = false;
     const handle = this.handle;
     this.flushing = (async () => {
+      const data = Buffer.from(batch);
       try {
-        await handle.write(batch);
-        this.bytes += Buffer.byteLength(batch);
+        // A full disk first shows as a short write: keep writing until the kernel says why it cannot.
+        for (let offset = 0; offset < data.length; ) offset += (await handle.write(data, offset, data.length - offset)).bytesWritten;
+        this.bytes += data.length;
         if (sync) await handle.sync();
       } catch (error) {
+        // Drop the half-written batch so the file stays whole lines (the next start reads it cleanly).
+        await handle.truncate(this.bytes).catch(() => {});
         this.fail(error as Error);
       }
     })();
@@ -157,10 +175,15 @@ export class Journal {
     this.flushing = undefined;
   }
 
-  /** Rewrites the file as one `ended`/`queued` record per kept task (write, fsync, rename). */
+  /**
+   * Rewrites the file as one `ended` record per kept task (write, fsync, rename). Records still
+   * queued (tasks submitted meanwhile) are written after it, not lost with the old file.
+   */
   async compact(entries: HistoryEntry[]): Promise<void> {
-    await this.flush();
+    while (this.flushing) await this.flushing;
     if (this.failed) return;
+    const old = this.handle;
+    this.handle = undefined;
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
       const fd = openSync(tmp, 'w', 0o600);
@@ -171,10 +194,11 @@ export class Journal {
       }
       fsyncSync(fd);
       closeSync(fd);
-      await this.handle?.close();
+      await old?.close();
       renameSync(tmp, this.file);
       this.handle = await open(this.file, 'a', 0o600);
       this.bytes = written;
+      this.schedule();
     } catch (error) {
       this.fail(error as Error);
     }
@@ -193,6 +217,17 @@ export class Journal {
       code === 'ENOSPC' ? 'the disk is full' : code === 'EROFS' ? 'the file system is read-only' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : error.message;
     this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
     this.logger.error(this.failed);
+  }
+}
+
+function endsWithNewline(file: string, size: number): boolean {
+  const fd = openSync(file, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    closeSync(fd);
   }
 }
 
