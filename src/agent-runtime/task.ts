@@ -4,6 +4,12 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  ENV_HEARTBEAT_MS,
+  ENV_IPC_PATH,
+  ENV_IPC_TOKEN,
+  ENV_SPOOL_DIR,
+  ENV_TASK_ATTEMPT,
+  ENV_TASK_ID,
   STDOUT_PREFIX,
   isoNow,
   type BrokerMessage,
@@ -23,7 +29,11 @@ export interface ConnectTaskOptions extends ConnectOptions {
   heartbeatMs?: number;
   /** Agent description sent in `hello`. */
   agent?: string;
+  /** Keep CURSOR_TASK_ID, CURSOR_IPC_PATH, CURSOR_IPC_TOKEN… in the environment for child processes. @default false */
+  keepHandOffEnv?: boolean;
 }
+
+const HAND_OFF_VARIABLES = [ENV_TASK_ID, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ATTEMPT, ENV_HEARTBEAT_MS, ENV_SPOOL_DIR];
 
 export interface AskOptions {
   choices?: string[];
@@ -68,7 +78,11 @@ export class AgentTask<Input = unknown> {
 
   /** Locates and connects to the task; falls back to stdout when there is no usable socket. */
   static async connect<Input = unknown>(options: ConnectTaskOptions = {}): Promise<AgentTask<Input>> {
-    const task = new AgentTask<Input>(locateTask(options.argv, options.env), options);
+    const env = options.env ?? process.env;
+    const task = new AgentTask<Input>(locateTask(options.argv, env), options);
+    // Like VS Code's hand-off: read once, then remove, so processes this agent starts do not inherit
+    // the token and report to (or impersonate) this task by accident.
+    if (!options.keepHandOffEnv) for (const name of HAND_OFF_VARIABLES) delete env[name];
     await task.open();
     return task;
   }
@@ -190,7 +204,10 @@ export class AgentTask<Input = unknown> {
   fail(error: unknown, options: { retryable?: boolean; data?: Record<string, unknown> } = {}): Promise<void> {
     const err = error instanceof Error ? error : new Error(String(error));
     const retryable = options.retryable ?? (err as { retryable?: boolean }).retryable;
-    return this.finish('error', { message: err.message, name: err.name, ...options.data }, {}, retryable);
+    // An error may carry structured details (`error.data`, e.g. an exit code or a session id).
+    const details = (err as { data?: unknown }).data;
+    const extra = details && typeof details === 'object' && !Array.isArray(details) ? details : {};
+    return this.finish('error', { message: err.message, name: err.name, ...extra, ...options.data }, {}, retryable);
   }
 
   cancelled(data: unknown = { message: String((this.signal.reason as Error | undefined)?.message ?? 'cancelled') }): Promise<void> {

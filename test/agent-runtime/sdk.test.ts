@@ -60,8 +60,23 @@ describe('agent runtime SDK', () => {
     const { broker } = makeBroker();
     const script = `
       import { runAgent } from 'backchannel/agent-runtime';
-      runAgent(async () => { await new Promise((r) => setTimeout(r, 4000)); return process.env.CURSOR_HEARTBEAT_MS; });`;
+      const interval = process.env.CURSOR_HEARTBEAT_MS;
+      runAgent(async () => { await new Promise((r) => setTimeout(r, 4000)); return interval; });`;
     const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false, heartbeatTimeoutMs: 3000 });
     expect((await task.result).data).toBe('1000');
+  });
+
+  test('an error carries its structured data, and child processes do not inherit the hand-off token', async () => {
+    const { broker } = makeBroker();
+    const script = `
+      import { execFileSync } from 'node:child_process';
+      import { runAgent } from 'backchannel/agent-runtime';
+      runAgent(async () => {
+        const inherited = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.env.CURSOR_IPC_TOKEN))']).toString();
+        throw Object.assign(new Error('tool failed'), { data: { exit_code: 7, inherited }, retryable: false });
+      });`;
+    const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false });
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.payload?.data).toMatchObject({ message: 'tool failed', exit_code: 7, inherited: 'undefined' });
   });
 });
