@@ -101,6 +101,11 @@ export class BrokerHost extends EventEmitter {
     return this.call('submit', { spec });
   }
 
+  /** Submits all at once (one round trip: the queue sees the whole load together). */
+  submitMany(specs: TaskSpec[]): Promise<string[]> {
+    return this.call('submitMany', { specs });
+  }
+
   tasks(): Promise<TaskSnapshot[]> {
     return this.call('tasks');
   }
