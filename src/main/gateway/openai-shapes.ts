@@ -9,7 +9,7 @@ export interface Usage {
   total_tokens: number;
 }
 
-export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'api_error' | 'timeout_error';
+export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'api_error';
 
 export interface OpenAIError {
   error: { message: string; type: ErrorType; param: string | null; code: string | null };
