@@ -184,9 +184,11 @@ export class TaskBroker extends EventEmitter {
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: this.storedSpec(task), maxAttempts: task.maxAttempts });
     task.update('queued');
 
-    if (spec.signal) {
-      if (spec.signal.aborted) this.cancel(id, 'aborted by the caller');
-      else spec.signal.addEventListener('abort', () => this.cancel(id, 'aborted by the caller'), { once: true });
+    const signal = spec.signal;
+    if (signal) {
+      const onAbort = () => this.cancel(id, abortReason(signal));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
     }
     this.queue
       .add(() => this.run(entry))
@@ -579,6 +581,14 @@ function validateSpec(spec: TaskSpec): void {
       throw new BrokerError('invalid_option', `Expected \`${key}\` to be a non-negative finite number, got \`${String(value)}\``);
     }
   }
+}
+
+/** The caller's abort reason as text (`controller.abort('user closed the tab')`), or a default. */
+function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (typeof reason === 'string' && reason) return reason;
+  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message) return reason.message;
+  return 'aborted by the caller';
 }
 
 function errorMessageOf(payload: FinalPayload): string {
