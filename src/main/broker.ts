@@ -188,7 +188,12 @@ export class TaskBroker extends EventEmitter {
     if (signal) {
       const onAbort = () => this.cancel(id, abortReason(signal));
       if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
+      else {
+        signal.addEventListener('abort', onAbort, { once: true });
+        // A long-lived signal shared by many tasks must not collect one listener per finished task.
+        const detach = () => signal.removeEventListener('abort', onAbort);
+        task.result.then(detach, detach);
+      }
     }
     this.queue
       .add(() => this.run(entry))
