@@ -93,6 +93,24 @@ describe('broker crash and restart', () => {
   });
 });
 
+describe('spool files while the broker lives', () => {
+  test('a result spooled because the ack came late is not left behind', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const task = broker.submit({ command: fixture('recovery/spools-anyway.mjs'), args: ['also-socket'] });
+    expect(await task.result).toMatchObject({ data: { via: 'also-socket' }, meta: { channel: 'socket' } });
+    await task.finished;
+    await expectNothingLeft(ipcDir);
+  });
+
+  test('a result that reached only the spool file is taken from it when the agent exits', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const task = broker.submit({ command: fixture('recovery/spools-anyway.mjs'), args: ['only-spool'] });
+    expect(await task.result).toMatchObject({ data: { via: 'only-spool' }, meta: { channel: 'spool' } });
+    await task.finished;
+    await expectNothingLeft(ipcDir);
+  });
+});
+
 describe('a damaged journal', () => {
   test('corrupt and truncated lines are skipped with a warning; the rest loads, and new records stay readable', async () => {
     const { dataDir } = dirs();

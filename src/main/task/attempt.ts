@@ -6,8 +6,11 @@
  * reach the caller without waiting for the process to exit; `finished` settles when cleanup is done.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
 import {
   isFinalStatus,
+  validateAgentMessage,
   type AskMessage,
   type BrokerMessage,
   type FinalPayload,
@@ -270,6 +273,11 @@ export class Attempt {
     // but do not wait forever on pipes a grandchild keeps open.
     await Promise.race([Promise.all([streamsClosed, channel.drained(s.drainMs)]), delay(s.drainMs)]);
     if (!this.decided) {
+      // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
+      const spooled = readSpooled(s.spoolDir, s.taskId);
+      if (spooled) this.settle({ kind: 'final', payload: spooled, channel: 'spool' });
+    }
+    if (!this.decided) {
       const how = this.exitSignal ? `was killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;
       this.settle({ kind: 'failure', reason: 'crashed', message: `the agent ${how} without sending a final payload`, retryable: true });
     }
@@ -284,8 +292,33 @@ export class Attempt {
     if (pid !== undefined && process.platform !== 'win32' && groupAlive(pid)) killTree(pid, 'SIGKILL');
     this.child?.stdout.destroy();
     this.child?.stderr.destroy();
+    // An agent whose ack came late spools a result we already have: the file must not pile up.
+    removeSpooled(this.settings.spoolDir, this.settings.taskId);
     await this.channel?.close();
     this.finish();
+  }
+}
+
+function spoolFile(dir: string, taskId: string): string {
+  return path.join(dir, `${path.basename(taskId)}.json`);
+}
+
+/** The final payload an agent spooled for this task, if there is a valid one. */
+function readSpooled(dir: string, taskId: string): FinalPayload | undefined {
+  try {
+    const checked = validateAgentMessage(JSON.parse(readFileSync(spoolFile(dir, taskId), 'utf8')));
+    if (!checked.ok || !('status' in checked.message) || !isFinalStatus(checked.message.status)) return undefined;
+    return checked.message.task_id === taskId ? (checked.message as FinalPayload) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function removeSpooled(dir: string, taskId: string): void {
+  try {
+    unlinkSync(spoolFile(dir, taskId));
+  } catch {
+    // None: the usual case.
   }
 }
 
