@@ -205,7 +205,7 @@ async function soakPhase(root) {
   check(wrong === 0, `soak: ${wrong} task(s) ended differently than their agent chose`);
   check(end.fds <= start.fds + 2, `soak: fds grew from ${start.fds} to ${end.fds}`);
   check(end.agents === 0, `soak: ${end.agents} sub-agent processes left running`);
-  check(files(ipcDir).length === 0, `soak: files left in the endpoint directory: ${files(ipcDir).length}`);
+  check(files(ipcDir).length === 0, `soak: files left in the endpoint directory: ${files(ipcDir).join(', ')}`);
   check(heapGrowth < 16 * MiB, `soak: heap grew by ${mib(heapGrowth)} after history filled up (leak?)`);
   await broker.close();
   const peakRss = Math.max(start.rss, ...samples.map((s) => s.rss));
