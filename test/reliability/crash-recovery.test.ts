@@ -93,6 +93,35 @@ describe('broker crash and restart', () => {
   });
 });
 
+describe('journal compaction', () => {
+  test('compaction at start keeps the newest tasks and every record of a task submitted meanwhile', async () => {
+    const { dataDir } = dirs();
+    const { broker: first } = makeBroker({ dataDir, historyLimit: 3 });
+    const old: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      const task = first.submit({ command: fixture('quick.mjs'), input: { n } });
+      await task.result;
+      old.push(task.id);
+    }
+    await first.close();
+    expect(new Set(journalRecords(dataDir).map((r) => r.id)).size).toBe(5);
+
+    // Five tasks on file, three kept: this start compacts, while a task is already submitted.
+    const { broker: second } = makeBroker({ dataDir, historyLimit: 3 });
+    const early = second.submit({ command: fixture('quick.mjs'), input: { n: 'early' } });
+    await early.result;
+    await second.close();
+    const records = journalRecords(dataDir);
+    expect(records.filter((r) => r.id === early.id).map((r) => r.e).slice(0, 2)).toEqual(['queued', 'attempt']);
+    expect(records.some((r) => r.id === old[0])).toBe(false);
+    expect(records.filter((r) => r.e === 'ended' && old.slice(2).includes(r.id))).toHaveLength(3);
+
+    const { broker: third } = makeBroker({ dataDir, historyLimit: 3 });
+    await third.ready;
+    expect(third.get(early.id)).toMatchObject({ state: 'succeeded', result: { data: { n: 'early' } } });
+  });
+});
+
 describe('spool files while the broker lives', () => {
   test('a result spooled because the ack came late is not left behind', async () => {
     const { broker, ipcDir } = makeBroker();

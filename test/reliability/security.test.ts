@@ -174,8 +174,8 @@ describe('agent data is data', () => {
     // No file was created from any of it: only the journal, anywhere under the test's root.
     expect(readdirSync(root).sort()).toEqual(['data', 'ipc']);
     expect(readdirSync(dataDir)).toEqual(['journal.ndjson']);
-    expect(readdirSync(ipcDir)).toEqual([]);
     expect(readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8')).toContain(JSON.stringify(NASTY.html));
+    await expectNothingLeft(ipcDir);
   });
 
   test('spool files naming another task, a path, or garbage are removed at start and never adopted', async () => {
@@ -219,10 +219,12 @@ describe("the sub-agent's environment", () => {
     const saved = Object.fromEntries(Object.keys(PLANTED).map((k) => [k, process.env[k]]));
     Object.assign(process.env, PLANTED);
     try {
-      const { broker } = makeBroker(options);
+      const { broker, ipcDir } = makeBroker(options);
       const task = broker.submit({ command: 'node', args: ['-e', SCRIPT], taskIdArg: false });
       const env = (await task.result).data as Record<string, string>;
       expect(env.CURSOR_TASK_ID).toBe(task.id);
+      await task.finished;
+      await expectNothingLeft(ipcDir);
       return env;
     } finally {
       for (const [k, v] of Object.entries(saved)) {

@@ -5,7 +5,7 @@
  * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
  * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskSnapshot } from '../task/types.js';
@@ -200,6 +200,7 @@ export class Journal {
       this.bytes = written;
       this.schedule();
     } catch (error) {
+      rmSync(tmp, { force: true });
       this.fail(error as Error);
     }
   }
