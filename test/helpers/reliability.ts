@@ -38,7 +38,7 @@ export function agentProcesses(ipcDir: string): number[] {
 /** Asserts that nothing a broker started is left: no process, no socket or spool file. */
 export async function expectNothingLeft(ipcDir: string): Promise<void> {
   // Killed processes take a moment to be reaped; wait for that, then assert.
-  await waitFor(() => agentProcesses(ipcDir).length === 0, 'the sub-agent processes to be gone', 5000).catch(() => {});
+  await waitFor(() => agentProcesses(ipcDir).length === 0, 'the sub-agent processes to be gone', 10_000).catch(() => {});
   expect(agentProcesses(ipcDir)).toEqual([]);
   expect(leftovers(ipcDir)).toEqual([]);
 }

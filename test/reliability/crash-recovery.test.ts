@@ -48,7 +48,7 @@ describe('broker crash and restart', () => {
     await first.kill();
     // The SDK agent notices its broker is gone, finishes its work and spools the result.
     await waitFor(() => existsSync(path.join(ipcDir, `${outliving}.json`)), 'the spool file');
-    await waitUntilGone(agents);
+    await waitUntilGone(agents, 15_000);
     const spooled = JSON.parse(readFileSync(path.join(ipcDir, `${outliving}.json`), 'utf8'));
     expect(spooled).toMatchObject({ task_id: outliving, status: 'success', data: { answer: 42 } });
 
@@ -85,7 +85,7 @@ describe('broker crash and restart', () => {
     expect(journalRecords(dataDir).filter((r) => r.id === early).map((r) => r.e)).toEqual(['queued', 'attempt', 'progress']);
     const agents = agentProcesses(ipcDir);
     await first.kill();
-    await waitUntilGone(agents);
+    await waitUntilGone(agents, 15_000);
     const second = await BrokerHost.start({ ipcDir, dataDir });
     expect(await second.get(early!)).toMatchObject({ state: 'interrupted', progress: 42 });
     await second.close();
