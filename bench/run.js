@@ -24,7 +24,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 /** Bound on each module, so a hung benchmark cannot hang the suite. */
-const MODULE_LIMIT_MS = quick ? 180_000 : 400_000;
+const MODULE_LIMIT_MS = quick ? 240_000 : 480_000;
 
 cleanEnvironment();
 

@@ -4,7 +4,7 @@
  * because the pipe belongs to the child alone.
  */
 import type { Readable } from 'node:stream';
-import { LineDecoder, parseLine, preview, validateAgentMessage, isPayload, type Payload } from '../../protocol/index.js';
+import { LineDecoder, ownCopy, parseLine, preview, validateAgentMessage, isPayload, type Payload } from '../../protocol/index.js';
 
 /** Longest log line kept; the rest is cut (a log is for people, not for results). */
 const MAX_LOG_LINE_CHARS = 4000;
@@ -75,6 +75,7 @@ function pump(stream: Readable, decoder: LineDecoder): Promise<void> {
   });
 }
 
+/** Log lines are kept: cut, and copied so they do not pin the decoder's chunk text (see LineDecoder). */
 function clip(text: string): string {
-  return text.length > MAX_LOG_LINE_CHARS ? `${text.slice(0, MAX_LOG_LINE_CHARS)}… [${text.length} chars]` : text;
+  return text.length > MAX_LOG_LINE_CHARS ? `${ownCopy(text.slice(0, MAX_LOG_LINE_CHARS))}… [${text.length} chars]` : ownCopy(text);
 }
