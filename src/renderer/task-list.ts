@@ -18,6 +18,8 @@ interface Row {
   action: HTMLButtonElement;
   /** What the row shows now, to skip untouched rows. */
   rendered?: TaskSnapshot;
+  /** The newest snapshot, shown once the row scrolls into view. */
+  latest?: TaskSnapshot;
 }
 
 export interface TaskListActions {
@@ -30,12 +32,35 @@ export class TaskList {
   private readonly rows = new Map<string, Row>();
   private order: string[] = [];
   private focusedId: string | undefined;
+  /**
+   * Rows known to be scrolled out of view (per IntersectionObserver): they skip the many
+   * progress/time updates. Fails safe: a row the observer has not reported on yet counts as visible.
+   */
+  private readonly offscreen = new Set<string>();
+  private readonly observer: IntersectionObserver;
   selectedId: string | undefined;
 
   constructor(
     private readonly root: HTMLElement,
     private readonly actions: TaskListActions,
   ) {
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        const now = Date.now();
+        for (const entry of entries) {
+          const id = (entry.target as HTMLElement).dataset.id;
+          if (!id) continue;
+          if (!entry.isIntersecting) {
+            this.offscreen.add(id);
+            continue;
+          }
+          this.offscreen.delete(id);
+          const row = this.rows.get(id);
+          if (row?.latest && row.latest !== row.rendered) this.fillRow(row, row.latest, now);
+        }
+      },
+      { root: root.parentElement, rootMargin: '300px 0px' },
+    );
     root.addEventListener('keydown', (event) => this.onKey(event));
     root.addEventListener('click', (event) => {
       const target = event.target as HTMLElement;
@@ -51,8 +76,10 @@ export class TaskList {
   render(tasks: ReadonlyMap<string, TaskSnapshot>, changed: ReadonlySet<string> | undefined, now: number): void {
     for (const [id, row] of this.rows) {
       if (!tasks.has(id)) {
+        this.observer.unobserve(row.el);
         row.el.remove();
         this.rows.delete(id);
+        this.offscreen.delete(id);
       }
     }
     for (const task of tasks.values()) {
@@ -60,8 +87,13 @@ export class TaskList {
       if (!row) {
         row = this.createRow(task.id);
         this.rows.set(task.id, row);
+        this.observer.observe(row.el);
       }
-      if (!changed || changed.has(task.id) || row.rendered !== task) this.fillRow(row, task, now);
+      row.latest = task;
+      if (row.rendered === task || (changed && !changed.has(task.id))) continue;
+      // Off-screen rows follow state changes (badge, order) but skip progress and time until they
+      // scroll into view: with 200 live tasks that is most of the work saved.
+      if (!this.offscreen.has(task.id) || !row.rendered || headlineChanged(row.rendered, task)) this.fillRow(row, task, now);
     }
     const order = [...tasks.values()].sort(compareTasks).map((task) => task.id);
     this.reorder(order);
@@ -71,9 +103,9 @@ export class TaskList {
 
   /** Once a second: elapsed time of active and queued tasks. */
   tick(now: number): void {
-    for (const row of this.rows.values()) {
+    for (const [id, row] of this.rows) {
       const task = row.rendered;
-      if (task && !isFinished(task.state)) setText(row.time, taskTime(task, now));
+      if (task && !isFinished(task.state) && !this.offscreen.has(id)) setText(row.time, taskTime(task, now));
     }
   }
 
@@ -110,32 +142,43 @@ export class TaskList {
   }
 
   private fillRow(row: Row, task: TaskSnapshot, now: number): void {
+    const old = row.rendered;
     const waiting = task.pendingQuestion !== undefined;
-    row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}`;
-    setText(row.badge, waiting ? 'Needs answer' : STATE_LABEL[task.state]);
-    row.badge.className = `badge badge-${waiting ? 'asking' : task.state}`;
-    setText(row.label, task.label);
-    row.label.title = task.label;
-    setText(row.attempt, task.maxAttempts > 1 || task.attempt > 1 ? `attempt ${task.attempt}/${task.maxAttempts}` : '');
+    const wasWaiting = old?.pendingQuestion !== undefined;
+    // Most updates only move progress: touch classes and labels only when they change.
+    if (!old || old.state !== task.state || wasWaiting !== waiting) {
+      row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}`;
+      row.badge.textContent = waiting ? 'Needs answer' : STATE_LABEL[task.state];
+      row.badge.className = `badge badge-${waiting ? 'asking' : task.state}`;
+      const finished = isFinished(task.state);
+      row.action.textContent = finished ? 'Retry' : 'Cancel';
+      row.action.setAttribute('aria-label', `${finished ? 'Retry' : 'Cancel'} ${task.label}`);
+      row.el.setAttribute('aria-label', `${task.label}, ${STATE_LABEL[task.state]}`);
+      row.bar.hidden = finished;
+    }
+    if (!old || old.label !== task.label) {
+      row.label.textContent = task.label;
+      row.label.title = task.label;
+    }
+    if (!old || old.attempt !== task.attempt || old.maxAttempts !== task.maxAttempts) {
+      setText(row.attempt, task.maxAttempts > 1 || task.attempt > 1 ? `attempt ${task.attempt}/${task.maxAttempts}` : '');
+    }
     setText(row.time, taskTime(task, now));
-    row.el.setAttribute('aria-label', `${task.label}, ${STATE_LABEL[task.state]}`);
 
-    const showBar = !isFinished(task.state);
-    row.bar.hidden = !showBar;
-    if (showBar) {
-      const known = typeof task.progress === 'number' && isActive(task.state);
-      row.bar.classList.toggle('indeterminate', isActive(task.state) && !known);
-      const p = known ? Math.max(0, Math.min(100, task.progress ?? 0)) : 0;
-      // CSSOM writes are allowed by the strict CSP (no style attributes in markup). The
-      // indeterminate bar is animated by the stylesheet, so it must not carry an inline transform.
-      row.fill.style.transform = isActive(task.state) && !known ? '' : `scaleX(${p / 100})`;
-      if (known) row.bar.setAttribute('aria-valuenow', String(Math.round(p)));
-      else row.bar.removeAttribute('aria-valuenow');
+    if (!isFinished(task.state)) {
+      const active = isActive(task.state);
+      const known = typeof task.progress === 'number' && active;
+      if (!old || old.progress !== task.progress || old.state !== task.state) {
+        row.bar.classList.toggle('indeterminate', active && !known);
+        const p = known ? Math.max(0, Math.min(100, task.progress ?? 0)) : 0;
+        // CSSOM writes are allowed by the strict CSP (no style attributes in markup). The
+        // indeterminate bar is animated by the stylesheet, so it must not carry an inline transform.
+        row.fill.style.transform = active && !known ? '' : `scaleX(${p / 100})`;
+        if (known) row.bar.setAttribute('aria-valuenow', String(Math.round(p)));
+        else row.bar.removeAttribute('aria-valuenow');
+      }
     }
     setText(row.sub, subline(task));
-    const finished = isFinished(task.state);
-    setText(row.action, finished ? 'Retry' : 'Cancel');
-    row.action.setAttribute('aria-label', `${finished ? 'Retry' : 'Cancel'} ${task.label}`);
     row.rendered = task;
   }
 
@@ -210,6 +253,16 @@ export class TaskList {
         return;
     }
   }
+}
+
+/** Changes an off-screen row must still show: its state (and so its place in the list) and its name. */
+function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
+  return (
+    before.state !== after.state ||
+    (before.pendingQuestion === undefined) !== (after.pendingQuestion === undefined) ||
+    before.label !== after.label ||
+    before.attempt !== after.attempt
+  );
 }
 
 /** The second line of a row: what the task is doing or why it ended. */

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,15 +54,30 @@ export async function startServe(dataDir: string, extraArgs: string[] = []): Pro
   const origin = parsed.origin;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
-  async function api<T>(method: string, route: string, body?: unknown): Promise<T> {
-    const response = await fetch(origin + route, {
-      method,
-      headers: { 'x-backchannel-token': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
+  /** One fresh connection per call (no keep-alive), so a server closing an idle socket cannot reset a request. */
+  function api<T>(method: string, route: string, body?: unknown): Promise<T> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise<T>((resolve, reject) => {
+      const req = http.request(
+        origin + route,
+        {
+          method,
+          agent: false,
+          headers: { 'x-backchannel-token': token, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => {
+            if ((res.statusCode ?? 500) >= 400) reject(new Error(`${method} ${route} → ${res.statusCode} ${text}`));
+            else resolve((text ? JSON.parse(text) : undefined) as T);
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
     });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${route} → ${response.status} ${text}`);
-    return (text ? JSON.parse(text) : undefined) as T;
   }
 
   return {

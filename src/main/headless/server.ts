@@ -147,6 +147,8 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     res.on('close', end);
   }
 
+  // Longer than browsers keep idle connections around, so a reused socket is not closed under a request.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, HOST, () => {
