@@ -166,7 +166,7 @@ export class Details {
       h('h3', { text: task.state === 'cancelled' ? 'Why it was cancelled' : 'What went wrong' }),
       h('p', { class: 'failure-reason', text: `${task.reason ?? task.state}: ${task.message ?? payloadMessage ?? 'no message'}` }),
     );
-    if (payloadMessage && payloadMessage !== task.message) this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
+    if (payloadMessage && !(task.message ?? '').includes(payloadMessage)) this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
     if (task.stderrTail) {
       this.failure.append(h('h4', { text: 'Last lines of stderr' }), h('pre', { class: 'stderr-tail', text: task.stderrTail, tabIndex: 0 }));
     }

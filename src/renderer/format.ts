@@ -56,8 +56,8 @@ export function formatDuration(ms: number): string {
 export function taskTime(task: TaskSnapshot, now: number): string {
   const start = Date.parse(task.startedAt ?? task.createdAt);
   if (isFinished(task.state)) {
-    const end = Date.parse(task.endedAt ?? task.startedAt ?? task.createdAt);
-    return task.startedAt ? formatDuration(end - start) : '–';
+    // An interrupted task has no end time: how long it ran is unknown.
+    return task.startedAt && task.endedAt ? formatDuration(Date.parse(task.endedAt) - start) : '–';
   }
   return formatDuration(now - start);
 }
