@@ -34,9 +34,11 @@ function dirs() {
 describe('broker crash and restart', () => {
   test('after SIGKILL and a restart, a running task is interrupted with its last progress, and an SDK agent’s spooled result is adopted', async () => {
     const { ipcDir, dataDir } = dirs();
-    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const first = await BrokerHost.start({ ipcDir, dataDir, concurrency: 2 });
     const waiting = await first.submit({ command: fixture('recovery/progress-then-wait.mjs') });
     const outliving = await first.submit({ command: fixture('recovery/outlives-broker.mjs') });
+    // Both slots are taken: this one waits in the queue when the broker dies.
+    const queued = await first.submit({ command: fixture('quick.mjs'), input: { n: 'queued' } });
     // Both progress records are in the journal (the kernel has them; SIGKILL cannot take them back).
     await waitFor(
       () => [waiting, outliving].every((id) => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id)),
@@ -63,6 +65,7 @@ describe('broker crash and restart', () => {
       attempt: 1,
     });
     expect(interrupted?.pid).toBeUndefined();
+    expect(await second.get(queued)).toMatchObject({ state: 'interrupted', attempt: 0, message: 'the broker stopped before this task started' });
     const adopted = await second.get(outliving);
     expect(adopted).toMatchObject({ state: 'succeeded', progress: 100, result: { status: 'success', data: { answer: 42, finishedAfterTheBrokerDied: true }, meta: { channel: 'spool' } } });
     expect((adopted?.result as { token?: string }).token).toBeUndefined();
