@@ -106,6 +106,42 @@ describe('floods', () => {
     await expectNothingLeft(ipcDir);
   });
 
+  test('a flood on the stdout fallback channel: every partial arrives and memory stays bounded', async () => {
+    const ipcDir = path.join(tempDir(), 'ipc');
+    const host = await BrokerHost.start({ ipcDir });
+    const before = await host.stats();
+    const id = await host.submit({ command: hostile('output-flood.mjs'), args: ['stdout', '3000'] });
+    const outcome = await host.result(id);
+    const after = await host.stats();
+    expect(outcome).toMatchObject({ ok: true, payload: { meta: { channel: 'stdout' } } });
+    const sent = (outcome.payload!.data as { sent: number }).sent;
+    expect(after.partials - before.partials).toBe(sent);
+    console.log(`stdout flood: ${sent} partials; broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`);
+    expect((after.peakRss - before.rss) / MiB).toBeLessThan(100);
+    await host.call('idle');
+    await host.close();
+    await expectNothingLeft(ipcDir);
+  });
+
+  test('a flood of log lines on stdout and stderr: the task log stays bounded (500 lines, 20 of stderr tail), memory too', async () => {
+    const ipcDir = path.join(tempDir(), 'ipc');
+    const host = await BrokerHost.start({ ipcDir });
+    const before = await host.stats();
+    const id = await host.submit({ command: hostile('output-flood.mjs'), args: ['log'], input: { ms: 3000 } });
+    const outcome = await host.result(id);
+    const after = await host.stats();
+    expect(outcome.ok).toBe(true);
+    const sent = (outcome.payload!.data as { sent: number }).sent;
+    const snapshot = await host.get(id);
+    expect(snapshot?.stderrTail?.split('\n').length).toBeLessThanOrEqual(20);
+    console.log(`log flood: ${sent} lines of 1 KiB (${(sent / 1024).toFixed(0)} MiB); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`);
+    expect(sent).toBeGreaterThan(1000);
+    expect((after.peakRss - before.rss) / MiB).toBeLessThan(100);
+    await host.call('idle');
+    await host.close();
+    await expectNothingLeft(ipcDir);
+  });
+
   test('1,000 connections to one endpoint: extras are closed at once, the task succeeds, no fd leaks', async () => {
     const { broker, ipcDir } = makeBroker();
     // Warm up (lazy libuv handles, module loads) before counting fds.
