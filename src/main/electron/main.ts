@@ -26,6 +26,15 @@ const TEMPLATES_DIR = app.isPackaged ? join(process.resourcesPath, 'demo-agents'
 const RENDERER_DIR = here('../../renderer/');
 const PRELOAD = here('./preload.cjs');
 const PANEL_SIZE = { width: 440, height: 620 };
+/** Secure defaults, spelled out even where they are Electron's defaults. */
+const PANEL_WEB_PREFERENCES = {
+  preload: PRELOAD,
+  contextIsolation: true,
+  sandbox: true,
+  nodeIntegration: false,
+  webSecurity: true,
+  spellcheck: false,
+} as const;
 /** Tray menu and tooltip refresh at most this often (menus are rebuilt from scratch). */
 const TRAY_REFRESH_MS = 1000;
 
@@ -85,14 +94,7 @@ async function start(): Promise<void> {
       title: 'Backchannel',
       icon: join(ASSETS_DIR, 'icon.png'),
       backgroundColor: '#00000000',
-      webPreferences: {
-        preload: PRELOAD,
-        contextIsolation: true,
-        sandbox: true,
-        nodeIntegration: false,
-        webSecurity: true,
-        spellcheck: false,
-      },
+      webPreferences: PANEL_WEB_PREFERENCES,
     });
     win.setMenuBarVisibility(false);
     win.on('blur', () => {
@@ -181,6 +183,15 @@ async function start(): Promise<void> {
       });
   });
 
+  if (process.env.BACKCHANNEL_TEST_HOOKS === '1') {
+    // Only for the Playwright Electron spec: a tray cannot be clicked from outside the process.
+    (globalThis as Record<string, unknown>).__backchannelTest = {
+      tray: () => ({ tooltip: tray.tooltip, menu: tray.menuLabels() }),
+      clickMenuItem: (label: string) => tray.clickMenuItem(label),
+      webPreferences: () => ({ ...PANEL_WEB_PREFERENCES }),
+      refreshTray,
+    };
+  }
   logger.info(`Backchannel ${app.getVersion()} started; log at ${logPath}`);
   if (process.env.BACKCHANNEL_SHOW_PANEL === '1' || !existsSync(join(ASSETS_DIR, 'tray-light.png'))) showPanel();
 }

@@ -30,6 +30,9 @@ const STATE_MARK: Record<TaskSnapshot['state'], string> = {
 
 export class AppTray {
   readonly tray: Tray;
+  /** What the tray shows now (Electron has no getters for these; the Electron test reads them). */
+  tooltip = 'Backchannel';
+  menu: Menu | undefined;
 
   constructor(
     private readonly assetsDir: string,
@@ -54,7 +57,8 @@ export class AppTray {
   /** Refreshes tooltip and menu; `setContextMenu` again, since some Linux trays copy the menu once. */
   update(tasks: TaskSnapshot[], paused: boolean): void {
     const counts = countsText(tasks);
-    this.tray.setToolTip(`Backchannel — ${counts}${paused ? ' (paused)' : ''}`);
+    this.tooltip = `Backchannel — ${counts}${paused ? ' (paused)' : ''}`;
+    this.tray.setToolTip(this.tooltip);
     const recent = [...tasks]
       .sort((a, b) => (b.startedAt ?? b.createdAt).localeCompare(a.startedAt ?? a.createdAt))
       .slice(0, RECENT_IN_MENU);
@@ -76,7 +80,22 @@ export class AppTray {
       { type: 'separator' },
       { label: 'Quit Backchannel', click: () => this.actions.quit() },
     ];
-    this.tray.setContextMenu(Menu.buildFromTemplate(template));
+    this.menu = Menu.buildFromTemplate(template);
+    this.tray.setContextMenu(this.menu);
+  }
+
+  /** Labels of the menu, submenus as `Parent > Child` (for the test hooks). */
+  menuLabels(): string[] {
+    const walk = (menu: Menu | null | undefined, prefix: string): string[] =>
+      (menu?.items ?? []).flatMap((item) => (item.type === 'separator' ? [] : [prefix + item.label, ...walk(item.submenu, `${prefix}${item.label} > `)]));
+    return walk(this.menu, '');
+  }
+
+  /** Clicks a menu item by label, as a person would (for the test hooks). */
+  clickMenuItem(label: string): boolean {
+    const item = this.menu?.items.find((candidate) => candidate.label === label);
+    item?.click();
+    return item !== undefined;
   }
 }
 
