@@ -75,7 +75,11 @@ function onEvent(event: BridgeEvent): void {
     tasks.delete(id);
     everything = true;
   }
-  if (event.paused !== undefined) paused = event.paused;
+  if (event.paused !== undefined && event.paused !== paused) {
+    paused = event.paused;
+    list.paused = paused;
+    everything = true;
+  }
   scheduleRender();
 }
 
@@ -290,6 +294,7 @@ bridge
   .then((value) => {
     info = value;
     paused = value.paused;
+    list.paused = paused;
     setText(byId('mode'), value.mode === 'electron' ? `Backchannel ${value.version}` : `Backchannel ${value.version} (headless)`);
     setText(byId('log-path'), value.logPath);
     scheduleRender();

@@ -39,6 +39,8 @@ export class TaskList {
   private readonly offscreen = new Set<string>();
   private readonly observer: IntersectionObserver;
   selectedId: string | undefined;
+  /** Queue paused: queued rows say so. Set before `render`, with a full render when it changes. */
+  paused = false;
 
   constructor(
     private readonly root: HTMLElement,
@@ -178,7 +180,7 @@ export class TaskList {
         else row.bar.removeAttribute('aria-valuenow');
       }
     }
-    setText(row.sub, subline(task));
+    setText(row.sub, subline(task, this.paused));
     row.rendered = task;
   }
 
@@ -266,12 +268,12 @@ function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
 }
 
 /** The second line of a row: what the task is doing or why it ended. */
-function subline(task: TaskSnapshot): string {
+function subline(task: TaskSnapshot, paused: boolean): string {
   if (task.pendingQuestion) return `Asks: ${task.pendingQuestion.question}`;
   if (task.state === 'failed' || task.state === 'interrupted') return task.message ?? `Failed (${task.reason ?? 'unknown reason'})`;
   if (task.state === 'cancelled') return task.message ?? 'Cancelled';
   if (task.state === 'retrying') return task.message ? `Retrying after: ${task.message}` : 'Waiting to retry';
-  if (task.state === 'queued') return 'Waiting for a free slot';
+  if (task.state === 'queued') return paused ? 'Waiting: the queue is paused' : 'Waiting for a free slot';
   if (task.state === 'succeeded') {
     const bits: string[] = [];
     const data = task.result?.data;

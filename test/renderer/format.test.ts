@@ -1,0 +1,63 @@
+import { describe, expect, test } from 'vitest';
+import { commandLine, compareTasks, countsText, formatDuration, taskTime } from '../../src/renderer/format.js';
+import type { TaskSnapshot, TaskState } from '../../src/main/task/types.js';
+
+function task(id: string, state: TaskState, times: Partial<Pick<TaskSnapshot, 'createdAt' | 'startedAt' | 'endedAt'>> = {}): TaskSnapshot {
+  return {
+    id,
+    label: id,
+    state,
+    command: 'node',
+    args: [],
+    cwd: '/',
+    attempt: 1,
+    maxAttempts: 1,
+    createdAt: '2026-11-30T08:00:00.000Z',
+    counters: { malformed: 0, rejected: 0, ignored: 0 },
+    ...times,
+  };
+}
+
+describe('compareTasks', () => {
+  test('orders running (longest first), then queued (next first), then finished (newest first)', () => {
+    const tasks = [
+      task('done-early', 'succeeded', { endedAt: '2026-11-30T08:01:00.000Z' }),
+      task('queued-second', 'queued', { createdAt: '2026-11-30T08:00:05.000Z' }),
+      task('running-new', 'running', { startedAt: '2026-11-30T08:00:09.000Z' }),
+      task('done-late', 'failed', { endedAt: '2026-11-30T08:02:00.000Z' }),
+      task('queued-first', 'queued', { createdAt: '2026-11-30T08:00:01.000Z' }),
+      task('retrying', 'retrying', { startedAt: '2026-11-30T08:00:02.000Z' }),
+      task('interrupted', 'interrupted', { startedAt: '2026-11-30T07:00:00.000Z' }),
+    ];
+    expect(tasks.sort(compareTasks).map((t) => t.id)).toEqual([
+      'retrying',
+      'running-new',
+      'queued-first',
+      'queued-second',
+      'done-late',
+      'done-early',
+      'interrupted',
+    ]);
+  });
+});
+
+describe('formatting', () => {
+  test('durations read like a clock', () => {
+    expect([formatDuration(450), formatDuration(4_200), formatDuration(125_000), formatDuration(3_720_000)]).toEqual(['450ms', '4s', '2m 05s', '1h 02m']);
+  });
+
+  test('a finished task shows its total time, an interrupted one none', () => {
+    const t = task('a', 'succeeded', { startedAt: '2026-11-30T08:00:00.000Z', endedAt: '2026-11-30T08:00:42.000Z' });
+    expect(taskTime(t, Date.parse('2026-11-30T09:00:00.000Z'))).toBe('42s');
+    expect(taskTime(task('b', 'interrupted', { startedAt: '2026-11-30T08:00:00.000Z' }), Date.now())).toBe('–');
+  });
+
+  test('command lines quote what a shell would split, for display only', () => {
+    expect(commandLine('/bin/agent', ['--mode=x', 'two words', '$HOME'])).toBe('/bin/agent --mode=x "two words" "$HOME"');
+  });
+
+  test('tray counts name running, queued and failed tasks', () => {
+    expect(countsText([task('a', 'running'), task('b', 'retrying'), task('c', 'queued'), task('d', 'failed'), task('e', 'succeeded')])).toBe('2 running, 1 queued, 1 failed');
+    expect(countsText([])).toBe('Idle');
+  });
+});
