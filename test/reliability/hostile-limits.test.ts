@@ -53,6 +53,25 @@ describe('over-long lines', () => {
   });
 });
 
+describe('many unfinished lines', () => {
+  test('unfinished lines on many authenticated connections are bounded together, not each: the task fails with reason protocol', async () => {
+    const ipcDir = path.join(tempDir(), 'ipc');
+    const host = await BrokerHost.start({ ipcDir, limits: { maxLineBytes: 8 * MiB } });
+    const before = await host.stats();
+    // 32 connections × 7 MiB: each line is under the 8 MiB limit, together 224 MiB.
+    const id = await host.submit({ command: hostile('many-big-lines.mjs'), input: { connections: 32, bytes: 7 * MiB } });
+    const outcome = await host.result(id);
+    await host.call('idle');
+    const after = await host.stats();
+    console.log(`many unfinished lines: broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`);
+    expect(outcome).toMatchObject({ ok: false, reason: 'protocol' });
+    expect(outcome.message).toMatch(/unfinished lines .* exceed the 8388608-byte limit/);
+    expect((after.peakRss - before.rss) / MiB).toBeLessThan(64);
+    await host.close();
+    await expectNothingLeft(ipcDir);
+  });
+});
+
 describe('slow and silent connections', () => {
   test('connections that send nothing, or trickle bytes without a newline, are closed after authTimeoutMs', async () => {
     const { broker, ipcDir } = makeBroker({ limits: { authTimeoutMs: 500 } });

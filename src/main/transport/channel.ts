@@ -168,7 +168,10 @@ export class TaskChannel {
       socket.destroy();
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
-    socket.on('data', (chunk: Buffer) => connection.decoder.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      connection.decoder.push(chunk);
+      if (connection.authenticated && connection.decoder.buffered > 0) this.checkUnfinished();
+    });
     socket.on('end', () => {
       const leftover = connection.decoder.buffered;
       if (leftover > 0) {
@@ -193,8 +196,28 @@ export class TaskChannel {
     else this.handlers.problem('rejected', `unauthenticated ${detail}`);
   }
 
+  /**
+   * Each connection's unfinished line is bounded by `maxLineBytes`, and so are all of them together:
+   * otherwise 64 connections could each hold a line just under the limit.
+   */
+  private checkUnfinished(): void {
+    let total = 0;
+    const holding: Connection[] = [];
+    for (const connection of this.connections) {
+      if (!connection.authenticated || connection.decoder.buffered === 0) continue;
+      total += connection.decoder.buffered;
+      holding.push(connection);
+    }
+    if (total <= this.limits.maxLineBytes) return;
+    const detail = `unfinished lines on ${holding.length} connections hold ${total} bytes, together they exceed the ${this.limits.maxLineBytes}-byte limit`;
+    for (const connection of holding) this.reject(connection, detail);
+    this.handlers.overflow(detail);
+  }
+
   private reject(connection: Connection, reason: string): void {
     if (!connection.socket.destroyed) {
+      // Read nothing more from it: what it still sends would only be buffered.
+      connection.socket.pause();
       connection.socket.end(encodeLine({ type: 'reject', task_id: this.taskId, reason }));
       setTimeout(() => connection.socket.destroy(), 200).unref();
     }
