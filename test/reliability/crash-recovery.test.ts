@@ -2,12 +2,12 @@
  * Fault table, "durable history": the broker is SIGKILLed mid-task and restarted; the journal has
  * corrupt and truncated lines. Nothing the user was shown is lost.
  */
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { BrokerHost } from '../helpers/broker-host.js';
 import { fixture, leftovers, makeBroker, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
-import { agentProcesses, captureLogger, expectNothingLeft } from '../helpers/reliability.js';
+import { agentProcesses, captureLogger, expectNothingLeft, hostile } from '../helpers/reliability.js';
 
 function journalRecords(dataDir: string): Array<{ e: string; id: string; [key: string]: unknown }> {
   try {
@@ -122,6 +122,58 @@ describe('journal compaction', () => {
     const { broker: third } = makeBroker({ dataDir, historyLimit: 3 });
     await third.ready;
     expect(third.get(early.id)).toMatchObject({ state: 'succeeded', result: { data: { n: 'early' } } });
+  });
+});
+
+describe('journal size', () => {
+  test('a journal over 16 MiB is compacted at start, keeping every task', async () => {
+    const { dataDir } = dirs();
+    mkdirSync(dataDir, { recursive: true });
+    const journal = path.join(dataDir, 'journal.ndjson');
+    const filler = 'p'.repeat(4000);
+    const lines: string[] = [];
+    for (let n = 0; n < 200; n++) {
+      const id = `0190f3c2-7a4b-7c1e-9d2a-${String(n).padStart(12, '0')}`;
+      const at = new Date(Date.UTC(2026, 10, 1, 0, 0, n)).toISOString();
+      const spec = { command: 'agent', args: [], cwd: '/', label: `task ${n}` };
+      lines.push(JSON.stringify({ e: 'queued', id, at, spec, maxAttempts: 1 }));
+      lines.push(JSON.stringify({ e: 'attempt', id, at, attempt: 1 }));
+      // A chatty task: many throttled progress records, each with a (clipped) partial.
+      for (let p = 0; p < 22; p++) lines.push(JSON.stringify({ e: 'progress', id, at, progress: p, partial: { filler } }));
+      const task = { id, label: spec.label, state: 'succeeded', command: 'agent', args: [], cwd: '/', attempt: 1, maxAttempts: 1, createdAt: at, endedAt: at, progress: 100, counters: { malformed: 0, rejected: 0, ignored: 0 }, result: { task_id: id, status: 'success', data: { n } } };
+      lines.push(JSON.stringify({ e: 'ended', id, at, task }));
+    }
+    writeFileSync(journal, lines.join('\n') + '\n');
+    const sizeBefore = statSync(journal).size;
+    expect(sizeBefore).toBeGreaterThan(16 * 1024 * 1024);
+
+    const { broker } = makeBroker({ dataDir });
+    await broker.ready;
+    expect(statSync(journal).size).toBeLessThan(sizeBefore / 10);
+    expect(broker.tasks()).toHaveLength(200);
+    expect(broker.get('0190f3c2-7a4b-7c1e-9d2a-000000000123')).toMatchObject({ state: 'succeeded', result: { data: { n: 123 } } });
+    const fresh = broker.submit({ command: fixture('quick.mjs'), input: { n: 'after' } });
+    await fresh.result;
+    await broker.close();
+    const { broker: again } = makeBroker({ dataDir });
+    await again.ready;
+    expect(again.tasks()).toHaveLength(201);
+  });
+
+  test('progress is journalled at most about once a second per task, however often it comes', async () => {
+    const root = tempDir();
+    const ipcDir = path.join(root, 'ipc');
+    const dataDir = path.join(root, 'data');
+    const host = await BrokerHost.start({ ipcDir, dataDir });
+    const started = Date.now();
+    const id = await host.submit({ command: hostile('flood.mjs'), input: { ms: 2500 } });
+    const outcome = await host.result(id);
+    const seconds = (Date.now() - started) / 1000;
+    expect((outcome.payload!.data as { sent: number }).sent).toBeGreaterThan(1000);
+    await host.close();
+    const progress = journalRecords(dataDir).filter((r) => r.e === 'progress' && r.id === id);
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    expect(progress.length).toBeLessThanOrEqual(Math.ceil(seconds) + 1);
   });
 });
 
