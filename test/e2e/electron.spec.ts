@@ -47,8 +47,8 @@ test('tray menu opens the panel, a task runs in it, the tray counts it, and quit
   userData = scratchDir();
   app = await electron.launch({
     executablePath: binary.path,
-    args: [path.join(ROOT, 'dist', 'main', 'electron', 'main.js'), `--user-data-dir=${userData}`],
-    env: testEnv(),
+    args: [path.join(ROOT, 'dist', 'main', 'electron', 'main.js')],
+    env: { ...testEnv(), BACKCHANNEL_USER_DATA: userData },
   });
   const tray = (): Promise<TrayState> => app!.evaluate(() => (globalThis as unknown as { __backchannelTest: { tray(): TrayState } }).__backchannelTest.tray());
   await expect.poll(async () => (await tray()).menu).toEqual(expect.arrayContaining(['Open panel', 'Recent tasks', 'Pause queue', 'Open log file', 'Quit Backchannel']));

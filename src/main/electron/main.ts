@@ -41,6 +41,9 @@ const TRAY_REFRESH_MS = 1000;
 // Must happen before `ready`: a standard, secure scheme gives the panel a real origin.
 protocol.registerSchemesAsPrivileged([{ scheme: PANEL_SCHEME, privileges: { standard: true, secure: true } }]);
 
+// Tests (and portable setups) can keep history and logs in a directory of their own.
+if (process.env.BACKCHANNEL_USER_DATA) app.setPath('userData', process.env.BACKCHANNEL_USER_DATA);
+
 if (!app.requestSingleInstanceLock()) {
   app.quit();
 } else {
@@ -107,7 +110,7 @@ async function start(): Promise<void> {
         win.hide();
       }
     });
-    void win.loadURL(PANEL_URL);
+    win.loadURL(PANEL_URL).catch((error: unknown) => electronLog.error('panel failed to load', error));
     return win;
   }
 
@@ -121,7 +124,8 @@ async function start(): Promise<void> {
     if (bounds) panel.setBounds(bounds);
     else if (!panel.isVisible()) panel.center();
     panel.setSkipTaskbar(anchored);
-    if (taskId) void panel.loadURL(`${PANEL_URL}#task=${encodeURIComponent(taskId)}`);
+    // Only the fragment changes: the page opens the task without reloading (see panel.ts routing).
+    if (taskId) panel.loadURL(`${PANEL_URL}#task=${encodeURIComponent(taskId)}`).catch(() => {});
     panel.show();
     panel.focus();
   }
@@ -146,7 +150,8 @@ async function start(): Promise<void> {
   refreshTray();
 
   function notifyEnded(task: TaskSnapshot | undefined): void {
-    if (!task || !Notification.isSupported()) return;
+    // Tasks cancelled by quitting are not news.
+    if (!task || quitting || !Notification.isSupported()) return;
     const ok = task.state === 'succeeded';
     const notification = new Notification({
       title: `${ok ? 'Done' : task.state === 'cancelled' ? 'Cancelled' : 'Failed'}: ${task.label}`,
