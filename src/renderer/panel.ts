@@ -118,7 +118,7 @@ function renderNow(): void {
   const counts = countsText(tasks.values());
   setText(countsEl, connected ? counts : 'Connecting…');
   document.title = `Backchannel — ${counts}`;
-  emptyEl.hidden = !connected || tasks.size > 0;
+  if (connected) emptyEl.hidden = tasks.size > 0;
   listEl.hidden = tasks.size === 0;
   pauseButton.setAttribute('aria-pressed', String(paused));
   setText(pauseButton, paused ? 'Resume queue' : 'Pause queue');
@@ -299,6 +299,13 @@ bridge
     setText(byId('log-path'), value.logPath);
     scheduleRender();
   })
-  .catch(showError);
+  .catch((error: unknown) => {
+    // Typically a missing or stale token (the server was restarted): say so where it stays visible.
+    connected = false;
+    setText(byId('empty-title'), 'Cannot reach Backchannel');
+    setText(byId('empty-text'), error instanceof Error ? error.message : String(error));
+    emptyEl.hidden = false;
+    showError(error);
+  });
 routeFromHash();
 scheduleRender();

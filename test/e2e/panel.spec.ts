@@ -213,6 +213,14 @@ test('the list and details work from the keyboard', async ({ page }) => {
   await expect(page.locator('#new-task-dialog')).toBeHidden();
 });
 
+test('a page opened with a wrong token is refused with a message that says what to do', async ({ page }) => {
+  await page.goto(`${serve.origin}/?token=${'0'.repeat(64)}`);
+  // The page itself is refused: only the token holder gets even the HTML.
+  await expect(page.locator('body')).toContainText('Missing or wrong token');
+  const response = await page.request.get(`${serve.origin}/api/tasks`);
+  expect(response.status()).toBe(401);
+});
+
 test('history: a reload and a restart of the server both show the finished tasks', async ({ page }) => {
   await page.goto(serve.url);
   await row(page, 'crashy').click();

@@ -13,7 +13,7 @@ Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
   --data-dir <dir>    where history and logs live (default: ${defaultDataDir()})
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
-  --demo              start a few demo sub-agents so the panel has something to show
+  --demo              when history is empty, start a few demo sub-agents so the panel shows something
   -h, --help          show this help
 
 Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and history is kept.`;
@@ -61,10 +61,15 @@ export const command: CliCommand = {
       return EXIT.failed;
     }
     if (values.demo) {
-      const info = await headless.bridge.info();
-      for (const name of DEMO_TEMPLATES) {
-        const template = info.templates.find((t) => t.name === name);
-        if (template) await headless.bridge.submit(template.request);
+      const known = (await headless.bridge.listTasks()).length;
+      if (known > 0) {
+        process.stdout.write(`History already holds ${known} task(s); not adding demo tasks.\n`);
+      } else {
+        const info = await headless.bridge.info();
+        for (const name of DEMO_TEMPLATES) {
+          const template = info.templates.find((t) => t.name === name);
+          if (template) await headless.bridge.submit(template.request);
+        }
       }
     }
     process.stdout.write(`Backchannel panel: ${headless.url}\n`);
