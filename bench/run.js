@@ -4,7 +4,7 @@
  * developing; `--only=stream,framing` to run some modules.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BENCH_DIR, cleanEnvironment } from './lib/env.js';
@@ -59,25 +59,33 @@ const machine = {
 };
 process.stderr.write(`Backchannel benchmarks (${machine.mode}); node ${machine.node}, ${machine.cpus}, load ${machine.loadBefore}\n`);
 
-const results = {};
-const rows = [];
+const dir = path.join(BENCH_DIR, 'results');
+const jsonPath = path.join(dir, 'latest.json');
+// --only re-measures some modules and keeps the others' latest results (each result records its own date and load).
+const results = only && existsSync(jsonPath) ? (JSON.parse(readFileSync(jsonPath, 'utf8')).results ?? {}) : {};
 for (const { name, title } of MODULES) {
   if (only && !only.includes(name)) continue;
   process.stderr.write(`▶ ${title}\n`);
+  const loadBefore = load();
   const result = await runModule(name);
-  results[name] = result;
-  if (result.error) rows.push({ fig: '', name: `${title}: not measured`, status: 'ERROR', detail: result.error });
-  rows.push(...result.rows);
+  results[name] = { ...result, date: new Date().toISOString(), mode: machine.mode, load: `${loadBefore} → ${load()}` };
   process.stderr.write(`  done in ${result.seconds.toFixed(0)} s\n`);
 }
 machine.loadAfter = load();
+const rows = [];
+for (const { name, title } of MODULES) {
+  const result = results[name];
+  if (!result) continue;
+  if (result.error) rows.push({ fig: '', name: `${title}: not measured`, status: 'ERROR', detail: result.error });
+  rows.push(...result.rows);
+}
 
 const table = consoleTable(rows);
 process.stdout.write(`\n${table}\n\nload average before ${machine.loadBefore}, after ${machine.loadAfter}\n`);
 
-const dir = path.join(BENCH_DIR, 'results');
 mkdirSync(dir, { recursive: true });
-const header = `# Backchannel benchmark results\n\n${machine.date} · ${machine.mode} run · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\n`;
+const perModule = Object.entries(results).map(([name, r]) => `- ${name}: ${r.date ?? machine.date}, ${r.mode ?? machine.mode}, ${r.seconds?.toFixed(0) ?? '?'} s, load ${r.load ?? '?'}`).join('\n');
+const header = `# Backchannel benchmark results\n\n${machine.date} · ${machine.mode} run · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\nModules (date, mode, duration, load average before → after):\n\n${perModule}\n\n`;
 writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n`);
-writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);
+writeFileSync(jsonPath, `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);
 process.stderr.write(`wrote bench/results/latest.md and latest.json\n`);

@@ -10,7 +10,7 @@ import { TaskBroker, silentLogger } from '../dist/main/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { interleave, median } from './lib/stats.js';
-import { counter, forkIpc, jsonRpc, rawSocket, stdoutNdjson, webSocket } from './peers/receivers.js';
+import { counter, DEADLINE_MS, forkIpc, jsonRpc, rawSocket, stdoutNdjson, webSocket } from './peers/receivers.js';
 
 const BURST = 100;
 
@@ -58,15 +58,17 @@ main(async ({ quick }) => {
   const figures = {};
   for (const [name, list] of Object.entries(samples)) {
     const n = name === 'broker' || name.startsWith('raw') ? count : peerCount;
+    const cut = list.filter((r) => r.partial);
     figures[name] = {
       messages: n,
-      rate: median(list.map((r) => n / ((r.lastAt - r.sentAt) / 1000))),
-      recvCpuUs: median(list.map((r) => r.cpu / n)),
-      sendCpuUs: median(list.map((r) => r.childCpu / n)),
+      rate: median(list.map((r) => r.seen / ((r.lastAt - r.sentAt) / 1000))),
+      recvCpuUs: median(list.map((r) => r.cpu / r.seen)),
+      sendCpuUs: median(list.filter((r) => !r.partial).map((r) => r.childCpu / r.seen)),
+      partial: cut.length ? `${cut.length} of ${list.length} runs cut off at ${DEADLINE_MS / 1000} s after ${cut.map((r) => r.seen).join(', ')} messages` : undefined,
     };
   }
   const b = figures.broker;
-  const cpu = (f) => `CPU/msg: receiver ${f.recvCpuUs.toFixed(2)} µs, sender ${f.sendCpuUs.toFixed(2)} µs (${f.messages / 1000}k msgs)`;
+  const cpu = (f) => `CPU/msg: receiver ${f.recvCpuUs.toFixed(2)} µs, sender ${Number.isFinite(f.sendCpuUs) ? f.sendCpuUs.toFixed(2) : '?'} µs (${f.messages / 1000}k msgs${f.partial ? `; ${f.partial}` : ''})`;
   const label = {
     rawSingle: 'raw socket, one write() per message',
     stdout: 'stdout NDJSON (one write per message)',

@@ -7,13 +7,14 @@ import { cleanEnvironment } from './env.js';
 export async function main(run) {
   cleanEnvironment();
   const options = JSON.parse(process.argv[2] ?? '{}');
+  // Exit explicitly either way: a failed variant can leave sockets or children that keep the loop alive.
   try {
     const result = await run(options);
     process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);
-    process.exitCode = 0;
+    process.exit(0);
   } catch (error) {
     process.stderr.write(`${error.stack ?? error}\n`);
-    process.exitCode = 1;
+    process.exit(1);
   }
 }
 

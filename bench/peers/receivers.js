@@ -14,15 +14,27 @@ import { cpuMicros, wallNow } from '../lib/stats.js';
 const require = createRequire(import.meta.url);
 const SENDER = agentPath('stream-sender.mjs');
 
-/** Counts messages; the first carries the sender's start time. */
-export function counter(count) {
+/** A transport still short of its count this long after its first message is cut off (partial result). */
+export const DEADLINE_MS = 60_000;
+
+/**
+ * Counts messages; the first carries the sender's start time. Resolves when all arrived and the
+ * sender reported its CPU, or at the deadline with what arrived by then (`partial: true`; the rate
+ * is then the messages seen over the time to the last one).
+ */
+export function counter(count, deadlineMs = DEADLINE_MS) {
   let seen = 0;
   let c0 = 0;
+  let lastAt = 0;
   let result = {};
   let resolve;
+  let deadline;
   const finished = new Promise((r) => (resolve = r));
   const check = () => {
-    if (seen >= count && result.childCpu !== undefined) resolve(result);
+    if (seen >= count && result.childCpu !== undefined) {
+      clearTimeout(deadline);
+      resolve(result);
+    }
   };
   return {
     finished,
@@ -35,10 +47,16 @@ export function counter(count) {
       if (seen === 0) {
         c0 = cpuMicros();
         result.sentAt = value.data.sent_at;
+        deadline = setTimeout(() => {
+          result = { ...result, partial: true, seen, lastAt, cpu: cpuMicros() - c0, childCpu: Number.NaN };
+          resolve(result);
+        }, deadlineMs);
       }
       seen += 1;
+      lastAt = wallNow();
       if (seen === count) {
-        result.lastAt = wallNow();
+        result.seen = seen;
+        result.lastAt = lastAt;
         result.cpu = cpuMicros() - c0;
         check();
       }
@@ -66,6 +84,11 @@ export function lineSplitter(onValue) {
   };
 }
 
+function stopIfPartial(child, result) {
+  if (result.partial) child.kill('SIGKILL');
+  return result;
+}
+
 function waitExit(child) {
   return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', resolve)));
 }
@@ -89,7 +112,7 @@ export async function rawSocket(transport, count, burst, dir) {
   });
   const close = await listen(server, socketPath);
   const child = spawn(process.execPath, [SENDER, transport, count, burst], childOptions(socketPath));
-  const result = await c.finished;
+  const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   await close();
   return result;
@@ -101,7 +124,7 @@ export async function stdoutNdjson(count, burst) {
   const child = spawn(process.execPath, [SENDER, 'stdout', count, burst], { stdio: ['ignore', 'pipe', 'inherit'] });
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', lineSplitter(c.message));
-  const result = await c.finished;
+  const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   return result;
 }
@@ -111,7 +134,7 @@ export async function forkIpc(serialization, count, burst) {
   const c = counter(count);
   const child = fork(SENDER, ['ipc', String(count), String(burst)], { serialization, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   child.on('message', c.message);
-  const result = await c.finished;
+  const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   return result;
 }
@@ -130,7 +153,7 @@ export async function jsonRpc(count, burst, dir) {
   });
   const close = await listen(server, socketPath);
   const child = spawn(process.execPath, [SENDER, 'jsonrpc', count, burst], childOptions(socketPath));
-  const result = await c.finished;
+  const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   await close();
   return result;
@@ -146,7 +169,7 @@ export async function webSocket(count, burst, dir) {
   wss.on('connection', (ws) => ws.on('message', (data) => c.message(JSON.parse(data))));
   const close = await listen(http, socketPath);
   const child = spawn(process.execPath, [SENDER, 'ws', count, burst], childOptions(socketPath));
-  const result = await c.finished;
+  const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   wss.close();
   await close();
