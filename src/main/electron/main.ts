@@ -132,6 +132,7 @@ async function start(): Promise<void> {
 
   const tray = new AppTray(ASSETS_DIR, {
     openPanel: () => showPanel(),
+    togglePanel: () => (panel?.isVisible() && panel.isFocused() ? panel.hide() : showPanel()),
     openTask: (id) => showPanel(id),
     setPaused: (paused) => void bridge.setPaused(paused),
     openLog: () => void bridge.openLog().catch((error: unknown) => logger.error(error)),

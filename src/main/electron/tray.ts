@@ -9,6 +9,7 @@ import { countsText, isFinished } from '../../bridge/summary.js';
 
 export interface TrayActions {
   openPanel(): void;
+  togglePanel?(): void;
   openTask(id: string): void;
   setPaused(paused: boolean): void;
   openLog(): void;
@@ -40,7 +41,8 @@ export class AppTray {
   ) {
     this.tray = new Tray(this.icon());
     this.tray.setToolTip('Backchannel');
-    this.tray.on('click', () => actions.openPanel());
+    // Where the tray delivers clicks (macOS, Windows, some Linux trays), a click toggles the panel.
+    this.tray.on('click', () => (actions.togglePanel ?? actions.openPanel)());
     nativeTheme.on('updated', () => this.tray.setImage(this.icon()));
   }
 
