@@ -97,7 +97,9 @@ export class Details {
     const stick = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
     const text = shown.length
       ? shown.map((line) => `${line.time.slice(11, 23)} ${line.stream.padEnd(6)} ${line.text}`).join('\n')
-      : '(no output yet)';
+      : this.task && isFinished(this.task.state)
+        ? '(no output kept: the task printed nothing, or it ran before the last restart)'
+        : '(no output yet)';
     this.log.textContent = (lines.length > shown.length ? `… ${lines.length - shown.length} earlier lines\n` : '') + text;
     if (stick) this.log.scrollTop = this.log.scrollHeight;
   }
