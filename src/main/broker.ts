@@ -40,6 +40,8 @@ export const DEFAULTS = {
   askTimeoutMs: 5 * 60_000,
   /** At most one journal progress record per task per second. */
   progressJournalIntervalMs: 1000,
+  /** How often to look for spool files of interrupted tasks whose agents outlived the last broker. */
+  spoolCheckMs: 2000,
 } as const;
 
 /** Inputs up to this size are kept in history so a finished task can be retried after a restart. */
@@ -123,6 +125,7 @@ export class TaskBroker extends EventEmitter {
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
   private closing: Promise<void> | undefined;
+  private spoolCheck: NodeJS.Timeout | undefined;
 
   constructor(options: BrokerOptions = {}) {
     super();
@@ -163,6 +166,11 @@ export class TaskBroker extends EventEmitter {
       await this.journal.open();
       if (this.journal.error) this.warn(this.journal.error);
       this.adoptSpooledResults();
+      // Agents of the dead broker may still be working: adopt their results when they spool them.
+      if ([...this.history.values()].some((e) => e.snapshot.state === 'interrupted')) {
+        this.spoolCheck = setInterval(() => this.adoptSpooledResults(true), DEFAULTS.spoolCheckMs);
+        this.spoolCheck.unref();
+      }
       if (this.journal.needsCompaction || entries.length > this.history.size) await this.journal.compact([...this.history.values()]);
     }
     this.queue.start();
@@ -326,6 +334,7 @@ export class TaskBroker extends EventEmitter {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.ready.catch(() => {});
+      clearInterval(this.spoolCheck);
       this.queue.clear();
       for (const entry of this.live.values()) {
         if (!entry.task.finished) this.cancel(entry.task.id, 'the broker is shutting down');
@@ -522,13 +531,15 @@ export class TaskBroker extends EventEmitter {
    * A sub-agent whose broker vanished writes its final payload to `<endpointDir>/<task_id>.json`.
    * Adopt those into history (the task shows its real result instead of "interrupted").
    */
-  private adoptSpooledResults(): void {
+  private adoptSpooledResults(onlyInterrupted = false): void {
     let names: string[];
     try {
       names = readdirSync(this.endpointDir).filter((n) => n.endsWith('.json'));
     } catch {
       return;
     }
+    // While running, live tasks' spool files are their attempts' business: look only at interrupted ones.
+    if (onlyInterrupted) names = names.filter((n) => this.history.get(n.slice(0, -'.json'.length))?.snapshot.state === 'interrupted');
     for (const name of names) {
       const file = path.join(this.endpointDir, name);
       try {
@@ -552,6 +563,7 @@ export class TaskBroker extends EventEmitter {
           }
           this.journal?.append({ e: 'ended', id: snapshot.id, at: snapshot.endedAt, task: snapshot, spec: entry.spec }, true);
           this.logger.info(`adopted spooled result of task ${snapshot.id}`);
+          this.emit('update', { taskId: snapshot.id, kind: 'ended', state: snapshot.state, attempt: snapshot.attempt, progress: snapshot.progress });
         } else {
           this.logger.warn(`spool file ${name} is for a task not waiting in history; removed`);
         }

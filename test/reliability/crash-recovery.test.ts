@@ -195,6 +195,35 @@ describe('spool files while the broker lives', () => {
   });
 });
 
+describe('an agent that outlives its broker by longer than the restart', () => {
+  test('a result spooled after the new broker started is adopted while it runs', async () => {
+    const { ipcDir, dataDir } = dirs();
+    const release = path.join(path.dirname(ipcDir), 'release');
+    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const id = await first.submit({ command: fixture('recovery/finishes-later.mjs'), args: [release] });
+    await waitFor(() => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id), 'the progress record in the journal');
+    const agents = agentProcesses(ipcDir);
+    await first.kill();
+
+    const second = await BrokerHost.start({ ipcDir, dataDir });
+    expect(await second.get(id)).toMatchObject({ state: 'interrupted', progress: 20 });
+    writeFileSync(release, '');
+    await waitUntilGone(agents, 15_000);
+    let adopted = await second.get(id);
+    const deadline = Date.now() + 15_000;
+    while (adopted?.state === 'interrupted' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      adopted = await second.get(id);
+    }
+    expect(adopted).toMatchObject({ state: 'succeeded', result: { data: { answer: 'late but whole' }, meta: { channel: 'spool' } } });
+    await second.close();
+    expect(leftovers(ipcDir)).toEqual([]);
+    const { broker } = makeBroker({ dataDir });
+    await broker.ready;
+    expect(broker.get(id)).toMatchObject({ state: 'succeeded' });
+  });
+});
+
 describe('a damaged journal', () => {
   test('corrupt and truncated lines are skipped with a warning; the rest loads, and new records stay readable', async () => {
     const { dataDir } = dirs();
