@@ -15,7 +15,7 @@ const require = createRequire(import.meta.url);
 const SENDER = agentPath('stream-sender.mjs');
 
 /** A transport still short of its count this long after its first message is cut off (partial result). */
-export const DEADLINE_MS = 60_000;
+export const DEADLINE_MS = 20_000;
 
 /**
  * Counts messages; the first carries the sender's start time. Resolves when all arrived and the
