@@ -53,7 +53,11 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
   const wallBefore = Date.now();
   const measured = await page.evaluate(
     () =>
-      new Promise<{ renders: number[]; maxFrameGap: number; frames: number; seconds: number }>((resolve) => {
+      new Promise<{ renders: number[]; mutations: number; maxFrameGap: number; frames: number; seconds: number }>((resolve) => {
+        // DOM writes, counted: independent of how loaded the machine is.
+        let mutations = 0;
+        const writes = new MutationObserver((records) => (mutations += records.length));
+        writes.observe(document.getElementById('task-list')!, { subtree: true, childList: true, characterData: true, attributes: true });
         // The panel reports every render as a `backchannel:render` User Timing measure.
         const renders: number[] = [];
         const observer = new PerformanceObserver((entries) => {
@@ -73,7 +77,8 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
             return;
           }
           observer.disconnect();
-          resolve({ renders, maxFrameGap, frames, seconds: (now - start) / 1000 });
+          writes.disconnect();
+          resolve({ renders, mutations, maxFrameGap, frames, seconds: (now - start) / 1000 });
         };
         requestAnimationFrame(frame);
       }),
@@ -83,7 +88,8 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
   const sorted = [...measured.renders].sort((a, b) => a - b);
   const p90 = sorted[Math.floor(sorted.length * 0.9)] ?? 0;
   const moved = after.filter((value, i) => value !== before[i]).length;
-  console.log(`200 live tasks: ${measured.renders.length} renders in ${measured.seconds.toFixed(1)} s, p90 ${p90.toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms; ${measured.frames} frames, longest gap ${measured.maxFrameGap.toFixed(0)} ms; main thread busy ${(busy * 100).toFixed(0)}%; ${moved} bars moved`);
+  const writesPerRender = measured.mutations / Math.max(1, measured.renders.length);
+  console.log(`200 live tasks: ${writesPerRender.toFixed(0)} DOM writes per render; ${measured.renders.length} renders in ${measured.seconds.toFixed(1)} s, p90 ${p90.toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms; ${measured.frames} frames, longest gap ${measured.maxFrameGap.toFixed(0)} ms; main thread busy ${(busy * 100).toFixed(0)}%; ${moved} bars moved`);
 
   // Coalesced: at most ~10 renders a second however many updates arrive (1000/s here)...
   expect(measured.renders.length).toBeLessThanOrEqual(Math.ceil(measured.seconds * 10) + 2);
@@ -95,9 +101,12 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
   const lastBefore = await last.getByRole('progressbar').getAttribute('aria-valuenow');
   await last.scrollIntoViewIfNeeded();
   await expect.poll(() => last.getByRole('progressbar').getAttribute('aria-valuenow')).not.toBe(lastBefore);
+  // Cheap, counted without a clock: a render writes to the rows on screen (plus a margin), not to
+  // all 200 (each row has about five things that change: time, step, bar, its value, its label).
+  expect(writesPerRender).toBeLessThan((before.length + 10) * 6);
   // Cheap: a render of 200 changed rows takes a few ms (most rows are off screen and only note the
   // new snapshot). The bound is generous because this 2-core box also runs the broker and 200 agents;
   // frame rate and main-thread busy time are logged, not asserted: on a shared CI machine they
   // measure the machine's load more than the panel.
-  expect(p90).toBeLessThan(50);
+  expect(p90).toBeLessThan(100);
 });
