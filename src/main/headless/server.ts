@@ -77,7 +77,9 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
     const given = headerValue(req.headers[TOKEN_HEADER]) ?? url.searchParams.get('token');
     if (!tokenMatches(given, token)) {
-      return sendError(res, 401, 'invalid_request', 'Missing or wrong token: open the URL `backchannel serve` printed');
+      const message = 'Missing or wrong token: open the URL `backchannel serve` printed';
+      if (!url.pathname.startsWith(API_PREFIX) && (req.headers.accept ?? '').includes('text/html')) return sendPage(res, 401, message);
+      return sendError(res, 401, 'invalid_request', message);
     }
 
     if (url.pathname === EVENTS_PATH && req.method === 'GET') return openStream(req, res);
@@ -215,6 +217,17 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
     'Content-Length': body.length,
     'Cache-Control': 'no-store',
   });
+  res.end(body);
+}
+
+/** A minimal page for a person who opened the panel without its token (static text, no markup from input). */
+function sendPage(res: ServerResponse, status: number, message: string): void {
+  const escaped = message.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const body = Buffer.from(
+    `<!doctype html><html lang="en"><meta charset="utf-8"><title>Backchannel</title><h1>Backchannel</h1><p>${escaped}.</p>` +
+      '<p>Each start of the server prints a new link; old links stop working.</p></html>',
+  );
+  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
   res.end(body);
 }
 

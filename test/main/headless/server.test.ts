@@ -55,6 +55,14 @@ describe('token', () => {
     expect((await request('/api/events?token=nope')).status).toBe(401);
   });
 
+  test('a browser opening the page without the token gets a short page saying what to do, still 401', async () => {
+    const reply = await request('/', { headers: { accept: 'text/html' } });
+    expect(reply.status).toBe(401);
+    expect(reply.headers['content-type']).toContain('text/html');
+    expect(reply.body).toContain('open the URL `backchannel serve` printed');
+    expect(reply.headers['content-security-policy']).toContain("default-src 'none'");
+  });
+
   test('the token in a header or in the query is accepted', async () => {
     expect((await request('/api/info', { headers: withToken() })).status).toBe(200);
     expect((await request(`/api/info?token=${token}`)).status).toBe(200);
