@@ -367,7 +367,9 @@ export class TaskBroker extends EventEmitter {
         problem: (kind, detail) => {
           task.counters[kind] += 1;
           task.addLog('broker', `${kind}: ${detail}`);
-          this.logger.warn(`task ${task.id}: ${kind}: ${detail}`);
+          // Output after the task was decided is expected noise (stdout agents, shutdown); keep it out of warnings.
+          if (kind === 'ignored') this.logger.debug(`task ${task.id}: ${kind}: ${detail}`);
+          else this.logger.warn(`task ${task.id}: ${kind}: ${detail}`);
         },
         ask: (message, reply) => this.onAsk(entry, message, reply),
         spawned: (pid) => {

@@ -90,8 +90,10 @@ describe('state changes made through one bridge show up in the other', () => {
   test('a task submitted over IPC and cancelled over HTTP ends cancelled for both subscribers', async () => {
     const { id } = await ipc.submit(demoRequest('forever', ['--interval=50'], 'cancel me'));
     await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'running');
-    const seenByIpc = waitForTask(ipc.subscribe, (task) => task.id === id && task.state === 'cancelled');
-    const seenByHttp = waitForTask(http.subscribe, (task) => task.id === id && task.state === 'cancelled');
+    // Wait for the snapshot after the process is gone (exit code known): the last one both will see.
+    const ended = (task: { id: string; state: string; exitCode?: number | null }) => task.id === id && task.state === 'cancelled' && task.exitCode !== undefined;
+    const seenByIpc = waitForTask(ipc.subscribe, ended);
+    const seenByHttp = waitForTask(http.subscribe, ended);
     await http.cancel(id);
     const [a, b] = await Promise.all([seenByIpc, seenByHttp]);
     expect(a.state).toBe('cancelled');
