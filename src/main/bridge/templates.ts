@@ -1,12 +1,14 @@
 /**
- * Templates the panel offers under "New task": ready-to-run requests read from a directory's
+ * Templates the panel offers under "New task": the demo agents, read from a directory's
  * `templates.json` (`[{name, description, args, command?}]`, `command` defaulting to `agent.mjs`
- * in that directory). Backchannel ships the demo agents in scripts/demo-agents this way.
+ * in that directory; Backchannel ships scripts/demo-agents this way), followed by the sub-agent
+ * templates of `templates/` (their `template.json` manifests, run in their own directory).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TemplateInfo } from '../../bridge/contract.js';
+import { listTemplates, toTemplateInfo } from '../../templates/catalog.js';
 
 interface TemplateEntry {
   name: string;
@@ -20,8 +22,22 @@ export function defaultTemplatesDir(): string {
   return fileURLToPath(new URL('../../../scripts/demo-agents/', import.meta.url));
 }
 
-/** Reads `templates.json`; a missing or broken file gives no templates (the panel still works). */
-export function loadTemplates(dir: string, onError?: (message: string) => void): TemplateInfo[] {
+/**
+ * Demo agents from `dir`, then the sub-agent templates under `templatesDir` (default: this
+ * installation's `templates/`). A missing or broken file gives fewer entries, never an error.
+ */
+export function loadTemplates(dir: string, onError?: (message: string) => void, templatesDir?: string): TemplateInfo[] {
+  let fromCatalog: TemplateInfo[] = [];
+  try {
+    fromCatalog = listTemplates(templatesDir).map(toTemplateInfo);
+  } catch (error) {
+    onError?.(`could not read the sub-agent templates: ${(error as Error).message}`);
+  }
+  return [...loadDemoAgents(dir, onError), ...fromCatalog];
+}
+
+/** Reads `templates.json`; a missing or broken file gives no demo agents (the panel still works). */
+function loadDemoAgents(dir: string, onError?: (message: string) => void): TemplateInfo[] {
   const file = join(dir, 'templates.json');
   if (!existsSync(file)) return [];
   try {

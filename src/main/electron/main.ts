@@ -22,7 +22,9 @@ const here = (relative: string): string => fileURLToPath(new URL(relative, impor
 /** Packaged: templates and icons are extra resources; in a checkout they sit in the repository. */
 const resources = app.isPackaged ? process.resourcesPath : here('../../../');
 const ASSETS_DIR = join(resources, 'assets');
-const TEMPLATES_DIR = app.isPackaged ? join(process.resourcesPath, 'demo-agents') : defaultTemplatesDir();
+const DEMO_AGENTS_DIR = app.isPackaged ? join(process.resourcesPath, 'demo-agents') : defaultTemplatesDir();
+/** Sub-agent templates (packaged: an extra resource; in a checkout: templates/). */
+const TEMPLATES_DIR = app.isPackaged ? join(process.resourcesPath, 'templates') : undefined;
 const RENDERER_DIR = here('../../renderer/');
 const PRELOAD = here('./preload.cjs');
 const PANEL_SIZE = { width: 440, height: 620 };
@@ -70,7 +72,7 @@ async function start(): Promise<void> {
     mode: 'electron',
     version: app.getVersion(),
     logPath,
-    templates: loadTemplates(TEMPLATES_DIR, (message) => logger.warn(message)),
+    templates: loadTemplates(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR),
     openLog: async (path) => {
       const error = await shell.openPath(path);
       if (error) throw new Error(`Could not open the log (${error}); it is at ${path}`);
