@@ -79,6 +79,7 @@ main(async ({ quick }) => {
   const broker = new TaskBroker({ concurrency: CONCURRENCY, ipcDir, dataDir: path.join(dir, 'data'), historyLimit: HISTORY_LIMIT, logger: silentLogger });
   await broker.ready;
   const startedAt = new Map();
+  const failures = [];
   broker.on('update', (u) => {
     if (u.kind === 'started') startedAt.set(u.taskId, performance.now());
   });
@@ -88,8 +89,13 @@ main(async ({ quick }) => {
     const handles = Array.from({ length: size }, () => broker.submit({ command: agentPath('sdk-return.mjs') }));
     await Promise.all(
       handles.map(async (task) => {
-        await task.result;
-        latencies.push(performance.now() - startedAt.get(task.id));
+        try {
+          await task.result;
+          latencies.push(performance.now() - startedAt.get(task.id));
+        } catch (error) {
+          // Counted and shown, not fatal: a failure under load is a finding, not a benchmark bug.
+          failures.push(`${error.reason}: ${error.message.slice(0, 160)}${error.stderrTail ? ` | stderr: ${error.stderrTail.slice(-300)}` : ''}`);
+        }
         startedAt.delete(task.id);
       }),
     );
@@ -126,6 +132,7 @@ main(async ({ quick }) => {
     figure: 5,
     count,
     concurrency: CONCURRENCY,
+    failures,
     broker: { tasksPerSecond: rate, firstBatchTasksPerSecond: count / 5 / first.seconds, latency: lb, rssStart, rssPeak, rssEnd, heapStart, heapAfterFirst, heapEnd, fdStart, fdEnd, leftoverEndpoints },
     bare: { tasksPerSecond: bareRate, latency: lBare },
     rows: [
@@ -142,6 +149,7 @@ main(async ({ quick }) => {
         detail: `RSS start ${rssStart.toFixed(0)} / peak ${rssPeak.toFixed(0)} / end ${rssEnd.toFixed(0)} MB; heap start ${heapStart.toFixed(1)} MB; history limit ${HISTORY_LIMIT}`,
       }),
       row({ fig: '5', name: 'Many tasks: open fds after the run vs before', unit: 'fds', value: fdEnd, baseline: fdStart, target: { op: '<=', ratio: 1 }, detail: `${leftoverEndpoints} endpoint file(s) left` }),
+      { fig: '5', name: 'Many tasks: tasks that failed', unit: 'tasks', value: failures.length, status: failures.length ? 'FAILED' : 'none', detail: failures.length ? `${failures.length} of ${count + count / 5}; first: ${failures[0]}` : `0 of ${count + count / 5}` },
     ],
   };
 });

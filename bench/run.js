@@ -85,7 +85,7 @@ process.stdout.write(`\n${table}\n\nload average before ${machine.loadBefore}, a
 
 mkdirSync(dir, { recursive: true });
 const perModule = Object.entries(results).map(([name, r]) => `- ${name}: ${r.date ?? machine.date}, ${r.mode ?? machine.mode}, ${r.seconds?.toFixed(0) ?? '?'} s, load ${r.load ?? '?'}`).join('\n');
-const header = `# Backchannel benchmark results\n\n${machine.date} · ${machine.mode} run · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\nModules (date, mode, duration, load average before → after):\n\n${perModule}\n\n`;
+const header = `# Backchannel benchmark results\n\nTable assembled ${machine.date} · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\nModules (date, mode, duration, load average before → after):\n\n${perModule}\n\n`;
 writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n`);
 writeFileSync(jsonPath, `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);
 process.stderr.write(`wrote bench/results/latest.md and latest.json\n`);

@@ -7,6 +7,9 @@ const UNIT_FORMAT = {
   MB: (v) => v.toFixed(1),
   fds: (v) => v.toFixed(0),
   'tasks/s': (v) => v.toFixed(1),
+  tasks: (v) => v.toFixed(0),
+  fps: (v) => v.toFixed(1),
+  '/s': (v) => v.toFixed(2),
 };
 
 export function formatValue(value, unit) {
