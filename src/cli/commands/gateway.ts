@@ -1,7 +1,7 @@
 /** `backchannel gateway`: the OpenAI-compatible API on 127.0.0.1, each request run as a sub-agent. */
 import { parseArgs } from 'node:util';
 import type { CliCommand } from '../command.js';
-import { EXIT, usageError } from '../command.js';
+import { EXIT, runUntilSignal, usageError } from '../command.js';
 import { defaultConfigPath } from '../../main/gateway/config.js';
 
 const HELP = `Usage: backchannel gateway [options]
@@ -77,25 +77,6 @@ export const command: CliCommand = {
       ].join('\n'),
     );
 
-    return new Promise<number>((resolve) => {
-      let stopping = false;
-      const stop = (signal: NodeJS.Signals): void => {
-        if (stopping) {
-          process.stderr.write(`backchannel gateway: ${signal} again, exiting now\n`);
-          process.exit(EXIT.cancelled);
-        }
-        stopping = true;
-        process.stderr.write('backchannel gateway: stopping (cancelling running requests)…\n');
-        gateway.close().then(
-          () => resolve(EXIT.ok),
-          (error: unknown) => {
-            process.stderr.write(`backchannel gateway: ${(error as Error).message}\n`);
-            resolve(EXIT.failed);
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    return runUntilSignal('gateway', 'running requests', () => gateway.close());
   },
 };

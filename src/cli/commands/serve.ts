@@ -1,7 +1,7 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
 import { parseArgs } from 'node:util';
 import type { CliCommand } from '../command.js';
-import { EXIT, usageError } from '../command.js';
+import { EXIT, runUntilSignal, usageError } from '../command.js';
 import { defaultDataDir } from '../../main/headless/paths.js';
 
 const HELP = `Usage: backchannel serve [options]
@@ -75,25 +75,6 @@ export const command: CliCommand = {
     process.stdout.write(`Backchannel panel: ${headless.url}\n`);
     process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
 
-    return new Promise<number>((resolve) => {
-      let stopping = false;
-      const stop = (signal: NodeJS.Signals): void => {
-        if (stopping) {
-          process.stderr.write(`backchannel serve: ${signal} again, exiting now\n`);
-          process.exit(EXIT.cancelled);
-        }
-        stopping = true;
-        process.stderr.write('backchannel serve: stopping (cancelling running tasks)…\n');
-        headless.close().then(
-          () => resolve(EXIT.ok),
-          (error: unknown) => {
-            process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
-            resolve(EXIT.failed);
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    return runUntilSignal('serve', 'running tasks', () => headless.close());
   },
 };
