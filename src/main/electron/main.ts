@@ -148,20 +148,33 @@ async function start(): Promise<void> {
   };
   broker.on('update', (update: TaskUpdate) => {
     if (update.kind === 'ended') notifyEnded(broker.get(update.taskId));
+    if (update.kind === 'ask') notifyQuestion(broker.get(update.taskId));
     trayTimer ??= setTimeout(refreshTray, TRAY_REFRESH_MS);
   });
   refreshTray();
 
   function notifyEnded(task: TaskSnapshot | undefined): void {
     // Tasks cancelled by quitting are not news.
-    if (!task || quitting || !Notification.isSupported()) return;
+    if (!task || quitting) return;
     const ok = task.state === 'succeeded';
-    const notification = new Notification({
+    notify(task.id, {
       title: `${ok ? 'Done' : task.state === 'cancelled' ? 'Cancelled' : 'Failed'}: ${task.label}`,
       body: ok ? 'The sub-agent finished. Click to see the result.' : (task.message ?? task.reason ?? task.state),
       silent: ok,
     });
-    notification.on('click', () => showPanel(task.id));
+  }
+
+  /** A sub-agent waits for an answer: say so, and open its task (with the answer box) on click. */
+  function notifyQuestion(task: TaskSnapshot | undefined): void {
+    const question = task?.pendingQuestion;
+    if (!task || !question || quitting) return;
+    notify(task.id, { title: `Question from ${task.label}`, body: question.question, silent: false });
+  }
+
+  function notify(taskId: string, options: { title: string; body: string; silent: boolean }): void {
+    if (!Notification.isSupported()) return;
+    const notification = new Notification(options);
+    notification.on('click', () => showPanel(taskId));
     notification.show();
   }
 

@@ -247,6 +247,17 @@ describe('the Electron shell (stand-in Electron)', () => {
     await until(() => hooks.tray().menu.find((label) => label === 'Recent tasks > ✓ from the panel'), 'the tray menu to list the task');
   });
 
+  test('a question from a sub-agent raises a notification that opens its task', async () => {
+    const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=ask'], label: 'curious agent' });
+    const asking = await waitForTask(bridge.subscribe, (task) => task.id === id && task.pendingQuestion !== undefined);
+    const note = await until(() => fake.notifications.find((n) => n.title === 'Question from curious agent'), 'the question notification');
+    expect(note.body).toBe(asking.pendingQuestion!.question);
+    note.click!();
+    expect(fake.windows[0]!.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
+    await bridge.answer(id, asking.pendingQuestion!.askId, asking.pendingQuestion!.choices?.[0] ?? 'yes');
+    await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+  });
+
   test('quitting cancels the running task, kills its process and closes the broker', async () => {
     const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=forever', '--interval=100'], label: 'still running' });
     const running = await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'running' && task.pid !== undefined);
