@@ -109,3 +109,45 @@ describe('backchannel send', () => {
     expect(run.stdout).toMatch(/^data: \{"task_id":"t-1","status":"success".*"data":42\}\n\n$/);
   });
 });
+
+/** Runs the CLI on a pseudo-terminal (util-linux `script`), answering prompts as they appear. */
+function onTerminal(args: string[], answers: Record<string, string> = {}): Promise<{ code: number | null; screen: string }> {
+  return new Promise((resolve) => {
+    const commandLine = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const child = spawn('script', ['-qfec', commandLine, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(tempDir(), 'ipc'), COLUMNS: '120' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let screen = '';
+    const pending = new Map(Object.entries(answers));
+    child.stdout.on('data', (chunk) => {
+      screen += chunk;
+      for (const [prompt, answer] of pending) {
+        if (screen.includes(prompt)) {
+          pending.delete(prompt);
+          child.stdin.write(`${answer}\r`);
+        }
+      }
+    });
+    child.on('close', (code) => resolve({ code, screen }));
+  });
+}
+
+describe('backchannel run on a terminal', () => {
+  test('draws a live progress line and prints the result', async () => {
+    const demo = path.join(ROOT, 'scripts/demo-agents/agent.mjs');
+    const run = await onTerminal(['run', '--label', 'demo', '--', demo, '--mode=progress', '--steps=6', '--interval=150']);
+    expect(run.code).toBe(0);
+    expect(run.screen).toContain('"status": "success"');
+    // The status line is redrawn in place (carriage return, erase line) with a bar and a percentage.
+    expect(run.screen).toMatch(/\r\x1b\[2K. demo · running \[[█░]{20}\] \d+%/);
+  });
+
+  test("prompts for a sub-agent's question and sends the answer", async () => {
+    const run = await onTerminal(['run', '--json', '--', fixture('asker.mjs')], { 'Which branch should I use? [main/dev]': 'dev' });
+    expect(run.code).toBe(0);
+    expect(run.screen).toContain('"data":{"answer":"dev"}');
+  });
+});
+
