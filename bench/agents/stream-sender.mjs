@@ -2,7 +2,7 @@
 // transport's ordinary API. Ends with a `done` message carrying the sender's CPU for the send.
 // argv: <transport> <count> <burst>; transports: socket-coalesced, socket-single, stdout, ipc, jsonrpc, ws
 import { createConnection } from 'node:net';
-import { cpuMicros, message, produce } from './stream-message.mjs';
+import { BASELINE_TASK_ID, cpuMicros, message, produce } from './stream-message.mjs';
 
 const [transport, countArg, burstArg] = process.argv.slice(2);
 const count = Number(countArg);
@@ -15,11 +15,11 @@ if (transport === 'socket-coalesced' || transport === 'socket-single') {
   const socket = createConnection(process.env.BENCH_SOCKET);
   await new Promise((resolve) => socket.once('connect', resolve));
   if (transport === 'socket-single') {
-    await produce(count, burst, (i, at) => socket.write(line(message('bench', i, at))));
+    await produce(count, burst, (i, at) => socket.write(line(message(BASELINE_TASK_ID, i, at))));
   } else {
     let batch = '';
     await produce(count, burst, (i, at) => {
-      batch += line(message('bench', i, at));
+      batch += line(message(BASELINE_TASK_ID, i, at));
       if ((i + 1) % burst === 0 || i === count - 1) {
         socket.write(batch);
         batch = '';
@@ -30,11 +30,11 @@ if (transport === 'socket-coalesced' || transport === 'socket-single') {
   socket.end(line(done()));
 } else if (transport === 'stdout') {
   // console.log style: one write per message on a pipe.
-  await produce(count, burst, (i, at) => process.stdout.write(line(message('bench', i, at))));
+  await produce(count, burst, (i, at) => process.stdout.write(line(message(BASELINE_TASK_ID, i, at))));
   await new Promise((resolve) => process.stdout.write('', resolve));
   process.stdout.write(line(done()));
 } else if (transport === 'ipc') {
-  await produce(count, burst, (i, at) => process.send(message('bench', i, at)));
+  await produce(count, burst, (i, at) => process.send(message(BASELINE_TASK_ID, i, at)));
   await new Promise((resolve) => process.send({ drain: true }, resolve));
   process.send(done(), () => process.disconnect());
 } else if (transport === 'jsonrpc') {
@@ -45,7 +45,7 @@ if (transport === 'socket-coalesced' || transport === 'socket-single') {
   const connection = rpc.createMessageConnection(new rpc.SocketMessageReader(socket), new rpc.SocketMessageWriter(socket));
   connection.listen();
   let last;
-  await produce(count, burst, (i, at) => (last = connection.sendNotification('partial', message('bench', i, at))));
+  await produce(count, burst, (i, at) => (last = connection.sendNotification('partial', message(BASELINE_TASK_ID, i, at))));
   await last;
   await connection.sendNotification('done', done());
   connection.dispose();
@@ -57,7 +57,7 @@ if (transport === 'socket-coalesced' || transport === 'socket-single') {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  await produce(count, burst, (i, at) => ws.send(JSON.stringify(message('bench', i, at))));
+  await produce(count, burst, (i, at) => ws.send(JSON.stringify(message(BASELINE_TASK_ID, i, at))));
   await new Promise((resolve) => ws.send('{}', resolve));
   ws.send(JSON.stringify(done()), () => ws.close());
 } else {
