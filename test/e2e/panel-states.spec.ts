@@ -63,10 +63,14 @@ test('the panel shows every task state at once (screenshot)', async ({ page }) =
   // Backoff doubles (1 s, 2 s, 4 s…), so the retrying task is caught between two attempts.
   await expect(badge(page, 'Call the model API')).toHaveText('Retrying', { timeout: 30_000 });
 
-  const states = await page.locator('li.task').evaluateAll((rows) => rows.map((row) => row.querySelector('.badge')?.textContent));
-  for (const state of ['Running', 'Needs answer', 'Retrying', 'Queued', 'Succeeded', 'Failed', 'Cancelled', 'Interrupted']) {
-    expect(states).toContain(state);
-  }
+  // The retrying task flips back to Running when its next attempt starts: wait for a moment when
+  // every state shows at once (the screenshot below is taken right then).
+  const wanted = ['Running', 'Needs answer', 'Retrying', 'Queued', 'Succeeded', 'Failed', 'Cancelled', 'Interrupted'];
+  const missingStates = async () => {
+    const states = await page.locator('li.task').evaluateAll((rows) => rows.map((row) => row.querySelector('.badge')?.textContent));
+    return wanted.filter((state) => !states.includes(state));
+  };
+  await expect.poll(missingStates, { timeout: 30_000, intervals: [20] }).toEqual([]);
   const shot = test.info().outputPath('panel-all-states.png');
   await page.screenshot({ path: shot });
   fs.mkdirSync(path.join(ROOT, 'test-results'), { recursive: true });
