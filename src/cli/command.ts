@@ -1,3 +1,5 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 /** One `backchannel` subcommand. `run` returns the process exit code. */
 export interface CliCommand {
   run(argv: string[]): Promise<number>;
@@ -43,4 +45,36 @@ export function runUntilSignal(name: string, what: string, close: () => Promise<
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+}
+
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+type WithHelp<O extends OptionsConfig> = O & { help: { type: 'boolean'; short: 'h' } };
+export type CommandLine<O extends OptionsConfig> = ReturnType<typeof parseArgs<{ args: string[]; options: WithHelp<O>; allowPositionals: true; strict: true }>>;
+
+/**
+ * Parses a subcommand's arguments with `-h/--help` added. Returns the parsed command line, or the
+ * exit code when there is nothing left to do: help printed (0) or a usage error printed (2).
+ * Positionals are refused unless `allowPositionals` is set.
+ */
+export function parseCommandLine<O extends OptionsConfig>(
+  name: string,
+  argv: string[],
+  options: O,
+  help: string,
+  allowPositionals = false,
+): CommandLine<O> | number {
+  let parsed: CommandLine<O>;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } } as WithHelp<O>, allowPositionals: true, strict: true });
+  } catch (error) {
+    return usageError(`backchannel ${name}: ${(error as Error).message}`, help);
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(help + '\n');
+    return EXIT.ok;
+  }
+  if (!allowPositionals && parsed.positionals.length > 0) {
+    return usageError(`backchannel ${name}: unexpected argument "${parsed.positionals[0]}"`, help);
+  }
+  return parsed;
 }

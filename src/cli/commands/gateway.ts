@@ -1,7 +1,6 @@
 /** `backchannel gateway`: the OpenAI-compatible API on 127.0.0.1, each request run as a sub-agent. */
-import { parseArgs } from 'node:util';
 import type { CliCommand } from '../command.js';
-import { EXIT, runUntilSignal, usageError } from '../command.js';
+import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { defaultConfigPath } from '../../main/gateway/config.js';
 
 const HELP = `Usage: backchannel gateway [options]
@@ -22,24 +21,17 @@ Stop with Ctrl+C: running requests are cancelled and their processes stopped.`;
 
 export const command: CliCommand = {
   async run(argv) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          port: { type: 'string' },
-          config: { type: 'string' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        strict: true,
-      }));
-    } catch (error) {
-      return usageError(`backchannel gateway: ${(error as Error).message}`, HELP);
-    }
-    if (values.help) {
-      process.stdout.write(HELP + '\n');
-      return EXIT.ok;
-    }
+    const parsed = parseCommandLine(
+      'gateway',
+      argv,
+      {
+        port: { type: 'string' },
+        config: { type: 'string' },
+      },
+      HELP,
+    );
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && (values.port?.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)) {
       return usageError(`backchannel gateway: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);

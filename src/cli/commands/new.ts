@@ -5,9 +5,8 @@
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { findTemplate, listTemplates, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
-import { EXIT, usageError, type CliCommand } from '../command.js';
+import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { readOwnVersion } from '../version.js';
 
 const HELP = `Usage: backchannel new <dir> --template <name>
@@ -115,26 +114,18 @@ function nextSteps(dirArg: string, template: Template, link: boolean): string {
 
 export const command: CliCommand = {
   async run(argv) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        allowPositionals: true,
-        options: {
-          template: { type: 'string', short: 't' },
-          list: { type: 'boolean', short: 'l' },
-          'no-link': { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      });
-    } catch (error) {
-      return usageError(`backchannel new: ${(error as Error).message}`, HELP);
-    }
+    const parsed = parseCommandLine(
+      'new',
+      argv,
+      {
+        template: { type: 'string', short: 't' },
+        list: { type: 'boolean', short: 'l' },
+        'no-link': { type: 'boolean' },
+      },
+      HELP, true,
+    );
+    if (typeof parsed === 'number') return parsed;
     const { values, positionals } = parsed;
-    if (values.help) {
-      process.stdout.write(HELP + '\n');
-      return EXIT.ok;
-    }
 
     let templates: Template[];
     try {

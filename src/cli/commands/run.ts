@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
-import { parseArgs } from 'node:util';
 import { TaskBroker } from '../../main/broker.js';
 import { TaskError } from '../../main/task/errors.js';
 import { createHeadlessLogger } from '../../main/log.js';
 import type { FailureReason, TaskUpdate } from '../../main/task/types.js';
-import { EXIT, usageError, type CliCommand } from '../command.js';
+import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { ProgressLine, describePartial } from '../progress-line.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
@@ -61,33 +60,26 @@ function readInput(value: string | undefined): unknown {
 
 export const command: CliCommand = {
   async run(argv) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        allowPositionals: true,
-        options: {
-          timeout: { type: 'string' },
-          'heartbeat-timeout': { type: 'string' },
-          retries: { type: 'string' },
-          input: { type: 'string' },
-          cwd: { type: 'string' },
-          label: { type: 'string' },
-          'no-task-id-arg': { type: 'boolean' },
-          'ask-timeout': { type: 'string' },
-          json: { type: 'boolean' },
-          verbose: { type: 'boolean', short: 'v' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      });
-    } catch (error) {
-      return usageError(`backchannel run: ${(error as Error).message}`, HELP);
-    }
+    const parsed = parseCommandLine(
+      'run',
+      argv,
+      {
+        timeout: { type: 'string' },
+        'heartbeat-timeout': { type: 'string' },
+        retries: { type: 'string' },
+        input: { type: 'string' },
+        cwd: { type: 'string' },
+        label: { type: 'string' },
+        'no-task-id-arg': { type: 'boolean' },
+        'ask-timeout': { type: 'string' },
+        json: { type: 'boolean' },
+        verbose: { type: 'boolean', short: 'v' },
+      },
+      HELP,
+      true,
+    );
+    if (typeof parsed === 'number') return parsed;
     const { values, positionals } = parsed;
-    if (values.help) {
-      process.stdout.write(HELP + '\n');
-      return EXIT.ok;
-    }
     const [cmd, ...args] = positionals;
     if (!cmd) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
 

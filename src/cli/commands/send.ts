@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import { connectWithRetry, MessageLink } from '../../agent-runtime/connection.js';
 import { locateTask } from '../../agent-runtime/locate.js';
 import { printToStdout } from '../../agent-runtime/task.js';
 import { isFinalStatus, isPayloadStatus, isoNow, type BrokerMessage, type Payload } from '../../protocol/index.js';
-import { EXIT, usageError, type CliCommand } from '../command.js';
+import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 
 const HELP = `Usage: backchannel send [options]
 
@@ -26,27 +25,21 @@ Examples:
 
 export const command: CliCommand = {
   async run(argv) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          status: { type: 'string', default: 'partial' },
-          progress: { type: 'string' },
-          message: { type: 'string' },
-          data: { type: 'string' },
-          'task-id': { type: 'string' },
-          'not-retryable': { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
-    } catch (error) {
-      return usageError(`backchannel send: ${(error as Error).message}`, HELP);
-    }
-    if (values.help) {
-      process.stdout.write(HELP + '\n');
-      return EXIT.ok;
-    }
+    const parsed = parseCommandLine(
+      'send',
+      argv,
+      {
+        status: { type: 'string', default: 'partial' },
+        progress: { type: 'string' },
+        message: { type: 'string' },
+        data: { type: 'string' },
+        'task-id': { type: 'string' },
+        'not-retryable': { type: 'boolean' },
+      },
+      HELP,
+    );
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
     if (!isPayloadStatus(values.status)) return usageError(`backchannel send: unknown --status "${values.status}"`, HELP);
 
     let data: unknown;

@@ -1,7 +1,6 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
-import { parseArgs } from 'node:util';
 import type { CliCommand } from '../command.js';
-import { EXIT, runUntilSignal, usageError } from '../command.js';
+import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { defaultDataDir } from '../../main/headless/paths.js';
 
 const HELP = `Usage: backchannel serve [options]
@@ -23,26 +22,19 @@ export const DEMO_TEMPLATES = ['progress', 'indeterminate', 'ask', 'fail', 'cras
 
 export const command: CliCommand = {
   async run(argv) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          port: { type: 'string' },
-          'data-dir': { type: 'string' },
-          concurrency: { type: 'string' },
-          demo: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        strict: true,
-      }));
-    } catch (error) {
-      return usageError(`backchannel serve: ${(error as Error).message}`, HELP);
-    }
-    if (values.help) {
-      process.stdout.write(HELP + '\n');
-      return EXIT.ok;
-    }
+    const parsed = parseCommandLine(
+      'serve',
+      argv,
+      {
+        port: { type: 'string' },
+        'data-dir': { type: 'string' },
+        concurrency: { type: 'string' },
+        demo: { type: 'boolean' },
+      },
+      HELP,
+    );
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
