@@ -4,12 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  ENV_HEARTBEAT_MS,
-  ENV_IPC_PATH,
-  ENV_IPC_TOKEN,
-  ENV_SPOOL_DIR,
-  ENV_TASK_ATTEMPT,
-  ENV_TASK_ID,
+  HAND_OFF_VARIABLES,
   STDOUT_PREFIX,
   isoNow,
   type BrokerMessage,
@@ -32,8 +27,6 @@ export interface ConnectTaskOptions extends ConnectOptions {
   /** Keep CURSOR_TASK_ID, CURSOR_IPC_PATH, CURSOR_IPC_TOKEN… in the environment for child processes. @default false */
   keepHandOffEnv?: boolean;
 }
-
-const HAND_OFF_VARIABLES = [ENV_TASK_ID, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ATTEMPT, ENV_HEARTBEAT_MS, ENV_SPOOL_DIR];
 
 export interface AskOptions {
   choices?: string[];

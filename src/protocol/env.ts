@@ -13,3 +13,6 @@ export const ARG_TASK_ID = '--task-id=';
 
 /** The SSE-style prefix of a fallback payload line on stdout. */
 export const STDOUT_PREFIX = 'data: ';
+
+/** Every variable of the hand-off (an agent removes them after reading, see docs/protocol.md §1). */
+export const HAND_OFF_VARIABLES = [ENV_TASK_ID, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ATTEMPT, ENV_HEARTBEAT_MS, ENV_SPOOL_DIR] as const;
