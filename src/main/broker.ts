@@ -68,6 +68,8 @@ export interface BrokerOptions {
   askTimeoutMs?: number;
   maxLogLines?: number;
   historyLimit?: number;
+  /** Log the first 100 characters of every received line to the task log. @default BACKCHANNEL_DEBUG=1 */
+  traceLines?: boolean;
 }
 
 export interface TaskHandle {
@@ -493,6 +495,7 @@ export class TaskBroker extends EventEmitter {
       cancelGraceMs: this.options.cancelGraceMs,
       killGraceMs: this.options.killGraceMs,
       drainMs: this.options.drainMs,
+      traceLines: this.options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
     };
   }
 

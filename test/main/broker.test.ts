@@ -177,4 +177,18 @@ describe('TaskBroker delivery', () => {
     await task.finished;
     await waitUntilGone(pids);
   });
+
+  test('with traceLines (BACKCHANNEL_DEBUG=1) every received line is logged, first 100 characters, token redacted', async () => {
+    const { broker } = makeBroker({ traceLines: true });
+    const socketTask = broker.submit({ command: fixture('quick.mjs'), input: { n: 7 } });
+    const stdoutTask = broker.submit({ command: fixture('stdout-only.mjs') });
+    await Promise.all([socketTask.result, stdoutTask.result, socketTask.finished, stdoutTask.finished]);
+    const socketLog = broker.logOf(socketTask.id).map((l) => l.text);
+    expect(socketLog).toContainEqual(expect.stringMatching(/^received via socket: \{"type":"hello",.*"token":"\[redacted\]"/));
+    expect(socketLog.join('\n')).not.toMatch(/[0-9a-f]{64}/);
+    expect(socketLog).toContainEqual(expect.stringContaining('received via socket: {"task_id"'));
+    const stdoutLog = broker.logOf(stdoutTask.id).map((l) => l.text);
+    expect(stdoutLog).toContainEqual(expect.stringMatching(/^received via stdout: data: \{"task_id".*"status":"partial"/));
+  });
 });
+

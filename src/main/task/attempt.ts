@@ -10,6 +10,7 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import {
   isFinalStatus,
+  preview,
   validateAgentMessage,
   type AskMessage,
   type BrokerMessage,
@@ -57,6 +58,8 @@ export interface AttemptSettings {
   killGraceMs: number;
   /** After exit: how long to wait for output still in flight (and for pipes held by grandchildren). */
   drainMs: number;
+  /** Log the first 100 characters of every received line (the design's debugging advice). */
+  traceLines: boolean;
 }
 
 /** What an attempt reports upward while it runs. */
@@ -112,6 +115,7 @@ export class Attempt {
         payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
         ask: (message, reply) => this.sink.ask(message, reply),
         activity: () => this.timers?.alive(),
+        ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text)}`) } : {}),
         problem: (kind, detail) => this.sink.problem(kind, detail),
         overflow: (detail) => this.protocolFailure(detail),
       },
@@ -178,6 +182,7 @@ export class Attempt {
       },
       problem: (kind: 'malformed' | 'rejected', detail: string) => this.sink.problem(kind, detail),
       overflow: (detail: string) => this.protocolFailure(detail),
+      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text)}`) } : {}),
     };
     const streamsClosed = Promise.all([
       readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes),
@@ -324,4 +329,11 @@ function removeSpooled(dir: string, taskId: string): void {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const TOKEN_FIELD = /"token"\s*:\s*"[^"]*"/g;
+
+/** A received line as the debug trace shows it: the token redacted, then the first 100 characters. */
+function traceable(text: string): string {
+  return preview(text.replace(TOKEN_FIELD, '"token":"[redacted]"'));
 }

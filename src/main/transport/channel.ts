@@ -44,6 +44,8 @@ export interface ChannelHandlers {
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
   /** Any valid message from an authenticated sender (hello included): the agent is alive. */
   activity(): void;
+  /** Debugging aid (BACKCHANNEL_DEBUG=1): sees every received line before it is parsed. */
+  trace?(text: string): void;
   /** What to send right after a connection authenticates (welcome, input). */
   greeting(): BrokerMessage[];
   /** Anything worth recording about the channel: malformed lines, rejected senders. */
@@ -227,6 +229,7 @@ export class TaskChannel {
   private onLine(connection: Connection, text: string): void {
     if (connection.socket.destroyed || (connection.socket.writableEnded && !connection.authenticated)) return;
     if (text.length === 0) return;
+    this.handlers.trace?.(text);
     const parsed = parseLine(text);
     if (!parsed.ok) {
       if (!connection.authenticated) return this.refuse(connection, parsed.reason);

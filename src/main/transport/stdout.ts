@@ -14,6 +14,8 @@ export interface OutputHandlers {
   log(stream: 'stdout' | 'stderr', text: string): void;
   problem(kind: 'malformed' | 'rejected', detail: string): void;
   overflow(detail: string): void;
+  /** Debugging aid (BACKCHANNEL_DEBUG=1): sees every `data:` line before it is parsed. */
+  trace?(text: string): void;
 }
 
 const DATA_FIELD = /^data:\s?/;
@@ -27,6 +29,7 @@ export function readStdout(stream: Readable, taskId: string, handlers: OutputHan
           if (text.length > 0) handlers.log('stdout', clip(text));
           return;
         }
+        handlers.trace?.(text);
         const body = text.replace(DATA_FIELD, '');
         const parsed = parseLine(body);
         if (!parsed.ok) return handlers.problem('malformed', `stdout ${parsed.reason}`);
