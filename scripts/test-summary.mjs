@@ -19,7 +19,20 @@ if (vitest) {
   });
 }
 const playwright = read('test-results/playwright.json');
+/** Skipped browser tests with their reasons: a skip must say why, and must not pass for a pass. */
+function skippedWithReasons(suite, out = []) {
+  for (const spec of suite.specs ?? []) {
+    for (const test of spec.tests ?? []) {
+      if (!(test.results ?? []).some((r) => r.status === 'skipped')) continue;
+      const reasons = (test.annotations ?? []).filter((a) => a.type === 'skip' && a.description).map((a) => a.description);
+      out.push(`${spec.title}: ${reasons.join('; ') || 'no reason given'}`);
+    }
+  }
+  for (const child of suite.suites ?? []) skippedWithReasons(child, out);
+  return out;
+}
 if (playwright) {
+  for (const suite of playwright.suites ?? []) for (const line of skippedWithReasons(suite)) console.log(`skipped (playwright) ${line}`);
   const s = playwright.stats;
   rows.push({ name: 'playwright', passed: s.expected + s.flaky, failed: s.unexpected, skipped: s.skipped });
 }
