@@ -193,3 +193,31 @@ export function errorFromBody(body: unknown): BridgeError {
   }
   return new BridgeError('internal', 'Malformed error from the bridge host');
 }
+
+/** Sends one bridge call over some transport and resolves with its result (or rejects with a BridgeError). */
+export type BridgeCall = <M extends BridgeMethod>(method: M, ...args: BridgeArgs<M>) => Promise<BridgeResult<M>>;
+
+/**
+ * A client-side `BackchannelBridge` from a transport's `call` and `subscribe`: every request/reply
+ * method is the same call by name, so the IPC and HTTP clients only differ in those two.
+ */
+export function bridgeClient(call: BridgeCall, subscribe: BackchannelBridge['subscribe']): BackchannelBridge {
+  return {
+    info: () => call('info'),
+    listTasks: () => call('listTasks'),
+    getTask: (id) => call('getTask', id),
+    subscribe,
+    submit: (request) => call('submit', request),
+    cancel: async (id) => {
+      await call('cancel', id);
+    },
+    retry: (id) => call('retry', id),
+    answer: async (id, askId, answer) => {
+      await call('answer', id, askId, answer);
+    },
+    setPaused: async (paused) => {
+      await call('setPaused', paused);
+    },
+    openLog: () => call('openLog'),
+  };
+}

@@ -4,7 +4,7 @@
  * Also used from Node in tests (pass `fetch` and `EventSource` implementations).
  */
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
-import { BridgeError, checkArgs, errorFromBody, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { BridgeError, bridgeClient, checkArgs, errorFromBody, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { buildRequest, EVENTS_PATH, TOKEN_HEADER } from '../bridge/http-routes.js';
 
 /** The subset of the DOM's EventSource the bridge uses. */
@@ -74,24 +74,7 @@ export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge 
     };
   }
 
-  return {
-    info: () => call('info'),
-    listTasks: () => call('listTasks'),
-    getTask: (id) => call('getTask', id),
-    subscribe: (listener) => openStream(listener),
-    submit: (request) => call('submit', request),
-    cancel: async (id) => {
-      await call('cancel', id);
-    },
-    retry: (id) => call('retry', id),
-    answer: async (id, askId, answer) => {
-      await call('answer', id, askId, answer);
-    },
-    setPaused: async (paused) => {
-      await call('setPaused', paused);
-    },
-    openLog: () => call('openLog'),
-  };
+  return bridgeClient(call, openStream);
 }
 
 /**

@@ -3,7 +3,7 @@
  * this returns as `window.backchannel`. No Electron import, so tests run it against fake IPC.
  */
 import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
-import { unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../../bridge/calls.js';
+import { bridgeClient, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../../bridge/calls.js';
 import { callChannel, EVENT, RESET, SUBSCRIBE, UNSUBSCRIBE } from './channels.js';
 
 export interface IpcRendererLike {
@@ -22,33 +22,18 @@ export function createIpcBridge(ipc: IpcRendererLike): BackchannelBridge {
     return unwrapReply<BridgeResult<M>>(await ipc.invoke(callChannel(method), ...args));
   }
 
-  return {
-    info: () => call('info'),
-    listTasks: () => call('listTasks'),
-    getTask: (id) => call('getTask', id),
-    subscribe(listener) {
-      const id = nextSubscription++;
-      const onEvent = (_event: unknown, subscriptionId: unknown, payload: unknown): void => {
-        if (subscriptionId === id) listener(payload as BridgeEvent);
-      };
-      ipc.on(EVENT, onEvent as (event: unknown, ...args: unknown[]) => void);
-      ipc.send(SUBSCRIBE, id);
-      return () => {
-        ipc.removeListener(EVENT, onEvent as (event: unknown, ...args: unknown[]) => void);
-        ipc.send(UNSUBSCRIBE, id);
-      };
-    },
-    submit: (request) => call('submit', request),
-    cancel: async (id) => {
-      await call('cancel', id);
-    },
-    retry: (id) => call('retry', id),
-    answer: async (id, askId, answer) => {
-      await call('answer', id, askId, answer);
-    },
-    setPaused: async (paused) => {
-      await call('setPaused', paused);
-    },
-    openLog: () => call('openLog'),
-  };
+  function subscribe(listener: (event: BridgeEvent) => void): () => void {
+    const id = nextSubscription++;
+    const onEvent = (_event: unknown, subscriptionId: unknown, payload: unknown): void => {
+      if (subscriptionId === id) listener(payload as BridgeEvent);
+    };
+    ipc.on(EVENT, onEvent as (event: unknown, ...args: unknown[]) => void);
+    ipc.send(SUBSCRIBE, id);
+    return () => {
+      ipc.removeListener(EVENT, onEvent as (event: unknown, ...args: unknown[]) => void);
+      ipc.send(UNSUBSCRIBE, id);
+    };
+  }
+
+  return bridgeClient(call, subscribe);
 }
