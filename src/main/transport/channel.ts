@@ -58,6 +58,8 @@ interface Connection {
   socket: Socket;
   authenticated: boolean;
   readonly decoder: LineDecoder;
+  /** Writes a broker message back on this connection (made once: dispatch runs for every line). */
+  readonly reply: (message: BrokerMessage) => void;
   authTimer?: NodeJS.Timeout;
 }
 
@@ -157,6 +159,9 @@ export class TaskChannel {
     }
     const connection: Connection = {
       socket,
+      reply: (answer) => {
+        if (!socket.destroyed && !socket.writableEnded) socket.write(encodeLine(answer));
+      },
       authenticated: false,
       decoder: new LineDecoder(
         {
@@ -273,11 +278,8 @@ export class TaskChannel {
 
   private dispatch(connection: Connection, message: AgentMessage): void {
     this.handlers.activity();
-    const reply = (answer: BrokerMessage) => {
-      if (!connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(encodeLine(answer));
-    };
-    if (isPayload(message)) this.handlers.payload(message, reply);
-    else if (message.type === 'ask') this.handlers.ask(message, reply);
+    if (isPayload(message)) this.handlers.payload(message, connection.reply);
+    else if (message.type === 'ask') this.handlers.ask(message, connection.reply);
     // hello: authentication was all it was for.
   }
 }
