@@ -108,10 +108,14 @@ interface LiveTask {
 export interface TaskBroker {
   on(event: 'update', listener: (update: TaskUpdate) => void): this;
   on(event: 'warning', listener: (message: string) => void): this;
+  /** The queue was paused (`true`) or resumed (`false`). */
+  on(event: 'paused', listener: (paused: boolean) => void): this;
   off(event: 'update', listener: (update: TaskUpdate) => void): this;
   off(event: 'warning', listener: (message: string) => void): this;
+  off(event: 'paused', listener: (paused: boolean) => void): this;
   emit(event: 'update', update: TaskUpdate): boolean;
   emit(event: 'warning', message: string): boolean;
+  emit(event: 'paused', paused: boolean): boolean;
 }
 
 export class TaskBroker extends EventEmitter {
@@ -308,12 +312,12 @@ export class TaskBroker extends EventEmitter {
   /** Holds queued tasks (running ones go on). */
   pause(): void {
     this.queue.pause();
-    this.emit('update', { taskId: '', kind: 'log', state: 'queued', attempt: 0 });
+    this.emit('paused', true);
   }
 
   resume(): void {
     this.queue.start();
-    this.emit('update', { taskId: '', kind: 'log', state: 'queued', attempt: 0 });
+    this.emit('paused', false);
   }
 
   /** Resolves when no task is queued or running and every process and endpoint is gone. */

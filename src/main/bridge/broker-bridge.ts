@@ -30,7 +30,9 @@ export interface BrokerLike {
   resume(): void;
   readonly paused: boolean;
   on(event: 'update', listener: (update: TaskUpdate) => void): unknown;
+  on(event: 'paused', listener: (paused: boolean) => void): unknown;
   off?(event: 'update', listener: (update: TaskUpdate) => void): unknown;
+  off?(event: 'paused', listener: (paused: boolean) => void): unknown;
 }
 
 export interface BrokerBridgeOptions {
@@ -80,7 +82,12 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
     dirty.add(update.taskId);
     schedule();
   };
+  // The flush notices the new `broker.paused` itself; this only makes sure a flush comes.
+  const onPaused = (): void => {
+    if (subscribers.size > 0) schedule();
+  };
   const detach = broker.on('update', onUpdate);
+  broker.on('paused', onPaused);
 
   function schedule(): void {
     if (timer !== undefined || closed) return;
@@ -248,6 +255,7 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
       subscribers.clear();
       if (typeof detach === 'function') (detach as () => void)();
       else broker.off?.('update', onUpdate);
+      broker.off?.('paused', onPaused);
     },
   };
   return bridge;

@@ -151,6 +151,9 @@ async function start(): Promise<void> {
     if (update.kind === 'ask') notifyQuestion(broker.get(update.taskId));
     trayTimer ??= setTimeout(refreshTray, TRAY_REFRESH_MS);
   });
+  broker.on('paused', () => {
+    trayTimer ??= setTimeout(refreshTray, TRAY_REFRESH_MS);
+  });
   refreshTray();
 
   function notifyEnded(task: TaskSnapshot | undefined): void {

@@ -129,7 +129,11 @@ vi.mock('electron', async () => {
       return {
         items: template.map((item) => {
           const built: Item = { ...item, submenu: Array.isArray(item.submenu) ? Menu.buildFromTemplate(item.submenu as Item[]) : undefined };
-          built.click = () => item.click?.(built);
+          built.click = () => {
+            // Like Electron: a checkbox item flips before its click handler runs.
+            if (built.type === 'checkbox') built.checked = !built.checked;
+            item.click?.(built);
+          };
           return built;
         }),
       };
@@ -256,6 +260,15 @@ describe('the Electron shell (stand-in Electron)', () => {
     expect(fake.windows[0]!.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
     await bridge.answer(id, asking.pendingQuestion!.askId, asking.pendingQuestion!.choices?.[0] ?? 'yes');
     await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+  });
+
+  test('"Pause queue" in the tray pauses and resumes the queue, and the tray shows it', async () => {
+    hooks.clickMenuItem('Pause queue');
+    await until(() => hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to say paused');
+    expect((await bridge.info()).paused).toBe(true);
+    hooks.clickMenuItem('Pause queue');
+    await until(() => !hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to drop paused');
+    expect((await bridge.info()).paused).toBe(false);
   });
 
   test('quitting cancels the running task, kills its process and closes the broker', async () => {
