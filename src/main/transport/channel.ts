@@ -96,17 +96,6 @@ export class TaskChannel {
     if (!IS_WINDOWS) chmodSync(this.endpoint, 0o600);
   }
 
-  /** Number of open connections (authenticated or not). */
-  get connectionCount(): number {
-    return this.connections.size;
-  }
-
-  /** True while some authenticated connection is open (data may still be in flight). */
-  get hasAuthenticatedConnection(): boolean {
-    for (const connection of this.connections) if (connection.authenticated) return true;
-    return false;
-  }
-
   /** Sends to every authenticated connection. Returns how many received it. */
   broadcast(message: BrokerMessage): number {
     const line = encodeLine(message);
