@@ -66,6 +66,8 @@ interface Connection {
 export class TaskChannel {
   private server: Server | undefined;
   private readonly connections = new Set<Connection>();
+  /** Callers of drained() waiting for the last connection to close. */
+  private readonly drainWaiters = new Set<() => void>();
   private readonly tokenBytes: Buffer;
   private closed = false;
 
@@ -114,12 +116,12 @@ export class TaskChannel {
     if (this.connections.size === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(finish, timeoutMs);
-      const check = setInterval(() => {
-        if (this.connections.size === 0) finish();
-      }, 5);
+      const waiter = () => finish();
+      this.drainWaiters.add(waiter);
+      const waiters = this.drainWaiters;
       function finish() {
         clearTimeout(timer);
-        clearInterval(check);
+        waiters.delete(waiter);
         resolve();
       }
     });
@@ -182,6 +184,7 @@ export class TaskChannel {
     socket.on('close', () => {
       clearTimeout(connection.authTimer);
       this.connections.delete(connection);
+      if (this.connections.size === 0) for (const wake of [...this.drainWaiters]) wake();
     });
   }
 
