@@ -8,7 +8,11 @@ describe('TaskBroker delivery', () => {
     const { broker, ipcDir } = makeBroker();
     const task = broker.submit({ command: fixture('sdk-progress.mjs'), input: { question: 'what is 6×7?', 中文: '你好' } });
     const progress: number[] = [];
-    task.on('update', (u: TaskUpdate) => u.kind === 'partial' && progress.push(u.progress!));
+    const kinds: string[] = [];
+    task.on('update', (u: TaskUpdate) => {
+      kinds.push(u.kind);
+      if (u.kind === 'partial') progress.push(u.progress!);
+    });
     const result = await task.result;
     expect(progress).toEqual([10, 50, 90]);
     expect(result.status).toBe('success');
@@ -18,6 +22,8 @@ describe('TaskBroker delivery', () => {
     expect(typeof result.meta?.duration_ms).toBe('number');
     expect((result as { token?: string }).token).toBeUndefined();
     await task.finished;
+    // 'ended' when the result settled, then 'exited' once the process was gone (exit code known).
+    expect(kinds.slice(-2)).toEqual(['ended', 'exited']);
     const snap = task.snapshot();
     expect(snap).toMatchObject({ state: 'succeeded', progress: 100, attempt: 1, exitCode: 0 });
     expect(leftovers(ipcDir)).toEqual([]);
