@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { cpuMicros, interleave, median, wallNow } from './lib/stats.js';
@@ -51,7 +51,11 @@ main(async ({ quick }) => {
     const c0 = cpuMicros();
     const done = new Promise((resolve) => (onDone = resolve));
     server.once('connection', (socket) => (socket.mode = mode));
-    const child = spawn(process.execPath, [agentPath('raw-big-client.mjs'), mode], { env: { ...process.env, BENCH_SOCKET: socketPath }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [agentPath('raw-big-client.mjs'), mode], {
+      env: { ...process.env, BENCH_SOCKET: socketPath },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     child.stdout.resume();
     child.stderr.resume();
     const { sentAt, at } = await done;

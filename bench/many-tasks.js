@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, openFds, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { summarize } from './lib/stats.js';
@@ -48,7 +48,11 @@ main(async ({ quick }) => {
     const id = String(nextId++);
     const t0 = performance.now();
     const got = new Promise((resolve) => waiting.set(id, resolve));
-    const child = spawn(process.execPath, ['-e', BARE], { env: { ...process.env, BENCH_SOCKET: socketPath, BENCH_ID: id }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, ['-e', BARE], {
+      env: { ...process.env, BENCH_SOCKET: socketPath, BENCH_ID: id },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     child.stdout.resume();
     child.stderr.resume();
     await got;
@@ -76,7 +80,13 @@ main(async ({ quick }) => {
   const bare = await pool(bareCount, bareOne);
   server.close();
 
-  const broker = new TaskBroker({ concurrency: CONCURRENCY, ipcDir, dataDir: path.join(dir, 'data'), historyLimit: HISTORY_LIMIT, logger: silentLogger });
+  const broker = new TaskBroker({
+    concurrency: CONCURRENCY,
+    ipcDir,
+    dataDir: path.join(dir, 'data'),
+    historyLimit: HISTORY_LIMIT,
+    logger: silentLogger,
+  });
   await broker.ready;
   const startedAt = new Map();
   const failures = [];
@@ -94,7 +104,9 @@ main(async ({ quick }) => {
           latencies.push(performance.now() - startedAt.get(task.id));
         } catch (error) {
           // Counted and shown, not fatal: a failure under load is a finding, not a benchmark bug.
-          failures.push(`${error.reason}: ${error.message.slice(0, 160)}${error.stderrTail ? ` | stderr: ${error.stderrTail.slice(-300)}` : ''}`);
+          failures.push(
+            `${error.reason}: ${error.message.slice(0, 160)}${error.stderrTail ? ` | stderr: ${error.stderrTail.slice(-300)}` : ''}`,
+          );
         }
         startedAt.delete(task.id);
       }),
@@ -133,11 +145,38 @@ main(async ({ quick }) => {
     count,
     concurrency: CONCURRENCY,
     failures,
-    broker: { tasksPerSecond: rate, firstBatchTasksPerSecond: count / 5 / first.seconds, latency: lb, rssStart, rssPeak, rssEnd, heapStart, heapAfterFirst, heapEnd, fdStart, fdEnd, leftoverEndpoints },
+    broker: {
+      tasksPerSecond: rate,
+      firstBatchTasksPerSecond: count / 5 / first.seconds,
+      latency: lb,
+      rssStart,
+      rssPeak,
+      rssEnd,
+      heapStart,
+      heapAfterFirst,
+      heapEnd,
+      fdStart,
+      fdEnd,
+      leftoverEndpoints,
+    },
     bare: { tasksPerSecond: bareRate, latency: lBare },
     rows: [
-      row({ fig: '5', name: `Many tasks: ${count} @ ${CONCURRENCY}, tasks/s`, unit: 'tasks/s', value: rate, baseline: bareRate, detail: `baseline: ${bareCount} bare node connect-write-exit processes @ ${CONCURRENCY}; warm-up batch ${(count / 5 / first.seconds).toFixed(1)} tasks/s` }),
-      row({ fig: '5', name: 'Many tasks: start → result p50', unit: 'ms', value: lb.p50, baseline: lBare.p50, detail: `p99 ${lb.p99.toFixed(0)} vs ${lBare.p99.toFixed(0)} ms (baseline: spawn → line)` }),
+      row({
+        fig: '5',
+        name: `Many tasks: ${count} @ ${CONCURRENCY}, tasks/s`,
+        unit: 'tasks/s',
+        value: rate,
+        baseline: bareRate,
+        detail: `baseline: ${bareCount} bare node connect-write-exit processes @ ${CONCURRENCY}; warm-up batch ${(count / 5 / first.seconds).toFixed(1)} tasks/s`,
+      }),
+      row({
+        fig: '5',
+        name: 'Many tasks: start → result p50',
+        unit: 'ms',
+        value: lb.p50,
+        baseline: lBare.p50,
+        detail: `p99 ${lb.p99.toFixed(0)} vs ${lBare.p99.toFixed(0)} ms (baseline: spawn → line)`,
+      }),
       row({ fig: '5', name: 'Many tasks: start → result p99', unit: 'ms', value: lb.p99, baseline: lBare.p99 }),
       row({
         fig: '5',
@@ -148,8 +187,23 @@ main(async ({ quick }) => {
         target: { op: '<=', ratio: 1.1 },
         detail: `RSS start ${rssStart.toFixed(0)} / peak ${rssPeak.toFixed(0)} / end ${rssEnd.toFixed(0)} MB; heap start ${heapStart.toFixed(1)} MB; history limit ${HISTORY_LIMIT}`,
       }),
-      row({ fig: '5', name: 'Many tasks: open fds after the run vs before', unit: 'fds', value: fdEnd, baseline: fdStart, target: { op: '<=', ratio: 1 }, detail: `${leftoverEndpoints} endpoint file(s) left` }),
-      { fig: '5', name: 'Many tasks: tasks that failed', unit: 'tasks', value: failures.length, status: failures.length ? 'FAILED' : 'none', detail: failures.length ? `${failures.length} of ${count + count / 5}; first: ${failures[0]}` : `0 of ${count + count / 5}` },
+      row({
+        fig: '5',
+        name: 'Many tasks: open fds after the run vs before',
+        unit: 'fds',
+        value: fdEnd,
+        baseline: fdStart,
+        target: { op: '<=', ratio: 1 },
+        detail: `${leftoverEndpoints} endpoint file(s) left`,
+      }),
+      {
+        fig: '5',
+        name: 'Many tasks: tasks that failed',
+        unit: 'tasks',
+        value: failures.length,
+        status: failures.length ? 'FAILED' : 'none',
+        detail: failures.length ? `${failures.length} of ${count + count / 5}; first: ${failures[0]}` : `0 of ${count + count / 5}`,
+      },
     ],
   };
 });

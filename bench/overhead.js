@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { TaskBroker } from '../dist/main/index.js';
-import { silentLogger } from '../dist/main/index.js';
+import { TaskBroker } from '../dist/broker/index.js';
+import { silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { cpuMicros, interleave, summarize } from './lib/stats.js';
@@ -91,5 +91,11 @@ main(async ({ quick }) => {
       }),
     );
   }
-  return { figure: 1, runs, baseline: 'bare node: spawn → connect → one 2 KB line → plain server parses it', samples: { bare: base, sdk: stat('sdk'), raw: stat('raw') }, rows };
+  return {
+    figure: 1,
+    runs,
+    baseline: 'bare node: spawn → connect → one 2 KB line → plain server parses it',
+    samples: { bare: base, sdk: stat('sdk'), raw: stat('raw') },
+    rows,
+  };
 });

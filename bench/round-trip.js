@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { interleave, medianOf, summarize } from './lib/stats.js';
@@ -75,7 +75,10 @@ main(async ({ quick }) => {
       answer('q0');
     });
     await new Promise((resolve) => server.listen(socketPath, resolve));
-    const child = spawn(process.execPath, [agentPath('raw-pong.mjs')], { env: { ...process.env, BENCH_SOCKET: socketPath }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [agentPath('raw-pong.mjs')], {
+      env: { ...process.env, BENCH_SOCKET: socketPath },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await finished;
     await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
     await new Promise((resolve) => server.close(resolve));
@@ -92,8 +95,23 @@ main(async ({ quick }) => {
     rounds,
     summaries: s,
     rows: [
-      row({ fig: '4', name: 'Round trip 2 KB (answer → next ask) p50', unit: 'µs', value: us('broker', 'p50'), baseline: us('raw', 'p50'), target: { op: '<=', ratio: 1.5 }, detail }),
-      row({ fig: '4', name: 'Round trip 2 KB p99', unit: 'µs', value: us('broker', 'p99'), baseline: us('raw', 'p99'), target: { op: '<=', ratio: 2 } }),
+      row({
+        fig: '4',
+        name: 'Round trip 2 KB (answer → next ask) p50',
+        unit: 'µs',
+        value: us('broker', 'p50'),
+        baseline: us('raw', 'p50'),
+        target: { op: '<=', ratio: 1.5 },
+        detail,
+      }),
+      row({
+        fig: '4',
+        name: 'Round trip 2 KB p99',
+        unit: 'µs',
+        value: us('broker', 'p99'),
+        baseline: us('raw', 'p99'),
+        target: { op: '<=', ratio: 2 },
+      }),
       row({ fig: '4', name: 'Round trip 2 KB p99.9', unit: 'µs', value: us('broker', 'p999'), baseline: us('raw', 'p999') }),
     ],
   };

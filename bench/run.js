@@ -22,7 +22,10 @@ const MODULES = [
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 /** Bound on each module, so a hung benchmark cannot hang the suite. */
 const MODULE_LIMIT_MS = quick ? 240_000 : 480_000;
 
@@ -31,7 +34,10 @@ cleanEnvironment();
 function runModule(name) {
   return new Promise((resolve) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ['--expose-gc', path.join(BENCH_DIR, `${name}.js`), JSON.stringify({ quick })], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+    const child = spawn(process.execPath, ['--expose-gc', path.join(BENCH_DIR, `${name}.js`), JSON.stringify({ quick })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: process.env,
+    });
     let out = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk) => (out += chunk));
@@ -47,7 +53,11 @@ function runModule(name) {
   });
 }
 
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const machine = {
   date: new Date().toISOString(),
   node: process.version,
@@ -84,7 +94,12 @@ const table = consoleTable(rows);
 process.stdout.write(`\n${table}\n\nload average before ${machine.loadBefore}, after ${machine.loadAfter}\n`);
 
 mkdirSync(dir, { recursive: true });
-const perModule = Object.entries(results).map(([name, r]) => `- ${name}: ${r.date ?? machine.date}, ${r.mode ?? machine.mode}, ${r.seconds?.toFixed(0) ?? '?'} s, load ${r.load ?? '?'}`).join('\n');
+const perModule = Object.entries(results)
+  .map(
+    ([name, r]) =>
+      `- ${name}: ${r.date ?? machine.date}, ${r.mode ?? machine.mode}, ${r.seconds?.toFixed(0) ?? '?'} s, load ${r.load ?? '?'}`,
+  )
+  .join('\n');
 const header = `# Backchannel benchmark results\n\nTable assembled ${machine.date} · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\nModules (date, mode, duration, load average before → after):\n\n${perModule}\n\n`;
 writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n`);
 writeFileSync(jsonPath, `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);

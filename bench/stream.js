@@ -6,7 +6,7 @@
  * the same messages in the same bursts (bench/agents/stream-message.mjs).
  */
 import path from 'node:path';
-import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { interleave, median } from './lib/stats.js';
@@ -64,11 +64,14 @@ main(async ({ quick }) => {
       rate: median(list.map((r) => r.seen / ((r.lastAt - r.sentAt) / 1000))),
       recvCpuUs: median(list.map((r) => r.cpu / r.seen)),
       sendCpuUs: median(list.filter((r) => !r.partial).map((r) => r.childCpu / r.seen)),
-      partial: cut.length ? `${cut.length} of ${list.length} runs cut off at ${DEADLINE_MS / 1000} s after ${cut.map((r) => r.seen).join(', ')} messages` : undefined,
+      partial: cut.length
+        ? `${cut.length} of ${list.length} runs cut off at ${DEADLINE_MS / 1000} s after ${cut.map((r) => r.seen).join(', ')} messages`
+        : undefined,
     };
   }
   const b = figures.broker;
-  const cpu = (f) => `CPU/msg: receiver ${f.recvCpuUs.toFixed(2)} µs, sender ${Number.isFinite(f.sendCpuUs) ? f.sendCpuUs.toFixed(2) : '?'} µs (${f.messages / 1000}k msgs${f.partial ? `; ${f.partial}` : ''})`;
+  const cpu = (f) =>
+    `CPU/msg: receiver ${f.recvCpuUs.toFixed(2)} µs, sender ${Number.isFinite(f.sendCpuUs) ? f.sendCpuUs.toFixed(2) : '?'} µs (${f.messages / 1000}k msgs${f.partial ? `; ${f.partial}` : ''})`;
   const label = {
     rawSingle: 'raw socket, one write() per message',
     stdout: 'stdout NDJSON (one write per message)',
@@ -90,11 +93,28 @@ main(async ({ quick }) => {
   ];
   for (const name of ['ipcJson', 'ipcAdvanced', 'jsonrpc']) {
     rows.push(
-      row({ fig: '3', name: `Broker vs ${label[name]}`, unit: 'msg/s', value: b.rate, baseline: figures[name].rate, target: { op: '>=', ratio: 2 }, detail: `peer ${cpu(figures[name])}; peer/raw coalesced ${(figures[name].rate / figures.rawCoalesced.rate).toFixed(2)}×` }),
+      row({
+        fig: '3',
+        name: `Broker vs ${label[name]}`,
+        unit: 'msg/s',
+        value: b.rate,
+        baseline: figures[name].rate,
+        target: { op: '>=', ratio: 2 },
+        detail: `peer ${cpu(figures[name])}; peer/raw coalesced ${(figures[name].rate / figures.rawCoalesced.rate).toFixed(2)}×`,
+      }),
     );
   }
   for (const name of ['rawSingle', 'stdout', 'ws']) {
-    rows.push(row({ fig: '3', name: `(peer) ${label[name]}`, unit: 'msg/s', value: figures[name].rate, baseline: figures.rawCoalesced.rate, detail: `${cpu(figures[name])}; broker/peer ${(b.rate / figures[name].rate).toFixed(2)}×` }));
+    rows.push(
+      row({
+        fig: '3',
+        name: `(peer) ${label[name]}`,
+        unit: 'msg/s',
+        value: figures[name].rate,
+        baseline: figures.rawCoalesced.rate,
+        detail: `${cpu(figures[name])}; broker/peer ${(b.rate / figures[name].rate).toFixed(2)}×`,
+      }),
+    );
   }
   return { figure: 3, runs, count, peerCount, burst: BURST, figures, rows };
 });

@@ -29,11 +29,11 @@ await build({
 await copyFile(join(src, 'index.html'), join(out, 'index.html'));
 await copyFile(join(src, 'panel.css'), join(out, 'panel.css'));
 
-const preload = join(root, 'src', 'main', 'electron', 'preload.ts');
+const preload = join(root, 'src', 'preload', 'index.ts');
 if (existsSync(preload)) {
   await build({
     entryPoints: [preload],
-    outfile: join(root, 'dist', 'main', 'electron', 'preload.cjs'),
+    outfile: join(root, 'dist', 'preload', 'index.cjs'),
     bundle: true,
     format: 'cjs',
     platform: 'node',
@@ -42,4 +42,4 @@ if (existsSync(preload)) {
     logLevel: 'warning',
   });
 }
-console.log('built dist/renderer' + (existsSync(preload) ? ' and dist/main/electron/preload.cjs' : ''));
+console.log('built dist/renderer' + (existsSync(preload) ? ' and dist/preload/index.cjs' : ''));

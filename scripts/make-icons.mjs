@@ -57,12 +57,16 @@ function render(size, layers) {
   const S = 4;
   for (let py = 0; py < size; py++) {
     for (let px = 0; px < size; px++) {
-      let r = 0, g = 0, b = 0, a = 0;
+      let r = 0,
+        g = 0,
+        b = 0,
+        a = 0;
       for (const layer of layers) {
         let hits = 0;
-        for (let sy = 0; sy < S; sy++) for (let sx = 0; sx < S; sx++) {
-          if (layer.inside((px + (sx + 0.5) / S) / size, (py + (sy + 0.5) / S) / size)) hits++;
-        }
+        for (let sy = 0; sy < S; sy++)
+          for (let sx = 0; sx < S; sx++) {
+            if (layer.inside((px + (sx + 0.5) / S) / size, (py + (sy + 0.5) / S) / size)) hits++;
+          }
         const cov = hits / (S * S);
         if (cov === 0) continue;
         // "over" compositing, straight alpha
@@ -73,20 +77,27 @@ function render(size, layers) {
         a = na;
       }
       const i = (py * size + px) * 4;
-      rgba[i] = Math.round(r); rgba[i + 1] = Math.round(g); rgba[i + 2] = Math.round(b); rgba[i + 3] = Math.round(a * 255);
+      rgba[i] = Math.round(r);
+      rgba[i + 1] = Math.round(g);
+      rgba[i + 2] = Math.round(b);
+      rgba[i + 3] = Math.round(a * 255);
     }
   }
   return encodePng(size, size, rgba);
 }
 
 const dist = (x, y, cx, cy) => Math.hypot(x - cx, y - cy);
-const ring = (inner, outer) => (x, y) => { const d = dist(x, y, 0.5, 0.5); return d >= inner && d <= outer; };
+const ring = (inner, outer) => (x, y) => {
+  const d = dist(x, y, 0.5, 0.5);
+  return d >= inner && d <= outer;
+};
 const disc = (radius) => (x, y) => dist(x, y, 0.5, 0.5) <= radius;
 /** A ring with a gap at the top right: the "back channel". */
-const openRing = (inner, outer) => (x, y) => ring(inner, outer)(x, y) && !(x > 0.5 && y < 0.5 && (x - 0.5) > (0.5 - y) * 0.35);
+const openRing = (inner, outer) => (x, y) => ring(inner, outer)(x, y) && !(x > 0.5 && y < 0.5 && x - 0.5 > (0.5 - y) * 0.35);
 const arrow = (x, y) => {
   // small notch pointing back into the ring at the gap
-  const tx = 0.5 + 0.36, ty = 0.5 - 0.2;
+  const tx = 0.5 + 0.36,
+    ty = 0.5 - 0.2;
   return Math.abs(x - tx) + Math.abs(y - ty) < 0.11 && y > ty - 0.11;
 };
 const glyph = (color) => [
@@ -99,7 +110,10 @@ const write = (name, size, layers) => writeFileSync(join(out, name), render(size
 const DARK = [32, 32, 36];
 const LIGHT = [240, 240, 245];
 const BLUE = [10, 102, 216];
-for (const [suffix, scale] of [['', 16], ['@2x', 32]]) {
+for (const [suffix, scale] of [
+  ['', 16],
+  ['@2x', 32],
+]) {
   write(`tray-light${suffix}.png`, scale, glyph(DARK)); // for light bars
   write(`tray-dark${suffix}.png`, scale, glyph(LIGHT)); // for dark bars
   write(`trayTemplate${suffix}.png`, scale, glyph([0, 0, 0])); // macOS template image
@@ -110,7 +124,10 @@ const rounded = (radius) => (x, y) => {
   const cy = Math.min(Math.max(y, m + radius), 1 - m - radius);
   return dist(x, y, cx, cy) <= radius;
 };
-const appIcon = [{ color: BLUE, inside: rounded(0.2) }, ...glyph([255, 255, 255]).map((l) => ({ ...l, inside: (x, y) => l.inside(0.5 + (x - 0.5) / 0.72, 0.5 + (y - 0.5) / 0.72) }))];
+const appIcon = [
+  { color: BLUE, inside: rounded(0.2) },
+  ...glyph([255, 255, 255]).map((l) => ({ ...l, inside: (x, y) => l.inside(0.5 + (x - 0.5) / 0.72, 0.5 + (y - 0.5) / 0.72) })),
+];
 write('icon.png', 512, appIcon);
 write('icon-256.png', 256, appIcon);
 console.log(`icons written to ${out}`);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { TaskBroker, silentLogger } from '../dist/main/index.js';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc');
@@ -131,12 +131,23 @@ async function loadPhase(root) {
   let disagree = 0;
   for (const snap of reader.tasks()) {
     const live = api.get(snap.id);
-    if (!live || live.state !== snap.state || live.reason !== snap.reason || JSON.stringify(live.result?.data) !== JSON.stringify(snap.result?.data)) disagree += 1;
+    if (
+      !live ||
+      live.state !== snap.state ||
+      live.reason !== snap.reason ||
+      JSON.stringify(live.result?.data) !== JSON.stringify(snap.result?.data)
+    )
+      disagree += 1;
   }
-  check(reader.tasks().length === TASKS && disagree === 0, `load: the journal disagrees with the API on ${disagree} task(s) (${reader.tasks().length} read back)`);
+  check(
+    reader.tasks().length === TASKS && disagree === 0,
+    `load: the journal disagrees with the API on ${disagree} task(s) (${reader.tasks().length} read back)`,
+  );
   await reader.close();
-  say(`   ${TASKS} tasks in ${seconds.toFixed(1)} s = ${(TASKS / seconds).toFixed(1)} tasks/s; RSS ${mib(rssStart)} → peak ${mib(rssPeak)}; ` +
-    `each ended once: ${wrong === 0 ? 'yes' : `NO (${wrong})`}; journal = API: ${disagree === 0 ? 'yes' : 'NO'}; left behind: ${files(ipcDir).length} files, ${agentProcesses(ipcDir)} processes`);
+  say(
+    `   ${TASKS} tasks in ${seconds.toFixed(1)} s = ${(TASKS / seconds).toFixed(1)} tasks/s; RSS ${mib(rssStart)} → peak ${mib(rssPeak)}; ` +
+      `each ended once: ${wrong === 0 ? 'yes' : `NO (${wrong})`}; journal = API: ${disagree === 0 ? 'yes' : 'NO'}; left behind: ${files(ipcDir).length} files, ${agentProcesses(ipcDir)} processes`,
+  );
   return { seconds, rssPeak };
 }
 
@@ -172,7 +183,9 @@ async function soakPhase(root) {
     lastDone = done;
     lastAt = now;
     samples.push(row);
-    say(`   ${String(row.t).padStart(4)} s  ${String(row.done).padStart(6)}  ${row.rate.toFixed(1).padStart(7)}   ${mib(row.rss).padEnd(8)}  ${mib(row.heap).padEnd(16)}  ${String(row.fds).padStart(4)}  ${String(row.agents).padStart(5)}`);
+    say(
+      `   ${String(row.t).padStart(4)} s  ${String(row.done).padStart(6)}  ${row.rate.toFixed(1).padStart(7)}   ${mib(row.rss).padEnd(8)}  ${mib(row.heap).padEnd(16)}  ${String(row.fds).padStart(4)}  ${String(row.agents).padStart(5)}`,
+    );
   };
   const timer = setInterval(sample, 10_000);
   await new Promise((resolve) => {
@@ -209,13 +222,20 @@ async function soakPhase(root) {
   check(heapGrowth < 16 * MiB, `soak: heap grew by ${mib(heapGrowth)} after history filled up (leak?)`);
   await broker.close();
   const peakRss = Math.max(start.rss, ...samples.map((s) => s.rss));
-  say(`   ${done} tasks in ${seconds.toFixed(0)} s = ${(done / seconds).toFixed(1)} tasks/s; RSS ${mib(start.rss)} → peak ${mib(peakRss)}; ` +
-    `heap after GC ${mib(start.heap)} at start, ${mib(settled.heap)} at ${settled.t} s, ${mib(end.heap)} at end; fds ${start.fds} → ${end.fds}; wrong outcomes ${wrong}`);
+  say(
+    `   ${done} tasks in ${seconds.toFixed(0)} s = ${(done / seconds).toFixed(1)} tasks/s; RSS ${mib(start.rss)} → peak ${mib(peakRss)}; ` +
+      `heap after GC ${mib(start.heap)} at start, ${mib(settled.heap)} at ${settled.t} s, ${mib(end.heap)} at end; fds ${start.fds} → ${end.fds}; wrong outcomes ${wrong}`,
+  );
 }
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'bc-soak-'));
 try {
-  say(`Backchannel soak on ${os.cpus().length} cores (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}), Node ${process.version}`);
+  say(
+    `Backchannel soak on ${os.cpus().length} cores (load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}), Node ${process.version}`,
+  );
   if (!SKIP_LOAD) await loadPhase(root);
   if (!SKIP_SOAK) await soakPhase(root);
 } finally {

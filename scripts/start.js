@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const built = ['dist/cli/main.js', 'dist/main/electron/main.js', 'dist/renderer/index.html', 'dist/main/electron/preload.cjs'];
+const built = ['dist/cli/main.js', 'dist/main/main.js', 'dist/renderer/index.html', 'dist/preload/index.cjs'];
 if (!built.every((file) => existsSync(join(root, file)))) {
   console.log('Building first (npm run build)…');
   const result = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
@@ -22,7 +22,8 @@ if (!built.every((file) => existsSync(join(root, file)))) {
 function electronBinary() {
   const dir = join(root, 'node_modules', 'electron');
   const pathFile = join(dir, 'path.txt');
-  if (!existsSync(pathFile)) return { reason: 'the electron package has no binary (it was installed with ELECTRON_SKIP_BINARY_DOWNLOAD=1, or its download failed)' };
+  if (!existsSync(pathFile))
+    return { reason: 'the electron package has no binary (it was installed with ELECTRON_SKIP_BINARY_DOWNLOAD=1, or its download failed)' };
   const relative = readFileSync(pathFile, 'utf8').trim();
   const binary = process.env.ELECTRON_OVERRIDE_DIST_PATH
     ? join(process.env.ELECTRON_OVERRIDE_DIST_PATH, relative)
@@ -40,7 +41,7 @@ if (electron.binary && hasDisplay()) {
   const env = { ...process.env };
   // A leaked ELECTRON_RUN_AS_NODE would start Electron as plain Node.
   delete env.ELECTRON_RUN_AS_NODE;
-  const child = spawn(electron.binary, [join(root, 'dist', 'main', 'electron', 'main.js')], { stdio: 'inherit', env });
+  const child = spawn(electron.binary, [join(root, 'dist', 'main', 'main.js')], { stdio: 'inherit', env });
   child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 0)));
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 } else {

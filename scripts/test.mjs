@@ -14,6 +14,8 @@ function run(command, args, env = {}) {
 }
 
 const vitest = run('npx', ['vitest', 'run', ...process.argv.slice(2)]);
-const playwright = run('npx', ['playwright', 'test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json' });
+const playwright = run('npx', ['playwright', 'test', '--reporter=list,json'], {
+  PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json',
+});
 const summary = run(process.execPath, ['scripts/test-summary.mjs']);
 process.exitCode = vitest || playwright || summary;

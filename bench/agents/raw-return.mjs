@@ -4,7 +4,12 @@ import { createConnection } from 'node:net';
 const taskId = process.env.CURSOR_TASK_ID;
 const socket = createConnection(process.env.CURSOR_IPC_PATH, () => {
   const { user, system } = process.cpuUsage();
-  const payload = { task_id: taskId, token: process.env.CURSOR_IPC_TOKEN, status: 'success', data: { blob: 'x'.repeat(2048), cpu: user + system } };
+  const payload = {
+    task_id: taskId,
+    token: process.env.CURSOR_IPC_TOKEN,
+    status: 'success',
+    data: { blob: 'x'.repeat(2048), cpu: user + system },
+  };
   socket.write(JSON.stringify(payload) + '\n');
 });
 let seen = '';

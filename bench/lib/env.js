@@ -8,7 +8,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Variables that change how fast `node` starts or behaves (NODE_EXTRA_CA_CERTS alone adds ~40 ms). */
-const NOISY = ['NODE_EXTRA_CA_CERTS', 'NODE_OPTIONS', 'NODE_V8_COVERAGE', 'NODE_DEBUG', 'NODE_COMPILE_CACHE', 'NODE_REPL_EXTERNAL_MODULE', 'BACKCHANNEL_DEBUG'];
+const NOISY = [
+  'NODE_EXTRA_CA_CERTS',
+  'NODE_OPTIONS',
+  'NODE_V8_COVERAGE',
+  'NODE_DEBUG',
+  'NODE_COMPILE_CACHE',
+  'NODE_REPL_EXTERNAL_MODULE',
+  'BACKCHANNEL_DEBUG',
+];
 
 export function cleanEnvironment() {
   for (const name of NOISY) delete process.env[name];

@@ -26,6 +26,7 @@ export function row(fields) {
   const { value, baseline } = fields;
   const ratio = fields.ratio ?? (Number.isFinite(value) && Number.isFinite(baseline) && baseline !== 0 ? value / baseline : undefined);
   let pass;
-  if (fields.target && Number.isFinite(ratio)) pass = fields.target.op === '<=' ? ratio <= fields.target.ratio : ratio >= fields.target.ratio;
+  if (fields.target && Number.isFinite(ratio))
+    pass = fields.target.op === '<=' ? ratio <= fields.target.ratio : ratio >= fields.target.ratio;
   return { ...fields, ratio, pass };
 }

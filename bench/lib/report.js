@@ -3,7 +3,7 @@
 const UNIT_FORMAT = {
   'msg/s': (v) => (v >= 1e6 ? `${(v / 1e6).toFixed(2)}M` : `${(v / 1e3).toFixed(1)}k`),
   ms: (v) => (v >= 100 ? v.toFixed(0) : v.toFixed(1)),
-  'µs': (v) => v.toFixed(0),
+  µs: (v) => v.toFixed(0),
   MB: (v) => v.toFixed(1),
   fds: (v) => v.toFixed(0),
   'tasks/s': (v) => v.toFixed(1),
@@ -49,7 +49,7 @@ export function consoleTable(rows) {
   const widths = HEADER.map((_, i) => Math.max(...table.map((r) => [...r[i]].length)));
   const line = (r) => r.map((c, i) => c + ' '.repeat(widths[i] - [...c].length)).join(' │ ');
   const rule = widths.map((w) => '─'.repeat(w)).join('─┼─');
-  const notes = rows.filter((r) => r.detail).map((r, i) => `  [${r.fig}] ${r.name}: ${r.detail}`);
+  const notes = rows.filter((r) => r.detail).map((r) => `  [${r.fig}] ${r.name}: ${r.detail}`);
   return [line(HEADER), rule, ...table.slice(1).map(line), '', ...notes].join('\n');
 }
 

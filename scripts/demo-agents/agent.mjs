@@ -81,7 +81,7 @@ if (mode === 'crash') {
   await sleep(interval);
   console.error('Traceback (most recent call last):');
   console.error('  File "agent.py", line 12, in <module>');
-  console.error('KeyError: \'OPENAI_API_KEY\'');
+  console.error("KeyError: 'OPENAI_API_KEY'");
   process.exit(3);
 }
 
@@ -97,7 +97,10 @@ if (mode === 'ask') {
   for (let i = 1; i <= total && !cancelled; i++) {
     await sleep(interval);
     if (cancelled) break;
-    const data = mode === 'indeterminate' ? { step: `scanning file ${i}` } : { progress: Math.round((i / steps) * 100) % 101, step: `step ${i} of ${steps}` };
+    const data =
+      mode === 'indeterminate'
+        ? { step: `scanning file ${i}` }
+        : { progress: Math.round((i / steps) * 100) % 101, step: `step ${i} of ${steps}` };
     if (mode === 'forever') Object.assign(data, { progress: (i * 7) % 100, step: `round ${i}` });
     send({ status: 'partial', data });
     if (i % 5 === 0) console.log(`finished step ${i}`);
@@ -107,7 +110,12 @@ if (mode === 'ask') {
   } else if (mode === 'fail') {
     console.error('error: rate limited by the model provider (HTTP 429)');
     console.error('giving up after 3 attempts');
-    finish({ status: 'error', data: { message: 'The model provider rate-limited every request', code: 429 }, meta: meta(model), retryable: false });
+    finish({
+      status: 'error',
+      data: { message: 'The model provider rate-limited every request', code: 429 },
+      meta: meta(model),
+      retryable: false,
+    });
   } else if (mode === 'markup') {
     finish({
       status: 'success',
@@ -115,6 +123,10 @@ if (mode === 'ask') {
       meta: meta(model),
     });
   } else {
-    finish({ status: 'success', data: { summary: `did ${steps} steps`, files: steps * 3, findings: [{ file: 'src/app.ts', line: 42, note: 'unused import' }] }, meta: meta(model) });
+    finish({
+      status: 'success',
+      data: { summary: `did ${steps} steps`, files: steps * 3, findings: [{ file: 'src/app.ts', line: 42, note: 'unused import' }] },
+      meta: meta(model),
+    });
   }
 }

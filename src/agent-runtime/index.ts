@@ -5,6 +5,7 @@
 export { runAgent, type RunAgentOptions } from './run-agent.js';
 export { AgentTask, TaskCancelledError, printToStdout, type AskOptions, type ConnectTaskOptions } from './task.js';
 export { AgentRuntimeError, locateTask, type TaskLocation } from './locate.js';
+export { sendOnce, type SendOutcome } from './send-once.js';
 export type { Payload, PayloadMeta, FinalStatus } from '../protocol/index.js';
 
 import { AgentTask, type ConnectTaskOptions } from './task.js';

@@ -1,4 +1,12 @@
-import { ARG_TASK_ID, ENV_HEARTBEAT_MS, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_SPOOL_DIR, ENV_TASK_ATTEMPT, ENV_TASK_ID } from '../protocol/index.js';
+import {
+  ARG_TASK_ID,
+  ENV_HEARTBEAT_MS,
+  ENV_IPC_PATH,
+  ENV_IPC_TOKEN,
+  ENV_SPOOL_DIR,
+  ENV_TASK_ATTEMPT,
+  ENV_TASK_ID,
+} from '../protocol/index.js';
 
 /** Where this agent reports to, as handed over by the broker. */
 export interface TaskLocation {

@@ -124,7 +124,8 @@ export class AgentTask<Input = unknown> {
         const pending = this.asks.get(message.ask_id);
         if (!pending) return;
         this.asks.delete(message.ask_id);
-        if (message.error !== undefined || message.answer === undefined) pending.reject(new AgentRuntimeError(`no answer: ${message.error ?? 'empty answer'}`));
+        if (message.error !== undefined || message.answer === undefined)
+          pending.reject(new AgentRuntimeError(`no answer: ${message.error ?? 'empty answer'}`));
         else pending.resolve(message.answer);
         return;
       }
@@ -166,7 +167,9 @@ export class AgentTask<Input = unknown> {
     if (!link || link.closed) return Promise.reject(new AgentRuntimeError('cannot ask: no connection to the broker (stdout mode)'));
     const askId = `q${++this.askCounter}`;
     return new Promise<string>((resolve, reject) => {
-      const timer = options.timeoutMs ? setTimeout(() => fail(new AgentRuntimeError(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs) : undefined;
+      const timer = options.timeoutMs
+        ? setTimeout(() => fail(new AgentRuntimeError(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs)
+        : undefined;
       const onAbort = () => fail(this.signal.reason as Error);
       const done = () => {
         clearTimeout(timer);
@@ -216,7 +219,7 @@ export class AgentTask<Input = unknown> {
   private send(payload: Payload): void {
     if (this.finalSent) return;
     if (this.link && !this.link.closed) this.link.send(payload);
-    else printToStdout(payload);
+    else void printToStdout(payload);
   }
 
   /**

@@ -6,17 +6,7 @@
  */
 import type { BackchannelBridge, BridgeErrorBody, SubmitRequest } from './contract.js';
 
-export const BRIDGE_METHODS = [
-  'info',
-  'listTasks',
-  'getTask',
-  'submit',
-  'cancel',
-  'retry',
-  'answer',
-  'setPaused',
-  'openLog',
-] as const;
+export const BRIDGE_METHODS = ['info', 'listTasks', 'getTask', 'submit', 'cancel', 'retry', 'answer', 'setPaused', 'openLog'] as const;
 
 /** Every bridge method except `subscribe`, which is a stream, not a call. */
 export type BridgeMethod = (typeof BRIDGE_METHODS)[number];

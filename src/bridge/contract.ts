@@ -4,7 +4,7 @@
  * HTTP bridge (JSON endpoints + SSE). Both must answer the same calls the same way; a shared test
  * suite checks that. Everything crossing it is plain JSON.
  */
-import type { LogLine, TaskSnapshot } from '../main/task/types.js';
+import type { LogLine, TaskSnapshot } from '../model/task.js';
 
 export type { LogLine, TaskSnapshot };
 

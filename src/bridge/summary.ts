@@ -1,5 +1,5 @@
 /** Small task summaries shared by the panel and the tray (no Node or DOM imports). */
-import type { TaskSnapshot, TaskState } from '../main/task/types.js';
+import type { TaskSnapshot, TaskState } from '../model/task.js';
 
 export function isFinished(state: TaskState): boolean {
   return state === 'succeeded' || state === 'failed' || state === 'cancelled' || state === 'interrupted';

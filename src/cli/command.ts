@@ -49,7 +49,9 @@ export function runUntilSignal(name: string, what: string, close: () => Promise<
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 type WithHelp<O extends OptionsConfig> = O & { help: { type: 'boolean'; short: 'h' } };
-export type CommandLine<O extends OptionsConfig> = ReturnType<typeof parseArgs<{ args: string[]; options: WithHelp<O>; allowPositionals: true; strict: true }>>;
+export type CommandLine<O extends OptionsConfig> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: WithHelp<O>; allowPositionals: true; strict: true }>
+>;
 
 /**
  * Parses a subcommand's arguments with `-h/--help` added. Returns the parsed command line, or the
@@ -65,7 +67,12 @@ export function parseCommandLine<O extends OptionsConfig>(
 ): CommandLine<O> | number {
   let parsed: CommandLine<O>;
   try {
-    parsed = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } } as WithHelp<O>, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } } as WithHelp<O>,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     return usageError(`backchannel ${name}: ${(error as Error).message}`, help);
   }

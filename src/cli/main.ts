@@ -3,7 +3,7 @@
  * `command: CliCommand`; they are loaded lazily so `backchannel send` starts fast inside an agent.
  */
 import type { CliCommand } from './command.js';
-import { readOwnVersion } from './version.js';
+import { readOwnVersion } from '../version.js';
 
 const SUMMARIES: Record<string, string> = {
   run: 'run one sub-agent, show its progress, print its result',
@@ -22,7 +22,7 @@ export function usage(): string {
     'Commands:',
     ...lines,
     '',
-    'Run `backchannel <command> --help` for a command\'s options.',
+    "Run `backchannel <command> --help` for a command's options.",
   ].join('\n');
 }
 

@@ -101,7 +101,7 @@ export class LineDecoder {
    */
   private emitComplete(chunk: Buffer, from: number, to: number): void {
     if (to - from > this.maxLineBytes) {
-      for (let start = from; start <= to; ) {
+      for (let start = from; start <= to;) {
         const nl = chunk.indexOf(NEWLINE, start);
         this.emit(chunk, start, nl);
         start = nl + 1;
@@ -109,7 +109,7 @@ export class LineDecoder {
       return;
     }
     const text = chunk.toString('utf8', from, to);
-    for (let start = 0; ; ) {
+    for (let start = 0; ;) {
       const nl = text.indexOf('\n', start);
       let end = nl === -1 ? text.length : nl;
       if (end > start && text.charCodeAt(end - 1) === CARRIAGE_RETURN) end -= 1;

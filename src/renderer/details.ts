@@ -112,7 +112,10 @@ export class Details {
     this.question.replaceChildren();
     this.question.hidden = !q;
     if (!q) return;
-    const input = h('input', { class: 'answer-input', attrs: { type: 'text', 'aria-label': 'Your answer', placeholder: 'Type an answer', autocomplete: 'off' } });
+    const input = h('input', {
+      class: 'answer-input',
+      attrs: { type: 'text', 'aria-label': 'Your answer', placeholder: 'Type an answer', autocomplete: 'off' },
+    });
     const send = (text: string): void => this.actions.answer(task.id, q.askId, text);
     const form = h('form', { class: 'answer-form' }, [input, h('button', { text: 'Answer', class: 'primary', attrs: { type: 'submit' } })]);
     form.addEventListener('submit', (event) => {
@@ -123,7 +126,11 @@ export class Details {
       h('h3', { text: 'The sub-agent asks' }),
       h('p', { class: 'question-text', text: q.question }),
       q.choices?.length
-        ? h('div', { class: 'choices' }, q.choices.map((choice) => h('button', { text: choice, attrs: { type: 'button' }, on: { click: () => send(choice) } })))
+        ? h(
+            'div',
+            { class: 'choices' },
+            q.choices.map((choice) => h('button', { text: choice, attrs: { type: 'button' }, on: { click: () => send(choice) } })),
+          )
         : null,
       form,
     ]);
@@ -168,9 +175,13 @@ export class Details {
       h('h3', { text: task.state === 'cancelled' ? 'Why it was cancelled' : 'What went wrong' }),
       h('p', { class: 'failure-reason', text: `${task.reason ?? task.state}: ${task.message ?? payloadMessage ?? 'no message'}` }),
     );
-    if (payloadMessage && !(task.message ?? '').includes(payloadMessage)) this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
+    if (payloadMessage && !(task.message ?? '').includes(payloadMessage))
+      this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
     if (task.stderrTail) {
-      this.failure.append(h('h4', { text: 'Last lines of stderr' }), h('pre', { class: 'stderr-tail', text: task.stderrTail, tabIndex: 0 }));
+      this.failure.append(
+        h('h4', { text: 'Last lines of stderr' }),
+        h('pre', { class: 'stderr-tail', text: task.stderrTail, tabIndex: 0 }),
+      );
     }
   }
 
@@ -186,7 +197,11 @@ export class Details {
     this.result.replaceChildren();
     this.result.hidden = !show;
     if (!show) return;
-    const copy = h('button', { text: 'Copy', class: 'quiet', attrs: { type: 'button', 'aria-label': `Copy ${heading.toLowerCase()} as JSON` } });
+    const copy = h('button', {
+      text: 'Copy',
+      class: 'quiet',
+      attrs: { type: 'button', 'aria-label': `Copy ${heading.toLowerCase()} as JSON` },
+    });
     copy.addEventListener('click', () => this.actions.copy(jsonText(value)));
     this.result.append(h('div', { class: 'section-head' }, [h('h3', { text: heading }), copy]), jsonView(value));
   }
@@ -213,7 +228,11 @@ export class Details {
     if (this.meta.hidden) return;
     appendAll(this.meta, [
       h('h3', { text: 'Meta' }),
-      h('dl', { class: 'facts' }, facts.flatMap(([term, value]) => [h('dt', { text: term }), h('dd', { text: value })])),
+      h(
+        'dl',
+        { class: 'facts' },
+        facts.flatMap(([term, value]) => [h('dt', { text: term }), h('dd', { text: value })]),
+      ),
       Object.keys(rest).length ? jsonView(rest) : null,
     ]);
   }

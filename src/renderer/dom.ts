@@ -16,9 +16,14 @@ export interface ElementProps {
   on?: { [K in keyof HTMLElementEventMap]?: (event: HTMLElementEventMap[K]) => void };
 }
 
-const SAFE_ATTRIBUTE = /^(aria-[a-z-]+|data-[a-z-]+|type|for|name|id|value|placeholder|autocomplete|spellcheck|rows|min|max|step|inputmode|open|disabled|required|readonly|lang|dir)$/;
+const SAFE_ATTRIBUTE =
+  /^(aria-[a-z-]+|data-[a-z-]+|type|for|name|id|value|placeholder|autocomplete|spellcheck|rows|min|max|step|inputmode|open|disabled|required|readonly|lang|dir)$/;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: ElementProps = {}, children: Child[] = []): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: ElementProps = {},
+  children: Child[] = [],
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   if (props.class) el.className = props.class;
   if (props.text !== undefined) el.textContent = props.text;

@@ -1,5 +1,5 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
-import type { TaskState } from '../main/task/types.js';
+import type { TaskState } from '../model/task.js';
 import { isActive, isFinished } from '../bridge/summary.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
@@ -73,4 +73,3 @@ export function formatTime(iso: string | undefined): string {
 export function commandLine(command: string, args: readonly string[]): string {
   return [command, ...args].map((part) => (/^[\w@%+=:,./-]+$/.test(part) ? part : JSON.stringify(part))).join(' ');
 }
-

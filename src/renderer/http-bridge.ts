@@ -4,7 +4,15 @@
  * Also used from Node in tests (pass `fetch` and `EventSource` implementations).
  */
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
-import { BridgeError, bridgeClient, checkArgs, errorFromBody, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import {
+  BridgeError,
+  bridgeClient,
+  checkArgs,
+  errorFromBody,
+  type BridgeArgs,
+  type BridgeMethod,
+  type BridgeResult,
+} from '../bridge/calls.js';
 import { buildRequest, EVENTS_PATH, TOKEN_HEADER } from '../bridge/http-routes.js';
 
 /** The subset of the DOM's EventSource the bridge uses. */
@@ -23,7 +31,8 @@ export interface HttpBridgeOptions {
 
 export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge {
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
-  const EventSourceImpl = options.EventSource ?? (globalThis as unknown as { EventSource: new (url: string) => EventSourceLike }).EventSource;
+  const EventSourceImpl =
+    options.EventSource ?? (globalThis as unknown as { EventSource: new (url: string) => EventSourceLike }).EventSource;
 
   async function call<M extends BridgeMethod>(method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> {
     // Checked here as well as on the server: a URL path turns every id into a string, so without
@@ -42,7 +51,7 @@ export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge 
       throw new BridgeError('internal', `The Backchannel server is not reachable (${(error as Error).message})`);
     }
     const text = await response.text();
-    let parsed: unknown = null;
+    let parsed: unknown;
     try {
       parsed = text === '' ? null : JSON.parse(text);
     } catch {

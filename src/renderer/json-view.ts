@@ -21,7 +21,9 @@ function node(value: unknown, depth: number, budget: { nodes: number }): HTMLEle
   if (value === null || typeof value !== 'object') return primitive(value);
   const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
   const isArray = Array.isArray(value);
-  const summary = isArray ? `[ ${entries.length} item${entries.length === 1 ? '' : 's'} ]` : `{ ${entries.length} key${entries.length === 1 ? '' : 's'} }`;
+  const summary = isArray
+    ? `[ ${entries.length} item${entries.length === 1 ? '' : 's'} ]`
+    : `{ ${entries.length} key${entries.length === 1 ? '' : 's'} }`;
   if (entries.length === 0) return h('span', { class: 'json-empty', text: isArray ? '[]' : '{}' });
   const children = h('div', { class: 'json-children' });
   let shown = 0;
@@ -46,7 +48,8 @@ function node(value: unknown, depth: number, budget: { nodes: number }): HTMLEle
 
 function primitive(value: unknown): HTMLElement {
   if (typeof value === 'string') {
-    const text = value.length > MAX_STRING ? `${JSON.stringify(value.slice(0, MAX_STRING))}… (${value.length} characters)` : JSON.stringify(value);
+    const text =
+      value.length > MAX_STRING ? `${JSON.stringify(value.slice(0, MAX_STRING))}… (${value.length} characters)` : JSON.stringify(value);
     return h('span', { class: 'json-string', text });
   }
   const type = value === null ? 'null' : typeof value;

@@ -9,10 +9,16 @@ import { commandLine } from './format.js';
 export class NewTaskDialog {
   readonly dialog: HTMLDialogElement;
   private readonly source = h('select', { attrs: { id: 'new-source', 'aria-label': 'Start from' } });
-  private readonly command = h('input', { attrs: { id: 'new-command', type: 'text', required: '', autocomplete: 'off', spellcheck: 'false' } });
+  private readonly command = h('input', {
+    attrs: { id: 'new-command', type: 'text', required: '', autocomplete: 'off', spellcheck: 'false' },
+  });
   private readonly args = h('textarea', { attrs: { id: 'new-args', rows: '3', spellcheck: 'false' } });
-  private readonly cwd = h('input', { attrs: { id: 'new-cwd', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: where Backchannel runs' } });
-  private readonly label = h('input', { attrs: { id: 'new-label', type: 'text', autocomplete: 'off', placeholder: 'default: the command line' } });
+  private readonly cwd = h('input', {
+    attrs: { id: 'new-cwd', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: where Backchannel runs' },
+  });
+  private readonly label = h('input', {
+    attrs: { id: 'new-label', type: 'text', autocomplete: 'off', placeholder: 'default: the command line' },
+  });
   private readonly input = h('textarea', { attrs: { id: 'new-input', rows: '2', spellcheck: 'false', placeholder: 'optional JSON' } });
   private readonly retries = h('input', { attrs: { id: 'new-retries', type: 'number', min: '0', max: '10', step: '1', value: '0' } });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
@@ -32,7 +38,12 @@ export class NewTaskDialog {
       field('new-retries', 'Retries', this.retries),
       this.error,
       h('div', { class: 'dialog-buttons' }, [
-        h('button', { text: 'Cancel', class: 'quiet', attrs: { type: 'button', value: 'cancel' }, on: { click: () => this.dialog.close() } }),
+        h('button', {
+          text: 'Cancel',
+          class: 'quiet',
+          attrs: { type: 'button', value: 'cancel' },
+          on: { click: () => this.dialog.close() },
+        }),
         h('button', { text: 'Start task', class: 'primary', attrs: { type: 'submit' } }),
       ]),
     ]);
@@ -57,7 +68,8 @@ export class NewTaskDialog {
       return h('option', { text: commandLine(request.command, request.args ?? []), attrs: { value: String(this.choices.length - 1) } });
     });
     if (recent.length) options.push(h('optgroup', { attrs: { 'aria-label': 'Recent commands' } }, recent));
-    for (const group of options.filter((o) => o.tagName === 'OPTGROUP')) (group as HTMLOptGroupElement).label = group.getAttribute('aria-label') ?? '';
+    for (const group of options.filter((o) => o.tagName === 'OPTGROUP'))
+      (group as HTMLOptGroupElement).label = group.getAttribute('aria-label') ?? '';
     this.source.replaceChildren(...options);
     const first = info.templates.length ? 0 : info.recent.length ? 0 : -1;
     this.source.value = String(first);

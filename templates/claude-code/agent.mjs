@@ -41,7 +41,8 @@ function readOptions(input) {
     maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
     resume: text(options.resume),
     extraArgs: options.extra_args ?? [],
-    idleTimeoutMs: Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
+    idleTimeoutMs:
+      Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
   };
 }
 

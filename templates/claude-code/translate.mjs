@@ -16,7 +16,8 @@ import { parseEventLine, shorten, stripAnsi, textOf } from './stream-json.mjs';
 export { parseEventLine, shorten, stripAnsi, textOf };
 
 /** Claude Code's wording when it has no valid credentials (matched loosely). */
-export const AUTH_FAILURE_PATTERN = /invalid api key|not logged in|please run \/login|authentication_failed|authentication required|oauth token (?:has )?expired/i;
+export const AUTH_FAILURE_PATTERN =
+  /invalid api key|not logged in|please run \/login|authentication_failed|authentication required|oauth token (?:has )?expired/i;
 
 export function looksLikeAuthFailure(text) {
   return typeof text === 'string' && AUTH_FAILURE_PATTERN.test(text);
@@ -38,7 +39,13 @@ export function tokenUsageOf(usage) {
   const cacheCreation = Number(usage.cache_creation_input_tokens) || 0;
   const cacheRead = Number(usage.cache_read_input_tokens) || 0;
   const output = Number(usage.output_tokens) || 0;
-  return { input: fresh + cacheCreation + cacheRead, output, total: fresh + cacheCreation + cacheRead + output, cache_creation: cacheCreation, cache_read: cacheRead };
+  return {
+    input: fresh + cacheCreation + cacheRead,
+    output,
+    total: fresh + cacheCreation + cacheRead + output,
+    cache_creation: cacheCreation,
+    cache_read: cacheRead,
+  };
 }
 
 /**
@@ -83,7 +90,13 @@ export function createClaudeTranslator(options = {}) {
           } else if (part?.type === 'tool_use') {
             const callId = String(part.id ?? '');
             open.set(callId, { name: String(part.name ?? 'tool'), args: part.input });
-            out.push({ kind: 'tool', phase: 'started', call_id: callId, name: String(part.name ?? 'tool'), args: shorten(part.input ?? {}, 200) });
+            out.push({
+              kind: 'tool',
+              phase: 'started',
+              call_id: callId,
+              name: String(part.name ?? 'tool'),
+              args: shorten(part.input ?? {}, 200),
+            });
           }
         }
         return out;
@@ -110,7 +123,12 @@ export function createClaudeTranslator(options = {}) {
       }
       case 'stream_event': {
         const delta = event.event?.delta;
-        if (partialOutput && event.event?.type === 'content_block_delta' && delta?.type === 'text_delta' && typeof delta.text === 'string') {
+        if (
+          partialOutput &&
+          event.event?.type === 'content_block_delta' &&
+          delta?.type === 'text_delta' &&
+          typeof delta.text === 'string'
+        ) {
           return [{ kind: 'text', text: delta.text, delta: true }];
         }
         return [];
@@ -132,7 +150,16 @@ export function createClaudeTranslator(options = {}) {
         }
         const text = typeof event.result === 'string' ? event.result : '';
         return [
-          { kind: 'result', ok: event.is_error !== true, text, subtype: event.subtype, error: lastError, session_id: sessionId, duration_ms: event.duration_ms, meta },
+          {
+            kind: 'result',
+            ok: event.is_error !== true,
+            text,
+            subtype: event.subtype,
+            error: lastError,
+            session_id: sessionId,
+            duration_ms: event.duration_ms,
+            meta,
+          },
         ];
       }
       default:

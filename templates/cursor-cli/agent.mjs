@@ -54,7 +54,8 @@ function readOptions(input) {
     allowWrites: options.allow_writes === true,
     resume: text(options.resume),
     extraArgs: options.extra_args ?? [],
-    idleTimeoutMs: Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
+    idleTimeoutMs:
+      Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
   };
 }
 

@@ -65,7 +65,15 @@ export async function runHeadless(task, run) {
             break;
           case 'tool':
             if (out.phase === 'started') steps += 1;
-            task.partial({ step: steps, tool: out.name, phase: out.phase, call_id: out.call_id, args: out.args, ok: out.ok, result: out.result });
+            task.partial({
+              step: steps,
+              tool: out.name,
+              phase: out.phase,
+              call_id: out.call_id,
+              args: out.args,
+              ok: out.ok,
+              result: out.result,
+            });
             break;
           case 'status':
             task.partial({ status: out.message });

@@ -64,7 +64,7 @@ function toolOutcome(result) {
   const keys = Object.keys(result);
   const kind = keys.find((key) => /error|fail|reject|denied|abort|timeout/i.test(key)) ?? keys[0];
   const detail = kind === undefined ? result : result[kind];
-  const message = typeof detail === 'string' ? detail : detail?.message ?? detail?.error ?? detail;
+  const message = typeof detail === 'string' ? detail : (detail?.message ?? detail?.error ?? detail);
   return { ok: false, result: shorten(kind ? `${kind}: ${typeof message === 'string' ? message : JSON.stringify(message)}` : message) };
 }
 

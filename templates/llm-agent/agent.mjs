@@ -36,9 +36,13 @@ function positiveInt(value, name) {
 function readOptions(input) {
   const options = typeof input === 'string' ? { task: input } : input && typeof input === 'object' && !Array.isArray(input) ? input : {};
   const task = options.task ?? options.prompt;
-  if (typeof task !== 'string' || task.trim() === '') throw new InputError('input needs a "task" (a non-empty string), e.g. {"task": "Count the TODOs in src/"}');
+  if (typeof task !== 'string' || task.trim() === '')
+    throw new InputError('input needs a "task" (a non-empty string), e.g. {"task": "Count the TODOs in src/"}');
   let commands = options.commands;
-  if (commands === undefined && process.env.LLM_AGENT_COMMANDS) commands = process.env.LLM_AGENT_COMMANDS.split(',').map((c) => c.trim()).filter(Boolean);
+  if (commands === undefined && process.env.LLM_AGENT_COMMANDS)
+    commands = process.env.LLM_AGENT_COMMANDS.split(',')
+      .map((c) => c.trim())
+      .filter(Boolean);
   if (commands !== undefined && !(Array.isArray(commands) && commands.every((c) => typeof c === 'string' && /^[\w.+-]+$/.test(c)))) {
     throw new InputError('"commands" must be an array of program names');
   }
@@ -46,7 +50,9 @@ function readOptions(input) {
   const baseUrl = process.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
   const apiKey = process.env.OPENAI_API_KEY;
   if (!apiKey && baseUrl === DEFAULT_BASE_URL) {
-    throw new InputError('OPENAI_API_KEY is not set (or point OPENAI_BASE_URL at a local server such as Ollama: http://localhost:11434/v1)');
+    throw new InputError(
+      'OPENAI_API_KEY is not set (or point OPENAI_BASE_URL at a local server such as Ollama: http://localhost:11434/v1)',
+    );
   }
   return {
     task,
@@ -63,7 +69,12 @@ function readOptions(input) {
 
 runAgent(async (task) => {
   const options = readOptions(task.input);
-  const chat = createChat({ baseUrl: options.baseUrl, apiKey: options.apiKey, model: options.model, requestTimeoutMs: options.requestTimeoutMs });
+  const chat = createChat({
+    baseUrl: options.baseUrl,
+    apiKey: options.apiKey,
+    model: options.model,
+    requestTimeoutMs: options.requestTimeoutMs,
+  });
   const tools = createTools({
     root: process.cwd(),
     allowWrites: options.allowWrites,

@@ -83,14 +83,16 @@ export function parseDecision(content, toolNames) {
       return { ok: false, reason: `the reply is not valid JSON (${error.message})` };
     }
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, reason: 'the reply must be one JSON object' };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { ok: false, reason: 'the reply must be one JSON object' };
   const thought = typeof value.thought === 'string' ? value.thought : '';
   const action = value.action;
   if (action === undefined || action === null || (typeof action === 'object' && !action.name && value.answer !== undefined)) {
     if (value.answer === undefined) return { ok: false, reason: 'give either an "action" or, when done, "action": null and an "answer"' };
     return { ok: true, decision: { thought, answer: value.answer } };
   }
-  if (typeof action !== 'object' || Array.isArray(action)) return { ok: false, reason: '"action" must be an object {"name", "arguments"} or null' };
+  if (typeof action !== 'object' || Array.isArray(action))
+    return { ok: false, reason: '"action" must be an object {"name", "arguments"} or null' };
   if (typeof action.name !== 'string' || !toolNames.includes(action.name)) {
     return { ok: false, reason: `unknown tool ${JSON.stringify(action.name)}; the tools are ${toolNames.join(', ')}` };
   }
@@ -139,7 +141,8 @@ export function windowHistory(messages, window) {
  * @param {{
  *   task: string,
  *   tools: Record<string, {description: string, parameters: string, run: (args: object) => Promise<unknown>}>,
- *   chat: (messages: object[], signal?: AbortSignal) => Promise<{content: string, finishReason?: string, model: string, usage: {input: number, output: number}}>,
+ *   chat: (messages: object[], signal?: AbortSignal) =>
+ *     Promise<{content: string, finishReason?: string, model: string, usage: {input: number, output: number}}>,
  *   signal?: AbortSignal,
  *   onStep?: (step: {step: number, thought: string, tool?: string, arguments?: object, ok?: boolean, result?: string}) => void,
  *   onUsage?: (usage: {input: number, output: number}, model: string) => void,
@@ -171,12 +174,17 @@ export async function runLoop(options) {
       if (parsed.ok) return { decision: parsed.decision, raw: reply.content };
       const cut = reply.finishReason === 'length' ? ' Your reply was cut off: keep it shorter.' : '';
       if (attempt >= settings.maxParseRetries) {
-        throw new LoopError(`the model gave ${attempt + 1} unusable replies in a row (last: ${parsed.reason}; ${JSON.stringify(shorten(reply.content, 120))})`);
+        throw new LoopError(
+          `the model gave ${attempt + 1} unusable replies in a row (last: ${parsed.reason}; ${JSON.stringify(shorten(reply.content, 120))})`,
+        );
       }
       // Feed the error back; these two messages only live for this step's retries.
       extra.push(
         { role: 'assistant', content: shorten(reply.content, 2000) },
-        { role: 'user', content: `Your reply could not be used: ${parsed.reason}.${cut} Reply again with exactly one JSON object in the required format.` },
+        {
+          role: 'user',
+          content: `Your reply could not be used: ${parsed.reason}.${cut} Reply again with exactly one JSON object in the required format.`,
+        },
       );
     }
   }
@@ -198,11 +206,20 @@ export async function runLoop(options) {
       ok = false;
       result = `error: ${error.message}`;
     }
-    options.onStep?.({ step, thought: decision.thought, tool: name, arguments: args, ok, result: shorten(result, settings.partialResultChars) });
+    options.onStep?.({
+      step,
+      thought: decision.thought,
+      tool: name,
+      arguments: args,
+      ok,
+      result: shorten(result, settings.partialResultChars),
+    });
     messages.push(
       { role: 'assistant', content: raw.length > 4000 ? JSON.stringify({ thought: decision.thought, action: decision.action }) : raw },
       { role: 'user', content: `Result of ${name}${ok ? '' : ' (failed)'}:\n${shorten(result, settings.toolResultChars)}` },
     );
   }
-  throw new LoopError(`no answer after ${settings.maxSteps} steps (the step limit); raise "max_steps" or split the task`, { retryable: false });
+  throw new LoopError(`no answer after ${settings.maxSteps} steps (the step limit); raise "max_steps" or split the task`, {
+    retryable: false,
+  });
 }

@@ -24,10 +24,14 @@ function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -93,7 +97,8 @@ export function createChat(config) {
       }
       const status = response.status;
       const transient = status === 408 || status === 429 || status >= 500;
-      const hint = status === 401 ? ' (check OPENAI_API_KEY)' : status === 404 ? ` (check OPENAI_BASE_URL and the model name "${config.model}")` : '';
+      const hint =
+        status === 401 ? ' (check OPENAI_API_KEY)' : status === 404 ? ` (check OPENAI_BASE_URL and the model name "${config.model}")` : '';
       throw new ChatError(redact(`${url} answered ${status}: ${detail}${hint}`, config.apiKey), { status, retryable: transient });
     }
     let json;

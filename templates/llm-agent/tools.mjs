@@ -73,7 +73,8 @@ function requireString(args, name, { optional = false } = {}) {
 
 /** Splits `ls -la "my dir"` into words; refuses pipes, redirects, substitutions and globs-of-globs. */
 export function splitCommand(line) {
-  if (SHELL_SYNTAX.test(line)) throw new ToolError('no shell here: pipes, redirects, `;`, `&&` and `$()` are not supported; run one program');
+  if (SHELL_SYNTAX.test(line))
+    throw new ToolError('no shell here: pipes, redirects, `;`, `&&` and `$()` are not supported; run one program');
   const words = [];
   for (const match of line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)) words.push(match[1] ?? match[2] ?? match[3]);
   return words;
@@ -90,7 +91,8 @@ function commandEnv() {
 }
 
 /**
- * @param {{root: string, allowWrites?: boolean, commands?: string[], ask?: (question: string, choices?: string[]) => Promise<string>, signal?: AbortSignal}} options
+ * @param {{root: string, allowWrites?: boolean, commands?: string[],
+ *   ask?: (question: string, choices?: string[]) => Promise<string>, signal?: AbortSignal}} options
  * @returns {Record<string, {description: string, parameters: string, run: (args: object) => Promise<unknown>}>}
  */
 export function createTools(options) {
@@ -106,9 +108,17 @@ export function createTools(options) {
         try {
           text = await fs.readFile(file, 'utf8');
         } catch (error) {
-          throw new ToolError(error.code === 'ENOENT' ? `no such file: ${args.path}` : error.code === 'EISDIR' ? `${args.path} is a directory: use list_dir` : error.message);
+          throw new ToolError(
+            error.code === 'ENOENT'
+              ? `no such file: ${args.path}`
+              : error.code === 'EISDIR'
+                ? `${args.path} is a directory: use list_dir`
+                : error.message,
+          );
         }
-        return text.length > READ_LIMIT_CHARS ? `${text.slice(0, READ_LIMIT_CHARS)}\n… (${text.length - READ_LIMIT_CHARS} more characters)` : text;
+        return text.length > READ_LIMIT_CHARS
+          ? `${text.slice(0, READ_LIMIT_CHARS)}\n… (${text.length - READ_LIMIT_CHARS} more characters)`
+          : text;
       },
     },
     list_dir: {
@@ -133,7 +143,8 @@ export function createTools(options) {
         const command = requireString(args, 'command').trim();
         let argv;
         if (args.args !== undefined) {
-          if (!Array.isArray(args.args) || !args.args.every((a) => typeof a === 'string')) throw new ToolError('"args" must be an array of strings');
+          if (!Array.isArray(args.args) || !args.args.every((a) => typeof a === 'string'))
+            throw new ToolError('"args" must be an array of strings');
           argv = [command, ...args.args];
         } else {
           argv = splitCommand(command);
@@ -146,13 +157,21 @@ export function createTools(options) {
         for (const arg of rest) {
           if (arg.includes('\0')) throw new ToolError('arguments must not contain NUL bytes');
           const value = arg.startsWith('-') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg;
-          if (path.isAbsolute(value) || value.split(/[\\/]/).includes('..') || value.startsWith('~')) confine(root, value.replace(/^~/, '/'));
+          if (path.isAbsolute(value) || value.split(/[\\/]/).includes('..') || value.startsWith('~'))
+            confine(root, value.replace(/^~/, '/'));
         }
         return new Promise((resolve, reject) => {
           const child = execFile(
             program,
             rest,
-            { cwd: root, env: commandEnv(), timeout: COMMAND_TIMEOUT_MS, maxBuffer: COMMAND_OUTPUT_LIMIT, signal: options.signal, windowsHide: true },
+            {
+              cwd: root,
+              env: commandEnv(),
+              timeout: COMMAND_TIMEOUT_MS,
+              maxBuffer: COMMAND_OUTPUT_LIMIT,
+              signal: options.signal,
+              windowsHide: true,
+            },
             (error, stdout, stderr) => {
               if (error && error.name === 'AbortError') return reject(error);
               if (error && error.code === 'ENOENT') return reject(new ToolError(`${program} is not installed`));

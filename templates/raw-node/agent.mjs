@@ -133,7 +133,11 @@ try {
     stats.bytes += content.length;
     for (const byte of content) if (byte === 0x0a) stats.lines += 1;
     if (index % Math.max(1, Math.floor(files.length / 20)) === 0) {
-      send({ task_id: taskId, status: 'partial', data: { progress: Math.round((index / files.length) * 100), step: path.relative(root, file) } });
+      send({
+        task_id: taskId,
+        status: 'partial',
+        data: { progress: Math.round((index / files.length) * 100), step: path.relative(root, file) },
+      });
       await new Promise((resolve) => setImmediate(resolve)); // let cancel messages in
     }
   }

@@ -1,12 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import type { TaskError } from '../../src/main/index.js';
+import type { TaskError } from '../../src/broker/index.js';
 import { locateTask } from '../../src/agent-runtime/locate.js';
 import { fixture, makeBroker, settle } from '../helpers/core.js';
 
 describe('agent runtime SDK', () => {
   test('reads the task id from argv before the environment, and fails loudly without one', () => {
     expect(locateTask(['node', 'a.js', '--task-id=from-argv'], { CURSOR_TASK_ID: 'from-env' }).taskId).toBe('from-argv');
-    expect(locateTask(['node', 'a.js'], { CURSOR_TASK_ID: 'from-env', CURSOR_TASK_ATTEMPT: '3' })).toMatchObject({ taskId: 'from-env', attempt: 3 });
+    expect(locateTask(['node', 'a.js'], { CURSOR_TASK_ID: 'from-env', CURSOR_TASK_ATTEMPT: '3' })).toMatchObject({
+      taskId: 'from-env',
+      attempt: 3,
+    });
     expect(() => locateTask(['node'], {})).toThrow(/No task id.*backchannel run/);
   });
 
@@ -62,7 +65,13 @@ describe('agent runtime SDK', () => {
       import { runAgent } from 'backchannel/agent-runtime';
       const interval = process.env.CURSOR_HEARTBEAT_MS;
       runAgent(async () => { await new Promise((r) => setTimeout(r, 4000)); return interval; });`;
-    const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false, heartbeatTimeoutMs: 3000 });
+    const task = broker.submit({
+      command: 'node',
+      args: ['--input-type=module', '-e', script],
+      cwd: fixture('.'),
+      taskIdArg: false,
+      heartbeatTimeoutMs: 3000,
+    });
     expect((await task.result).data).toBe('1000');
   });
 

@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { BackchannelBridge, BridgeEvent } from '../../src/bridge/contract.js';
 import { BridgeError } from '../../src/bridge/calls.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
-import { createIpcBridge } from '../../src/main/electron/ipc-client.js';
-import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/electron/ipc-handlers.js';
-import type { TaskSnapshot } from '../../src/main/task/types.js';
+import { createIpcBridge } from '../../src/bridge/ipc-client.js';
+import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/ipc-handlers.js';
+import type { TaskSnapshot } from '../../src/model/task.js';
 import { demoRequest, FakeIpc, NodeEventSource, origin, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
 
 const PANEL_URL = 'backchannel://panel/index.html';
@@ -91,7 +91,8 @@ describe('state changes made through one bridge show up in the other', () => {
     const { id } = await ipc.submit(demoRequest('forever', ['--interval=50'], 'cancel me'));
     await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'running');
     // Wait for the snapshot after the process is gone (exit code known): the last one both will see.
-    const ended = (task: { id: string; state: string; exitCode?: number | null }) => task.id === id && task.state === 'cancelled' && task.exitCode !== undefined;
+    const ended = (task: { id: string; state: string; exitCode?: number | null }) =>
+      task.id === id && task.state === 'cancelled' && task.exitCode !== undefined;
     const seenByIpc = waitForTask(ipc.subscribe, ended);
     const seenByHttp = waitForTask(http.subscribe, ended);
     await http.cancel(id);

@@ -12,7 +12,10 @@ interface Run {
 }
 
 /** Runs the real CLI as a child process. `onStderr` sees stderr as it arrives. */
-function cli(args: string[], options: { env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<Run> {
+function cli(
+  args: string[],
+  options: { env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
@@ -104,7 +107,9 @@ describe('backchannel send', () => {
   });
 
   test('without a socket it prints a data: line (the fallback the broker reads)', async () => {
-    const run = await cli(['send', '--status', 'success', '--task-id', 't-1', '--data', '42'], { env: { CURSOR_IPC_PATH: '', CURSOR_IPC_TOKEN: '' } });
+    const run = await cli(['send', '--status', 'success', '--task-id', 't-1', '--data', '42'], {
+      env: { CURSOR_IPC_PATH: '', CURSOR_IPC_TOKEN: '' },
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^data: \{"task_id":"t-1","status":"success".*"data":42\}\n\n$/);
   });
@@ -150,4 +155,3 @@ describe('backchannel run on a terminal', () => {
     expect(run.screen).toContain('"data":{"answer":"dev"}');
   });
 });
-

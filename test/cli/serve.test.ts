@@ -41,12 +41,16 @@ describe('backchannel serve', () => {
         child.on('exit', () => reject(new Error(`serve exited early: ${out}`)));
       });
       const { origin, searchParams } = new URL(url);
-      const tasks = (await (await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })).json()) as { pid?: number; state: string }[];
+      const tasks = (await (
+        await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
+      ).json()) as { pid?: number; state: string }[];
       expect(tasks.length).toBeGreaterThanOrEqual(5);
       // Wait for some to run, then stop: their processes must be gone afterwards.
       let pids: number[] = [];
       for (let i = 0; i < 100 && pids.length === 0; i++) {
-        const now = (await (await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })).json()) as { pid?: number; state: string }[];
+        const now = (await (
+          await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
+        ).json()) as { pid?: number; state: string }[];
         pids = now.filter((t) => t.state === 'running' && t.pid).map((t) => t.pid!);
         if (pids.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -13,7 +13,11 @@ import { AGENT, ROOT, scratchDir } from './serve.js';
 function electronBinary(): { path?: string; reason?: string } {
   const dir = path.join(ROOT, 'node_modules', 'electron');
   const pathFile = path.join(dir, 'path.txt');
-  if (!fs.existsSync(pathFile)) return { reason: 'the electron package was installed without its binary (ELECTRON_SKIP_BINARY_DOWNLOAD=1); run `npx install-electron` where the network allows it' };
+  if (!fs.existsSync(pathFile))
+    return {
+      reason:
+        'the electron package was installed without its binary (ELECTRON_SKIP_BINARY_DOWNLOAD=1); run `npx install-electron` where the network allows it',
+    };
   const binary = path.join(dir, 'dist', fs.readFileSync(pathFile, 'utf8').trim());
   return fs.existsSync(binary) ? { path: binary } : { reason: `Electron's binary is missing at ${binary}` };
 }
@@ -50,19 +54,33 @@ test('tray menu opens the panel, a task runs in it, the tray counts it, and quit
     args: [path.join(ROOT, 'dist', 'main', 'electron', 'main.js')],
     env: { ...testEnv(), BACKCHANNEL_USER_DATA: userData },
   });
-  const tray = (): Promise<TrayState> => app!.evaluate(() => (globalThis as unknown as { __backchannelTest: { tray(): TrayState } }).__backchannelTest.tray());
-  await expect.poll(async () => (await tray()).menu).toEqual(expect.arrayContaining(['Open panel', 'Recent tasks', 'Pause queue', 'Open log file', 'Quit Backchannel']));
+  const tray = (): Promise<TrayState> =>
+    app!.evaluate(() => (globalThis as unknown as { __backchannelTest: { tray(): TrayState } }).__backchannelTest.tray());
+  await expect
+    .poll(async () => (await tray()).menu)
+    .toEqual(expect.arrayContaining(['Open panel', 'Recent tasks', 'Pause queue', 'Open log file', 'Quit Backchannel']));
 
   const windowOpened = app.waitForEvent('window');
-  await app.evaluate(() => (globalThis as unknown as { __backchannelTest: { clickMenuItem(l: string): boolean } }).__backchannelTest.clickMenuItem('Open panel'));
+  await app.evaluate(() =>
+    (globalThis as unknown as { __backchannelTest: { clickMenuItem(l: string): boolean } }).__backchannelTest.clickMenuItem('Open panel'),
+  );
   const page = await windowOpened;
   await expect(page.locator('#empty')).toBeVisible();
   expect(page.url()).toBe('backchannel://panel/index.html');
 
   // Secure defaults, and the page sees the bridge and nothing else.
-  const prefs = await app.evaluate(() => (globalThis as unknown as { __backchannelTest: { webPreferences(): Record<string, unknown> } }).__backchannelTest.webPreferences());
+  const prefs = await app.evaluate(() =>
+    (globalThis as unknown as { __backchannelTest: { webPreferences(): Record<string, unknown> } }).__backchannelTest.webPreferences(),
+  );
   expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
-  expect(await page.evaluate(() => [typeof window.backchannel, typeof (window as unknown as { require?: unknown }).require, typeof (window as unknown as { process?: unknown }).process, typeof (window as unknown as { ipcRenderer?: unknown }).ipcRenderer])).toEqual(['object', 'undefined', 'undefined', 'undefined']);
+  expect(
+    await page.evaluate(() => [
+      typeof window.backchannel,
+      typeof (window as unknown as { require?: unknown }).require,
+      typeof (window as unknown as { process?: unknown }).process,
+      typeof (window as unknown as { ipcRenderer?: unknown }).ipcRenderer,
+    ]),
+  ).toEqual(['object', 'undefined', 'undefined', 'undefined']);
   expect((await page.evaluate(() => window.backchannel.info())).mode).toBe('electron');
 
   // A task from a template, through the panel.
@@ -75,18 +93,23 @@ test('tray menu opens the panel, a task runs in it, the tray counts it, and quit
   await expect.poll(async () => (await tray()).menu.some((label) => label.startsWith('Recent tasks > ✓ electron task'))).toBe(true);
 
   // A running task shows in the tooltip, and quitting cancels it and ends its process.
-  const { id } = await page.evaluate((agent) => window.backchannel.submit({ command: agent, args: ['--mode=forever'], label: 'still running' }), AGENT);
+  const { id } = await page.evaluate(
+    (agent) => window.backchannel.submit({ command: agent, args: ['--mode=forever'], label: 'still running' }),
+    AGENT,
+  );
   await expect.poll(async () => (await tray()).tooltip).toContain('1 running');
   const pid = await page.evaluate(async (taskId) => (await window.backchannel.getTask(taskId)).task.pid, id);
   expect(pid).toBeGreaterThan(0);
   await app.close();
   app = undefined;
-  await expect.poll(() => {
-    try {
-      process.kill(pid!, 0);
-      return 'alive';
-    } catch {
-      return 'gone';
-    }
-  }).toBe('gone');
+  await expect
+    .poll(() => {
+      try {
+        process.kill(pid!, 0);
+        return 'alive';
+      } catch {
+        return 'gone';
+      }
+    })
+    .toBe('gone');
 });

@@ -26,7 +26,8 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
   test.setTimeout(180_000);
   await page.goto(serve.url);
   await expect(page.locator('#empty')).toBeVisible();
-  // 400 ticks of 0.5 s: ~200 s per task, so all are live even when submitting 200 is slow on a loaded box (they are cancelled when the server stops), long enough to measure while all of them are live.
+  // 400 ticks of 0.5 s: ~200 s per task, so all are live even when submitting 200 is slow on a loaded box
+  // (they are cancelled when the server stops), long enough to measure while all of them are live.
   for (let i = 0; i < TASKS; i += 20) {
     await Promise.all(Array.from({ length: 20 }, (_, j) => serve.submit('ticker', ['400', '0.5'], { label: `ticker ${i + j}` })));
   }
@@ -89,7 +90,9 @@ test('200 live tasks updating twice a second render at most ~10 times a second w
   const p90 = sorted[Math.floor(sorted.length * 0.9)] ?? 0;
   const moved = after.filter((value, i) => value !== before[i]).length;
   const writesPerRender = measured.mutations / Math.max(1, measured.renders.length);
-  console.log(`200 live tasks: ${writesPerRender.toFixed(0)} DOM writes per render; ${measured.renders.length} renders in ${measured.seconds.toFixed(1)} s, p90 ${p90.toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms; ${measured.frames} frames, longest gap ${measured.maxFrameGap.toFixed(0)} ms; main thread busy ${(busy * 100).toFixed(0)}%; ${moved} bars moved`);
+  console.log(
+    `200 live tasks: ${writesPerRender.toFixed(0)} DOM writes per render; ${measured.renders.length} renders in ${measured.seconds.toFixed(1)} s, p90 ${p90.toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms; ${measured.frames} frames, longest gap ${measured.maxFrameGap.toFixed(0)} ms; main thread busy ${(busy * 100).toFixed(0)}%; ${moved} bars moved`,
+  );
 
   // Coalesced: at most ~10 renders a second however many updates arrive (1000/s here)...
   expect(measured.renders.length).toBeLessThanOrEqual(Math.ceil(measured.seconds * 10) + 2);

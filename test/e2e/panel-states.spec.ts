@@ -17,7 +17,8 @@ test.afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const badge = (page: Page, label: string) => page.locator('li.task', { has: page.locator('.task-label', { hasText: label }) }).locator('.badge');
+const badge = (page: Page, label: string) =>
+  page.locator('li.task', { has: page.locator('.task-label', { hasText: label }) }).locator('.badge');
 
 test('the panel shows every task state at once (screenshot)', async ({ page }) => {
   test.setTimeout(120_000);
@@ -27,7 +28,14 @@ test('the panel shows every task state at once (screenshot)', async ({ page }) =
   // A server killed while a task runs leaves that task "interrupted" in its history.
   const killed = await startServe(dataDir);
   const doomed = await killed.submit('forever', ['--interval=200'], { label: 'Index the monorepo (server was killed)' });
-  await expect.poll(async () => (await killed.api<{ state: string }>('GET', `/api/tasks/${doomed}`).then((d) => (d as unknown as { task: { state: string } }).task.state))).toBe('running');
+  await expect
+    .poll(
+      async () =>
+        await killed
+          .api<{ state: string }>('GET', `/api/tasks/${doomed}`)
+          .then((d) => (d as unknown as { task: { state: string } }).task.state),
+    )
+    .toBe('running');
   await killed.stop('SIGKILL');
 
   serve = await startServe(dataDir, ['--concurrency', '5']);
@@ -51,7 +59,9 @@ test('the panel shows every task state at once (screenshot)', async ({ page }) =
   await expect(badge(page, 'Summarise src/')).toHaveText('Running');
   await expect(badge(page, 'Scan for unused exports')).toHaveText('Running');
   await expect(badge(page, 'Review the open pull request')).toHaveText('Needs answer');
-  await expect.poll(() => page.locator('li.task', { hasText: 'Summarise src/' }).locator('.progress').getAttribute('aria-valuenow').then(Number)).toBeGreaterThan(3);
+  await expect
+    .poll(() => page.locator('li.task', { hasText: 'Summarise src/' }).locator('.progress').getAttribute('aria-valuenow').then(Number))
+    .toBeGreaterThan(3);
 
   await page.locator('#pause').click();
   await expect(page.locator('#paused-banner')).toBeVisible();

@@ -34,7 +34,9 @@ function guardDialogs(page: Page): string[] {
 }
 
 const row = (page: Page, label: string): Locator =>
-  page.locator('li.task', { has: page.locator('.task-label', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  page.locator('li.task', {
+    has: page.locator('.task-label', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
+  });
 
 /** Labels and groups (0 running, 1 queued, 2 finished) of the rows, top to bottom. */
 async function order(page: Page): Promise<{ label: string; group: number }[]> {
@@ -94,7 +96,12 @@ test('rows are ordered running, queued, finished and move when a task changes st
   rows = await order(page);
   expect(rows.map((r) => r.group)).toEqual([...rows.map((r) => r.group)].sort((a, b) => a - b));
   // The most recently finished task leads the finished group, above the one cancelled before it.
-  expect(rows.slice(0, 2).map((r) => r.label).sort()).toEqual(['slot 2', 'slot 3']);
+  expect(
+    rows
+      .slice(0, 2)
+      .map((r) => r.label)
+      .sort(),
+  ).toEqual(['slot 2', 'slot 3']);
   expect(rows[2]).toEqual({ label: 'waits for a slot', group: 2 });
   expect(rows[3]).toEqual({ label: 'slot 1', group: 2 });
 });

@@ -29,11 +29,15 @@ export function scratchDir(): string {
 }
 
 export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<Serve> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs], {
-    cwd: ROOT,
-    env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs],
+    {
+      cwd: ROOT,
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {

@@ -74,9 +74,14 @@ describe('with the openai client', () => {
   test('with an api_key, the client must send it', async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir), api_key: 'sekrit-key' }, { dir });
-    const ok = await client(gateway.baseURL, 'sekrit-key').chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] });
+    const ok = await client(gateway.baseURL, 'sekrit-key').chat.completions.create({
+      model: 'echo',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(ok.choices[0]!.message.content).toBe('Hello: x');
-    const wrong = await client(gateway.baseURL, 'nope').chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    const wrong = await client(gateway.baseURL, 'nope')
+      .chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(OpenAI.AuthenticationError);
     const bare = await raw(`${gateway.baseURL}/models`);
     expect(bare.status).toBe(401);
@@ -89,12 +94,25 @@ describe('streaming over raw HTTP', () => {
   test('events are role, deltas, stop, usage, then [DONE] and the end', async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
-    const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'echo', stream: true, stream_options: { include_usage: true }, messages: userMessage('ping') });
+    const res = await raw(`${gateway.baseURL}/chat/completions`, {
+      model: 'echo',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: userMessage('ping'),
+    });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(res.headers['x-backchannel-task-id']).toMatch(/^[0-9a-f-]{36}$/);
     const shapes = res.events.map((e) =>
-      e.data === '[DONE]' ? 'DONE' : e.data.usage ? 'usage' : e.data.choices[0].finish_reason ? 'stop' : e.data.choices[0].delta.role ? 'role' : 'content',
+      e.data === '[DONE]'
+        ? 'DONE'
+        : e.data.usage
+          ? 'usage'
+          : e.data.choices[0].finish_reason
+            ? 'stop'
+            : e.data.choices[0].delta.role
+              ? 'role'
+              : 'content',
     );
     expect(shapes).toEqual(['role', 'content', 'content', 'content', 'stop', 'usage', 'DONE']);
     expect(res.text.endsWith('data: [DONE]\n\n')).toBe(true);
@@ -108,7 +126,7 @@ describe('streaming over raw HTTP', () => {
     expect(res.events.at(-1)!.data).toBe('[DONE]');
   });
 
-  test('the first chunk leaves within milliseconds of the agent\'s first partial', async () => {
+  test("the first chunk leaves within milliseconds of the agent's first partial", async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
     const latencies: number[] = [];
@@ -132,15 +150,23 @@ describe('quiet agents', () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir, keepAliveMs: 50 });
     const viaClient = (async () => {
-      const stream = await client(gateway.baseURL).chat.completions.create({ model: 'slow', messages: [{ role: 'user', content: 'x' }], stream: true });
+      const stream = await client(gateway.baseURL).chat.completions.create({
+        model: 'slow',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      });
       let text = '';
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
       return text;
     })();
     const release = () => fs.writeFileSync(path.join(dir, 'release'), '');
-    const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('x') }, {
-      onText: (text) => text.includes(': keep-alive\n\n') && release(),
-    });
+    const res = await raw(
+      `${gateway.baseURL}/chat/completions`,
+      { model: 'slow', stream: true, messages: userMessage('x') },
+      {
+        onText: (text) => text.includes(': keep-alive\n\n') && release(),
+      },
+    );
     expect(res.text).toContain(': keep-alive\n\n');
     expect(res.events.map((e) => (e.data === '[DONE]' ? '' : (e.data.choices[0]?.delta.content ?? ''))).join('')).toBe('working, done');
     expect(res.events.at(-1)!.data).toBe('[DONE]');
@@ -148,7 +174,7 @@ describe('quiet agents', () => {
   });
 });
 
-describe('errors before the stream starts get an HTTP status and OpenAI\'s error shape', () => {
+describe("errors before the stream starts get an HTTP status and OpenAI's error shape", () => {
   test.each([
     ['invalid JSON', '{"model": ', 'invalid_request_error', null],
     ['no messages', { model: 'echo' }, 'invalid_request_error', 'messages'],
@@ -174,7 +200,7 @@ describe('errors before the stream starts get an HTTP status and OpenAI\'s error
     expect(res.json.error.message).toContain('echo');
   });
 
-  test('500 with the agent\'s reason when it fails', async () => {
+  test("500 with the agent's reason when it fails", async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
     for (const stream of [false, true]) {
@@ -191,7 +217,11 @@ describe('errors before the stream starts get an HTTP status and OpenAI\'s error
     expect((await raw(`${gateway.baseURL}/completions`, { prompt: 'x' })).status).toBe(404);
     const rebinding = await raw(`${gateway.baseURL}/models`, undefined, { headers: { Host: `evil.example:${gateway.port}` } });
     expect(rebinding.status).toBe(403);
-    const crossSite = await raw(`${gateway.baseURL}/chat/completions`, { model: 'echo', messages: userMessage('x') }, { headers: { Origin: 'https://evil.example' } });
+    const crossSite = await raw(
+      `${gateway.baseURL}/chat/completions`,
+      { model: 'echo', messages: userMessage('x') },
+      { headers: { Origin: 'https://evil.example' } },
+    );
     expect(crossSite.status).toBe(403);
     expect(gateway.broker.tasks()).toEqual([]);
   });
@@ -237,9 +267,13 @@ describe('timeouts and disconnects stop the agent', () => {
   test('a client that disconnects mid-stream cancels its task and the process tree goes', async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
-    await raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('hi') }, {
-      onEvent: (event) => event.data !== '[DONE]' && event.data.choices?.[0]?.delta.content === 'working',
-    });
+    await raw(
+      `${gateway.baseURL}/chat/completions`,
+      { model: 'slow', stream: true, messages: userMessage('hi') },
+      {
+        onEvent: (event) => event.data !== '[DONE]' && event.data.choices?.[0]?.delta.content === 'working',
+      },
+    );
     const [pids] = slowPids(dir);
     await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
     await waitFor(() => gateway.broker.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
@@ -268,9 +302,13 @@ describe('giving up and shutting down', () => {
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
     let streaming!: () => void;
     const started = new Promise<void>((resolve) => (streaming = resolve));
-    const response = raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', stream: true, messages: userMessage('x') }, {
-      onEvent: (event) => void (event.data !== '[DONE]' && event.data.choices?.[0]?.delta.content && streaming()),
-    });
+    const response = raw(
+      `${gateway.baseURL}/chat/completions`,
+      { model: 'slow', stream: true, messages: userMessage('x') },
+      {
+        onEvent: (event) => void (event.data !== '[DONE]' && event.data.choices?.[0]?.delta.content && streaming()),
+      },
+    );
     await started;
     await gateway.close();
     const res = await response;
@@ -284,7 +322,9 @@ describe('concurrency and visibility', () => {
   test('with max_concurrent 5 the sixth request waits in the queue, then is answered', async () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir), max_concurrent: 5 }, { dir });
-    const requests = Array.from({ length: 6 }, (_, i) => raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`request ${i}`) }));
+    const requests = Array.from({ length: 6 }, (_, i) =>
+      raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`request ${i}`) }),
+    );
     await waitFor(() => slowPids(dir).length === 5, 'five agents to start');
     await waitFor(() => gateway.broker.tasks().length === 6, 'six tasks');
     const states = gateway.broker.tasks().map((t) => t.state);
@@ -311,7 +351,9 @@ describe('concurrency and visibility', () => {
     const dir = tempDir('bc-gw-');
     const { broker } = makeBroker({ concurrency: 10 });
     const gateway = await startTestGateway({ models: standinModels(dir), max_concurrent: 2 }, { dir, broker });
-    const requests = Array.from({ length: 3 }, () => raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('x') }));
+    const requests = Array.from({ length: 3 }, () =>
+      raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('x') }),
+    );
     await waitFor(() => slowPids(dir).length === 2, 'two agents to start');
     await waitFor(() => gateway.broker.stats().running === 2, 'two running tasks');
     expect(broker.tasks()).toHaveLength(2); // the third waits in the gateway, not in the broker

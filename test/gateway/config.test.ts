@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { AnswerStream, finalText, usageOf } from '../../src/main/gateway/answer.js';
-import { cursorTemplatePath, GatewayConfigError, loadGatewayConfig, resolveGatewayConfig } from '../../src/main/gateway/config.js';
-import { parseModelList } from '../../src/main/gateway/cursor-cli.js';
-import { buildPrompt, InvalidRequest, parseChatRequest } from '../../src/main/gateway/request.js';
+import { AnswerStream, finalText, usageOf } from '../../src/gateway/answer.js';
+import { cursorTemplatePath, GatewayConfigError, loadGatewayConfig, resolveGatewayConfig } from '../../src/gateway/config.js';
+import { parseModelList } from '../../src/gateway/cursor-cli.js';
+import { buildPrompt, InvalidRequest, parseChatRequest } from '../../src/gateway/request.js';
 import { tempDir } from '../helpers/core.js';
 
 describe('config', () => {
@@ -53,10 +53,22 @@ describe('config', () => {
       ].join('\n'),
     );
     const config = loadGatewayConfig(file);
-    expect(config).toMatchObject({ port: 9000, apiKey: 'k-123', defaultModel: 'mine', requestTimeoutMs: 60_000, maxConcurrent: 2, source: file });
+    expect(config).toMatchObject({
+      port: 9000,
+      apiKey: 'k-123',
+      defaultModel: 'mine',
+      requestTimeoutMs: 60_000,
+      maxConcurrent: 2,
+      source: file,
+    });
     expect(config.cursorCliPath).toBe(path.join(dir, 'bin/agent'));
     expect(config.models.fast).toEqual({ kind: 'cursor-cli', cliModel: 'gpt-5', allowWrites: true, env: {} });
-    expect(config.models.mine).toEqual({ kind: 'command', command: path.join(dir, 'agents/mine.mjs'), args: ['--verbose'], env: { LEVEL: '3' } });
+    expect(config.models.mine).toEqual({
+      kind: 'command',
+      command: path.join(dir, 'agents/mine.mjs'),
+      args: ['--verbose'],
+      env: { LEVEL: '3' },
+    });
   });
 
   test('the CLI path comes from the config, else CURSOR_AGENT_BIN, else `agent`', () => {
@@ -69,7 +81,7 @@ describe('config', () => {
     [{ max_concurrent: 0 }, /`max_concurrent`/],
     [{ prot: 1 }, /unknown config key\(s\): prot/],
     [{ models: { x: { command: 'a', template: 'cursor-cli' } } }, /either `command` or `template`/],
-    [{ models: { x: { args: 'no' , command: 'a' } } }, /models\.x\.args/],
+    [{ models: { x: { args: 'no', command: 'a' } } }, /models\.x\.args/],
     [{ models: { x: { template: 'claude' } } }, /only "cursor-cli"/],
   ])('rejects %j', (raw, message) => {
     expect(() => resolveGatewayConfig(raw)).toThrow(GatewayConfigError);
@@ -92,8 +104,18 @@ describe('requests and prompts', () => {
     const request = parseChatRequest({
       messages: [
         { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: 'Look at ' }, { type: 'image_url', image_url: { url: 'x' } }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Look at ' },
+            { type: 'image_url', image_url: { url: 'x' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'file text' },
       ],
       stream: true,
@@ -134,13 +156,13 @@ describe('requests and prompts', () => {
 describe('answer text', () => {
   test('growing text, new segments and explicit deltas all become deltas', () => {
     const answer = new AnswerStream();
-    expect([answer.push({ text: 'Hel' }), answer.push({ text: 'Hello' }), answer.push({ progress: 5 }), answer.push({ text: ' world' }), answer.push({ delta: '!' })]).toEqual([
-      'Hel',
-      'lo',
-      '',
-      ' world',
-      '!',
-    ]);
+    expect([
+      answer.push({ text: 'Hel' }),
+      answer.push({ text: 'Hello' }),
+      answer.push({ progress: 5 }),
+      answer.push({ text: ' world' }),
+      answer.push({ delta: '!' }),
+    ]).toEqual(['Hel', 'lo', '', ' world', '!']);
     expect(answer.finish('Hello world! Bye')).toBe(' Bye');
     expect(answer.text).toBe('Hello world! Bye');
   });
@@ -155,19 +177,32 @@ describe('answer text', () => {
     expect(finalText({ text: 'a' })).toBe('a');
     expect(finalText('b')).toBe('b');
     expect(finalText({ content: 'c' })).toBe('c');
-    expect(usageOf({}, { token_usage: { input: 3, output: 4 } }, '', '')).toEqual({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
-    expect(usageOf({}, { usage: { inputTokens: 1, outputTokens: 2 } }, '', '')).toEqual({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 });
-    expect(usageOf({}, {}, 'x'.repeat(40), 'y'.repeat(8))).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, estimated: true });
+    expect(usageOf({}, { token_usage: { input: 3, output: 4 } }, '', '')).toEqual({
+      prompt_tokens: 3,
+      completion_tokens: 4,
+      total_tokens: 7,
+    });
+    expect(usageOf({}, { usage: { inputTokens: 1, outputTokens: 2 } }, '', '')).toEqual({
+      prompt_tokens: 1,
+      completion_tokens: 2,
+      total_tokens: 3,
+    });
+    expect(usageOf({}, {}, 'x'.repeat(40), 'y'.repeat(8))).toEqual({
+      prompt_tokens: 10,
+      completion_tokens: 2,
+      total_tokens: 12,
+      estimated: true,
+    });
   });
 });
 
 describe('the Cursor CLI model list', () => {
   test('reads `id - Name` lines, skipping headings and colours', () => {
-    expect(parseModelList('Available models\n\n\u001b[36mauto\u001b[39m - Auto\ngpt-5 - GPT-5\nsonnet-4.5 - Claude 4.5 Sonnet (current)\n\nTip: use --model <id>\n')).toEqual([
-      'auto',
-      'gpt-5',
-      'sonnet-4.5',
-    ]);
+    expect(
+      parseModelList(
+        'Available models\n\n\u001b[36mauto\u001b[39m - Auto\ngpt-5 - GPT-5\nsonnet-4.5 - Claude 4.5 Sonnet (current)\n\nTip: use --model <id>\n',
+      ),
+    ).toEqual(['auto', 'gpt-5', 'sonnet-4.5']);
   });
 
   test('reads bare lists and JSON lists; ignores stream-json events', () => {

@@ -19,7 +19,13 @@ afterEach(() => {
 });
 
 function cursorModels(dir: string) {
-  const scenario = (name: string) => ({ env: { STANDIN_SCENARIO: name, STANDIN_ARGV_FILE: path.join(dir, `${name}.argv.json`), STANDIN_PID_FILE: path.join(dir, `${name}.pids.json`) } });
+  const scenario = (name: string) => ({
+    env: {
+      STANDIN_SCENARIO: name,
+      STANDIN_ARGV_FILE: path.join(dir, `${name}.argv.json`),
+      STANDIN_PID_FILE: path.join(dir, `${name}.pids.json`),
+    },
+  });
   return {
     'cursor-cli': scenario('normal'),
     'cursor-error': scenario('error-result'),
@@ -36,9 +42,13 @@ async function gatewayWithCursor(extra: Record<string, unknown> = {}) {
 }
 
 describe('the cursor-cli template behind the gateway', () => {
-  test('streams each assistant segment as content and ends with the CLI\'s result', async () => {
+  test("streams each assistant segment as content and ends with the CLI's result", async () => {
     const { dir, openai } = await gatewayWithCursor();
-    const stream = await openai.chat.completions.create({ model: 'cursor-cli', messages: [{ role: 'user', content: 'Summarise README.md' }], stream: true });
+    const stream = await openai.chat.completions.create({
+      model: 'cursor-cli',
+      messages: [{ role: 'user', content: 'Summarise README.md' }],
+      stream: true,
+    });
     const deltas: string[] = [];
     for await (const chunk of stream) {
       const content = chunk.choices[0]?.delta.content;
@@ -65,7 +75,7 @@ describe('the cursor-cli template behind the gateway', () => {
     expect(argv[argv.indexOf('--model') + 1]).toBe('sonnet-4.5');
   });
 
-  test('a CLI error result is a 500 with the CLI\'s message', async () => {
+  test("a CLI error result is a 500 with the CLI's message", async () => {
     const { gateway } = await gatewayWithCursor();
     const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'cursor-error', messages: userMessage('hi') });
     expect(res.status).toBe(500);
@@ -88,7 +98,7 @@ describe('the cursor-cli template behind the gateway', () => {
     expect(health.json).toMatchObject({ status: 'ok', agent_cli: { available: false, path: '/nonexistent/agent' } });
   });
 
-  test('the CLI\'s first token reaches the client within milliseconds', async () => {
+  test("the CLI's first token reaches the client within milliseconds", async () => {
     const { gateway } = await gatewayWithCursor({ cursor_cli_path: fixture('gateway/bin/agent-timestamps') });
     const latencies: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -104,9 +114,13 @@ describe('the cursor-cli template behind the gateway', () => {
 
   test('a client that disconnects mid-stream stops the CLI and the workers it left behind', async () => {
     const { dir, gateway } = await gatewayWithCursor();
-    const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'cursor-silent', stream: true, messages: userMessage('hi') }, {
-      onEvent: () => true, // the role chunk, sent on the template's first partial
-    });
+    const res = await raw(
+      `${gateway.baseURL}/chat/completions`,
+      { model: 'cursor-silent', stream: true, messages: userMessage('hi') },
+      {
+        onEvent: () => true, // the role chunk, sent on the template's first partial
+      },
+    );
     expect(res.status).toBe(200);
     const pidFile = path.join(dir, 'silent.pids.json');
     await waitFor(() => fs.existsSync(pidFile), 'the stand-in CLI to start');
@@ -119,17 +133,26 @@ describe('the cursor-cli template behind the gateway', () => {
 });
 
 describe('models and health', () => {
-  test('/v1/models lists the configured models and the CLI\'s own', async () => {
+  test("/v1/models lists the configured models and the CLI's own", async () => {
     const { openai } = await gatewayWithCursor();
     const models = [];
     for await (const model of openai.models.list()) models.push(model);
-    expect(models.map((m) => m.id)).toEqual(['cursor-cli', 'cursor-error', 'cursor-auth', 'cursor-silent', 'sonnet', 'auto', 'gpt-5', 'sonnet-4.5']);
+    expect(models.map((m) => m.id)).toEqual([
+      'cursor-cli',
+      'cursor-error',
+      'cursor-auth',
+      'cursor-silent',
+      'sonnet',
+      'auto',
+      'gpt-5',
+      'sonnet-4.5',
+    ]);
     expect(models.find((m) => m.id === 'gpt-5')).toMatchObject({ object: 'model', owned_by: 'cursor' });
     expect(models.find((m) => m.id === 'sonnet')).toMatchObject({ object: 'model', owned_by: 'backchannel' });
     expect(await openai.models.retrieve('auto')).toMatchObject({ id: 'auto' });
   });
 
-  test('a model from the CLI\'s list runs the template with --model', async () => {
+  test("a model from the CLI's list runs the template with --model", async () => {
     const dir = tempDir('bc-gwc-');
     process.env.STANDIN_ARGV_FILE = path.join(dir, 'argv.json'); // CLI models get the gateway's environment
     const gateway = await startTestGateway({ cursor_cli_path: AGENT }, { dir });
@@ -150,6 +173,11 @@ describe('models and health', () => {
     const { gateway } = await gatewayWithCursor();
     const res = await raw(`${gateway.url}/health`);
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ status: 'ok', agent_cli: { available: true, path: AGENT }, default_model: 'cursor-cli', max_concurrent: 5 });
+    expect(res.json).toMatchObject({
+      status: 'ok',
+      agent_cli: { available: true, path: AGENT },
+      default_model: 'cursor-cli',
+      max_concurrent: 5,
+    });
   });
 });

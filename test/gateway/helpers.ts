@@ -2,8 +2,8 @@
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { resolveGatewayConfig, startGateway, type Gateway } from '../../src/main/gateway/index.js';
-import type { TaskBroker } from '../../src/main/index.js';
+import { resolveGatewayConfig, startGateway, type Gateway } from '../../src/gateway/index.js';
+import type { TaskBroker } from '../../src/broker/index.js';
 import { fixture, tempDir } from '../helpers/core.js';
 
 const open: Gateway[] = [];
@@ -17,20 +17,33 @@ export const STANDIN_AGENT = fixture('gateway/agent.mjs');
 export function standinModels(dir: string): Record<string, unknown> {
   const env = { GATEWAY_PID_DIR: dir, GATEWAY_RELEASE_FILE: path.join(dir, 'release') };
   const model = (mode: string) => ({ command: STANDIN_AGENT, env: { ...env, GATEWAY_STANDIN: mode } });
-  return { echo: model('echo'), slow: model('slow'), fail: model('fail'), 'fail-streaming': model('fail-streaming'), latency: model('latency') };
+  return {
+    echo: model('echo'),
+    slow: model('slow'),
+    fail: model('fail'),
+    'fail-streaming': model('fail-streaming'),
+    latency: model('latency'),
+  };
 }
 
 /**
  * Starts a gateway from a config in the file's shape (port 0 unless given). Without `broker`, the
  * gateway makes its own (the CLI's path), with its endpoints in a private temp directory.
  */
-export async function startTestGateway(raw: Record<string, unknown>, options: { broker?: TaskBroker; dir?: string; keepAliveMs?: number } = {}): Promise<Gateway> {
+export async function startTestGateway(
+  raw: Record<string, unknown>,
+  options: { broker?: TaskBroker; dir?: string; keepAliveMs?: number } = {},
+): Promise<Gateway> {
   const dir = options.dir ?? tempDir('bc-gw-');
   const saved = process.env.CURSOR_IPC_DIR;
   process.env.CURSOR_IPC_DIR = path.join(dir, 'ipc');
   try {
     const config = resolveGatewayConfig({ port: 0, ...raw }, process.env, dir);
-    const gateway = await startGateway({ config, ...(options.broker ? { broker: options.broker } : {}), ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}) });
+    const gateway = await startGateway({
+      config,
+      ...(options.broker ? { broker: options.broker } : {}),
+      ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
+    });
     open.push(gateway);
     return gateway;
   } finally {
@@ -67,41 +80,48 @@ export interface RawOptions {
 export function raw(url: string, body?: unknown, options: RawOptions = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const req = http.request(url, { method: options.method ?? (payload === undefined ? 'GET' : 'POST'), headers: { 'Content-Type': 'application/json', ...options.headers } }, (res) => {
-      let text = '';
-      let pending = '';
-      const events: RawEvent[] = [];
-      const done = () => {
-        let json;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, events });
-      };
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const at = performance.timeOrigin + performance.now();
-        text += chunk;
-        options.onText?.(text);
-        pending += chunk;
-        const parts = pending.split('\n\n');
-        pending = parts.pop() ?? '';
-        for (const part of parts) {
-          if (!part.startsWith('data: ')) continue;
-          const value = part.slice(6);
-          const event = { data: value === '[DONE]' ? value : JSON.parse(value), at };
-          events.push(event);
-          if (options.onEvent?.(event) === true) {
-            req.destroy();
-            done();
+    const req = http.request(
+      url,
+      {
+        method: options.method ?? (payload === undefined ? 'GET' : 'POST'),
+        headers: { 'Content-Type': 'application/json', ...options.headers },
+      },
+      (res) => {
+        let text = '';
+        let pending = '';
+        const events: RawEvent[] = [];
+        const done = () => {
+          let json;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
           }
-        }
-      });
-      res.on('end', done);
-      res.on('error', () => done());
-    });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json, events });
+        };
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const at = performance.timeOrigin + performance.now();
+          text += chunk;
+          options.onText?.(text);
+          pending += chunk;
+          const parts = pending.split('\n\n');
+          pending = parts.pop() ?? '';
+          for (const part of parts) {
+            if (!part.startsWith('data: ')) continue;
+            const value = part.slice(6);
+            const event = { data: value === '[DONE]' ? value : JSON.parse(value), at };
+            events.push(event);
+            if (options.onEvent?.(event) === true) {
+              req.destroy();
+              done();
+            }
+          }
+        });
+        res.on('end', done);
+        res.on('error', () => done());
+      },
+    );
     req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
     if (payload !== undefined) req.write(payload);
     req.end();

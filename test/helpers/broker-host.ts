@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { afterEach } from 'vitest';
-import type { BrokerOptions, TaskSnapshot, TaskSpec } from '../../src/main/index.js';
+import type { BrokerOptions, TaskSnapshot, TaskSpec } from '../../src/broker/index.js';
 import { fixture } from './core.js';
 
 export interface HostStats {

@@ -5,9 +5,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TaskBroker, TaskError, silentLogger, type BrokerOptions, type TaskHandle } from '../../src/main/index.js';
+import { TaskBroker, TaskError, silentLogger, type BrokerOptions, type TaskHandle } from '../../src/broker/index.js';
 import type { FinalPayload, Payload } from '../../src/protocol/index.js';
-import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../../src/main/task/types.js';
+import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../../src/model/task.js';
 
 export interface TestBroker {
   broker: TaskBroker;
@@ -73,6 +73,10 @@ export function startTask(broker: TaskBroker, spec: TaskSpec, onUpdate?: (update
   return { handle, partials, updates, done };
 }
 
-export function runTask(broker: TaskBroker, spec: TaskSpec, onUpdate?: (update: TaskUpdate, handle: TaskHandle) => void): Promise<Finished> {
+export function runTask(
+  broker: TaskBroker,
+  spec: TaskSpec,
+  onUpdate?: (update: TaskUpdate, handle: TaskHandle) => void,
+): Promise<Finished> {
   return startTask(broker, spec, onUpdate).done;
 }

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
-import { TaskBroker, type BrokerOptions } from '../../src/main/index.js';
-import { silentLogger } from '../../src/main/log.js';
+import { TaskBroker, type BrokerOptions } from '../../src/broker/index.js';
+import { silentLogger } from '../../src/broker/log.js';
 
 export { isAlive, waitUntilGone } from './processes.js';
 

@@ -92,7 +92,14 @@ export async function startFakeOpenAI(script: ScriptedReply[]): Promise<FakeOpen
         return;
       }
       if (reply.status !== undefined && reply.status !== 200) {
-        send(reply.status, { error: { message: reply.content ?? 'scripted failure', type: reply.status >= 500 ? 'api_error' : 'invalid_request_error', param: null, code: null } });
+        send(reply.status, {
+          error: {
+            message: reply.content ?? 'scripted failure',
+            type: reply.status >= 500 ? 'api_error' : 'invalid_request_error',
+            param: null,
+            code: null,
+          },
+        });
         return;
       }
       const usage = reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 };

@@ -8,11 +8,11 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHeadless, type Headless, type HeadlessOptions } from '../../src/main/headless/start.js';
-import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/main/electron/ipc-handlers.js';
-import type { IpcRendererLike } from '../../src/main/electron/ipc-client.js';
+import { startHeadless, type Headless, type HeadlessOptions } from '../../src/hosts/headless/start.js';
+import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/main/ipc-handlers.js';
+import type { IpcRendererLike } from '../../src/bridge/ipc-client.js';
 import type { EventSourceLike } from '../../src/renderer/http-bridge.js';
-import type { TaskSnapshot } from '../../src/main/task/types.js';
+import type { TaskSnapshot } from '../../src/model/task.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_AGENT = path.join(ROOT, 'scripts', 'demo-agents', 'agent.mjs');

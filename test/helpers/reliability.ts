@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect } from 'vitest';
-import type { Logger } from '../../src/main/index.js';
+import type { Logger } from '../../src/broker/index.js';
 import { fixture, isAlive, leftovers, tempDir, waitFor } from './core.js';
 
 export function hostile(name: string): string {
@@ -56,9 +56,11 @@ export interface CapturedLine {
 /** A Logger that keeps what it is told, for asserting on "one clear error". */
 export function captureLogger(): Logger & { lines: CapturedLine[]; at(level: CapturedLine['level']): string[] } {
   const lines: CapturedLine[] = [];
-  const put = (level: CapturedLine['level']) => (...params: unknown[]) => {
-    lines.push({ level, text: params.map((p) => (p instanceof Error ? p.message : String(p))).join(' ') });
-  };
+  const put =
+    (level: CapturedLine['level']) =>
+    (...params: unknown[]) => {
+      lines.push({ level, text: params.map((p) => (p instanceof Error ? p.message : String(p))).join(' ') });
+    };
   return {
     lines,
     error: put('error'),

@@ -65,9 +65,17 @@ describe('broker crash and restart', () => {
       attempt: 1,
     });
     expect(interrupted?.pid).toBeUndefined();
-    expect(await second.get(queued)).toMatchObject({ state: 'interrupted', attempt: 0, message: 'the broker stopped before this task started' });
+    expect(await second.get(queued)).toMatchObject({
+      state: 'interrupted',
+      attempt: 0,
+      message: 'the broker stopped before this task started',
+    });
     const adopted = await second.get(outliving);
-    expect(adopted).toMatchObject({ state: 'succeeded', progress: 100, result: { status: 'success', data: { answer: 42, finishedAfterTheBrokerDied: true }, meta: { channel: 'spool' } } });
+    expect(adopted).toMatchObject({
+      state: 'succeeded',
+      progress: 100,
+      result: { status: 'success', data: { answer: 42, finishedAfterTheBrokerDied: true }, meta: { channel: 'spool' } },
+    });
     expect((adopted?.result as { token?: string }).token).toBeUndefined();
     // Spool file adopted and removed; the dead broker's socket files swept.
     expect(leftovers(ipcDir)).toEqual([]);
@@ -85,7 +93,11 @@ describe('broker crash and restart', () => {
     const first = await BrokerHost.start({ ipcDir, dataDir, early: [{ command: fixture('recovery/progress-then-wait.mjs') }] });
     const [early] = first.early;
     await waitFor(() => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === early), 'the progress record in the journal');
-    expect(journalRecords(dataDir).filter((r) => r.id === early).map((r) => r.e)).toEqual(['queued', 'attempt', 'progress']);
+    expect(
+      journalRecords(dataDir)
+        .filter((r) => r.id === early)
+        .map((r) => r.e),
+    ).toEqual(['queued', 'attempt', 'progress']);
     const agents = agentProcesses(ipcDir);
     await first.kill();
     await waitUntilGone(agents, 15_000);
@@ -115,7 +127,12 @@ describe('journal compaction', () => {
     await early.result;
     await second.close();
     const records = journalRecords(dataDir);
-    expect(records.filter((r) => r.id === early.id).map((r) => r.e).slice(0, 2)).toEqual(['queued', 'attempt']);
+    expect(
+      records
+        .filter((r) => r.id === early.id)
+        .map((r) => r.e)
+        .slice(0, 2),
+    ).toEqual(['queued', 'attempt']);
     expect(records.some((r) => r.id === old[0])).toBe(false);
     expect(records.filter((r) => r.e === 'ended' && old.slice(2).includes(r.id))).toHaveLength(3);
 
@@ -140,7 +157,21 @@ describe('journal size', () => {
       lines.push(JSON.stringify({ e: 'attempt', id, at, attempt: 1 }));
       // A chatty task: many throttled progress records, each with a (clipped) partial.
       for (let p = 0; p < 22; p++) lines.push(JSON.stringify({ e: 'progress', id, at, progress: p, partial: { filler } }));
-      const task = { id, label: spec.label, state: 'succeeded', command: 'agent', args: [], cwd: '/', attempt: 1, maxAttempts: 1, createdAt: at, endedAt: at, progress: 100, counters: { malformed: 0, rejected: 0, ignored: 0 }, result: { task_id: id, status: 'success', data: { n } } };
+      const task = {
+        id,
+        label: spec.label,
+        state: 'succeeded',
+        command: 'agent',
+        args: [],
+        cwd: '/',
+        attempt: 1,
+        maxAttempts: 1,
+        createdAt: at,
+        endedAt: at,
+        progress: 100,
+        counters: { malformed: 0, rejected: 0, ignored: 0 },
+        result: { task_id: id, status: 'success', data: { n } },
+      };
       lines.push(JSON.stringify({ e: 'ended', id, at, task }));
     }
     writeFileSync(journal, lines.join('\n') + '\n');
@@ -257,7 +288,9 @@ describe('a damaged journal', () => {
     const fresh = reader.submit({ command: fixture('quick.mjs'), input: { n: 4 } });
     await fresh.result;
     await reader.close();
-    const freshRecords = journalRecords(dataDir).filter((r) => r.id === fresh.id).map((r) => r.e);
+    const freshRecords = journalRecords(dataDir)
+      .filter((r) => r.id === fresh.id)
+      .map((r) => r.e);
     expect(freshRecords.slice(0, 2)).toEqual(['queued', 'attempt']);
     expect(freshRecords).toContain('ended');
     const { broker: again } = makeBroker({ dataDir });

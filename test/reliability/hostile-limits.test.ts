@@ -4,7 +4,7 @@
  * unaffected, and no file, process or fd left behind.
  */
 import { describe, expect, test } from 'vitest';
-import type { TaskError } from '../../src/main/index.js';
+import type { TaskError } from '../../src/broker/index.js';
 import { BrokerHost, type HostStats } from '../helpers/broker-host.js';
 import { fixture, makeBroker, settle, tempDir, waitFor } from '../helpers/core.js';
 import { expectNothingLeft, hostile, openFds } from '../helpers/reliability.js';
@@ -20,7 +20,9 @@ describe('over-long lines', () => {
     expect((result.data as { reply: string }).reply).toMatch(/"type":"reject".*exceeds the 1048576-byte limit/);
     await task.finished;
     expect(task.snapshot().counters.rejected).toBe(1);
-    expect(broker.logOf(task.id).map((l) => l.text)).toContainEqual(expect.stringMatching(/unauthenticated line of \d+\+ bytes exceeds the 1048576-byte limit/));
+    expect(broker.logOf(task.id).map((l) => l.text)).toContainEqual(
+      expect.stringMatching(/unauthenticated line of \d+\+ bytes exceeds the 1048576-byte limit/),
+    );
     await expectNothingLeft(ipcDir);
   });
 
@@ -115,7 +117,9 @@ describe('floods', () => {
     const rising = counts.filter((n, i) => i > 0 && n > counts[i - 1]!).length;
     expect(rising).toBeGreaterThanOrEqual(2);
     const growthMiB = (after.peakRss - before.rss) / MiB;
-    console.log(`flood: ${sent} partials in ${floodMs} ms (${Math.round(sent / (floodMs / 1000))}/s); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB; ${after.bridgeEvents} panel events`);
+    console.log(
+      `flood: ${sent} partials in ${floodMs} ms (${Math.round(sent / (floodMs / 1000))}/s); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB; ${after.bridgeEvents} panel events`,
+    );
     expect(growthMiB).toBeLessThan(100);
     // The panel feed: at most one event per 100 ms however fast partials come.
     expect(after.bridgeEvents).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 3);
@@ -135,7 +139,9 @@ describe('floods', () => {
     expect(outcome).toMatchObject({ ok: true, payload: { meta: { channel: 'stdout' } } });
     const sent = (outcome.payload!.data as { sent: number }).sent;
     expect(after.partials - before.partials).toBe(sent);
-    console.log(`stdout flood: ${sent} partials; broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`);
+    console.log(
+      `stdout flood: ${sent} partials; broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`,
+    );
     expect((after.peakRss - before.rss) / MiB).toBeLessThan(100);
     await host.call('idle');
     await host.close();
@@ -153,7 +159,9 @@ describe('floods', () => {
     const sent = (outcome.payload!.data as { sent: number }).sent;
     const snapshot = await host.get(id);
     expect(snapshot?.stderrTail?.split('\n').length).toBeLessThanOrEqual(20);
-    console.log(`log flood: ${sent} lines of 1 KiB (${(sent / 1024).toFixed(0)} MiB); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`);
+    console.log(
+      `log flood: ${sent} lines of 1 KiB (${(sent / 1024).toFixed(0)} MiB); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB`,
+    );
     expect(sent).toBeGreaterThan(1000);
     expect((after.peakRss - before.rss) / MiB).toBeLessThan(100);
     await host.call('idle');

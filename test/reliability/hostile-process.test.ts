@@ -4,7 +4,7 @@
  * task is unaffected, and no file or process is left behind.
  */
 import { describe, expect, test } from 'vitest';
-import type { TaskError } from '../../src/main/index.js';
+import type { TaskError } from '../../src/broker/index.js';
 import { fixture, isAlive, makeBroker, settle, waitUntilGone } from '../helpers/core.js';
 import { expectNothingLeft, hostile } from '../helpers/reliability.js';
 

@@ -38,7 +38,9 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     const results = await Promise.all(during.map((t) => t.result));
     expect(results.map((r) => r.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
     await broker.onIdle();
-    expect(broker.historyError).toMatch(/history journal .*journal\.ndjson cannot be written \(the disk is full\); tasks keep running but new results are not saved/);
+    expect(broker.historyError).toMatch(
+      /history journal .*journal\.ndjson cannot be written \(the disk is full\); tasks keep running but new results are not saved/,
+    );
     expect(logger.at('error')).toEqual([broker.historyError]);
     // Later tasks run too, without more errors.
     expect((await broker.submit({ command: fixture('quick.mjs'), input: { n: 4 } }).result).data).toEqual({ n: 4 });

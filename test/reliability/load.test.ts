@@ -20,66 +20,75 @@ const EXPECTED = {
   hang: { state: 'failed', reason: 'timeout' },
 } as const;
 
-test(`${TASKS} tasks at concurrency ${CONCURRENCY} with mixed outcomes: each ends once, none lost, journal = API, nothing left, RSS bounded`, { timeout: 300_000 }, async () => {
-  const root = tempDir();
-  const ipcDir = path.join(root, 'ipc');
-  const dataDir = path.join(root, 'data');
-  const host = await BrokerHost.start({ ipcDir, dataDir, concurrency: CONCURRENCY });
-  const startStats = await host.stats();
-  const started = Date.now();
-  const plan = Array.from({ length: TASKS }, (_, n) => ({ n, mode: MODES[n % MODES.length]! }));
-  const ids = await host.submitMany(
-    plan.map(({ n, mode }) => ({ command: fixture('load-agent.mjs'), args: [mode], input: { n }, ...(mode === 'hang' ? { timeoutMs: 1500 } : {}) })),
-  );
-  const submitted = plan.map((p, i) => ({ ...p, id: ids[i]! }));
-  let maxRunning = 0;
-  const sampler = setInterval(() => {
-    maxRunning = Math.max(maxRunning, agentProcesses(ipcDir).length);
-  }, 500);
-  const results = await Promise.all(submitted.map(({ id }) => host.result(id)));
-  clearInterval(sampler);
-  await host.call('idle');
-  const seconds = (Date.now() - started) / 1000;
-  const stats = await host.stats();
+test(
+  `${TASKS} tasks at concurrency ${CONCURRENCY} with mixed outcomes: each ends once, none lost, journal = API, nothing left, RSS bounded`,
+  { timeout: 300_000 },
+  async () => {
+    const root = tempDir();
+    const ipcDir = path.join(root, 'ipc');
+    const dataDir = path.join(root, 'data');
+    const host = await BrokerHost.start({ ipcDir, dataDir, concurrency: CONCURRENCY });
+    const startStats = await host.stats();
+    const started = Date.now();
+    const plan = Array.from({ length: TASKS }, (_, n) => ({ n, mode: MODES[n % MODES.length]! }));
+    const ids = await host.submitMany(
+      plan.map(({ n, mode }) => ({
+        command: fixture('load-agent.mjs'),
+        args: [mode],
+        input: { n },
+        ...(mode === 'hang' ? { timeoutMs: 1500 } : {}),
+      })),
+    );
+    const submitted = plan.map((p, i) => ({ ...p, id: ids[i]! }));
+    let maxRunning = 0;
+    const sampler = setInterval(() => {
+      maxRunning = Math.max(maxRunning, agentProcesses(ipcDir).length);
+    }, 500);
+    const results = await Promise.all(submitted.map(({ id }) => host.result(id)));
+    clearInterval(sampler);
+    await host.call('idle');
+    const seconds = (Date.now() - started) / 1000;
+    const stats = await host.stats();
 
-  // Exactly one final state per task, the one its agent chose.
-  expect(new Set(results.map((r) => r.id)).size).toBe(TASKS);
-  for (const { id } of submitted) expect(stats.ended[id], `ended updates of ${id}`).toBe(1);
-  const byId = new Map<string, HostResult>(results.map((r) => [r.id, r]));
-  const api = await host.tasks();
-  expect(api).toHaveLength(TASKS);
-  const apiById = new Map(api.map((t) => [t.id, t]));
-  for (const { id, mode, n } of submitted) {
-    const snapshot = apiById.get(id);
-    expect(snapshot, `task ${n} (${mode})`).toMatchObject(EXPECTED[mode]);
-    expect(byId.get(id)!.ok).toBe(mode === 'success');
-    if (mode === 'success') expect(snapshot!.result?.data).toEqual({ n });
-  }
-  expect(agentProcesses(ipcDir)).toEqual([]);
-  await host.close();
-  await expectNothingLeft(ipcDir);
+    // Exactly one final state per task, the one its agent chose.
+    expect(new Set(results.map((r) => r.id)).size).toBe(TASKS);
+    for (const { id } of submitted) expect(stats.ended[id], `ended updates of ${id}`).toBe(1);
+    const byId = new Map<string, HostResult>(results.map((r) => [r.id, r]));
+    const api = await host.tasks();
+    expect(api).toHaveLength(TASKS);
+    const apiById = new Map(api.map((t) => [t.id, t]));
+    for (const { id, mode, n } of submitted) {
+      const snapshot = apiById.get(id);
+      expect(snapshot, `task ${n} (${mode})`).toMatchObject(EXPECTED[mode]);
+      expect(byId.get(id)!.ok).toBe(mode === 'success');
+      if (mode === 'success') expect(snapshot!.result?.data).toEqual({ n });
+    }
+    expect(agentProcesses(ipcDir)).toEqual([]);
+    await host.close();
+    await expectNothingLeft(ipcDir);
 
-  // The journal, read by a fresh broker, tells the same story as the API did.
-  const { broker } = makeBroker({ dataDir });
-  await broker.ready;
-  const reloaded = broker.tasks();
-  expect(reloaded).toHaveLength(TASKS);
-  for (const snapshot of reloaded) {
-    const live = apiById.get(snapshot.id)!;
-    expect({ state: snapshot.state, reason: snapshot.reason, attempt: snapshot.attempt, data: snapshot.result?.data }).toEqual({
-      state: live.state,
-      reason: live.reason,
-      attempt: live.attempt,
-      data: live.result?.data,
-    });
-  }
+    // The journal, read by a fresh broker, tells the same story as the API did.
+    const { broker } = makeBroker({ dataDir });
+    await broker.ready;
+    const reloaded = broker.tasks();
+    expect(reloaded).toHaveLength(TASKS);
+    for (const snapshot of reloaded) {
+      const live = apiById.get(snapshot.id)!;
+      expect({ state: snapshot.state, reason: snapshot.reason, attempt: snapshot.attempt, data: snapshot.result?.data }).toEqual({
+        state: live.state,
+        reason: live.reason,
+        attempt: live.attempt,
+        data: live.result?.data,
+      });
+    }
 
-  const MiB = 1024 * 1024;
-  console.log(
-    `load: ${TASKS} tasks at concurrency ${CONCURRENCY} in ${seconds.toFixed(1)} s (${(TASKS / seconds).toFixed(1)} tasks/s); ` +
-      `broker RSS ${(startStats.rss / MiB).toFixed(0)} MiB at start, peak ${(stats.peakRss / MiB).toFixed(0)} MiB, heap ${(stats.heapUsed / MiB).toFixed(0)} MiB at end; ` +
-      `fds ${startStats.fds} → ${stats.fds}; up to ${maxRunning} agent processes at once`,
-  );
-  expect(stats.peakRss).toBeLessThan(startStats.rss + 200 * MiB);
-  expect(stats.fds).toBeLessThanOrEqual(startStats.fds + 2);
-});
+    const MiB = 1024 * 1024;
+    console.log(
+      `load: ${TASKS} tasks at concurrency ${CONCURRENCY} in ${seconds.toFixed(1)} s (${(TASKS / seconds).toFixed(1)} tasks/s); ` +
+        `broker RSS ${(startStats.rss / MiB).toFixed(0)} MiB at start, peak ${(stats.peakRss / MiB).toFixed(0)} MiB, heap ${(stats.heapUsed / MiB).toFixed(0)} MiB at end; ` +
+        `fds ${startStats.fds} → ${stats.fds}; up to ${maxRunning} agent processes at once`,
+    );
+    expect(stats.peakRss).toBeLessThan(startStats.rss + 200 * MiB);
+    expect(stats.fds).toBeLessThanOrEqual(startStats.fds + 2);
+  },
+);

@@ -8,7 +8,7 @@ import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { createConnection } from 'node:net';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import type { TaskHandle } from '../../src/main/index.js';
+import type { TaskHandle } from '../../src/broker/index.js';
 import { fixture, makeBroker, settle, tempDir, waitFor } from '../helpers/core.js';
 import { captureLogger, expectNothingLeft, hostile } from '../helpers/reliability.js';
 
@@ -44,7 +44,11 @@ const CLIENT = `
   socket.on('data', (d) => process.stdout.write(String(d)));
   socket.on('close', () => process.exit(0));
   socket.on('error', (e) => console.log(e.code));`;
-const setprivMissing = spawnSync('setpriv', ['--version']).error ? 'setpriv is not installed' : process.getuid?.() !== 0 ? 'switching to nobody needs root' : undefined;
+const setprivMissing = spawnSync('setpriv', ['--version']).error
+  ? 'setpriv is not installed'
+  : process.getuid?.() !== 0
+    ? 'switching to nobody needs root'
+    : undefined;
 
 /** Runs the client as nobody (asynchronously: the broker answering it lives in this process). */
 function connectAsNobody(endpoint: string): Promise<string> {
@@ -58,36 +62,39 @@ function connectAsNobody(endpoint: string): Promise<string> {
 }
 
 describe('who can connect', () => {
-  test.skipIf(setprivMissing)(`another user (nobody) cannot connect to an endpoint${setprivMissing ? ` (skipped: ${setprivMissing})` : ''}`, async () => {
-    const { broker, ipcDir } = makeBroker();
-    const task = await waitingTask(broker);
-    const endpoint = endpointOf(ipcDir);
-    expect(statSync(ipcDir).mode & 0o777).toBe(0o700);
-    expect(statSync(endpoint).mode & 0o777).toBe(0o600);
+  test.skipIf(setprivMissing)(
+    `another user (nobody) cannot connect to an endpoint${setprivMissing ? ` (skipped: ${setprivMissing})` : ''}`,
+    async () => {
+      const { broker, ipcDir } = makeBroker();
+      const task = await waitingTask(broker);
+      const endpoint = endpointOf(ipcDir);
+      expect(statSync(ipcDir).mode & 0o777).toBe(0o700);
+      expect(statSync(endpoint).mode & 0o777).toBe(0o600);
 
-    // The private directory stops them.
-    expect(await connectAsNobody(endpoint)).toBe('EACCES');
-    // With every directory on the way opened up, the socket file's own 0600 still stops them.
-    const parents = [ipcDir, path.dirname(ipcDir)];
-    for (const dir of parents) chmodSync(dir, 0o711);
-    try {
+      // The private directory stops them.
       expect(await connectAsNobody(endpoint)).toBe('EACCES');
-      // Control: the same client, allowed by the file mode, does connect (and then meets the token check).
-      chmodSync(endpoint, 0o666);
-      const reply = await connectAsNobody(endpoint);
-      expect(reply).toContain('CONNECTED');
-      expect(reply).toContain('"type":"reject"');
-    } finally {
-      chmodSync(endpoint, 0o600);
-      for (const dir of parents) chmodSync(dir, 0o700);
-    }
-    await waitFor(() => task.snapshot().counters.rejected === 1, 'the control connection to be counted');
-    expect(task.snapshot().state).toBe('running');
-    task.cancel();
-    await settle(task.result);
-    await task.finished;
-    await expectNothingLeft(ipcDir);
-  });
+      // With every directory on the way opened up, the socket file's own 0600 still stops them.
+      const parents = [ipcDir, path.dirname(ipcDir)];
+      for (const dir of parents) chmodSync(dir, 0o711);
+      try {
+        expect(await connectAsNobody(endpoint)).toBe('EACCES');
+        // Control: the same client, allowed by the file mode, does connect (and then meets the token check).
+        chmodSync(endpoint, 0o666);
+        const reply = await connectAsNobody(endpoint);
+        expect(reply).toContain('CONNECTED');
+        expect(reply).toContain('"type":"reject"');
+      } finally {
+        chmodSync(endpoint, 0o600);
+        for (const dir of parents) chmodSync(dir, 0o700);
+      }
+      await waitFor(() => task.snapshot().counters.rejected === 1, 'the control connection to be counted');
+      expect(task.snapshot().state).toBe('running');
+      task.cancel();
+      await settle(task.result);
+      await task.finished;
+      await expectNothingLeft(ipcDir);
+    },
+  );
 });
 
 describe('the task secret', () => {
@@ -105,7 +112,9 @@ describe('the task secret', () => {
       await inject(endpoint, { ...forged, token: 12345 }),
     ];
     for (const reply of replies) {
-      expect(reply).toMatch(/^\{"type":"reject","task_id":"[^"]+","reason":"(wrong token|authentication required: the first message must carry the task token)"\}\n$/);
+      expect(reply).toMatch(
+        /^\{"type":"reject","task_id":"[^"]+","reason":"(wrong token|authentication required: the first message must carry the task token)"\}\n$/,
+      );
       expect(reply).not.toContain('welcome');
     }
     const snap = task.snapshot();
@@ -191,7 +200,8 @@ describe('agent data is data', () => {
       [`${done.id}.json`]: { task_id: done.id, status: 'error', data: { message: 'rewrite history' } },
       'garbage.json': 'not json at all',
     };
-    for (const [name, body] of Object.entries(spools)) writeFileSync(path.join(ipcDir, name), typeof body === 'string' ? body : JSON.stringify(body));
+    for (const [name, body] of Object.entries(spools))
+      writeFileSync(path.join(ipcDir, name), typeof body === 'string' ? body : JSON.stringify(body));
     const logger = captureLogger();
     const { broker } = makeBroker({ ipcDir, dataDir, logger });
     await broker.ready;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { commandLine, compareTasks, countsText, formatDuration, taskTime } from '../../src/renderer/format.js';
-import type { TaskSnapshot, TaskState } from '../../src/main/task/types.js';
+import type { TaskSnapshot, TaskState } from '../../src/model/task.js';
 
 function task(id: string, state: TaskState, times: Partial<Pick<TaskSnapshot, 'createdAt' | 'startedAt' | 'endedAt'>> = {}): TaskSnapshot {
   return {
@@ -43,7 +43,12 @@ describe('compareTasks', () => {
 
 describe('formatting', () => {
   test('durations read like a clock', () => {
-    expect([formatDuration(450), formatDuration(4_200), formatDuration(125_000), formatDuration(3_720_000)]).toEqual(['450ms', '4s', '2m 05s', '1h 02m']);
+    expect([formatDuration(450), formatDuration(4_200), formatDuration(125_000), formatDuration(3_720_000)]).toEqual([
+      '450ms',
+      '4s',
+      '2m 05s',
+      '1h 02m',
+    ]);
   });
 
   test('a finished task shows its total time, an interrupted one none', () => {
@@ -57,7 +62,9 @@ describe('formatting', () => {
   });
 
   test('tray counts name running, queued and failed tasks', () => {
-    expect(countsText([task('a', 'running'), task('b', 'retrying'), task('c', 'queued'), task('d', 'failed'), task('e', 'succeeded')])).toBe('2 running, 1 queued, 1 failed');
+    expect(
+      countsText([task('a', 'running'), task('b', 'retrying'), task('c', 'queued'), task('d', 'failed'), task('e', 'succeeded')]),
+    ).toBe('2 running, 1 queued, 1 failed');
     expect(countsText([])).toBe('Idle');
   });
 });

@@ -4,7 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { findTemplate, listTemplates, templatesRoot, TemplateError, toTemplateInfo, validateManifest } from '../../src/templates/catalog.js';
+import {
+  findTemplate,
+  listTemplates,
+  templatesRoot,
+  TemplateError,
+  toTemplateInfo,
+  validateManifest,
+} from '../../src/templates/catalog.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

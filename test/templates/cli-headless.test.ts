@@ -28,7 +28,11 @@ function recorder(): Recorder {
   const partials: Array<Record<string, unknown>> = [];
   const meta: Record<string, unknown> = {};
   return {
-    task: { signal: controller.signal, partial: (data) => partials.push(data as Record<string, unknown>), meta: (fields) => Object.assign(meta, fields) },
+    task: {
+      signal: controller.signal,
+      partial: (data) => partials.push(data as Record<string, unknown>),
+      meta: (fields) => Object.assign(meta, fields),
+    },
     partials,
     meta,
     abort: () => controller.abort(new Error('cancelled')),
@@ -45,7 +49,12 @@ afterEach(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function run(vendor: 'cursor' | 'claude', scenario: string, rec: Recorder, extra: { bin?: string; killGraceMs?: number; idleTimeoutMs?: number } = {}) {
+function run(
+  vendor: 'cursor' | 'claude',
+  scenario: string,
+  rec: Recorder,
+  extra: { bin?: string; killGraceMs?: number; idleTimeoutMs?: number } = {},
+) {
   process.env.STANDIN_SCENARIO = scenario;
   process.env.STANDIN_ARGV_FILE = path.join(dir, 'argv.json');
   process.env.STANDIN_PID_FILE = path.join(dir, 'pids.json');

@@ -122,7 +122,8 @@ describe('Cursor CLI translation', () => {
 
   it('with --stream-partial-output, emits new text as deltas and skips the duplicate flushes', () => {
     const translator = cursor.createCursorTranslator({ partialOutput: true });
-    const say = (text: string, extra: object) => translator.push({ type: 'assistant', message: { content: [{ type: 'text', text }] }, ...extra });
+    const say = (text: string, extra: object) =>
+      translator.push({ type: 'assistant', message: { content: [{ type: 'text', text }] }, ...extra });
     expect(say('Hel', { timestamp_ms: 1 })).toEqual([{ kind: 'text', text: 'Hel', delta: true }]);
     expect(say('Hello', { timestamp_ms: 2, model_call_id: 'm' })).toEqual([]);
     expect(say('Hello', {})).toEqual([]);
@@ -130,21 +131,37 @@ describe('Cursor CLI translation', () => {
 
   it('reports connection and retry events as status and ignores unknown types', () => {
     const translator = cursor.createCursorTranslator();
-    expect(translator.push({ type: 'connection', subtype: 'reconnecting' })).toEqual([{ kind: 'status', message: 'connection reconnecting' }]);
+    expect(translator.push({ type: 'connection', subtype: 'reconnecting' })).toEqual([
+      { kind: 'status', message: 'connection reconnecting' },
+    ]);
     expect(translator.push({ type: 'retry', subtype: 'starting', attempt: 2 })).toEqual([{ kind: 'status', message: 'retry starting 2' }]);
     expect(translator.push({ type: 'thinking', subtype: 'delta', text: 'hm' })).toEqual([]);
     expect(translator.push({ type: 'brand-new-event' })).toEqual([]);
   });
 
   it('recognises login failures loosely', () => {
-    for (const text of ['Error: Not authenticated', 'You are not logged in', 'Authentication required.', 'run `agent login`', 'set CURSOR_API_KEY']) {
+    for (const text of [
+      'Error: Not authenticated',
+      'You are not logged in',
+      'Authentication required.',
+      'run `agent login`',
+      'set CURSOR_API_KEY',
+    ]) {
       expect(cursor.looksLikeAuthFailure(text)).toBe(true);
     }
     expect(cursor.looksLikeAuthFailure('stream disconnected before completion')).toBe(false);
   });
 
   it('builds the command line with --force only when writes are allowed', () => {
-    expect(cursor.buildCursorArgs({ prompt: 'hi', workspace: '/w' })).toEqual(['-p', 'hi', '--output-format', 'stream-json', '--trust', '--workspace', '/w']);
+    expect(cursor.buildCursorArgs({ prompt: 'hi', workspace: '/w' })).toEqual([
+      '-p',
+      'hi',
+      '--output-format',
+      'stream-json',
+      '--trust',
+      '--workspace',
+      '/w',
+    ]);
     expect(cursor.buildCursorArgs({ prompt: 'hi', model: 'gpt-5', allowWrites: true })).toEqual([
       '-p',
       'hi',
@@ -171,7 +188,10 @@ describe('Claude Code translation', () => {
       'text',
       'result',
     ]);
-    expect(events.find((e) => e.name === 'Bash' && e.phase === 'completed')).toMatchObject({ ok: false, result: 'Error: no test specified' });
+    expect(events.find((e) => e.name === 'Bash' && e.phase === 'completed')).toMatchObject({
+      ok: false,
+      result: 'Error: no test specified',
+    });
     expect(events.find((e) => e.name === 'Read' && e.phase === 'completed')).toMatchObject({ ok: true, call_id: 'toolu_01Read9' });
     expect(events.at(-1)).toMatchObject({
       kind: 'result',
@@ -200,12 +220,12 @@ describe('Claude Code translation', () => {
 
   it('reports API retries as status and takes streamed text deltas only in partial mode', () => {
     const translator = claude.createClaudeTranslator({ partialOutput: true });
-    expect(translator.push({ type: 'system', subtype: 'api_retry', attempt: 1, max_retries: 10, error_status: 529, error: 'overloaded' })).toEqual([
-      { kind: 'status', message: 'API retry 1/10, status 529, overloaded' },
-    ]);
-    expect(translator.push({ type: 'stream_event', event: { type: 'content_block_delta', delta: { type: 'text_delta', text: 'Hi' } } })).toEqual([
-      { kind: 'text', text: 'Hi', delta: true },
-    ]);
+    expect(
+      translator.push({ type: 'system', subtype: 'api_retry', attempt: 1, max_retries: 10, error_status: 529, error: 'overloaded' }),
+    ).toEqual([{ kind: 'status', message: 'API retry 1/10, status 529, overloaded' }]);
+    expect(
+      translator.push({ type: 'stream_event', event: { type: 'content_block_delta', delta: { type: 'text_delta', text: 'Hi' } } }),
+    ).toEqual([{ kind: 'text', text: 'Hi', delta: true }]);
     expect(translator.push({ type: 'assistant', message: { content: [{ type: 'text', text: 'Hi there' }] } })).toEqual([]);
   });
 

@@ -47,13 +47,18 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
       timeoutMs: 30_000,
     };
   }
-  const pidsOf = (scenario: string) => Object.values(JSON.parse(fs.readFileSync(path.join(scratch, `${scenario}.pids.json`), 'utf8')) as Record<string, number>);
+  const pidsOf = (scenario: string) =>
+    Object.values(JSON.parse(fs.readFileSync(path.join(scratch, `${scenario}.pids.json`), 'utf8')) as Record<string, number>);
 
   it('succeeds with the result text, steps as partials, and session/model/duration in meta', async () => {
     const run = await runTask(tb.broker, spec('normal'));
     expect(run.error).toBeUndefined();
     expect(run.payload?.data).toMatchObject({ text: expect.stringMatching(tpl.text), tool_calls: 2 });
-    expect(run.payload?.meta).toMatchObject({ session_id: expect.any(String), model_used: expect.any(String), duration_ms: expect.any(Number) });
+    expect(run.payload?.meta).toMatchObject({
+      session_id: expect.any(String),
+      model_used: expect.any(String),
+      duration_ms: expect.any(Number),
+    });
     if (tpl.name === 'claude-code') {
       expect(run.payload?.meta).toMatchObject({ total_cost_usd: 0.0487215, token_usage: { output: 181 }, num_turns: 5 });
     }
@@ -61,7 +66,11 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
     expect(data[0]).toMatchObject({ phase: 'init' });
     expect(data.filter((d) => d.phase === 'started').map((d) => d.step)).toEqual([1, 2]);
     expect(data.some((d) => typeof d.text === 'string')).toBe(true);
-    const argv = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as { argv: string[]; stdin: string; handoff: string[] };
+    const argv = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as {
+      argv: string[];
+      stdin: string;
+      handoff: string[];
+    };
     expect(argv.stdin).toBe('char');
     expect(argv.handoff).toEqual([]);
     expect(argv.argv.slice(0, 4)).toEqual(['-p', 'Summarise README.md', '--output-format', 'stream-json']);

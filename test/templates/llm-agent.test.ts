@@ -40,11 +40,16 @@ describe('llm-agent pieces', () => {
     expect(stripFences('```json\n{"a":1}\n```')).toBe('{"a":1}');
     expect(stripFences('```\n{"a":1}```')).toBe('{"a":1}');
     const tools = ['read_file'];
-    expect(parseDecision('Sure! {"thought":"t","action":{"name":"read_file","arguments":{"path":"x"}}} hope that helps', tools)).toMatchObject({
+    expect(
+      parseDecision('Sure! {"thought":"t","action":{"name":"read_file","arguments":{"path":"x"}}} hope that helps', tools),
+    ).toMatchObject({
       ok: true,
       decision: { action: { name: 'read_file', arguments: { path: 'x' } } },
     });
-    expect(parseDecision('{"thought":"t","action":null,"answer":"42"}', tools)).toEqual({ ok: true, decision: { thought: 't', answer: '42' } });
+    expect(parseDecision('{"thought":"t","action":null,"answer":"42"}', tools)).toEqual({
+      ok: true,
+      decision: { thought: 't', answer: '42' },
+    });
   });
 
   it('explains what is wrong with an unusable reply', () => {
@@ -53,8 +58,14 @@ describe('llm-agent pieces', () => {
     expect(parseDecision('I think I should read it', tools)).toMatchObject({ ok: false, reason: expect.stringMatching(/not valid JSON/) });
     expect(parseDecision('[1]', tools)).toMatchObject({ ok: false, reason: 'the reply must be one JSON object' });
     expect(parseDecision('{"thought":"x"}', tools)).toMatchObject({ ok: false, reason: expect.stringMatching(/either an "action"/) });
-    expect(parseDecision('{"action":{"name":"rm","arguments":{}}}', tools)).toMatchObject({ ok: false, reason: expect.stringMatching(/unknown tool "rm"/) });
-    expect(parseDecision('{"action":{"name":"read_file","arguments":[1]}}', tools)).toMatchObject({ ok: false, reason: expect.stringMatching(/arguments/) });
+    expect(parseDecision('{"action":{"name":"rm","arguments":{}}}', tools)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/unknown tool "rm"/),
+    });
+    expect(parseDecision('{"action":{"name":"read_file","arguments":[1]}}', tools)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/arguments/),
+    });
   });
 
   it('keeps the system prompt and the task, and a window of whole turns', () => {
@@ -101,9 +112,14 @@ describe('llm-agent pieces', () => {
 
     it('runs only allowlisted programs, without a shell, with path arguments confined', async () => {
       const tools = createTools({ root: ws });
-      await expect(tools.shell_command!.run({ command: 'grep', args: ['-c', 'TODO', 'src/a.js'] })).resolves.toMatchObject({ exit_code: 0, stdout: '2\n' });
+      await expect(tools.shell_command!.run({ command: 'grep', args: ['-c', 'TODO', 'src/a.js'] })).resolves.toMatchObject({
+        exit_code: 0,
+        stdout: '2\n',
+      });
       await expect(tools.shell_command!.run({ command: 'wc -l "src/a.js"' })).resolves.toMatchObject({ exit_code: 0 });
-      await expect(tools.shell_command!.run({ command: 'grep', args: ['nothing-here', 'README.md'] })).resolves.toMatchObject({ exit_code: 1 });
+      await expect(tools.shell_command!.run({ command: 'grep', args: ['nothing-here', 'README.md'] })).resolves.toMatchObject({
+        exit_code: 1,
+      });
       await expect(tools.shell_command!.run({ command: 'grep', args: ['x'] })).resolves.toMatchObject({ exit_code: 1, stdout: '' }); // stdin is at EOF
       await expect(tools.shell_command!.run({ command: 'rm', args: ['-rf', '.'] })).rejects.toThrow(/not allowed/);
       await expect(tools.shell_command!.run({ command: 'cat ../secret.txt' })).rejects.toThrow(/refused/);
@@ -140,13 +156,24 @@ describe('the llm-agent template under the broker', () => {
   }
 
   it('runs a multi-step tool loop to an answer, reporting each step and the summed token usage', async () => {
-    const { ws, spec, fake: server } = await start(
+    const {
+      ws,
+      spec,
+      fake: server,
+    } = await start(
       [
         { content: act('list_dir', { path: '.' }, 'look around'), usage: { prompt_tokens: 100, completion_tokens: 20 } },
         { content: act('read_file', { path: 'src/a.js' }), usage: { prompt_tokens: 150, completion_tokens: 15 } },
-        { content: act('shell_command', { command: 'grep', args: ['-c', 'TODO', 'src/a.js'] }), usage: { prompt_tokens: 200, completion_tokens: 25 } },
+        {
+          content: act('shell_command', { command: 'grep', args: ['-c', 'TODO', 'src/a.js'] }),
+          usage: { prompt_tokens: 200, completion_tokens: 25 },
+        },
         { content: act('write_file', { path: 'TODO-COUNT.txt', content: '2\n' }), usage: { prompt_tokens: 250, completion_tokens: 30 } },
-        { content: answer('There are 2 TODOs; I wrote the count to TODO-COUNT.txt.'), usage: { prompt_tokens: 300, completion_tokens: 10 }, model: 'fake-model-2026' },
+        {
+          content: answer('There are 2 TODOs; I wrote the count to TODO-COUNT.txt.'),
+          usage: { prompt_tokens: 300, completion_tokens: 10 },
+          model: 'fake-model-2026',
+        },
       ],
       { task: 'Count the TODOs in src and write the count to TODO-COUNT.txt' },
     );
@@ -188,7 +215,10 @@ describe('the llm-agent template under the broker', () => {
   });
 
   it('gives up after a bounded number of unusable replies', async () => {
-    const { spec, fake: server } = await start([{ content: 'no' }, { content: 'still no' }, { content: '{"thought": "x"}' }, { content: answer('never used') }], 'Do it');
+    const { spec, fake: server } = await start(
+      [{ content: 'no' }, { content: 'still no' }, { content: '{"thought": "x"}' }, { content: answer('never used') }],
+      'Do it',
+    );
     const run = await runTask(tb.broker, spec);
     expect(run.error?.reason).toBe('error');
     expect((run.error?.payload?.data as { message: string }).message).toMatch(/3 unusable replies in a row/);
@@ -197,13 +227,21 @@ describe('the llm-agent template under the broker', () => {
 
   it('refuses a path that escapes the workspace and lets the model carry on', async () => {
     const { spec, fake: server } = await start(
-      [{ content: act('read_file', { path: '../secret.txt' }) }, { content: act('read_file', { path: 'link-out' }) }, { content: answer('could not read it') }],
+      [
+        { content: act('read_file', { path: '../secret.txt' }) },
+        { content: act('read_file', { path: 'link-out' }) },
+        { content: answer('could not read it') },
+      ],
       'Read ../secret.txt',
     );
     const run = await runTask(tb.broker, spec);
     expect(run.payload?.data).toMatchObject({ answer: 'could not read it' });
     const steps = run.partials.map((p) => p.data as Record<string, unknown>);
-    expect(steps[0]).toMatchObject({ tool: 'read_file', ok: false, result: expect.stringMatching(/refused: "..\/secret.txt" is outside the workspace/) });
+    expect(steps[0]).toMatchObject({
+      tool: 'read_file',
+      ok: false,
+      result: expect.stringMatching(/refused: "..\/secret.txt" is outside the workspace/),
+    });
     expect(steps[1]).toMatchObject({ ok: false, result: expect.stringMatching(/through a symlink/) });
     expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain('TOP-SECRET-VALUE');
   });
@@ -234,7 +272,10 @@ describe('the llm-agent template under the broker', () => {
 
   it('asks the person through ask_user and uses the answer', async () => {
     const { spec, fake: server } = await start(
-      [{ content: act('ask_user', { question: 'Which file?', choices: ['README.md', 'src/a.js'] }) }, { content: answer('you chose src/a.js') }],
+      [
+        { content: act('ask_user', { question: 'Which file?', choices: ['README.md', 'src/a.js'] }) },
+        { content: answer('you chose src/a.js') },
+      ],
       'Summarise a file',
     );
     const run = await runTask(tb.broker, spec, (update, handle) => {

@@ -25,7 +25,11 @@ interface Outcome {
 
 async function backchannel(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { cwd: options.cwd, env: options.env ?? process.env, timeout: 100_000 });
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      timeout: 100_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };
@@ -46,7 +50,8 @@ describe('backchannel new', () => {
   it('lists every template with its description', async () => {
     const out = await backchannel(['new', '--list']);
     expect(out.code).toBe(0);
-    for (const name of ['basic', 'raw-node', 'python', 'llm-agent', 'cursor-cli', 'claude-code']) expect(out.stdout).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
+    for (const name of ['basic', 'raw-node', 'python', 'llm-agent', 'cursor-cli', 'claude-code'])
+      expect(out.stdout).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
   });
 
   it('prints its help', async () => {
@@ -74,15 +79,24 @@ describe('backchannel new', () => {
 
   it('explains usage errors: no directory, no template, an unknown template', async () => {
     expect(await backchannel(['new', '--template', 'python'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/missing <dir>/) });
-    expect(await backchannel(['new', path.join(scratch, 'x')])).toMatchObject({ code: 2, stderr: expect.stringMatching(/missing --template[\s\S]*python/) });
-    expect(await backchannel(['new', path.join(scratch, 'y'), '--template', 'nope'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/unknown template "nope"/) });
+    expect(await backchannel(['new', path.join(scratch, 'x')])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/missing --template[\s\S]*python/),
+    });
+    expect(await backchannel(['new', path.join(scratch, 'y'), '--template', 'nope'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/unknown template "nope"/),
+    });
     expect(fs.existsSync(path.join(scratch, 'x'))).toBe(false);
   });
 
   it('writes a package.json pointing at the installation it came from, unless --no-link', async () => {
     const linked = path.join(scratch, 'linked');
     await backchannel(['new', linked, '-t', 'python']);
-    const pkg = JSON.parse(fs.readFileSync(path.join(linked, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
+    const pkg = JSON.parse(fs.readFileSync(path.join(linked, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      scripts: Record<string, string>;
+    };
     expect(pkg.dependencies.backchannel).toBe(`file:${root}`);
     expect(pkg.scripts).toEqual({ start: 'backchannel run -- python3 agent.py', test: 'node --test test/' });
     expect(fs.realpathSync(path.join(linked, 'node_modules/backchannel'))).toBe(fs.realpathSync(root));
@@ -126,7 +140,10 @@ describe.each(listTemplates(path.join(root, 'templates')).map((t) => t.name))('a
       Object.assign(env, { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', OPENAI_MODEL: 'fake-model' });
       input = { task: 'Look around' };
     }
-    const out = await backchannel(['run', '--json', '--timeout', '60000', '--input', JSON.stringify(input ?? null), '--', ...manifest.run], { cwd: dir, env });
+    const out = await backchannel(
+      ['run', '--json', '--timeout', '60000', '--input', JSON.stringify(input ?? null), '--', ...manifest.run],
+      { cwd: dir, env },
+    );
     expect(out.code, out.stderr).toBe(0);
     const payload = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { status: string; data: unknown };
     expect(payload.status).toBe('success');

@@ -26,7 +26,14 @@ afterAll(async () => {
   await tb.close();
 });
 
-const spec = (input: unknown, extra: object = {}) => ({ command: 'python3', args: [agent], cwd: work, input, heartbeatTimeoutMs: 10_000, ...extra });
+const spec = (input: unknown, extra: object = {}) => ({
+  command: 'python3',
+  args: [agent],
+  cwd: work,
+  input,
+  heartbeatTimeoutMs: 10_000,
+  ...extra,
+});
 
 describe('the python template under the broker', () => {
   it('counts the files named by its input and reports progress on the way', async () => {

@@ -1,7 +1,7 @@
 /** `backchannel gateway`: the OpenAI-compatible API on 127.0.0.1, each request run as a sub-agent. */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
-import { defaultConfigPath } from '../../main/gateway/config.js';
+import { defaultConfigPath } from '../../gateway/config.js';
 
 const HELP = `Usage: backchannel gateway [options]
 
@@ -37,8 +37,8 @@ export const command: CliCommand = {
       return usageError(`backchannel gateway: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
     }
 
-    const { loadGatewayConfig, startGateway } = await import('../../main/gateway/index.js');
-    const { createHeadlessLogger } = await import('../../main/log.js');
+    const { loadGatewayConfig, startGateway } = await import('../../gateway/index.js');
+    const { createHeadlessLogger } = await import('../../broker/log.js');
     let gateway;
     try {
       const config = loadGatewayConfig(values.config);

@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writ
 import path from 'node:path';
 import { findTemplate, listTemplates, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
-import { readOwnVersion } from '../version.js';
+import { readOwnVersion } from '../../version.js';
 
 const HELP = `Usage: backchannel new <dir> --template <name>
        backchannel new --list
@@ -51,7 +51,11 @@ function quoteArg(arg: string): string {
 function packageJson(name: string, template: Template, link: boolean): string {
   const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
   const pkg = {
-    name: name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'sub-agent',
+    name:
+      name
+        .toLowerCase()
+        .replace(/[^a-z0-9._-]+/g, '-')
+        .replace(/^[._-]+/, '') || 'sub-agent',
     version: '0.1.0',
     private: true,
     type: 'module',
@@ -122,7 +126,8 @@ export const command: CliCommand = {
         list: { type: 'boolean', short: 'l' },
         'no-link': { type: 'boolean' },
       },
-      HELP, true,
+      HELP,
+      true,
     );
     if (typeof parsed === 'number') return parsed;
     const { values, positionals } = parsed;

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
-import { TaskBroker } from '../../main/broker.js';
-import { TaskError } from '../../main/task/errors.js';
-import { createHeadlessLogger } from '../../main/log.js';
-import type { FailureReason, TaskUpdate } from '../../main/task/types.js';
+import { TaskBroker } from '../../broker/broker.js';
+import { TaskError } from '../../broker/errors.js';
+import { createHeadlessLogger } from '../../broker/log.js';
+import type { FailureReason, TaskUpdate } from '../../model/task.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { ProgressLine, describePartial } from '../progress-line.js';
 
@@ -54,7 +54,7 @@ function readInput(value: string | undefined): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`--input is not valid JSON (${(error as Error).message})`);
+    throw new Error(`--input is not valid JSON (${(error as Error).message})`, { cause: error });
   }
 }
 
@@ -134,7 +134,10 @@ export const command: CliCommand = {
       }
       if (values.verbose && !line && (update.kind === 'started' || update.kind === 'partial')) {
         // Without a TTY there is no status line: in verbose mode, progress goes to stderr as lines.
-        const what = update.kind === 'started' ? `started attempt ${update.attempt}` : `partial${update.progress !== undefined ? ` ${update.progress}%` : ''} ${describePartial(update.payload?.data)}`;
+        const what =
+          update.kind === 'started'
+            ? `started attempt ${update.attempt}`
+            : `partial${update.progress !== undefined ? ` ${update.progress}%` : ''} ${describePartial(update.payload?.data)}`;
         process.stderr.write(`[backchannel] ${what.trimEnd()}\n`);
       }
       if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data));
@@ -158,7 +161,14 @@ export const command: CliCommand = {
       if (!TaskError.is(error)) throw error;
       code = EXIT_BY_REASON[error.reason];
       if (values.json) {
-        const body = { task_id: task.id, status: error.payload?.status ?? 'error', reason: error.reason, message: error.message, payload: error.payload ?? null, stderr_tail: error.stderrTail ?? null };
+        const body = {
+          task_id: task.id,
+          status: error.payload?.status ?? 'error',
+          reason: error.reason,
+          message: error.message,
+          payload: error.payload ?? null,
+          stderr_tail: error.stderrTail ?? null,
+        };
         process.stdout.write(JSON.stringify(body) + '\n');
       } else {
         process.stderr.write(`✖ ${error.message} [${error.reason}]\n`);

@@ -1,7 +1,5 @@
-import { connectWithRetry, MessageLink } from '../../agent-runtime/connection.js';
-import { locateTask } from '../../agent-runtime/locate.js';
-import { printToStdout } from '../../agent-runtime/task.js';
-import { isFinalStatus, isPayloadStatus, isoNow, type BrokerMessage, type Payload } from '../../protocol/index.js';
+import { locateTask, printToStdout, sendOnce } from '../../agent-runtime/index.js';
+import { isPayloadStatus, isoNow, type Payload } from '../../protocol/index.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 
 const HELP = `Usage: backchannel send [options]
@@ -49,10 +47,16 @@ export const command: CliCommand = {
       return usageError(`backchannel send: --data is not valid JSON (${(error as Error).message})`, HELP);
     }
     if (values.progress !== undefined || values.message !== undefined) {
-      const base = data && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : data === undefined ? {} : { value: data };
+      const base =
+        data && typeof data === 'object' && !Array.isArray(data)
+          ? (data as Record<string, unknown>)
+          : data === undefined
+            ? {}
+            : { value: data };
       if (values.progress !== undefined) {
         const progress = Number(values.progress);
-        if (!Number.isFinite(progress) || progress < 0 || progress > 100) return usageError('backchannel send: --progress expects 0–100', HELP);
+        if (!Number.isFinite(progress) || progress < 0 || progress > 100)
+          return usageError('backchannel send: --progress expects 0–100', HELP);
         base.progress = progress;
       }
       if (values.message !== undefined) base.message = values.message;
@@ -75,30 +79,14 @@ export const command: CliCommand = {
       return EXIT.ok;
     }
     try {
-      const socket = await connectWithRetry(location.ipcPath, { retries: 5 });
-      const final = isFinalStatus(payload.status);
-      const outcome = await new Promise<BrokerMessage | 'closed'>((resolve) => {
-        const link = new MessageLink(socket, (message) => {
-          if (message.type === 'reject') resolve(message);
-          // A partial is delivered once the broker has greeted us (it sends welcome after reading the line).
-          if (message.type === 'ack' || (!final && message.type === 'welcome')) resolve(message);
-        });
-        void link.whenClosed().then(() => resolve('closed'));
-        link.send({ ...payload, token: location.token });
-        setTimeout(() => resolve('closed'), 5000).unref();
-      });
-      socket.end();
-      if (outcome === 'closed') {
-        process.stderr.write('backchannel send: the broker closed the connection without confirming (is the task still running?)\n');
-        return EXIT.failed;
-      }
-      if (outcome.type === 'reject') {
-        process.stderr.write(`backchannel send: rejected by the broker: ${outcome.reason}\n`);
-        return EXIT.failed;
-      }
-      return EXIT.ok;
+      const outcome = await sendOnce(location.ipcPath, payload, location.token);
+      if (outcome.delivered) return EXIT.ok;
+      process.stderr.write(`backchannel send: ${outcome.reason}\n`);
+      return EXIT.failed;
     } catch (error) {
-      process.stderr.write(`backchannel send: cannot reach ${location.ipcPath} (${(error as Error).message}); printing to stdout instead\n`);
+      process.stderr.write(
+        `backchannel send: cannot reach ${location.ipcPath} (${(error as Error).message}); printing to stdout instead\n`,
+      );
       await printToStdout(payload);
       return EXIT.ok;
     }

@@ -1,7 +1,7 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
-import { defaultDataDir } from '../../main/headless/paths.js';
+import { defaultDataDir } from '../../hosts/paths.js';
 
 const HELP = `Usage: backchannel serve [options]
 
@@ -44,7 +44,7 @@ export const command: CliCommand = {
       return usageError(`backchannel serve: Expected \`--concurrency\` to be a positive integer, got \`${values.concurrency}\``, HELP);
     }
 
-    const { startHeadless } = await import('../../main/headless/start.js');
+    const { startHeadless } = await import('../../hosts/headless/start.js');
     let headless;
     try {
       headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency });

@@ -21,7 +21,14 @@ test('the agent turns the CLI stream into progress and a result', async () => {
   chmodSync(standIn, 0o755);
   const broker = new TaskBroker({ logger: silentLogger });
   try {
-    const task = broker.submit({ command: 'node', args: ['agent.mjs'], cwd: here, input: { prompt: 'Say hi' }, env: { CLAUDE_BIN: standIn }, timeoutMs: 60_000 });
+    const task = broker.submit({
+      command: 'node',
+      args: ['agent.mjs'],
+      cwd: here,
+      input: { prompt: 'Say hi' },
+      env: { CLAUDE_BIN: standIn },
+      timeoutMs: 60_000,
+    });
     const partials = [];
     task.on('update', (update) => update.kind === 'partial' && partials.push(update.payload.data));
     const result = await task.result;

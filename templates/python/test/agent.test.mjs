@@ -10,7 +10,13 @@ const here = fileURLToPath(new URL('..', import.meta.url));
 test('the agent counts the Python files of its directory and reports progress', async () => {
   const broker = new TaskBroker({ logger: silentLogger });
   try {
-    const task = broker.submit({ command: 'python3', args: ['agent.py'], cwd: here, input: { path: '.', extensions: ['.py'] }, timeoutMs: 60_000 });
+    const task = broker.submit({
+      command: 'python3',
+      args: ['agent.py'],
+      cwd: here,
+      input: { path: '.', extensions: ['.py'] },
+      timeoutMs: 60_000,
+    });
     const progress = [];
     task.on('update', (update) => update.kind === 'partial' && progress.push(update.progress));
     const result = await task.result;

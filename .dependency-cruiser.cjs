@@ -1,0 +1,106 @@
+/**
+ * The layering of src/, enforced in `npm test` (scripts/lint.mjs). Lower layers never import higher ones:
+ *
+ *   protocol  →  model  →  broker  →  bridge  →  templates  →  hosts  →  main (Electron) · gateway · cli
+ *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
+ *   bridge    →  renderer · preload (browser side: bridge and model types only)
+ *
+ * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts.
+ */
+const layer = (name) => `^src/${name}/`;
+const forbid = (name, from, toPaths, comment) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from },
+  to: { path: toPaths },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'Cycles make layers meaningless.', from: {}, to: { circular: true } },
+    forbid(
+      'protocol-is-the-bottom',
+      layer('protocol'),
+      '^src/(?!protocol/)',
+      'The wire protocol is shared by both sides and imports nothing else.',
+    ),
+    forbid(
+      'model-over-protocol-only',
+      layer('model'),
+      '^src/(?!(protocol|model)/)',
+      'The task model is shared by the core and every front-end.',
+    ),
+    forbid(
+      'sdk-over-protocol-only',
+      layer('agent-runtime'),
+      '^src/(?!(protocol|agent-runtime)/)',
+      'Sub-agents load the SDK: it must stay small and Electron-free.',
+    ),
+    forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|broker)/)', 'The core knows no front-end.'),
+    forbid(
+      'bridge-is-a-contract',
+      layer('bridge'),
+      '^src/(?!(protocol|model|bridge)/)',
+      'The bridge runs in browsers too: no broker internals.',
+    ),
+    forbid('templates-under-hosts', layer('templates'), '^src/(?!(protocol|model|bridge|templates)/)', ''),
+    forbid(
+      'hosts-serve-the-core',
+      layer('hosts'),
+      '^src/(main|gateway|cli|renderer|preload)/',
+      'Hosts are shared by the front-ends; they import none of them.',
+    ),
+    forbid(
+      'gateway-is-a-front-end',
+      layer('gateway'),
+      '^src/(main|cli|renderer|preload|hosts/headless)/',
+      'Front-ends do not import each other.',
+    ),
+    forbid(
+      'electron-main-is-a-front-end',
+      layer('main'),
+      '^src/(gateway|cli|renderer|hosts/headless)/',
+      'Front-ends do not import each other.',
+    ),
+    forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
+    forbid(
+      'cli-uses-the-sdk-entry',
+      layer('cli'),
+      '^src/agent-runtime/(?!index\\.ts$)',
+      "Only the SDK's public entry, as a sub-agent would.",
+    ),
+    forbid(
+      'browser-side',
+      '^src/(renderer|preload)/',
+      '^src/(?!(model|bridge|renderer|preload)/)',
+      'Browser code sees only the bridge contract and the task model.',
+    ),
+    forbid(
+      'electron-only-in-the-shell',
+      '^src/(?!(main|preload)/)',
+      '^node_modules/electron/',
+      'Only the Electron front-end imports electron.',
+    ),
+    forbid('broker-foundations', '^src/broker/(errors|log)\\.ts$', '^src/broker/(?!(errors|log)\\.ts$)', ''),
+    forbid(
+      'transport-process-low',
+      '^src/broker/(transport|process)/',
+      '^src/broker/(guards|task|history|recovery|queue)/|^src/broker/(broker|index)\\.ts$',
+      '',
+    ),
+    forbid('guards-under-task', '^src/broker/guards/', '^src/broker/(task|history|recovery|queue)/', ''),
+    forbid('task-under-history', '^src/broker/task/', '^src/broker/(history|recovery|queue)/', ''),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    includeOnly: { path: ['^src/', '^node_modules/electron/'] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js'],
+    },
+  },
+};

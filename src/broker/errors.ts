@@ -1,0 +1,41 @@
+import type { FinalPayload } from '../protocol/index.js';
+import type { FailureReason } from '../model/task.js';
+
+const BRAND = Symbol.for('backchannel.TaskError');
+
+/**
+ * The one error a task's `result` promise rejects with. `reason` says what happened;
+ * `payload` is the agent's own final payload when it sent one (status `error` or `cancelled`).
+ */
+export class TaskError extends Error {
+  override readonly name = 'TaskError';
+  readonly [BRAND] = true;
+
+  constructor(
+    readonly taskId: string,
+    readonly reason: FailureReason,
+    message: string,
+    readonly payload?: FinalPayload,
+    readonly stderrTail?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  /** Works across realms and duplicated module copies, unlike `instanceof`. */
+  static is(value: unknown): value is TaskError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+}
+
+/** Programming or configuration errors in a call to the broker (bad options, closed broker). */
+export class BrokerError extends Error {
+  override readonly name = 'BrokerError';
+  constructor(
+    readonly code: 'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

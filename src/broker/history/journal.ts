@@ -1,0 +1,299 @@
+/**
+ * Append-only NDJSON journal of task lifecycle events, read back at start to rebuild history.
+ *
+ * Writes are batched per tick into one write() and fsynced when the batch holds a final result, so
+ * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
+ * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { TaskSnapshot } from '../../model/task.js';
+import type { Logger } from '../log.js';
+
+export const JOURNAL_FILE = 'journal.ndjson';
+/** Compact when the file grows past this. */
+export const DEFAULT_JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
+
+/** What is kept of a task spec in history: enough to show it and to run it again. */
+export interface StoredSpec {
+  command: string;
+  args: string[];
+  cwd: string;
+  label: string;
+  timeoutMs?: number;
+  heartbeatTimeoutMs?: number;
+  retries?: number;
+  tags?: Record<string, string>;
+  /** Kept only when small (see MAX_STORED_INPUT_BYTES). */
+  input?: unknown;
+}
+
+export type JournalRecord =
+  | { e: 'queued'; id: string; at: string; spec: StoredSpec; maxAttempts: number }
+  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number }
+  | { e: 'progress'; id: string; at: string; progress?: number; partial?: unknown }
+  | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec };
+
+export interface HistoryEntry {
+  snapshot: TaskSnapshot;
+  spec: StoredSpec;
+}
+
+export interface LoadResult {
+  entries: HistoryEntry[];
+  skippedLines: number;
+}
+
+export class Journal {
+  readonly file: string;
+  private handle: FileHandle | undefined;
+  private queue: string[] = [];
+  private syncRequested = false;
+  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+  private bytes = 0;
+  private failed: string | undefined;
+
+  constructor(
+    dir: string,
+    private readonly logger: Logger,
+    private readonly maxBytes = DEFAULT_JOURNAL_MAX_BYTES,
+  ) {
+    this.file = path.join(dir, JOURNAL_FILE);
+  }
+
+  /** Why writing stopped working, if it did. */
+  get error(): string | undefined {
+    return this.failed;
+  }
+
+  /** Reads history. Tasks without an `ended` record were running when the broker died: `interrupted`. */
+  load(): LoadResult {
+    const entries = new Map<string, HistoryEntry>();
+    let skippedLines = 0;
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
+      }
+      return { entries: [], skippedLines };
+    }
+    const lines = text.split('\n');
+    lines.forEach((line, index) => {
+      if (line.trim() === '') return;
+      let record: JournalRecord;
+      try {
+        record = JSON.parse(line) as JournalRecord;
+        if (typeof record !== 'object' || record === null || typeof record.id !== 'string') throw new Error('not a record');
+      } catch {
+        skippedLines += 1;
+        this.logger.warn(`history: skipped a corrupt line ${index + 1} of ${this.file} (${line.length} chars)`);
+        return;
+      }
+      applyRecord(entries, record);
+    });
+    for (const entry of entries.values()) {
+      const s = entry.snapshot;
+      if (s.state === 'queued' || s.state === 'running' || s.state === 'retrying') {
+        s.state = 'interrupted';
+        s.reason = 'crashed';
+        s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';
+        delete s.pid;
+      }
+    }
+    return { entries: [...entries.values()], skippedLines };
+  }
+
+  /**
+   * Opens for appending. Records appended before (tasks submitted while the broker starts) are kept
+   * and written now. Failure is reported and leaves the journal disabled, not the broker.
+   */
+  async open(): Promise<void> {
+    try {
+      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      const handle = await open(this.file, 'a', 0o600);
+      this.bytes = (await handle.stat()).size;
+      // A last line cut short by power loss stays one skipped line: our records start on a fresh one.
+      if (this.bytes > 0 && !endsWithNewline(this.file, this.bytes)) {
+        await handle.write('\n');
+        this.bytes += 1;
+      }
+      this.handle = handle;
+      this.schedule();
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  get needsCompaction(): boolean {
+    return this.bytes > this.maxBytes;
+  }
+
+  append(record: JournalRecord, sync = false): void {
+    if (this.failed) return;
+    this.queue.push(JSON.stringify(record) + '\n');
+    if (sync) this.syncRequested = true;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    // Not open yet (or being compacted): the queue waits for open().
+    if (this.queue.length === 0 || !this.handle || this.failed) return;
+    const batch = this.queue.join('');
+    const sync = this.syncRequested;
+    this.queue = [];
+    this.syncRequested = false;
+    const handle = this.handle;
+    this.flushing = (async () => {
+      const data = Buffer.from(batch);
+      try {
+        // A full disk first shows as a short write: keep writing until the kernel says why it cannot.
+        for (let offset = 0; offset < data.length;) offset += (await handle.write(data, offset, data.length - offset)).bytesWritten;
+        this.bytes += data.length;
+        if (sync) await handle.sync();
+      } catch (error) {
+        // Drop the half-written batch so the file stays whole lines (the next start reads it cleanly).
+        await handle.truncate(this.bytes).catch(() => {});
+        this.fail(error as Error);
+      }
+    })();
+    await this.flushing;
+    this.flushing = undefined;
+  }
+
+  /**
+   * Rewrites the file as one `ended` record per kept task (write, fsync, rename). Records still
+   * queued (tasks submitted meanwhile) are written after it, not lost with the old file.
+   */
+  async compact(entries: HistoryEntry[]): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.failed) return;
+    const old = this.handle;
+    this.handle = undefined;
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      const fd = openSync(tmp, 'w', 0o600);
+      let written = 0;
+      for (const entry of entries) {
+        const line =
+          JSON.stringify({
+            e: 'ended',
+            id: entry.snapshot.id,
+            at: entry.snapshot.endedAt ?? entry.snapshot.createdAt,
+            task: entry.snapshot,
+            spec: entry.spec,
+          }) + '\n';
+        written += writeSync(fd, line);
+      }
+      fsyncSync(fd);
+      closeSync(fd);
+      await old?.close();
+      renameSync(tmp, this.file);
+      this.handle = await open(this.file, 'a', 0o600);
+      this.bytes = written;
+      this.schedule();
+    } catch (error) {
+      rmSync(tmp, { force: true });
+      this.fail(error as Error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.handle?.close().catch(() => {});
+    this.handle = undefined;
+  }
+
+  private fail(error: Error): void {
+    if (this.failed) return;
+    const code = (error as NodeJS.ErrnoException).code;
+    const hint =
+      code === 'ENOSPC'
+        ? 'the disk is full'
+        : code === 'EROFS'
+          ? 'the file system is read-only'
+          : code === 'EACCES' || code === 'EPERM'
+            ? 'permission denied'
+            : error.message;
+    this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
+    this.logger.error(this.failed);
+  }
+}
+
+function endsWithNewline(file: string, size: number): boolean {
+  const fd = openSync(file, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord): void {
+  switch (record.e) {
+    case 'queued':
+      entries.set(record.id, {
+        spec: record.spec,
+        snapshot: {
+          id: record.id,
+          label: record.spec.label,
+          state: 'queued',
+          command: record.spec.command,
+          args: record.spec.args,
+          cwd: record.spec.cwd,
+          attempt: 0,
+          maxAttempts: record.maxAttempts,
+          createdAt: record.at,
+          counters: { malformed: 0, rejected: 0, ignored: 0 },
+          ...(record.spec.tags ? { tags: record.spec.tags } : {}),
+        },
+      });
+      return;
+    case 'attempt': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      entry.snapshot.state = 'running';
+      entry.snapshot.attempt = record.attempt;
+      entry.snapshot.startedAt ??= record.at;
+      if (record.pid !== undefined) entry.snapshot.pid = record.pid;
+      return;
+    }
+    case 'progress': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      if (record.progress !== undefined) entry.snapshot.progress = record.progress;
+      if (record.partial !== undefined) entry.snapshot.lastPartial = record.partial;
+      return;
+    }
+    case 'ended': {
+      const previous = entries.get(record.id);
+      const spec = record.spec ??
+        previous?.spec ?? {
+          command: record.task.command,
+          args: record.task.args,
+          cwd: record.task.cwd,
+          label: record.task.label,
+        };
+      entries.set(record.id, { snapshot: record.task, spec });
+      return;
+    }
+    default:
+      return;
+  }
+}

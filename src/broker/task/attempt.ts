@@ -1,0 +1,344 @@
+/**
+ * One run of a sub-agent process: endpoint up, process spawned, output and messages read, guards
+ * armed, and — however it ends — the process group gone and the endpoint removed.
+ *
+ * `outcome` settles as soon as the attempt is decided (first final payload, or a failure), so results
+ * reach the caller without waiting for the process to exit; `finished` settles when cleanup is done.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import {
+  isFinalStatus,
+  preview,
+  validateAgentMessage,
+  type AskMessage,
+  type BrokerMessage,
+  type FinalPayload,
+  type Payload,
+} from '../../protocol/index.js';
+import { AttemptTimers } from '../guards/watchdog.js';
+import { killTree, groupAlive } from '../process/kill-tree.js';
+import { handOffEnv } from '../process/environment.js';
+import {
+  checkWorkingDirectory,
+  describeSpawnError,
+  resolveCommand,
+  spawnAgent,
+  SpawnError,
+  type AgentProcess,
+} from '../process/spawn-agent.js';
+import { TaskChannel, type ChannelLimits } from '../transport/channel.js';
+import { newEndpointPath } from '../transport/endpoint.js';
+import { readStderr, readStdout } from '../transport/stdout.js';
+import type { DeliveryChannel, FailureReason } from '../../model/task.js';
+
+export type StopReason = 'timeout' | 'stalled' | 'cancelled';
+
+export type AttemptOutcome =
+  | { kind: 'final'; payload: FinalPayload; channel: DeliveryChannel }
+  | { kind: 'failure'; reason: FailureReason; message: string; retryable: boolean };
+
+export interface AttemptSettings {
+  taskId: string;
+  attempt: number;
+  command: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  input: unknown;
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+  endpointDir: string;
+  spoolDir: string;
+  limits: ChannelLimits;
+  /** After `cancel` is sent: time the agent gets to stop by itself before SIGTERM. */
+  cancelGraceMs: number;
+  /** After SIGTERM: time before SIGKILL. */
+  killGraceMs: number;
+  /** After exit: how long to wait for output still in flight (and for pipes held by grandchildren). */
+  drainMs: number;
+  /** Log the first 100 characters of every received line (the design's debugging advice). */
+  traceLines: boolean;
+}
+
+/** What an attempt reports upward while it runs. */
+export interface AttemptSink {
+  partial(payload: Payload): void;
+  log(stream: 'stdout' | 'stderr' | 'broker', text: string): void;
+  problem(kind: 'malformed' | 'rejected' | 'ignored', detail: string): void;
+  ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  spawned(pid: number): void;
+}
+
+export class Attempt {
+  readonly outcome: Promise<AttemptOutcome>;
+  readonly finished: Promise<void>;
+  exitCode: number | null | undefined;
+  exitSignal: NodeJS.Signals | null | undefined;
+
+  private decide!: (outcome: AttemptOutcome) => void;
+  private finish!: () => void;
+  private decided: AttemptOutcome | undefined;
+  private child: AgentProcess | undefined;
+  private channel: TaskChannel | undefined;
+  private timers: AttemptTimers | undefined;
+  private stopReason: StopReason | undefined;
+  private exited = false;
+  private killTimers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly settings: AttemptSettings,
+    private readonly sink: AttemptSink,
+  ) {
+    this.outcome = new Promise((resolve) => (this.decide = resolve));
+    this.finished = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts the attempt. Never throws: every failure becomes the outcome. */
+  async start(): Promise<void> {
+    const s = this.settings;
+    const token = randomBytes(32).toString('hex');
+    const channel = new TaskChannel(
+      newEndpointPath(s.endpointDir),
+      s.taskId,
+      token,
+      {
+        greeting: () => [
+          { type: 'welcome', task_id: s.taskId, attempt: s.attempt, protocol: 1, heartbeat_timeout_ms: s.heartbeatTimeoutMs },
+          { type: 'input', task_id: s.taskId, data: s.input ?? null },
+        ],
+        payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
+        ask: (message, reply) => this.sink.ask(message, reply),
+        activity: () => this.timers?.alive(),
+        ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text)}`) } : {}),
+        problem: (kind, detail) => this.sink.problem(kind, detail),
+        overflow: (detail) => this.protocolFailure(detail),
+      },
+      s.limits,
+    );
+    this.channel = channel;
+    try {
+      // Listen before spawn: the reverse order is the classic ECONNREFUSED race.
+      await channel.listen();
+      checkWorkingDirectory(s.cwd);
+    } catch (error) {
+      const message = error instanceof SpawnError ? error.message : `could not open the task endpoint: ${(error as Error).message}`;
+      this.settle({ kind: 'failure', reason: 'crashed', message, retryable: false });
+      await this.cleanup();
+      return;
+    }
+
+    if (this.decided) {
+      // Cancelled while the endpoint was opening: never start the process.
+      await this.cleanup();
+      return;
+    }
+
+    const env = {
+      ...s.env,
+      ...handOffEnv({
+        taskId: s.taskId,
+        endpoint: channel.endpoint,
+        token,
+        attempt: s.attempt,
+        heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+        spoolDir: s.spoolDir,
+      }),
+    };
+    let child: AgentProcess;
+    try {
+      child = spawnAgent(resolveCommand(s.command, s.args), s.cwd, env);
+    } catch (error) {
+      this.settle({
+        kind: 'failure',
+        reason: 'crashed',
+        message: describeSpawnError(s.command, error as NodeJS.ErrnoException),
+        retryable: false,
+      });
+      await this.cleanup();
+      return;
+    }
+    this.child = child;
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      // Only spawn failures land here for a piped, non-IPC child; 'exit' may not follow.
+      if (child.pid === undefined) {
+        this.settle({ kind: 'failure', reason: 'crashed', message: describeSpawnError(s.command, error), retryable: false });
+        void this.cleanup();
+      }
+    });
+    if (child.pid === undefined) {
+      // spawn() failed synchronously-asynchronously: the 'error' handler above settles it.
+      child.stdout.destroy();
+      child.stderr.destroy();
+      return;
+    }
+    this.sink.spawned(child.pid);
+
+    const output = {
+      payload: (payload: Payload) => this.onPayload(payload, 'stdout'),
+      log: (stream: 'stdout' | 'stderr', text: string) => {
+        this.timers?.alive();
+        this.sink.log(stream, text);
+      },
+      problem: (kind: 'malformed' | 'rejected', detail: string) => this.sink.problem(kind, detail),
+      overflow: (detail: string) => this.protocolFailure(detail),
+      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text)}`) } : {}),
+    };
+    const streamsClosed = Promise.all([
+      readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes),
+      readStderr(child.stderr, output, s.limits.maxLineBytes),
+    ]);
+    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>
+      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
+    );
+    child.once('exit', (code, signal) => {
+      this.exited = true;
+      this.exitCode = code;
+      this.exitSignal = signal;
+      void this.afterExit(streamsClosed);
+    });
+  }
+
+  /**
+   * Stops the agent: `cancel` over the channel, then SIGTERM to the group after the grace period,
+   * then SIGKILL. The outcome is decided now (reason recorded once); the kill proceeds in the background.
+   */
+  stop(reason: StopReason, message: string): void {
+    if (this.stopReason || this.exited) {
+      if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+      return;
+    }
+    this.stopReason = reason;
+    this.timers?.stop();
+    if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+    this.sink.log('broker', `stopping: ${message}`);
+    const told = this.channel?.broadcast({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
+    this.terminate(told > 0 ? this.settings.cancelGraceMs : 0);
+  }
+
+  /** Sends a message to the agent's open connections. */
+  send(message: BrokerMessage): number {
+    return this.channel?.broadcast(message) ?? 0;
+  }
+
+  private terminate(graceMs: number): void {
+    const pid = this.child?.pid;
+    if (pid === undefined || this.exited) return;
+    const term = () => {
+      if (!this.exited) killTree(pid, 'SIGTERM');
+      this.killTimers.push(setTimeout(() => !this.exited && killTree(pid, 'SIGKILL'), this.settings.killGraceMs));
+    };
+    if (graceMs > 0) this.killTimers.push(setTimeout(term, graceMs));
+    else term();
+  }
+
+  private onPayload(payload: Payload, via: 'socket' | 'stdout', reply?: (message: BrokerMessage) => void): void {
+    this.timers?.alive();
+    if (this.decided) {
+      if (payload.status === 'cancelled' && this.stopReason) {
+        this.sink.log('broker', 'the agent confirmed the cancel');
+      } else if (payload.status !== 'heartbeat') {
+        this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`);
+      }
+      // Still acknowledge a late final (typically the agent's answer to our cancel): the ack tells
+      // the agent it may exit now, instead of waiting for one and spooling.
+      if (isFinalStatus(payload.status)) reply?.({ type: 'ack', task_id: this.settings.taskId, status: payload.status });
+      return;
+    }
+    if (isFinalStatus(payload.status)) {
+      const final = payload as FinalPayload;
+      reply?.({ type: 'ack', task_id: this.settings.taskId, status: final.status });
+      this.settle({ kind: 'final', payload: final, channel: via });
+      // The agent should exit after its final payload; one that lingers (a CLI that never exits) is stopped.
+      this.terminate(this.settings.cancelGraceMs);
+      return;
+    }
+    if (payload.status === 'partial') this.sink.partial(payload);
+  }
+
+  private protocolFailure(detail: string): void {
+    this.sink.log('broker', `protocol error: ${detail}`);
+    if (this.decided) return;
+    this.settle({ kind: 'failure', reason: 'protocol', message: `protocol error: ${detail}`, retryable: false });
+    this.channel?.broadcast({ type: 'cancel', task_id: this.settings.taskId, reason: 'protocol' });
+    this.terminate(this.settings.cancelGraceMs);
+  }
+
+  private settle(outcome: AttemptOutcome): void {
+    if (this.decided) return;
+    this.decided = outcome;
+    this.timers?.stop();
+    this.decide(outcome);
+  }
+
+  private async afterExit(streamsClosed: Promise<unknown>): Promise<void> {
+    const s = this.settings;
+    const channel = this.channel!;
+    // Output the agent wrote just before exiting is still in the pipes and the socket: drain it,
+    // but do not wait forever on pipes a grandchild keeps open.
+    await Promise.race([Promise.all([streamsClosed, channel.drained(s.drainMs)]), delay(s.drainMs)]);
+    if (!this.decided) {
+      // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
+      const spooled = readSpooled(s.spoolDir, s.taskId);
+      if (spooled) this.settle({ kind: 'final', payload: spooled, channel: 'spool' });
+    }
+    if (!this.decided) {
+      const how = this.exitSignal ? `was killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;
+      this.settle({ kind: 'failure', reason: 'crashed', message: `the agent ${how} without sending a final payload`, retryable: true });
+    }
+    await this.cleanup();
+  }
+
+  private async cleanup(): Promise<void> {
+    for (const timer of this.killTimers) clearTimeout(timer);
+    this.timers?.stop();
+    const pid = this.child?.pid;
+    // Grandchildren left in the group (forked workers, a shell's children) go with the task.
+    if (pid !== undefined && process.platform !== 'win32' && groupAlive(pid)) killTree(pid, 'SIGKILL');
+    this.child?.stdout.destroy();
+    this.child?.stderr.destroy();
+    // An agent whose ack came late spools a result we already have: the file must not pile up.
+    removeSpooled(this.settings.spoolDir, this.settings.taskId);
+    await this.channel?.close();
+    this.finish();
+  }
+}
+
+function spoolFile(dir: string, taskId: string): string {
+  return path.join(dir, `${path.basename(taskId)}.json`);
+}
+
+/** The final payload an agent spooled for this task, if there is a valid one. */
+function readSpooled(dir: string, taskId: string): FinalPayload | undefined {
+  try {
+    const checked = validateAgentMessage(JSON.parse(readFileSync(spoolFile(dir, taskId), 'utf8')));
+    if (!checked.ok || !('status' in checked.message) || !isFinalStatus(checked.message.status)) return undefined;
+    return checked.message.task_id === taskId ? (checked.message as FinalPayload) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function removeSpooled(dir: string, taskId: string): void {
+  try {
+    unlinkSync(spoolFile(dir, taskId));
+  } catch {
+    // None: the usual case.
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const TOKEN_FIELD = /"token"\s*:\s*"[^"]*"/g;
+
+/** A received line as the debug trace shows it: the token redacted, then the first 100 characters. */
+function traceable(text: string): string {
+  return preview(text.replace(TOKEN_FIELD, '"token":"[redacted]"'));
+}

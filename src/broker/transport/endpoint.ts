@@ -1,0 +1,144 @@
+/**
+ * Where task endpoints live and how they are named.
+ *
+ * Unix: a private directory (0700, owned by us) holding one socket file (0600) per attempt. The
+ * directory is `$CURSOR_IPC_DIR`, else `<realpath($XDG_RUNTIME_DIR || os.tmpdir())>/backchannel-<uid>`,
+ * else — when that would push socket paths past the platform limit — `/tmp/bc-<uid>`.
+ * Windows: `\\.\pipe\backchannel-<random>`; pipe names are world-visible, so the per-task token is the guard.
+ */
+import { randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, readdirSync, realpathSync, chmodSync, unlinkSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { ENV_IPC_DIR } from '../../protocol/index.js';
+import { BrokerError } from '../errors.js';
+
+export const IS_WINDOWS = process.platform === 'win32';
+
+/** sun_path is 104 bytes on macOS and 108 on Linux, one kept for the terminator (Node: 103/107). */
+export const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' ? 103 : 107;
+
+/** Random part of a socket name: 16 base32 chars = 80 bits, unguessable and short. */
+const NAME_CHARS = 16;
+const SOCKET_SUFFIX = '.sock';
+/** Room a socket name needs inside the directory: "/" + name + ".sock". */
+const NAME_BYTES = 1 + NAME_CHARS + SOCKET_SUFFIX.length;
+
+function uidTag(): string {
+  return typeof process.getuid === 'function' ? String(process.getuid()) : os.userInfo().username;
+}
+
+function safeRealpath(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return dir;
+  }
+}
+
+/** Picks the endpoint directory (does not create it). */
+export function chooseEndpointDir(override?: string): string {
+  const explicit = override ?? process.env[ENV_IPC_DIR];
+  if (explicit) return path.resolve(explicit);
+  const base = safeRealpath(process.env.XDG_RUNTIME_DIR || os.tmpdir());
+  const preferred = path.join(base, `backchannel-${uidTag()}`);
+  if (Buffer.byteLength(preferred) + NAME_BYTES <= MAX_SOCKET_PATH_BYTES) return preferred;
+  // macOS tmpdir (/private/var/folders/…) is long: fall back to a short, still private, directory.
+  return path.join('/tmp', `bc-${uidTag()}`);
+}
+
+/**
+ * Creates the directory with mode 0700 or checks an existing one: a directory (not a symlink), ours,
+ * and not open to group or others. Refuses rather than trusting a directory someone else prepared.
+ */
+export function ensurePrivateDir(dir: string): void {
+  if (IS_WINDOWS) {
+    mkdirSync(dir, { recursive: true });
+    return;
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stat = lstatSync(dir);
+  if (!stat.isDirectory()) {
+    throw new BrokerError('endpoint', `Endpoint directory ${dir} is not a directory (a symlink?). Remove it or set ${ENV_IPC_DIR}.`);
+  }
+  if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) {
+    throw new BrokerError('endpoint', `Endpoint directory ${dir} belongs to uid ${stat.uid}, not to us. Remove it or set ${ENV_IPC_DIR}.`);
+  }
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  if (Buffer.byteLength(dir) + NAME_BYTES > MAX_SOCKET_PATH_BYTES) {
+    throw new BrokerError(
+      'endpoint',
+      `Endpoint directory ${dir} is too long for socket paths (${MAX_SOCKET_PATH_BYTES} bytes max). Set ${ENV_IPC_DIR} to a shorter directory.`,
+    );
+  }
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+function randomName(): string {
+  const bytes = randomBytes(NAME_CHARS);
+  let out = '';
+  for (const byte of bytes) out += BASE32[byte & 31];
+  return out;
+}
+
+/** A fresh endpoint address. The task id stays out of the path: it may not fit, and it need not. */
+export function newEndpointPath(dir: string): string {
+  if (IS_WINDOWS) return `\\\\.\\pipe\\backchannel-${randomName()}`;
+  return path.join(dir, randomName() + SOCKET_SUFFIX);
+}
+
+function probe(socketPath: string): Promise<'live' | 'stale'> {
+  return new Promise((resolve) => {
+    const socket = createConnection(socketPath);
+    const done = (result: 'live' | 'stale') => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.once('connect', () => done('live'));
+    socket.once('error', () => done('stale'));
+    socket.setTimeout(500, () => done('live'));
+  });
+}
+
+/**
+ * Removes socket files left by a crashed broker. A socket that still accepts connections belongs to
+ * a live broker sharing the directory and is kept. Returns the removed paths.
+ */
+export async function sweepStaleSockets(dir: string): Promise<string[]> {
+  if (IS_WINDOWS) return [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  await Promise.all(
+    names
+      .filter((name) => name.endsWith(SOCKET_SUFFIX))
+      .map(async (name) => {
+        const full = path.join(dir, name);
+        if ((await probe(full)) === 'stale') {
+          try {
+            unlinkSync(full);
+            removed.push(full);
+          } catch {
+            // Already gone: fine.
+          }
+        }
+      }),
+  );
+  return removed;
+}
+
+/** Unlinks a socket file, ignoring "already gone". */
+export function removeEndpointFile(endpoint: string): void {
+  if (IS_WINDOWS) return;
+  try {
+    unlinkSync(endpoint);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The OpenAI-compatible gateway: other AI tools use Backchannel sub-agents as their "model".
+ * Electron-free; `backchannel gateway` and the desktop app's settings both start it with
+ * `startGateway`.
+ *
+ * ```ts
+ * const gateway = await startGateway({ config: loadGatewayConfig() });
+ * // point any OpenAI client at gateway.baseURL (http://127.0.0.1:8976/v1)
+ * await gateway.close();
+ * ```
+ */
+import { TaskBroker } from '../broker/broker.js';
+import { silentLogger, type Logger } from '../broker/log.js';
+import { resolveGatewayConfig, type GatewayConfig } from './config.js';
+import { GATEWAY_HOST, startGatewayServer } from './server.js';
+
+export {
+  defaultConfigPath,
+  GatewayConfigError,
+  loadGatewayConfig,
+  resolveGatewayConfig,
+  type GatewayConfig,
+  type ModelRoute,
+} from './config.js';
+export { GATEWAY_HOST } from './server.js';
+
+export interface StartGatewayOptions {
+  /**
+   * The broker to run requests on (the desktop app passes its own, so requests show in the panel);
+   * the gateway then caps its own running requests at `config.maxConcurrent`. Without one, the
+   * gateway creates a broker with `concurrency: config.maxConcurrent` and closes it on `close()`.
+   */
+  broker?: TaskBroker;
+  /** @default all defaults (`resolveGatewayConfig({})`) */
+  config?: GatewayConfig;
+  logger?: Logger;
+  /** Quiet time after which a started stream gets an SSE keep-alive comment. @default 15000 */
+  keepAliveMs?: number;
+}
+
+export interface Gateway {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** `http://127.0.0.1:<port>/v1`: what OpenAI clients take as their base URL. */
+  readonly baseURL: string;
+  readonly port: number;
+  readonly broker: TaskBroker;
+  readonly config: GatewayConfig;
+  /** Stops listening, cancels running requests, waits for their processes; closes an own broker. */
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: StartGatewayOptions = {}): Promise<Gateway> {
+  const config = options.config ?? resolveGatewayConfig({});
+  const logger = options.logger ?? silentLogger;
+  const ownBroker = options.broker === undefined;
+  const broker = options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger });
+  try {
+    await broker.ready;
+    const server = await startGatewayServer({
+      broker,
+      config,
+      logger,
+      limitConcurrency: !ownBroker,
+      ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
+    });
+    const url = `http://${GATEWAY_HOST}:${server.port}`;
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      baseURL: `${url}/v1`,
+      port: server.port,
+      broker,
+      config,
+      close() {
+        closing ??= (async () => {
+          await server.close();
+          if (ownBroker) await broker.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    if (ownBroker) await broker.close();
+    throw error;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Which sub-agent answers a model name, and the broker task spec for one request.
+ *
+ * A model name resolves to, in order: a model from the config; one of the Cursor CLI's own models
+ * (run through the cursor-cli template with `--model <name>`) when `list_cli_models` is on; else
+ * nothing (404).
+ *
+ * What an agent receives as its task input:
+ *   cursor-cli template: `{prompt, model?, bin, allow_writes}` (its documented input);
+ *   a configured command: `{prompt, messages, model}` — the prompt built from `messages`, the
+ *     messages themselves for agents that want the roles, and the requested model name.
+ */
+import type { TaskSpec } from '../model/task.js';
+import { cursorTemplatePath, type GatewayConfig, type ModelRoute } from './config.js';
+import type { ChatMessage } from './request.js';
+
+/** Longest label shown in the panel for a request. */
+const LABEL_PROMPT_CHARS = 60;
+
+export function routeFor(config: GatewayConfig, model: string, cliModels: readonly string[]): ModelRoute | undefined {
+  if (Object.hasOwn(config.models, model)) return config.models[model];
+  if (config.listCliModels && cliModels.includes(model)) return { kind: 'cursor-cli', cliModel: model, allowWrites: false, env: {} };
+  return undefined;
+}
+
+export interface RequestTask {
+  model: string;
+  route: ModelRoute;
+  prompt: string;
+  messages: ChatMessage[];
+  stream: boolean;
+}
+
+export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
+  const { route } = request;
+  const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? request.prompt;
+  const oneLine = lastUser.replace(/\s+/g, ' ').trim();
+  const label = `gateway ${request.model}: ${oneLine.length > LABEL_PROMPT_CHARS ? `${oneLine.slice(0, LABEL_PROMPT_CHARS)}…` : oneLine}`;
+  const common = {
+    cwd: route.cwd ?? config.workspace,
+    env: route.env,
+    label,
+    // One request, one run: a retry would re-spend tokens the client never sees (it retries itself).
+    retries: 0,
+    tags: { source: 'gateway', model: request.model, stream: String(request.stream) },
+  };
+  if (route.kind === 'cursor-cli') {
+    const input: Record<string, unknown> = { prompt: request.prompt, bin: config.cursorCliPath, allow_writes: route.allowWrites };
+    if (route.cliModel) input.model = route.cliModel;
+    return { ...common, command: cursorTemplatePath(), args: [], input };
+  }
+  return {
+    ...common,
+    command: route.command,
+    args: route.args,
+    input: { prompt: request.prompt, messages: request.messages, model: request.model },
+  };
+}

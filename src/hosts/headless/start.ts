@@ -1,0 +1,83 @@
+/**
+ * Headless mode in one call: a broker with history in `dataDir`, the bridge over it, and the panel
+ * server. Used by `backchannel serve` and `npm start` where Electron is not installed.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { TaskBroker } from '../../broker/broker.js';
+import { createHeadlessLogger, type Logger } from '../../broker/log.js';
+import { readOwnVersion } from '../../version.js';
+import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
+import { defaultTemplatesDir, loadTemplates } from '../../templates/panel-templates.js';
+import { startPanelServer, type PanelServer } from './server.js';
+import { defaultDataDir } from '../paths.js';
+
+export interface HeadlessOptions {
+  /** 0 = a free port. @default 0 */
+  port?: number;
+  /** History and logs. @default $XDG_STATE_HOME/backchannel or ~/.local/state/backchannel */
+  dataDir?: string;
+  /** Directory with templates.json for "New task". @default scripts/demo-agents */
+  templatesDir?: string;
+  rendererDir?: string;
+  concurrency?: number;
+  /** Endpoint directory for the task sockets (tests use a private one). */
+  ipcDir?: string;
+  /** Console log level. @default 'warn' */
+  consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
+}
+
+export interface Headless {
+  readonly url: string;
+  readonly broker: TaskBroker;
+  readonly bridge: BrokerBridge;
+  readonly server: PanelServer;
+  readonly logPath: string;
+  readonly logger: Logger;
+  /** Stops the server, cancels running tasks (grace period, then kill), closes the broker. */
+  close(): Promise<void>;
+}
+
+export async function startHeadless(options: HeadlessOptions = {}): Promise<Headless> {
+  const dataDir = options.dataDir ?? defaultDataDir();
+  mkdirSync(join(dataDir, 'logs'), { recursive: true, mode: 0o700 });
+  const logPath = join(dataDir, 'logs', 'backchannel.log');
+  const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
+  const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir });
+  broker.on('warning', (message) => logger.warn(message));
+  await broker.ready;
+  const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));
+  const bridge = createBrokerBridge(broker, {
+    mode: 'headless',
+    version: readOwnVersion(),
+    logPath,
+    templates,
+    onListenerError: (error) => logger.error('panel event listener failed', error),
+  });
+  let server: PanelServer;
+  try {
+    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir });
+  } catch (error) {
+    bridge.close();
+    await broker.close();
+    throw error;
+  }
+  logger.info(`panel served on http://127.0.0.1:${server.port}/ (data in ${dataDir})`);
+  let closing: Promise<void> | undefined;
+  return {
+    url: server.url,
+    broker,
+    bridge,
+    server,
+    logPath,
+    logger,
+    close() {
+      closing ??= (async () => {
+        await server.close();
+        bridge.close();
+        await broker.close();
+      })();
+      return closing;
+    },
+  };
+}

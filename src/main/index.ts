@@ -1,9 +1,0 @@
-/** Public library API of Backchannel (Electron-free). */
-export { TaskBroker, DEFAULTS, type BrokerOptions, type BrokerStats, type TaskHandle } from './broker.js';
-export { TaskError, BrokerError } from './task/errors.js';
-export type * from './task/types.js';
-export { createHeadlessLogger, silentLogger, type Logger } from './log.js';
-export type { EnvPolicy } from './process/environment.js';
-export type { TokenBudgetOptions } from './guards/token-budget.js';
-export type { ChannelLimits } from './transport/channel.js';
-export type { FinalPayload, Payload, PayloadMeta, PayloadStatus } from '../protocol/index.js';

@@ -1,0 +1,129 @@
+import type { FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
+
+/**
+ * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
+ * `interrupted` is only ever read back from history: the broker died while the task ran.
+ */
+export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+
+export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
+
+/** Why a task did not succeed; recorded once. */
+export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol';
+
+/** Which path delivered the final payload. */
+export type DeliveryChannel = 'socket' | 'stdout' | 'spool' | 'broker';
+
+export interface RetryPolicy {
+  /** Extra attempts after the first. @default 0 */
+  max: number;
+  /** Delay before the first retry. @default 1000 */
+  backoffMs: number;
+  /** Multiplier per further retry. @default 2 */
+  factor: number;
+  /** Upper bound for one delay. @default 100 × backoffMs (Temporal's default ratio) */
+  maxBackoffMs?: number;
+}
+
+export interface TaskSpec {
+  /** Executable, or a `.js`/`.mjs`/`.cjs`/`.ts` file run with this Node (or Electron as Node). */
+  command: string;
+  args?: string[];
+  /** Working directory. @default process.cwd() */
+  cwd?: string;
+  /** Extra environment for the sub-agent, on top of the broker's filtered environment; `undefined` removes a name. */
+  env?: Record<string, string | undefined>;
+  /** Any JSON value, delivered over the socket as an `input` message. */
+  input?: unknown;
+  /** Deadline for one attempt. @default 0 (none) */
+  timeoutMs?: number;
+  /** No message at all for this long ⇒ stalled. @default 0 (no watchdog) */
+  heartbeatTimeoutMs?: number;
+  /** Retry policy, or just the number of retries. */
+  retries?: Partial<RetryPolicy> | number;
+  /** Shown in the panel and CLI. @default the command line */
+  label?: string;
+  /** Aborting cancels the task. */
+  signal?: AbortSignal;
+  /** Append `--task-id=<id>` to argv. @default true */
+  taskIdArg?: boolean;
+  /** Token-budget estimate acquired before start (only with a broker `tokenBudget`). */
+  estimatedTokens?: number;
+  /** Free-form tags (e.g. `{source: 'gateway'}`), kept in the snapshot. */
+  tags?: Record<string, string>;
+}
+
+export interface LogLine {
+  /** ISO 8601. */
+  time: string;
+  stream: 'stdout' | 'stderr' | 'broker';
+  text: string;
+}
+
+export interface PendingQuestion {
+  askId: string;
+  question: string;
+  choices?: string[];
+  askedAt: string;
+}
+
+/** A plain, JSON-safe picture of one task (what the panel and the CLI show). */
+export interface TaskSnapshot {
+  id: string;
+  label: string;
+  state: TaskState;
+  reason?: FailureReason;
+  /** One-line explanation of a failure. */
+  message?: string;
+  command: string;
+  args: string[];
+  cwd: string;
+  /** Current (or last) attempt, from 1. */
+  attempt: number;
+  maxAttempts: number;
+  /** Last `data.progress` (0–100) from a partial payload. */
+  progress?: number;
+  /** `data` of the last partial payload. */
+  lastPartial?: unknown;
+  createdAt: string;
+  startedAt?: string;
+  endedAt?: string;
+  /** The final payload (success, error or cancelled), with the broker's meta added. */
+  result?: FinalPayload;
+  /** Last lines of stderr (for failures). */
+  stderrTail?: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  pid?: number;
+  pendingQuestion?: PendingQuestion;
+  tags?: Record<string, string>;
+  /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
+  counters: { malformed: number; rejected: number; ignored: number };
+}
+
+/**
+ * `ended`: the task is decided (its result promise has settled). `exited`: afterwards, its processes
+ * are gone and its endpoints removed; the snapshot now has the exit code and no pid.
+ */
+export type TaskUpdateKind = 'queued' | 'started' | 'partial' | 'retrying' | 'ended' | 'exited' | 'ask' | 'answered' | 'log';
+
+/** Emitted on every change; small on purpose (a chatty agent sends hundreds of thousands). */
+export interface TaskUpdate {
+  taskId: string;
+  kind: TaskUpdateKind;
+  state: TaskState;
+  attempt: number;
+  progress?: number;
+  /** The partial or final payload that caused this update. */
+  payload?: Payload;
+  /** For `log` updates. */
+  line?: LogLine;
+}
+
+/** Meta fields the broker adds to every final payload it hands out. */
+export interface BrokerMeta extends PayloadMeta {
+  attempts: number;
+  channel: DeliveryChannel;
+  exit_code?: number | null;
+  received_at: string;
+}

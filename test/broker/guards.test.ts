@@ -1,0 +1,117 @@
+import { describe, expect, test } from 'vitest';
+import type { TaskError, TaskHandle } from '../../src/broker/index.js';
+import { fixture, leftovers, makeBroker, settle, waitUntilGone, isAlive } from '../helpers/core.js';
+
+/**
+ * The pids a stubborn fixture reports in its first partial (itself and its grandchild). Fails instead
+ * of hanging if the task ends first (e.g. a watchdog fired before the fixture got going).
+ */
+function pidsOf(task: TaskHandle): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    task.result.then(
+      () => reject(new Error('task ended before reporting its pids')),
+      (error) => reject(new Error(`task ended before reporting its pids: ${error.message}`)),
+    );
+    const off = task.on('update', (u) => {
+      const pids = (u.payload?.data as { pids?: number[] } | undefined)?.pids;
+      if (u.kind === 'partial' && pids) {
+        off();
+        resolve(pids);
+      }
+    });
+  });
+}
+
+async function expectTreeGone(task: TaskHandle, pids: number[], ipcDir: string): Promise<void> {
+  await task.finished;
+  await waitUntilGone(pids);
+  expect(pids.filter(isAlive)).toEqual([]);
+  expect(leftovers(ipcDir)).toEqual([]);
+}
+
+describe('guards', () => {
+  test('timeout kills an agent that ignores cancel, and its grandchild', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['chatty'], timeoutMs: 1500, heartbeatTimeoutMs: 60_000 });
+    const pids = await pidsOf(task);
+    const outcome = await settle(task.result);
+    const error = (outcome as { error: TaskError }).error;
+    expect(error.reason).toBe('timeout');
+    expect(error.message).toContain('timed out after 1500 ms');
+    await expectTreeGone(task, pids, ipcDir);
+    expect(task.snapshot().signal).toBe('SIGKILL');
+  });
+
+  test('the heartbeat watchdog fails a silent agent as stalled and kills its tree', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['silent'], heartbeatTimeoutMs: 2500 });
+    const pids = await pidsOf(task);
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('stalled');
+    expect(error.message).toContain('no message for 2500 ms');
+    await expectTreeGone(task, pids, ipcDir);
+  });
+
+  test('cancel kills an agent that ignores it, and its grandchild', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const controller = new AbortController();
+    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['silent'], signal: controller.signal });
+    const pids = await pidsOf(task);
+    controller.abort();
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('cancelled');
+    expect(task.snapshot().state).toBe('cancelled');
+    await expectTreeGone(task, pids, ipcDir);
+  });
+
+  test('cancelling a queued task ends it at once without starting it', async () => {
+    const { broker } = makeBroker({ concurrency: 1 });
+    const blocker = broker.submit({ command: fixture('stubborn.mjs'), args: ['silent'] });
+    const queued = broker.submit({ command: fixture('quick.mjs') });
+    expect(queued.snapshot().state).toBe('queued');
+    queued.cancel('not needed');
+    const error = ((await settle(queued.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('cancelled');
+    expect(queued.snapshot().attempt).toBe(0);
+    blocker.cancel();
+    await settle(blocker.result);
+  });
+});
+
+describe('retries', () => {
+  test('an error payload is retried and attempt 2 succeeds', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('flaky.mjs'), args: ['error'], retries: { max: 2, backoffMs: 50, factor: 2 } });
+    const states: string[] = [];
+    task.on('update', (u) => u.kind !== 'log' && u.kind !== 'partial' && states.push(`${u.kind}:${u.attempt}`));
+    const result = await task.result;
+    expect(result.data).toEqual({ attempt: 2 });
+    expect(result.meta?.attempts).toBe(2);
+    expect(states).toEqual(['started:1', 'retrying:1', 'started:2', 'ended:2']);
+  });
+
+  test('a crash is retried too', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('flaky.mjs'), args: ['crash'], retries: { max: 1, backoffMs: 10 } });
+    expect((await task.result).data).toEqual({ attempt: 2 });
+  });
+
+  test('an error marked retryable: false is final', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('fatal-error.mjs'), retries: { max: 3, backoffMs: 10 } });
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('error');
+    expect(error.message).toContain('invalid API key');
+    expect(error.payload?.status).toBe('error');
+    expect(error.payload?.retryable).toBe(false);
+    expect(task.snapshot().attempt).toBe(1);
+  });
+
+  test('retries stop at max and report the last failure', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('exit-silently.mjs'), retries: { max: 2, backoffMs: 10 } });
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('crashed');
+    expect(task.snapshot().attempt).toBe(3);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The broker bridge coalesces a chatty broker into ≤ ~10 events a second with each task at most
+ * once per event, and shows history from an earlier run.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { BridgeEvent } from '../../src/bridge/contract.js';
+import { demoRequest, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
+
+let headless: TestHeadless | undefined;
+afterEach(async () => {
+  await headless?.stop();
+  headless = undefined;
+});
+
+describe('coalescing', () => {
+  test('four agents sending 300 partials each reach a subscriber as ≤ 10 events a second, each task once per event', async () => {
+    headless = await startTestHeadless({ concurrency: 4 });
+    const { bridge } = headless;
+    const events: { at: number; event: BridgeEvent }[] = [];
+    const unsubscribe = bridge.subscribe((event) => events.push({ at: Date.now(), event }));
+    let updates = 0;
+    headless.broker.on('update', () => updates++);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await bridge.submit(demoRequest('progress', ['--steps=300', '--interval=1'], `chatty ${i}`))).id);
+    const started = Date.now();
+    await Promise.all(ids.map((id) => waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded')));
+    const elapsed = Date.now() - started;
+    unsubscribe();
+
+    expect(updates).toBeGreaterThan(1200);
+    const deltas = events.filter((e) => !e.event.full);
+    // One flush per 100 ms at most, plus one for a flush already scheduled at the start.
+    expect(deltas.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 2);
+    for (const { event } of deltas) {
+      const seen = event.tasks.map((t) => t.id);
+      expect(new Set(seen).size).toBe(seen.length);
+    }
+    for (let i = 1; i < deltas.length; i++) expect(deltas[i]!.at - deltas[i - 1]!.at).toBeGreaterThanOrEqual(90);
+    // Nothing is lost: the last event about each task has its final state.
+    for (const id of ids) {
+      const last = deltas
+        .flatMap((e) => e.event.tasks)
+        .filter((t) => t.id === id)
+        .at(-1);
+      expect(last?.state).toBe('succeeded');
+    }
+  });
+});
+
+describe('history', () => {
+  test('finished tasks of an earlier run are listed after a restart, with their result', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-history-'));
+    try {
+      headless = await startTestHeadless({ dir });
+      const { id } = await headless.bridge.submit(demoRequest('progress', ['--steps=2', '--interval=10'], 'from the first run'));
+      await waitForTask(headless.bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+      await headless.stop({ keep: true });
+
+      headless = await startTestHeadless({ dir });
+      const tasks = await headless.bridge.listTasks();
+      const again = tasks.find((task) => task.id === id);
+      expect(again).toMatchObject({ label: 'from the first run', state: 'succeeded' });
+      expect(again?.result?.data).toMatchObject({ summary: 'did 2 steps' });
+      const info = await headless.bridge.info();
+      expect(info.recent[0]?.args).toEqual(['--mode=progress', '--steps=2', '--interval=10']);
+    } finally {
+      await headless?.stop({ keep: true });
+      headless = undefined;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

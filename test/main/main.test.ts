@@ -1,0 +1,312 @@
+/**
+ * The Electron shell's main process against a stand-in `electron` module (the real binary is not
+ * installed here; test/e2e/electron.spec.ts covers it where it is). This runs the real main.ts:
+ * broker, IPC handlers, tray menu, panel window options, the panel protocol, notifications and
+ * the quit path.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { createIpcBridge } from '../../src/bridge/ipc-client.js';
+import type { BackchannelBridge } from '../../src/bridge/contract.js';
+import { waitUntilGone } from '../helpers/processes.js';
+import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
+
+interface Fake {
+  ipc: FakeIpc;
+  windows: { options: Record<string, unknown>; urls: string[]; webContents: { id: number }; shown: boolean }[];
+  notifications: { title: string; body: string; click?: () => void }[];
+  protocolHandlers: Map<string, (request: Request) => Response | Promise<Response>>;
+  appHandlers: Map<string, ((...args: unknown[]) => void)[]>;
+  trayDestroyed: boolean;
+  quits: number;
+}
+
+vi.mock('electron', async () => {
+  const { FakeIpc } = await import('../helpers/panel.js');
+  const fake: Fake = {
+    ipc: new FakeIpc(),
+    windows: [],
+    notifications: [],
+    protocolHandlers: new Map(),
+    appHandlers: new Map(),
+    trayDestroyed: false,
+    quits: 0,
+  };
+  (globalThis as Record<string, unknown>).__fakeElectron = fake;
+  let nextId = 100;
+  const emit = (event: string, ...args: unknown[]): void => {
+    for (const handler of fake.appHandlers.get(event) ?? []) handler(...args);
+  };
+  const app = {
+    isPackaged: false,
+    paths: new Map<string, string>(),
+    setPath(name: string, value: string) {
+      this.paths.set(name, value);
+    },
+    getPath(name: string) {
+      return this.paths.get(name) ?? os.tmpdir();
+    },
+    getVersion: () => '0.1.0-test',
+    requestSingleInstanceLock: () => true,
+    whenReady: () => Promise.resolve(),
+    on(event: string, handler: (...args: unknown[]) => void) {
+      fake.appHandlers.set(event, [...(fake.appHandlers.get(event) ?? []), handler]);
+      return this;
+    },
+    quit() {
+      fake.quits++;
+      let prevented = false;
+      emit('before-quit', { preventDefault: () => (prevented = true) });
+      if (!prevented) emit('will-quit');
+    },
+    dock: undefined,
+  };
+  class BrowserWindow {
+    record: Fake['windows'][number];
+    webContents: { id: number; isDevToolsOpened(): boolean };
+    private destroyed = false;
+    constructor(options: Record<string, unknown>) {
+      this.webContents = { id: nextId++, isDevToolsOpened: () => false };
+      this.record = { options, urls: [], webContents: this.webContents, shown: false };
+      fake.windows.push(this.record);
+    }
+    loadURL(url: string) {
+      this.record.urls.push(url);
+      return Promise.resolve();
+    }
+    on() {
+      return this;
+    }
+    setMenuBarVisibility() {}
+    setBounds() {}
+    center() {}
+    setSkipTaskbar() {}
+    isVisible() {
+      return this.record.shown;
+    }
+    isDestroyed() {
+      return this.destroyed;
+    }
+    show() {
+      this.record.shown = true;
+    }
+    hide() {
+      this.record.shown = false;
+    }
+    focus() {}
+  }
+  class Notification {
+    static isSupported = () => true;
+    record: Fake['notifications'][number];
+    constructor(options: { title: string; body: string }) {
+      this.record = { title: options.title, body: options.body };
+    }
+    on(_event: string, handler: () => void) {
+      this.record.click = handler;
+    }
+    show() {
+      fake.notifications.push(this.record);
+    }
+  }
+  class Tray {
+    constructor(_image: unknown) {}
+    setToolTip() {}
+    setImage() {}
+    setContextMenu() {}
+    on() {}
+    getBounds() {
+      return { x: 0, y: 0, width: 0, height: 0 };
+    }
+    destroy() {
+      fake.trayDestroyed = true;
+    }
+  }
+  type Item = { label?: string; type?: string; click?: (item: Item) => void; submenu?: unknown; checked?: boolean };
+  const Menu = {
+    buildFromTemplate(template: Item[]): { items: Item[] } {
+      return {
+        items: template.map((item) => {
+          const built: Item = {
+            ...item,
+            submenu: Array.isArray(item.submenu) ? Menu.buildFromTemplate(item.submenu as Item[]) : undefined,
+          };
+          built.click = () => {
+            // Like Electron: a checkbox item flips before its click handler runs.
+            if (built.type === 'checkbox') built.checked = !built.checked;
+            item.click?.(built);
+          };
+          return built;
+        }),
+      };
+    },
+  };
+  return {
+    app,
+    BrowserWindow,
+    ipcMain: fake.ipc,
+    Notification,
+    Tray,
+    Menu,
+    protocol: {
+      registerSchemesAsPrivileged() {},
+      handle(scheme: string, handler: (request: Request) => Response) {
+        fake.protocolHandlers.set(scheme, handler);
+      },
+    },
+    screen: { getDisplayNearestPoint: () => ({ workArea: { x: 0, y: 0, width: 1920, height: 1080 } }) },
+    shell: { openPath: async () => '' },
+    nativeImage: { createFromPath: () => ({ setTemplateImage() {} }) },
+    nativeTheme: { shouldUseDarkColors: false, on() {} },
+  };
+});
+
+vi.mock('electron-log/main.js', () => {
+  const noop = (): void => {};
+  const scoped = { error: noop, warn: noop, info: noop, debug: noop };
+  return {
+    default: {
+      initialize: noop,
+      transports: { file: { level: 'info', getFile: () => ({ path: '/tmp/backchannel-test/main.log' }) }, console: { level: 'warn' } },
+      scope: () => scoped,
+      error: noop,
+    },
+  };
+});
+
+type Hooks = {
+  tray(): { tooltip: string; menu: string[] };
+  clickMenuItem(label: string): boolean;
+  webPreferences(): Record<string, unknown>;
+};
+
+let userData: string;
+let fake: Fake;
+let hooks: Hooks;
+let bridge: BackchannelBridge;
+
+async function until<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+beforeAll(async () => {
+  userData = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-electron-'));
+  process.env.BACKCHANNEL_USER_DATA = userData;
+  process.env.BACKCHANNEL_TEST_HOOKS = '1';
+  process.env.CURSOR_IPC_DIR = path.join(userData, 'ipc');
+  await import('../../src/main/main.js');
+  fake = (globalThis as unknown as { __fakeElectron: Fake }).__fakeElectron;
+  hooks = await until(() => (globalThis as unknown as { __backchannelTest?: Hooks }).__backchannelTest, 'the shell to start');
+});
+
+afterAll(() => {
+  delete process.env.BACKCHANNEL_USER_DATA;
+  delete process.env.BACKCHANNEL_TEST_HOOKS;
+  delete process.env.CURSOR_IPC_DIR;
+  fs.rmSync(userData, { recursive: true, force: true });
+});
+
+describe('the Electron shell (stand-in Electron)', () => {
+  test('the tray menu reaches everything', () => {
+    expect(hooks.tray().menu).toEqual(
+      expect.arrayContaining([
+        'Open panel',
+        'Idle',
+        'Recent tasks',
+        'Recent tasks > No tasks yet',
+        'Pause queue',
+        'Open log file',
+        'Quit Backchannel',
+      ]),
+    );
+  });
+
+  test('"Open panel" opens a sandboxed window on the private scheme, as a normal window where the tray position is unknown', () => {
+    expect(hooks.clickMenuItem('Open panel')).toBe(true);
+    const win = fake.windows[0]!;
+    expect(win.shown).toBe(true);
+    expect(win.urls).toEqual(['backchannel://panel/index.html']);
+    expect(win.options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
+    expect(String((win.options.webPreferences as Record<string, unknown>).preload)).toMatch(/preload\/index\.cjs$/);
+  });
+
+  test('the panel scheme serves the page with the CSP header and nothing outside it', async () => {
+    const handler = fake.protocolHandlers.get('backchannel')!;
+    const page = await handler(new Request('backchannel://panel/index.html'));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).not.toContain('__TOKEN__');
+    for (const url of [
+      'backchannel://panel/../../package.json',
+      'backchannel://panel/%2e%2e/package.json',
+      'backchannel://other/index.html',
+    ]) {
+      expect((await handler(new Request(url))).status, url).toBe(404);
+    }
+  });
+
+  test('the panel window (and only it) gets answers over IPC, and a finished task notifies and shows in the tray', async () => {
+    const win = fake.windows[0]!;
+    const stranger = fake.ipc.connect('backchannel://panel/index.html');
+    await expect(createIpcBridge(stranger).info()).rejects.toMatchObject({ code: 'invalid_request' });
+
+    const panel = fake.ipc.connect('backchannel://panel/index.html');
+    Object.defineProperty(panel, 'id', { value: win.webContents.id });
+    Object.defineProperty(panel.sender, 'id', { value: win.webContents.id });
+    bridge = createIpcBridge(panel);
+    expect(await bridge.info()).toMatchObject({ mode: 'electron', version: '0.1.0-test', logPath: '/tmp/backchannel-test/main.log' });
+    expect((await bridge.info()).templates.length).toBeGreaterThan(0);
+
+    const { id } = await bridge.submit({
+      command: DEMO_AGENT,
+      args: ['--mode=progress', '--steps=2', '--interval=20'],
+      label: 'from the panel',
+    });
+    await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+    const note = await until(() => fake.notifications.find((n) => n.title === 'Done: from the panel'), 'the notification');
+    note.click!();
+    expect(win.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
+    await until(() => hooks.tray().menu.find((label) => label === 'Recent tasks > ✓ from the panel'), 'the tray menu to list the task');
+  });
+
+  test('a question from a sub-agent raises a notification that opens its task', async () => {
+    const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=ask'], label: 'curious agent' });
+    const asking = await waitForTask(bridge.subscribe, (task) => task.id === id && task.pendingQuestion !== undefined);
+    const note = await until(() => fake.notifications.find((n) => n.title === 'Question from curious agent'), 'the question notification');
+    expect(note.body).toBe(asking.pendingQuestion!.question);
+    note.click!();
+    expect(fake.windows[0]!.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
+    await bridge.answer(id, asking.pendingQuestion!.askId, asking.pendingQuestion!.choices?.[0] ?? 'yes');
+    await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+  });
+
+  test('"Pause queue" in the tray pauses and resumes the queue, and the tray shows it', async () => {
+    hooks.clickMenuItem('Pause queue');
+    await until(() => hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to say paused');
+    expect((await bridge.info()).paused).toBe(true);
+    hooks.clickMenuItem('Pause queue');
+    await until(() => !hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to drop paused');
+    expect((await bridge.info()).paused).toBe(false);
+  });
+
+  test('quitting cancels the running task, kills its process and closes the broker', async () => {
+    const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=forever', '--interval=100'], label: 'still running' });
+    const running = await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'running' && task.pid !== undefined);
+    await until(() => hooks.tray().tooltip.includes('1 running') || undefined, 'the tooltip count');
+    hooks.clickMenuItem('Quit Backchannel');
+    await until(() => fake.trayDestroyed || undefined, 'the shutdown to finish', 30_000);
+    await waitUntilGone([running.pid!]);
+    expect(fake.quits).toBe(2); // the first quit waits for the broker, the second one ends the app
+    // Cancelled by quitting: not worth a notification.
+    expect(fake.notifications.map((n) => n.title)).not.toContain('Cancelled: still running');
+    const history = fs.readdirSync(path.join(userData, 'state'));
+    expect(history.length).toBeGreaterThan(0);
+  });
+});
