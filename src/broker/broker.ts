@@ -113,6 +113,8 @@ export interface BrokerEvents {
   warning: [message: string];
   /** The queue was paused (`true`) or resumed (`false`). */
   paused: [paused: boolean];
+  /** Finished tasks that left memory (the history limit): `tasks()`/`get()` no longer know them. */
+  removed: [taskIds: string[]];
 }
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
@@ -541,8 +543,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const excess = finished.length + this.history.size - this.options.historyLimit;
     if (excess <= 0) return;
     const historic = [...this.history.keys()].slice(0, Math.min(excess, this.history.size));
+    const evicted = [...historic, ...finished.slice(0, excess - historic.length).map((entry) => entry.task.id)];
     for (const id of historic) this.history.delete(id);
-    for (const entry of finished.slice(0, excess - historic.length)) this.live.delete(entry.task.id);
+    for (const id of evicted.slice(historic.length)) this.live.delete(id);
+    this.emit('removed', evicted);
   }
 
   /**
