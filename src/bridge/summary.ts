@@ -1,9 +1,7 @@
 /** Small task summaries shared by the panel and the tray (no Node or DOM imports). */
-import type { TaskSnapshot, TaskState } from '../model/task.js';
+import { isFinished, type TaskSnapshot, type TaskState } from '../model/task.js';
 
-export function isFinished(state: TaskState): boolean {
-  return state === 'succeeded' || state === 'failed' || state === 'cancelled' || state === 'interrupted';
-}
+export { isFinished };
 
 export function isActive(state: TaskState): boolean {
   return state === 'running' || state === 'retrying';
