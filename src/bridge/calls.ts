@@ -12,8 +12,7 @@ import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
 import { checkAnswer, checkBoolean, checkId, checkSubmitRequest, describe, invalid } from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
-export { BridgeError, errorFromBody, HTTP_STATUS, toErrorBody, type BridgeErrorCode } from './errors.js';
-export { checkSubmitRequest } from './checks.js';
+export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
 
 /** Every bridge method except `subscribe`, which is a stream, not a call. */
 export type BridgeMethod = Exclude<keyof BackchannelBridge, 'subscribe'>;
@@ -56,7 +55,7 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];
 
-export function isBridgeMethod(name: unknown): name is BridgeMethod {
+function isBridgeMethod(name: unknown): name is BridgeMethod {
   return typeof name === 'string' && Object.hasOwn(ROUTES, name);
 }
 

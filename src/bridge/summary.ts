@@ -1,7 +1,5 @@
-/** Small task summaries shared by the panel and the tray (no Node or DOM imports). */
-import { isFinished, type TaskSnapshot, type TaskState } from '../model/task.js';
-
-export { isFinished };
+/** Small task summaries shared by the panel and the tray (no Node or DOM imports). "Finished" is `isFinished` in model/task.ts. */
+import type { TaskSnapshot, TaskState } from '../model/task.js';
 
 export function isActive(state: TaskState): boolean {
   return state === 'running' || state === 'retrying';

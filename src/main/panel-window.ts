@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { anchoredBounds } from './position.js';
 import { PANEL_URL } from './panel-protocol.js';
 
-export const PANEL_SIZE = { width: 440, height: 620 };
+const PANEL_SIZE = { width: 440, height: 620 };
 
 export interface PanelWindowOptions {
   assetsDir: string;

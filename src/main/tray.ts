@@ -4,8 +4,8 @@
  */
 import { Menu, nativeImage, nativeTheme, Tray, type MenuItemConstructorOptions } from 'electron';
 import { join } from 'node:path';
-import type { TaskSnapshot } from '../model/task.js';
-import { countsText, isFinished } from '../bridge/summary.js';
+import { isFinished, type TaskSnapshot } from '../model/task.js';
+import { countsText } from '../bridge/summary.js';
 
 export interface TrayActions {
   openPanel(): void;

@@ -9,7 +9,7 @@ import { extname, join } from 'node:path';
 import { CONTENT_SECURITY_POLICY } from './security.js';
 
 /** The only kinds of file served; anything else in the directory is ignored. */
-export const CONTENT_TYPES: Readonly<Record<string, string>> = {
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
