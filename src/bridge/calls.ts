@@ -1,153 +1,69 @@
 /**
- * The bridge's calls as data: names, argument checks, error shape and one `dispatch` function.
+ * The bridge's calls as data: ONE table (`ROUTES`) declares every request/reply call once — its
+ * HTTP verb and path and its argument checker — and everything else is derived from it: the method
+ * list, `checkArgs`, the HTTP routes (./http-routes.ts, both directions), the IPC channels and the
+ * client (`bridgeClient`). A new call is a method on `BackchannelBridge` (./contract.ts), a row
+ * here, and its implementation in hosts/broker-bridge.ts.
+ *
  * Both hosts (Electron IPC handlers and the headless HTTP server) run every call through
- * `dispatch`, so they validate and fail the same way; both clients (preload, http-bridge) turn a
- * refused call back into a `BridgeError`. Runs anywhere: no Node or DOM imports.
+ * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.
  */
-import type { BackchannelBridge, BridgeErrorBody, SubmitRequest } from './contract.js';
+import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
+import { checkAnswer, checkBoolean, checkId, checkSubmitRequest, describe, invalid } from './checks.js';
+import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
-export const BRIDGE_METHODS = ['info', 'listTasks', 'getTask', 'submit', 'cancel', 'retry', 'answer', 'setPaused', 'openLog'] as const;
+export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
 
 /** Every bridge method except `subscribe`, which is a stream, not a call. */
-export type BridgeMethod = (typeof BRIDGE_METHODS)[number];
+export type BridgeMethod = Exclude<keyof BackchannelBridge, 'subscribe'>;
 export type BridgeArgs<M extends BridgeMethod> = Parameters<BackchannelBridge[M]>;
 export type BridgeResult<M extends BridgeMethod> = Awaited<ReturnType<BackchannelBridge[M]>>;
-
-export type BridgeErrorCode = BridgeErrorBody['error']['code'];
 
 /** What a host sends back for one call: the value, or the reason it was refused. */
 export type BridgeReply = { ok: true; value: unknown } | ({ ok: false } & BridgeErrorBody);
 
-const BRAND = Symbol.for('backchannel.BridgeError');
-
-/** A refused bridge call. Survives JSON (code + message) and is recognisable across realms. */
-export class BridgeError extends Error {
-  override readonly name = 'BridgeError';
-  readonly [BRAND] = true;
-
-  constructor(
-    readonly code: BridgeErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-
-  static is(value: unknown): value is BridgeError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-  }
-
-  toBody(): BridgeErrorBody {
-    return { error: { code: this.code, message: this.message } };
-  }
+export interface Route<M extends BridgeMethod> {
+  verb: 'GET' | 'POST' | 'PUT';
+  /** Path below `/api/`. A `:name` segment carries the argument of that name (URL-encoded). */
+  path: string;
+  /**
+   * The call's argument names, in order. Each travels in the path (`:name`), or as a field of the
+   * JSON body — except `body`, which is the whole JSON body.
+   */
+  args: readonly string[];
+  /** Checks the raw arguments (an array); throws `BridgeError('invalid_request')`. */
+  check(args: readonly unknown[]): BridgeArgs<M>;
 }
 
-/** HTTP status for each error code (the IPC host carries the code itself). */
-export const HTTP_STATUS: Record<BridgeErrorCode, number> = {
-  not_found: 404,
-  invalid_request: 400,
-  conflict: 409,
-  internal: 500,
+/** The one table. The mapped type makes a missing or misspelt method a compile error. */
+export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
+  info: { verb: 'GET', path: 'info', args: [], check: () => [] },
+  listTasks: { verb: 'GET', path: 'tasks', args: [], check: () => [] },
+  getTask: { verb: 'GET', path: 'tasks/:id', args: ['id'], check: (a) => [checkId(a[0])] },
+  submit: { verb: 'POST', path: 'tasks', args: ['body'], check: (a) => [checkSubmitRequest(a[0])] },
+  cancel: { verb: 'POST', path: 'tasks/:id/cancel', args: ['id'], check: (a) => [checkId(a[0])] },
+  retry: { verb: 'POST', path: 'tasks/:id/retry', args: ['id'], check: (a) => [checkId(a[0])] },
+  answer: {
+    verb: 'POST',
+    path: 'tasks/:id/answer',
+    args: ['id', 'askId', 'answer'],
+    check: (a) => [checkId(a[0]), checkId(a[1], 'askId'), checkAnswer(a[2])],
+  },
+  setPaused: { verb: 'PUT', path: 'paused', args: ['paused'], check: (a) => [checkBoolean(a[0], 'paused')] },
+  openLog: { verb: 'POST', path: 'log/open', args: [], check: () => [] },
 };
 
-export function isBridgeMethod(name: unknown): name is BridgeMethod {
-  return typeof name === 'string' && (BRIDGE_METHODS as readonly string[]).includes(name);
-}
+export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];
 
-/** Limits on what the panel may submit; generous, but they keep a bad client from sending megabytes of argv. */
-const MAX_STRING = 4096;
-const MAX_ARGS = 256;
-const MAX_ANSWER = 64 * 1024;
-
-function invalid(message: string): BridgeError {
-  return new BridgeError('invalid_request', message);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function checkString(value: unknown, what: string, { allowEmpty = false, max = MAX_STRING } = {}): string {
-  if (typeof value !== 'string') throw invalid(`Expected \`${what}\` to be a string, got ${describe(value)}`);
-  if (!allowEmpty && value.trim() === '') throw invalid(`Expected \`${what}\` to be a non-empty string`);
-  if (value.length > max) throw invalid(`Expected \`${what}\` to be at most ${max} characters, got ${value.length}`);
-  return value;
-}
-
-function checkNonNegative(value: unknown, what: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw invalid(`Expected \`${what}\` to be a non-negative finite number, got ${describe(value)}`);
-  }
-  return value;
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `\`${value.slice(0, 40)}\` (string)`;
-  if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
-  return typeof value;
-}
-
-/** Checks a submit request and returns a clean copy holding only the known fields. */
-export function checkSubmitRequest(value: unknown): SubmitRequest {
-  if (!isRecord(value)) throw invalid(`Expected the request to be an object, got ${describe(value)}`);
-  const request: SubmitRequest = { command: checkString(value.command, 'command') };
-  if (value.args !== undefined) {
-    if (!Array.isArray(value.args)) throw invalid(`Expected \`args\` to be an array of strings, got ${describe(value.args)}`);
-    if (value.args.length > MAX_ARGS) throw invalid(`Expected at most ${MAX_ARGS} \`args\`, got ${value.args.length}`);
-    request.args = value.args.map((arg, i) => checkString(arg, `args[${i}]`, { allowEmpty: true }));
-  }
-  if (value.cwd !== undefined && value.cwd !== '') request.cwd = checkString(value.cwd, 'cwd');
-  if (value.label !== undefined && value.label !== '') request.label = checkString(value.label, 'label');
-  if (value.input !== undefined) request.input = value.input;
-  if (value.timeoutMs !== undefined) request.timeoutMs = checkNonNegative(value.timeoutMs, 'timeoutMs');
-  if (value.heartbeatTimeoutMs !== undefined) {
-    request.heartbeatTimeoutMs = checkNonNegative(value.heartbeatTimeoutMs, 'heartbeatTimeoutMs');
-  }
-  if (value.retries !== undefined) {
-    const retries = checkNonNegative(value.retries, 'retries');
-    if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);
-    request.retries = retries;
-  }
-  return request;
+function isBridgeMethod(name: unknown): name is BridgeMethod {
+  return typeof name === 'string' && Object.hasOwn(ROUTES, name);
 }
 
 /** Checks the positional arguments of one call; throws `BridgeError('invalid_request')`. */
 export function checkArgs<M extends BridgeMethod>(method: M, args: unknown): BridgeArgs<M> {
   if (!Array.isArray(args)) throw invalid(`Expected the arguments of ${method} to be an array`);
-  const checked = ((): unknown[] => {
-    switch (method) {
-      case 'info':
-      case 'listTasks':
-      case 'openLog':
-        return [];
-      case 'getTask':
-      case 'cancel':
-      case 'retry':
-        return [checkString(args[0], 'id', { max: 200 })];
-      case 'submit':
-        return [checkSubmitRequest(args[0])];
-      case 'answer':
-        return [
-          checkString(args[0], 'id', { max: 200 }),
-          checkString(args[1], 'askId', { max: 200 }),
-          checkString(args[2], 'answer', { allowEmpty: true, max: MAX_ANSWER }),
-        ];
-      case 'setPaused':
-        if (typeof args[0] !== 'boolean') throw invalid(`Expected \`paused\` to be a boolean, got ${describe(args[0])}`);
-        return [args[0]];
-      default:
-        throw invalid(`Unknown bridge method ${describe(method)}`);
-    }
-  })();
-  return checked as BridgeArgs<M>;
-}
-
-/** Turns anything thrown by a bridge implementation into the shared error body. */
-export function toErrorBody(error: unknown): BridgeErrorBody {
-  if (BridgeError.is(error)) return error.toBody();
-  const message = error instanceof Error ? error.message : String(error);
-  return { error: { code: 'internal', message } };
+  if (!isBridgeMethod(method)) throw invalid(`Unknown bridge method ${describe(method)}`);
+  return (ROUTES[method] as Route<M>).check(args);
 }
 
 /**
@@ -170,18 +86,9 @@ export async function dispatch(bridge: BackchannelBridge, method: unknown, args:
 export function unwrapReply<T>(reply: unknown): T {
   if (isRecord(reply) && reply.ok === true) return (reply.value ?? undefined) as T;
   if (isRecord(reply) && reply.ok === false && isRecord(reply.error)) {
-    throw errorFromBody(reply as unknown as BridgeErrorBody);
+    throw errorFromBody(reply);
   }
   throw new BridgeError('internal', 'Malformed reply from the bridge host');
-}
-
-export function errorFromBody(body: unknown): BridgeError {
-  if (isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string') {
-    const code = body.error.code;
-    const known = code === 'not_found' || code === 'invalid_request' || code === 'conflict' || code === 'internal';
-    return new BridgeError(known ? code : 'internal', body.error.message);
-  }
-  return new BridgeError('internal', 'Malformed error from the bridge host');
 }
 
 /** Sends one bridge call over some transport and resolves with its result (or rejects with a BridgeError). */
@@ -192,22 +99,9 @@ export type BridgeCall = <M extends BridgeMethod>(method: M, ...args: BridgeArgs
  * method is the same call by name, so the IPC and HTTP clients only differ in those two.
  */
 export function bridgeClient(call: BridgeCall, subscribe: BackchannelBridge['subscribe']): BackchannelBridge {
-  return {
-    info: () => call('info'),
-    listTasks: () => call('listTasks'),
-    getTask: (id) => call('getTask', id),
-    subscribe,
-    submit: (request) => call('submit', request),
-    cancel: async (id) => {
-      await call('cancel', id);
-    },
-    retry: (id) => call('retry', id),
-    answer: async (id, askId, answer) => {
-      await call('answer', id, askId, answer);
-    },
-    setPaused: async (paused) => {
-      await call('setPaused', paused);
-    },
-    openLog: () => call('openLog'),
-  };
+  const client: Record<string, unknown> = { subscribe };
+  for (const method of BRIDGE_METHODS) {
+    client[method] = (...args: unknown[]) => (call as (method: BridgeMethod, ...args: unknown[]) => Promise<unknown>)(method, ...args);
+  }
+  return client as unknown as BackchannelBridge;
 }

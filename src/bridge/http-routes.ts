@@ -1,13 +1,17 @@
 /**
- * How each bridge call maps onto HTTP, in one table the server (parse) and the browser client
- * (build) share, so they cannot drift apart. JSON in, JSON out; the token travels in a header.
+ * How each bridge call maps onto HTTP, derived from the one route table (`ROUTES` in ./calls.ts)
+ * in both directions: the browser client builds requests with `buildRequest`, the server reads them
+ * with `parseRequest`, so they cannot drift apart. JSON in, JSON out; the token travels in a header.
  */
-import type { BridgeArgs, BridgeMethod } from './calls.js';
+import { BRIDGE_METHODS, ROUTES, type BridgeArgs, type BridgeMethod } from './calls.js';
 
 /** Header that carries the per-launch token on API calls (EventSource uses `?token=` instead). */
 export const TOKEN_HEADER = 'x-backchannel-token';
 export const API_PREFIX = '/api/';
 export const EVENTS_PATH = '/api/events';
+
+/** The argument name that stands for the whole JSON body. */
+const WHOLE_BODY = 'body';
 
 export interface HttpRequestShape {
   verb: 'GET' | 'POST' | 'PUT';
@@ -16,67 +20,64 @@ export interface HttpRequestShape {
   body?: unknown;
 }
 
-const enc = encodeURIComponent;
+function pathParams(path: string): Set<string> {
+  return new Set(
+    path
+      .split('/')
+      .filter((segment) => segment.startsWith(':'))
+      .map((segment) => segment.slice(1)),
+  );
+}
 
 /** Client side: the HTTP request for one call. */
 export function buildRequest<M extends BridgeMethod>(method: M, args: BridgeArgs<M>): HttpRequestShape {
-  const a = args as unknown[];
-  switch (method) {
-    case 'info':
-      return { verb: 'GET', path: '/api/info' };
-    case 'listTasks':
-      return { verb: 'GET', path: '/api/tasks' };
-    case 'getTask':
-      return { verb: 'GET', path: `/api/tasks/${enc(String(a[0]))}` };
-    case 'submit':
-      return { verb: 'POST', path: '/api/tasks', body: a[0] };
-    case 'cancel':
-      return { verb: 'POST', path: `/api/tasks/${enc(String(a[0]))}/cancel` };
-    case 'retry':
-      return { verb: 'POST', path: `/api/tasks/${enc(String(a[0]))}/retry` };
-    case 'answer':
-      return { verb: 'POST', path: `/api/tasks/${enc(String(a[0]))}/answer`, body: { askId: a[1], answer: a[2] } };
-    case 'setPaused':
-      return { verb: 'PUT', path: '/api/paused', body: { paused: a[0] } };
-    case 'openLog':
-      return { verb: 'POST', path: '/api/log/open' };
-    default:
-      throw new Error(`no HTTP route for ${String(method)}`);
-  }
+  const route = ROUTES[method];
+  const values = new Map(route.args.map((name, i) => [name, (args as readonly unknown[])[i]]));
+  const inPath = pathParams(route.path);
+  const path = route.path
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? encodeURIComponent(String(values.get(segment.slice(1)))) : segment))
+    .join('/');
+  const request: HttpRequestShape = { verb: route.verb, path: API_PREFIX + path };
+  const fields = route.args.filter((name) => !inPath.has(name));
+  if (fields.includes(WHOLE_BODY)) request.body = values.get(WHOLE_BODY);
+  else if (fields.length > 0) request.body = Object.fromEntries(fields.map((name) => [name, values.get(name)]));
+  return request;
 }
 
 /** Server side: which call an API request is, with its raw (not yet checked) arguments; undefined = no such route. */
 export function parseRequest(verb: string, pathname: string, body: unknown): { method: BridgeMethod; args: unknown[] } | undefined {
-  const parts = pathname.split('/').slice(2); // '', 'api', ...
-  const field = (name: string): unknown =>
-    typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined;
-  let id: string;
-  try {
-    id = decodeURIComponent(parts[1] ?? '');
-  } catch {
-    return undefined;
+  if (!pathname.startsWith(API_PREFIX)) return undefined;
+  const segments = pathname.slice(API_PREFIX.length).split('/');
+  for (const method of BRIDGE_METHODS) {
+    const route = ROUTES[method];
+    if (route.verb !== verb) continue;
+    const params = matchPath(route.path, segments);
+    if (!params) continue;
+    const field = (name: string): unknown =>
+      typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined;
+    const args = route.args.map((name) => (params.has(name) ? params.get(name) : name === WHOLE_BODY ? body : field(name)));
+    return { method, args };
   }
-  const route = `${verb} ${parts[0] ?? ''}${parts.length > 1 ? '/:id' : ''}${parts.length > 2 ? `/${parts.slice(2).join('/')}` : ''}`;
-  switch (route) {
-    case 'GET info':
-      return { method: 'info', args: [] };
-    case 'GET tasks':
-      return { method: 'listTasks', args: [] };
-    case 'GET tasks/:id':
-      return { method: 'getTask', args: [id] };
-    case 'POST tasks':
-      return { method: 'submit', args: [body] };
-    case 'POST tasks/:id/cancel':
-      return { method: 'cancel', args: [id] };
-    case 'POST tasks/:id/retry':
-      return { method: 'retry', args: [id] };
-    case 'POST tasks/:id/answer':
-      return { method: 'answer', args: [id, field('askId'), field('answer')] };
-    case 'PUT paused':
-      return { method: 'setPaused', args: [field('paused')] };
-    case 'POST log/:id':
-      return parts[1] === 'open' && parts.length === 2 ? { method: 'openLog', args: [] } : undefined;
-    default:
+  return undefined;
+}
+
+/** The `:name` values of a path that matches `pattern`, or undefined (also for a badly encoded segment). */
+function matchPath(pattern: string, segments: string[]): Map<string, string> | undefined {
+  const parts = pattern.split('/');
+  if (parts.length !== segments.length) return undefined;
+  const params = new Map<string, string>();
+  for (const [i, part] of parts.entries()) {
+    const segment = segments[i] ?? '';
+    if (!part.startsWith(':')) {
+      if (part !== segment) return undefined;
+      continue;
+    }
+    try {
+      params.set(part.slice(1), decodeURIComponent(segment));
+    } catch {
       return undefined;
+    }
   }
+  return params;
 }

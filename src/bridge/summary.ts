@@ -1,9 +1,5 @@
-/** Small task summaries shared by the panel and the tray (no Node or DOM imports). */
+/** Small task summaries shared by the panel and the tray (no Node or DOM imports). "Finished" is `isFinished` in model/task.ts. */
 import type { TaskSnapshot, TaskState } from '../model/task.js';
-
-export function isFinished(state: TaskState): boolean {
-  return state === 'succeeded' || state === 'failed' || state === 'cancelled' || state === 'interrupted';
-}
 
 export function isActive(state: TaskState): boolean {
   return state === 'running' || state === 'retrying';

@@ -4,8 +4,8 @@
  */
 import { Menu, nativeImage, nativeTheme, Tray, type MenuItemConstructorOptions } from 'electron';
 import { join } from 'node:path';
-import type { TaskSnapshot } from '../model/task.js';
-import { countsText, isFinished } from '../bridge/summary.js';
+import { isFinished, type TaskSnapshot } from '../model/task.js';
+import { countsText } from '../bridge/summary.js';
 
 export interface TrayActions {
   openPanel(): void;
@@ -18,6 +18,8 @@ export interface TrayActions {
 
 /** Recent tasks listed in the menu. */
 const RECENT_IN_MENU = 8;
+/** Tray menu and tooltip refresh at most this often (menus are rebuilt from scratch). */
+const TRAY_REFRESH_MS = 1000;
 
 const STATE_MARK: Record<TaskSnapshot['state'], string> = {
   queued: '…',
@@ -105,4 +107,38 @@ export class AppTray {
 
 function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** What the tray shows, read when it refreshes. */
+export interface TraySource {
+  tasks(): TaskSnapshot[];
+  readonly paused: boolean;
+}
+
+/** Keeps the tray up to date without rebuilding its menu for every update: at most one refresh per second. */
+export class TrayController {
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    readonly view: AppTray,
+    private readonly source: TraySource,
+  ) {}
+
+  /** Something changed: refresh within `TRAY_REFRESH_MS` (once, however many changes come). */
+  changed(): void {
+    this.#timer ??= setTimeout(() => this.refresh(), TRAY_REFRESH_MS);
+  }
+
+  /** Refreshes now. */
+  refresh(): void {
+    this.#timer = undefined;
+    this.view.update(this.source.tasks(), this.source.paused);
+  }
+
+  /** Stops refreshing and removes the icon. */
+  destroy(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.view.tray.destroy();
+  }
 }

@@ -8,6 +8,10 @@ export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'faile
 
 export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
+export function isFinished(state: TaskState): boolean {
+  return FINISHED_STATES.includes(state);
+}
+
 /** Why a task did not succeed; recorded once. */
 export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol';
 

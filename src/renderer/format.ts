@@ -1,6 +1,6 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
-import type { TaskState } from '../model/task.js';
-import { isActive, isFinished } from '../bridge/summary.js';
+import { isFinished, type TaskState } from '../model/task.js';
+import { isActive } from '../bridge/summary.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
   queued: 'Queued',
@@ -12,7 +12,8 @@ export const STATE_LABEL: Record<TaskState, string> = {
   interrupted: 'Interrupted',
 };
 
-export { countsText, isActive, isFinished } from '../bridge/summary.js';
+export { isFinished } from '../model/task.js';
+export { countsText, isActive } from '../bridge/summary.js';
 
 /** 0 = running (and retrying), 1 = queued, 2 = finished: the list's group order. */
 function group(state: TaskState): number {

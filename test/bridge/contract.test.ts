@@ -9,6 +9,7 @@ import { createHttpBridge } from '../../src/renderer/http-bridge.js';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/ipc-handlers.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
+import { waitFor } from '../helpers/core.js';
 import { demoRequest, FakeIpc, NodeEventSource, origin, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
 
 const PANEL_URL = 'backchannel://panel/index.html';
@@ -129,8 +130,7 @@ describe('state changes made through one bridge show up in the other', () => {
       });
     });
     // Wait for the subscription's initial picture so the change is a separate event.
-    await waitForTask(http.subscribe, () => true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => events.length > 0, 'the initial picture');
     await ipc.setPaused(true);
     await gotPaused;
     expect((await http.info()).paused).toBe(true);

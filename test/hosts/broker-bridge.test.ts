@@ -7,6 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
+import { createBrokerBridge } from '../../src/hosts/broker-bridge.js';
+import { fixture, makeBroker, waitFor } from '../helpers/core.js';
 import { demoRequest, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
 
 let headless: TestHeadless | undefined;
@@ -70,6 +72,27 @@ describe('history', () => {
       await headless?.stop({ keep: true });
       headless = undefined;
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('removed', () => {
+  test('a task evicted from history by the limit is announced as removed, so open panels drop it', async () => {
+    const { broker } = makeBroker({ historyLimit: 1 });
+    await broker.ready;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '/dev/null', flushIntervalMs: 10 });
+    try {
+      const events: BridgeEvent[] = [];
+      bridge.subscribe((event) => events.push(event));
+      const first = await bridge.submit({ command: fixture('quick.mjs') });
+      await waitFor(() => broker.get(first.id)?.state === 'succeeded', 'the first task to succeed');
+      const second = await bridge.submit({ command: fixture('quick.mjs') });
+      await waitFor(() => events.some((event) => event.removed?.includes(first.id)), 'the first task to be removed');
+      expect(events.find((event) => event.removed)?.removed).toEqual([first.id]);
+      expect(broker.get(first.id)).toBeUndefined();
+      expect((await bridge.listTasks()).map((task) => task.id)).toEqual([second.id]);
+    } finally {
+      bridge.close();
     }
   });
 });

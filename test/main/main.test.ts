@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
-import { waitUntilGone } from '../helpers/processes.js';
+import { waitFor, waitUntilGone } from '../helpers/core.js';
 import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
 
 interface Fake {
@@ -186,16 +186,6 @@ let fake: Fake;
 let hooks: Hooks;
 let bridge: BackchannelBridge;
 
-async function until<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 beforeAll(async () => {
   userData = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-electron-'));
   process.env.BACKCHANNEL_USER_DATA = userData;
@@ -203,7 +193,9 @@ beforeAll(async () => {
   process.env.CURSOR_IPC_DIR = path.join(userData, 'ipc');
   await import('../../src/main/main.js');
   fake = (globalThis as unknown as { __fakeElectron: Fake }).__fakeElectron;
-  hooks = await until(() => (globalThis as unknown as { __backchannelTest?: Hooks }).__backchannelTest, 'the shell to start');
+  const started = (): Hooks | undefined => (globalThis as unknown as { __backchannelTest?: Hooks }).__backchannelTest;
+  await waitFor(() => started() !== undefined, 'the shell to start', 20_000);
+  hooks = started()!;
 });
 
 afterAll(() => {
@@ -270,16 +262,21 @@ describe('the Electron shell (stand-in Electron)', () => {
       label: 'from the panel',
     });
     await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
-    const note = await until(() => fake.notifications.find((n) => n.title === 'Done: from the panel'), 'the notification');
+    const done = (): Fake['notifications'][number] | undefined => fake.notifications.find((n) => n.title === 'Done: from the panel');
+    await waitFor(() => done() !== undefined, 'the notification', 20_000);
+    const note = done()!;
     note.click!();
     expect(win.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
-    await until(() => hooks.tray().menu.find((label) => label === 'Recent tasks > ✓ from the panel'), 'the tray menu to list the task');
+    await waitFor(() => hooks.tray().menu.includes('Recent tasks > ✓ from the panel'), 'the tray menu to list the task', 20_000);
   });
 
   test('a question from a sub-agent raises a notification that opens its task', async () => {
     const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=ask'], label: 'curious agent' });
     const asking = await waitForTask(bridge.subscribe, (task) => task.id === id && task.pendingQuestion !== undefined);
-    const note = await until(() => fake.notifications.find((n) => n.title === 'Question from curious agent'), 'the question notification');
+    const question = (): Fake['notifications'][number] | undefined =>
+      fake.notifications.find((n) => n.title === 'Question from curious agent');
+    await waitFor(() => question() !== undefined, 'the question notification', 20_000);
+    const note = question()!;
     expect(note.body).toBe(asking.pendingQuestion!.question);
     note.click!();
     expect(fake.windows[0]!.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
@@ -289,19 +286,19 @@ describe('the Electron shell (stand-in Electron)', () => {
 
   test('"Pause queue" in the tray pauses and resumes the queue, and the tray shows it', async () => {
     hooks.clickMenuItem('Pause queue');
-    await until(() => hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to say paused');
+    await waitFor(() => hooks.tray().tooltip.endsWith('(paused)'), 'the tooltip to say paused', 20_000);
     expect((await bridge.info()).paused).toBe(true);
     hooks.clickMenuItem('Pause queue');
-    await until(() => !hooks.tray().tooltip.endsWith('(paused)') || undefined, 'the tooltip to drop paused');
+    await waitFor(() => !hooks.tray().tooltip.endsWith('(paused)'), 'the tooltip to drop paused', 20_000);
     expect((await bridge.info()).paused).toBe(false);
   });
 
   test('quitting cancels the running task, kills its process and closes the broker', async () => {
     const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=forever', '--interval=100'], label: 'still running' });
     const running = await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'running' && task.pid !== undefined);
-    await until(() => hooks.tray().tooltip.includes('1 running') || undefined, 'the tooltip count');
+    await waitFor(() => hooks.tray().tooltip.includes('1 running'), 'the tooltip count', 20_000);
     hooks.clickMenuItem('Quit Backchannel');
-    await until(() => fake.trayDestroyed || undefined, 'the shutdown to finish', 30_000);
+    await waitFor(() => fake.trayDestroyed, 'the shutdown to finish', 30_000);
     await waitUntilGone([running.pid!]);
     expect(fake.quits).toBe(2); // the first quit waits for the broker, the second one ends the app
     // Cancelled by quitting: not worth a notification.

@@ -1,16 +1,18 @@
 /**
  * `backchannel serve`'s HTTP server: the built panel plus the bridge as JSON endpoints and an SSE
- * event stream, on loopback only. Every request passes the checks in ./security.ts first.
+ * event stream, on loopback only. Every request passes the checks in ../http/security.ts first;
+ * the panel's files come from the same `PanelFiles` the Electron protocol serves.
  */
-import { readFile, readdir } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extname, join } from 'node:path';
-import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
-import { dispatch, HTTP_STATUS, type BridgeErrorCode } from '../../bridge/calls.js';
+import type { BackchannelBridge } from '../../bridge/contract.js';
+import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
 import { API_PREFIX, EVENTS_PATH, parseRequest, TOKEN_HEADER } from '../../bridge/http-routes.js';
 import { defaultRendererDir } from '../paths.js';
+import { headerValue, MAX_BODY_BYTES, readBody, sendError, sendJson, sendPage } from '../http/responses.js';
 import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../http/security.js';
+import { PanelFiles } from '../http/static-files.js';
+import { EventStreams } from './event-stream.js';
 
 export interface PanelServerOptions {
   bridge: BackchannelBridge;
@@ -35,138 +37,41 @@ export interface PanelServer {
 
 /** Always bound here: the panel can start processes, so it is never reachable from the network. */
 export const HOST = '127.0.0.1';
-const MAX_BODY_BYTES = 1024 * 1024;
-/** A client this far behind on the event stream is dropped; it reconnects and gets a full picture. */
-const MAX_STREAM_BACKLOG_BYTES = 8 * 1024 * 1024;
+/** Longer than browsers keep idle connections around, so a reused socket is not closed under a request. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.png': 'image/png',
-  '.svg': 'image/svg+xml',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-};
+/** What every request handler needs; `port` is known once the server listens. */
+interface ServerContext {
+  readonly bridge: BackchannelBridge;
+  readonly files: PanelFiles;
+  readonly streams: EventStreams;
+  readonly token: string;
+  port: number;
+}
 
 export async function startPanelServer(options: PanelServerOptions): Promise<PanelServer> {
-  const { bridge } = options;
-  const token = options.token ?? newToken();
-  const rendererDir = options.rendererDir ?? defaultRendererDir();
-  const keepAliveMs = options.keepAliveMs ?? 15_000;
-  const files = await loadStaticFiles(rendererDir);
-  const streams = new Set<ServerResponse>();
-  let port = 0;
-
+  const context: ServerContext = {
+    bridge: options.bridge,
+    files: PanelFiles.load(options.rendererDir ?? defaultRendererDir()),
+    streams: new EventStreams(options.bridge, options.keepAliveMs ?? 15_000),
+    token: options.token ?? newToken(),
+    port: 0,
+  };
   const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+    handleRequest(context, req, res).catch((error: unknown) => {
       if (!res.headersSent) sendError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
       else res.destroy();
     });
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
-    if (!isAllowedHost(req.headers.host, port)) {
-      return sendError(res, 421, 'invalid_request', 'This server only answers to 127.0.0.1, localhost or [::1] on its own port');
-    }
-    const origin = req.headers.origin;
-    if (!isAllowedOrigin(origin, port) || req.headers['sec-fetch-site'] === 'cross-site') {
-      return sendError(res, 403, 'invalid_request', 'Cross-origin requests are not allowed');
-    }
-    const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
-    const given = headerValue(req.headers[TOKEN_HEADER]) ?? url.searchParams.get('token');
-    if (!tokenMatches(given, token)) {
-      const message = 'Missing or wrong token: open the URL `backchannel serve` printed';
-      if (!url.pathname.startsWith(API_PREFIX) && (req.headers.accept ?? '').includes('text/html')) return sendPage(res, 401, message);
-      return sendError(res, 401, 'invalid_request', message);
-    }
-
-    if (url.pathname === EVENTS_PATH && req.method === 'GET') return openStream(req, res);
-    if (url.pathname.startsWith(API_PREFIX)) return handleApi(req, res, url.pathname);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, 'invalid_request', 'Method not allowed');
-    const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
-    const file = files.get(name);
-    if (!file) return sendError(res, 404, 'not_found', `No such file: ${url.pathname}`);
-    // The page is served with the token written into its asset URLs (hex only, so safe in HTML).
-    const body = name === 'index.html' ? Buffer.from(file.toString('utf8').replaceAll('__TOKEN__', token)) : file;
-    res.writeHead(200, {
-      'Content-Type': CONTENT_TYPES[extname(name)] ?? 'application/octet-stream',
-      'Content-Length': body.length,
-      'Cache-Control': 'no-store',
-    });
-    res.end(req.method === 'HEAD' ? undefined : body);
-  }
-
-  async function handleApi(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
-    let body: unknown;
-    if (req.method === 'POST' || req.method === 'PUT') {
-      const type = req.headers['content-type'] ?? '';
-      const raw = await readBody(req);
-      if (raw === undefined) return sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
-      if (raw.length > 0) {
-        if (!type.toLowerCase().startsWith('application/json')) {
-          return sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
-        }
-        try {
-          body = JSON.parse(raw.toString('utf8'));
-        } catch {
-          return sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
-        }
-      }
-    }
-    const call = parseRequest(req.method ?? 'GET', pathname, body);
-    if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
-    const reply = await dispatch(bridge, call.method, call.args);
-    if (reply.ok) return sendJson(res, 200, reply.value);
-    return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });
-  }
-
-  function openStream(req: IncomingMessage, res: ServerResponse): void {
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    res.write('retry: 1000\n\n');
-    streams.add(res);
-    const unsubscribe = bridge.subscribe((event: BridgeEvent) => {
-      if (res.writableLength > MAX_STREAM_BACKLOG_BYTES) {
-        res.destroy();
-        return;
-      }
-      res.write(`data: ${JSON.stringify(event)}\n\n`);
-    });
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
-    keepAlive.unref();
-    const end = (): void => {
-      clearInterval(keepAlive);
-      unsubscribe();
-      streams.delete(res);
-    };
-    req.on('close', end);
-    res.on('close', end);
-  }
-
-  // Longer than browsers keep idle connections around, so a reused socket is not closed under a request.
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, HOST, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
-
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  const port = await listen(server, options.port ?? 0);
+  context.port = port;
   return {
-    url: `http://${HOST}:${port}/?token=${token}`,
+    url: `http://${HOST}:${port}/?token=${context.token}`,
     port,
-    token,
+    token: context.token,
     async close() {
-      for (const res of streams) res.end();
-      streams.clear();
+      context.streams.endAll();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -175,62 +80,78 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
   };
 }
 
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+async function handleRequest(context: ServerContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+  const url = admit(context, req, res);
+  if (!url) return;
+  if (url.pathname === EVENTS_PATH && req.method === 'GET') return context.streams.open(req, res);
+  if (url.pathname.startsWith(API_PREFIX)) return handleApi(context.bridge, req, res, url.pathname);
+  return serveFile(context, req, res, url.pathname);
 }
 
-async function loadStaticFiles(dir: string): Promise<Map<string, Buffer>> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    throw new Error(`The panel is not built (${dir} is missing): run \`npm run build\` first`, { cause: error });
+/** The three checks of ../http/security.ts, in order; answers a refused request itself and returns undefined. */
+function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | undefined {
+  const { port, token } = context;
+  if (!isAllowedHost(req.headers.host, port)) {
+    sendError(res, 421, 'invalid_request', 'This server only answers to 127.0.0.1, localhost or [::1] on its own port');
+    return undefined;
   }
-  if (!names.includes('index.html')) throw new Error(`The panel is not built (${dir} has no index.html): run \`npm run build\``);
-  // Read once at start: the set of servable files is fixed, so no request path ever reaches the file system.
-  const files = new Map<string, Buffer>();
-  for (const name of names) {
-    if (CONTENT_TYPES[extname(name)]) files.set(name, await readFile(join(dir, name)));
+  if (!isAllowedOrigin(req.headers.origin, port) || req.headers['sec-fetch-site'] === 'cross-site') {
+    sendError(res, 403, 'invalid_request', 'Cross-origin requests are not allowed');
+    return undefined;
   }
-  return files;
+  const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
+  const given = headerValue(req.headers[TOKEN_HEADER]) ?? url.searchParams.get('token');
+  if (!tokenMatches(given, token)) {
+    const message = 'Missing or wrong token: open the URL `backchannel serve` printed';
+    if (!url.pathname.startsWith(API_PREFIX) && (req.headers.accept ?? '').includes('text/html')) sendPage(res, 401, message);
+    else sendError(res, 401, 'invalid_request', message);
+    return undefined;
+  }
+  return url;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooBig = false;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) tooBig = true;
-      else chunks.push(chunk);
+function serveFile(context: ServerContext, req: IncomingMessage, res: ServerResponse, pathname: string): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, 'invalid_request', 'Method not allowed');
+  const file = context.files.get(pathname, context.token);
+  if (!file) return sendError(res, 404, 'not_found', `No such file: ${pathname}`);
+  res.writeHead(200, file.headers);
+  res.end(req.method === 'HEAD' ? undefined : file.body);
+}
+
+/** One bridge call: the JSON body (if any), the route, `dispatch`, and the reply with its status. */
+async function handleApi(bridge: BackchannelBridge, req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
+  let body: unknown;
+  if (req.method === 'POST' || req.method === 'PUT') {
+    const type = req.headers['content-type'] ?? '';
+    const raw = await readBody(req);
+    if (raw === undefined) return sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
+    if (raw.length > 0) {
+      if (!type.toLowerCase().startsWith('application/json')) {
+        return sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
+      }
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
+      }
+    }
+  }
+  const call = parseRequest(req.method ?? 'GET', pathname, body);
+  if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
+  const reply = await dispatch(bridge, call.method, call.args);
+  if (reply.ok) return sendJson(res, 200, reply.value);
+  return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });
+}
+
+/** Listens on loopback; resolves with the port (a free one for 0). */
+async function listen(server: Server, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, HOST, () => {
+      server.off('error', reject);
+      resolve();
     });
-    req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks)));
-    req.on('error', reject);
   });
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = Buffer.from(JSON.stringify(value ?? null));
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': body.length,
-    'Cache-Control': 'no-store',
-  });
-  res.end(body);
-}
-
-/** A minimal page for a person who opened the panel without its token (static text, no markup from input). */
-function sendPage(res: ServerResponse, status: number, message: string): void {
-  const escaped = message.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  const body = Buffer.from(
-    `<!doctype html><html lang="en"><meta charset="utf-8"><title>Backchannel</title><h1>Backchannel</h1><p>${escaped}.</p>` +
-      '<p>Each start of the server prints a new link; old links stop working.</p></html>',
-  );
-  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
-  res.end(body);
-}
-
-function sendError(res: ServerResponse, status: number, code: BridgeErrorCode, message: string): void {
-  sendJson(res, status, { error: { code, message } });
+  return (server.address() as AddressInfo).port;
 }

@@ -1,0 +1,77 @@
+/**
+ * Argument checkers for the bridge's calls (used by the route table in ./calls.ts). Each throws
+ * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
+ */
+import type { SubmitRequest } from './contract.js';
+import { BridgeError, isRecord } from './errors.js';
+
+/** Limits on what the panel may submit; generous, but they keep a bad client from sending megabytes of argv. */
+const MAX_STRING = 4096;
+const MAX_ARGS = 256;
+const MAX_ID = 200;
+const MAX_ANSWER = 64 * 1024;
+
+export function invalid(message: string): BridgeError {
+  return new BridgeError('invalid_request', message);
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `\`${value.slice(0, 40)}\` (string)`;
+  if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
+  return typeof value;
+}
+
+export function checkString(value: unknown, what: string, { allowEmpty = false, max = MAX_STRING } = {}): string {
+  if (typeof value !== 'string') throw invalid(`Expected \`${what}\` to be a string, got ${describe(value)}`);
+  if (!allowEmpty && value.trim() === '') throw invalid(`Expected \`${what}\` to be a non-empty string`);
+  if (value.length > max) throw invalid(`Expected \`${what}\` to be at most ${max} characters, got ${value.length}`);
+  return value;
+}
+
+/** A task id or ask id. */
+export function checkId(value: unknown, what = 'id'): string {
+  return checkString(value, what, { max: MAX_ID });
+}
+
+/** The text of an answer (may be empty). */
+export function checkAnswer(value: unknown): string {
+  return checkString(value, 'answer', { allowEmpty: true, max: MAX_ANSWER });
+}
+
+export function checkBoolean(value: unknown, what: string): boolean {
+  if (typeof value !== 'boolean') throw invalid(`Expected \`${what}\` to be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+function checkNonNegative(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw invalid(`Expected \`${what}\` to be a non-negative finite number, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** Checks a submit request and returns a clean copy holding only the known fields. */
+export function checkSubmitRequest(value: unknown): SubmitRequest {
+  if (!isRecord(value)) throw invalid(`Expected the request to be an object, got ${describe(value)}`);
+  const request: SubmitRequest = { command: checkString(value.command, 'command') };
+  if (value.args !== undefined) {
+    if (!Array.isArray(value.args)) throw invalid(`Expected \`args\` to be an array of strings, got ${describe(value.args)}`);
+    if (value.args.length > MAX_ARGS) throw invalid(`Expected at most ${MAX_ARGS} \`args\`, got ${value.args.length}`);
+    request.args = value.args.map((arg, i) => checkString(arg, `args[${i}]`, { allowEmpty: true }));
+  }
+  if (value.cwd !== undefined && value.cwd !== '') request.cwd = checkString(value.cwd, 'cwd');
+  if (value.label !== undefined && value.label !== '') request.label = checkString(value.label, 'label');
+  if (value.input !== undefined) request.input = value.input;
+  if (value.timeoutMs !== undefined) request.timeoutMs = checkNonNegative(value.timeoutMs, 'timeoutMs');
+  if (value.heartbeatTimeoutMs !== undefined) {
+    request.heartbeatTimeoutMs = checkNonNegative(value.heartbeatTimeoutMs, 'heartbeatTimeoutMs');
+  }
+  if (value.retries !== undefined) {
+    const retries = checkNonNegative(value.retries, 'retries');
+    if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);
+    request.retries = retries;
+  }
+  return request;
+}

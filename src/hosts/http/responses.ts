@@ -1,0 +1,51 @@
+/** Small HTTP helpers of the headless server: bounded body reading and JSON/HTML/error replies. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BridgeErrorCode } from '../../bridge/calls.js';
+
+/** A request body over this is refused (413). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The body, or undefined when it is over `MAX_BODY_BYTES`. */
+export function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooBig = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooBig = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = Buffer.from(JSON.stringify(value ?? null));
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': body.length,
+    'Cache-Control': 'no-store',
+  });
+  res.end(body);
+}
+
+/** A minimal page for a person who opened the panel without its token (static text, no markup from input). */
+export function sendPage(res: ServerResponse, status: number, message: string): void {
+  const escaped = message.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const body = Buffer.from(
+    `<!doctype html><html lang="en"><meta charset="utf-8"><title>Backchannel</title><h1>Backchannel</h1><p>${escaped}.</p>` +
+      '<p>Each start of the server prints a new link; old links stop working.</p></html>',
+  );
+  res.writeHead(status, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
+export function sendError(res: ServerResponse, status: number, code: BridgeErrorCode, message: string): void {
+  sendJson(res, status, { error: { code, message } });
+}
+
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,145 @@
+/**
+ * Coalesces a chatty broker into bridge events: the broker emits an update for every line an agent
+ * sends; subscribers get at most one `BridgeEvent` per `flushIntervalMs`, carrying each changed task
+ * once, the ids of tasks that left history, and the paused flag when it changed. A new subscriber's
+ * first event is the full picture.
+ */
+import type { BridgeEvent } from '../bridge/contract.js';
+import type { TaskSnapshot } from '../model/task.js';
+
+/** What the coalescer reads from the broker when it flushes. */
+export interface CoalescerSource {
+  tasks(): TaskSnapshot[];
+  get(id: string): TaskSnapshot | undefined;
+  readonly paused: boolean;
+}
+
+export interface UpdateCoalescerOptions {
+  flushIntervalMs: number;
+  /** Called when a listener throws (the others still get the event). */
+  onListenerError?: (error: unknown) => void;
+}
+
+interface Subscriber {
+  listener: (event: BridgeEvent) => void;
+  /** Still owed the initial full picture. */
+  needsFull: boolean;
+}
+
+export class UpdateCoalescer {
+  readonly #source: CoalescerSource;
+  readonly #options: UpdateCoalescerOptions;
+  readonly #subscribers = new Set<Subscriber>();
+  readonly #dirty = new Set<string>();
+  readonly #removed = new Set<string>();
+  #lastPaused: boolean;
+  #pausedDirty = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #lastFlushAt = 0;
+  #closed = false;
+
+  constructor(source: CoalescerSource, options: UpdateCoalescerOptions) {
+    this.#source = source;
+    this.#options = options;
+    this.#lastPaused = source.paused;
+  }
+
+  get hasSubscribers(): boolean {
+    return this.#subscribers.size > 0;
+  }
+
+  /** Adds a listener; its first event is the full picture. Returns the unsubscribe function. */
+  subscribe(listener: (event: BridgeEvent) => void): () => void {
+    if (this.#closed) return () => {};
+    const subscriber: Subscriber = { listener, needsFull: true };
+    this.#subscribers.add(subscriber);
+    this.#schedule();
+    return () => {
+      this.#subscribers.delete(subscriber);
+    };
+  }
+
+  /** A task changed. */
+  taskChanged(taskId: string): void {
+    if (!this.hasSubscribers) return;
+    this.#dirty.add(taskId);
+    this.#schedule();
+  }
+
+  /** Tasks left history (`tasks()`/`get()` no longer know them). */
+  tasksRemoved(taskIds: readonly string[]): void {
+    if (!this.hasSubscribers) return;
+    for (const id of taskIds) {
+      this.#dirty.delete(id);
+      this.#removed.add(id);
+    }
+    this.#schedule();
+  }
+
+  /** Something not tied to a task may have changed (the paused flag); the flush notices what. */
+  poke(): void {
+    if (this.hasSubscribers) this.#schedule();
+  }
+
+  /** Cancels the pending flush and drops every subscriber. */
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#subscribers.clear();
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    const wait = Math.max(0, this.#lastFlushAt + this.#options.flushIntervalMs - Date.now());
+    this.#timer = setTimeout(() => this.#flush(), wait);
+    this.#timer.unref?.();
+  }
+
+  #flush(): void {
+    this.#timer = undefined;
+    this.#lastFlushAt = Date.now();
+    if (this.#source.paused !== this.#lastPaused) {
+      this.#lastPaused = this.#source.paused;
+      this.#pausedDirty = true;
+    }
+    const changed = this.#takeChanged();
+    const removed = [...this.#removed];
+    this.#removed.clear();
+    let all: TaskSnapshot[] | undefined;
+    for (const subscriber of this.#subscribers) {
+      let event: BridgeEvent;
+      if (subscriber.needsFull) {
+        subscriber.needsFull = false;
+        all ??= this.#source.tasks();
+        event = { tasks: all, full: true, paused: this.#lastPaused };
+      } else if (changed.length > 0 || removed.length > 0 || this.#pausedDirty) {
+        event = { tasks: changed };
+        if (removed.length > 0) event.removed = removed;
+        if (this.#pausedDirty) event.paused = this.#lastPaused;
+      } else {
+        continue;
+      }
+      this.#deliver(subscriber, event);
+    }
+    this.#pausedDirty = false;
+  }
+
+  #takeChanged(): TaskSnapshot[] {
+    const changed: TaskSnapshot[] = [];
+    for (const id of this.#dirty) {
+      const task = this.#source.get(id);
+      if (task) changed.push(task);
+    }
+    this.#dirty.clear();
+    return changed;
+  }
+
+  #deliver(subscriber: Subscriber, event: BridgeEvent): void {
+    try {
+      subscriber.listener(event);
+    } catch (error) {
+      this.#options.onListenerError?.(error);
+    }
+  }
+}
