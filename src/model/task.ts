@@ -6,7 +6,13 @@ import type { FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
  */
 export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
 
+/** The states a task never leaves: "finished" is defined here and nowhere else. */
 export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
+
+/** True for a state the task never leaves (succeeded, failed, cancelled, interrupted). */
+export function isFinished(state: TaskState): boolean {
+  return FINISHED_STATES.includes(state);
+}
 
 /** Why a task did not succeed; recorded once. */
 export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol';
