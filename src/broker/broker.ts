@@ -7,46 +7,29 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { v7 as uuidv7 } from 'uuid';
-import { isoNow, type FinalPayload } from '../protocol/index.js';
+import { isoNow } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
-import { Journal, type HistoryEntry } from './history/journal.js';
+import { Journal } from './history/journal.js';
+import { TaskRegistry } from './history/registry.js';
 import { clipForHistory, storedSpec } from './history/records.js';
-import { adoptSpooledResults, type RecoveryContext } from './history/recovery.js';
+import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
 import { Attempt, type AttemptOutcome } from './task/attempt.js';
 import { decide, settle } from './task/decision.js';
 import { PendingQuestion } from './task/questions.js';
-import { abortReason, labelOf, validateSpec } from './task/spec.js';
+import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
+import { attemptSink } from './task/sink.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
+import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { LogLine, RetryPolicy, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
-
-export interface TaskHandle {
-  readonly id: string;
-  /** Resolves with the `success` payload; rejects with a TaskError otherwise. */
-  readonly result: Promise<FinalPayload>;
-  /** Resolves when the task's processes are gone and its endpoints removed. */
-  readonly finished: Promise<void>;
-  cancel(reason?: string): void;
-  on(event: 'update', listener: (update: TaskUpdate) => void): () => void;
-  snapshot(): TaskSnapshot;
-}
-
-export interface BrokerStats {
-  queued: number;
-  running: number;
-  succeeded: number;
-  failed: number;
-  cancelled: number;
-  interrupted: number;
-  paused: boolean;
-}
+export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 
 interface LiveTask {
   task: Task;
@@ -60,26 +43,15 @@ interface LiveTask {
   lastProgressJournal: number;
 }
 
-/** The broker's events; `on`/`off`/`emit` are typed from this map. */
-export interface BrokerEvents {
-  /** Every task change. */
-  update: [update: TaskUpdate];
-  /** Something the broker could not do but survived (e.g. history cannot be written). */
-  warning: [message: string];
-  /** The queue was paused (`true`) or resumed (`false`). */
-  paused: [paused: boolean];
-  /** Finished tasks that left memory (the history limit): `tasks()`/`get()` no longer know them. */
-  removed: [taskIds: string[]];
-}
-
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
   readonly ready: Promise<void>;
   private readonly options: ResolvedOptions;
   private readonly logger: Logger;
   private readonly queue: PQueue;
-  private readonly live = new Map<string, LiveTask>();
-  private readonly history = new Map<string, HistoryEntry>();
+  private readonly registry = new TaskRegistry<LiveTask>();
+  private readonly live = this.registry.live;
+  private readonly history = this.registry.history;
   private readonly journal: Journal | undefined;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
@@ -105,30 +77,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     ensurePrivateDir(this.endpointDir);
     const stale = await sweepStaleSockets(this.endpointDir);
     if (stale.length > 0) this.logger.info(`removed ${stale.length} stale socket file(s) from ${this.endpointDir}`);
-    if (this.journal) await this.loadHistory(this.journal);
-    this.queue.start();
-  }
-
-  private async loadHistory(journal: Journal): Promise<void> {
-    const { entries, skippedLines } = journal.load();
-    if (skippedLines > 0) this.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
-    for (const entry of entries.slice(-this.options.historyLimit)) this.history.set(entry.snapshot.id, entry);
-    await journal.open();
-    if (journal.error) this.warn(journal.error);
-    const recovery: RecoveryContext = {
-      dir: this.endpointDir,
-      history: this.history,
-      journal,
-      logger: this.logger,
-      emit: (update) => this.emit('update', update),
-    };
-    adoptSpooledResults(recovery);
-    // Agents of the dead broker may still be working: adopt their results when they spool them.
-    if ([...this.history.values()].some((e) => e.snapshot.state === 'interrupted')) {
-      this.spoolCheck = setInterval(() => adoptSpooledResults(recovery, true), DEFAULTS.spoolCheckMs);
-      this.spoolCheck.unref();
+    if (this.journal) {
+      const context = { dir: this.endpointDir, history: this.history, journal: this.journal, logger: this.logger };
+      this.spoolCheck = await restoreHistory(
+        { ...context, emit: (update) => this.emit('update', update), warn: (message) => this.warn(message) },
+        this.options.historyLimit,
+        DEFAULTS.spoolCheckMs,
+      );
     }
-    if (journal.needsCompaction || entries.length > this.history.size) await journal.compact([...this.history.values()]);
+    this.queue.start();
   }
 
   /** Registers a task and queues it. Returns at once; the endpoint opens when the task starts. */
@@ -146,7 +103,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
-    if (spec.signal) this.cancelOnAbort(task, spec.signal);
+    if (spec.signal) cancelOnAbort(spec.signal, task.result, (reason) => this.cancel(id, reason));
     this.queue
       .add(() => this.run(entry))
       .catch((error: unknown) => {
@@ -166,30 +123,13 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     };
   }
 
-  private cancelOnAbort(task: Task, signal: AbortSignal): void {
-    const onAbort = () => this.cancel(task.id, abortReason(signal));
-    if (signal.aborted) {
-      onAbort();
-      return;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-    // A long-lived signal shared by many tasks must not collect one listener per finished task.
-    const detach = () => signal.removeEventListener('abort', onAbort);
-    task.result.then(detach, detach);
-  }
   /** Every task the broker knows, live and from history, oldest first. */
   tasks(): TaskSnapshot[] {
-    const all: TaskSnapshot[] = [];
-    for (const entry of this.history.values()) if (!this.live.has(entry.snapshot.id)) all.push(structuredClone(entry.snapshot));
-    for (const entry of this.live.values()) all.push(entry.task.snapshot());
-    return all.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    return this.registry.tasks();
   }
 
   get(id: string): TaskSnapshot | undefined {
-    const live = this.live.get(id);
-    if (live) return live.task.snapshot();
-    const stored = this.history.get(id);
-    return stored ? structuredClone(stored.snapshot) : undefined;
+    return this.registry.get(id);
   }
 
   logOf(id: string): LogLine[] {
@@ -197,12 +137,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   }
 
   stats(): BrokerStats {
-    const stats: BrokerStats = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, interrupted: 0, paused: this.paused };
-    for (const snapshot of this.tasks()) {
-      if (snapshot.state === 'retrying') stats.running += 1;
-      else stats[snapshot.state] += 1;
-    }
-    return stats;
+    return this.registry.stats(this.paused);
   }
 
   /** Cancels a queued or running task. Returns false when it is unknown or already finished. */
@@ -226,16 +161,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   /** Runs a finished task again, as a new task with the same spec. */
   retry(id: string): TaskHandle {
-    const live = this.live.get(id);
-    if (live) {
-      if (!live.task.finished) throw new BrokerError('not_retryable', `Task ${id} is still ${live.task.state}; cancel it first.`);
-      const { signal: _signal, ...spec } = live.task.spec;
-      return this.submit(spec);
-    }
-    const stored = this.history.get(id);
-    if (!stored) throw new BrokerError('unknown_task', `No task with id ${id}.`);
-    const { label, retries, ...rest } = stored.spec;
-    return this.submit({ ...rest, label, ...(retries !== undefined ? { retries } : {}) });
+    return this.submit(this.registry.specToRetry(id));
   }
 
   /** Answers a sub-agent's pending question. Returns false when there is none with that id. */
@@ -301,7 +227,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await this.backoff(entry, number, retry);
     }
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    this.evictOldFinished();
+    const evicted = this.registry.evictOldFinished(this.options.historyLimit);
+    if (evicted.length > 0) this.emit('removed', evicted);
     entry.markFinished();
   }
 
@@ -309,27 +236,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
     const { task } = entry;
     task.startAttempt(number);
-    const attempt = new Attempt(attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv }), {
-      partial: (payload) => {
-        task.recordPartial(payload);
-        this.journalProgress(entry);
-      },
-      log: (stream, text) => {
-        task.log(stream, text);
-        if (stream === 'broker') this.logger.info(`task ${task.id}: ${text}`);
-      },
-      problem: (kind, detail) => {
-        task.recordProblem(kind, detail);
-        // Output after the task was decided is expected noise (stdout agents, shutdown); keep it out of warnings.
-        if (kind === 'ignored') this.logger.debug(`task ${task.id}: ${kind}: ${detail}`);
-        else this.logger.warn(`task ${task.id}: ${kind}: ${detail}`);
-      },
-      ask: (message, reply) => entry.question.ask(message, reply),
-      spawned: (pid) => {
-        task.spawned(pid);
-        this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid });
-      },
-    });
+    const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
+    const attempt = new Attempt(
+      settings,
+      attemptSink(task, this.logger, {
+        partial: () => this.journalProgress(entry),
+        ask: (message, reply) => entry.question.ask(message, reply),
+        spawned: (pid) => this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid }),
+      }),
+    );
     entry.attempt = attempt;
     task.started();
     await attempt.start();
@@ -381,18 +296,6 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     entry.lastProgressJournal = now;
     const { task } = entry;
     this.journal.append({ e: 'progress', id: task.id, at: isoNow(), progress: task.progress, partial: clipForHistory(task.lastPartial) });
-  }
-
-  /** Keeps memory bounded: finished live tasks beyond the history limit move out. */
-  private evictOldFinished(): void {
-    const finished = [...this.live.values()].filter((e) => e.task.finished && !e.attempt);
-    const excess = finished.length + this.history.size - this.options.historyLimit;
-    if (excess <= 0) return;
-    const historic = [...this.history.keys()].slice(0, Math.min(excess, this.history.size));
-    const evicted = [...historic, ...finished.slice(0, excess - historic.length).map((entry) => entry.task.id)];
-    for (const id of historic) this.history.delete(id);
-    for (const id of evicted.slice(historic.length)) this.live.delete(id);
-    this.emit('removed', evicted);
   }
 
   private warn(message: string): void {

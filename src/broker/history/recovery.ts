@@ -23,6 +23,32 @@ export interface RecoveryContext {
 }
 
 /**
+ * Loads the journal into `history` (at most `limit` tasks), opens it for appending, adopts spooled
+ * results, and compacts when needed. Agents of the dead broker may still be working: while an
+ * interrupted task waits, its spool is checked every `checkMs`; the returned timer does that (unref'd).
+ */
+export async function restoreHistory(
+  context: RecoveryContext & { journal: Journal; warn(message: string): void },
+  limit: number,
+  checkMs: number,
+): Promise<NodeJS.Timeout | undefined> {
+  const { journal, history } = context;
+  const { entries, skippedLines } = journal.load();
+  if (skippedLines > 0) context.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
+  for (const entry of entries.slice(-limit)) history.set(entry.snapshot.id, entry);
+  await journal.open();
+  if (journal.error) context.warn(journal.error);
+  adoptSpooledResults(context);
+  let spoolCheck: NodeJS.Timeout | undefined;
+  if ([...history.values()].some((e) => e.snapshot.state === 'interrupted')) {
+    spoolCheck = setInterval(() => adoptSpooledResults(context, true), checkMs);
+    spoolCheck.unref();
+  }
+  if (journal.needsCompaction || entries.length > history.size) await journal.compact([...history.values()]);
+  return spoolCheck;
+}
+
+/**
  * Adopts every spool file in the directory (`onlyInterrupted`: only those of interrupted tasks; while
  * running, live tasks' spool files are their attempts' business). Every file looked at is removed.
  */

@@ -23,6 +23,16 @@ export function labelOf(spec: TaskSpec): string {
   return spec.label ?? [spec.command, ...(spec.args ?? [])].join(' ');
 }
 
+/** Cancels (with the abort reason) when `signal` aborts; stops listening once `settled` settles. */
+export function cancelOnAbort(signal: AbortSignal, settled: Promise<unknown>, cancel: (reason: string) => void): void {
+  const onAbort = () => cancel(abortReason(signal));
+  if (signal.aborted) return onAbort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  // A long-lived signal shared by many tasks must not collect one listener per finished task.
+  const detach = () => signal.removeEventListener('abort', onAbort);
+  settled.then(detach, detach);
+}
+
 /** The caller's abort reason as text (`controller.abort('user closed the tab')`), or a default. */
 export function abortReason(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
