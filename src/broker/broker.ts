@@ -12,7 +12,7 @@ import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { Journal } from './history/journal.js';
 import { TaskRegistry } from './history/registry.js';
-import { clipForHistory, storedSpec } from './history/records.js';
+import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
@@ -51,7 +51,6 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly queue: PQueue;
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
-  private readonly history = this.registry.history;
   private readonly journal: Journal | undefined;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
@@ -78,12 +77,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const stale = await sweepStaleSockets(this.endpointDir);
     if (stale.length > 0) this.logger.info(`removed ${stale.length} stale socket file(s) from ${this.endpointDir}`);
     if (this.journal) {
-      const context = { dir: this.endpointDir, history: this.history, journal: this.journal, logger: this.logger };
-      this.spoolCheck = await restoreHistory(
-        { ...context, emit: (update) => this.emit('update', update), warn: (message) => this.warn(message) },
-        this.options.historyLimit,
-        DEFAULTS.spoolCheckMs,
-      );
+      const emit = (update: TaskUpdate) => this.emit('update', update);
+      const warn = (message: string) => this.warn(message);
+      const recovery = { dir: this.endpointDir, history: this.registry.history, journal: this.journal, logger: this.logger, emit, warn };
+      this.spoolCheck = await restoreHistory(recovery, this.options.historyLimit, DEFAULTS.spoolCheckMs);
     }
     this.queue.start();
   }
@@ -236,9 +233,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
     const { task } = entry;
     task.startAttempt(number);
-    const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
     const attempt = new Attempt(
-      settings,
+      attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv }),
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),
         ask: (message, reply) => entry.question.ask(message, reply),
@@ -289,13 +285,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: task.snapshot() }, true);
   }
 
+  /** At most one progress record per task per interval. */
   private journalProgress(entry: LiveTask): void {
-    if (!this.journal) return;
     const now = Date.now();
-    if (now - entry.lastProgressJournal < DEFAULTS.progressJournalIntervalMs) return;
+    if (!this.journal || now - entry.lastProgressJournal < DEFAULTS.progressJournalIntervalMs) return;
     entry.lastProgressJournal = now;
-    const { task } = entry;
-    this.journal.append({ e: 'progress', id: task.id, at: isoNow(), progress: task.progress, partial: clipForHistory(task.lastPartial) });
+    this.journal.append(progressRecord(entry.task));
   }
 
   private warn(message: string): void {

@@ -1,6 +1,7 @@
 /** How a live task is shaped for the journal: what of its spec is kept, and how big a progress record may be. */
+import { isoNow } from '../../protocol/index.js';
 import type { Task } from '../task/task.js';
-import type { StoredSpec } from './journal.js';
+import type { JournalRecord, StoredSpec } from './journal.js';
 
 /** Inputs up to this size are kept in history so a finished task can be retried after a restart. */
 const MAX_STORED_INPUT_BYTES = 64 * 1024;
@@ -21,8 +22,13 @@ export function storedSpec(task: Task): StoredSpec {
   return stored;
 }
 
-export function clipForHistory(value: unknown): unknown {
+function clipForHistory(value: unknown): unknown {
   if (value === undefined) return undefined;
   const json = JSON.stringify(value);
   return json !== undefined && json.length <= MAX_STORED_PARTIAL_CHARS ? value : { truncated: true, chars: json?.length };
+}
+
+/** A task's progress as the journal keeps it (a big partial by its size only). */
+export function progressRecord(task: Task): JournalRecord {
+  return { e: 'progress', id: task.id, at: isoNow(), progress: task.progress, partial: clipForHistory(task.lastPartial) };
 }
