@@ -5,9 +5,11 @@
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
- * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts.
+ * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts (+ settings, types, index).
  */
 const layer = (name) => `^src/${name}/`;
+/** broker.ts, settings.ts, types.ts, index.ts: the top of the core (errors.ts and log.ts are its foundations). */
+const BROKER_TOP = '^src/broker/(?!(errors|log)\\.ts$)[^/]+$';
 const forbid = (name, from, toPaths, comment) => ({
   name,
   comment,
@@ -86,11 +88,17 @@ module.exports = {
     forbid(
       'transport-process-low',
       '^src/broker/(transport|process)/',
-      '^src/broker/(guards|task|history|recovery|queue)/|^src/broker/(broker|index)\\.ts$',
-      '',
+      `^src/broker/(guards|task|history)/|${BROKER_TOP}`,
+      'Transport and process know nothing of guards, tasks or history.',
     ),
-    forbid('guards-under-task', '^src/broker/guards/', '^src/broker/(task|history|recovery|queue)/', ''),
-    forbid('task-under-history', '^src/broker/task/', '^src/broker/(history|recovery|queue)/', ''),
+    forbid('guards-under-task', '^src/broker/guards/', `^src/broker/(task|history)/|${BROKER_TOP}`, ''),
+    forbid('task-under-history', '^src/broker/task/', `^src/broker/history/|${BROKER_TOP}`, 'A task and its attempts know no journal.'),
+    forbid(
+      'history-under-the-broker',
+      '^src/broker/history/',
+      BROKER_TOP,
+      'History and recovery use Task transitions; only broker.ts (the queue) sits above them.',
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,8 +1,6 @@
 /**
  * The agent's view of its task: input, progress, cancellation, questions, and the one final payload.
  */
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import {
   HAND_OFF_VARIABLES,
   STDOUT_PREFIX,
@@ -12,6 +10,7 @@ import {
   type Payload,
   type PayloadMeta,
 } from '../protocol/index.js';
+import { writeSpooled } from '../protocol/spool.js';
 import { connectWithRetry, MessageLink, type ConnectOptions } from './connection.js';
 import { AgentRuntimeError, locateTask, type TaskLocation } from './locate.js';
 
@@ -258,7 +257,7 @@ export class AgentTask<Input = unknown> {
     const dir = this.location.spoolDir;
     if (!dir) return;
     try {
-      writeFileSync(path.join(dir, `${path.basename(this.id)}.json`), JSON.stringify(payload) + '\n', { mode: 0o600 });
+      writeSpooled(dir, payload);
     } catch (error) {
       this.warn(`cannot write the spool file: ${(error as Error).message}`);
     }

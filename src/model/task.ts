@@ -6,8 +6,10 @@ import type { FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
  */
 export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
 
+/** The states a task never leaves: "finished" is defined here and nowhere else. */
 export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
+/** True for a state the task never leaves (succeeded, failed, cancelled, interrupted). */
 export function isFinished(state: TaskState): boolean {
   return FINISHED_STATES.includes(state);
 }

@@ -107,11 +107,11 @@ export interface RejectMessage {
 export type BrokerMessage = WelcomeMessage | InputMessage | CancelMessage | AckMessage | AnswerMessage | RejectMessage;
 
 export function isFinalStatus(status: unknown): status is FinalStatus {
-  return status === 'success' || status === 'error' || status === 'cancelled';
+  return (FINAL_STATUSES as readonly unknown[]).includes(status);
 }
 
 export function isPayloadStatus(status: unknown): status is PayloadStatus {
-  return isFinalStatus(status) || status === 'partial' || status === 'heartbeat';
+  return isFinalStatus(status) || (PROGRESS_STATUSES as readonly unknown[]).includes(status);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -2,32 +2,18 @@
  * A real TaskBroker in a private temporary directory, plus a helper that runs one task to its end
  * and records what the panel would have seen (partials, questions, the final payload or error).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { TaskBroker, TaskError, silentLogger, type BrokerOptions, type TaskHandle } from '../../src/broker/index.js';
+import { TaskError, type BrokerOptions, type TaskBroker, type TaskHandle } from '../../src/broker/index.js';
 import type { FinalPayload, Payload } from '../../src/protocol/index.js';
 import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../../src/model/task.js';
+import { createTestBroker, type TestBroker } from './core.js';
 
-export interface TestBroker {
-  broker: TaskBroker;
-  /** A scratch directory removed by close(). */
-  dir: string;
-  close(): Promise<void>;
-}
+export type { TestBroker };
 
+/** A ready broker with the library's own grace periods, closed by the caller (the one factory, see core.ts). */
 export async function startBroker(options: BrokerOptions = {}): Promise<TestBroker> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-tpl-'));
-  const broker = new TaskBroker({ ipcDir: path.join(dir, 'ipc'), logger: silentLogger, ...options });
-  await broker.ready;
-  return {
-    broker,
-    dir,
-    async close() {
-      await broker.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const testBroker = createTestBroker(options, { scope: 'manual', shortGrace: false });
+  await testBroker.broker.ready;
+  return testBroker;
 }
 
 export interface Finished {

@@ -17,13 +17,5 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Waits until every pid is gone, polling; rejects with the survivors after `timeoutMs`. */
-export async function waitUntilGone(pids: number[], timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const alive = pids.filter(isAlive);
-    if (alive.length === 0) return;
-    if (Date.now() > deadline) throw new Error(`still running after ${timeoutMs} ms: ${alive.join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+/** Waits until every pid is gone (the one implementation lives with waitFor in core.ts). */
+export { waitUntilGone } from './core.js';

@@ -240,12 +240,15 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     expect(await second.get(id)).toMatchObject({ state: 'interrupted', progress: 20 });
     writeFileSync(release, '');
     await waitUntilGone(agents, 15_000);
-    let adopted = await second.get(id);
-    const deadline = Date.now() + 15_000;
-    while (adopted?.state === 'interrupted' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      adopted = await second.get(id);
-    }
+    const adopted = await waitFor(
+      async () => {
+        const snapshot = await second.get(id);
+        return snapshot?.state !== 'interrupted' && snapshot;
+      },
+      'the spooled result to be adopted',
+      15_000,
+      100,
+    );
     expect(adopted).toMatchObject({ state: 'succeeded', result: { data: { answer: 'late but whole' }, meta: { channel: 'spool' } } });
     await second.close();
     expect(leftovers(ipcDir)).toEqual([]);

@@ -99,12 +99,18 @@ describe('floods', () => {
     const flood = await host.submit({ command: hostile('flood.mjs'), input: { ms: floodMs } });
     const neighbour = await host.submit({ command: fixture('sdk-progress.mjs'), input: 'beside the flood' });
     const samples: HostStats[] = [];
-    let outcome: Awaited<ReturnType<typeof host.result>> | undefined;
-    void host.result(flood).then((r) => (outcome = r));
-    while (!outcome) {
-      samples.push(await host.stats());
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    let settled: Awaited<ReturnType<typeof host.result>> | undefined;
+    void host.result(flood).then((r) => (settled = r));
+    // Sample the broker every 200 ms while the flood runs.
+    const outcome = await waitFor(
+      async () => {
+        samples.push(await host.stats());
+        return settled;
+      },
+      'the flood task to end',
+      120_000,
+      200,
+    );
     const elapsed = Date.now() - started;
     const after = await host.stats();
     expect(outcome.ok).toBe(true);

@@ -1,9 +1,41 @@
 /**
- * Signals a sub-agent's whole process tree. On POSIX the agent is spawned `detached`, so it leads its
- * own process group and `kill(-pid)` reaches its grandchildren too (a grandchild that calls setsid()
- * has left the group on purpose and is out of reach). On Windows, `taskkill /T /F`.
+ * Ends a sub-agent's whole process tree — the one implementation, for the core and every front-end
+ * that starts processes (the gateway imports it too).
+ *
+ * On POSIX the agent is spawned `detached`, so it leads its own process group and `kill(-pid)`
+ * reaches its grandchildren too (a grandchild that calls setsid() has left the group on purpose and
+ * is out of reach). On Windows, `taskkill /T /F`.
+ *
+ * API:
+ * - `terminateTree(pid, { delayMs, graceMs, exited })`: SIGTERM after `delayMs`, SIGKILL `graceMs`
+ *   later, each skipped once `exited()` is true. Returns a function that cancels what is still pending.
+ * - `killTree(pid, signal)`: one signal to the group now; false when the group is gone.
+ * - `groupAlive(pid)`: true while any process of the group is alive.
  */
 import { spawn } from 'node:child_process';
+
+export interface TerminateOptions {
+  /** Time before SIGTERM (e.g. a cancelled agent's chance to stop by itself). @default 0 */
+  delayMs?: number;
+  /** Time from SIGTERM to SIGKILL. */
+  graceMs: number;
+  /** The leader has exited: nothing more to send. @default never */
+  exited?: () => boolean;
+}
+
+/** SIGTERM (after `delayMs`), then SIGKILL after `graceMs`. Returns a cancel function for the pending steps. */
+export function terminateTree(pid: number, { delayMs = 0, graceMs, exited = () => false }: TerminateOptions): () => void {
+  const timers: NodeJS.Timeout[] = [];
+  const term = () => {
+    if (!exited()) killTree(pid, 'SIGTERM');
+    timers.push(setTimeout(() => !exited() && killTree(pid, 'SIGKILL'), graceMs));
+  };
+  if (delayMs > 0) timers.push(setTimeout(term, delayMs));
+  else term();
+  return () => {
+    for (const timer of timers) clearTimeout(timer);
+  };
+}
 
 export function killTree(pid: number, signal: NodeJS.Signals): boolean {
   if (process.platform === 'win32') {

@@ -6,19 +6,18 @@
  * reach the caller without waiting for the process to exit; `finished` settles when cleanup is done.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, unlinkSync } from 'node:fs';
-import path from 'node:path';
 import {
   isFinalStatus,
   preview,
-  validateAgentMessage,
+  PROTOCOL_VERSION,
   type AskMessage,
   type BrokerMessage,
   type FinalPayload,
   type Payload,
 } from '../../protocol/index.js';
+import { readSpooled, removeSpoolFile, spoolPath } from '../../protocol/spool.js';
 import { AttemptTimers } from '../guards/watchdog.js';
-import { killTree, groupAlive } from '../process/kill-tree.js';
+import { groupAlive, killTree, terminateTree, type TerminateOptions } from '../process/kill-tree.js';
 import { handOffEnv } from '../process/environment.js';
 import {
   checkWorkingDirectory,
@@ -28,9 +27,10 @@ import {
   SpawnError,
   type AgentProcess,
 } from '../process/spawn-agent.js';
-import { TaskChannel, type ChannelLimits } from '../transport/channel.js';
-import { newEndpointPath } from '../transport/endpoint.js';
-import { readStderr, readStdout } from '../transport/stdout.js';
+import { TaskChannel, type ChannelHandlers, type ChannelLimits } from '../transport/channel.js';
+import { newEndpointAddress } from '../transport/endpoint.js';
+import { readStderr, readStdout, type OutputHandlers } from '../transport/stdout.js';
+import type { TaskEndpoint } from '../transport/task-endpoint.js';
 import type { DeliveryChannel, FailureReason } from '../../model/task.js';
 
 export type StopReason = 'timeout' | 'stalled' | 'cancelled';
@@ -71,6 +71,31 @@ export interface AttemptSink {
   spawned(pid: number): void;
 }
 
+/** The outside world an attempt touches; the real one by default, an in-memory one in unit tests. */
+export interface AttemptIO {
+  /** Creates (does not open) the endpoint the agent will connect to. */
+  endpoint(settings: AttemptSettings, token: string, handlers: ChannelHandlers): TaskEndpoint;
+  /** Throws a SpawnError when the working directory is unusable. */
+  checkCwd(cwd: string): void;
+  /** Starts the agent (leading its own process group). */
+  spawn(settings: AttemptSettings, env: Record<string, string>): AgentProcess;
+  /** SIGTERM then SIGKILL to the agent's tree (see process/kill-tree.ts); returns a cancel function. */
+  terminate(pid: number, options: TerminateOptions): () => void;
+  /** After the attempt: kill what is left of the agent's process group. */
+  reap(pid: number): void;
+}
+
+export const REAL_IO: AttemptIO = {
+  endpoint: (s, token, handlers) => new TaskChannel(newEndpointAddress(s.endpointDir), s.taskId, token, handlers, s.limits),
+  checkCwd: checkWorkingDirectory,
+  spawn: (s, env) => spawnAgent(resolveCommand(s.command, s.args), s.cwd, env),
+  terminate: terminateTree,
+  reap: (pid) => {
+    // Grandchildren left in the group (forked workers, a shell's children) go with the task.
+    if (process.platform !== 'win32' && groupAlive(pid)) killTree(pid, 'SIGKILL');
+  },
+};
+
 export class Attempt {
   readonly outcome: Promise<AttemptOutcome>;
   readonly finished: Promise<void>;
@@ -81,127 +106,30 @@ export class Attempt {
   private finish!: () => void;
   private decided: AttemptOutcome | undefined;
   private child: AgentProcess | undefined;
-  private channel: TaskChannel | undefined;
+  private channel: TaskEndpoint | undefined;
   private timers: AttemptTimers | undefined;
   private stopReason: StopReason | undefined;
   private exited = false;
-  private killTimers: NodeJS.Timeout[] = [];
+  private readonly pendingKills: Array<() => void> = [];
 
   constructor(
     private readonly settings: AttemptSettings,
     private readonly sink: AttemptSink,
+    private readonly io: AttemptIO = REAL_IO,
   ) {
     this.outcome = new Promise((resolve) => (this.decide = resolve));
     this.finished = new Promise((resolve) => (this.finish = resolve));
   }
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   /** Starts the attempt. Never throws: every failure becomes the outcome. */
   async start(): Promise<void> {
-    const s = this.settings;
     const token = randomBytes(32).toString('hex');
-    const channel = new TaskChannel(
-      newEndpointPath(s.endpointDir),
-      s.taskId,
-      token,
-      {
-        greeting: () => [
-          { type: 'welcome', task_id: s.taskId, attempt: s.attempt, protocol: 1, heartbeat_timeout_ms: s.heartbeatTimeoutMs },
-          { type: 'input', task_id: s.taskId, data: s.input ?? null },
-        ],
-        payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
-        ask: (message, reply) => this.sink.ask(message, reply),
-        activity: () => this.timers?.alive(),
-        ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text)}`) } : {}),
-        problem: (kind, detail) => this.sink.problem(kind, detail),
-        overflow: (detail) => this.protocolFailure(detail),
-      },
-      s.limits,
-    );
-    this.channel = channel;
-    try {
-      // Listen before spawn: the reverse order is the classic ECONNREFUSED race.
-      await channel.listen();
-      checkWorkingDirectory(s.cwd);
-    } catch (error) {
-      const message = error instanceof SpawnError ? error.message : `could not open the task endpoint: ${(error as Error).message}`;
-      this.settle({ kind: 'failure', reason: 'crashed', message, retryable: false });
-      await this.cleanup();
-      return;
-    }
-
-    if (this.decided) {
-      // Cancelled while the endpoint was opening: never start the process.
-      await this.cleanup();
-      return;
-    }
-
-    const env = {
-      ...s.env,
-      ...handOffEnv({
-        taskId: s.taskId,
-        endpoint: channel.endpoint,
-        token,
-        attempt: s.attempt,
-        heartbeatTimeoutMs: s.heartbeatTimeoutMs,
-        spoolDir: s.spoolDir,
-      }),
-    };
-    let child: AgentProcess;
-    try {
-      child = spawnAgent(resolveCommand(s.command, s.args), s.cwd, env);
-    } catch (error) {
-      this.settle({
-        kind: 'failure',
-        reason: 'crashed',
-        message: describeSpawnError(s.command, error as NodeJS.ErrnoException),
-        retryable: false,
-      });
-      await this.cleanup();
-      return;
-    }
-    this.child = child;
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      // Only spawn failures land here for a piped, non-IPC child; 'exit' may not follow.
-      if (child.pid === undefined) {
-        this.settle({ kind: 'failure', reason: 'crashed', message: describeSpawnError(s.command, error), retryable: false });
-        void this.cleanup();
-      }
-    });
-    if (child.pid === undefined) {
-      // spawn() failed synchronously-asynchronously: the 'error' handler above settles it.
-      child.stdout.destroy();
-      child.stderr.destroy();
-      return;
-    }
-    this.sink.spawned(child.pid);
-
-    const output = {
-      payload: (payload: Payload) => this.onPayload(payload, 'stdout'),
-      log: (stream: 'stdout' | 'stderr', text: string) => {
-        this.timers?.alive();
-        this.sink.log(stream, text);
-      },
-      problem: (kind: 'malformed' | 'rejected', detail: string) => this.sink.problem(kind, detail),
-      overflow: (detail: string) => this.protocolFailure(detail),
-      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text)}`) } : {}),
-    };
-    const streamsClosed = Promise.all([
-      readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes),
-      readStderr(child.stderr, output, s.limits.maxLineBytes),
-    ]);
-    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>
-      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
-    );
-    child.once('exit', (code, signal) => {
-      this.exited = true;
-      this.exitCode = code;
-      this.exitSignal = signal;
-      void this.afterExit(streamsClosed);
-    });
+    // Listen before spawn: the reverse order is the classic ECONNREFUSED race.
+    const channel = await this.openEndpoint(token);
+    // Not opened, or cancelled while the endpoint was opening: never start the process.
+    if (!channel || this.decided) return this.cleanup();
+    const child = this.spawnChild(channel, token);
+    if (child) this.watch(child);
   }
 
   /**
@@ -217,24 +145,112 @@ export class Attempt {
     this.timers?.stop();
     if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
     this.sink.log('broker', `stopping: ${message}`);
-    const told = this.channel?.broadcast({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
+    const told = this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
     this.terminate(told > 0 ? this.settings.cancelGraceMs : 0);
   }
 
-  /** Sends a message to the agent's open connections. */
-  send(message: BrokerMessage): number {
-    return this.channel?.broadcast(message) ?? 0;
+  /** Creates and opens the task endpoint, and checks the working directory. Undefined (and decided) on failure. */
+  private async openEndpoint(token: string): Promise<TaskEndpoint | undefined> {
+    const s = this.settings;
+    const channel = this.io.endpoint(s, token, this.channelHandlers());
+    this.channel = channel;
+    try {
+      await channel.listen();
+      this.io.checkCwd(s.cwd);
+      return channel;
+    } catch (error) {
+      const message = error instanceof SpawnError ? error.message : `could not open the task endpoint: ${(error as Error).message}`;
+      this.settle({ kind: 'failure', reason: 'crashed', message, retryable: false });
+      return undefined;
+    }
+  }
+
+  /** What the socket channel reports, routed into this attempt. */
+  private channelHandlers(): ChannelHandlers {
+    const s = this.settings;
+    return {
+      greeting: () => [
+        { type: 'welcome', task_id: s.taskId, attempt: s.attempt, protocol: PROTOCOL_VERSION, heartbeat_timeout_ms: s.heartbeatTimeoutMs },
+        { type: 'input', task_id: s.taskId, data: s.input ?? null },
+      ],
+      payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
+      ask: (message, reply) => this.sink.ask(message, reply),
+      activity: () => this.timers?.alive(),
+      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text)}`) } : {}),
+      problem: (kind, detail) => this.sink.problem(kind, detail),
+      overflow: (detail) => this.protocolFailure(detail),
+    };
+  }
+
+  /** Spawns the agent with the hand-off environment. Undefined when it did not start (the outcome then says why). */
+  private spawnChild(channel: TaskEndpoint, token: string): AgentProcess | undefined {
+    const s = this.settings;
+    const handOff = { taskId: s.taskId, endpoint: channel.endpoint, token, attempt: s.attempt, heartbeatTimeoutMs: s.heartbeatTimeoutMs };
+    const env = { ...s.env, ...handOffEnv({ ...handOff, spoolDir: s.spoolDir }) };
+    let child: AgentProcess;
+    try {
+      child = this.io.spawn(s, env);
+    } catch (error) {
+      this.spawnFailed(error as NodeJS.ErrnoException);
+      return undefined;
+    }
+    this.child = child;
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      // Only spawn failures land here for a piped, non-IPC child; 'exit' may not follow.
+      if (child.pid === undefined) this.spawnFailed(error);
+    });
+    if (child.pid === undefined) {
+      // spawn() failed synchronously-asynchronously: the 'error' handler above settles it.
+      child.stdout.destroy();
+      child.stderr.destroy();
+      return undefined;
+    }
+    this.sink.spawned(child.pid);
+    return child;
+  }
+
+  private spawnFailed(error: NodeJS.ErrnoException): void {
+    this.settle({ kind: 'failure', reason: 'crashed', message: describeSpawnError(this.settings.command, error), retryable: false });
+    void this.cleanup();
+  }
+
+  /** Reads the running agent's output, arms the deadline and heartbeat watchdogs, and waits for its exit. */
+  private watch(child: AgentProcess): void {
+    const s = this.settings;
+    const output = this.outputHandlers();
+    const streamsClosed = Promise.all([
+      readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes),
+      readStderr(child.stderr, output, s.limits.maxLineBytes),
+    ]);
+    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>
+      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
+    );
+    child.once('exit', (code, signal) => {
+      this.exited = true;
+      this.exitCode = code;
+      this.exitSignal = signal;
+      void this.afterExit(streamsClosed);
+    });
+  }
+
+  /** What the stdout fallback and stderr report, routed into this attempt. */
+  private outputHandlers(): OutputHandlers {
+    return {
+      payload: (payload: Payload) => this.onPayload(payload, 'stdout'),
+      log: (stream: 'stdout' | 'stderr', text: string) => {
+        this.timers?.alive();
+        this.sink.log(stream, text);
+      },
+      problem: (kind: 'malformed' | 'rejected', detail: string) => this.sink.problem(kind, detail),
+      overflow: (detail: string) => this.protocolFailure(detail),
+      ...(this.settings.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text)}`) } : {}),
+    };
   }
 
   private terminate(graceMs: number): void {
     const pid = this.child?.pid;
     if (pid === undefined || this.exited) return;
-    const term = () => {
-      if (!this.exited) killTree(pid, 'SIGTERM');
-      this.killTimers.push(setTimeout(() => !this.exited && killTree(pid, 'SIGKILL'), this.settings.killGraceMs));
-    };
-    if (graceMs > 0) this.killTimers.push(setTimeout(term, graceMs));
-    else term();
+    this.pendingKills.push(this.io.terminate(pid, { delayMs: graceMs, graceMs: this.settings.killGraceMs, exited: () => this.exited }));
   }
 
   private onPayload(payload: Payload, via: 'socket' | 'stdout', reply?: (message: BrokerMessage) => void): void {
@@ -265,7 +281,7 @@ export class Attempt {
     this.sink.log('broker', `protocol error: ${detail}`);
     if (this.decided) return;
     this.settle({ kind: 'failure', reason: 'protocol', message: `protocol error: ${detail}`, retryable: false });
-    this.channel?.broadcast({ type: 'cancel', task_id: this.settings.taskId, reason: 'protocol' });
+    this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason: 'protocol' });
     this.terminate(this.settings.cancelGraceMs);
   }
 
@@ -295,40 +311,16 @@ export class Attempt {
   }
 
   private async cleanup(): Promise<void> {
-    for (const timer of this.killTimers) clearTimeout(timer);
+    for (const cancel of this.pendingKills) cancel();
     this.timers?.stop();
     const pid = this.child?.pid;
-    // Grandchildren left in the group (forked workers, a shell's children) go with the task.
-    if (pid !== undefined && process.platform !== 'win32' && groupAlive(pid)) killTree(pid, 'SIGKILL');
+    if (pid !== undefined) this.io.reap(pid);
     this.child?.stdout.destroy();
     this.child?.stderr.destroy();
     // An agent whose ack came late spools a result we already have: the file must not pile up.
-    removeSpooled(this.settings.spoolDir, this.settings.taskId);
+    removeSpoolFile(spoolPath(this.settings.spoolDir, this.settings.taskId));
     await this.channel?.close();
     this.finish();
-  }
-}
-
-function spoolFile(dir: string, taskId: string): string {
-  return path.join(dir, `${path.basename(taskId)}.json`);
-}
-
-/** The final payload an agent spooled for this task, if there is a valid one. */
-function readSpooled(dir: string, taskId: string): FinalPayload | undefined {
-  try {
-    const checked = validateAgentMessage(JSON.parse(readFileSync(spoolFile(dir, taskId), 'utf8')));
-    if (!checked.ok || !('status' in checked.message) || !isFinalStatus(checked.message.status)) return undefined;
-    return checked.message.task_id === taskId ? (checked.message as FinalPayload) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function removeSpooled(dir: string, taskId: string): void {
-  try {
-    unlinkSync(spoolFile(dir, taskId));
-  } catch {
-    // None: the usual case.
   }
 }
 

@@ -1,59 +1,75 @@
 /**
  * A task's record: its state machine, what the panel and CLI see (`snapshot()`), its bounded log,
  * and the `result` promise settled exactly once.
+ *
+ * Every change goes through a transition method (`startAttempt`, `started`, `spawned`, `recordPartial`,
+ * `log`, `recordProblem`, `ask`/`answered`, `retrying`, `succeed`/`fail`, `attemptExited`); each one
+ * emits the matching update. Nothing outside this class writes its state.
  */
 import { EventEmitter } from 'node:events';
 import { isoNow, progressOf, type FinalPayload, type Payload } from '../../protocol/index.js';
 import { TaskError } from '../errors.js';
-import type {
-  BrokerMeta,
-  DeliveryChannel,
-  FailureReason,
-  LogLine,
-  PendingQuestion,
-  TaskSnapshot,
-  TaskSpec,
-  TaskState,
-  TaskUpdate,
-  TaskUpdateKind,
+import {
+  isFinished,
+  type BrokerMeta,
+  type DeliveryChannel,
+  type FailureReason,
+  type LogLine,
+  type PendingQuestion,
+  type TaskSnapshot,
+  type TaskSpec,
+  type TaskState,
+  type TaskUpdate,
+  type TaskUpdateKind,
 } from '../../model/task.js';
-import { FINISHED_STATES } from '../../model/task.js';
 
 /** Lines of stderr shown with a failure. */
 const STDERR_TAIL_LINES = 20;
 
+export type ProblemKind = 'malformed' | 'rejected' | 'ignored';
+
+export interface TaskIdentity {
+  id: string;
+  spec: TaskSpec;
+  label: string;
+  cwd: string;
+  maxAttempts: number;
+}
+
 export class Task {
+  readonly id: string;
+  readonly spec: TaskSpec;
+  readonly label: string;
+  readonly cwd: string;
+  readonly maxAttempts: number;
   readonly result: Promise<FinalPayload>;
-  readonly events = new EventEmitter();
-  state: TaskState = 'queued';
-  reason: FailureReason | undefined;
-  message: string | undefined;
-  attempt = 0;
-  progress: number | undefined;
-  lastPartial: unknown;
-  readonly createdAt = isoNow();
-  startedAt: string | undefined;
-  endedAt: string | undefined;
-  final: FinalPayload | undefined;
-  pid: number | undefined;
-  exitCode: number | null | undefined;
-  exitSignal: string | null | undefined;
-  pendingQuestion: PendingQuestion | undefined;
-  readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
-  private readonly log: LogLine[] = [];
+  private readonly events = new EventEmitter();
+  private currentState: TaskState = 'queued';
+  private reason: FailureReason | undefined;
+  private message: string | undefined;
+  private attemptNumber = 0;
+  private currentProgress: number | undefined;
+  private partialData: unknown;
+  private created = isoNow();
+  private startedAt: string | undefined;
+  private endedAt: string | undefined;
+  private finalPayload: FinalPayload | undefined;
+  private pid: number | undefined;
+  private exitCode: number | null | undefined;
+  private exitSignal: string | null | undefined;
+  private question: PendingQuestion | undefined;
+  private readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
+  private readonly lines: LogLine[] = [];
   private readonly stderr: string[] = [];
   private resolveResult!: (payload: FinalPayload) => void;
   private rejectResult!: (error: TaskError) => void;
 
   constructor(
-    readonly id: string,
-    readonly spec: TaskSpec,
-    readonly label: string,
-    readonly cwd: string,
-    readonly maxAttempts: number,
+    identity: TaskIdentity,
     private readonly maxLogLines: number,
     private readonly emit: (update: TaskUpdate) => void,
   ) {
+    ({ id: this.id, spec: this.spec, label: this.label, cwd: this.cwd, maxAttempts: this.maxAttempts } = identity);
     this.result = new Promise<FinalPayload>((resolve, reject) => {
       this.resolveResult = resolve;
       this.rejectResult = reject;
@@ -63,38 +79,86 @@ export class Task {
     this.events.setMaxListeners(0);
   }
 
+  /**
+   * A task read back from history, so that a late result (a spool file) is applied by the same
+   * transitions as a live one. The interruption's reason and message are not carried: they are replaced.
+   */
+  static fromSnapshot(snapshot: TaskSnapshot, emit: (update: TaskUpdate) => void): Task {
+    const spec: TaskSpec = { command: snapshot.command, args: snapshot.args, ...(snapshot.tags ? { tags: snapshot.tags } : {}) };
+    const identity = { id: snapshot.id, spec, label: snapshot.label, cwd: snapshot.cwd, maxAttempts: snapshot.maxAttempts };
+    const task = new Task(identity, 0, emit);
+    task.currentState = snapshot.state;
+    task.attemptNumber = snapshot.attempt;
+    task.currentProgress = snapshot.progress;
+    task.partialData = snapshot.lastPartial;
+    task.created = snapshot.createdAt;
+    task.startedAt = snapshot.startedAt;
+    task.endedAt = snapshot.endedAt;
+    task.finalPayload = snapshot.result;
+    task.pid = snapshot.pid;
+    task.exitCode = snapshot.exitCode;
+    task.exitSignal = snapshot.signal;
+    task.question = snapshot.pendingQuestion;
+    Object.assign(task.counters, snapshot.counters);
+    if (snapshot.stderrTail) task.stderr.push(...snapshot.stderrTail.split('\n'));
+    return task;
+  }
+
+  get state(): TaskState {
+    return this.currentState;
+  }
+
   get finished(): boolean {
-    return FINISHED_STATES.includes(this.state);
+    return isFinished(this.currentState);
   }
 
-  update(kind: TaskUpdateKind, extra: Partial<TaskUpdate> = {}): void {
-    const update: TaskUpdate = { taskId: this.id, kind, state: this.state, attempt: this.attempt, progress: this.progress, ...extra };
-    this.events.emit('update', update);
-    this.emit(update);
+  /** Not yet decided: live and unfinished, or interrupted (history) and waiting for a spooled result. */
+  private get open(): boolean {
+    return !this.finished || this.currentState === 'interrupted';
   }
 
-  addLog(stream: LogLine['stream'], text: string): LogLine {
-    const line: LogLine = { time: isoNow(), stream, text };
-    this.log.push(line);
-    if (this.log.length > this.maxLogLines) this.log.splice(0, this.log.length - this.maxLogLines);
-    if (stream === 'stderr') {
-      this.stderr.push(text);
-      if (this.stderr.length > STDERR_TAIL_LINES) this.stderr.shift();
-    }
-    return line;
+  get attempt(): number {
+    return this.attemptNumber;
   }
 
-  logLines(): LogLine[] {
-    return this.log.slice();
+  get createdAt(): string {
+    return this.created;
   }
 
-  stderrTail(): string | undefined {
-    return this.stderr.length > 0 ? this.stderr.join('\n') : undefined;
+  get progress(): number | undefined {
+    return this.currentProgress;
   }
 
-  startAttempt(attempt: number): void {
-    this.attempt = attempt;
-    this.state = 'running';
+  /** `data` of the last partial payload. */
+  get lastPartial(): unknown {
+    return this.partialData;
+  }
+
+  /** The final payload, with the broker's meta, once there is one. */
+  get final(): FinalPayload | undefined {
+    return this.finalPayload;
+  }
+
+  /** The id of the question waiting for an answer, if any. */
+  get pendingAskId(): string | undefined {
+    return this.question?.askId;
+  }
+
+  /** Listens to this task's updates; returns the unsubscribe function. */
+  onUpdate(listener: (update: TaskUpdate) => void): () => void {
+    this.events.on('update', listener);
+    return () => this.events.off('update', listener);
+  }
+
+  /** The task was registered and waits in the queue. */
+  queued(): void {
+    this.update('queued');
+  }
+
+  /** Attempt `number` begins: running again, with no process yet. */
+  startAttempt(number: number): void {
+    this.attemptNumber = number;
+    this.currentState = 'running';
     this.startedAt ??= isoNow();
     this.stderr.length = 0;
     this.pid = undefined;
@@ -102,42 +166,155 @@ export class Task {
     this.exitSignal = undefined;
   }
 
+  /** The attempt is set up and announced. */
+  started(): void {
+    this.update('started');
+  }
+
+  spawned(pid: number): void {
+    this.pid = pid;
+  }
+
   recordPartial(payload: Payload): void {
     const progress = progressOf(payload);
-    if (progress !== undefined) this.progress = progress;
-    this.lastPartial = payload.data;
+    if (progress !== undefined) this.currentProgress = progress;
+    this.partialData = payload.data;
     this.update('partial', { payload });
   }
 
+  /** A log line, announced as a `log` update. */
+  log(stream: LogLine['stream'], text: string): LogLine {
+    const line = this.addLog(stream, text);
+    this.update('log', { line });
+    return line;
+  }
+
+  /** Counts a line the broker could not use and notes it in the log (no update: these can be many). */
+  recordProblem(kind: ProblemKind, detail: string): void {
+    this.counters[kind] += 1;
+    this.addLog('broker', `${kind}: ${detail}`);
+  }
+
+  ask(question: Omit<PendingQuestion, 'askedAt'>): void {
+    this.question = { ...question, askedAt: isoNow() };
+    this.update('ask');
+  }
+
+  /** The question is settled (answered, or given up with `note` in the log). */
+  answered(note?: string): void {
+    this.question = undefined;
+    if (note !== undefined) this.addLog('broker', note);
+    this.update('answered');
+  }
+
+  /** Attempt `number` failed with `why` and another follows after `delayMs`. */
+  retrying(why: string, delayMs: number): void {
+    this.currentState = 'retrying';
+    this.message = why;
+    this.addLog('broker', `attempt ${this.attemptNumber} failed (${why}); retrying in ${delayMs} ms`);
+    this.update('retrying');
+  }
+
+  /** The decided attempt's processes are gone: record how the process ended. */
+  attemptExited(exitCode: number | null | undefined, exitSignal: string | null): void {
+    this.pid = undefined;
+    this.exitCode = exitCode;
+    this.exitSignal = exitSignal;
+    this.update('exited');
+  }
+
   succeed(payload: FinalPayload, channel: DeliveryChannel): void {
-    if (this.finished) return;
-    this.final = this.withBrokerMeta(payload, channel);
-    this.state = 'succeeded';
-    this.progress = 100;
+    if (!this.open) return;
+    this.finalPayload = this.withBrokerMeta(payload, channel);
+    this.currentState = 'succeeded';
+    this.currentProgress = 100;
     this.end();
-    this.resolveResult(this.final);
+    this.resolveResult(this.finalPayload);
   }
 
   fail(reason: FailureReason, message: string, payload?: FinalPayload, channel?: DeliveryChannel): void {
-    if (this.finished) return;
+    if (!this.open) return;
     this.reason = reason;
     this.message = message;
-    if (payload) this.final = this.withBrokerMeta(payload, channel ?? 'socket');
-    this.state = reason === 'cancelled' ? 'cancelled' : 'failed';
+    if (payload) this.finalPayload = this.withBrokerMeta(payload, channel ?? 'socket');
+    this.currentState = reason === 'cancelled' ? 'cancelled' : 'failed';
     this.end();
-    this.rejectResult(new TaskError(this.id, reason, `${this.label}: ${message}`, this.final, this.stderrTail()));
+    this.rejectResult(new TaskError(this.id, reason, `${this.label}: ${message}`, this.finalPayload, this.stderrTail()));
+  }
+
+  logLines(): LogLine[] {
+    return this.lines.slice();
+  }
+
+  /** Adds a line to the bounded log without announcing it. */
+  addLog(stream: LogLine['stream'], text: string): LogLine {
+    const line: LogLine = { time: isoNow(), stream, text };
+    this.lines.push(line);
+    if (this.lines.length > this.maxLogLines) this.lines.splice(0, this.lines.length - this.maxLogLines);
+    if (stream === 'stderr') {
+      this.stderr.push(text);
+      if (this.stderr.length > STDERR_TAIL_LINES) this.stderr.shift();
+    }
+    return line;
+  }
+
+  snapshot(): TaskSnapshot {
+    const snap: TaskSnapshot = {
+      id: this.id,
+      label: this.label,
+      state: this.currentState,
+      command: this.spec.command,
+      args: this.spec.args ?? [],
+      cwd: this.cwd,
+      attempt: this.attemptNumber,
+      maxAttempts: this.maxAttempts,
+      createdAt: this.created,
+      counters: { ...this.counters },
+    };
+    if (this.reason) snap.reason = this.reason;
+    if (this.message) snap.message = this.message;
+    if (this.currentProgress !== undefined) snap.progress = this.currentProgress;
+    if (this.partialData !== undefined) snap.lastPartial = this.partialData;
+    if (this.startedAt) snap.startedAt = this.startedAt;
+    if (this.endedAt) snap.endedAt = this.endedAt;
+    if (this.finalPayload) snap.result = this.finalPayload;
+    const tail = this.stderrTail();
+    if (tail) snap.stderrTail = tail;
+    if (this.exitCode !== undefined) snap.exitCode = this.exitCode;
+    if (this.exitSignal !== undefined) snap.signal = this.exitSignal;
+    if (this.pid !== undefined) snap.pid = this.pid;
+    if (this.question) snap.pendingQuestion = this.question;
+    if (this.spec.tags) snap.tags = this.spec.tags;
+    return snap;
+  }
+
+  private stderrTail(): string | undefined {
+    return this.stderr.length > 0 ? this.stderr.join('\n') : undefined;
+  }
+
+  private update(kind: TaskUpdateKind, extra: Partial<TaskUpdate> = {}): void {
+    const update: TaskUpdate = {
+      taskId: this.id,
+      kind,
+      state: this.currentState,
+      attempt: this.attemptNumber,
+      progress: this.currentProgress,
+      ...extra,
+    };
+    this.events.emit('update', update);
+    this.emit(update);
   }
 
   private end(): void {
     this.endedAt = isoNow();
-    this.pendingQuestion = undefined;
-    this.update('ended', { payload: this.final });
+    this.question = undefined;
+    this.update('ended', { payload: this.finalPayload });
   }
 
   private withBrokerMeta(payload: FinalPayload, channel: DeliveryChannel): FinalPayload {
     const meta: BrokerMeta = {
       ...payload.meta,
-      attempts: this.attempt,
+      attempts: this.attemptNumber,
       channel,
       exit_code: this.exitCode,
       received_at: isoNow(),
@@ -145,35 +322,5 @@ export class Task {
     // The token proved the sender; it has no business in history or the UI.
     const { token: _token, ...rest } = payload as FinalPayload & { token?: string };
     return { ...rest, meta };
-  }
-
-  snapshot(): TaskSnapshot {
-    const snap: TaskSnapshot = {
-      id: this.id,
-      label: this.label,
-      state: this.state,
-      command: this.spec.command,
-      args: this.spec.args ?? [],
-      cwd: this.cwd,
-      attempt: this.attempt,
-      maxAttempts: this.maxAttempts,
-      createdAt: this.createdAt,
-      counters: { ...this.counters },
-    };
-    if (this.reason) snap.reason = this.reason;
-    if (this.message) snap.message = this.message;
-    if (this.progress !== undefined) snap.progress = this.progress;
-    if (this.lastPartial !== undefined) snap.lastPartial = this.lastPartial;
-    if (this.startedAt) snap.startedAt = this.startedAt;
-    if (this.endedAt) snap.endedAt = this.endedAt;
-    if (this.final) snap.result = this.final;
-    const tail = this.stderrTail();
-    if (tail) snap.stderrTail = tail;
-    if (this.exitCode !== undefined) snap.exitCode = this.exitCode;
-    if (this.exitSignal !== undefined) snap.signal = this.exitSignal;
-    if (this.pid !== undefined) snap.pid = this.pid;
-    if (this.pendingQuestion) snap.pendingQuestion = this.pendingQuestion;
-    if (this.spec.tags) snap.tags = this.spec.tags;
-    return snap;
   }
 }

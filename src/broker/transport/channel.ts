@@ -1,24 +1,22 @@
 /**
- * One attempt's socket endpoint: accepts connections, authenticates each by its first line,
- * decodes NDJSON and hands validated agent messages up. Knows nothing about task state.
+ * One attempt's endpoint (a TaskEndpoint over `net`, on a Unix socket or a named pipe): accepts
+ * connections, authenticates each by its first line, decodes NDJSON and hands validated agent
+ * messages up through the shared inbound pipeline. Knows nothing about task state.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import {
   DEFAULT_MAX_LINE_BYTES,
   LineDecoder,
   encodeLine,
   isPayload,
-  parseLine,
-  preview,
-  validateAgentMessage,
   type AgentMessage,
   type AskMessage,
   type BrokerMessage,
   type Payload,
 } from '../../protocol/index.js';
-import { IS_WINDOWS, removeEndpointFile } from './endpoint.js';
+import { readInbound } from './inbound.js';
+import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
 
 export interface ChannelLimits {
   /** Max bytes of one line from an authenticated connection. */
@@ -63,7 +61,8 @@ interface Connection {
   authTimer?: NodeJS.Timeout;
 }
 
-export class TaskChannel {
+export class TaskChannel implements TaskEndpoint {
+  readonly endpoint: string;
   private server: Server | undefined;
   private readonly connections = new Set<Connection>();
   /** Callers of drained() waiting for the last connection to close. */
@@ -72,12 +71,13 @@ export class TaskChannel {
   private closed = false;
 
   constructor(
-    readonly endpoint: string,
+    private readonly address: EndpointAddress,
     readonly taskId: string,
     token: string,
     private readonly handlers: ChannelHandlers,
     private readonly limits: ChannelLimits = DEFAULT_CHANNEL_LIMITS,
   ) {
+    this.endpoint = address.path;
     this.tokenBytes = Buffer.from(token, 'utf8');
   }
 
@@ -93,13 +93,11 @@ export class TaskChannel {
       });
     });
     server.on('error', (error) => this.handlers.problem('rejected', `endpoint error: ${error.message}`));
-    // The directory is already 0700; 0600 on the file is defence in depth. Synchronous: one cheap
-    // syscall, where the promise version costs a thread-pool round trip before every spawn.
-    if (!IS_WINDOWS) chmodSync(this.endpoint, 0o600);
+    this.address.secure();
   }
 
   /** Sends to every authenticated connection. Returns how many received it. */
-  broadcast(message: BrokerMessage): number {
+  send(message: BrokerMessage): number {
     const line = encodeLine(message);
     let sent = 0;
     for (const connection of this.connections) {
@@ -139,7 +137,7 @@ export class TaskChannel {
     }
     const server = this.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    removeEndpointFile(this.endpoint);
+    this.address.remove();
   }
 
   private accept(socket: Socket): void {
@@ -227,22 +225,12 @@ export class TaskChannel {
     if (connection.socket.destroyed || (connection.socket.writableEnded && !connection.authenticated)) return;
     if (text.length === 0) return;
     this.handlers.trace?.(text);
-    const parsed = parseLine(text);
-    if (!parsed.ok) {
-      if (!connection.authenticated) return this.refuse(connection, parsed.reason);
-      return this.handlers.problem('malformed', parsed.reason);
+    const inbound = readInbound(text, this.taskId, 'socket');
+    if (!inbound.ok) {
+      if (!connection.authenticated) return this.refuse(connection, inbound.detail);
+      return this.handlers.problem(inbound.kind, inbound.detail);
     }
-    const checked = validateAgentMessage(parsed.value);
-    if (!checked.ok) {
-      if (!connection.authenticated) return this.refuse(connection, checked.reason);
-      return this.handlers.problem('malformed', `${checked.reason}: ${preview(text)}`);
-    }
-    const message = checked.message;
-    if (message.task_id !== this.taskId) {
-      const detail = `message for task ${preview(message.task_id, 40)} on the channel of ${this.taskId}`;
-      if (!connection.authenticated) return this.refuse(connection, detail);
-      return this.handlers.problem('rejected', detail);
-    }
+    const message = inbound.message;
     if (!connection.authenticated && !this.authenticate(connection, message)) return;
     this.dispatch(connection, message);
   }

@@ -6,22 +6,22 @@
  * else — when that would push socket paths past the platform limit — `/tmp/bc-<uid>`.
  * Windows: `\\.\pipe\backchannel-<random>`; pipe names are world-visible, so the per-task token is the guard.
  */
-import { randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, realpathSync, chmodSync, unlinkSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ENV_IPC_DIR } from '../../protocol/index.js';
 import { BrokerError } from '../errors.js';
+import { namedPipeAddress } from './named-pipe.js';
+import { NAME_CHARS } from './names.js';
+import type { EndpointAddress } from './task-endpoint.js';
+import { SOCKET_SUFFIX, unixSocketAddress } from './unix-socket.js';
 
 export const IS_WINDOWS = process.platform === 'win32';
 
 /** sun_path is 104 bytes on macOS and 108 on Linux, one kept for the terminator (Node: 103/107). */
 export const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' ? 103 : 107;
 
-/** Random part of a socket name: 16 base32 chars = 80 bits, unguessable and short. */
-const NAME_CHARS = 16;
-const SOCKET_SUFFIX = '.sock';
 /** Room a socket name needs inside the directory: "/" + name + ".sock". */
 const NAME_BYTES = 1 + NAME_CHARS + SOCKET_SUFFIX.length;
 
@@ -74,19 +74,14 @@ export function ensurePrivateDir(dir: string): void {
   }
 }
 
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
-
-function randomName(): string {
-  const bytes = randomBytes(NAME_CHARS);
-  let out = '';
-  for (const byte of bytes) out += BASE32[byte & 31];
-  return out;
+/** A fresh endpoint address for one attempt: a named pipe on Windows, a socket file in `dir` elsewhere. */
+export function newEndpointAddress(dir: string): EndpointAddress {
+  return IS_WINDOWS ? namedPipeAddress() : unixSocketAddress(dir);
 }
 
-/** A fresh endpoint address. The task id stays out of the path: it may not fit, and it need not. */
+/** A fresh endpoint path (see newEndpointAddress). */
 export function newEndpointPath(dir: string): string {
-  if (IS_WINDOWS) return `\\\\.\\pipe\\backchannel-${randomName()}`;
-  return path.join(dir, randomName() + SOCKET_SUFFIX);
+  return newEndpointAddress(dir).path;
 }
 
 function probe(socketPath: string): Promise<'live' | 'stale'> {
@@ -131,14 +126,4 @@ export async function sweepStaleSockets(dir: string): Promise<string[]> {
       }),
   );
   return removed;
-}
-
-/** Unlinks a socket file, ignoring "already gone". */
-export function removeEndpointFile(endpoint: string): void {
-  if (IS_WINDOWS) return;
-  try {
-    unlinkSync(endpoint);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
 }

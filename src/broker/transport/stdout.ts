@@ -4,7 +4,8 @@
  * because the pipe belongs to the child alone.
  */
 import type { Readable } from 'node:stream';
-import { LineDecoder, ownCopy, parseLine, preview, validateAgentMessage, isPayload, type Payload } from '../../protocol/index.js';
+import { LineDecoder, STDOUT_PREFIX, ownCopy, preview, isPayload, type Payload } from '../../protocol/index.js';
+import { readInbound } from './inbound.js';
 
 /** Longest log line kept; the rest is cut (a log is for people, not for results). */
 const MAX_LOG_LINE_CHARS = 4000;
@@ -18,28 +19,25 @@ export interface OutputHandlers {
   trace?(text: string): void;
 }
 
-const DATA_FIELD = /^data:\s?/;
+/** The SSE field name; the space after it (STDOUT_PREFIX) is optional, as in SSE. */
+const DATA_FIELD = STDOUT_PREFIX.trimEnd();
+const OPTIONAL_SPACE = STDOUT_PREFIX.slice(DATA_FIELD.length);
 
 /** Reads one stdout stream. Resolves `closed` when the stream has ended and the last line is handled. */
 export function readStdout(stream: Readable, taskId: string, handlers: OutputHandlers, maxLineBytes: number): Promise<void> {
   const decoder = new LineDecoder(
     {
       line(text) {
-        if (!text.startsWith('data:')) {
+        if (!text.startsWith(DATA_FIELD)) {
           if (text.length > 0) handlers.log('stdout', clip(text));
           return;
         }
         handlers.trace?.(text);
-        const body = text.replace(DATA_FIELD, '');
-        const parsed = parseLine(body);
-        if (!parsed.ok) return handlers.problem('malformed', `stdout ${parsed.reason}`);
-        const checked = validateAgentMessage(parsed.value);
-        if (!checked.ok) return handlers.problem('malformed', `stdout: ${checked.reason}: ${preview(body)}`);
-        const message = checked.message;
+        const body = dataOf(text);
+        const inbound = readInbound(body, taskId, 'stdout');
+        if (!inbound.ok) return handlers.problem(inbound.kind, inbound.detail);
+        const message = inbound.message;
         if (!isPayload(message)) return handlers.problem('malformed', `stdout: only payloads are read here: ${preview(body)}`);
-        if (message.task_id !== taskId) {
-          return handlers.problem('rejected', `stdout payload for task ${preview(message.task_id, 40)}, expected ${taskId}`);
-        }
         handlers.payload(message);
       },
       overflow(bytes) {
@@ -65,6 +63,12 @@ export function readStderr(stream: Readable, handlers: Pick<OutputHandlers, 'log
     maxLineBytes,
   );
   return pump(stream, decoder);
+}
+
+/** The value of a `data:` line (one optional space after the colon, as in SSE). */
+function dataOf(line: string): string {
+  const rest = line.slice(DATA_FIELD.length);
+  return rest.startsWith(OPTIONAL_SPACE) ? rest.slice(OPTIONAL_SPACE.length) : rest;
 }
 
 function pump(stream: Readable, decoder: LineDecoder): Promise<void> {

@@ -1,0 +1,34 @@
+/** How a live task is shaped for the journal: what of its spec is kept, and how big a progress record may be. */
+import { isoNow } from '../../protocol/index.js';
+import type { Task } from '../task/task.js';
+import type { JournalRecord, StoredSpec } from './journal.js';
+
+/** Inputs up to this size are kept in history so a finished task can be retried after a restart. */
+const MAX_STORED_INPUT_BYTES = 64 * 1024;
+/** A partial's data bigger than this is recorded by its size only. */
+const MAX_STORED_PARTIAL_CHARS = 4096;
+
+export function storedSpec(task: Task): StoredSpec {
+  const spec = task.spec;
+  const stored: StoredSpec = { command: spec.command, args: spec.args ?? [], cwd: task.cwd, label: task.label };
+  if (spec.timeoutMs !== undefined) stored.timeoutMs = spec.timeoutMs;
+  if (spec.heartbeatTimeoutMs !== undefined) stored.heartbeatTimeoutMs = spec.heartbeatTimeoutMs;
+  if (task.maxAttempts > 1) stored.retries = task.maxAttempts - 1;
+  if (spec.tags) stored.tags = spec.tags;
+  if (spec.input !== undefined) {
+    const json = JSON.stringify(spec.input);
+    if (json !== undefined && json.length <= MAX_STORED_INPUT_BYTES) stored.input = spec.input;
+  }
+  return stored;
+}
+
+function clipForHistory(value: unknown): unknown {
+  if (value === undefined) return undefined;
+  const json = JSON.stringify(value);
+  return json !== undefined && json.length <= MAX_STORED_PARTIAL_CHARS ? value : { truncated: true, chars: json?.length };
+}
+
+/** A task's progress as the journal keeps it (a big partial by its size only). */
+export function progressRecord(task: Task): JournalRecord {
+  return { e: 'progress', id: task.id, at: isoNow(), progress: task.progress, partial: clipForHistory(task.lastPartial) };
+}

@@ -1,0 +1,86 @@
+/**
+ * Spool adoption: a sub-agent whose broker vanished writes its final payload to
+ * `<endpointDir>/<task_id>.json` (protocol/spool.ts). The next broker adopts those results into
+ * history — the task shows its real result instead of "interrupted" — by the Task's own transitions.
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { readSpoolFile, removeSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
+import type { FinalPayload } from '../../protocol/index.js';
+import type { Logger } from '../log.js';
+import { errorMessageOf } from '../task/decision.js';
+import { Task } from '../task/task.js';
+import type { TaskUpdate } from '../../model/task.js';
+import type { HistoryEntry, Journal } from './journal.js';
+
+export interface RecoveryContext {
+  /** The endpoint directory, where agents spool. */
+  dir: string;
+  history: Map<string, HistoryEntry>;
+  journal: Journal | undefined;
+  logger: Logger;
+  emit(update: TaskUpdate): void;
+}
+
+/**
+ * Loads the journal into `history` (at most `limit` tasks), opens it for appending, adopts spooled
+ * results, and compacts when needed. Agents of the dead broker may still be working: while an
+ * interrupted task waits, its spool is checked every `checkMs`; the returned timer does that (unref'd).
+ */
+export async function restoreHistory(
+  context: RecoveryContext & { journal: Journal; warn(message: string): void },
+  limit: number,
+  checkMs: number,
+): Promise<NodeJS.Timeout | undefined> {
+  const { journal, history } = context;
+  const { entries, skippedLines } = journal.load();
+  if (skippedLines > 0) context.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
+  for (const entry of entries.slice(-limit)) history.set(entry.snapshot.id, entry);
+  await journal.open();
+  if (journal.error) context.warn(journal.error);
+  adoptSpooledResults(context);
+  let spoolCheck: NodeJS.Timeout | undefined;
+  if ([...history.values()].some((e) => e.snapshot.state === 'interrupted')) {
+    spoolCheck = setInterval(() => adoptSpooledResults(context, true), checkMs);
+    spoolCheck.unref();
+  }
+  if (journal.needsCompaction || entries.length > history.size) await journal.compact([...history.values()]);
+  return spoolCheck;
+}
+
+/**
+ * Adopts every spool file in the directory (`onlyInterrupted`: only those of interrupted tasks; while
+ * running, live tasks' spool files are their attempts' business). Every file looked at is removed.
+ */
+export function adoptSpooledResults(context: RecoveryContext, onlyInterrupted = false): void {
+  let names: string[];
+  try {
+    names = readdirSync(context.dir).filter((name) => taskIdOfSpoolFile(name) !== undefined);
+  } catch {
+    return;
+  }
+  if (onlyInterrupted) names = names.filter((name) => context.history.get(taskIdOfSpoolFile(name)!)?.snapshot.state === 'interrupted');
+  for (const name of names) {
+    const file = path.join(context.dir, name);
+    const read = readSpoolFile(file);
+    if (!read.ok) context.logger.warn(`spool file ${name} is unreadable (${read.reason}); removed`);
+    else if (!adopt(context, read.payload)) context.logger.warn(`spool file ${name} is for a task not waiting in history; removed`);
+    removeSpoolFile(file);
+  }
+}
+
+/** Settles an interrupted task from history with a spooled payload. False when no such task waits. */
+function adopt(context: RecoveryContext, payload: FinalPayload): boolean {
+  const entry = context.history.get(payload.task_id);
+  if (!entry || entry.snapshot.state !== 'interrupted') return false;
+  const task = Task.fromSnapshot(entry.snapshot, (update) => context.emit(update));
+  if (payload.status === 'success') task.succeed(payload, 'spool');
+  else {
+    const reason = payload.status === 'cancelled' ? 'cancelled' : 'error';
+    task.fail(reason, `failed: ${errorMessageOf(payload)} (result recovered from the spool)`, payload, 'spool');
+  }
+  entry.snapshot = task.snapshot();
+  context.journal?.append({ e: 'ended', id: task.id, at: entry.snapshot.endedAt!, task: entry.snapshot, spec: entry.spec }, true);
+  context.logger.info(`adopted spooled result of task ${task.id}`);
+  return true;
+}

@@ -1,0 +1,131 @@
+/**
+ * The broker's options, their named defaults, and how one attempt's settings are made from a task
+ * spec, the defaults and the broker's environment.
+ */
+import os from 'node:os';
+import { ARG_TASK_ID } from '../protocol/index.js';
+import { BrokerError } from './errors.js';
+import type { Logger } from './log.js';
+import type { TokenBudgetOptions } from './guards/token-budget.js';
+import type { EnvPolicy } from './process/environment.js';
+import type { AttemptSettings } from './task/attempt.js';
+import type { Task } from './task/task.js';
+import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
+import type { TaskSpec } from '../model/task.js';
+
+/** Named defaults, each with its reason. */
+export const DEFAULTS = {
+  /** Two per core keeps a 2-core laptop responsive while agents mostly wait on the network. */
+  concurrency: Math.max(2, os.cpus().length * 2),
+  /** Time a cancelled agent gets to send `cancelled` and exit by itself. */
+  cancelGraceMs: 3000,
+  /** SIGTERM → SIGKILL, as execa's forceKillAfterDelay. */
+  killGraceMs: 1000,
+  /** Output still in flight after exit normally arrives within a few ms; grandchildren may hold pipes. */
+  drainMs: 1000,
+  /** Lines of log kept per task. */
+  maxLogLines: 500,
+  /** Finished tasks kept in memory and in the journal. */
+  historyLimit: 1000,
+  /** How long an `ask` waits for a person. */
+  askTimeoutMs: 5 * 60_000,
+  /** At most one journal progress record per task per second. */
+  progressJournalIntervalMs: 1000,
+  /** How often to look for spool files of interrupted tasks whose agents outlived the last broker. */
+  spoolCheckMs: 2000,
+} as const;
+
+export interface BrokerOptions {
+  /** Tasks running at once. @default 2 × cores */
+  concurrency?: number;
+  /** Private endpoint directory. @default $CURSOR_IPC_DIR, else $XDG_RUNTIME_DIR or tmpdir + /backchannel-<uid> */
+  ipcDir?: string;
+  /** Where the history journal lives; no history without it. */
+  dataDir?: string;
+  /** Framing and connection limits (see docs/protocol.md §2). */
+  limits?: Partial<ChannelLimits>;
+  cancelGraceMs?: number;
+  killGraceMs?: number;
+  drainMs?: number;
+  /** Defaults for task specs that do not set these. */
+  defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
+  /** Which of the broker's environment variables sub-agents inherit. */
+  env?: EnvPolicy;
+  /** Where the broker logs. @default silentLogger (the CLI, the headless server and the app pass their own) */
+  logger?: Logger;
+  tokenBudget?: TokenBudgetOptions;
+  askTimeoutMs?: number;
+  maxLogLines?: number;
+  historyLimit?: number;
+  /** Log the first 100 characters of every received line to the task log. @default BACKCHANNEL_DEBUG=1 */
+  traceLines?: boolean;
+}
+
+export type ResolvedOptions = Required<
+  Pick<BrokerOptions, 'concurrency' | 'cancelGraceMs' | 'killGraceMs' | 'drainMs' | 'askTimeoutMs' | 'maxLogLines' | 'historyLimit'>
+> &
+  BrokerOptions & { limits: ChannelLimits };
+
+/** The options with every default filled in; throws a BrokerError for an invalid one. */
+export function resolveOptions(options: BrokerOptions): ResolvedOptions {
+  const resolved = {
+    concurrency: DEFAULTS.concurrency,
+    cancelGraceMs: DEFAULTS.cancelGraceMs,
+    killGraceMs: DEFAULTS.killGraceMs,
+    drainMs: DEFAULTS.drainMs,
+    askTimeoutMs: DEFAULTS.askTimeoutMs,
+    maxLogLines: DEFAULTS.maxLogLines,
+    historyLimit: DEFAULTS.historyLimit,
+    ...stripUndefined(options),
+    limits: { ...DEFAULT_CHANNEL_LIMITS, ...stripUndefined(options.limits ?? {}) },
+  };
+  const { concurrency } = resolved;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new BrokerError('invalid_option', `Expected \`concurrency\` to be a positive integer, got \`${String(concurrency)}\``);
+  }
+  return resolved;
+}
+
+/** The environment of a sub-agent: the broker's filtered one, with the spec's names set or (`undefined`) removed. */
+export function mergeEnv(base: Record<string, string>, overrides: TaskSpec['env']): Record<string, string> {
+  const env = { ...base };
+  for (const [name, value] of Object.entries(overrides ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+/** Everything attempt `attempt` of `task` runs with. */
+export function attemptSettings(
+  task: Task,
+  attempt: number,
+  options: ResolvedOptions,
+  place: { endpointDir: string; baseEnv: Record<string, string> },
+): AttemptSettings {
+  const spec = task.spec;
+  const args = [...(spec.args ?? [])];
+  if (spec.taskIdArg !== false) args.push(`${ARG_TASK_ID}${task.id}`);
+  return {
+    taskId: task.id,
+    attempt,
+    command: spec.command,
+    args,
+    cwd: task.cwd,
+    env: mergeEnv(place.baseEnv, spec.env),
+    input: spec.input,
+    timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
+    heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,
+    endpointDir: place.endpointDir,
+    spoolDir: place.endpointDir,
+    limits: options.limits,
+    cancelGraceMs: options.cancelGraceMs,
+    killGraceMs: options.killGraceMs,
+    drainMs: options.drainMs,
+    traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
+  };
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,51 @@
+/**
+ * A task's `ask`/`answer` exchange: at most one question waits at a time, for at most `timeoutMs`.
+ * The question itself is shown through the Task (`ask`/`answered`); this keeps the reply path.
+ */
+import type { AskMessage, BrokerMessage } from '../../protocol/index.js';
+import type { Task } from './task.js';
+
+type Reply = (message: BrokerMessage) => void;
+
+export class PendingQuestion {
+  private waiting: { askId: string; reply: Reply; timer: NodeJS.Timeout } | undefined;
+
+  constructor(
+    private readonly task: Task,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** The agent asks. A second question while one waits is refused at once. */
+  ask(message: AskMessage, reply: Reply): void {
+    const taskId = this.task.id;
+    if (this.waiting) {
+      reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: 'another question is already waiting for an answer' });
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (this.waiting?.askId !== message.ask_id) return;
+      this.waiting = undefined;
+      reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: `nobody answered within ${this.timeoutMs} ms` });
+      this.task.answered(`question "${message.question.slice(0, 80)}" timed out`);
+    }, this.timeoutMs);
+    this.waiting = { askId: message.ask_id, reply, timer };
+    this.task.ask({ askId: message.ask_id, question: message.question, ...(message.choices ? { choices: message.choices } : {}) });
+  }
+
+  /** A person answers. Returns false when no question with that id waits. */
+  answer(askId: string, answer: string): boolean {
+    const waiting = this.waiting;
+    if (!waiting || waiting.askId !== askId) return false;
+    this.drop();
+    waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: String(answer) });
+    this.task.answered();
+    return true;
+  }
+
+  /** Forgets the question without replying (the task ended). */
+  drop(): void {
+    if (!this.waiting) return;
+    clearTimeout(this.waiting.timer);
+    this.waiting = undefined;
+  }
+}

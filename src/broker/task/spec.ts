@@ -1,0 +1,42 @@
+/** Checks a submitted task spec before anything is registered; throws a BrokerError naming the field. */
+import { BrokerError } from '../errors.js';
+import type { TaskSpec } from '../../model/task.js';
+
+export function validateSpec(spec: TaskSpec): void {
+  if (typeof spec !== 'object' || spec === null) throw new BrokerError('invalid_option', 'Expected a task spec object.');
+  if (typeof spec.command !== 'string' || spec.command.trim() === '') {
+    throw new BrokerError('invalid_option', 'Expected `command` to be a non-empty string (the executable, without a shell).');
+  }
+  if (spec.args !== undefined && !(Array.isArray(spec.args) && spec.args.every((a) => typeof a === 'string'))) {
+    throw new BrokerError('invalid_option', 'Expected `args` to be an array of strings.');
+  }
+  for (const key of ['timeoutMs', 'heartbeatTimeoutMs', 'estimatedTokens'] as const) {
+    const value = spec[key];
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
+      throw new BrokerError('invalid_option', `Expected \`${key}\` to be a non-negative finite number, got \`${String(value)}\``);
+    }
+  }
+}
+
+/** The label shown for a task: its own, or the command line. */
+export function labelOf(spec: TaskSpec): string {
+  return spec.label ?? [spec.command, ...(spec.args ?? [])].join(' ');
+}
+
+/** Cancels (with the abort reason) when `signal` aborts; stops listening once `settled` settles. */
+export function cancelOnAbort(signal: AbortSignal, settled: Promise<unknown>, cancel: (reason: string) => void): void {
+  const onAbort = () => cancel(abortReason(signal));
+  if (signal.aborted) return onAbort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  // A long-lived signal shared by many tasks must not collect one listener per finished task.
+  const detach = () => signal.removeEventListener('abort', onAbort);
+  settled.then(detach, detach);
+}
+
+/** The caller's abort reason as text (`controller.abort('user closed the tab')`), or a default. */
+export function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (typeof reason === 'string' && reason) return reason;
+  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message) return reason.message;
+  return 'aborted by the caller';
+}

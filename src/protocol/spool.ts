@@ -1,0 +1,79 @@
+/**
+ * The spool: where an agent whose broker vanished leaves its final payload, and the one place that
+ * names, writes, reads and checks such a file. The SDK writes it; the attempt and the broker's
+ * recovery read it. Node-only (file IO), so it is not re-exported from the protocol's browser-safe index.
+ */
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isFinalStatus, validateAgentMessage, type FinalPayload } from './messages.js';
+
+export const SPOOL_SUFFIX = '.json';
+
+/** The spool file name of a task (a bare name: a task id can never reach outside the spool directory). */
+export function spoolFileName(taskId: string): string {
+  const base = taskId.replace(/^.*[\\/]/, '');
+  return `${base}${SPOOL_SUFFIX}`;
+}
+
+/** The task id a spool file name stands for, or undefined for any other file. */
+export function taskIdOfSpoolFile(name: string): string | undefined {
+  return name.endsWith(SPOOL_SUFFIX) && name.length > SPOOL_SUFFIX.length ? name.slice(0, -SPOOL_SUFFIX.length) : undefined;
+}
+
+/** A spool file's content: one JSON payload and a newline. */
+export function encodeSpooled(payload: unknown): string {
+  return JSON.stringify(payload) + '\n';
+}
+
+export type SpoolRead = { ok: true; payload: FinalPayload } | { ok: false; reason: string };
+
+/** Parses and checks a spool file's text: a valid final payload, for `taskId` when one is given. */
+export function parseSpooled(text: string, taskId?: string): SpoolRead {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
+  }
+  const checked = validateAgentMessage(value);
+  if (!checked.ok) return { ok: false, reason: checked.reason };
+  if (!('status' in checked.message) || !isFinalStatus(checked.message.status)) return { ok: false, reason: 'not a final payload' };
+  if (taskId !== undefined && checked.message.task_id !== taskId) return { ok: false, reason: `for task ${checked.message.task_id}` };
+  return { ok: true, payload: checked.message as FinalPayload };
+}
+
+/** The spool file of a task in `dir`. */
+export function spoolPath(dir: string, taskId: string): string {
+  return join(dir, spoolFileName(taskId));
+}
+
+/** Writes a task's final payload to the spool (owner-only). Throws when it cannot. */
+export function writeSpooled(dir: string, payload: { task_id: string }): void {
+  writeFileSync(spoolPath(dir, payload.task_id), encodeSpooled(payload), { mode: 0o600 });
+}
+
+/** Reads and checks a spool file by path. */
+export function readSpoolFile(file: string, taskId?: string): SpoolRead {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
+  }
+  return parseSpooled(text, taskId);
+}
+
+/** The valid final payload spooled for `taskId` in `dir`, if there is one. */
+export function readSpooled(dir: string, taskId: string): FinalPayload | undefined {
+  const read = readSpoolFile(spoolPath(dir, taskId), taskId);
+  return read.ok ? read.payload : undefined;
+}
+
+/** Removes a spool file, ignoring "already gone". */
+export function removeSpoolFile(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // None, or gone already: the usual case.
+  }
+}
