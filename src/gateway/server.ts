@@ -31,7 +31,7 @@ export const GATEWAY_HOST = '127.0.0.1';
 export interface GatewayServerOptions {
   broker: TaskBroker;
   config: GatewayConfig;
-  /** Set when the broker is shared (the desktop app's): caps the gateway's own running tasks. */
+  /** Set when the broker is shared (an embedding app's): caps the gateway's own running tasks. */
   limitConcurrency: boolean;
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */

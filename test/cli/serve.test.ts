@@ -4,8 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ROOT } from '../helpers/panel.js';
-import { waitUntilGone } from '../helpers/processes.js';
+import { ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 
 const BIN = path.join(ROOT, 'bin', 'backchannel.js');
 
@@ -32,29 +31,36 @@ describe('backchannel serve', () => {
       });
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       let out = '';
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          const match = /Backchannel panel: (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})/.exec(out);
-          if (match) resolve(match[1]!);
-        });
-        child.on('exit', () => reject(new Error(`serve exited early: ${out}`)));
-      });
-      const { origin, searchParams } = new URL(url);
-      const tasks = (await (
-        await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
-      ).json()) as { pid?: number; state: string }[];
-      expect(tasks.length).toBeGreaterThanOrEqual(5);
-      // Wait for some to run, then stop: their processes must be gone afterwards.
+      let err = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+      const panel = () => /Backchannel panel: (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})/.exec(out)?.[1];
+      await waitFor(() => panel() !== undefined || child.exitCode !== null, 'serve to print the panel URL', 30_000);
+      expect(panel(), `serve exited early: ${out}${err}`).toBeDefined();
+      const { origin, searchParams } = new URL(panel()!);
+      const listTasks = async () =>
+        (await (await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })).json()) as {
+          pid?: number;
+          state: string;
+        }[];
+      expect((await listTasks()).length).toBeGreaterThanOrEqual(5);
+
+      // Wait for some to run (one listing in flight at a time), then stop: their processes must be gone afterwards.
       let pids: number[] = [];
-      for (let i = 0; i < 100 && pids.length === 0; i++) {
-        const now = (await (
-          await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
-        ).json()) as { pid?: number; state: string }[];
-        pids = now.filter((t) => t.state === 'running' && t.pid).map((t) => t.pid!);
-        if (pids.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(pids.length).toBeGreaterThan(0);
+      let listing: Promise<void> | undefined;
+      await waitFor(
+        () => {
+          listing ??= listTasks()
+            .then((tasks) => {
+              pids = tasks.filter((t) => t.state === 'running' && t.pid).map((t) => t.pid!);
+            })
+            .finally(() => (listing = undefined));
+          return pids.length > 0;
+        },
+        'a demo task to run',
+        30_000,
+      );
+      await listing?.catch(() => {});
       child.kill('SIGINT');
       expect(await exited).toBe(0);
       await waitUntilGone(pids);
