@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { TaskBroker } from '../broker/broker.js';
 import type { TaskSnapshot, TaskUpdate } from '../model/task.js';
 import { createBrokerBridge } from '../hosts/broker-bridge.js';
-import { defaultTemplatesDir, loadTemplates } from '../templates/panel-templates.js';
+import { defaultTemplatesDir, loadTemplates } from '../templates/catalog.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { anchoredBounds } from './position.js';
 import { PANEL_ORIGIN, PANEL_SCHEME, PANEL_URL, panelRequestHandler } from './panel-protocol.js';
