@@ -40,8 +40,6 @@ import {
 import { buildPrompt, InvalidRequest, parseChatRequest, type ChatRequest } from './request.js';
 import { taskSpecFor } from './routes.js';
 
-export { DEFAULT_KEEP_ALIVE_MS };
-
 const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
 
 export interface ChatHandlerOptions {

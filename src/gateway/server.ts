@@ -23,8 +23,6 @@ import { checkBearer, HttpError, sendJson } from './http.js';
 import { modelEntry, sseEvent } from './openai-shapes.js';
 import { routeFor } from './routes.js';
 
-export { DEFAULT_KEEP_ALIVE_MS } from './chat-completions.js';
-
 /** Never reachable from the network: requests start processes on this machine. */
 export const GATEWAY_HOST = '127.0.0.1';
 

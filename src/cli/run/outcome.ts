@@ -8,7 +8,7 @@ import { TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
 
-export const EXIT_BY_REASON: Record<FailureReason, number> = {
+const EXIT_BY_REASON: Record<FailureReason, number> = {
   error: EXIT.failed,
   crashed: EXIT.failed,
   protocol: EXIT.failed,

@@ -44,7 +44,10 @@ export interface RequestTask {
   readonly task: TaskHandle | undefined;
   /** Why the request was aborted, if it was. */
   readonly why: CancelWhy | undefined;
-  /** The task's `success` payload; rejects with its TaskError, or the abort reason while queued. */
+  /**
+   * The task's `success` payload; rejects with its TaskError, or the abort reason while queued (not
+   * reported as an unhandled rejection before the caller awaits it).
+   */
   readonly result: Promise<TaskResult>;
 }
 
@@ -114,6 +117,8 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
         void entry.finished.finally(() => inFlight.delete(entry));
       }
     })();
+    // Awaited by the caller, maybe only after a shutdown: never an unhandled rejection meanwhile.
+    result.catch(() => {});
 
     return {
       get task() {
