@@ -1,5 +1,5 @@
 /** `backchannel serve` as a command: usage, and a clean stop that cancels what runs. */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,11 +24,13 @@ describe('backchannel serve', () => {
 
   test('prints the panel URL, starts demo tasks on an empty history, and Ctrl+C stops them and exits 0', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));
+    let started: ChildProcess | undefined;
     try {
       const child = spawn(process.execPath, [BIN, 'serve', '--demo', '--data-dir', path.join(dir, 'data')], {
         env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc') },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
+      started = child;
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       let out = '';
       let err = '';
@@ -62,10 +64,18 @@ describe('backchannel serve', () => {
       );
       await listing?.catch(() => {});
       child.kill('SIGINT');
+      // Bounded, so a hang says which phase it was in (and what serve printed) instead of timing the test out.
+      await waitFor(() => child.exitCode !== null || child.signalCode !== null, 'serve to stop after SIGINT', 30_000).catch(
+        (error: Error) => {
+          throw new Error(`${error.message}; serve printed: ${out}${err}`);
+        },
+      );
       expect(await exited).toBe(0);
       await waitUntilGone(pids);
     } finally {
+      // A failed assertion must not leave serve (and its forever-running demo tasks) behind.
+      if (started && started.exitCode === null && started.signalCode === null) started.kill('SIGINT');
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
