@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
+import { isAlive, ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 
 const BIN = path.join(ROOT, 'bin', 'backchannel.js');
 
@@ -67,7 +67,11 @@ describe('backchannel serve', () => {
       // Bounded, so a hang says which phase it was in (and what serve printed) instead of timing the test out.
       await waitFor(() => child.exitCode !== null || child.signalCode !== null, 'serve to stop after SIGINT', 30_000).catch(
         (error: Error) => {
-          throw new Error(`${error.message}; serve printed: ${out}${err}`);
+          const log = fs.readFileSync(path.join(dir, 'data/logs/backchannel.log'), 'utf8').split('\n').slice(-30).join('\n');
+          const alive = pids.filter((pid) => isAlive(pid));
+          throw new Error(
+            `${error.message}; serve printed: ${out}${err}\nagents still alive: ${alive.join(', ') || 'none'}\nlog tail:\n${log}`,
+          );
         },
       );
       expect(await exited).toBe(0);
