@@ -95,6 +95,6 @@ function firstNumber(source: Record<string, unknown>, names: string[]): number |
 }
 
 /** The usual rule of thumb for English text and code. */
-export function estimateTokens(text: string): number {
+function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }

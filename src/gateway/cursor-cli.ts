@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
+import { killTree } from '../broker/process/kill-tree.js';
 
 /** The executable `bin` resolves to (a path, or a name looked up on PATH), or undefined. */
 export function findExecutable(bin: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -94,9 +95,9 @@ function capture(bin: string, args: string[], timeoutMs: number): Promise<string
       settled = true;
       clearTimeout(timer);
       try {
-        if (child.pid !== undefined) process.kill(process.platform === 'win32' ? child.pid : -child.pid, 'SIGKILL');
+        if (child.pid !== undefined) killTree(child.pid, 'SIGKILL');
       } catch {
-        // Already gone.
+        // Not ours to signal any more (EPERM): nothing left to do.
       }
       resolve(value);
     };

@@ -1,7 +1,7 @@
 /**
  * The OpenAI-compatible gateway: other AI tools use Backchannel sub-agents as their "model".
- * Electron-free; `backchannel gateway` and the desktop app's settings both start it with
- * `startGateway`.
+ * Electron-free; `backchannel gateway` starts it with `startGateway`, and an embedding app can pass
+ * its own broker so requests show in its panel.
  *
  * ```ts
  * const gateway = await startGateway({ config: loadGatewayConfig() });
@@ -26,7 +26,7 @@ export { GATEWAY_HOST } from './server.js';
 
 export interface StartGatewayOptions {
   /**
-   * The broker to run requests on (the desktop app passes its own, so requests show in the panel);
+   * The broker to run requests on (an embedding app may pass its own, so requests show in its panel);
    * the gateway then caps its own running requests at `config.maxConcurrent`. Without one, the
    * gateway creates a broker with `concurrency: config.maxConcurrent` and closes it on `close()`.
    */

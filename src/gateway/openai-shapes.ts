@@ -62,9 +62,7 @@ export function usageChunk(who: CompletionIdentity, usage: Usage) {
 }
 
 /** One server-sent event. */
-export function sseEvent(value: unknown): string {
-  return `data: ${JSON.stringify(value)}\n\n`;
-}
+export { sseEvent } from '../hosts/request-task/http.js';
 export const SSE_DONE = 'data: [DONE]\n\n';
 
 export function modelEntry(id: string, ownedBy: string, created: number) {

@@ -23,15 +23,13 @@ import { checkBearer, HttpError, sendJson } from './http.js';
 import { modelEntry, sseEvent } from './openai-shapes.js';
 import { routeFor } from './routes.js';
 
-export { DEFAULT_KEEP_ALIVE_MS } from './chat-completions.js';
-
 /** Never reachable from the network: requests start processes on this machine. */
 export const GATEWAY_HOST = '127.0.0.1';
 
 export interface GatewayServerOptions {
   broker: TaskBroker;
   config: GatewayConfig;
-  /** Set when the broker is shared (the desktop app's): caps the gateway's own running tasks. */
+  /** Set when the broker is shared (an embedding app's): caps the gateway's own running tasks. */
   limitConcurrency: boolean;
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */

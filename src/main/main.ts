@@ -16,7 +16,7 @@ import { TaskBroker } from '../broker/broker.js';
 import type { Logger } from '../broker/log.js';
 import type { TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hosts/broker-bridge.js';
-import { defaultTemplatesDir, loadTemplates } from '../templates/panel-templates.js';
+import { defaultTemplatesDir, loadTemplates } from '../templates/catalog.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
 import { Notifier } from './notifier.js';

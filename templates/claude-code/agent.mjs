@@ -13,7 +13,7 @@
  * Environment: CLAUDE_BIN (default `claude`), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
  */
 import { runAgent } from 'backchannel/agent-runtime';
-import { AgentFailure, runHeadless } from './run-headless.mjs';
+import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */

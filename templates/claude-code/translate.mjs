@@ -11,7 +11,7 @@
  * `ok` comes from `is_error`, never from `subtype`: auth and quota failures arrive as
  * `"subtype":"success","is_error":true`. Unknown event types and fields are ignored.
  */
-import { parseEventLine, shorten, stripAnsi, textOf } from './stream-json.mjs';
+import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
 

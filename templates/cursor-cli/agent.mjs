@@ -16,7 +16,7 @@
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { runAgent } from 'backchannel/agent-runtime';
-import { AgentFailure, runHeadless } from './run-headless.mjs';
+import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */

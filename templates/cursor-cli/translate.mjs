@@ -12,7 +12,7 @@
  * The format drifts between releases: unknown event types and fields are ignored, never fatal.
  */
 
-import { parseEventLine, shorten, stripAnsi, textOf } from './stream-json.mjs';
+import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
 

@@ -1,11 +1,10 @@
 /** `backchannel serve` as a command: usage, and a clean stop that cancels what runs. */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ROOT } from '../helpers/panel.js';
-import { waitUntilGone } from '../helpers/processes.js';
+import { isAlive, ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 
 const BIN = path.join(ROOT, 'bin', 'backchannel.js');
 
@@ -25,41 +24,62 @@ describe('backchannel serve', () => {
 
   test('prints the panel URL, starts demo tasks on an empty history, and Ctrl+C stops them and exits 0', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));
+    let started: ChildProcess | undefined;
     try {
       const child = spawn(process.execPath, [BIN, 'serve', '--demo', '--data-dir', path.join(dir, 'data')], {
         env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc') },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
+      started = child;
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       let out = '';
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          const match = /Backchannel panel: (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})/.exec(out);
-          if (match) resolve(match[1]!);
-        });
-        child.on('exit', () => reject(new Error(`serve exited early: ${out}`)));
-      });
-      const { origin, searchParams } = new URL(url);
-      const tasks = (await (
-        await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
-      ).json()) as { pid?: number; state: string }[];
-      expect(tasks.length).toBeGreaterThanOrEqual(5);
-      // Wait for some to run, then stop: their processes must be gone afterwards.
+      let err = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+      const panel = () => /Backchannel panel: (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64})/.exec(out)?.[1];
+      await waitFor(() => panel() !== undefined || child.exitCode !== null, 'serve to print the panel URL', 30_000);
+      expect(panel(), `serve exited early: ${out}${err}`).toBeDefined();
+      const { origin, searchParams } = new URL(panel()!);
+      const listTasks = async () =>
+        (await (await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })).json()) as {
+          pid?: number;
+          state: string;
+        }[];
+      expect((await listTasks()).length).toBeGreaterThanOrEqual(5);
+
+      // Wait for some to run (one listing in flight at a time), then stop: their processes must be gone afterwards.
       let pids: number[] = [];
-      for (let i = 0; i < 100 && pids.length === 0; i++) {
-        const now = (await (
-          await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })
-        ).json()) as { pid?: number; state: string }[];
-        pids = now.filter((t) => t.state === 'running' && t.pid).map((t) => t.pid!);
-        if (pids.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(pids.length).toBeGreaterThan(0);
+      let listing: Promise<void> | undefined;
+      await waitFor(
+        () => {
+          listing ??= listTasks()
+            .then((tasks) => {
+              pids = tasks.filter((t) => t.state === 'running' && t.pid).map((t) => t.pid!);
+            })
+            .finally(() => (listing = undefined));
+          return pids.length > 0;
+        },
+        'a demo task to run',
+        30_000,
+      );
+      await listing?.catch(() => {});
       child.kill('SIGINT');
+      // Bounded, so a hang says which phase it was in (and what serve printed) instead of timing the test out.
+      await waitFor(() => child.exitCode !== null || child.signalCode !== null, 'serve to stop after SIGINT', 30_000).catch(
+        (error: Error) => {
+          const log = fs.readFileSync(path.join(dir, 'data/logs/backchannel.log'), 'utf8').split('\n').slice(-30).join('\n');
+          const alive = pids.filter((pid) => isAlive(pid));
+          throw new Error(
+            `${error.message}; serve printed: ${out}${err}\nagents still alive: ${alive.join(', ') || 'none'}\nlog tail:\n${log}`,
+          );
+        },
+      );
       expect(await exited).toBe(0);
       await waitUntilGone(pids);
     } finally {
+      // A failed assertion must not leave serve (and its forever-running demo tasks) behind.
+      if (started && started.exitCode === null && started.signalCode === null) started.kill('SIGINT');
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ROOT, tempDir } from '../helpers/core.js';
+import { ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { raw, standinModels } from './helpers.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
@@ -46,8 +46,7 @@ describe('backchannel gateway', () => {
     const config = path.join(dir, 'config.yaml');
     fs.writeFileSync(config, `default_model: echo\nmodels: ${JSON.stringify(standinModels(dir))}\n`);
     const run = start(['--port', '0', '--config', config], dir);
-    const deadline = Date.now() + 30_000;
-    while (!run.out().includes('Press Ctrl+C') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitFor(() => run.out().includes('Press Ctrl+C') || run.child.exitCode !== null, 'the gateway to print its URL', 30_000);
     const baseURL = /Backchannel gateway: (\S+)/.exec(run.out())?.[1];
     expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     expect(run.out()).toContain(`curl -N ${baseURL}/chat/completions`);

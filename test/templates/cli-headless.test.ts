@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runHeadless } from '../../templates/cursor-cli/run-headless.mjs';
+import { runHeadless } from '../../templates/_shared/run-headless.mjs';
 import * as claude from '../../templates/claude-code/translate.mjs';
 import * as cursor from '../../templates/cursor-cli/translate.mjs';
 import { isAlive, waitUntilGone } from '../helpers/processes.js';

@@ -42,11 +42,15 @@ describe('stream-json helpers', () => {
     expect(cursor.shorten({ a: 1 })).toBe('{"a":1}');
   });
 
-  it('the two templates ship identical copies of the shared modules', () => {
-    for (const file of ['stream-json.mjs', 'cli-process.mjs', 'run-headless.mjs']) {
-      const a = fs.readFileSync(path.join(root, 'templates/cursor-cli', file), 'utf8');
-      const b = fs.readFileSync(path.join(root, 'templates/claude-code', file), 'utf8');
-      expect(b, `${file} differs between cursor-cli and claude-code`).toBe(a);
+  it('the two templates import one copy of the shared modules and vendor it, instead of committing copies', () => {
+    for (const template of ['cursor-cli', 'claude-code']) {
+      const dir = path.join(root, 'templates', template);
+      const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'template.json'), 'utf8')) as { vendor: { from: string; to: string }[] };
+      for (const file of ['stream-json.mjs', 'cli-process.mjs', 'run-headless.mjs']) {
+        expect(fs.existsSync(path.join(dir, file)), `${template}/${file} is a committed copy`).toBe(false);
+        expect(manifest.vendor).toContainEqual({ from: `templates/_shared/${file}`, to: file });
+      }
+      expect(fs.readFileSync(path.join(dir, 'agent.mjs'), 'utf8')).toContain("from '../_shared/run-headless.mjs'");
     }
   });
 });

@@ -129,6 +129,16 @@ describe.each(listTemplates(path.join(root, 'templates')).map((t) => t.name))('a
     expect(files).not.toContain('__pycache__');
   });
 
+  it('carries its vendored files, and its imports point at them instead of the package', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'template.json'), 'utf8')) as { vendor?: { from: string; to: string }[] };
+    for (const entry of manifest.vendor ?? []) {
+      expect(fs.readFileSync(path.join(dir, entry.to), 'utf8')).toBe(fs.readFileSync(path.join(root, entry.from), 'utf8'));
+    }
+    for (const file of fs.readdirSync(dir).filter((f) => /\.(mjs|js|ts|py)$/.test(f))) {
+      expect(fs.readFileSync(path.join(dir, file), 'utf8'), file).not.toMatch(/['"]\.\.\//);
+    }
+  });
+
   it('runs with `backchannel run` straight away', async () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'template.json'), 'utf8')) as { run: string[]; input?: unknown };
     const env: NodeJS.ProcessEnv = { ...process.env };

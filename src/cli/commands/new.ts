@@ -1,11 +1,12 @@
 /**
  * `backchannel new <dir> --template <name>`: scaffolds a runnable sub-agent from templates/<name>
- * (its files, README and test), adds a package.json wired to this Backchannel installation, and
- * prints the next steps.
+ * (its files, README, test and vendored shared modules: src/templates/scaffold.ts), adds a
+ * package.json wired to this Backchannel installation, and prints the next steps.
  */
-import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { findTemplate, listTemplates, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
+import { findTemplate, listTemplates, packageRoot, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
+import { scaffoldTemplate } from '../../templates/scaffold.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { readOwnVersion } from '../../version.js';
 
@@ -26,14 +27,6 @@ Refuses to write into a directory that exists and is not empty.
 Examples:
   backchannel new my-agent --template python
   backchannel new reviewer --template llm-agent`;
-
-/** Never copied: caches and installs that may sit in a template directory during development. */
-const SKIP = new Set(['node_modules', '__pycache__', '.pytest_cache', '.DS_Store']);
-
-/** The package root of this installation (dist/cli/commands → ../../..). */
-function packageRoot(): string {
-  return path.resolve(templatesRoot(), '..');
-}
 
 function formatList(templates: Template[]): string {
   const width = Math.max(...templates.map((t) => t.name.length));
@@ -76,11 +69,7 @@ function isEmptyDir(dir: string): boolean {
 }
 
 function scaffold(target: string, template: Template, link: boolean): void {
-  mkdirSync(target, { recursive: true });
-  cpSync(template.dir, target, {
-    recursive: true,
-    filter: (source) => !SKIP.has(path.basename(source)),
-  });
+  scaffoldTemplate(template, target);
   writeFileSync(path.join(target, 'package.json'), packageJson(path.basename(target), template, link));
   if (!existsSync(path.join(target, '.gitignore'))) writeFileSync(path.join(target, '.gitignore'), 'node_modules/\n__pycache__/\n');
   if (link) {

@@ -1,11 +1,15 @@
+/**
+ * `backchannel run -- <command>`: one sub-agent under a broker of its own. The command line becomes a
+ * task spec here; what is shown while it runs is ../run/updates.ts, how it ends ../run/outcome.ts.
+ */
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline/promises';
-import { TaskBroker } from '../../broker/broker.js';
-import { TaskError } from '../../broker/errors.js';
+import { TaskBroker, type TaskHandle } from '../../broker/broker.js';
 import { createHeadlessLogger } from '../../broker/log.js';
-import type { FailureReason, TaskUpdate } from '../../model/task.js';
+import type { TaskSpec } from '../../model/task.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
-import { ProgressLine, describePartial } from '../progress-line.js';
+import { printOutcome } from '../run/outcome.js';
+import { ProgressLine } from '../run/progress-line.js';
+import { showUpdates } from '../run/updates.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
 
@@ -32,15 +36,6 @@ Examples:
   backchannel run -- node templates/raw-node/agent.mjs
   backchannel run --timeout 60000 --input '{"path":"src"}' -- python3 templates/python/agent.py`;
 
-const EXIT_BY_REASON: Record<FailureReason, number> = {
-  error: EXIT.failed,
-  crashed: EXIT.failed,
-  protocol: EXIT.failed,
-  timeout: EXIT.timeout,
-  stalled: EXIT.timeout,
-  cancelled: EXIT.cancelled,
-};
-
 function nonNegative(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -58,144 +53,103 @@ function readInput(value: string | undefined): unknown {
   }
 }
 
-export const command: CliCommand = {
-  async run(argv) {
-    const parsed = parseCommandLine(
-      'run',
-      argv,
-      {
-        timeout: { type: 'string' },
-        'heartbeat-timeout': { type: 'string' },
-        retries: { type: 'string' },
-        input: { type: 'string' },
-        cwd: { type: 'string' },
-        label: { type: 'string' },
-        'no-task-id-arg': { type: 'boolean' },
-        'ask-timeout': { type: 'string' },
-        json: { type: 'boolean' },
-        verbose: { type: 'boolean', short: 'v' },
-      },
-      HELP,
-      true,
-    );
-    if (typeof parsed === 'number') return parsed;
-    const { values, positionals } = parsed;
-    const [cmd, ...args] = positionals;
-    if (!cmd) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
+const OPTIONS = {
+  timeout: { type: 'string' },
+  'heartbeat-timeout': { type: 'string' },
+  retries: { type: 'string' },
+  input: { type: 'string' },
+  cwd: { type: 'string' },
+  label: { type: 'string' },
+  'no-task-id-arg': { type: 'boolean' },
+  'ask-timeout': { type: 'string' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v' },
+} as const;
 
-    let timeoutMs, heartbeatTimeoutMs, askTimeoutMs, input, retries;
-    try {
-      timeoutMs = nonNegative('timeout', values.timeout);
-      heartbeatTimeoutMs = nonNegative('heartbeat-timeout', values['heartbeat-timeout']);
-      askTimeoutMs = nonNegative('ask-timeout', values['ask-timeout']);
-      retries = nonNegative('retries', values.retries);
-      input = readInput(values.input);
-    } catch (error) {
-      return usageError(`backchannel run: ${(error as Error).message}`, HELP);
-    }
+interface RunOptions {
+  spec: TaskSpec & { label: string };
+  askTimeoutMs: number | undefined;
+  json: boolean;
+  verbose: boolean;
+}
 
-    const logger = createHeadlessLogger({ console: values.verbose ? 'info' : 'error' });
-    const broker = new TaskBroker({ concurrency: 1, logger, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) });
-    const label = values.label ?? [cmd, ...args].join(' ');
-    const tty = process.stderr.isTTY && !values.json;
-    const line = tty ? new ProgressLine(process.stderr, label) : undefined;
-
-    const task = broker.submit({
-      command: cmd,
+/** The command line as a task spec and display options, or the exit code (help, usage error). */
+function parseRunOptions(argv: string[]): RunOptions | number {
+  const parsed = parseCommandLine('run', argv, OPTIONS, HELP, true);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  const [command, ...args] = positionals;
+  if (!command) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
+  try {
+    const timeoutMs = nonNegative('timeout', values.timeout);
+    const heartbeatTimeoutMs = nonNegative('heartbeat-timeout', values['heartbeat-timeout']);
+    const askTimeoutMs = nonNegative('ask-timeout', values['ask-timeout']);
+    const retries = nonNegative('retries', values.retries);
+    const input = readInput(values.input);
+    const spec = {
+      command,
       args,
-      label,
+      label: values.label ?? [command, ...args].join(' '),
       ...(values.cwd ? { cwd: values.cwd } : {}),
       ...(input !== undefined ? { input } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs } : {}),
       ...(retries !== undefined ? { retries: Math.floor(retries) } : {}),
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
-    });
-
-    let interrupts = 0;
-    const onSigint = () => {
-      interrupts += 1;
-      if (interrupts === 1) {
-        line?.print('Cancelling… (Ctrl-C again to stop waiting)');
-        task.cancel('interrupted (Ctrl-C)');
-      } else {
-        process.exit(EXIT.cancelled);
-      }
     };
-    process.on('SIGINT', onSigint);
-    process.on('SIGTERM', onSigint);
+    return {
+      spec,
+      askTimeoutMs,
+      json: values.json === true,
+      verbose: values.verbose === true,
+    };
+  } catch (error) {
+    return usageError(`backchannel run: ${(error as Error).message}`, HELP);
+  }
+}
 
+/** Ctrl-C (or SIGTERM) cancels the task cleanly; a second one stops waiting. Returns the cleanup. */
+function cancelOnSignals(task: TaskHandle, line: ProgressLine | undefined): () => void {
+  let interrupts = 0;
+  const onSignal = () => {
+    interrupts += 1;
+    if (interrupts === 1) {
+      line?.print('Cancelling… (Ctrl-C again to stop waiting)');
+      task.cancel('interrupted (Ctrl-C)');
+    } else {
+      process.exit(EXIT.cancelled);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+}
+
+export const command: CliCommand = {
+  async run(argv) {
+    const options = parseRunOptions(argv);
+    if (typeof options === 'number') return options;
+    const { spec, askTimeoutMs, json, verbose } = options;
+
+    // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
+    const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
+    const broker = new TaskBroker({ concurrency: 1, logger, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) });
+    const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
+    const task = broker.submit(spec);
+    const stopSignals = cancelOnSignals(task, line);
     line?.start();
-    task.on('update', (update: TaskUpdate) => {
-      if (update.kind === 'log' && update.line && values.verbose) {
-        const text = `[${update.line.stream}] ${update.line.text}`;
-        if (line) line.print(text);
-        else process.stderr.write(text + '\n');
-      }
-      if (values.verbose && !line && (update.kind === 'started' || update.kind === 'partial')) {
-        // Without a TTY there is no status line: in verbose mode, progress goes to stderr as lines.
-        const what =
-          update.kind === 'started'
-            ? `started attempt ${update.attempt}`
-            : `partial${update.progress !== undefined ? ` ${update.progress}%` : ''} ${describePartial(update.payload?.data)}`;
-        process.stderr.write(`[backchannel] ${what.trimEnd()}\n`);
-      }
-      if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data));
-      else if (update.kind !== 'log') line?.update(update.state, update.progress);
-      if (update.kind === 'retrying') {
-        const message = `attempt ${update.attempt} failed: ${task.snapshot().message ?? ''}; retrying`;
-        if (line) line.print(message);
-        else if (!values.json) process.stderr.write(message + '\n');
-      }
-      if (update.kind === 'ask') void answerQuestion(broker, task.id, line);
-    });
+    showUpdates(broker, task, { line, verbose, json });
 
     let code: number;
     try {
-      const payload = await task.result;
-      line?.stop();
-      process.stdout.write(values.json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
-      code = EXIT.ok;
-    } catch (error) {
-      line?.stop();
-      if (!TaskError.is(error)) throw error;
-      code = EXIT_BY_REASON[error.reason];
-      if (values.json) {
-        const body = {
-          task_id: task.id,
-          status: error.payload?.status ?? 'error',
-          reason: error.reason,
-          message: error.message,
-          payload: error.payload ?? null,
-          stderr_tail: error.stderrTail ?? null,
-        };
-        process.stdout.write(JSON.stringify(body) + '\n');
-      } else {
-        process.stderr.write(`✖ ${error.message} [${error.reason}]\n`);
-        if (error.payload) process.stdout.write(JSON.stringify(error.payload, null, 2) + '\n');
-        if (error.stderrTail) process.stderr.write(`--- last lines of stderr ---\n${error.stderrTail}\n`);
-      }
+      code = await printOutcome(task, json, () => line?.stop());
     } finally {
-      process.off('SIGINT', onSigint);
-      process.off('SIGTERM', onSigint);
+      stopSignals();
     }
     await broker.close();
     return code;
   },
 };
-
-/** Prompts on the terminal for a question the agent asked; without a TTY the ask times out. */
-async function answerQuestion(broker: TaskBroker, taskId: string, line: ProgressLine | undefined): Promise<void> {
-  const question = broker.get(taskId)?.pendingQuestion;
-  if (!question || !process.stdin.isTTY) {
-    if (question) process.stderr.write(`The agent asks: ${question.question} (no terminal to answer on; it will time out)\n`);
-    return;
-  }
-  line?.stop();
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const choices = question.choices?.length ? ` [${question.choices.join('/')}]` : '';
-  const answer = await rl.question(`? ${question.question}${choices} `);
-  rl.close();
-  broker.answer(taskId, question.askId, answer);
-  line?.start();
-}

@@ -18,7 +18,7 @@ Options:
 Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and history is kept.`;
 
 /** Demo tasks started by --demo: one of each kind, so every state shows up within seconds. */
-export const DEMO_TEMPLATES = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
+const DEMO_TEMPLATES = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
 
 export const command: CliCommand = {
   async run(argv) {

@@ -8,7 +8,7 @@ import { TaskBroker } from '../../broker/broker.js';
 import { createHeadlessLogger, type Logger } from '../../broker/log.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
-import { defaultTemplatesDir, loadTemplates } from '../../templates/panel-templates.js';
+import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import { defaultDataDir } from '../paths.js';
 

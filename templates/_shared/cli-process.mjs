@@ -1,7 +1,9 @@
 /**
  * Runs a headless coding CLI (Cursor's `agent`, Claude Code's `claude`) as a child process and hands
- * its stdout to the caller line by line. Shared, byte for byte, by the cursor-cli and claude-code
- * templates (a test checks the two copies are identical).
+ * its stdout to the caller line by line. Shared by the cursor-cli and claude-code templates: this is
+ * the one copy, which `backchannel new` vendors into a scaffolded project (template.json `vendor`).
+ * Its process-group kill is the template-side twin of the broker's src/broker/process/kill-tree.ts:
+ * a sub-agent cannot import Backchannel's internals, only its SDK.
  *
  * Policy:
  * - stdin is ignored (`claude` waits for EOF on an open stdin pipe);

@@ -1,8 +1,9 @@
 /**
  * Runs one headless CLI session for a Backchannel task: spawns the CLI (cli-process.mjs), feeds its
  * stdout through a translator (translate.mjs), reports progress on the task, and turns the end of
- * the run into a returned result or a thrown error. Shared, byte for byte, by the cursor-cli and
- * claude-code templates (a test checks the two copies are identical).
+ * the run into a returned result or a thrown error. Shared by the cursor-cli and claude-code templates:
+ * this is the one copy, which `backchannel new` vendors into a scaffolded project (template.json
+ * `vendor`).
  */
 import { childEnvironment, startCli } from './cli-process.mjs';
 import { parseEventLine, stripAnsi } from './stream-json.mjs';

@@ -1,7 +1,7 @@
 /**
  * Reading a CLI's stream-json output: strip terminal escapes, decode one event per line, shorten
- * values for progress payloads. Shared, byte for byte, by the cursor-cli and claude-code templates
- * (a test checks the two copies are identical).
+ * values for progress payloads. Shared by the cursor-cli and claude-code templates: this is the one
+ * copy, which `backchannel new` vendors into a scaffolded project (template.json `vendor`).
  */
 
 /** CSI, OSC (terminated by BEL or ST), 8-bit CSI and two-character ESC sequences. */

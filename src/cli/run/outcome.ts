@@ -1,0 +1,55 @@
+/**
+ * How `backchannel run` ends: the final payload on stdout (pretty, or one JSON line with `--json`),
+ * or the failure (a message on stderr, the error payload on stdout; with `--json` one error object),
+ * and the exit code documented in the README.
+ */
+import type { TaskHandle } from '../../broker/broker.js';
+import { TaskError } from '../../broker/errors.js';
+import type { FailureReason } from '../../model/task.js';
+import { EXIT } from '../command.js';
+
+const EXIT_BY_REASON: Record<FailureReason, number> = {
+  error: EXIT.failed,
+  crashed: EXIT.failed,
+  protocol: EXIT.failed,
+  timeout: EXIT.timeout,
+  stalled: EXIT.timeout,
+  cancelled: EXIT.cancelled,
+};
+
+/**
+ * Waits for `task` to settle, calls `onSettled` (e.g. to clear the status line), prints the outcome
+ * and returns the exit code. Errors other than a TaskError are rethrown.
+ */
+export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: () => void): Promise<number> {
+  let payload: Awaited<TaskHandle['result']>;
+  try {
+    payload = await task.result;
+  } catch (error) {
+    onSettled?.();
+    if (!TaskError.is(error)) throw error;
+    printFailure(task.id, error, json);
+    return EXIT_BY_REASON[error.reason];
+  }
+  onSettled?.();
+  process.stdout.write(json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
+  return EXIT.ok;
+}
+
+function printFailure(taskId: string, error: TaskError, json: boolean): void {
+  if (json) {
+    const body = {
+      task_id: taskId,
+      status: error.payload?.status ?? 'error',
+      reason: error.reason,
+      message: error.message,
+      payload: error.payload ?? null,
+      stderr_tail: error.stderrTail ?? null,
+    };
+    process.stdout.write(JSON.stringify(body) + '\n');
+    return;
+  }
+  process.stderr.write(`✖ ${error.message} [${error.reason}]\n`);
+  if (error.payload) process.stdout.write(JSON.stringify(error.payload, null, 2) + '\n');
+  if (error.stderrTail) process.stderr.write(`--- last lines of stderr ---\n${error.stderrTail}\n`);
+}

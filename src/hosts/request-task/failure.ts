@@ -1,0 +1,49 @@
+/**
+ * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
+ * front-end maps to its own status codes (the gateway: 504, 503, 500).
+ */
+import { BrokerError, TaskError } from '../../broker/errors.js';
+import type { FailureReason } from '../../model/task.js';
+import type { CancelWhy } from './runner.js';
+
+/** Lines of a failed agent's stderr quoted in the message. */
+const STDERR_LINES_IN_ERRORS = 5;
+
+export type TaskFailure =
+  | { kind: 'timeout'; message: string }
+  | { kind: 'unavailable'; message: string }
+  | { kind: 'internal'; message: string }
+  | { kind: 'agent'; reason: FailureReason; message: string };
+
+export interface DescribeFailureContext {
+  /** Why the request was aborted, if it was. */
+  why: CancelWhy | undefined;
+  /** The request deadline, for the timeout message. */
+  timeoutMs: number;
+  /** The task's label: the broker prefixes its messages with it, the description does not. */
+  label: string | undefined;
+  /** Who is speaking: "The gateway is shutting down". @default 'server' */
+  name?: string;
+}
+
+export function describeFailure(error: unknown, context: DescribeFailureContext): TaskFailure {
+  const name = context.name ?? 'server';
+  if (context.why === 'timeout' || (TaskError.is(error) && error.reason === 'timeout')) {
+    return { kind: 'timeout', message: `The sub-agent did not answer within ${context.timeoutMs} ms; its task was cancelled.` };
+  }
+  if (context.why === 'shutdown' || (error instanceof BrokerError && error.code === 'closed')) {
+    return { kind: 'unavailable', message: `The ${name} is shutting down; the request was cancelled.` };
+  }
+  if (!TaskError.is(error)) {
+    return { kind: 'internal', message: `The ${name} could not run the sub-agent: ${(error as Error).message}` };
+  }
+  const data = error.payload?.data as { message?: unknown } | undefined;
+  const own = typeof data?.message === 'string' ? data.message : error.message.replace(`${context.label ?? ''}: `, '');
+  const tail =
+    error.stderrTail && !own.includes(error.stderrTail) ? error.stderrTail.split('\n').slice(-STDERR_LINES_IN_ERRORS).join('\n') : '';
+  return {
+    kind: 'agent',
+    reason: error.reason,
+    message: `The sub-agent failed (${error.reason}): ${own}${tail ? `\nstderr: ${tail}` : ''}`,
+  };
+}

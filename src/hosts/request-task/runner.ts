@@ -1,0 +1,145 @@
+/**
+ * Runs one broker task per incoming request, for any front-end (the OpenAI gateway today; an MCP
+ * server or other HTTP APIs tomorrow).
+ *
+ * Guarantees:
+ * - the request's `AbortController` is the one way to stop it: aborting with a {@link CancelWhy}
+ *   cancels the task with words a person can read in the panel, or drops it from the queue;
+ * - a request that takes longer than `timeoutMs` is aborted with `'timeout'`;
+ * - with `maxConcurrent`, at most that many of this front-end's tasks run at once (a shared broker's
+ *   own concurrency is not ours to set); the others wait in a queue, none is dropped. A slot is freed
+ *   once the task's processes are gone, not when its answer is sent;
+ * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
+ */
+import PQueue from 'p-queue';
+import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
+import type { TaskSpec, TaskUpdate } from '../../model/task.js';
+
+/** Why a request was stopped before its task finished. */
+export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
+
+/** The `success` payload a task resolves with. */
+export type TaskResult = Awaited<TaskHandle['result']>;
+
+export interface RequestTaskRunnerOptions {
+  broker: TaskBroker;
+  /** Deadline of one request, from `start()` to its result. */
+  timeoutMs: number;
+  /** Cap on this front-end's running tasks; without it, the broker's own queue decides. */
+  maxConcurrent?: number;
+  /** Who is shutting down, in the cancel reason the panel shows. @default 'the server' */
+  name?: string;
+}
+
+export interface RequestTaskOptions {
+  spec: TaskSpec;
+  /** Aborted (with a {@link CancelWhy}) when the request must stop; the runner aborts it on timeout. */
+  abort: AbortController;
+  /** Every update of the task until it settles. */
+  onUpdate?(update: TaskUpdate, task: TaskHandle): void;
+}
+
+export interface RequestTask {
+  /** The broker task, once submitted (undefined while it waits for a slot). */
+  readonly task: TaskHandle | undefined;
+  /** Why the request was aborted, if it was. */
+  readonly why: CancelWhy | undefined;
+  /**
+   * The task's `success` payload; rejects with its TaskError, or the abort reason while queued (not
+   * reported as an unhandled rejection before the caller awaits it).
+   */
+  readonly result: Promise<TaskResult>;
+}
+
+export interface RequestTaskRunner {
+  start(options: RequestTaskOptions): RequestTask;
+  /** Requests not finished yet (answer sent or not, processes not gone yet). */
+  readonly inFlight: number;
+  /** Aborts every request with `'shutdown'` and resolves when their processes are gone. */
+  shutdown(): Promise<void>;
+}
+
+interface Entry {
+  abort: AbortController;
+  finished: Promise<unknown>;
+}
+
+export function createRequestTaskRunner(options: RequestTaskRunnerOptions): RequestTaskRunner {
+  const { broker, timeoutMs } = options;
+  const limiter = options.maxConcurrent !== undefined ? new PQueue({ concurrency: options.maxConcurrent }) : undefined;
+  const inFlight = new Set<Entry>();
+  const cancelReasons: Record<CancelWhy, string> = {
+    timeout: `the ${options.name ?? 'server'} request timed out after ${timeoutMs} ms`,
+    disconnect: 'the client disconnected',
+    shutdown: `the ${options.name ?? 'server'} is shutting down`,
+  };
+
+  /** Submits now (the broker's queue), or through this front-end's limiter. */
+  function submit(spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
+    if (!limiter) return Promise.resolve(broker.submit(spec));
+    return new Promise<TaskHandle>((resolve, reject) => {
+      limiter
+        .add(
+          async () => {
+            const task = broker.submit(spec);
+            resolve(task);
+            await task.finished; // the slot is free once the processes are gone
+          },
+          { signal },
+        )
+        .catch(reject);
+    });
+  }
+
+  function start({ spec, abort, onUpdate }: RequestTaskOptions): RequestTask {
+    const { signal } = abort;
+    const why = () => signal.reason as CancelWhy | undefined;
+    const timer = setTimeout(() => abort.abort('timeout' satisfies CancelWhy), timeoutMs);
+    let task: TaskHandle | undefined;
+    // No `signal` in the spec: cancelling by hand gives the panel a reason a person can read.
+    signal.addEventListener('abort', () => task?.cancel(cancelReasons[why()!]), { once: true });
+    const entry: Entry = { abort, finished: Promise.resolve() };
+    inFlight.add(entry);
+
+    const result = (async () => {
+      let unsubscribe: (() => void) | undefined;
+      try {
+        task = await submit(spec, signal);
+        entry.finished = task.finished;
+        if (signal.aborted) task.cancel(cancelReasons[why()!]);
+        const submitted = task;
+        // Finished tasks stay in the broker's history: the listener (and the request) must not.
+        if (onUpdate) unsubscribe = task.on('update', (update) => onUpdate(update, submitted));
+        return await task.result;
+      } finally {
+        clearTimeout(timer);
+        unsubscribe?.();
+        void entry.finished.finally(() => inFlight.delete(entry));
+      }
+    })();
+    // Awaited by the caller, maybe only after a shutdown: never an unhandled rejection meanwhile.
+    result.catch(() => {});
+
+    return {
+      get task() {
+        return task;
+      },
+      get why() {
+        return signal.aborted ? why() : undefined;
+      },
+      result,
+    };
+  }
+
+  return {
+    start,
+    get inFlight() {
+      return inFlight.size;
+    },
+    async shutdown() {
+      for (const entry of inFlight) entry.abort.abort('shutdown' satisfies CancelWhy);
+      limiter?.clear();
+      await Promise.all([...inFlight].map((entry) => entry.finished.catch(() => {})));
+    },
+  };
+}
