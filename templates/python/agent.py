@@ -11,12 +11,21 @@ Input (all optional):
 
 Result: ``{"files": n, "lines": n, "words": n, "bytes": n, "largest": [{"path", "lines"}…], "skipped": n}``.
 Replace ``count_files`` with your own work; keep the shape: read ``task.input``, report
-``task.progress``, check ``task.cancelled`` between steps, return the result.
+``task.progress``, call ``task.check_cancelled()`` between steps, return the result.
+
+The SDK is the ``backchannel-subagent`` package: ``backchannel new`` copies it next to this file
+(``backchannel_subagent/``), or ``pip install`` it; inside the Backchannel repository the import
+falls back to its source in ``sdk/python/src``.
 """
 
 import os
+import sys
 
-from backchannel_agent import AgentError, run_agent
+try:
+    from backchannel_subagent import AgentError, run_agent
+except ModuleNotFoundError:  # run inside the Backchannel repository: the SDK's source, sdk/python/src
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python", "src"))
+    from backchannel_subagent import AgentError, run_agent
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "dist"}
 ASK_CHOICES = {"Python": [".py"], "Markdown": [".md"], "JavaScript/TypeScript": [".js", ".mjs", ".ts"], "Everything": []}
