@@ -46,17 +46,21 @@ def print_to_stdout(line: bytes) -> None:
     """Writes an encoded payload as a ``data:`` line plus the blank line, flushed (protocol §7).
 
     Bytes go to ``sys.stdout.buffer`` so a non-UTF-8 locale cannot garble or refuse them; what the
-    agent printed before is flushed first so the order of the task's log is kept.
+    agent printed before is flushed first so the order of the task's log is kept. A stdout that is
+    gone (the broker died and closed the pipe) is not an error of the agent's.
     """
     stdout = sys.stdout
-    stdout.flush()
-    raw = getattr(stdout, "buffer", None)
-    if raw is None:  # replaced by a text-only stream (a test harness, a notebook)
-        stdout.write((STDOUT_PREFIX + line + b"\n\n").decode("utf-8"))
+    try:
         stdout.flush()
-        return
-    raw.write(STDOUT_PREFIX + line + b"\n\n")
-    raw.flush()
+        raw = getattr(stdout, "buffer", None)
+        if raw is None:  # replaced by a text-only stream (a test harness, a notebook)
+            stdout.write((STDOUT_PREFIX + line + b"\n\n").decode("utf-8"))
+            stdout.flush()
+        else:
+            raw.write(STDOUT_PREFIX + line + b"\n\n")
+            raw.flush()
+    except (OSError, ValueError):
+        pass  # stdout is gone with the broker (a broken pipe, a closed file): the spool is the way left
 
 
 def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
@@ -70,5 +74,8 @@ def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
 
 def warn(text: str) -> None:
     """A runtime line in the task's log (stderr, which the broker keeps)."""
-    sys.stderr.write(f"[backchannel] {text}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"[backchannel] {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # stderr went with the broker
