@@ -134,7 +134,7 @@ def _run_handler(handler: Handler[Any], task: Task) -> int:
 def _call(handler: Handler[Any], task: Task) -> Any:
     """Calls a plain handler directly; runs an ``async def`` one in a fresh event loop, cancellable by the broker."""
     if inspect.iscoroutinefunction(handler):
-        return asyncio.run(_cancellable(handler(task), task))  # type: ignore[arg-type]
+        return asyncio.run(_cancellable(handler(task), task))
     result = handler(task)
     if inspect.isawaitable(result):
         return asyncio.run(_cancellable(result, task))

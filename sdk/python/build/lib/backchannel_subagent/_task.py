@@ -60,7 +60,7 @@ class Task:
         self._extra_meta: Dict[str, Any] = {}
         self._asks: Dict[str, Dict[str, Any]] = {}
         self._ask_counter = 0
-        self._cancel_callbacks: List[Callable[[], None]] = []
+        self._cancel_callbacks: List[Callable[[], object]] = []
 
     # --- state -------------------------------------------------------------------------------
 
@@ -290,7 +290,7 @@ class Task:
             pending.setdefault("error", "the connection to the broker closed")
             pending["event"].set()
 
-    def _add_cancel_callback(self, callback: Callable[[], None]) -> None:
+    def _add_cancel_callback(self, callback: Callable[[], object]) -> None:
         """Runs ``callback`` (on the reader thread) when the cancel arrives; at once if it already has."""
         with self._lock:
             already = self.cancel_event.is_set()
