@@ -56,7 +56,7 @@ export function ensureInstalled(root) {
   const { state, reason } = installState(root);
   if (state === 'ok') return;
   console.log(`${reason}: installing with \`npm ci\` and building first (once)…`);
-  const args = ['ci', '--no-audit', '--no-fund', '--prefix', root];
+  const args = ['ci', '--no-audit', '--no-fund', '--loglevel=error', '--prefix', root];
   let code = npm(args);
   // Electron's package downloads its binary from outside the npm registry; where that fails, install
   // without it (the panel then runs headless in a browser; `npx install-electron` adds it later).
