@@ -39,7 +39,10 @@ def sdk_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (REPO / "dist" / "broker" / "index.js").exists():
         pytest.fail("dist/ is missing: run `npm run build` first (npm test does)")
     target = tmp_path_factory.mktemp("site")
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(SDK)]
+    # From a copy: setuptools leaves build/ and *.egg-info in the tree it builds.
+    source = tmp_path_factory.mktemp("source") / "python"
+    shutil.copytree(SDK, source, ignore=shutil.ignore_patterns("tests", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)]
     if _can_build_offline():
         command.insert(4, "--no-build-isolation")
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
