@@ -19,8 +19,8 @@ Public names: :func:`run_agent`, :func:`connect_task`, :class:`Task`, :class:`Ag
 """
 
 from ._locate import TaskLocation, locate_task
-from ._run import CANCEL_GRACE_S, EXIT_CANCELLED, EXIT_ERROR, EXIT_OK, EXIT_USAGE, connect_task, run_agent
-from ._task import Task
+from ._run import CANCEL_GRACE_S, EXIT_CANCELLED, EXIT_ERROR, EXIT_OK, EXIT_USAGE, run_agent
+from ._task import Task, connect_task
 from ._version import __version__
 from .errors import AgentError, AgentRuntimeError, AskError, Cancelled
 

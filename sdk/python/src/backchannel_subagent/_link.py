@@ -6,7 +6,7 @@ import json
 import socket
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 from ._wire import Message, encode
 

@@ -10,7 +10,7 @@ import threading
 import traceback
 from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, TypeVar, Union
 
-from ._task import ACK_TIMEOUT_S, Task, open_task
+from ._task import ACK_TIMEOUT_S, Task, connect_task
 from ._wire import warn
 from .errors import AgentRuntimeError, Cancelled
 
@@ -22,38 +22,6 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 #: After a cancel, how long the handler gets to stop by itself before the runtime sends ``cancelled``
 #: and exits. Shorter than the broker's default 3 s grace, so the payload lands before the kill.
 CANCEL_GRACE_S = 1.5
-
-
-def connect_task(
-    argv: Optional[Sequence[str]] = None,
-    env: Optional[Dict[str, str]] = None,
-    *,
-    keep_hand_off_env: bool = False,
-    agent: Optional[str] = None,
-    ack_timeout: float = ACK_TIMEOUT_S,
-    heartbeat_ms: Optional[int] = None,
-) -> Task:
-    """Connects to the task without the :func:`run_agent` wrapper: you send the final payload yourself.
-
-    Reads the hand-off (``--task-id=`` in ``argv``, default ``sys.argv[1:]``, then ``CURSOR_*`` in
-    ``env``, default ``os.environ``), removes the hand-off variables from ``env`` unless
-    ``keep_hand_off_env``, connects (falling back to stdout when there is no usable socket), receives
-    the input and starts heartbeats. Use it as a context manager so the connection is closed and an
-    escaping exception still ends the task::
-
-        with connect_task() as task:
-            task.progress(50)
-            task.succeed({"answer": 42})
-
-    Args:
-        agent: free text sent in ``hello`` (default ``backchannel-subagent-python/<version>``).
-        ack_timeout: seconds to wait for the broker's ack of the final payload before spooling it.
-        heartbeat_ms: overrides the heartbeat interval the broker asked for (0: none).
-
-    Raises:
-        AgentRuntimeError: there is no task id (the agent was not started by Backchannel).
-    """
-    return open_task(argv, env, keep_hand_off_env=keep_hand_off_env, agent=agent, ack_timeout=ack_timeout, heartbeat_ms=heartbeat_ms)
 
 
 def run_agent(
@@ -90,7 +58,7 @@ def run_agent(
     0 (success), 1 (error), 2 (no task id) or 130 (cancelled); with ``exit=False`` that code is returned.
     """
     try:
-        task = open_task(argv, env, keep_hand_off_env=keep_hand_off_env, agent=agent, ack_timeout=ack_timeout, heartbeat_ms=heartbeat_ms)
+        task = connect_task(argv, env, keep_hand_off_env=keep_hand_off_env, agent=agent, ack_timeout=ack_timeout, heartbeat_ms=heartbeat_ms)
     except AgentRuntimeError as error:
         warn(str(error))
         return _leave(EXIT_USAGE, exit)

@@ -344,7 +344,7 @@ class Task:
             warn(f"cannot write the spool file: {error}")
 
 
-def open_task(
+def connect_task(
     argv: Optional[Sequence[str]] = None,
     env: Optional[Dict[str, str]] = None,
     *,
@@ -353,7 +353,26 @@ def open_task(
     ack_timeout: float = ACK_TIMEOUT_S,
     heartbeat_ms: Optional[int] = None,
 ) -> Task:
-    """Locates, connects and returns the task; see :func:`connect_task`."""
+    """Connects to the task without the :func:`run_agent` wrapper: you send the final payload yourself.
+
+    Reads the hand-off (``--task-id=`` in ``argv``, default ``sys.argv[1:]``, then ``CURSOR_*`` in
+    ``env``, default ``os.environ``), removes the hand-off variables from ``env`` unless
+    ``keep_hand_off_env``, connects (falling back to stdout when there is no usable socket), receives
+    the input and starts heartbeats. Use it as a context manager so the connection is closed and an
+    escaping exception still ends the task::
+
+        with connect_task() as task:
+            task.progress(50)
+            task.succeed({"answer": 42})
+
+    Args:
+        agent: free text sent in ``hello`` (default ``backchannel-subagent-python/<version>``).
+        ack_timeout: seconds to wait for the broker's ack of the final payload before spooling it.
+        heartbeat_ms: overrides the heartbeat interval the broker asked for (0: none).
+
+    Raises:
+        AgentRuntimeError: there is no task id (the agent was not started by Backchannel).
+    """
     environ: Dict[str, str] = env if env is not None else os.environ  # type: ignore[assignment]
     location = locate_task(sys.argv[1:] if argv is None else argv, environ)
     # Read once, then remove, so processes this agent starts do not inherit the token.

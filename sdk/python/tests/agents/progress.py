@@ -1,5 +1,4 @@
 """Reports progress 0, 10, … 100 with non-ASCII steps; shows what a child process inherits of the hand-off."""
-import os
 import subprocess
 import sys
 
