@@ -23,7 +23,7 @@ broker.on('update', (update) => {
 });
 
 await broker.ready;
-emit({ ev: 'ready', endpointDir: broker.endpointDir });
+emit({ ev: 'ready' });
 
 const commands = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of commands) {

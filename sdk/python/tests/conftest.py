@@ -95,7 +95,7 @@ class Broker:
         self._lock = threading.Lock()
         self._counter = 0
         threading.Thread(target=self._read, daemon=True).start()
-        self.endpoint_dir: str = self.wait_for(lambda e: e["ev"] == "ready")["endpointDir"]
+        self.wait_for(lambda e: e["ev"] == "ready")
 
     def _read(self) -> None:
         assert self.process.stdout is not None

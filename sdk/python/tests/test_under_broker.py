@@ -131,17 +131,19 @@ def test_without_a_socket_it_reports_on_stdout(broker: Broker, agent_env: Dict[s
 
 
 def test_the_result_is_spooled_when_the_broker_is_killed_and_the_next_broker_adopts_it(
-    start_broker: Callable[..., Broker], agent_env: Dict[str, str]
+    start_broker: Callable[..., Broker], broker_dirs: Dict[str, str], agent_env: Dict[str, str]
 ) -> None:
     first = start_broker()
     task_id = first.submit(agent("outlive"), env=agent_env)
     pid = first.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "partial")["payload"]["data"]["pid"]
-    spool = Path(first.endpoint_dir) / f"{task_id}.json"
     try:
         first.kill()
         wait_until(lambda: not pid_alive(pid), 30, "the agent to finish without its broker")
     finally:
         kill_if_alive(pid)
+    spooled_files = list(Path(broker_dirs["ipcDir"]).rglob(f"{task_id}.json"))  # in the broker's endpoint directory
+    assert len(spooled_files) == 1, spooled_files
+    spool = spooled_files[0]
     assert stat.S_IMODE(spool.stat().st_mode) == 0o600
     spooled = json.loads(spool.read_text(encoding="utf-8"))
     assert spooled["status"] == "success"

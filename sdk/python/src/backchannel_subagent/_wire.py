@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from typing import Any, Dict, Tuple
@@ -65,7 +66,8 @@ def print_to_stdout(line: bytes) -> None:
 
 def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
     """Writes the final payload to ``<spool_dir>/<task_id>.json`` with mode 0600; returns the path (protocol §8)."""
-    path = os.path.join(spool_dir, os.path.basename(task_id) + ".json")
+    # A bare name, as the broker reads it: a task id can never reach outside the spool directory.
+    path = os.path.join(spool_dir, re.sub(r"^.*[\\/]", "", task_id) + ".json")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(line + b"\n")
