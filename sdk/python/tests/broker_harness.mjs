@@ -4,6 +4,7 @@
 // ({ ipcDir, dataDir, askTimeoutMs, cancelGraceMs }). Ends when stdin closes.
 //   → {"op":"submit","ref":"r1","spec":{…TaskSpec…}}        ← {"ev":"submitted","ref":"r1","id":"…"}
 //   → {"op":"answer","id","askId","answer"}                  ← {"ev":"update",…TaskUpdate, question?, snapshot?}
+//   → {"op":"get","id"}                                       ← {"ev":"snapshot","id","snapshot"}
 //   → {"op":"cancel","id","reason"}                          ← {"ev":"ready"} once, {"ev":"closed"} at the end
 // 'ended' and 'exited' updates carry the task's snapshot, 'exited' its log lines too.
 import { createInterface } from 'node:readline';
@@ -35,6 +36,7 @@ for await (const line of commands) {
     emit({ ev: 'submitted', ref: command.ref, id: handle.id });
   } else if (command.op === 'answer') broker.answer(command.id, command.askId, command.answer);
   else if (command.op === 'cancel') broker.cancel(command.id, command.reason);
+  else if (command.op === 'get') emit({ ev: 'snapshot', id: command.id, snapshot: broker.get(command.id) });
 }
 await broker.close();
 emit({ ev: 'closed' });

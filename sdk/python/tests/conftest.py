@@ -147,6 +147,11 @@ class Broker:
         event = self.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "exited", timeout)
         return {**event["snapshot"], "log": event["log"]}
 
+    def snapshot(self, task_id: str) -> Dict[str, Any]:
+        """The task's snapshot as the broker has it now."""
+        self.send({"op": "get", "id": task_id})
+        return dict(self.wait_for(lambda e: e["ev"] == "snapshot" and e["id"] == task_id and e["snapshot"] is not None)["snapshot"])
+
     def kill(self) -> None:
         """SIGKILL: the broker vanishes without closing anything, as in a crash."""
         self.process.kill()
