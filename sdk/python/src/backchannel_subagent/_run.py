@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import traceback
-from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, TypeVar, Union
+from typing import Any, Awaitable, Callable, MutableMapping, Optional, Sequence, TypeVar, Union
 
 from ._task import ACK_TIMEOUT_S, Task, connect_task
 from ._wire import warn
@@ -27,7 +27,7 @@ CANCEL_GRACE_S = 1.5
 def run_agent(
     handler: Handler[Any],
     argv: Optional[Sequence[str]] = None,
-    env: Optional[Dict[str, str]] = None,
+    env: Optional[MutableMapping[str, str]] = None,
     *,
     keep_hand_off_env: bool = False,
     agent: Optional[str] = None,

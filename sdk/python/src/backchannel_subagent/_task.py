@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Sequence, Type
 
 from ._link import Link, connect_with_retry
 from ._locate import TaskLocation, locate_task, remove_hand_off
@@ -346,7 +346,7 @@ class Task:
 
 def connect_task(
     argv: Optional[Sequence[str]] = None,
-    env: Optional[Dict[str, str]] = None,
+    env: Optional[MutableMapping[str, str]] = None,
     *,
     keep_hand_off_env: bool = False,
     agent: Optional[str] = None,
@@ -373,7 +373,7 @@ def connect_task(
     Raises:
         AgentRuntimeError: there is no task id (the agent was not started by Backchannel).
     """
-    environ: Dict[str, str] = env if env is not None else os.environ  # type: ignore[assignment]
+    environ: MutableMapping[str, str] = os.environ if env is None else env
     location = locate_task(sys.argv[1:] if argv is None else argv, environ)
     # Read once, then remove, so processes this agent starts do not inherit the token.
     if not keep_hand_off_env:
