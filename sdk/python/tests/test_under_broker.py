@@ -174,3 +174,10 @@ def test_without_a_task_id_it_exits_with_a_usage_error(agent_env: Dict[str, str]
     assert done.returncode == 2
     assert "no task id" in done.stderr
     assert os.path.basename(agent("progress")[1]) == "progress.py"
+
+
+def test_heartbeats_keep_a_silent_handler_alive_past_the_watchdog(broker: Broker, agent_env: Dict[str, str]) -> None:
+    # 4.5 s of silence against a 3 s watchdog (roomy: it also covers Python's start-up on a loaded machine).
+    snapshot = broker.finished(broker.submit(agent("silent"), env=agent_env, input={"seconds": 4.5}, heartbeatTimeoutMs=3000))
+    assert snapshot["state"] == "succeeded", snapshot.get("message")
+    assert snapshot["result"]["data"] == {"slept": 4.5}

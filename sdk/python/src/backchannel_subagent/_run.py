@@ -1,4 +1,4 @@
-"""``run_agent`` and ``connect_task``: the two ways into a task."""
+"""``run_agent``: runs a handler as the task, and ends the task from what the handler did."""
 
 from __future__ import annotations
 
