@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// `npm start`: the Electron app where Electron's binary is installed and a display exists;
-// otherwise the same panel headless (`backchannel serve --demo`) in a browser, saying why.
+// `npm start`: installs first on a fresh clone (scripts/ensure-installed.mjs), then the Electron app
+// where Electron's binary is installed and a display exists; otherwise the same panel headless
+// (`backchannel serve --demo`) in a browser, saying why.
 // Extra arguments go to `serve` (e.g. `npm start -- --port 8080`).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureInstalled } from './ensure-installed.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+ensureInstalled(root);
 const built = ['dist/cli/main.js', 'dist/main/main.js', 'dist/renderer/index.html', 'dist/preload/index.cjs'];
 if (!built.every((file) => existsSync(join(root, file)))) {
   console.log('Building first (npm run build)…');

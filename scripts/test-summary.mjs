@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Prints one "N passed, N failed, N skipped" line per runner and a total, from the JSON reports the
-// test runners wrote (vitest: test-results/vitest.json, Playwright: test-results/playwright.json).
+// Prints one "N passed, N failed, N skipped" line per runner and a total, from the reports the test
+// runners wrote (vitest: test-results/vitest.json, Playwright: test-results/playwright.json, pytest:
+// test-results/pytest.xml, JUnit XML).
 // Exits 1 if any test failed or no test ran at all.
 import { existsSync, readFileSync } from 'node:fs';
 
@@ -35,6 +36,14 @@ if (playwright) {
   for (const suite of playwright.suites ?? []) for (const line of skippedWithReasons(suite)) console.log(`skipped (playwright) ${line}`);
   const s = playwright.stats;
   rows.push({ name: 'playwright', passed: s.expected + s.flaky, failed: s.unexpected, skipped: s.skipped });
+}
+/** pytest's JUnit XML: the counts are attributes of its <testsuite> element (errors are failures too). */
+const pytestXml = existsSync('test-results/pytest.xml') ? readFileSync('test-results/pytest.xml', 'utf8') : undefined;
+if (pytestXml) {
+  const suite = /<testsuite\b[^>]*>/.exec(pytestXml)?.[0] ?? '';
+  const count = (name) => Number(new RegExp(`\\b${name}="(\\d+)"`).exec(suite)?.[1] ?? 0);
+  const failed = count('failures') + count('errors');
+  rows.push({ name: 'pytest', passed: count('tests') - failed - count('skipped'), failed, skipped: count('skipped') });
 }
 const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.failed + r.failed, skipped: t.skipped + r.skipped }), {
   passed: 0,

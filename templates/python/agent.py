@@ -11,12 +11,24 @@ Input (all optional):
 
 Result: ``{"files": n, "lines": n, "words": n, "bytes": n, "largest": [{"path", "lines"}…], "skipped": n}``.
 Replace ``count_files`` with your own work; keep the shape: read ``task.input``, report
-``task.progress``, check ``task.cancelled`` between steps, return the result.
+``task.progress``, call ``task.check_cancelled()`` between steps, return the result.
+
+The SDK is the ``backchannel-subagent`` package: ``backchannel new`` copies it next to this file
+(``backchannel_subagent/``), or ``pip install`` it. Without either, the import falls back to the SDK
+of the Backchannel this project depends on (``node_modules/backchannel/sdk/python/src``), or, when
+run inside the Backchannel repository itself, to ``sdk/python/src`` there.
 """
 
 import os
+import sys
 
-from backchannel_agent import AgentError, run_agent
+try:
+    from backchannel_subagent import AgentError, run_agent
+except ModuleNotFoundError:  # neither vendored nor installed: the SDK of the Backchannel beside this agent
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    for backchannel in (os.path.join(HERE, "node_modules", "backchannel"), os.path.join(HERE, "..", "..")):
+        sys.path.append(os.path.join(backchannel, "sdk", "python", "src"))
+    from backchannel_subagent import AgentError, run_agent
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "dist"}
 ASK_CHOICES = {"Python": [".py"], "Markdown": [".md"], "JavaScript/TypeScript": [".js", ".mjs", ".ts"], "Everything": []}

@@ -1,5 +1,5 @@
 /**
- * The python template (stdlib only, raw protocol) under the real broker: success with progress,
+ * The python template (on the backchannel-subagent SDK, found in sdk/python/src) under the real broker: success with progress,
  * input, refusal of paths outside the working directory, ask/answer, cancel, and the stdout fallback.
  */
 import fs from 'node:fs';
@@ -153,8 +153,8 @@ describe('the python template under the broker', () => {
     const blob = 'é'.repeat(5 * 1024 * 1024); // 10 MB of UTF-8
     const script = [
       'import sys',
-      `sys.path.insert(0, ${JSON.stringify(path.dirname(agent))})`,
-      'from backchannel_agent import run_agent',
+      `sys.path.insert(0, ${JSON.stringify(path.join(root, 'sdk/python/src'))})`,
+      'from backchannel_subagent import run_agent',
       'run_agent(lambda task: {"chars": len(task.input["blob"]), "ok": set(task.input["blob"]) == {"é"}})',
     ].join('\n');
     const run = await runTask(tb.broker, { command: 'python3', args: ['-c', script], cwd: work, input: { blob } });

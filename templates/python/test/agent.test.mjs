@@ -21,7 +21,7 @@ test('the agent counts the Python files of its directory and reports progress', 
     task.on('update', (update) => update.kind === 'partial' && progress.push(update.progress));
     const result = await task.result;
     assert.equal(result.status, 'success');
-    assert.ok(result.data.files >= 2, 'agent.py and backchannel_agent.py');
+    assert.ok(result.data.files >= 1, 'agent.py at least');
     assert.ok(result.data.lines > 0);
     assert.equal(progress.at(-1), 100);
   } finally {

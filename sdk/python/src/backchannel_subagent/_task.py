@@ -1,0 +1,383 @@
+"""The agent's view of its task: input, progress, cancellation, questions, and the one final payload."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+import traceback
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Sequence, Type
+
+from ._link import Link, connect_with_retry
+from ._locate import TaskLocation, locate_task, remove_hand_off
+from ._version import __version__
+from ._wire import Message, encode, iso_now, print_to_stdout, warn, write_spool
+from .errors import AgentError, AgentRuntimeError, AskError, Cancelled
+
+#: How long to wait for ``welcome`` + ``input`` after ``hello``. Input can be large (tested with 10 MB).
+HANDSHAKE_TIMEOUT_S = 30.0
+#: How long to wait for the broker's ``ack`` of the final payload before spooling it.
+ACK_TIMEOUT_S = 5.0
+#: How many characters of the traceback go into an ``error`` payload's ``data.traceback``.
+TRACEBACK_TAIL_CHARS = 2000
+
+
+class Task:
+    """What a handler gets: the task's input, and the ways to report back while working.
+
+    Obtain one from :func:`run_agent` (which calls your handler with it) or :func:`connect_task`.
+    Every method is thread-safe: report from worker threads too.
+
+    Attributes:
+        id: the task id.
+        attempt: the attempt number, from 1 (a retry is a new process with a new attempt).
+        input: the task's input (any JSON value); ``None`` when it has none, and in stdout mode.
+        cancel_event: set when the broker cancels the task. Wait on it, or pass it to your own loops.
+        cancel_reason: the broker's reason once cancelled (``cancelled``, ``timeout``, ``stalled``, …).
+    """
+
+    def __init__(self, location: TaskLocation, *, agent: str, ack_timeout: float, heartbeat_ms: Optional[int]) -> None:
+        self.id: str = location.task_id
+        self.attempt: int = location.attempt
+        self.input: Any = None
+        self.cancel_event: threading.Event = threading.Event()
+        self.cancel_reason: Optional[str] = None
+        self._location = location
+        self._agent = agent
+        self._ack_timeout = ack_timeout
+        self._heartbeat_s = (heartbeat_ms if heartbeat_ms is not None else location.heartbeat_ms or 0) / 1000
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+        self._link: Optional[Link] = None
+        self._handshake = threading.Event()
+        self._acked = threading.Event()
+        self._ack_received = False
+        self._final_sent = False
+        self._closing = threading.Event()
+        self._extra_meta: Dict[str, Any] = {}
+        self._asks: Dict[str, Dict[str, Any]] = {}
+        self._ask_counter = 0
+        self._cancel_callbacks: List[Callable[[], object]] = []
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def channel(self) -> str:
+        """``"socket"`` while connected to the broker; ``"stdout"`` when reporting through ``data:`` lines."""
+        link = self._link
+        return "socket" if link is not None and not link.closed else "stdout"
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the broker cancelled the task."""
+        return self.cancel_event.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raises :class:`Cancelled` once the task was cancelled; call it between steps."""
+        if self.cancel_event.is_set():
+            raise Cancelled(self.cancel_reason or "cancelled")
+
+    def sleep(self, seconds: float) -> None:
+        """Like :func:`time.sleep`, but raises :class:`Cancelled` as soon as the task is cancelled."""
+        if self.cancel_event.wait(max(0.0, seconds)):
+            raise Cancelled(self.cancel_reason or "cancelled")
+
+    # --- reporting ---------------------------------------------------------------------------
+
+    def progress(self, percent: Optional[float], **data: Any) -> None:
+        """Reports progress: ``percent`` (0–100, clamped; ``None`` for indeterminate) plus any fields.
+
+        Sends a ``partial`` payload whose ``data.progress`` moves the progress bar::
+
+            task.progress(40, step="parsing", file=name)
+        """
+        if percent is not None:
+            data["progress"] = min(100, max(0, percent))
+        self.partial(data)
+
+    def partial(self, data: Any) -> None:
+        """Sends a ``partial`` payload with any JSON data (text so far, a step, a preview). The broker keeps the last."""
+        self._send({"task_id": self.id, "status": "partial", "data": data})
+
+    def heartbeat(self) -> None:
+        """Says "alive" without data. The runtime sends these by itself every ``CURSOR_HEARTBEAT_MS``."""
+        self._send({"task_id": self.id, "status": "heartbeat"})
+
+    def meta(self, **fields: Any) -> None:
+        """Adds operational facts to the final payload's ``meta``: ``model_used``, ``token_usage``, anything else."""
+        with self._lock:
+            self._extra_meta.update(fields)
+
+    def log(self, text: str) -> None:
+        """Writes a line to the task's log (stderr, which the broker keeps). ``print`` works too."""
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+
+    def ask(self, question: str, choices: Optional[Sequence[str]] = None, timeout: Optional[float] = None) -> str:
+        """Asks the person a question (the panel, or ``backchannel run`` on a terminal) and waits for the answer.
+
+        Heartbeats go on while waiting. Raises :class:`AskError` when nobody answered within the
+        broker's ask timeout (or ``timeout`` seconds) or there is no connection (stdout mode), and
+        :class:`Cancelled` when the task is cancelled while waiting.
+        """
+        self.check_cancelled()
+        link = self._link
+        if link is None or link.closed:
+            raise AskError("cannot ask: no connection to the broker (stdout mode)")
+        pending: Dict[str, Any] = {"event": threading.Event()}
+        with self._lock:
+            self._ask_counter += 1
+            ask_id = f"q{self._ask_counter}"
+            self._asks[ask_id] = pending
+        message: Message = {"type": "ask", "task_id": self.id, "ask_id": ask_id, "question": question}
+        if choices is not None:
+            message["choices"] = [str(choice) for choice in choices]
+        try:
+            if not link.send(message):
+                raise AskError("cannot ask: the connection to the broker closed")
+            if not pending["event"].wait(timeout):
+                raise AskError(f"no answer within {timeout} s")
+            self.check_cancelled()
+            if "answer" not in pending:
+                raise AskError(str(pending.get("error", "the connection to the broker closed")))
+            return str(pending["answer"])
+        finally:
+            with self._lock:
+                self._asks.pop(ask_id, None)
+
+    async def ask_async(self, question: str, choices: Optional[Sequence[str]] = None, timeout: Optional[float] = None) -> str:
+        """:meth:`ask` for ``async def`` handlers: waits on a worker thread, so the event loop keeps running."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: self.ask(question, choices, timeout))
+
+    # --- the final payload -------------------------------------------------------------------
+
+    def succeed(self, data: Any = None, **meta: Any) -> bool:
+        """Sends the ``success`` payload with ``data`` as the result and waits for the broker's ack.
+
+        ``meta`` fields are merged into the payload's ``meta``. Returns True when the broker
+        acknowledged it; otherwise the payload was printed on stdout and spooled (see the README).
+        Raises TypeError or ValueError (and sends nothing) when ``data`` is not JSON-serialisable.
+        """
+        return self._finish("success", data, meta)
+
+    def fail(self, error: BaseException, *, retryable: Optional[bool] = None, data: Optional[Mapping[str, Any]] = None) -> bool:
+        """Sends the ``error`` payload for ``error`` and waits for the broker's ack.
+
+        ``data.message`` is ``"Type: text"`` (just the text for :class:`AgentError`), ``data.name`` the
+        exception's class and ``data.traceback`` the tail of its traceback; an :class:`AgentError`'s
+        ``data`` and the ``data`` argument are merged in. ``retryable=False`` (or the error's own
+        ``retryable``) tells the broker not to try again.
+        """
+        extra: Dict[str, Any] = dict(error.data) if isinstance(error, AgentError) else {}
+        if retryable is None and isinstance(error, AgentError):
+            retryable = error.retryable
+        text = str(error)
+        message = text if isinstance(error, AgentError) else f"{type(error).__name__}: {text}" if text else type(error).__name__
+        details: Dict[str, Any] = {"message": message, "name": type(error).__name__}
+        trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        if error.__traceback__ is not None:
+            details["traceback"] = trace[-TRACEBACK_TAIL_CHARS:]
+        details.update(extra)
+        details.update(data or {})
+        return self._finish("error", details, {}, retryable)
+
+    def cancelled(self, data: Any = None) -> bool:
+        """Sends the ``cancelled`` payload (default data: ``{"message": …, "reason": …}``) and waits for the ack."""
+        reason = self.cancel_reason or "cancelled"
+        return self._finish("cancelled", {"message": f"task cancelled: {reason}", "reason": reason} if data is None else data, {})
+
+    @property
+    def finished(self) -> bool:
+        """True once a final payload was sent (later ones raise, later partials are dropped)."""
+        return self._final_sent
+
+    def close(self) -> None:
+        """Stops heartbeats and closes the connection. Safe to call twice."""
+        self._closing.set()
+        link = self._link
+        if link is not None:
+            link.close()
+
+    def __enter__(self) -> "Task":
+        return self
+
+    def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException], trace: Optional[TracebackType]) -> None:
+        """Closes the task; an exception escaping the block becomes the final payload if none was sent."""
+        try:
+            if error is not None and not self._final_sent:
+                if self.is_cancelled or isinstance(error, (Cancelled, asyncio.CancelledError, KeyboardInterrupt)):
+                    self.cancelled()
+                elif isinstance(error, Exception):
+                    self.fail(error)
+        finally:
+            self.close()
+
+    # --- inside ------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        ipc_path, token = self._location.ipc_path, self._location.token
+        if ipc_path and token:
+            try:
+                link = Link(connect_with_retry(ipc_path), self._on_message, self._on_link_closed)
+                self._link = link
+                link.start()
+                link.send({"type": "hello", "task_id": self.id, "token": token, "agent": self._agent})
+                if not self._handshake.wait(HANDSHAKE_TIMEOUT_S) or link.closed:
+                    raise OSError("the broker sent no input")
+            except OSError as error:
+                warn(f"cannot reach the broker at {ipc_path} ({error}); reporting on stdout instead")
+                if self._link is not None:
+                    self._link.close()
+                self._link = None
+        if self._heartbeat_s > 0:
+            threading.Thread(target=self._heartbeat_loop, name="backchannel-heartbeat", daemon=True).start()
+
+    def _heartbeat_loop(self) -> None:
+        while not self._closing.wait(self._heartbeat_s) and not self._final_sent:
+            self.heartbeat()
+
+    def _on_message(self, message: Message) -> None:
+        kind = message.get("type")
+        if kind == "welcome":
+            attempt = message.get("attempt")
+            if isinstance(attempt, int) and attempt > 0:
+                self.attempt = attempt
+        elif kind == "input":
+            self.input = message.get("data")
+            self._handshake.set()
+        elif kind == "cancel":
+            self._on_cancel(str(message.get("reason") or "cancelled"))
+        elif kind == "ack":
+            self._ack_received = True
+            self._acked.set()
+        elif kind == "answer":
+            with self._lock:
+                pending = self._asks.get(str(message.get("ask_id")))
+            if pending is not None:
+                if message.get("error") is None and "answer" in message:
+                    pending["answer"] = message["answer"]
+                else:
+                    pending["error"] = str(message.get("error") or "empty answer")
+                pending["event"].set()
+        elif kind == "reject":
+            warn(f"the broker rejected this connection: {message.get('reason')}")
+        # Unknown types are ignored, as the protocol asks.
+
+    def _on_cancel(self, reason: str) -> None:
+        with self._lock:
+            if self.cancel_event.is_set():
+                return
+            self.cancel_reason = reason
+            self.cancel_event.set()
+            waiting = [pending["event"] for pending in self._asks.values()]
+            callbacks = list(self._cancel_callbacks)
+        for event in waiting:
+            event.set()
+        for callback in callbacks:
+            callback()
+
+    def _on_link_closed(self) -> None:
+        # The broker closed the connection: that ends every wait.
+        self._handshake.set()
+        self._acked.set()
+        with self._lock:
+            waiting = list(self._asks.values())
+        for pending in waiting:
+            pending.setdefault("error", "the connection to the broker closed")
+            pending["event"].set()
+
+    def _add_cancel_callback(self, callback: Callable[[], object]) -> None:
+        """Runs ``callback`` (on the reader thread) when the cancel arrives; at once if it already has."""
+        with self._lock:
+            already = self.cancel_event.is_set()
+            if not already:
+                self._cancel_callbacks.append(callback)
+        if already:
+            callback()
+
+    def _send(self, payload: Message) -> None:
+        if self._final_sent:
+            return
+        line = encode(payload)
+        link = self._link
+        if link is None or not link.send_encoded(line):
+            print_to_stdout(line)
+
+    def _finish(self, status: str, data: Any, meta: Mapping[str, Any], retryable: Optional[bool] = None) -> bool:
+        with self._lock:
+            if self._final_sent:
+                raise AgentRuntimeError("a final payload was already sent for this task")
+            duration_ms = round((time.monotonic() - self._started) * 1000)
+            payload: Message = {
+                "task_id": self.id,
+                "status": status,
+                "data": data,
+                "meta": {"timestamp": iso_now(), "duration_ms": duration_ms, **self._extra_meta, **meta},
+            }
+            if retryable is not None:
+                payload["retryable"] = retryable
+            line = encode(payload)  # raises before anything is sent when the data is not JSON
+            self._final_sent = True
+        self._closing.set()
+        link = self._link
+        if link is not None and link.send_encoded(line):
+            self._acked.wait(self._ack_timeout)
+            if self._ack_received:
+                return True
+            warn("no acknowledgement from the broker; writing the result to stdout and the spool")
+        # No broker to confirm it: print it (a duplicate counts once) and spool it for the next broker.
+        self._spool(line)
+        print_to_stdout(line)
+        return False
+
+    def _spool(self, line: bytes) -> None:
+        spool_dir = self._location.spool_dir
+        if not spool_dir:
+            return
+        try:
+            write_spool(spool_dir, self.id, line)
+        except OSError as error:
+            warn(f"cannot write the spool file: {error}")
+
+
+def connect_task(
+    argv: Optional[Sequence[str]] = None,
+    env: Optional[MutableMapping[str, str]] = None,
+    *,
+    keep_hand_off_env: bool = False,
+    agent: Optional[str] = None,
+    ack_timeout: float = ACK_TIMEOUT_S,
+    heartbeat_ms: Optional[int] = None,
+) -> Task:
+    """Connects to the task without the :func:`run_agent` wrapper: you send the final payload yourself.
+
+    Reads the hand-off (``--task-id=`` in ``argv``, default ``sys.argv[1:]``, then ``CURSOR_*`` in
+    ``env``, default ``os.environ``), removes the hand-off variables from ``env`` unless
+    ``keep_hand_off_env``, connects (falling back to stdout when there is no usable socket), receives
+    the input and starts heartbeats. Use it as a context manager so the connection is closed and an
+    escaping exception still ends the task::
+
+        with connect_task() as task:
+            task.progress(50)
+            task.succeed({"answer": 42})
+
+    Args:
+        agent: free text sent in ``hello`` (default ``backchannel-subagent-python/<version>``).
+        ack_timeout: seconds to wait for the broker's ack of the final payload before spooling it.
+        heartbeat_ms: overrides the heartbeat interval the broker asked for (0: none).
+
+    Raises:
+        AgentRuntimeError: there is no task id (the agent was not started by Backchannel).
+    """
+    environ: MutableMapping[str, str] = os.environ if env is None else env
+    location = locate_task(sys.argv[1:] if argv is None else argv, environ)
+    # Read once, then remove, so processes this agent starts do not inherit the token.
+    if not keep_hand_off_env:
+        remove_hand_off(environ)
+    task = Task(location, agent=agent or f"backchannel-subagent-python/{__version__}", ack_timeout=ack_timeout, heartbeat_ms=heartbeat_ms)
+    task._open()
+    return task

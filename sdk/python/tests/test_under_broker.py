@@ -1,0 +1,183 @@
+"""The SDK against a real Backchannel broker: every promise of docs/protocol.md that an agent keeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict
+
+from conftest import NODE, REPO, Broker, agent, kill_if_alive, pid_alive, wait_until
+
+GRACE_S = 3.0  # the broker's default cancel grace (DEFAULTS.cancelGraceMs)
+
+
+def test_progress_arrives_in_order_and_the_result_keeps_its_characters(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(agent("progress"), env=agent_env, input={"name": "Zoë 张"})
+    snapshot = broker.finished(task_id)
+    assert snapshot["state"] == "succeeded", snapshot
+    partials = [u["payload"]["data"] for u in broker.updates(task_id, "partial")]
+    assert [p["progress"] for p in partials] == list(range(0, 101, 10))
+    assert partials[3]["step"] == "étape 30 ✓ 步骤"
+    result = snapshot["result"]
+    assert result["data"] == {"greeting": "你好, Zoë 张", "channel": "socket", "child_env": ""}
+    assert result["meta"]["model_used"] == "模型-ü"
+    assert result["meta"]["channel"] == "socket"
+    assert isinstance(result["meta"]["duration_ms"], int)
+    assert snapshot["exitCode"] == 0
+
+
+def test_a_10_mb_input_and_a_10_mb_result_arrive_whole(broker: Broker, agent_env: Dict[str, str]) -> None:
+    blob = "é✓中" * (10 * 1024 * 1024 // 8) + "末"  # 10 MiB of UTF-8 (2, 3 and 3 bytes) and one more
+    assert len(blob.encode("utf-8")) == 10 * 1024 * 1024 + 3
+    task_id = broker.submit(agent("echo"), env=agent_env, input={"blob": blob})
+    snapshot = broker.finished(task_id, timeout=120)
+    assert snapshot["state"] == "succeeded", snapshot.get("message")
+    assert snapshot["result"]["data"]["chars"] == len(blob)
+    assert snapshot["result"]["data"]["blob"] == blob
+
+
+def test_a_question_is_answered_by_the_person(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(agent("ask"), env=agent_env)
+    ask = broker.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "ask")
+    assert ask["question"]["question"] == "Quelle branche ? 哪个分支?"
+    assert ask["question"]["choices"] == ["main", "développement"]
+    broker.send({"op": "answer", "id": task_id, "askId": ask["question"]["askId"], "answer": "développement"})
+    snapshot = broker.finished(task_id)
+    assert snapshot["result"]["data"] == {"answer": "développement"}
+
+
+def test_an_unanswered_question_fails_the_task_with_ask_error(broker: Broker, agent_env: Dict[str, str]) -> None:
+    snapshot = broker.finished(broker.submit(agent("ask"), env=agent_env))  # the broker's ask timeout: 2 s
+    assert snapshot["state"] == "failed"
+    assert snapshot["result"]["data"]["name"] == "AskError"
+    assert snapshot["result"]["data"]["message"].startswith("AskError: ")
+
+
+def cancel_when_working(broker: Broker, task_id: str) -> float:
+    """Waits for the agent's first progress, cancels, and returns when the cancel was sent."""
+    broker.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "partial")
+    sent = time.monotonic()
+    broker.send({"op": "cancel", "id": task_id, "reason": "assez ✋"})
+    return sent
+
+
+def assert_cancelled_in_time(broker: Broker, task_id: str, within: float) -> Dict[str, Any]:
+    sent = cancel_when_working(broker, task_id)
+    pid = broker.updates(task_id, "partial")[0]["payload"]["data"]["pid"]
+    try:
+        snapshot = broker.finished(task_id)
+        took = time.monotonic() - sent
+    finally:
+        kill_if_alive(pid)
+    assert snapshot["state"] == "cancelled"
+    assert snapshot["message"].endswith("assez ✋")
+    assert "broker: the agent confirmed the cancel" in snapshot["log"], "its own cancelled payload arrived"
+    assert snapshot["exitCode"] == 130 and snapshot["signal"] is None, "it exited by itself, not killed"
+    assert took < within, f"took {took:.2f} s"
+    return snapshot
+
+
+def test_a_sync_handler_stops_at_the_cancel_well_within_the_grace_period(broker: Broker, agent_env: Dict[str, str]) -> None:
+    assert_cancelled_in_time(broker, broker.submit(agent("wait_cancel"), env=agent_env), within=GRACE_S)
+
+
+def test_an_async_handler_is_cancelled_through_asyncio(broker: Broker, agent_env: Dict[str, str]) -> None:
+    assert_cancelled_in_time(broker, broker.submit([*agent("wait_cancel"), "--async"], env=agent_env), within=GRACE_S)
+
+
+def test_a_handler_that_ignores_the_cancel_is_ended_by_the_runtime_before_the_grace_runs_out(
+    broker: Broker, agent_env: Dict[str, str]
+) -> None:
+    snapshot = assert_cancelled_in_time(broker, broker.submit(agent("ignore_cancel"), env=agent_env), within=GRACE_S)
+    assert any("did not stop within 1.5 s of the cancel" in line for line in snapshot["log"]), snapshot["log"]
+
+
+def test_an_exception_becomes_an_error_payload_with_the_traceback_tail(broker: Broker, agent_env: Dict[str, str]) -> None:
+    snapshot = broker.finished(broker.submit(agent("fails"), env=agent_env))
+    data = snapshot["result"]["data"]
+    assert data["message"] == "ValueError: données invalides ✗ 输入"
+    assert data["name"] == "ValueError"
+    assert 'in parse\n    raise ValueError(f"données invalides ✗ {text}")' in data["traceback"]
+    assert snapshot["exitCode"] == 1
+    assert "données invalides" in (snapshot.get("stderrTail") or "")
+
+
+def test_an_agent_error_is_final_and_carries_its_data(broker: Broker, agent_env: Dict[str, str]) -> None:
+    snapshot = broker.finished(broker.submit(agent("fails"), env=agent_env, input={"final": True}, retries=2))
+    assert snapshot["attempt"] == 1, "retryable=False: no retry"
+    assert snapshot["result"]["retryable"] is False
+    assert snapshot["result"]["data"]["message"] == "pas de branche « main »"
+    assert snapshot["result"]["data"]["branches"] == ["dév"]
+
+
+def test_connect_task_as_a_context_manager(broker: Broker, agent_env: Dict[str, str]) -> None:
+    ok = broker.finished(broker.submit(agent("manual"), env=agent_env))
+    assert ok["result"]["data"] == {"manual": True} and ok["result"]["meta"]["model_used"] == "none"
+    failed = broker.finished(broker.submit(agent("manual"), env=agent_env, input={"explode": True}))
+    assert failed["result"]["data"]["message"] == "RuntimeError: boum 💥"
+
+
+def test_without_a_socket_it_reports_on_stdout(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(["env", "-u", "CURSOR_IPC_PATH", *agent("progress")], env=agent_env)
+    snapshot = broker.finished(task_id)
+    assert snapshot["state"] == "succeeded", snapshot
+    assert snapshot["result"]["meta"]["channel"] == "stdout"
+    assert snapshot["result"]["data"]["greeting"] == "你好, nobody"  # no input over stdout
+    assert [u["payload"]["data"]["progress"] for u in broker.updates(task_id, "partial")] == list(range(0, 101, 10))
+
+
+def test_the_result_is_spooled_when_the_broker_is_killed_and_the_next_broker_adopts_it(
+    start_broker: Callable[..., Broker], broker_dirs: Dict[str, str], agent_env: Dict[str, str]
+) -> None:
+    first = start_broker()
+    task_id = first.submit(agent("outlive"), env=agent_env)
+    pid = first.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "partial")["payload"]["data"]["pid"]
+    try:
+        first.kill()
+        wait_until(lambda: not pid_alive(pid), 30, "the agent to finish without its broker")
+    finally:
+        kill_if_alive(pid)
+    spooled_files = list(Path(broker_dirs["ipcDir"]).rglob(f"{task_id}.json"))  # in the broker's endpoint directory
+    assert len(spooled_files) == 1, spooled_files
+    spool = spooled_files[0]
+    assert stat.S_IMODE(spool.stat().st_mode) == 0o600
+    spooled = json.loads(spool.read_text(encoding="utf-8"))
+    assert spooled["status"] == "success"
+    assert spooled["data"] == {"survived": "überlebt ✓", "channel": "stdout"}
+
+    second = start_broker()
+    # Its journal says the task was interrupted; the spool file decides it.
+    second.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "ended" and e["state"] != "interrupted")
+    adopted = second.snapshot(task_id)
+    assert adopted["state"] == "succeeded"
+    assert adopted["result"]["meta"]["channel"] == "spool"
+    assert adopted["result"]["data"]["survived"] == "überlebt ✓"
+
+
+def test_backchannel_run_prints_the_result_of_a_python_agent(agent_env: Dict[str, str], tmp_path: Path) -> None:
+    cli = [NODE, str(REPO / "bin" / "backchannel.js"), "run", "--json", "--input", json.dumps({"name": "Ünïcødé 世界"}), "--"]
+    env = {**agent_env, "CURSOR_IPC_DIR": str(tmp_path)}
+    done = subprocess.run([*cli, *agent("progress")], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    payload = json.loads(done.stdout.decode("utf-8").strip().splitlines()[-1])
+    assert payload["status"] == "success"
+    assert payload["data"]["greeting"] == "你好, Ünïcødé 世界"
+
+
+def test_without_a_task_id_it_exits_with_a_usage_error(agent_env: Dict[str, str]) -> None:
+    env = {k: v for k, v in agent_env.items() if not k.startswith("CURSOR_")}
+    done = subprocess.run(agent("progress"), capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2
+    assert "no task id" in done.stderr
+    assert os.path.basename(agent("progress")[1]) == "progress.py"
+
+
+def test_heartbeats_keep_a_silent_handler_alive_past_the_watchdog(broker: Broker, agent_env: Dict[str, str]) -> None:
+    # 4.5 s of silence against a 3 s watchdog (roomy: it also covers Python's start-up on a loaded machine).
+    snapshot = broker.finished(broker.submit(agent("silent"), env=agent_env, input={"seconds": 4.5}, heartbeatTimeoutMs=3000))
+    assert snapshot["state"] == "succeeded", snapshot.get("message")
+    assert snapshot["result"]["data"] == {"slept": 4.5}
