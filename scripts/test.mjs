@@ -19,24 +19,24 @@ const venvPython = join(VENV, process.platform === 'win32' ? 'Scripts/python.exe
 const systemPython = process.platform === 'win32' ? 'python' : 'python3';
 const quiet = (command, args) => spawnSync(command, args, { stdio: 'ignore' }).status === 0;
 
+/** pip that fails fast where the package index cannot be reached (its default is 5 retries × 180 s). */
+const pipInstall = (...names) => run(venvPython, ['-m', 'pip', 'install', '--quiet', '--retries', '0', '--timeout', '10', ...names]);
+
 /**
- * A project-local venv with pytest (and mypy, which the suite uses when present), from the package
- * registry; where that cannot be reached, a venv that sees the system's own pytest. Returns false
- * after saying why there is none.
+ * A project-local venv for the Python SDK's suite: one that sees the system's pytest when it has one
+ * (no download), else one with pytest from the package index; mypy, which the suite uses when present,
+ * is added when the index can be reached. Returns false after saying why there is none.
  */
 function ensurePytestVenv() {
   if (existsSync(venvPython) && quiet(venvPython, ['-c', 'import pytest'])) return true;
-  console.log(`Setting up ${VENV}/ for the Python SDK tests (venv + pip install pytest mypy)…`);
   rmSync(VENV, { recursive: true, force: true });
-  if (run(systemPython, ['-m', 'venv', VENV]) !== 0) return false;
-  if (run(venvPython, ['-m', 'pip', 'install', '--quiet', 'pytest']) === 0) {
-    if (run(venvPython, ['-m', 'pip', 'install', '--quiet', 'mypy', 'wheel']) !== 0)
-      console.log('(mypy not installed: its check is skipped)');
-    return true;
-  }
-  console.log(`pip could not install pytest; trying a ${VENV}/ that uses the system's pytest`);
-  rmSync(VENV, { recursive: true, force: true });
-  return run(systemPython, ['-m', 'venv', '--system-site-packages', VENV]) === 0 && quiet(venvPython, ['-c', 'import pytest']);
+  const systemHasPytest = quiet(systemPython, ['-c', 'import pytest']);
+  console.log(`Setting up ${VENV}/ for the Python SDK tests (${systemHasPytest ? "with the system's pytest" : 'pip install pytest'})…`);
+  if (run(systemPython, ['-m', 'venv', ...(systemHasPytest ? ['--system-site-packages'] : []), VENV]) !== 0) return false;
+  if (!systemHasPytest && pipInstall('pytest') !== 0) return false;
+  if (!quiet(venvPython, ['-c', 'import mypy']) && pipInstall('mypy') !== 0)
+    console.log('(mypy could not be installed: its check is skipped)');
+  return true;
 }
 
 const vitest = run('npx', ['vitest', 'run', ...process.argv.slice(2)]);
