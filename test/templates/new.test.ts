@@ -132,7 +132,16 @@ describe.each(listTemplates(path.join(root, 'templates')).map((t) => t.name))('a
   it('carries its vendored files, and its imports point at them instead of the package', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'template.json'), 'utf8')) as { vendor?: { from: string; to: string }[] };
     for (const entry of manifest.vendor ?? []) {
-      expect(fs.readFileSync(path.join(dir, entry.to), 'utf8')).toBe(fs.readFileSync(path.join(root, entry.from), 'utf8'));
+      const source = path.join(root, entry.from);
+      const files = fs.statSync(source).isDirectory()
+        ? (fs.readdirSync(source, { recursive: true }) as string[]).filter(
+            (f) => !f.includes('__pycache__') && fs.statSync(path.join(source, f)).isFile(),
+          )
+        : [''];
+      expect(files.length).toBeGreaterThan(0);
+      for (const file of files) {
+        expect(fs.readFileSync(path.join(dir, entry.to, file), 'utf8'), file).toBe(fs.readFileSync(path.join(source, file), 'utf8'));
+      }
     }
     for (const file of fs.readdirSync(dir).filter((f) => /\.(mjs|js|ts|py)$/.test(f))) {
       expect(fs.readFileSync(path.join(dir, file), 'utf8'), file).not.toMatch(/['"]\.\.\//);
