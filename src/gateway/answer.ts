@@ -5,8 +5,12 @@
  * What a partial's `data` may carry (anything else — progress, tool steps — is not answer text):
  *   `{delta: "…"}`  text to append;
  *   `{text: "…"}`   the current text segment, either growing (`"Hel"`, `"Hello"`) or a new segment
- *                   (the cursor-cli template sends each assistant message between tool calls this way).
+ *                   (the cursor-cli template sends each assistant message between tool calls this way;
+ *                   a new segment is set off by a blank line unless it brings its own white space).
  * The final answer is `data.text` (or `data.content`, or `data` itself when it is a string).
+ *
+ * A streamed and a non-streamed answer to the same run are the same text: both are what
+ * `AnswerStream` emitted, partials first, then `finish()`.
  */
 import type { Usage } from './openai-shapes.js';
 
@@ -31,7 +35,8 @@ export class AnswerStream {
       return this.emit(added);
     }
     this.segment = d.text;
-    return this.emit(d.text);
+    const apart = this.sent !== '' && !/\s$/.test(this.sent) && !/^\s/.test(d.text);
+    return this.emit(apart ? `\n\n${d.text}` : d.text);
   }
 
   /**
@@ -42,6 +47,19 @@ export class AnswerStream {
   finish(finalText: string): string {
     if (finalText.startsWith(this.sent)) return this.emit(finalText.slice(this.sent.length));
     return '';
+  }
+
+  /**
+   * Whatever must still be sent for a `success` payload's data: `finish(finalText)`, or, when the
+   * run produced no text at all, the data itself as JSON (an agent such as the `basic` template
+   * answers with data, never an empty answer). `undefined`: there is nothing to answer with.
+   */
+  complete(data: unknown): string | undefined {
+    const rest = this.finish(finalText(data));
+    if (this.sent !== '') return rest;
+    if (data === undefined || data === null || data === '' || (typeof data === 'object' && Object.keys(data).length === 0))
+      return undefined;
+    return this.emit(typeof data === 'string' ? data : JSON.stringify(data, null, 2));
   }
 
   private emit(text: string): string {

@@ -4,23 +4,37 @@
  *
  * ```yaml
  * port: 8976
- * api_key: change-me            # optional: clients must send `Authorization: Bearer change-me`
+ * api_key: change-me            # clients send `Authorization: Bearer change-me` or `x-api-key: change-me`
+ * auth: key                     # no api_key: a generated key in the user's config dir (`none`: no key)
  * default_model: cursor-cli     # used when a request names no model
  * request_timeout_ms: 300000    # whole request, queue wait included → 504
  * max_concurrent: 5             # more requests wait in the queue, none is dropped
  * cursor_cli_path: agent        # else $CURSOR_AGENT_BIN, else `agent` on PATH
  * workspace: ~/project          # working directory of the agents (default: where the gateway started)
+ * max_queued: 20                # more waiting requests → 429 with Retry-After
+ * max_connections: 64           # open client connections
+ * env_allow: [MY_TOKEN]         # variables agents inherit beyond the minimal set (own broker only)
+ * side_requests: local          # title/summary requests: `local` (answered without an agent), `run`, or a model name
+ * client_system_prompt: auto    # `auto` (long ones summarised), `keep`, `drop`
+ * sessions: { max: 32, idle_ms: 900000 }
+ * session_workspaces: false     # true: each session's agent runs in its own scratch directory
+ * workspaces_dir: ~/.local/state/backchannel/gateway-workspaces
  * models:
  *   cursor-cli: {}              # the cursor-cli template with the CLI's own default model
  *   sonnet: { cli_model: sonnet-4.5 }
+ *   claude: { template: claude-code, cli_model: sonnet }
  *   my-agent: { command: node, args: [./my-agent.mjs], env: { FOO: bar } }
  * ```
+ *
+ * `loadGatewayConfig` is the one function that reads it; the schema is `resolveGatewayConfig`.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { defaultDataDir } from '../hosts/paths.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
 export const DEFAULT_PORT = 8976;
@@ -33,11 +47,47 @@ export const DEFAULT_MODEL = 'cursor-cli';
 /** `agent --list-models` normally answers in well under a second; /v1/models must not hang on it. */
 export const DEFAULT_CLI_MODELS_TIMEOUT_MS = 3000;
 
+/** Requests that may wait for a slot before new ones get 429: a burst, not a backlog. */
+export const DEFAULT_MAX_QUEUED = 20;
+/** Open client connections; more are closed at once (each idle one costs a socket and buffers). */
+export const DEFAULT_MAX_CONNECTIONS = 64;
+/** The design's session registry: 32 sessions, 15 minutes idle. */
+export const DEFAULT_MAX_SESSIONS = 32;
+export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
+/** Client system prompts longer than this describe the client's own tools; `auto` summarises them. */
+export const LONG_SYSTEM_PROMPT_CHARS = 2000;
+/**
+ * What sub-agents of the gateway's own broker inherit by default: a working shell and locale, and
+ * the credentials of the agent CLIs the built-in templates run. Everything else (cloud keys, tokens)
+ * stays with the gateway unless `env_allow` names it.
+ */
+export const DEFAULT_ENV_ALLOW = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TERM',
+  'TMPDIR',
+  'TZ',
+  'LANG',
+  'LC_*',
+  'XDG_*',
+  'NODE_OPTIONS',
+  'CURSOR_API_KEY',
+  'CURSOR_AGENT_BIN',
+  'CLAUDE_*',
+  'ANTHROPIC_*',
+];
+
+/** The built-in templates a model can name. */
+export type TemplateName = 'cursor-cli' | 'claude-code';
+
 /** How one model name is served. */
 export type ModelRoute =
   | {
-      kind: 'cursor-cli';
-      /** `--model` for the Cursor CLI; absent = the CLI's own default. */
+      kind: TemplateName;
+      /** `--model` for the CLI; absent = the CLI's own default. */
       cliModel?: string;
       /** Passes `--force` (commands and writes without approval). @default false */
       allowWrites: boolean;
@@ -49,6 +99,10 @@ export type ModelRoute =
       kind: 'command';
       command: string;
       args: string[];
+      /** `input.model` for the agent; absent = the agent's own default (the request's model name is not it). */
+      cliModel?: string;
+      /** `input.allow_writes` for the agent. @default false */
+      allowWrites: boolean;
       env: Record<string, string>;
       cwd?: string;
       description?: string;
@@ -57,8 +111,27 @@ export type ModelRoute =
 export interface GatewayConfig {
   /** 0 picks a free port. @default 8976 */
   port: number;
-  /** Bearer key clients must send; absent = no key needed (the gateway only listens on 127.0.0.1). */
+  /** Key clients must send; absent = no key needed (`auth: none`, or a config made in code). */
   apiKey?: string;
+  /** Where a generated key lives (set by `loadGatewayConfig` with `auth: key` and no `api_key`). */
+  keyFile?: string;
+  /** The key was generated by this load: the banner prints it once. */
+  keyCreated?: boolean;
+  /** `auth: none` turns the generated key off. @default 'key' */
+  auth: 'key' | 'none';
+  /** @default 20 */
+  maxQueued: number;
+  /** @default 64 */
+  maxConnections: number;
+  /** Variable patterns agents inherit (own broker). @default DEFAULT_ENV_ALLOW plus `env_allow` */
+  envAllow: string[];
+  /** Title/summary side requests. @default 'local' */
+  sideRequests: 'local' | 'run' | { model: string };
+  /** @default 'auto' */
+  clientSystemPrompt: 'auto' | 'keep' | 'drop';
+  sessions: { max: number; idleMs: number };
+  /** Root of the per-session scratch workspaces, when on (`session_workspaces: true`). */
+  workspacesDir?: string;
   /** Model used when a request has no `model`. @default 'cursor-cli' */
   defaultModel: string;
   /** @default 300000 */
@@ -87,9 +160,53 @@ export function defaultConfigPath(): string {
   return path.join(homedir(), '.backchannel', 'config.yaml');
 }
 
-/** The cursor-cli template's entry point (src|dist/gateway → ../../templates). */
+/** `$XDG_CONFIG_HOME/backchannel/gateway-key` (else `~/.config/…`): the generated key, mode 0600. */
+export function defaultKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  const base = nonEmpty(env.XDG_CONFIG_HOME) ?? path.join(homedir(), '.config');
+  return path.join(base, 'backchannel', 'gateway-key');
+}
+
+/** A built-in template's entry point (src|dist/gateway → ../../templates). */
+export function templatePath(name: TemplateName): string {
+  return fileURLToPath(new URL(`../../templates/${name}/agent.mjs`, import.meta.url));
+}
+
+/** The cursor-cli template's entry point. */
 export function cursorTemplatePath(): string {
-  return fileURLToPath(new URL('../../templates/cursor-cli/agent.mjs', import.meta.url));
+  return templatePath('cursor-cli');
+}
+
+/**
+ * The generated key: read from `file`, or created there (0600, in a 0700 directory, never through a
+ * symlink) when it does not exist yet. A file another user could read or write is refused.
+ */
+export function readOrCreateKey(file: string): { key: string; created: boolean } {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  let created = false;
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    created = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (process.getuid && (stat.uid !== process.getuid() || (stat.mode & 0o077) !== 0)) {
+      throw new GatewayConfigError(`${file} must be yours and not readable by others (chmod 600 ${file}), or set api_key`);
+    }
+    if (created) {
+      const key = `bc-${randomBytes(24).toString('hex')}`;
+      writeSync(fd, `${key}\n`);
+      return { key, created };
+    }
+    const key = readFileSync(fd, 'utf8').trim();
+    if (key === '') throw new GatewayConfigError(`${file} is empty: delete it to get a new key, or set api_key`);
+    return { key, created };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -98,18 +215,26 @@ export function cursorTemplatePath(): string {
  */
 export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const target = file ?? defaultConfigPath();
+  let config: GatewayConfig;
   if (!existsSync(target)) {
     if (file !== undefined) throw new GatewayConfigError(`config file not found: ${file}`);
-    return resolveGatewayConfig({}, env);
+    config = resolveGatewayConfig({}, env);
+  } else {
+    let raw: unknown;
+    try {
+      raw = parseYaml(readFileSync(target, 'utf8'));
+    } catch (error) {
+      throw new GatewayConfigError(`cannot read ${target}: ${(error as Error).message}`);
+    }
+    config = resolveGatewayConfig(raw ?? {}, env, path.dirname(target));
+    config.source = path.resolve(target);
   }
-  let raw: unknown;
-  try {
-    raw = parseYaml(readFileSync(target, 'utf8'));
-  } catch (error) {
-    throw new GatewayConfigError(`cannot read ${target}: ${(error as Error).message}`);
+  // Safe by default on a machine with other users: they reach 127.0.0.1 too.
+  if (config.apiKey === undefined && config.auth === 'key') {
+    const keyFile = nonEmpty(env.BACKCHANNEL_GATEWAY_KEY_FILE) ?? defaultKeyFile(env);
+    const { key, created } = readOrCreateKey(keyFile);
+    Object.assign(config, { apiKey: key, keyFile, keyCreated: created });
   }
-  const config = resolveGatewayConfig(raw ?? {}, env, path.dirname(target));
-  config.source = path.resolve(target);
   return config;
 }
 
@@ -132,6 +257,15 @@ export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = proc
     'models',
     'list_cli_models',
     'cli_models_timeout_ms',
+    'auth',
+    'max_queued',
+    'max_connections',
+    'env_allow',
+    'side_requests',
+    'client_system_prompt',
+    'sessions',
+    'session_workspaces',
+    'workspaces_dir',
   ];
   const unknown = Object.keys(o).filter((key) => !known.includes(key));
   if (unknown.length > 0) throw new GatewayConfigError(`unknown config key(s): ${unknown.join(', ')} (known: ${known.join(', ')})`);
@@ -149,8 +283,19 @@ export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = proc
     models: resolveModels(o.models, baseDir),
     listCliModels: boolean(o.list_cli_models, 'list_cli_models', true),
     cliModelsTimeoutMs: integer(o.cli_models_timeout_ms, 'cli_models_timeout_ms', DEFAULT_CLI_MODELS_TIMEOUT_MS, 1),
+    auth: oneOf(o.auth, 'auth', ['key', 'none'] as const, 'key'),
+    maxQueued: integer(o.max_queued, 'max_queued', DEFAULT_MAX_QUEUED, 0),
+    maxConnections: integer(o.max_connections, 'max_connections', DEFAULT_MAX_CONNECTIONS, 1),
+    envAllow: [...DEFAULT_ENV_ALLOW, ...stringList(o.env_allow, 'env_allow')],
+    sideRequests: sideRequests(o.side_requests),
+    clientSystemPrompt: oneOf(o.client_system_prompt, 'client_system_prompt', ['auto', 'keep', 'drop'] as const, 'auto'),
+    sessions: sessionsOf(o.sessions),
   };
   if (apiKey !== undefined) config.apiKey = apiKey;
+  if (boolean(o.session_workspaces, 'session_workspaces', false)) {
+    const dir = optionalString(o.workspaces_dir, 'workspaces_dir');
+    config.workspacesDir = dir === undefined ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(dir, baseDir);
+  }
   if (config.cursorCliPath.includes('/')) config.cursorCliPath = expandPath(config.cursorCliPath, baseDir);
   if (Object.keys(config.models).length === 0) config.models[DEFAULT_MODEL] = { kind: 'cursor-cli', allowWrites: false, env: {} };
   return config;
@@ -183,21 +328,24 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
       if (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))
         throw new GatewayConfigError(`\`${where}.args\` must be a list of strings`);
       const resolved = command.includes('/') ? expandPath(command, baseDir) : command;
+      const agentModel = optionalString(e.cli_model, `${where}.cli_model`);
       models[name] = {
         kind: 'command',
         command: resolved,
         args,
+        allowWrites: boolean(e.allow_writes, `${where}.allow_writes`, false),
+        ...(agentModel ? { cliModel: agentModel } : {}),
         env: envMap,
         ...(cwd ? { cwd } : {}),
         ...(description ? { description } : {}),
       };
       continue;
     }
-    if (template !== undefined && template !== 'cursor-cli')
-      throw new GatewayConfigError(`\`${where}.template\`: only "cursor-cli" is built in; use \`command\` for other agents`);
+    if (template !== undefined && template !== 'cursor-cli' && template !== 'claude-code')
+      throw new GatewayConfigError(`\`${where}.template\`: "cursor-cli" and "claude-code" are built in; use \`command\` for other agents`);
     const cliModel = optionalString(e.cli_model, `${where}.cli_model`);
     models[name] = {
-      kind: 'cursor-cli',
+      kind: template ?? 'cursor-cli',
       allowWrites: boolean(e.allow_writes, `${where}.allow_writes`, false),
       env: envMap,
       ...(cliModel ? { cliModel } : {}),
@@ -206,6 +354,37 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
     };
   }
   return models;
+}
+
+function sideRequests(value: unknown): GatewayConfig['sideRequests'] {
+  const text = optionalString(value, 'side_requests') ?? 'local';
+  return text === 'local' || text === 'run' ? text : { model: text };
+}
+
+function sessionsOf(value: unknown): GatewayConfig['sessions'] {
+  if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value)))
+    throw new GatewayConfigError('`sessions` must be a mapping: { max: 32, idle_ms: 900000 }');
+  const o = (value ?? {}) as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((key) => key !== 'max' && key !== 'idle_ms');
+  if (unknown.length > 0) throw new GatewayConfigError(`unknown key(s) in \`sessions\`: ${unknown.join(', ')} (known: max, idle_ms)`);
+  return {
+    max: integer(o.max, 'sessions.max', DEFAULT_MAX_SESSIONS, 0),
+    idleMs: integer(o.idle_ms, 'sessions.idle_ms', DEFAULT_SESSION_IDLE_MS, 1),
+  };
+}
+
+function oneOf<T extends string>(value: unknown, name: string, choices: readonly T[], fallback: T): T {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'string' || !choices.includes(value as T))
+    throw new GatewayConfigError(`Expected \`${name}\` to be one of ${choices.join(', ')}, got ${describe(value)}`);
+  return value as T;
+}
+
+function stringList(value: unknown, name: string): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== ''))
+    throw new GatewayConfigError(`Expected \`${name}\` to be a list of names (\`*\` is a wildcard)`);
+  return value as string[];
 }
 
 function describe(value: unknown): string {

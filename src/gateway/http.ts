@@ -1,48 +1,79 @@
-/** Small HTTP helpers for the gateway: OpenAI-shaped errors, JSON bodies in and out, the bearer key. */
+/**
+ * Small HTTP helpers for the gateway: API-neutral errors (each API adapter renders its own body),
+ * JSON bodies in and out under a size and time bound, and the key check.
+ */
 import { timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorBody, type ErrorType, type OpenAIError } from './openai-shapes.js';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidRequest } from './request.js';
 
 /** Long chat histories are big, but not this big. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/**
+ * A body must arrive within this long after its headers: a client that stalls mid-body holds a
+ * connection and buffered memory, and 16 MiB over loopback takes well under a second.
+ */
+export const BODY_TIMEOUT_MS = 30_000;
 
-/** An error answered with `status` and OpenAI's error body. */
+/** What kind of error, in words every API maps to its own type names. */
+export type ErrorKind =
+  'invalid_request' | 'authentication' | 'permission' | 'not_found' | 'too_large' | 'rate_limit' | 'api' | 'unavailable' | 'timeout';
+
+/** An error answered with `status`; the API adapter renders the body (OpenAI's or Anthropic's shape). */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   constructor(
     readonly status: number,
     message: string,
-    readonly type: ErrorType,
+    readonly kind: ErrorKind,
     readonly code: string | null = null,
     readonly param: string | null = null,
+    /** Extra headers, e.g. `Retry-After` on a 429. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
-
-  get body(): OpenAIError {
-    return errorBody(this.message, this.type, this.code, this.param);
-  }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
 
-/** The parsed JSON body. Throws `InvalidRequest` (400) for an empty or broken body, `HttpError` 413 when too big. */
-export async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES)
-      throw new HttpError(413, `The request body is larger than ${MAX_BODY_BYTES} bytes.`, 'invalid_request_error', 'body_too_large');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw new InvalidRequest('The request body is empty: send a JSON object with `model` and `messages`.');
+/**
+ * The parsed JSON body. Throws `InvalidRequest` (400) for an empty or broken body, `HttpError` 413
+ * when too big, 408 when it does not arrive within `timeoutMs` (the connection is then closed).
+ */
+export async function readJson(req: IncomingMessage, timeoutMs = BODY_TIMEOUT_MS): Promise<unknown> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (error: HttpError) => {
+      clearTimeout(timer);
+      req.removeAllListeners('data');
+      req.resume(); // drop the rest; the server closes the connection after the answer
+      reject(error);
+    };
+    const timer = setTimeout(
+      () => fail(new HttpError(408, `The request body did not arrive within ${timeoutMs} ms.`, 'invalid_request', 'body_timeout')),
+      timeoutMs,
+    );
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES)
+        fail(new HttpError(413, `The request body is larger than ${MAX_BODY_BYTES} bytes.`, 'too_large', 'body_too_large'));
+      else chunks.push(chunk);
+    });
+    req.once('end', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+  if (text.trim() === '') throw new InvalidRequest('The request body is empty: send a JSON object.');
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -50,18 +81,27 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-/** Throws a 401 unless `Authorization: Bearer <apiKey>` (compared in constant time). No key configured: passes. */
-export function checkBearer(apiKey: string | undefined, header: string | undefined): void {
+/**
+ * Throws a 401 unless the request carries the key, as `Authorization: Bearer <key>` (OpenAI clients)
+ * or `x-api-key: <key>` (Anthropic clients), compared in constant time. No key configured: passes.
+ */
+export function checkKey(apiKey: string | undefined, headers: IncomingHttpHeaders): void {
   if (apiKey === undefined) return;
-  const value = header ?? '';
-  const given = Buffer.from(value.replace(/^Bearer\s+/i, ''));
-  const wanted = Buffer.from(apiKey);
-  if (!/^Bearer\s+/i.test(value) || given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-    throw new HttpError(
-      401,
-      'Invalid or missing API key: send `Authorization: Bearer <api_key from the gateway config>`.',
-      'invalid_request_error',
-      'invalid_api_key',
-    );
-  }
+  const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1];
+  const xApiKey = headers['x-api-key'];
+  const given = [bearer, Array.isArray(xApiKey) ? xApiKey[0] : xApiKey];
+  if (given.some((value) => value !== undefined && sameKey(value.trim(), apiKey))) return;
+  throw new HttpError(
+    401,
+    'Invalid or missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>` with the gateway key ' +
+      '(printed at its first start; `api_key` in the config).',
+    'authentication',
+    'invalid_api_key',
+  );
+}
+
+function sameKey(given: string, wanted: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(wanted);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

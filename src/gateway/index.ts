@@ -1,5 +1,6 @@
 /**
- * The OpenAI-compatible gateway: other AI tools use Backchannel sub-agents as their "model".
+ * The model-API gateway (OpenAI Chat Completions and Responses, Anthropic Messages): other AI tools
+ * use Backchannel sub-agents as their "model".
  * Electron-free; `backchannel gateway` starts it with `startGateway`, and an embedding app can pass
  * its own broker so requests show in its panel.
  *
@@ -13,6 +14,8 @@ import { TaskBroker } from '../broker/broker.js';
 import { silentLogger, type Logger } from '../broker/log.js';
 import { resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
+import { unavailableRoute } from './turn.js';
+import { Workspaces } from './workspaces.js';
 
 export {
   defaultConfigPath,
@@ -22,7 +25,8 @@ export {
   type GatewayConfig,
   type ModelRoute,
 } from './config.js';
-export { GATEWAY_HOST } from './server.js';
+export { GATEWAY_HOST, gatewayProblems } from './server.js';
+import { gatewayProblems } from './server.js';
 
 export interface StartGatewayOptions {
   /**
@@ -54,7 +58,9 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
   const ownBroker = options.broker === undefined;
-  const broker = options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger });
+  // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
+  const broker = options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } });
+  const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   try {
     await broker.ready;
     const server = await startGatewayServer({
@@ -63,6 +69,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       logger,
       limitConcurrency: !ownBroker,
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
+      ...(workspaces ? { workspaces } : {}),
     });
     const url = `http://${GATEWAY_HOST}:${server.port}`;
     let closing: Promise<void> | undefined;
@@ -75,13 +82,48 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       close() {
         closing ??= (async () => {
           await server.close();
+          workspaces?.close();
           if (ownBroker) await broker.close();
         })();
         return closing;
       },
     };
   } catch (error) {
+    workspaces?.close();
     if (ownBroker) await broker.close();
     throw error;
   }
+}
+
+/** What `backchannel gateway` prints at start: the URL, the key (in full only when new), problems, a curl line. */
+export function gatewayBanner(gateway: Pick<Gateway, 'baseURL' | 'config'>): string {
+  const { config, baseURL } = gateway;
+  const model = config.defaultModel;
+  const key =
+    config.apiKey === undefined
+      ? 'API key: none (auth: none — any local user can use this gateway)'
+      : config.keyCreated
+        ? `API key (new; saved in ${config.keyFile}, shown only this once): ${config.apiKey}`
+        : config.keyFile
+          ? `API key: in ${config.keyFile}`
+          : 'API key: api_key in the config';
+  const header =
+    config.apiKey === undefined
+      ? ''
+      : ` \\\n  -H "Authorization: Bearer ${config.keyFile ? `$(cat ${config.keyFile})` : '$BACKCHANNEL_GATEWAY_KEY'}"`;
+  const problems = gatewayProblems(config, (route) => unavailableRoute(config, route));
+  return [
+    `Backchannel gateway: ${baseURL}`,
+    `Config: ${config.source ?? 'defaults (no config file)'}`,
+    `Models: ${Object.keys(config.models).join(', ')} (default: ${model})`,
+    key,
+    ...problems.map((problem) => `Warning: ${problem}`),
+    '',
+    'Try it:',
+    `  curl -N ${baseURL}/chat/completions -H 'Content-Type: application/json'${header} \\`,
+    `    -d '{"model":"${model}","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'`,
+    '',
+    'Press Ctrl+C to stop.',
+    '',
+  ].join('\n');
 }

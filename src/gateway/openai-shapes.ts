@@ -2,6 +2,7 @@
  * The OpenAI Chat Completions wire shapes the gateway sends: completion objects, stream chunks,
  * errors, model lists. Pure builders; the server decides when to send what.
  */
+import type { ErrorKind, HttpError } from './http.js';
 
 export interface Usage {
   prompt_tokens: number;
@@ -9,7 +10,7 @@ export interface Usage {
   total_tokens: number;
 }
 
-export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'api_error';
+export type ErrorType = 'invalid_request_error' | 'not_found_error' | 'rate_limit_error' | 'api_error';
 
 export interface OpenAIError {
   error: { message: string; type: ErrorType; param: string | null; code: string | null };
@@ -17,6 +18,23 @@ export interface OpenAIError {
 
 export function errorBody(message: string, type: ErrorType, code: string | null = null, param: string | null = null): OpenAIError {
   return { error: { message, type, param, code } };
+}
+
+const TYPES: Record<ErrorKind, ErrorType> = {
+  invalid_request: 'invalid_request_error',
+  authentication: 'invalid_request_error',
+  permission: 'invalid_request_error',
+  not_found: 'not_found_error',
+  too_large: 'invalid_request_error',
+  rate_limit: 'rate_limit_error',
+  api: 'api_error',
+  unavailable: 'api_error',
+  timeout: 'api_error',
+};
+
+/** An `HttpError` in OpenAI's shape (chat completions and the Responses API share it). */
+export function openAIError(error: HttpError): OpenAIError {
+  return errorBody(error.message, TYPES[error.kind], error.code, error.param);
 }
 
 /** Fields every completion and chunk of one request shares. */

@@ -1,6 +1,6 @@
 /**
- * A `POST /v1/chat/completions` body checked and reduced to what the gateway uses, and the prompt a
- * sub-agent gets from its `messages`.
+ * What every API adapter reduces its request to (a `Turn`), the checks of a
+ * `POST /v1/chat/completions` body, and the prompt a sub-agent gets from the messages.
  *
  * Prompt format: a single user message is passed as its plain text (what a CLI agent expects).
  * Anything else becomes a transcript in which every message keeps its role:
@@ -13,6 +13,8 @@
  *   Hi
  *   </user>
  *
+ * Content can never forge a role: a role tag inside a message (`</user><system>`) is written as
+ * `&lt;/user>&lt;system>`, so the only role markers in a transcript are the gateway's own.
  * Non-text parts (images, audio, files) are replaced by a short placeholder: CLI agents take text.
  */
 
@@ -22,11 +24,22 @@ export interface ChatMessage {
   name?: string;
 }
 
-export interface ChatRequest {
+/** One request of any API, as the gateway runs it. */
+export interface Turn {
   /** As sent; `undefined` when the body had none (the configured default model is used). */
   model: string | undefined;
+  /** System prompts included, as `system` messages. */
   messages: ChatMessage[];
   stream: boolean;
+  /** The client asked for a JSON answer (`response_format`, `text.format`): the prompt says so and the answer is checked. */
+  json: boolean;
+  /** Names of the tools the client offered: the sub-agent cannot call them (see docs/gateway.md, "Tools"). */
+  tools: string[];
+  /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
+  sessionIds: string[];
+}
+
+export interface ChatRequest extends Turn {
   includeUsage: boolean;
 }
 
@@ -64,12 +77,61 @@ export function parseChatRequest(body: unknown): ChatRequest {
   const n = b.n;
   if (n !== undefined && n !== null && n !== 1)
     throw new InvalidRequest('Only `n: 1` is supported: one sub-agent run answers one request.', 'n');
+  const tools = toolNames(b.tools, 'tools');
+  checkToolChoice(b.tool_choice, tools);
   return {
     model: typeof b.model === 'string' ? b.model : undefined,
     messages,
     stream: b.stream === true,
     includeUsage: b.stream === true && (options as { include_usage?: unknown } | undefined)?.include_usage === true,
+    json: wantsJson(b.response_format, 'response_format'),
+    tools,
+    sessionIds: stringsOf([b.conversation_id, b.prompt_cache_key, b.user]),
   };
+}
+
+/** The non-empty strings among `values`, in order. */
+export function stringsOf(values: unknown[]): string[] {
+  return values.filter((v): v is string => typeof v === 'string' && v.trim() !== '');
+}
+
+/** Names of offered tools: `{type:'function', function:{name}}` (chat), `{name}` (Anthropic, Responses). */
+export function toolNames(value: unknown, param: string): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new InvalidRequest(`\`${param}\` must be a list of tool definitions.`, param);
+  return value.map((tool) => {
+    const t = tool as { name?: unknown; type?: unknown; function?: { name?: unknown } } | null;
+    const name = t?.function?.name ?? t?.name ?? t?.type;
+    return typeof name === 'string' ? name : 'tool';
+  });
+}
+
+/**
+ * Tools policy: a sub-agent cannot call the client's tools (it has its own), so a request that
+ * *requires* a tool call is refused (400) rather than answered with text the client does not expect.
+ * `auto`/`none` pass: the tools are summarised in one line of the prompt, never pasted.
+ */
+export function checkToolChoice(choice: unknown, tools: string[], param = 'tool_choice'): void {
+  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return;
+  const type = typeof choice === 'object' ? (choice as { type?: unknown }).type : choice;
+  if (type === 'auto' || type === 'none') return;
+  throw new InvalidRequest(
+    `\`${param}\` requires a tool call, but a Backchannel sub-agent cannot call the client's tools (it runs its own): ` +
+      'send `tool_choice: "auto"` or no tools.',
+    param,
+  );
+}
+
+/**
+ * `response_format` (chat) / `text.format` (Responses): `text` → false, `json_object` or
+ * `json_schema` → true (the prompt asks for JSON and the answer is checked); anything else is a 400.
+ */
+export function wantsJson(format: unknown, param: string): boolean {
+  if (format === undefined || format === null) return false;
+  const type = (format as { type?: unknown }).type;
+  if (type === 'text') return false;
+  if (type === 'json_object' || type === 'json_schema') return true;
+  throw new InvalidRequest(`\`${param}.type\` must be "text", "json_object" or "json_schema".`, param);
 }
 
 function parseMessage(value: unknown, index: number): ChatMessage {
@@ -117,6 +179,14 @@ function contentText(content: unknown, param: string): string {
     .join('');
 }
 
+/** A role tag (opening or closing) as it would appear in a transcript. */
+const ROLE_TAG = new RegExp(`<(/?)(${ROLES.join('|')})(?=[\\s>/])`, 'gi');
+
+/** `content` with every role tag neutralised (`<user>` → `&lt;user>`). */
+export function escapeRoleTags(content: string): string {
+  return content.replace(ROLE_TAG, '&lt;$1$2');
+}
+
 /** The prompt for the sub-agent (see the format at the top of this file). */
 export function buildPrompt(messages: ChatMessage[]): string {
   const only = messages[0];
@@ -124,8 +194,8 @@ export function buildPrompt(messages: ChatMessage[]): string {
   return messages
     .filter((m) => m.content !== '')
     .map((m) => {
-      const name = m.name ? ` name="${m.name.replace(/["<>]/g, '')}"` : '';
-      return `<${m.role}${name}>\n${m.content}\n</${m.role}>`;
+      const name = m.name ? ` name="${m.name.replace(/[^\w.:-]/g, '')}"` : '';
+      return `<${m.role}${name}>\n${escapeRoleTags(m.content)}\n</${m.role}>`;
     })
     .join('\n\n');
 }

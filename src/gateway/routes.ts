@@ -6,12 +6,15 @@
  * nothing (404).
  *
  * What an agent receives as its task input:
- *   cursor-cli template: `{prompt, model?, bin, allow_writes}` (its documented input);
- *   a configured command: `{prompt, messages, model}` — the prompt built from `messages`, the
- *     messages themselves for agents that want the roles, and the requested model name.
+ *   cursor-cli / claude-code template: `{prompt, model?, bin?, allow_writes, resume?}` (their documented input);
+ *   a configured command: `{prompt, messages, allow_writes, model?, gateway_model, resume?}` — the prompt
+ *     built from `messages`, the messages themselves for agents that want the roles.
+ * `model` is only set when the config maps one (`cli_model`): the name a client asked for is the
+ * gateway's route, not the agent's model (it goes in `gateway_model`). Writes are off unless the
+ * route's `allow_writes` says otherwise.
  */
 import type { TaskSpec } from '../model/task.js';
-import { cursorTemplatePath, type GatewayConfig, type ModelRoute } from './config.js';
+import { templatePath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
 
 /** Longest label shown in the panel for a request. */
@@ -29,6 +32,12 @@ export interface RequestTask {
   prompt: string;
   messages: ChatMessage[];
   stream: boolean;
+  /** The agent's own session id to resume (from the gateway's session registry). */
+  resume?: string;
+  /** Working directory (a session's workspace), else the route's or the config's. */
+  cwd?: string;
+  /** Extra tags (the API, the hashed session key). */
+  tags?: Record<string, string>;
 }
 
 export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
@@ -37,22 +46,20 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
   const oneLine = lastUser.replace(/\s+/g, ' ').trim();
   const label = `gateway ${request.model}: ${oneLine.length > LABEL_PROMPT_CHARS ? `${oneLine.slice(0, LABEL_PROMPT_CHARS)}…` : oneLine}`;
   const common = {
-    cwd: route.cwd ?? config.workspace,
+    cwd: request.cwd ?? route.cwd ?? config.workspace,
     env: route.env,
     label,
     // One request, one run: a retry would re-spend tokens the client never sees (it retries itself).
     retries: 0,
-    tags: { source: 'gateway', model: request.model, stream: String(request.stream) },
+    tags: { source: 'gateway', model: request.model, stream: String(request.stream), ...request.tags },
   };
-  if (route.kind === 'cursor-cli') {
-    const input: Record<string, unknown> = { prompt: request.prompt, bin: config.cursorCliPath, allow_writes: route.allowWrites };
-    if (route.cliModel) input.model = route.cliModel;
-    return { ...common, command: cursorTemplatePath(), args: [], input };
+  const input: Record<string, unknown> = { prompt: request.prompt, allow_writes: route.allowWrites };
+  if (route.cliModel) input.model = route.cliModel;
+  if (request.resume) input.resume = request.resume;
+  if (route.kind === 'command') {
+    Object.assign(input, { messages: request.messages, gateway_model: request.model });
+    return { ...common, command: route.command, args: route.args, input };
   }
-  return {
-    ...common,
-    command: route.command,
-    args: route.args,
-    input: { prompt: request.prompt, messages: request.messages, model: request.model },
-  };
+  if (route.kind === 'cursor-cli') input.bin = config.cursorCliPath;
+  return { ...common, command: templatePath(route.kind), args: [], input };
 }

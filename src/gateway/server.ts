@@ -1,30 +1,42 @@
 /**
- * The gateway's HTTP server on 127.0.0.1: routing, who may call, the model list and health. The
- * completions themselves are in ./chat-completions.ts.
+ * The gateway's HTTP server on 127.0.0.1: routing, who may call, bounds, the model list and health.
+ * Each model API is a small adapter (body → `Turn`, answer → its wire format) over ./turn.ts:
  *
- *   POST /v1/chat/completions   stream (SSE chunks, `[DONE]`) or one `chat.completion`
- *   GET  /v1/models             configured models, plus the Cursor CLI's own when it lists them
- *   GET  /v1/models/<id>
- *   GET  /health                `{"status":"ok", agent_cli: {available, path}, …}` (no key needed)
+ *   POST /v1/chat/completions        OpenAI Chat Completions (./chat-completions.ts)
+ *   POST /v1/responses               OpenAI Responses (./responses.ts)
+ *   POST /v1/messages                Anthropic Messages (./anthropic-messages.ts)
+ *   POST /v1/messages/count_tokens   an estimate
+ *   GET  /v1/models, /v1/models/<id> configured models, plus the Cursor CLI's own when it lists them
+ *   GET  /health                     `{"status":"ok"|"degraded", agent_cli, problems, …}` (no key needed)
  *
- * Every request passes, in order: `Host` is a loopback name and our port, and a browser `Origin`, if
- * any, is ours (403: no DNS rebinding, no cross-site calls); then the bearer key when one is
- * configured (401).
+ * Every request passes, in order: `Host` is a loopback name and our port, a browser `Origin`, if
+ * any, is ours, and `Sec-Fetch-Site`, if any, is not cross-site (403: no DNS rebinding, no
+ * cross-site calls); then the key (401); a POST must be `application/json` (415). Bounds: headers
+ * within 10 s, a body within 30 s (408) and 16 MiB (413), at most `max_connections` connections,
+ * at most `max_queued` requests waiting (429 with `Retry-After`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TaskBroker } from '../broker/broker.js';
 import { isAllowedHost, isAllowedOrigin } from '../hosts/http/security.js';
+import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS } from '../hosts/request-task/index.js';
 import type { Logger } from '../broker/log.js';
-import { createChatHandler } from './chat-completions.js';
+import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
+import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
 import type { GatewayConfig } from './config.js';
 import { CliModelCache, findExecutable } from './cursor-cli.js';
-import { checkBearer, HttpError, sendJson } from './http.js';
-import { modelEntry, sseEvent } from './openai-shapes.js';
+import { checkKey, HttpError, readJson, sendJson } from './http.js';
+import { modelEntry, openAIError } from './openai-shapes.js';
+import { InvalidRequest, type Turn } from './request.js';
+import { responsesTurn, responsesWriter, sendResponsesError } from './responses.js';
 import { routeFor } from './routes.js';
+import { createTurnRunner, type TurnWriter } from './turn.js';
+import type { Workspaces } from './workspaces.js';
 
 /** Never reachable from the network: requests start processes on this machine. */
 export const GATEWAY_HOST = '127.0.0.1';
+/** A client gets this long to send its headers (slowloris). */
+export const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface GatewayServerOptions {
   broker: TaskBroker;
@@ -34,6 +46,7 @@ export interface GatewayServerOptions {
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */
   keepAliveMs?: number;
+  workspaces?: Workspaces;
 }
 
 export interface GatewayServer {
@@ -42,14 +55,64 @@ export interface GatewayServer {
   close(): Promise<void>;
 }
 
+/** One model API: its body → a `Turn`, its writer, its error shape. */
+interface ModelApi {
+  name: string;
+  parse(body: unknown, req: IncomingMessage): Turn;
+  writer(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter;
+  sendError(res: ServerResponse, error: HttpError, task: undefined): void;
+}
+
+/** The model APIs by route: adding an API is one entry and one adapter file. */
+const APIS: Record<string, ModelApi> = {
+  'POST /v1/chat/completions': {
+    name: 'chat',
+    parse: (body, req) => chatTurn(body, req.headers),
+    writer: (res, turn, model, keepAliveMs) => chatWriter(res, turn as ReturnType<typeof chatTurn>, model, keepAliveMs),
+    sendError: sendOpenAIError,
+  },
+  'POST /v1/responses': {
+    name: 'responses',
+    parse: (body, req) => responsesTurn(body, req.headers),
+    writer: responsesWriter,
+    sendError: sendResponsesError,
+  },
+  'POST /v1/messages': {
+    name: 'messages',
+    parse: (body, req) => messagesTurn(body, req.headers),
+    writer: messagesWriter,
+    sendError: sendAnthropicError,
+  },
+};
+
+/** What keeps configured models from running (a missing CLI), one line each with the fix. */
+export function gatewayProblems(
+  config: GatewayConfig,
+  unavailable: (route: GatewayConfig['models'][string]) => string | undefined,
+): string[] {
+  const problems = Object.entries(config.models).map(([name, route]) => {
+    const why = unavailable(route);
+    return why === undefined ? undefined : `model \`${name}\`: ${why}`;
+  });
+  return [...new Set(problems.filter((p): p is string => p !== undefined))];
+}
+
+/** A thrown error as the status and message a client gets. */
+function asHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof InvalidRequest) return new HttpError(400, error.message, 'invalid_request', 'invalid_request', error.param);
+  return new HttpError(500, `internal error: ${(error as Error).message}`, 'api', 'internal_error');
+}
+
 export async function startGatewayServer(options: GatewayServerOptions): Promise<GatewayServer> {
   const { broker, config, logger } = options;
+  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const cliModels = new CliModelCache(config.cursorCliPath, config.cliModelsTimeoutMs);
-  const chat = createChatHandler({
+  const turns = createTurnRunner({
     broker,
     config,
     limitConcurrency: options.limitConcurrency,
-    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+    ...(options.workspaces ? { workspaces: options.workspaces } : {}),
     async resolveModel(model) {
       return routeFor(config, model, []) ?? (config.listCliModels ? routeFor(config, model, await cliModels.get()) : undefined);
     },
@@ -64,33 +127,48 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     req.socket.setNoDelay(true);
     const started = Date.now();
     res.on('finish', () => logger.info(`${req.method} ${req.url} → ${res.statusCode} in ${Date.now() - started} ms`));
+    const anthropic = (req.url ?? '').startsWith('/v1/messages');
     handle(req, res).catch((error: unknown) => {
-      const e =
-        error instanceof HttpError
-          ? error
-          : new HttpError(500, `internal error: ${(error as Error).message}`, 'api_error', 'internal_error');
-      if (!(error instanceof HttpError)) logger.error('gateway: unexpected error', error);
-      if (!res.headersSent) sendJson(res, e.status, e.body);
-      else if (!res.writableEnded) res.end(sseEvent(e.body));
+      const e = asHttpError(error);
+      if (!(error instanceof HttpError) && !(error instanceof InvalidRequest)) logger.error('gateway: unexpected error', error);
+      if (e.status === 408 || e.status === 413) res.setHeader('Connection', 'close');
+      if (!res.headersSent) (anthropic ? sendAnthropicError : sendOpenAIError)(res, e, undefined);
+      else if (!res.writableEnded) res.end(`data: ${JSON.stringify(openAIError(e))}\n\n`);
     });
   });
-  // Streams may legitimately run for minutes; the request timeout is the gateway's own.
+  // Streams may legitimately run for minutes: the request deadline is the gateway's own, the body's
+  // is readJson's; headers must come quickly.
   server.requestTimeout = 0;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.maxConnections = config.maxConnections;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!isAllowedHost(req.headers.host, port) || !isAllowedOrigin(req.headers.origin, port)) {
+    const fetchSite = req.headers['sec-fetch-site'];
+    if (!isAllowedHost(req.headers.host, port) || !isAllowedOrigin(req.headers.origin, port) || fetchSite === 'cross-site') {
       throw new HttpError(
         403,
         'Requests must come from this machine (Host 127.0.0.1 or localhost, no cross-site Origin).',
-        'invalid_request_error',
+        'permission',
         'forbidden',
       );
     }
     const url = new URL(req.url ?? '/', `http://${GATEWAY_HOST}`);
     const route = `${req.method} ${url.pathname.replace(/\/+$/, '') || '/'}`;
     if (route === 'GET /health') return health(res);
-    checkBearer(config.apiKey, req.headers.authorization);
-    if (route === 'POST /v1/chat/completions') return chat.handle(req, res);
+    checkKey(config.apiKey, req.headers);
+    const api = APIS[route];
+    if (api || route === 'POST /v1/messages/count_tokens') {
+      const type = req.headers['content-type'] ?? '';
+      if (!/^application\/json\b/i.test(type))
+        throw new HttpError(
+          415,
+          `Send the body as \`Content-Type: application/json\` (got \`${type || 'none'}\`).`,
+          'invalid_request',
+          'unsupported_media_type',
+        );
+    }
+    if (api) return answer(api, req, res);
+    if (route === 'POST /v1/messages/count_tokens') return sendJson(res, 200, countTokens(messagesTurn(await readJson(req), req.headers)));
     if (route === 'GET /v1/models') return sendJson(res, 200, { object: 'list', data: await models() });
     if (req.method === 'GET' && url.pathname.startsWith('/v1/models/')) {
       const id = decodeURIComponent(url.pathname.slice('/v1/models/'.length));
@@ -99,7 +177,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         throw new HttpError(
           404,
           `The model \`${id}\` does not exist here. GET /v1/models lists the models.`,
-          'not_found_error',
+          'not_found',
           'model_not_found',
           'model',
         );
@@ -107,22 +185,33 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     }
     throw new HttpError(
       404,
-      `Unknown endpoint ${route}. This gateway serves POST /v1/chat/completions, GET /v1/models and GET /health.`,
-      'not_found_error',
+      `Unknown endpoint ${route}. This gateway serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models and GET /health.`,
+      'not_found',
       'unknown_url',
     );
   }
 
+  async function answer(api: ModelApi, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const abort = abortOnDisconnect(res);
+    const turn = api.parse(await readJson(req), req);
+    const writer = api.writer(res, turn, turn.model ?? config.defaultModel, keepAliveMs);
+    await turns.run(turn, abort, writer, api.name);
+  }
+
+  /** `degraded` (still 200: the gateway itself is up) when a configured model's CLI is missing, with the hint. */
   function health(res: ServerResponse): void {
     const path = findExecutable(config.cursorCliPath);
     const stats = broker.stats();
+    const problems = gatewayProblems(config, turns.unavailable);
     sendJson(res, 200, {
-      status: 'ok',
+      status: problems.length === 0 ? 'ok' : 'degraded',
+      problems,
       agent_cli: { available: path !== undefined, path: path ?? config.cursorCliPath },
       models: Object.keys(config.models),
       default_model: config.defaultModel,
       max_concurrent: config.maxConcurrent,
-      requests: chat.inFlight,
+      requests: turns.inFlight,
+      sessions: turns.sessions,
       tasks: { running: stats.running, queued: stats.queued },
     });
   }
@@ -150,7 +239,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        await chat.shutdown();
+        await turns.shutdown();
         server.closeAllConnections();
         await stopped;
       })();

@@ -11,7 +11,7 @@ const BIN = path.join(ROOT, 'bin/backchannel.js');
 function start(args: string[], dir: string) {
   const child = spawn(process.execPath, [BIN, 'gateway', ...args], {
     cwd: dir,
-    env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc') },
+    env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc'), XDG_CONFIG_HOME: path.join(dir, 'config') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -41,7 +41,7 @@ describe('backchannel gateway', () => {
     expect(run.err()).toContain('nope.yaml');
   });
 
-  test('prints the base URL and a curl example, answers requests, and stops on SIGINT', async () => {
+  test('prints the base URL, its new key once and a curl example, answers requests with the key, and stops on SIGINT', async () => {
     const dir = tempDir('bc-gwcli-');
     const config = path.join(dir, 'config.yaml');
     fs.writeFileSync(config, `default_model: echo\nmodels: ${JSON.stringify(standinModels(dir))}\n`);
@@ -50,8 +50,14 @@ describe('backchannel gateway', () => {
     const baseURL = /Backchannel gateway: (\S+)/.exec(run.out())?.[1];
     expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     expect(run.out()).toContain(`curl -N ${baseURL}/chat/completions`);
+    const keyFile = path.join(dir, 'config/backchannel/gateway-key');
+    const key = fs.readFileSync(keyFile, 'utf8').trim();
+    expect(run.out()).toContain(`API key (new; saved in ${keyFile}, shown only this once): ${key}`);
+    expect(run.out()).toContain(`-H "Authorization: Bearer $(cat ${keyFile})"`);
 
-    const res = await raw(`${baseURL}/chat/completions`, { messages: [{ role: 'user', content: 'cli' }] });
+    const body = { messages: [{ role: 'user', content: 'cli' }] };
+    expect((await raw(`${baseURL}/chat/completions`, body)).status).toBe(401);
+    const res = await raw(`${baseURL}/chat/completions`, body, { headers: { Authorization: `Bearer ${key}` } });
     expect(res.json.choices[0].message.content).toBe('Hello: cli');
 
     run.child.kill('SIGINT');

@@ -9,12 +9,15 @@ import { buildPrompt, InvalidRequest, parseChatRequest } from '../../src/gateway
 import { tempDir } from '../helpers/core.js';
 
 describe('config', () => {
-  test('with no file at the default path, every default applies', () => {
+  test('with no file at the default path, every default applies, and a key is generated once (0600)', () => {
     const home = process.env.HOME;
-    process.env.HOME = tempDir(); // os.homedir() reads it
+    const dir = tempDir();
+    process.env.HOME = dir; // os.homedir() reads it
     let config;
+    let again;
     try {
       config = loadGatewayConfig(undefined, {});
+      again = loadGatewayConfig(undefined, {});
     } finally {
       process.env.HOME = home;
     }
@@ -28,8 +31,28 @@ describe('config', () => {
       listCliModels: true,
       models: { 'cursor-cli': { kind: 'cursor-cli', allowWrites: false } },
     });
-    expect(config.apiKey).toBeUndefined();
+    const keyFile = path.join(dir, '.config/backchannel/gateway-key');
+    expect(config).toMatchObject({ keyFile, keyCreated: true, auth: 'key', maxQueued: 20, maxConnections: 64 });
+    expect(config.apiKey).toMatch(/^bc-[0-9a-f]{48}$/);
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(again).toMatchObject({ apiKey: config.apiKey, keyCreated: false });
+    expect(loadGatewayConfig(undefined, { XDG_CONFIG_HOME: path.join(dir, 'x') }).keyFile).toBe(
+      path.join(dir, 'x/backchannel/gateway-key'),
+    );
     expect(fs.existsSync(cursorTemplatePath())).toBe(true);
+  });
+
+  test('a generated key file others can read, or a symlink, is refused; auth: none turns the key off', () => {
+    const dir = tempDir();
+    const loose = path.join(dir, 'loose');
+    fs.writeFileSync(loose, 'k\n', { mode: 0o644 });
+    expect(() => loadGatewayConfig(undefined, { BACKCHANNEL_GATEWAY_KEY_FILE: loose, HOME: dir })).toThrow(/chmod 600/);
+    fs.symlinkSync(loose, path.join(dir, 'link'));
+    expect(() => loadGatewayConfig(undefined, { BACKCHANNEL_GATEWAY_KEY_FILE: path.join(dir, 'link') })).toThrow(/ELOOP|symbolic/);
+    const file = path.join(dir, 'config.yaml');
+    fs.writeFileSync(file, 'auth: none\n');
+    expect(loadGatewayConfig(file, { BACKCHANNEL_GATEWAY_KEY_FILE: path.join(dir, 'never') }).apiKey).toBeUndefined();
+    expect(fs.existsSync(path.join(dir, 'never'))).toBe(false);
   });
 
   test('a YAML file sets models, key and limits; relative paths are resolved against the file', () => {
@@ -67,6 +90,7 @@ describe('config', () => {
       kind: 'command',
       command: path.join(dir, 'agents/mine.mjs'),
       args: ['--verbose'],
+      allowWrites: false,
       env: { LEVEL: '3' },
     });
   });
@@ -82,7 +106,10 @@ describe('config', () => {
     [{ prot: 1 }, /unknown config key\(s\): prot/],
     [{ models: { x: { command: 'a', template: 'cursor-cli' } } }, /either `command` or `template`/],
     [{ models: { x: { args: 'no', command: 'a' } } }, /models\.x\.args/],
-    [{ models: { x: { template: 'claude' } } }, /only "cursor-cli"/],
+    [{ models: { x: { template: 'claude' } } }, /"cursor-cli" and "claude-code" are built in/],
+    [{ auth: 'maybe' }, /`auth` to be one of key, none/],
+    [{ side_requests: '' }, /side_requests/],
+    [{ sessions: { ttl: 1 } }, /unknown key\(s\) in `sessions`/],
   ])('rejects %j', (raw, message) => {
     expect(() => resolveGatewayConfig(raw)).toThrow(GatewayConfigError);
     expect(() => resolveGatewayConfig(raw)).toThrow(message);

@@ -54,16 +54,16 @@ describe('the cursor-cli template behind the gateway', () => {
       const content = chunk.choices[0]?.delta.content;
       if (content) deltas.push(content);
     }
-    expect(deltas).toEqual(SEGMENTS);
+    expect(deltas).toEqual([SEGMENTS[0], `\n\n${SEGMENTS[1]}`]); // a new segment is set off by a blank line
     const argv = JSON.parse(fs.readFileSync(path.join(dir, 'normal.argv.json'), 'utf8'));
     expect(argv.argv).toEqual(expect.arrayContaining(['-p', 'Summarise README.md', '--output-format', 'stream-json', '--trust']));
     expect(argv.argv).not.toContain('--force');
   });
 
-  test('answers a non-streamed request with the result text', async () => {
+  test('answers a non-streamed request with the same text a stream gets', async () => {
     const { openai } = await gatewayWithCursor();
     const answer = await openai.chat.completions.create({ model: 'cursor-cli', messages: [{ role: 'user', content: 'hi' }] });
-    expect(answer.choices[0]!.message.content).toBe(SEGMENTS.join(''));
+    expect(answer.choices[0]!.message.content).toBe(SEGMENTS.join('\n\n'));
     expect(answer.usage!.total_tokens).toBeGreaterThan(0);
   });
 
@@ -89,13 +89,17 @@ describe('the cursor-cli template behind the gateway', () => {
     expect(res.json.error.message).toMatch(/agent login/);
   });
 
-  test('a missing CLI is a 500 saying how to install it, and /health says it is unavailable', async () => {
+  test('a missing CLI is a 503 saying how to install it, before any task, and /health says degraded', async () => {
     const { gateway } = await gatewayWithCursor({ cursor_cli_path: '/nonexistent/agent' });
     const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'cursor-cli', messages: userMessage('hi') });
-    expect(res.status).toBe(500);
-    expect(res.json.error.message).toMatch(/not found.*Install/s);
+    expect(res.status).toBe(503);
+    expect(res.json.error).toMatchObject({ type: 'api_error', code: 'agent_unavailable' });
+    expect(res.json.error.message).toMatch(/not installed: install it with `curl https:\/\/cursor.com\/install/);
+    expect(gateway.broker.tasks()).toEqual([]);
     const health = await raw(`${gateway.url}/health`);
-    expect(health.json).toMatchObject({ status: 'ok', agent_cli: { available: false, path: '/nonexistent/agent' } });
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ status: 'degraded', agent_cli: { available: false, path: '/nonexistent/agent' } });
+    expect(health.json.problems[0]).toMatch(/^model `cursor-cli`: The Cursor CLI .* is not installed/);
   });
 
   test("the CLI's first token reaches the client within milliseconds", async () => {
@@ -154,8 +158,8 @@ describe('models and health', () => {
 
   test("a model from the CLI's list runs the template with --model", async () => {
     const dir = tempDir('bc-gwc-');
-    process.env.STANDIN_ARGV_FILE = path.join(dir, 'argv.json'); // CLI models get the gateway's environment
-    const gateway = await startTestGateway({ cursor_cli_path: AGENT }, { dir });
+    process.env.STANDIN_ARGV_FILE = path.join(dir, 'argv.json'); // CLI models get what env_allow lets through
+    const gateway = await startTestGateway({ cursor_cli_path: AGENT, env_allow: ['STANDIN_*'] }, { dir });
     const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'gpt-5', messages: userMessage('hi') });
     expect(res.status).toBe(200);
     const { argv } = JSON.parse(fs.readFileSync(path.join(dir, 'argv.json'), 'utf8'));
@@ -175,6 +179,7 @@ describe('models and health', () => {
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({
       status: 'ok',
+      problems: [],
       agent_cli: { available: true, path: AGENT },
       default_model: 'cursor-cli',
       max_concurrent: 5,

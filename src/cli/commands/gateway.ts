@@ -5,17 +5,20 @@ import { defaultConfigPath } from '../../gateway/config.js';
 
 const HELP = `Usage: backchannel gateway [options]
 
-Serves the OpenAI Chat Completions API on 127.0.0.1, so tools that speak it (OpenCode, the openai
-client, curl) can use Backchannel sub-agents as their model. Each request runs as one task; by
-default the cursor-cli template answers (the Cursor CLI \`agent\`, logged in or CURSOR_API_KEY).
+Serves the OpenAI Chat Completions and Responses APIs and the Anthropic Messages API on 127.0.0.1,
+so tools that speak them (Claude Code, Codex, OpenCode, the openai and @anthropic-ai/sdk clients,
+curl) can use Backchannel sub-agents as their model. Each request runs as one task; by default the
+cursor-cli template answers (the Cursor CLI \`agent\`, logged in or CURSOR_API_KEY). Clients send
+the key printed at the first start (kept in ~/.config/backchannel/gateway-key).
 
 Options:
   --port <n>        port to listen on; 0 picks a free one (default: the config's, else 8976)
   --config <path>   YAML config (default: ${defaultConfigPath()}, optional)
   -h, --help        show this help
 
-Config keys: port, api_key, default_model, request_timeout_ms, max_concurrent, cursor_cli_path,
-workspace, models, list_cli_models (see docs/gateway.md).
+Config keys: port, api_key, auth, default_model, request_timeout_ms, max_concurrent, max_queued,
+max_connections, cursor_cli_path, workspace, env_allow, side_requests, client_system_prompt,
+sessions, session_workspaces, workspaces_dir, models, list_cli_models (see docs/gateway.md).
 
 Stop with Ctrl+C: running requests are cancelled and their processes stopped.`;
 
@@ -37,7 +40,7 @@ export const command: CliCommand = {
       return usageError(`backchannel gateway: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
     }
 
-    const { loadGatewayConfig, startGateway } = await import('../../gateway/index.js');
+    const { loadGatewayConfig, startGateway, gatewayBanner } = await import('../../gateway/index.js');
     const { createHeadlessLogger } = await import('../../broker/log.js');
     let gateway;
     try {
@@ -50,24 +53,7 @@ export const command: CliCommand = {
       process.stderr.write(`backchannel gateway: ${e.message}${hint}\n`);
       return EXIT.failed;
     }
-    const { config } = gateway;
-    const model = config.defaultModel;
-    const auth = config.apiKey === undefined ? '' : ` \\\n  -H "Authorization: Bearer $BACKCHANNEL_GATEWAY_KEY"`;
-    process.stdout.write(
-      [
-        `Backchannel gateway: ${gateway.baseURL}`,
-        `Config: ${config.source ?? 'defaults (no config file)'}`,
-        `Models: ${Object.keys(config.models).join(', ')} (default: ${model})`,
-        config.apiKey === undefined ? 'API key: none needed (listening on 127.0.0.1 only)' : 'API key: required (api_key in the config)',
-        '',
-        'Try it:',
-        `  curl -N ${gateway.baseURL}/chat/completions -H 'Content-Type: application/json'${auth} \\`,
-        `    -d '{"model":"${model}","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'`,
-        '',
-        'Press Ctrl+C to stop.',
-        '',
-      ].join('\n'),
-    );
+    process.stdout.write(gatewayBanner(gateway));
 
     return runUntilSignal('gateway', 'running requests', () => gateway.close());
   },

@@ -14,6 +14,8 @@ export { describeFailure, type DescribeFailureContext, type TaskFailure } from '
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
 export {
   createRequestTaskRunner,
+  QueueFullError,
+  RETRY_AFTER_SECONDS,
   type CancelWhy,
   type RequestTask,
   type RequestTaskOptions,

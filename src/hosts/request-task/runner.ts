@@ -9,6 +9,9 @@
  * - with `maxConcurrent`, at most that many of this front-end's tasks run at once (a shared broker's
  *   own concurrency is not ours to set); the others wait in a queue, none is dropped. A slot is freed
  *   once the task's processes are gone, not when its answer is sent;
+ * - with `maxWaiting`, a request that would make more than that many wait for a slot (this
+ *   front-end's limiter or the broker's queue) is refused at once with a {@link QueueFullError}
+ *   (HTTP front-ends answer 429 with its `retryAfterSeconds`): a burst cannot grow memory without bound;
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
@@ -27,8 +30,22 @@ export interface RequestTaskRunnerOptions {
   timeoutMs: number;
   /** Cap on this front-end's running tasks; without it, the broker's own queue decides. */
   maxConcurrent?: number;
+  /** Cap on requests waiting for a slot; beyond it `start()` throws a {@link QueueFullError}. */
+  maxWaiting?: number;
   /** Who is shutting down, in the cancel reason the panel shows. @default 'the server' */
   name?: string;
+}
+
+/** Seconds a refused client is told to wait: about one short agent run. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** `start()` refused a request: too many are already waiting. */
+export class QueueFullError extends Error {
+  override readonly name = 'QueueFullError';
+  readonly retryAfterSeconds = RETRY_AFTER_SECONDS;
+  constructor(waiting: number) {
+    super(`${waiting} requests are already waiting for a sub-agent; try again in ${RETRY_AFTER_SECONDS} s.`);
+  }
 }
 
 export interface RequestTaskOptions {
@@ -62,6 +79,12 @@ export interface RequestTaskRunner {
 interface Entry {
   abort: AbortController;
   finished: Promise<unknown>;
+  task?: TaskHandle;
+}
+
+/** Not running yet: waiting in this front-end's limiter or in the broker's queue. */
+function isWaiting(entry: Entry): boolean {
+  return entry.task === undefined || entry.task.snapshot().state === 'queued';
 }
 
 export function createRequestTaskRunner(options: RequestTaskRunnerOptions): RequestTaskRunner {
@@ -92,6 +115,10 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
   }
 
   function start({ spec, abort, onUpdate }: RequestTaskOptions): RequestTask {
+    if (options.maxWaiting !== undefined) {
+      const waiting = [...inFlight].filter(isWaiting).length;
+      if (waiting >= options.maxWaiting) throw new QueueFullError(waiting);
+    }
     const { signal } = abort;
     const why = () => signal.reason as CancelWhy | undefined;
     const timer = setTimeout(() => abort.abort('timeout' satisfies CancelWhy), timeoutMs);
@@ -105,6 +132,7 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
       let unsubscribe: (() => void) | undefined;
       try {
         task = await submit(spec, signal);
+        entry.task = task;
         entry.finished = task.finished;
         if (signal.aborted) task.cancel(cancelReasons[why()!]);
         const submitted = task;

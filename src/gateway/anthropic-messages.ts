@@ -1,0 +1,189 @@
+/**
+ * `POST /v1/messages` and `POST /v1/messages/count_tokens` (Anthropic Messages API), for Claude Code
+ * (`ANTHROPIC_BASE_URL`) and the official `@anthropic-ai/sdk`: the body → a `Turn`, and the answer as
+ * Anthropic's SSE events or one `message`. The run itself is ./turn.ts.
+ *
+ * Stream: `message_start`, `content_block_start`, `ping`, `content_block_delta` (text_delta) …,
+ * `content_block_stop`, `message_delta` (stop_reason `end_turn`, usage), `message_stop`; an error
+ * after the start is one `error` event. Errors before it: the status and
+ * `{"type":"error","error":{"type","message"}}`. `anthropic-version`/`anthropic-beta` are accepted
+ * and not needed; `thinking`, `max_tokens`, `temperature` and the like have no meaning for a
+ * sub-agent and are ignored. `count_tokens` is an estimate (about four characters per token), not
+ * a tokenizer's count.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { TaskHandle } from '../broker/broker.js';
+import { SseResponder } from '../hosts/request-task/index.js';
+import { sendJson, type ErrorKind, type HttpError } from './http.js';
+import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
+import { headerSessionIds } from './sessions.js';
+import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+
+const TYPES: Record<ErrorKind, string> = {
+  invalid_request: 'invalid_request_error',
+  authentication: 'authentication_error',
+  permission: 'permission_error',
+  not_found: 'not_found_error',
+  too_large: 'request_too_large',
+  rate_limit: 'rate_limit_error',
+  api: 'api_error',
+  unavailable: 'overloaded_error',
+  timeout: 'timeout_error',
+};
+
+export function anthropicError(error: HttpError) {
+  return { type: 'error', error: { type: TYPES[error.kind], message: error.message } };
+}
+
+export function sendAnthropicError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {
+  if (task) res.setHeader(TASK_ID_HEADER, task.id);
+  sendJson(res, error.status, anthropicError(error), error.headers);
+}
+
+/** The body as a `Turn` (400 `InvalidRequest` otherwise). */
+export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidRequest('The request body must be a JSON object.');
+  const b = body as Record<string, unknown>;
+  if (b.model !== undefined && (typeof b.model !== 'string' || b.model.trim() === ''))
+    throw new InvalidRequest('model: must be a non-empty string.', 'model');
+  if (!Array.isArray(b.messages) || b.messages.length === 0)
+    throw new InvalidRequest('messages: a non-empty list of {role, content} is required.', 'messages');
+  const messages: ChatMessage[] = [];
+  const system = blocksText(b.system, 'system');
+  if (system !== '') messages.push({ role: 'system', content: system });
+  b.messages.forEach((m, i) => {
+    const message = m as { role?: unknown; content?: unknown } | null;
+    if (message?.role !== 'user' && message?.role !== 'assistant')
+      throw new InvalidRequest(`messages.${i}.role: must be "user" or "assistant".`, `messages.${i}.role`);
+    messages.push({ role: message.role, content: blocksText(message.content, `messages.${i}.content`) });
+  });
+  if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');
+  const tools = toolNames(b.tools, 'tools');
+  checkToolChoice(b.tool_choice, tools);
+  const userId = (b.metadata as { user_id?: unknown } | undefined)?.user_id;
+  return {
+    model: typeof b.model === 'string' ? b.model : undefined,
+    messages,
+    stream: b.stream === true,
+    json: false,
+    tools,
+    sessionIds: [...headerSessionIds(headers), ...stringsOf([userId])],
+  };
+}
+
+/** `count_tokens`: an estimate of the prompt's tokens (about four characters per token). */
+export function countTokens(turn: Turn): { input_tokens: number } {
+  const chars = turn.messages.reduce((sum, m) => sum + m.content.length, 0);
+  return { input_tokens: Math.ceil(chars / 4) };
+}
+
+/** A string, or content blocks: text kept, tool calls and results as one line each, the rest a placeholder. */
+function blocksText(value: unknown, param: string): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) throw new InvalidRequest(`${param}: must be a string or a list of content blocks.`, param);
+  return value
+    .map((block) => {
+      const b = block as { type?: unknown; text?: unknown; name?: unknown; input?: unknown; content?: unknown } | null;
+      if (b?.type === 'text' && typeof b.text === 'string') return b.text;
+      if (b?.type === 'tool_use') return `[called ${String(b.name)}(${JSON.stringify(b.input ?? {})})]`;
+      if (b?.type === 'tool_result') return `[tool result] ${blocksText(b.content, param)}`;
+      if (b?.type === 'thinking' || b?.type === 'redacted_thinking') return '';
+      return `[${typeof b?.type === 'string' ? b.type : 'content'} omitted: the sub-agent takes text only]`;
+    })
+    .filter((text) => text !== '')
+    .join('\n');
+}
+
+export function messagesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
+  const id = `msg_${randomUUID().replace(/-/g, '')}`;
+  return turn.stream ? new StreamWriter(res, id, model, keepAliveMs) : new JsonWriter(res, id, model);
+}
+
+function message(id: string, model: string, text: string | undefined, usage: { input_tokens: number; output_tokens: number }) {
+  return {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: text === undefined ? [] : [{ type: 'text', text }],
+    stop_reason: text === undefined ? null : 'end_turn',
+    stop_sequence: null,
+    usage,
+  };
+}
+
+const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+class StreamWriter implements TurnWriter {
+  private readonly sse: SseResponder;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly id: string,
+    private readonly model: string,
+    keepAliveMs: number,
+  ) {
+    this.sse = new SseResponder(res, keepAliveMs);
+  }
+
+  delta(text: string, task: TaskHandle | undefined): void {
+    this.start(task);
+    if (text !== '') this.sse.write(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+  }
+
+  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
+    if (!this.sse.started) this.delta(answer.text, task);
+    this.sse.write(event('content_block_stop', { index: 0 }));
+    const { prompt_tokens, completion_tokens } = answer.usage;
+    this.sse.write(
+      event('message_delta', {
+        delta: { stop_reason: 'end_turn', stop_sequence: null },
+        usage: { input_tokens: prompt_tokens, output_tokens: completion_tokens },
+      }),
+    );
+    this.sse.end(event('message_stop', {}));
+  }
+
+  fail(error: HttpError, task: TaskHandle | undefined): void {
+    if (this.sse.started) this.sse.end(event('error', { error: anthropicError(error).error }));
+    else sendAnthropicError(this.res, error, task);
+  }
+
+  close(): void {
+    this.sse.close();
+  }
+
+  private start(task: TaskHandle | undefined): void {
+    const first =
+      event('message_start', { message: message(this.id, this.model, undefined, { input_tokens: 0, output_tokens: 0 }) }) +
+      event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+      event('ping', {});
+    this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
+  }
+}
+
+class JsonWriter implements TurnWriter {
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly id: string,
+    private readonly model: string,
+  ) {}
+
+  delta(): void {
+    // The answer is sent whole at the end.
+  }
+
+  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
+    if (task) this.res.setHeader(TASK_ID_HEADER, task.id);
+    const usage = { input_tokens: answer.usage.prompt_tokens, output_tokens: answer.usage.completion_tokens };
+    sendJson(this.res, 200, message(this.id, this.model, answer.text, usage));
+  }
+
+  fail(error: HttpError, task: TaskHandle | undefined): void {
+    sendAnthropicError(this.res, error, task);
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,205 @@
+/**
+ * `POST /v1/responses` (OpenAI Responses API), for Codex (`wire_api = "responses"`) and the official
+ * `openai` client: the body → a `Turn`, and the answer as Responses stream events or one `response`
+ * object. The run itself is ./turn.ts.
+ *
+ * Stream: `response.created`, `response.in_progress`, `response.output_item.added`,
+ * `response.content_part.added`, `response.output_text.delta` …, `response.output_text.done`,
+ * `response.content_part.done`, `response.output_item.done`, `response.completed` (with usage); a
+ * failure after the start is `response.failed`. Every event carries `sequence_number`.
+ * `instructions` become the system prompt; `previous_response_id` is not stored (`store` is ignored):
+ * a client that relies on it gets a 400 saying to send the whole input.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { TaskHandle } from '../broker/broker.js';
+import { SseResponder } from '../hosts/request-task/index.js';
+import { sendJson, type HttpError } from './http.js';
+import { openAIError } from './openai-shapes.js';
+import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
+import { headerSessionIds } from './sessions.js';
+import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+
+const ROLES = ['user', 'assistant', 'system', 'developer'];
+
+/** The body as a `Turn` (400 `InvalidRequest` otherwise). */
+export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidRequest('The request body must be a JSON object.');
+  const b = body as Record<string, unknown>;
+  if (b.model !== undefined && (typeof b.model !== 'string' || b.model.trim() === ''))
+    throw new InvalidRequest('`model` must be a non-empty string.', 'model');
+  if (typeof b.previous_response_id === 'string')
+    throw new InvalidRequest('This gateway stores no responses: send the whole conversation in `input`.', 'previous_response_id');
+  const messages: ChatMessage[] = [];
+  if (typeof b.instructions === 'string' && b.instructions !== '') messages.push({ role: 'system', content: b.instructions });
+  if (typeof b.input === 'string') messages.push({ role: 'user', content: b.input });
+  else if (Array.isArray(b.input)) b.input.forEach((item, i) => itemMessage(item, i, messages));
+  else throw new InvalidRequest('`input` is required: a string or a list of input items.', 'input');
+  if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('`input` is empty: there is nothing to ask.', 'input');
+  const tools = toolNames(b.tools, 'tools');
+  checkToolChoice(b.tool_choice, tools);
+  const format = (b.text as { format?: unknown } | undefined)?.format;
+  return {
+    model: typeof b.model === 'string' ? b.model : undefined,
+    messages,
+    stream: b.stream === true,
+    json: wantsJson(format, 'text.format'),
+    tools,
+    sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key, b.user])],
+  };
+}
+
+function itemMessage(item: unknown, index: number, out: ChatMessage[]): void {
+  const param = `input[${index}]`;
+  const i = item as { type?: unknown; role?: unknown; content?: unknown; name?: unknown; arguments?: unknown; output?: unknown };
+  if (typeof item !== 'object' || item === null) throw new InvalidRequest(`\`${param}\` must be an input item object.`, param);
+  if (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'local_shell_call') {
+    out.push({ role: 'assistant', content: `[called ${String(i.name ?? i.type)}(${typeof i.arguments === 'string' ? i.arguments : ''})]` });
+  } else if (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') {
+    out.push({ role: 'tool', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output ?? '') });
+  } else if (i.type === undefined || i.type === 'message') {
+    if (typeof i.role !== 'string' || !ROLES.includes(i.role))
+      throw new InvalidRequest(`\`${param}.role\` must be one of ${ROLES.join(', ')}.`, `${param}.role`);
+    out.push({ role: i.role, content: partsText(i.content, `${param}.content`) });
+  }
+  // Reasoning items and other non-text state are the client's own: left out.
+}
+
+function partsText(content: unknown, param: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw new InvalidRequest(`\`${param}\` must be a string or a list of content parts.`, param);
+  return content
+    .map((part) => {
+      const p = part as { type?: unknown; text?: unknown } | null;
+      if (typeof p?.text === 'string' && (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text')) return p.text;
+      return `[${typeof p?.type === 'string' ? p.type : 'content'} omitted: the sub-agent takes text only]`;
+    })
+    .join('');
+}
+
+export function responsesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
+  const ids = { response: `resp_${randomUUID().replace(/-/g, '')}`, item: `msg_${randomUUID().replace(/-/g, '')}` };
+  return turn.stream ? new StreamWriter(res, ids, model, keepAliveMs) : new JsonWriter(res, ids, model);
+}
+
+interface Ids {
+  response: string;
+  item: string;
+}
+
+function outputItem(ids: Ids, text: string | undefined) {
+  return {
+    id: ids.item,
+    type: 'message',
+    status: text === undefined ? 'in_progress' : 'completed',
+    role: 'assistant',
+    content: text === undefined ? [] : [{ type: 'output_text', text, annotations: [] }],
+  };
+}
+
+function response(ids: Ids, model: string, status: string, answer?: TurnAnswer, error?: HttpError) {
+  const usage = answer && {
+    input_tokens: answer.usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: answer.usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: answer.usage.total_tokens,
+  };
+  return {
+    id: ids.response,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    model,
+    output: answer ? [outputItem(ids, answer.text)] : [],
+    output_text: answer?.text ?? '',
+    error: error ? { code: error.code ?? 'server_error', message: error.message } : null,
+    incomplete_details: null,
+    usage: usage ?? null,
+  };
+}
+
+class StreamWriter implements TurnWriter {
+  private readonly sse: SseResponder;
+  private sequence = 0;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly ids: Ids,
+    private readonly model: string,
+    keepAliveMs: number,
+  ) {
+    this.sse = new SseResponder(res, keepAliveMs);
+  }
+
+  delta(text: string, task: TaskHandle | undefined): void {
+    this.start(task);
+    if (text !== '') this.sse.write(this.event('response.output_text.delta', { ...this.where(), delta: text, logprobs: [] }));
+  }
+
+  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
+    if (!this.sse.started) this.delta(answer.text, task);
+    const part = { type: 'output_text', text: answer.text, annotations: [] };
+    this.sse.write(this.event('response.output_text.done', { ...this.where(), text: answer.text, logprobs: [] }));
+    this.sse.write(this.event('response.content_part.done', { ...this.where(), part }));
+    this.sse.write(this.event('response.output_item.done', { output_index: 0, item: outputItem(this.ids, answer.text) }));
+    this.sse.end(this.event('response.completed', { response: response(this.ids, this.model, 'completed', answer) }));
+  }
+
+  fail(error: HttpError, task: TaskHandle | undefined): void {
+    if (this.sse.started)
+      this.sse.end(this.event('response.failed', { response: response(this.ids, this.model, 'failed', undefined, error) }));
+    else sendResponsesError(this.res, error, task);
+  }
+
+  close(): void {
+    this.sse.close();
+  }
+
+  private where() {
+    return { item_id: this.ids.item, output_index: 0, content_index: 0 };
+  }
+
+  private event(type: string, data: Record<string, unknown>): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...data })}\n\n`;
+  }
+
+  private start(task: TaskHandle | undefined): void {
+    if (this.sse.started) return;
+    const created = response(this.ids, this.model, 'in_progress');
+    const first =
+      this.event('response.created', { response: created }) +
+      this.event('response.in_progress', { response: created }) +
+      this.event('response.output_item.added', { output_index: 0, item: outputItem(this.ids, undefined) }) +
+      this.event('response.content_part.added', { ...this.where(), part: { type: 'output_text', text: '', annotations: [] } });
+    this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
+  }
+}
+
+export function sendResponsesError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {
+  if (task) res.setHeader(TASK_ID_HEADER, task.id);
+  sendJson(res, error.status, openAIError(error), error.headers);
+}
+
+class JsonWriter implements TurnWriter {
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly ids: Ids,
+    private readonly model: string,
+  ) {}
+
+  delta(): void {
+    // The answer is sent whole at the end.
+  }
+
+  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
+    if (task) this.res.setHeader(TASK_ID_HEADER, task.id);
+    sendJson(this.res, 200, response(this.ids, this.model, 'completed', answer));
+  }
+
+  fail(error: HttpError, task: TaskHandle | undefined): void {
+    sendResponsesError(this.res, error, task);
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,293 @@
+/**
+ * One model request of any API (chat completions, Anthropic messages, Responses) as one sub-agent
+ * run: the part the three API adapters share. An adapter parses its body into a `Turn` and gives a
+ * `TurnWriter` that speaks its wire format; this module does the rest, on the shared request-task
+ * helper (src/hosts/request-task).
+ *
+ * Guarantees:
+ * - a streamed and a non-streamed answer to the same run are the same text (`AnswerStream`);
+ * - never an empty success: an agent that answers with data only gets that data as JSON text, one
+ *   with nothing at all is a 502;
+ * - a model whose CLI is missing is a 503 with the install hint, before anything runs;
+ * - title/summary side requests are answered by the configured cheap path (`side_requests`);
+ * - client system prompts and tools are handled by the documented policy (docs/gateway.md, "Tools
+ *   and system prompts");
+ * - a follow-up turn of a known session resumes the agent's session and sends only the new turn;
+ * - a full queue is a 429 with `Retry-After`.
+ */
+import type { TaskBroker, TaskHandle } from '../broker/broker.js';
+import {
+  createRequestTaskRunner,
+  describeFailure,
+  QueueFullError,
+  type RequestTaskRunner,
+  type TaskFailure,
+} from '../hosts/request-task/index.js';
+import { AnswerStream, usageOf } from './answer.js';
+import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
+import { findExecutable } from './cursor-cli.js';
+import { HttpError } from './http.js';
+import type { Usage } from './openai-shapes.js';
+import { buildPrompt, type ChatMessage, type Turn } from './request.js';
+import { taskSpecFor } from './routes.js';
+import { sessionKey, SessionRegistry } from './sessions.js';
+import type { Workspaces } from './workspaces.js';
+
+export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
+
+/** A title generator's own words (OpenCode, Claude Code, Kilo …): such a request is a side request. */
+const SIDE_REQUEST =
+  /\btitle generator\b|\bgenerate (?:a|an) (?:brief |short |concise )?(?:title|summary)\b|\bwrite a \d+-\d+ word title\b/i;
+/**
+ * Model names Claude Code picks by itself (`claude-opus-…`, `claude-haiku-…`): served by the default
+ * model unless configured, so `ANTHROPIC_BASE_URL` alone is enough.
+ */
+const CLAUDE_MODEL = /^claude-[a-z0-9.-]+$/i;
+/** Longest title the local side path answers with (OpenCode asks for ≤ 50). */
+const TITLE_CHARS = 50;
+
+export interface TurnAnswer {
+  text: string;
+  usage: Usage;
+}
+
+/** How one API writes an answer; `task` is undefined for answers made without a sub-agent. */
+export interface TurnWriter {
+  /** New answer text from a partial ('' when it carried none: the stream may still start). */
+  delta(text: string, task: TaskHandle): void;
+  finish(answer: TurnAnswer, task: TaskHandle | undefined): void;
+  fail(error: HttpError, task: TaskHandle | undefined): void;
+  close(): void;
+}
+
+export interface TurnRunnerOptions {
+  broker: TaskBroker;
+  config: GatewayConfig;
+  /** The route for a model name, or undefined (→ 404 listing `knownModels()`). */
+  resolveModel(model: string): Promise<ModelRoute | undefined>;
+  knownModels(): Promise<string[]>;
+  /** Cap the gateway's own running tasks (a shared broker's concurrency is not ours to set). */
+  limitConcurrency: boolean;
+  workspaces?: Workspaces;
+}
+
+export interface TurnRunner {
+  run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void>;
+  /** Why a route cannot run now (its CLI is missing), or undefined. */
+  unavailable(route: ModelRoute): string | undefined;
+  readonly inFlight: number;
+  readonly sessions: number;
+  shutdown(): Promise<void>;
+}
+
+export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
+  const { broker, config } = options;
+  const runner: RequestTaskRunner = createRequestTaskRunner({
+    broker,
+    timeoutMs: config.requestTimeoutMs,
+    name: 'gateway',
+    maxWaiting: config.maxQueued,
+    ...(options.limitConcurrency ? { maxConcurrent: config.maxConcurrent } : {}),
+  });
+  const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
+
+  const unavailable = (route: ModelRoute) => unavailableRoute(config, route);
+
+  /** The route, and the model name it goes by (a `claude-*` name Claude Code sends on its own → the default). */
+  async function findRoute(wanted: string): Promise<[string, ModelRoute]> {
+    const route = await options.resolveModel(wanted);
+    if (route) return [wanted, route];
+    const model = CLAUDE_MODEL.test(wanted) ? config.defaultModel : wanted;
+    const fallback = model === wanted ? undefined : await options.resolveModel(model);
+    if (fallback) return [model, fallback];
+    const known = (await options.knownModels()).join(', ');
+    throw new HttpError(
+      404,
+      `The model \`${wanted}\` does not exist here (models: ${known}). Add it under \`models:\` in the gateway config.`,
+      'not_found',
+      'model_not_found',
+      'model',
+    );
+  }
+
+  async function run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void> {
+    const side = isSideRequest(turn.messages);
+    if (side && config.sideRequests === 'local') {
+      const text = localTitle(turn.messages);
+      writer.finish({ text, usage: usageOf(undefined, undefined, buildPrompt(turn.messages), text) }, undefined);
+      return;
+    }
+    const wanted = side && typeof config.sideRequests === 'object' ? config.sideRequests.model : (turn.model ?? config.defaultModel);
+    const [model, route] = await findRoute(wanted);
+    const missing = unavailable(route);
+    if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable');
+    if (abort.signal.aborted) return; // the client left while the body or the model list was read
+
+    const key = sessionKey(turn.sessionIds, turn.messages, model, side ? 'side' : 'main');
+    const session = key === undefined ? undefined : registry.acquire(key);
+    let agentSession: string | undefined;
+    try {
+      const resume = session?.agentSession;
+      const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
+      const prompt = buildPrompt(messages);
+      const spec = taskSpecFor(config, {
+        model,
+        route,
+        prompt,
+        messages,
+        stream: turn.stream,
+        tags: { api, ...(session ? { session: session.key } : {}) },
+        ...(resume ? { resume } : {}),
+        ...(session && options.workspaces ? { cwd: options.workspaces.forSession(session.key) } : {}),
+      });
+      agentSession = await runTask(spec, prompt, abort, writer, turn.json);
+    } finally {
+      if (session) registry.done(session, agentSession);
+    }
+  }
+
+  /** Runs the task and writes its answer; resolves with the agent's session id, if it gave one. */
+  async function runTask(
+    spec: ReturnType<typeof taskSpecFor>,
+    prompt: string,
+    abort: AbortController,
+    writer: TurnWriter,
+    json: boolean,
+  ): Promise<string | undefined> {
+    const answer = new AnswerStream();
+    let started;
+    try {
+      started = runner.start({
+        spec,
+        abort,
+        onUpdate(update, task) {
+          if (update.kind === 'partial') writer.delta(answer.push(update.payload?.data), task);
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof QueueFullError)) throw error;
+      throw new HttpError(429, error.message, 'rate_limit', 'queue_full', null, { 'Retry-After': String(error.retryAfterSeconds) });
+    }
+    const run = started;
+    try {
+      const final = await run.result;
+      const task = run.task!;
+      const rest = answer.complete(final.data);
+      if (rest === undefined) {
+        writer.fail(new HttpError(502, 'The sub-agent finished without an answer (no text, no data).', 'api', 'empty_answer'), task);
+        return undefined;
+      }
+      if (json && !isJson(answer.text)) {
+        writer.fail(new HttpError(502, 'The sub-agent was asked for JSON but its answer is not valid JSON.', 'api', 'invalid_json'), task);
+        return undefined;
+      }
+      if (rest !== '') writer.delta(rest, task);
+      writer.finish({ text: answer.text, usage: usageOf(final.data, final.meta, prompt, answer.text) }, task);
+      const data = final.data as { session_id?: unknown } | undefined;
+      const meta = final.meta as { session_id?: unknown } | undefined;
+      const id = data?.session_id ?? meta?.session_id;
+      return typeof id === 'string' ? id : undefined;
+    } catch (error) {
+      if (run.why === 'disconnect') return undefined; // nobody is listening; the task is cancelled
+      const failure = describeFailure(error, { why: run.why, timeoutMs: config.requestTimeoutMs, label: spec.label, name: 'gateway' });
+      writer.fail(httpErrorFor(failure), run.task);
+      return undefined;
+    } finally {
+      writer.close();
+    }
+  }
+
+  return {
+    run,
+    unavailable,
+    get inFlight() {
+      return runner.inFlight;
+    },
+    get sessions() {
+      return registry.size;
+    },
+    async shutdown() {
+      await runner.shutdown();
+      registry.clear();
+    },
+  };
+}
+
+/** Why a route cannot run on this machine (its CLI is missing, with the install hint), or undefined. */
+export function unavailableRoute(config: GatewayConfig, route: ModelRoute): string | undefined {
+  if (route.kind === 'cursor-cli' && !findExecutable(config.cursorCliPath))
+    return (
+      `The Cursor CLI ("${config.cursorCliPath}") is not installed: install it with ` +
+      '`curl https://cursor.com/install -fsS | bash` (then `agent login` or CURSOR_API_KEY), or set `cursor_cli_path`.'
+    );
+  if (route.kind === 'claude-code' && !findExecutable(process.env.CLAUDE_BIN || 'claude'))
+    return 'Claude Code (`claude`) is not installed: `npm install -g @anthropic-ai/claude-code`, or set CLAUDE_BIN.';
+  return undefined;
+}
+
+/** A task failure as a status the clients of every API understand. */
+function httpErrorFor(failure: TaskFailure): HttpError {
+  switch (failure.kind) {
+    case 'timeout':
+      return new HttpError(504, failure.message, 'timeout', 'timeout');
+    case 'unavailable':
+      return new HttpError(503, failure.message, 'unavailable', 'unavailable');
+    case 'internal':
+      return new HttpError(500, failure.message, 'api', 'internal_error');
+    case 'agent':
+      return new HttpError(500, failure.message, 'api', `agent_${failure.reason}`);
+  }
+}
+
+/** A title/summary request a client makes on the side of the real one. */
+export function isSideRequest(messages: ChatMessage[]): boolean {
+  return messages.some((m) => (m.role === 'system' || m.role === 'developer') && SIDE_REQUEST.test(m.content.slice(0, 500)));
+}
+
+/** The local side path: the last user text's first line, unquoted, as a title. */
+export function localTitle(messages: ChatMessage[]): string {
+  const users = messages.filter((m) => m.role === 'user' && m.content.trim() !== '');
+  const text = (users.at(-1)?.content ?? 'New conversation').trim();
+  const line = (text.split('\n').find((l) => l.trim() !== '') ?? text).trim().replace(/^["'“]+|["'”]+$/g, '');
+  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1).trimEnd()}…` : line;
+}
+
+/** The messages after the last assistant message: what a resumed agent session has not seen. */
+export function newTurn(messages: ChatMessage[]): ChatMessage[] {
+  const last = messages.map((m) => m.role).lastIndexOf('assistant');
+  const rest = messages.slice(last + 1).filter((m) => m.role !== 'system' && m.role !== 'developer');
+  return rest.length > 0 ? rest : messages;
+}
+
+/**
+ * The messages as the sub-agent gets them: long client system prompts summarised (`auto`) or
+ * dropped, one line naming the client's tools (never their definitions), and the JSON instruction.
+ */
+export function prepareMessages(messages: ChatMessage[], turn: Turn, config: GatewayConfig): ChatMessage[] {
+  const policy = config.clientSystemPrompt;
+  const out = messages
+    .filter((m) => policy !== 'drop' || (m.role !== 'system' && m.role !== 'developer'))
+    .map((m) =>
+      policy === 'auto' && (m.role === 'system' || m.role === 'developer') && m.content.length > LONG_SYSTEM_PROMPT_CHARS
+        ? {
+            ...m,
+            content: `[The client's ${m.role} prompt (${m.content.length} characters, about its own tools and conventions) is left out.]`,
+          }
+        : m,
+    );
+  const notes: string[] = [];
+  if (turn.tools.length > 0)
+    notes.push(`The client offered tools you cannot call (${turn.tools.slice(0, 20).join(', ')}); use your own tools instead.`);
+  if (turn.json) notes.push('Answer with one valid JSON value only: no prose, no code fences.');
+  if (notes.length > 0) out.unshift({ role: 'system', content: notes.join('\n') });
+  return out;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
