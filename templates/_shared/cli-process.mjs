@@ -6,9 +6,13 @@
  * a sub-agent cannot import Backchannel's internals, only its SDK.
  *
  * Policy:
- * - stdin is ignored (`claude` waits for EOF on an open stdin pipe);
- * - the child leads its own process group, so `stop()` reaches the workers it leaves behind:
- *   SIGTERM to the group, then SIGKILL after `killGraceMs`;
+ * - stdin is ignored (`claude` waits for EOF on an open stdin pipe), unless `stdinText` is given:
+ *   then it is written and closed at once (long prompts: argv is limited to ~128 KiB per argument);
+ * - with `ownGroup` (the default), the child leads its own process group, so `stop()` reaches the
+ *   workers it leaves behind: SIGTERM to the group, then SIGKILL after `killGraceMs`. Without it,
+ *   the child stays in this wrapper's group (the broker's group kill then reaches it even if the
+ *   wrapper is SIGKILLed) and `stop()` signals the child itself — Claude Code needs its own SIGTERM
+ *   to stop the shells it runs in their own sessions;
  * - one streaming UTF-8 decoder per stream, one line buffer per stream, last line flushed at close;
  * - no output at all for `idleTimeoutMs` stops the child (the CLI sometimes goes silent without
  *   exiting, and our own heartbeats would hide that from the broker's stall watchdog);
@@ -23,6 +27,13 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
 const DRAIN_AFTER_EXIT_MS = 1000;
 /** Lines of stderr kept for error messages. */
 const STDERR_TAIL_LINES = 20;
+
+/** Prompts over this many bytes go through stdin: one argv string is limited to 128 KiB on Linux (E2BIG). */
+export const MAX_ARGV_PROMPT_BYTES = 100 * 1024;
+
+export function promptViaStdin(prompt) {
+  return Buffer.byteLength(prompt) > MAX_ARGV_PROMPT_BYTES;
+}
 
 /** Environment hand-off variables of *this* task: the CLI must not report to it. */
 const HANDOFF_VARIABLES = [
@@ -70,7 +81,7 @@ function splitLines(stream, onLine) {
 
 /**
  * @param {{
- *   bin: string, args: string[], cwd?: string, env?: NodeJS.ProcessEnv,
+ *   bin: string, args: string[], cwd?: string, env?: NodeJS.ProcessEnv, stdinText?: string, ownGroup?: boolean,
  *   onStdoutLine: (line: string) => void, onStderrLine?: (line: string) => void,
  *   idleTimeoutMs?: number, killGraceMs?: number,
  * }} options
@@ -86,28 +97,38 @@ export function startCli(options) {
   let exited = false;
   let idleTimer;
 
+  const ownGroup = options.ownGroup !== false && process.platform !== 'win32';
   const child = spawn(options.bin, options.args, {
     cwd: options.cwd,
     env: options.env ?? childEnvironment(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
+    stdio: [options.stdinText === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    detached: ownGroup,
     windowsHide: true,
   });
+  if (options.stdinText !== undefined) {
+    child.stdin.on('error', () => {}); // a CLI that exits before reading: its exit says why
+    child.stdin.end(options.stdinText);
+  }
 
   const killGroup = (signal) => {
     if (child.pid === undefined) return;
     try {
-      if (process.platform === 'win32') child.kill(signal);
-      else process.kill(-child.pid, signal);
+      if (ownGroup) process.kill(-child.pid, signal);
+      else if (!exited) child.kill(signal);
     } catch {
       /* ESRCH: the group is already gone */
     }
   };
   const killOnExit = () => killGroup('SIGKILL');
   const killOnSignal = (signal) => {
-    killGroup('SIGKILL');
     process.removeListener('SIGTERM', killOnSignal);
-    process.kill(process.pid, signal); // die as we would have without the handler
+    const die = () => process.kill(process.pid, signal); // die as we would have without the handler
+    if (ownGroup) {
+      killGroup('SIGKILL');
+      die();
+    } else {
+      void stop(`${signal} received`).then(die); // the CLI's own SIGTERM handler stops what it started
+    }
   };
   process.on('exit', killOnExit);
   if (process.listenerCount('SIGTERM') === 0) process.on('SIGTERM', killOnSignal);

@@ -27,7 +27,15 @@ export class AgentFailure extends Error {
  *   looksLikeAuthFailure: (text: string) => boolean,
  *   loginHint: string, installHint: string,
  *   idleTimeoutMs?: number, killGraceMs?: number,
+ *   stdinText?: string,            // the prompt, when too long for argv
+ *   ownGroup?: boolean,            // see cli-process.mjs (default true)
+ *   settleMs?: number,             // after a final `result`, wait this long for a later one before stopping (default 0)
+ *   fatalOutput?: Array<{pattern: RegExp, message: string}>, // stderr/stdout that means "never retry"
  * }} run
+ *
+ * Translator events besides init/text/tool/status/result: `subagent {text}` (a sub-agent's text:
+ * progress, never the answer), `fatal {message, auth}` (stop now, fail without retry). A `result`
+ * with `final: false` (background tasks pending) does not end the run; the last result wins.
  * @returns {Promise<{text: string, session_id?: string, tool_calls: number}>}
  */
 export async function runHeadless(task, run) {
@@ -36,6 +44,8 @@ export async function runHeadless(task, run) {
   let steps = 0;
   let text = '';
 
+  let fatal;
+  let settle;
   const cli = startCli({
     bin: run.bin,
     args: run.args,
@@ -43,6 +53,8 @@ export async function runHeadless(task, run) {
     env: childEnvironment(),
     idleTimeoutMs: run.idleTimeoutMs,
     killGraceMs: run.killGraceMs,
+    stdinText: run.stdinText,
+    ownGroup: run.ownGroup,
     onStdoutLine(line) {
       const event = parseEventLine(line);
       if (event === null) {
@@ -79,10 +91,20 @@ export async function runHeadless(task, run) {
           case 'status':
             task.partial({ status: out.message });
             break;
+          case 'subagent':
+            task.partial({ subagent: { text: out.text, parent: out.parent } });
+            break;
+          case 'fatal':
+            fatal ??= out;
+            void cli.stop(out.message);
+            break;
           case 'result':
             result = out;
+            clearTimeout(settle);
+            if (out.final === false) break; // background tasks pending: a later result follows
             // The result is the end of the run, whether or not the CLI exits (it sometimes doesn't).
-            void cli.stop('result received');
+            if (!run.settleMs) void cli.stop('result received');
+            else settle = setTimeout(() => void cli.stop('result received'), run.settleMs);
             break;
         }
       }
@@ -95,6 +117,7 @@ export async function runHeadless(task, run) {
   try {
     exit = await cli.done;
   } finally {
+    clearTimeout(settle);
     task.signal.removeEventListener('abort', onAbort);
   }
 
@@ -103,6 +126,12 @@ export async function runHeadless(task, run) {
       throw new AgentFailure(`${run.product} was not found: "${run.bin}" is not on PATH. ${run.installHint}`, { retryable: false });
     }
     throw new AgentFailure(`could not start ${run.product} ("${run.bin}"): ${exit.spawnError.message}`, { retryable: false });
+  }
+  if (fatal !== undefined) {
+    throw new AgentFailure(fatal.auth ? `${run.loginHint} (${fatal.message})` : fatal.message, {
+      retryable: false,
+      data: { session_id: run.translator.sessionId },
+    });
   }
   if (result !== undefined) {
     task.meta({ ...result.meta, tool_calls: steps });
@@ -118,6 +147,8 @@ export async function runHeadless(task, run) {
 
   const tail = [exit.stderrTail, nonJson.join('\n')].filter(Boolean).join('\n');
   if (run.looksLikeAuthFailure(tail)) throw new AgentFailure(`${run.loginHint}\n${tail}`, { retryable: false });
+  const known = run.fatalOutput?.find((entry) => entry.pattern.test(tail));
+  if (known) throw new AgentFailure(`${known.message}\n${tail}`, { retryable: false });
   const how = exit.stoppedBecause ?? (exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`);
   throw new AgentFailure(`${run.product} ended without a result (${how})${tail ? `:\n${tail}` : ''}`, {
     data: { exit_code: exit.code, session_id: run.translator.sessionId, open_tool_calls: run.translator.openCalls },

@@ -2,23 +2,41 @@
 /**
  * Sub-agent that runs Claude Code headless and reports its progress and result:
  *
- *   claude -p <prompt> --output-format stream-json --verbose [--model <m>] [--permission-mode acceptEdits]
+ *   claude -p --output-format stream-json --verbose [--model <m>] [--permission-mode acceptEdits] -- <prompt>
  *
- * stdin is ignored (with an open stdin pipe `claude` waits for EOF). `is_error` decides success,
- * not `subtype`. `total_cost_usd`, `usage` (and `token_usage`), `num_turns`, `session_id` go to meta.
+ * stdin is ignored (with an open stdin pipe `claude` waits for EOF), except for prompts over 100 KiB,
+ * which are written to it and closed. `is_error` decides success, not `subtype`; the last `result`
+ * is the answer (a background sub-agent makes two); `total_cost_usd`, the last turn's `usage`, the
+ * run's `token_usage`, `num_turns`, `session_id` go to meta. A 401/403 fails at the first retry, not
+ * after ten. Claude Code runs in this wrapper's process group (the broker's kill reaches it) and is
+ * stopped with SIGTERM and a grace longer than the ~1.5 s it takes to stop its own shells.
  *
  * Input: a prompt string, or
  *   {"prompt": "…", "model": "sonnet", "allow_writes": false, "permission_mode": "…", "max_turns": 20,
- *    "bin": "claude", "resume": "<session id>", "extra_args": [], "idle_timeout_ms": 600000}
+ *    "bin": "claude", "resume": "<session id>", "partial_output": false, "extra_args": [], "idle_timeout_ms": 600000}
  * Environment: CLAUDE_BIN (default `claude`), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
  */
 import { runAgent } from 'backchannel/agent-runtime';
+import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
 const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
 const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
+/** Claude Code needs ≈ 1.5 s after SIGTERM to stop the shells it runs in their own sessions. */
+const KILL_GRACE_MS = 2500;
+/** A `result` is followed by a later one within this long when a background task just finished. */
+const RESULT_SETTLE_MS = 500;
+/** Output that no retry can change. */
+const FATAL_OUTPUT = [
+  {
+    pattern: /cannot be used with root\/sudo privileges/,
+    message:
+      'Claude Code refuses bypassPermissions (--dangerously-skip-permissions) when run as root: ' +
+      'use "permission_mode": "acceptEdits", or run the broker as a normal user',
+  },
+];
 
 function readOptions(input) {
   const options = typeof input === 'string' ? { prompt: input } : input && typeof input === 'object' ? input : {};
@@ -40,6 +58,7 @@ function readOptions(input) {
     permissionMode: options.permission_mode,
     maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
     resume: text(options.resume),
+    partialOutput: options.partial_output === true,
     extraArgs: options.extra_args ?? [],
     idleTimeoutMs:
       Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
@@ -52,7 +71,12 @@ runAgent(async (task) => {
     product: 'Claude Code',
     bin: options.bin,
     args: buildClaudeArgs(options),
-    translator: createClaudeTranslator(),
+    stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
+    ownGroup: false,
+    killGraceMs: KILL_GRACE_MS,
+    settleMs: RESULT_SETTLE_MS,
+    fatalOutput: FATAL_OUTPUT,
+    translator: createClaudeTranslator({ partialOutput: options.partialOutput }),
     looksLikeAuthFailure,
     loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
     installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN / input "bin".',

@@ -2,15 +2,23 @@
  * Pure translation of Claude Code's `claude -p --output-format stream-json --verbose` events into
  * the same neutral events as the cursor-cli template (see ../cursor-cli/translate.mjs):
  *
- *   init    {model, session_id, cwd}
- *   text    {text, delta}
- *   tool    {phase: 'started'|'completed', call_id, name, args, ok?, result?}
- *   status  {message}                         — API retries, assistant-level errors
- *   result  {ok, text, subtype, session_id, duration_ms, meta}
+ *   init     {model, session_id, cwd}
+ *   text     {text, delta}                     — the main answer only
+ *   subagent {text, parent}                    — a sub-agent's text (`parent_tool_use_id` set): progress
+ *   tool     {phase: 'started'|'completed', call_id, name, args, ok?, result?}
+ *   status   {message}                         — API retries, background tasks, assistant-level errors
+ *   fatal    {message, auth}                   — a 401/403 API retry: failing now beats ten retries
+ *   result   {ok, text, subtype, session_id, duration_ms, meta, final, index}
  *
  * `ok` comes from `is_error`, never from `subtype`: auth and quota failures arrive as
- * `"subtype":"success","is_error":true`. Unknown event types and fields are ignored.
+ * `"subtype":"success","is_error":true`. With a background sub-agent, Claude Code prints several
+ * `result` lines (`result_index` 0 is the interim "I launched a background agent…"): the last one is
+ * the answer, and `final` is false while background tasks are still pending. Token usage is the
+ * run's (`modelUsage`, every turn and sub-agent), not the last turn's (`usage`); `model_used` is an
+ * API model id (a `modelUsage` key) rather than a display name such as `claude-opus-4-8[1m]`.
+ * Unknown event types and fields are ignored.
  */
+import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
@@ -48,6 +56,25 @@ export function tokenUsageOf(usage) {
   };
 }
 
+/** `modelUsage` ({model: {inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens}}) summed. */
+export function runUsageOf(modelUsage) {
+  if (!modelUsage || typeof modelUsage !== 'object') return undefined;
+  const models = Object.values(modelUsage).filter((m) => m && typeof m === 'object');
+  if (models.length === 0) return undefined;
+  const sum = (key) => models.reduce((total, m) => total + (Number(m[key]) || 0), 0);
+  const fresh = sum('inputTokens');
+  const cacheCreation = sum('cacheCreationInputTokens');
+  const cacheRead = sum('cacheReadInputTokens');
+  const output = sum('outputTokens');
+  const input = fresh + cacheCreation + cacheRead;
+  return { input, output, total: input + output, cache_creation: cacheCreation, cache_read: cacheRead };
+}
+
+/** A display name's decorations removed: `claude-opus-4-8[1m]` → `claude-opus-4-8`. */
+export function modelId(name) {
+  return typeof name === 'string' ? name.replace(/\[[^\]]*\]$/, '').trim() : undefined;
+}
+
 /**
  * A stateful translator for one run. `push(event)` returns zero or more neutral events.
  * @param {{partialOutput?: boolean}} [options] set when the CLI ran with `--include-partial-messages`:
@@ -60,24 +87,55 @@ export function createClaudeTranslator(options = {}) {
   let model;
   let lastError;
   let finished = false;
+  let initialized = false;
+  /** Background tasks Claude Code reported as running (`background_tasks_changed`). */
+  let pendingTasks = 0;
+
+  function system(event) {
+    switch (event.subtype) {
+      case 'init':
+        if (typeof event.model === 'string') model = modelId(event.model);
+        if (initialized) return []; // a second init follows a background task: same run
+        initialized = true;
+        return [{ kind: 'init', model, session_id: sessionId, cwd: event.cwd }];
+      case 'api_retry': {
+        const parts = [`API retry ${event.attempt ?? '?'}/${event.max_retries ?? '?'}`];
+        if (event.error_status !== undefined && event.error_status !== null) parts.push(`status ${event.error_status}`);
+        if (event.error) parts.push(shorten(event.error, 120));
+        if (event.error_status === 401 || event.error_status === 403 || event.error === 'authentication_failed') {
+          return [{ kind: 'fatal', auth: true, message: `the API refused the credentials (${parts.slice(1).join(', ')})` }];
+        }
+        return [{ kind: 'status', message: parts.join(', ') }];
+      }
+      case 'background_tasks_changed':
+        pendingTasks = Array.isArray(event.tasks) ? event.tasks.length : 0;
+        return [{ kind: 'status', message: `background tasks running: ${pendingTasks}` }];
+      case 'task_started':
+        return [{ kind: 'status', message: `background task started: ${shorten(event.description ?? event.task_id ?? '', 120)}` }];
+      case 'task_notification':
+        return [
+          {
+            kind: 'status',
+            message: `background task ${event.status ?? 'updated'}: ${shorten(event.summary ?? event.task_id ?? '', 120)}`,
+          },
+        ];
+      default:
+        return [];
+    }
+  }
 
   function push(event) {
-    if (finished || !event || typeof event !== 'object') return [];
+    if (!event || typeof event !== 'object') return [];
     if (typeof event.session_id === 'string') sessionId = event.session_id;
+    const parent = typeof event.parent_tool_use_id === 'string' ? event.parent_tool_use_id : undefined;
     switch (event.type) {
       case 'system':
-        if (event.subtype === 'init') {
-          if (typeof event.model === 'string') model = event.model;
-          return [{ kind: 'init', model, session_id: sessionId, cwd: event.cwd }];
-        }
-        if (event.subtype === 'api_retry') {
-          const parts = [`API retry ${event.attempt ?? '?'}/${event.max_retries ?? '?'}`];
-          if (event.error_status !== undefined) parts.push(`status ${event.error_status}`);
-          if (event.error) parts.push(shorten(event.error, 120));
-          return [{ kind: 'status', message: parts.join(', ') }];
-        }
-        return [];
+        return system(event);
       case 'assistant': {
+        if (parent !== undefined) {
+          const text = textOf(event.message);
+          return text === '' ? [] : [{ kind: 'subagent', text: shorten(text, 500), parent }];
+        }
         const out = [];
         if (typeof event.error === 'string') {
           lastError = event.error;
@@ -125,6 +183,7 @@ export function createClaudeTranslator(options = {}) {
         const delta = event.event?.delta;
         if (
           partialOutput &&
+          parent === undefined &&
           event.event?.type === 'content_block_delta' &&
           delta?.type === 'text_delta' &&
           typeof delta.text === 'string'
@@ -137,14 +196,20 @@ export function createClaudeTranslator(options = {}) {
         finished = true;
         const meta = {};
         if (sessionId !== undefined) meta.session_id = sessionId;
-        if (model !== undefined) meta.model_used = model;
+        const apiModels = event.modelUsage && typeof event.modelUsage === 'object' ? Object.keys(event.modelUsage) : [];
+        const usedModel = apiModels[0] ?? model;
+        if (usedModel !== undefined) meta.model_used = usedModel;
         for (const key of ['duration_ms', 'duration_api_ms', 'num_turns', 'total_cost_usd']) {
           if (typeof event[key] === 'number') meta[key] = event[key];
         }
         if (event.usage && typeof event.usage === 'object') {
-          meta.usage = event.usage;
+          meta.usage = event.usage; // the last turn's
           meta.token_usage = tokenUsageOf(event.usage);
         }
+        const runUsage = runUsageOf(event.modelUsage);
+        if (runUsage) meta.token_usage = runUsage;
+        if (typeof event.terminal_reason === 'string') meta.terminal_reason = event.terminal_reason;
+        if (typeof event.api_error_status === 'number') meta.api_error_status = event.api_error_status;
         if (Array.isArray(event.permission_denials) && event.permission_denials.length > 0) {
           meta.permission_denials = event.permission_denials.map((denial) => denial?.tool_name ?? 'tool');
         }
@@ -159,6 +224,8 @@ export function createClaudeTranslator(options = {}) {
             session_id: sessionId,
             duration_ms: event.duration_ms,
             meta,
+            index: typeof event.result_index === 'number' ? event.result_index : undefined,
+            final: pendingTasks === 0,
           },
         ];
       }
@@ -192,12 +259,15 @@ export function createClaudeTranslator(options = {}) {
  *          maxTurns?: number, partialOutput?: boolean, extraArgs?: string[]}} options
  */
 export function buildClaudeArgs(options) {
-  const args = ['-p', options.prompt, '--output-format', 'stream-json', '--verbose'];
+  const args = ['-p', '--output-format', 'stream-json', '--verbose'];
   if (options.model) args.push('--model', options.model);
   const mode = options.permissionMode ?? (options.allowWrites ? 'acceptEdits' : undefined);
   if (mode) args.push('--permission-mode', mode);
   if (options.resume) args.push('--resume', options.resume);
   if (options.maxTurns) args.push('--max-turns', String(options.maxTurns));
   if (options.partialOutput) args.push('--include-partial-messages');
-  return [...args, ...(options.extraArgs ?? [])];
+  args.push(...(options.extraArgs ?? []));
+  // `--` ends the options: a prompt such as "--help" or "--api-key=…" stays a prompt. A long prompt
+  // goes through stdin instead (`claude -p` reads it there when no prompt argument is given).
+  return promptViaStdin(options.prompt) ? args : [...args, '--', options.prompt];
 }

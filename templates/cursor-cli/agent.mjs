@@ -2,7 +2,9 @@
 /**
  * Sub-agent that runs the Cursor CLI headless and reports its progress and result:
  *
- *   agent -p <prompt> --output-format stream-json --trust --workspace <cwd> [--model <m>] [--force]
+ *   agent -p --output-format stream-json --trust --workspace <cwd> [--model <m>] [--force] -- <prompt>
+ *
+ * Prompts over 100 KiB are written to the CLI's stdin instead of argv (E2BIG).
  *
  * Input: a prompt string, or
  *   {"prompt": "…", "model": "…", "allow_writes": false, "bin": "agent", "resume": "<session id>",
@@ -16,6 +18,7 @@
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { runAgent } from 'backchannel/agent-runtime';
+import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
 
@@ -65,6 +68,7 @@ runAgent(async (task) => {
     product: 'the Cursor CLI',
     bin: options.bin,
     args: buildCursorArgs({ ...options, workspace: process.cwd() }),
+    stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
     translator: createCursorTranslator(),
     looksLikeAuthFailure,
     loginHint: 'the Cursor CLI is not logged in: run `agent login`, or give the broker CURSOR_API_KEY',

@@ -12,6 +12,7 @@
  * The format drifts between releases: unknown event types and fields are ignored, never fatal.
  */
 
+import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
@@ -172,11 +173,14 @@ export function createCursorTranslator(options = {}) {
  *          partialOutput?: boolean, extraArgs?: string[]}} options
  */
 export function buildCursorArgs(options) {
-  const args = ['-p', options.prompt, '--output-format', 'stream-json', '--trust'];
+  const args = ['-p', '--output-format', 'stream-json', '--trust'];
   if (options.workspace) args.push('--workspace', options.workspace);
   if (options.model) args.push('--model', options.model);
   if (options.allowWrites) args.push('--force');
   if (options.resume) args.push('--resume', options.resume);
   if (options.partialOutput) args.push('--stream-partial-output');
-  return [...args, ...(options.extraArgs ?? [])];
+  args.push(...(options.extraArgs ?? []));
+  // `--` ends the options: a prompt such as "--force" stays a prompt. A long prompt goes through
+  // stdin instead (print mode reads the prompt there when no prompt argument is given).
+  return promptViaStdin(options.prompt) ? args : [...args, '--', options.prompt];
 }

@@ -159,23 +159,26 @@ describe('Cursor CLI translation', () => {
   it('builds the command line with --force only when writes are allowed', () => {
     expect(cursor.buildCursorArgs({ prompt: 'hi', workspace: '/w' })).toEqual([
       '-p',
-      'hi',
       '--output-format',
       'stream-json',
       '--trust',
       '--workspace',
       '/w',
-    ]);
-    expect(cursor.buildCursorArgs({ prompt: 'hi', model: 'gpt-5', allowWrites: true })).toEqual([
-      '-p',
+      '--',
       'hi',
+    ]);
+    expect(cursor.buildCursorArgs({ prompt: '--api-key=x', model: 'gpt-5', allowWrites: true })).toEqual([
+      '-p',
       '--output-format',
       'stream-json',
       '--trust',
       '--model',
       'gpt-5',
       '--force',
+      '--',
+      '--api-key=x',
     ]);
+    expect(cursor.buildCursorArgs({ prompt: 'x'.repeat(200 * 1024) })).not.toContain('--');
   });
 });
 
@@ -234,10 +237,9 @@ describe('Claude Code translation', () => {
   });
 
   it('builds the command line with --verbose, and a permission mode only when asked', () => {
-    expect(claude.buildClaudeArgs({ prompt: 'hi' })).toEqual(['-p', 'hi', '--output-format', 'stream-json', '--verbose']);
-    expect(claude.buildClaudeArgs({ prompt: 'hi', allowWrites: true, maxTurns: 3 })).toEqual([
+    expect(claude.buildClaudeArgs({ prompt: 'hi' })).toEqual(['-p', '--output-format', 'stream-json', '--verbose', '--', 'hi']);
+    expect(claude.buildClaudeArgs({ prompt: '--help', allowWrites: true, maxTurns: 3 })).toEqual([
       '-p',
-      'hi',
       '--output-format',
       'stream-json',
       '--verbose',
@@ -245,6 +247,60 @@ describe('Claude Code translation', () => {
       'acceptEdits',
       '--max-turns',
       '3',
+      '--',
+      '--help',
     ]);
+  });
+
+  it('Claude Code 2.1.332: a plain answer with API model ids and run-level usage', () => {
+    const events = translate('claude', 'cc-2.1.332-say-hi.ndjson');
+    expect(events[0]).toMatchObject({ kind: 'init', model: 'claude-opus-5-5' });
+    expect(events.at(-1)).toMatchObject({ kind: 'result', ok: true, final: true, meta: { model_used: 'claude-opus-5-5' } });
+  });
+
+  it('Claude Code 2.1.332 with a background sub-agent: two results, the last one final; sub-agent text is not the answer', () => {
+    const events = translate('claude', 'cc-2.1.332-background-subagent.ndjson');
+    const results = events.filter((e) => e.kind === 'result');
+    expect(results.map((r) => [r.index, r.text])).toEqual([
+      [0, 'I launched a background agent; I will report when it finishes.'],
+      [1, 'Final answer: the background agent found 42.'],
+    ]);
+    expect(results.at(-1)).toMatchObject({ final: true, meta: { token_usage: { input: 490, output: 68, total: 558 } } });
+    expect(events.filter((e) => e.kind === 'init')).toHaveLength(1);
+    const subagent = events.filter((e) => e.kind === 'subagent');
+    expect(subagent.length).toBeGreaterThan(0);
+    const answerText = events.filter((e) => e.kind === 'text').map((e) => e.text);
+    for (const s of subagent) expect(answerText).not.toContain(s.text);
+    expect(events.some((e) => e.kind === 'status' && String(e.message).startsWith('background task'))).toBe(true);
+  });
+
+  it('Claude Code 2.1.332: a 401 API retry is fatal at once, with the login cause', () => {
+    const events = translate('claude', 'cc-2.1.332-auth401-maxretries1.ndjson');
+    expect(events.find((e) => e.kind === 'fatal')).toEqual({
+      kind: 'fatal',
+      auth: true,
+      message: 'the API refused the credentials (status 401, authentication_failed)',
+    });
+  });
+
+  it('Claude Code 2.1.197: the display name with a suffix becomes a model id', () => {
+    const events = translate('claude', 'cc-2.1.197-say-hi.ndjson');
+    expect(String(events[0]?.model)).not.toMatch(/\[/);
+    expect(claude.modelId('claude-opus-4-8[1m]')).toBe('claude-opus-4-8');
+  });
+
+  it('Claude Code 2.1.332 partial mode: token deltas from stream_event, the same text as whole messages', () => {
+    const whole = translate('claude', 'cc-2.1.332-partial.ndjson')
+      .filter((e) => e.kind === 'text')
+      .map((e) => e.text)
+      .join('');
+    const translator = claude.createClaudeTranslator({ partialOutput: true });
+    let streamed = '';
+    for (const line of fs.readFileSync(recording('claude', 'cc-2.1.332-partial.ndjson'), 'utf8').split('\n')) {
+      const event = claude.parseEventLine(line);
+      if (event) for (const out of translator.push(event) as Neutral[]) if (out.kind === 'text') streamed += String(out.text);
+    }
+    expect(streamed).toBe(whole);
+    expect(streamed.length).toBeGreaterThan(0);
   });
 });

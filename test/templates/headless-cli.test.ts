@@ -73,8 +73,29 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
     };
     expect(argv.stdin).toBe('char');
     expect(argv.handoff).toEqual([]);
-    expect(argv.argv.slice(0, 4)).toEqual(['-p', 'Summarise README.md', '--output-format', 'stream-json']);
+    expect(argv.argv.slice(0, 3)).toEqual(['-p', '--output-format', 'stream-json']);
+    expect(argv.argv.slice(-2)).toEqual(['--', 'Summarise README.md']);
     expect(argv.argv).not.toContain('--force');
+  });
+
+  it('keeps a prompt that looks like an option a prompt, and passes a prompt over 100 KiB through stdin', async () => {
+    const tricky = await runTask(tb.broker, spec('normal', { prompt: '--force' }));
+    expect(tricky.error).toBeUndefined();
+    const seen = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as { argv: string[] };
+    expect(seen.argv.slice(-2)).toEqual(['--', '--force']);
+    expect(seen.argv.filter((a) => a === '--force')).toHaveLength(1);
+
+    const long = `Summarise: ${'é'.repeat(200 * 1024)}`; // 400 KiB: one argv string may not exceed 128 KiB (E2BIG)
+    const run = await runTask(tb.broker, spec('normal', { prompt: long }));
+    expect(run.error).toBeUndefined();
+    const stdin = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as {
+      argv: string[];
+      stdin: string;
+      stdin_text: string;
+    };
+    expect(['pipe', 'socket']).toContain(stdin.stdin); // Node's stdin pipes are socket pairs
+    expect(stdin.stdin_text).toBe(long);
+    expect(stdin.argv).not.toContain('--');
   });
 
   it('accepts a plain prompt string and passes the write permission only when allowed', async () => {
@@ -125,6 +146,42 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
     expect(run.error?.payload?.retryable).toBe(false);
     expect(String((run.error?.payload?.data as { message?: string })?.message)).toMatch(/needs a "prompt"/);
   });
+
+  if (tpl.name === 'claude-code') {
+    it('returns the last result of a run with a background sub-agent, its sub-agent text as progress, and run-level usage', async () => {
+      const run = await runTask(tb.broker, spec('background'));
+      expect(run.error).toBeUndefined();
+      expect(run.payload?.data).toMatchObject({ text: 'Final answer: the background agent found 42.' });
+      expect(run.payload?.meta).toMatchObject({ model_used: 'claude-opus-5-5', token_usage: { input: 490, output: 68 } });
+      const data = run.partials.map((p) => p.data as Record<string, unknown>);
+      expect(data.some((d) => d.subagent !== undefined)).toBe(true);
+      expect(data.filter((d) => typeof d.text === 'string').every((d) => !String(d.text).includes('sub-agent says'))).toBe(true);
+    });
+
+    it('fails for good at the first 401 API retry instead of retrying for minutes', async () => {
+      const started = Date.now();
+      const run = await runTask(tb.broker, { ...spec('auth401'), retries: 2 });
+      expect(run.error?.payload?.retryable).toBe(false);
+      expect(String((run.error?.payload?.data as { message?: string })?.message)).toMatch(/\/login.*status 401, authentication_failed/s);
+      expect(run.snapshot.attempt).toBe(1);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await waitUntilGone(pidsOf('auth401'), 5000);
+    });
+
+    it('reports the refusal of bypassPermissions as root as a clear, final error', async () => {
+      const run = await runTask(tb.broker, { ...spec('root', { prompt: 'x', permission_mode: 'bypassPermissions' }), retries: 2 });
+      expect(run.error?.payload?.retryable).toBe(false);
+      expect(String((run.error?.payload?.data as { message?: string })?.message)).toMatch(/refuses bypassPermissions .* as root/);
+      expect(run.snapshot.attempt).toBe(1);
+    });
+
+    it('passes partial_output as --include-partial-messages', async () => {
+      const run = await runTask(tb.broker, spec('normal', { prompt: 'x', partial_output: true }));
+      expect(run.error).toBeUndefined();
+      const { argv } = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as { argv: string[] };
+      expect(argv).toContain('--include-partial-messages');
+    });
+  }
 
   it('is cancelled mid-run and stops the CLI', async () => {
     const running = startTask(tb.broker, spec('slow'), (update, handle) => {
