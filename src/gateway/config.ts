@@ -13,6 +13,7 @@
  * workspace: ~/project          # working directory of the agents (default: where the gateway started)
  * max_queued: 20                # more waiting requests → 429 with Retry-After
  * max_connections: 64           # open client connections
+ * body_timeout_ms: 30000        # a request body must arrive within this (408)
  * env_allow: [MY_TOKEN]         # variables agents inherit beyond the minimal set (own broker only)
  * side_requests: local          # title/summary requests: `local` (answered without an agent), `run`, or a model name
  * client_system_prompt: auto    # `auto` (long ones summarised), `keep`, `drop`
@@ -47,6 +48,8 @@ export const DEFAULT_MODEL = 'cursor-cli';
 /** `agent --list-models` normally answers in well under a second; /v1/models must not hang on it. */
 export const DEFAULT_CLI_MODELS_TIMEOUT_MS = 3000;
 
+/** A request body must arrive within this long after its headers (a stalled body holds memory). */
+export const BODY_TIMEOUT_MS = 30_000;
 /** Requests that may wait for a slot before new ones get 429: a burst, not a backlog. */
 export const DEFAULT_MAX_QUEUED = 20;
 /** Open client connections; more are closed at once (each idle one costs a socket and buffers). */
@@ -123,6 +126,8 @@ export interface GatewayConfig {
   maxQueued: number;
   /** @default 64 */
   maxConnections: number;
+  /** @default 30000 */
+  bodyTimeoutMs: number;
   /** Variable patterns agents inherit (own broker). @default DEFAULT_ENV_ALLOW plus `env_allow` */
   envAllow: string[];
   /** Title/summary side requests. @default 'local' */
@@ -260,6 +265,7 @@ export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = proc
     'auth',
     'max_queued',
     'max_connections',
+    'body_timeout_ms',
     'env_allow',
     'side_requests',
     'client_system_prompt',
@@ -286,6 +292,7 @@ export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = proc
     auth: oneOf(o.auth, 'auth', ['key', 'none'] as const, 'key'),
     maxQueued: integer(o.max_queued, 'max_queued', DEFAULT_MAX_QUEUED, 0),
     maxConnections: integer(o.max_connections, 'max_connections', DEFAULT_MAX_CONNECTIONS, 1),
+    bodyTimeoutMs: integer(o.body_timeout_ms, 'body_timeout_ms', BODY_TIMEOUT_MS, 1),
     envAllow: [...DEFAULT_ENV_ALLOW, ...stringList(o.env_allow, 'env_allow')],
     sideRequests: sideRequests(o.side_requests),
     clientSystemPrompt: oneOf(o.client_system_prompt, 'client_system_prompt', ['auto', 'keep', 'drop'] as const, 'auto'),

@@ -8,11 +8,6 @@ import { InvalidRequest } from './request.js';
 
 /** Long chat histories are big, but not this big. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
-/**
- * A body must arrive within this long after its headers: a client that stalls mid-body holds a
- * connection and buffered memory, and 16 MiB over loopback takes well under a second.
- */
-export const BODY_TIMEOUT_MS = 30_000;
 
 /** What kind of error, in words every API maps to its own type names. */
 export type ErrorKind =
@@ -44,7 +39,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
  * The parsed JSON body. Throws `InvalidRequest` (400) for an empty or broken body, `HttpError` 413
  * when too big, 408 when it does not arrive within `timeoutMs` (the connection is then closed).
  */
-export async function readJson(req: IncomingMessage, timeoutMs = BODY_TIMEOUT_MS): Promise<unknown> {
+export async function readJson(req: IncomingMessage, timeoutMs: number): Promise<unknown> {
   const text = await new Promise<string>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

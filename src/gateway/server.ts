@@ -168,7 +168,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         );
     }
     if (api) return answer(api, req, res);
-    if (route === 'POST /v1/messages/count_tokens') return sendJson(res, 200, countTokens(messagesTurn(await readJson(req), req.headers)));
+    if (route === 'POST /v1/messages/count_tokens') return sendJson(res, 200, countTokens(messagesTurn(await readJson(req, config.bodyTimeoutMs), req.headers)));
     if (route === 'GET /v1/models') return sendJson(res, 200, { object: 'list', data: await models() });
     if (req.method === 'GET' && url.pathname.startsWith('/v1/models/')) {
       const id = decodeURIComponent(url.pathname.slice('/v1/models/'.length));
@@ -193,7 +193,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
 
   async function answer(api: ModelApi, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const abort = abortOnDisconnect(res);
-    const turn = api.parse(await readJson(req), req);
+    const turn = api.parse(await readJson(req, config.bodyTimeoutMs), req);
     const writer = api.writer(res, turn, turn.model ?? config.defaultModel, keepAliveMs);
     await turns.run(turn, abort, writer, api.name);
   }

@@ -23,6 +23,11 @@ export function standinModels(dir: string): Record<string, unknown> {
     fail: model('fail'),
     'fail-streaming': model('fail-streaming'),
     latency: model('latency'),
+    inputs: model('inputs'),
+    segments: model('segments'),
+    'data-only': model('data-only'),
+    empty: model('empty'),
+    json: model('json'),
   };
 }
 
@@ -108,8 +113,10 @@ export function raw(url: string, body?: unknown, options: RawOptions = {}): Prom
           const parts = pending.split('\n\n');
           pending = parts.pop() ?? '';
           for (const part of parts) {
-            if (!part.startsWith('data: ')) continue;
-            const value = part.slice(6);
+            // `data: …`, or `event: <name>\ndata: …` (the Anthropic and Responses streams)
+            const line = part.split('\n').find((l) => l.startsWith('data: '));
+            if (line === undefined) continue;
+            const value = line.slice(6);
             const event = { data: value === '[DONE]' ? value : JSON.parse(value), at };
             events.push(event);
             if (options.onEvent?.(event) === true) {
