@@ -168,7 +168,8 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
         );
     }
     if (api) return answer(api, req, res);
-    if (route === 'POST /v1/messages/count_tokens') return sendJson(res, 200, countTokens(messagesTurn(await readJson(req, config.bodyTimeoutMs), req.headers)));
+    if (route === 'POST /v1/messages/count_tokens')
+      return sendJson(res, 200, countTokens(messagesTurn(await readJson(req, config.bodyTimeoutMs), req.headers)));
     if (route === 'GET /v1/models') return sendJson(res, 200, { object: 'list', data: await models() });
     if (req.method === 'GET' && url.pathname.startsWith('/v1/models/')) {
       const id = decodeURIComponent(url.pathname.slice('/v1/models/'.length));

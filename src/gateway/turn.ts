@@ -87,6 +87,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     timeoutMs: config.requestTimeoutMs,
     name: 'gateway',
     maxWaiting: config.maxQueued,
+    slots: config.maxConcurrent,
     ...(options.limitConcurrency ? { maxConcurrent: config.maxConcurrent } : {}),
   });
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));

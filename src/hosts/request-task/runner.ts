@@ -32,6 +32,8 @@ export interface RequestTaskRunnerOptions {
   maxConcurrent?: number;
   /** Cap on requests waiting for a slot; beyond it `start()` throws a {@link QueueFullError}. */
   maxWaiting?: number;
+  /** How many run at once when the broker's queue decides (its concurrency). @default maxConcurrent */
+  slots?: number;
   /** Who is shutting down, in the cancel reason the panel shows. @default 'the server' */
   name?: string;
 }
@@ -117,7 +119,8 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
   function start({ spec, abort, onUpdate }: RequestTaskOptions): RequestTask {
     if (options.maxWaiting !== undefined) {
       const waiting = [...inFlight].filter(isWaiting).length;
-      if (waiting >= options.maxWaiting) throw new QueueFullError(waiting);
+      const slots = options.maxConcurrent ?? options.slots ?? Number.POSITIVE_INFINITY;
+      if (inFlight.size - waiting >= slots && waiting >= options.maxWaiting) throw new QueueFullError(waiting);
     }
     const { signal } = abort;
     const why = () => signal.reason as CancelWhy | undefined;
