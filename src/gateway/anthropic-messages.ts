@@ -20,6 +20,9 @@ import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage
 import { headerSessionIds } from './sessions.js';
 import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
+/** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
+const MESSAGE_ROLES = ['user', 'assistant', 'system'];
+
 const TYPES: Record<ErrorKind, string> = {
   invalid_request: 'invalid_request_error',
   authentication: 'authentication_error',
@@ -54,8 +57,8 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
   if (system !== '') messages.push({ role: 'system', content: system });
   b.messages.forEach((m, i) => {
     const message = m as { role?: unknown; content?: unknown } | null;
-    if (message?.role !== 'user' && message?.role !== 'assistant')
-      throw new InvalidRequest(`messages.${i}.role: must be "user" or "assistant".`, `messages.${i}.role`);
+    if (typeof message?.role !== 'string' || !MESSAGE_ROLES.includes(message.role))
+      throw new InvalidRequest(`messages.${i}.role: must be "user" or "assistant", got ${JSON.stringify(message?.role)}.`, `messages.${i}.role`);
     messages.push({ role: message.role, content: blocksText(message.content, `messages.${i}.content`) });
   });
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');

@@ -66,7 +66,7 @@ describe('Anthropic Messages API', () => {
 
   test("errors are in Anthropic's shape; a claude-* model Claude Code picks by itself runs the default model", async () => {
     const gw = await gateway({ default_model: 'echo' });
-    const bad = await raw(`${gw.url}/v1/messages`, { model: 'echo', messages: [{ role: 'system', content: 'x' }] });
+    const bad = await raw(`${gw.url}/v1/messages`, { model: 'echo', messages: [{ role: 'tool', content: 'x' }] });
     expect(bad.status).toBe(400);
     expect(bad.json.error.type).toBe('invalid_request_error');
     const missing = await raw(`${gw.url}/v1/messages`, { model: 'gpt-nope', messages: userMessage('x') });

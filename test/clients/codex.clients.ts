@@ -1,0 +1,55 @@
+/** Real Codex (pinned; Responses API only) through the gateway, with a custom provider in config.toml. */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { tempDir } from '../helpers/core.js';
+import { ensureClient } from '../helpers/real-clients.js';
+import { standinModels, startTestGateway } from '../gateway/helpers.js';
+import { PINS } from './pins.js';
+
+const client = ensureClient(...PINS.codex);
+const skip = 'skip' in client ? client.skip : undefined;
+
+describe.skipIf(skip !== undefined)(`Codex ${PINS.codex[1]} ${skip ? `(skipped: ${skip})` : ''}`, () => {
+  test('completes a streamed turn through the gateway with wire_api = "responses"', async () => {
+    const dir = tempDir('bc-codex-');
+    const gateway = await startTestGateway({ models: standinModels(dir), api_key: 'k-codex' }, { dir });
+    const home = path.join(dir, 'codex-home');
+    fs.mkdirSync(home);
+    // The set-up docs/gateway.md shows.
+    fs.writeFileSync(
+      path.join(home, 'config.toml'),
+      [
+        'model = "echo"',
+        'model_provider = "backchannel"',
+        '',
+        '[model_providers.backchannel]',
+        'name = "Backchannel gateway"',
+        `base_url = "${gateway.baseURL}"`,
+        'wire_api = "responses"',
+        'env_key = "BACKCHANNEL_GATEWAY_KEY"',
+        '',
+      ].join('\n'),
+    );
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn((client as { bin: string }).bin, ['exec', '--skip-git-repo-check', 'say hi'], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, BACKCHANNEL_GATEWAY_KEY: 'k-codex' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => (stdout += c));
+      child.stderr.on('data', (c) => (stderr += c));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/Hello: /);
+    expect(run.stdout).toContain('say hi');
+    expect(run.stderr).not.toMatch(/Reconnecting/);
+    const tasks = gateway.broker.tasks();
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]!.tags).toMatchObject({ api: 'responses', stream: 'true', session: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * Real client CLIs and SDKs for the opt-in suite (`npm run test:clients`): `ensureClient(pkg, version)`
+ * installs one pinned npm package into `.cache/clients/<pkg>@<version>/` with `npm install --prefix`
+ * (once; later calls reuse it) and returns where it is, or why it cannot be had. `.ci/run` calls the
+ * same installs first, so a missing package there is a real failure, never a silent pass.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from './core.js';
+
+export interface Client {
+  /** The package directory (node_modules/<pkg>). */
+  dir: string;
+  /** Its first `bin` entry, if it has one. */
+  bin?: string;
+}
+
+/** Where installed clients live (ignored by git). */
+export const CLIENTS_DIR = path.join(ROOT, '.cache', 'clients');
+
+/** An installed client, or the reason it cannot be installed (for `test.skipIf`/`describe.skipIf`). */
+export function ensureClient(pkg: string, version: string): Client | { skip: string } {
+  const prefix = path.join(CLIENTS_DIR, `${pkg}@${version}`);
+  const dir = path.join(prefix, 'node_modules', pkg);
+  if (!isInstalled(dir, version)) {
+    fs.mkdirSync(prefix, { recursive: true });
+    const run = spawnSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `${pkg}@${version}`], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+    if (run.status !== 0 || !isInstalled(dir, version)) {
+      const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
+      return { skip: `${pkg}@${version} cannot be installed here: ${why}` };
+    }
+  }
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> };
+  const binEntry = typeof manifest.bin === 'string' ? manifest.bin : Object.values(manifest.bin ?? {})[0];
+  return binEntry === undefined ? { dir } : { dir, bin: path.join(dir, binEntry) };
+}
+
+function isInstalled(dir: string, version: string): boolean {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: string }).version === version;
+  } catch {
+    return false;
+  }
+}
