@@ -126,7 +126,11 @@ function descendants(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (parent: number) => {
-    for (const [child, ppid] of parents) if (ppid === parent && !out.includes(child)) (out.push(child), walk(child));
+    for (const [child, ppid] of parents) {
+      if (ppid !== parent || out.includes(child)) continue;
+      out.push(child);
+      walk(child);
+    }
   };
   walk(pid);
   return out;

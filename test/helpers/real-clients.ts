@@ -1,8 +1,9 @@
 /**
  * Real client CLIs and SDKs for the opt-in suite (`npm run test:clients`): `ensureClient(pkg, version)`
  * installs one pinned npm package into `.cache/clients/<pkg>@<version>/` with `npm install --prefix`
- * (once; later calls reuse it) and returns where it is, or why it cannot be had. `.ci/run` calls the
- * same installs first, so a missing package there is a real failure, never a silent pass.
+ * (once; later calls reuse it) and returns where it is, or why it cannot be had. With
+ * `BACKCHANNEL_REQUIRE_CLIENTS=1` (set by .ci/run) a package that cannot be installed is an error,
+ * so CI never passes by skipping.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,7 +32,9 @@ export function ensureClient(pkg: string, version: string): Client | { skip: str
     });
     if (run.status !== 0 || !isInstalled(dir, version)) {
       const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
-      return { skip: `${pkg}@${version} cannot be installed here: ${why}` };
+      const reason = `${pkg}@${version} cannot be installed here: ${why}`;
+      if (process.env.BACKCHANNEL_REQUIRE_CLIENTS === '1') throw new Error(reason);
+      return { skip: reason };
     }
   }
   const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> };
