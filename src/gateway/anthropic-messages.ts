@@ -58,7 +58,10 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
   b.messages.forEach((m, i) => {
     const message = m as { role?: unknown; content?: unknown } | null;
     if (typeof message?.role !== 'string' || !MESSAGE_ROLES.includes(message.role))
-      throw new InvalidRequest(`messages.${i}.role: must be "user" or "assistant", got ${JSON.stringify(message?.role)}.`, `messages.${i}.role`);
+      throw new InvalidRequest(
+        `messages.${i}.role: must be "user" or "assistant", got ${JSON.stringify(message?.role)}.`,
+        `messages.${i}.role`,
+      );
     messages.push({ role: message.role, content: blocksText(message.content, `messages.${i}.content`) });
   });
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');
