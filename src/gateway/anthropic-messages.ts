@@ -18,7 +18,7 @@ import { SseResponder } from '../hosts/request-task/index.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
-import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
 const MESSAGE_ROLES = ['user', 'assistant', 'system'];
@@ -104,7 +104,8 @@ function blocksText(value: unknown, param: string): string {
 
 export function messagesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
   const id = `msg_${randomUUID().replace(/-/g, '')}`;
-  return turn.stream ? new StreamWriter(res, id, model, keepAliveMs) : new JsonWriter(res, id, model);
+  if (turn.stream) return new StreamWriter(res, id, model, keepAliveMs);
+  return jsonWriter(res, (answer) => message(id, model, answer.text, usageOf(answer)), sendAnthropicError);
 }
 
 function message(id: string, model: string, text: string | undefined, usage: { input_tokens: number; output_tokens: number }) {
@@ -119,6 +120,9 @@ function message(id: string, model: string, text: string | undefined, usage: { i
     usage,
   };
 }
+
+/** Anthropic's usage names. */
+const usageOf = (answer: TurnAnswer) => ({ input_tokens: answer.usage.prompt_tokens, output_tokens: answer.usage.completion_tokens });
 
 const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
@@ -142,13 +146,7 @@ class StreamWriter implements TurnWriter {
   finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
     if (!this.sse.started) this.delta(answer.text, task);
     this.sse.write(event('content_block_stop', { index: 0 }));
-    const { prompt_tokens, completion_tokens } = answer.usage;
-    this.sse.write(
-      event('message_delta', {
-        delta: { stop_reason: 'end_turn', stop_sequence: null },
-        usage: { input_tokens: prompt_tokens, output_tokens: completion_tokens },
-      }),
-    );
+    this.sse.write(event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: usageOf(answer) }));
     this.sse.end(event('message_stop', {}));
   }
 
@@ -168,28 +166,4 @@ class StreamWriter implements TurnWriter {
       event('ping', {});
     this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
   }
-}
-
-class JsonWriter implements TurnWriter {
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly id: string,
-    private readonly model: string,
-  ) {}
-
-  delta(): void {
-    // The answer is sent whole at the end.
-  }
-
-  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
-    if (task) this.res.setHeader(TASK_ID_HEADER, task.id);
-    const usage = { input_tokens: answer.usage.prompt_tokens, output_tokens: answer.usage.completion_tokens };
-    sendJson(this.res, 200, message(this.id, this.model, answer.text, usage));
-  }
-
-  fail(error: HttpError, task: TaskHandle | undefined): void {
-    sendAnthropicError(this.res, error, task);
-  }
-
-  close(): void {}
 }

@@ -26,7 +26,7 @@ import {
 } from './openai-shapes.js';
 import { parseChatRequest, type ChatRequest } from './request.js';
 import { headerSessionIds } from './sessions.js';
-import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** The body as a `Turn` (400 `InvalidRequest` when it is not a chat request). */
 export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatRequest {
@@ -37,7 +37,8 @@ export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatReque
 
 export function chatWriter(res: ServerResponse, request: ChatRequest, model: string, keepAliveMs: number): TurnWriter {
   const who: CompletionIdentity = { id: `chatcmpl-${randomUUID().replace(/-/g, '')}`, created: Math.floor(Date.now() / 1000), model };
-  return request.stream ? new StreamWriter(res, who, keepAliveMs, request.includeUsage) : new JsonWriter(res, who);
+  if (request.stream) return new StreamWriter(res, who, keepAliveMs, request.includeUsage);
+  return jsonWriter(res, (answer) => completion(who, answer.text, answer.usage), sendOpenAIError);
 }
 
 /** Errors before anything was sent: the status, the body, and the task id when there was a task. */
@@ -86,26 +87,4 @@ class StreamWriter implements TurnWriter {
   private start(task: TaskHandle | undefined): void {
     this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, sseEvent(roleChunk(this.who)));
   }
-}
-
-class JsonWriter implements TurnWriter {
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly who: CompletionIdentity,
-  ) {}
-
-  delta(): void {
-    // The answer is sent whole at the end.
-  }
-
-  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
-    if (task) this.res.setHeader(TASK_ID_HEADER, task.id);
-    sendJson(this.res, 200, completion(this.who, answer.text, answer.usage));
-  }
-
-  fail(error: HttpError, task: TaskHandle | undefined): void {
-    sendOpenAIError(this.res, error, task);
-  }
-
-  close(): void {}
 }

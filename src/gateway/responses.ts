@@ -18,7 +18,7 @@ import { sendJson, type HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
-import { TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 const ROLES = ['user', 'assistant', 'system', 'developer'];
 
@@ -79,7 +79,8 @@ function partsText(content: unknown, param: string): string {
 
 export function responsesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
   const ids = { response: `resp_${randomUUID().replace(/-/g, '')}`, item: `msg_${randomUUID().replace(/-/g, '')}` };
-  return turn.stream ? new StreamWriter(res, ids, model, keepAliveMs) : new JsonWriter(res, ids, model);
+  if (turn.stream) return new StreamWriter(res, ids, model, keepAliveMs);
+  return jsonWriter(res, (answer) => response(ids, model, 'completed', answer), sendResponsesError);
 }
 
 interface Ids {
@@ -179,27 +180,4 @@ class StreamWriter implements TurnWriter {
 export function sendResponsesError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {
   if (task) res.setHeader(TASK_ID_HEADER, task.id);
   sendJson(res, error.status, openAIError(error), error.headers);
-}
-
-class JsonWriter implements TurnWriter {
-  constructor(
-    private readonly res: ServerResponse,
-    private readonly ids: Ids,
-    private readonly model: string,
-  ) {}
-
-  delta(): void {
-    // The answer is sent whole at the end.
-  }
-
-  finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
-    if (task) this.res.setHeader(TASK_ID_HEADER, task.id);
-    sendJson(this.res, 200, response(this.ids, this.model, 'completed', answer));
-  }
-
-  fail(error: HttpError, task: TaskHandle | undefined): void {
-    sendResponsesError(this.res, error, task);
-  }
-
-  close(): void {}
 }

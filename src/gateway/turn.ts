@@ -26,7 +26,8 @@ import {
 import { AnswerStream, usageOf } from './answer.js';
 import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
 import { findExecutable } from './cursor-cli.js';
-import { HttpError } from './http.js';
+import type { ServerResponse } from 'node:http';
+import { HttpError, sendJson } from './http.js';
 import type { Usage } from './openai-shapes.js';
 import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
@@ -291,4 +292,26 @@ function isJson(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The non-streamed writer every API uses: nothing until the end, then the answer as one JSON body
+ * (`render`) with the task id header, or the error in the API's shape (`sendError`).
+ */
+export function jsonWriter(
+  res: ServerResponse,
+  render: (answer: TurnAnswer) => unknown,
+  sendError: (res: ServerResponse, error: HttpError, task: TaskHandle | undefined) => void,
+): TurnWriter {
+  return {
+    delta() {
+      // The answer is sent whole at the end.
+    },
+    finish(answer, task) {
+      if (task) res.setHeader(TASK_ID_HEADER, task.id);
+      sendJson(res, 200, render(answer));
+    },
+    fail: (error, task) => sendError(res, error, task),
+    close() {},
+  };
 }

@@ -2,20 +2,18 @@
  * Real Claude Code (pinned) through the gateway's Anthropic Messages API, and under the `claude-code`
  * template against a fake Anthropic model server.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ROOT, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic.js';
-import { ensureClient } from '../helpers/real-clients.js';
+import { clientFor, runCli } from '../helpers/real-clients.js';
 import { runTask, startBroker, startTask, type TestBroker } from '../helpers/broker.js';
 import { standinModels, startTestGateway } from '../gateway/helpers.js';
 import { PINS } from './pins.js';
 
-const client = ensureClient(...PINS.claudeCode);
-const skip = 'skip' in client ? client.skip : undefined;
-const bin = 'bin' in client ? client.bin! : '';
+const claude = clientFor(PINS.claudeCode);
+const bin = claude.bin;
 
 /** What Claude Code needs to run headless against a local server, in a private HOME. */
 function claudeEnv(baseUrl: string, key: string, home: string): NodeJS.ProcessEnv {
@@ -30,26 +28,14 @@ function claudeEnv(baseUrl: string, key: string, home: string): NodeJS.ProcessEn
   };
 }
 
-function runClaude(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-describe.skipIf(skip !== undefined)(`Claude Code ${PINS.claudeCode[1]} ${skip ? `(skipped: ${skip})` : ''}`, () => {
+describe.skipIf(claude.skip !== undefined)(claude.title, () => {
   test('completes a streamed turn through the gateway (ANTHROPIC_BASE_URL and the gateway key)', async () => {
     const dir = tempDir('bc-cc-');
     const gateway = await startTestGateway({ models: standinModels(dir), default_model: 'echo', api_key: 'k-claude' }, { dir });
-    const run = await runClaude(
-      ['-p', '--output-format', 'stream-json', '--verbose', '--', 'Say hi'],
-      claudeEnv(gateway.url, 'k-claude', dir),
-      dir,
-    );
+    const run = await runCli(bin, ['-p', '--output-format', 'stream-json', '--verbose', '--', 'Say hi'], {
+      cwd: dir,
+      env: claudeEnv(gateway.url, 'k-claude', dir),
+    });
     const lines = run.stdout
       .split('\n')
       .filter((l) => l.startsWith('{'))

@@ -1,17 +1,15 @@
 /** Real Codex (pinned; Responses API only) through the gateway, with a custom provider in config.toml. */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { tempDir } from '../helpers/core.js';
-import { ensureClient } from '../helpers/real-clients.js';
+import { clientFor, runCli } from '../helpers/real-clients.js';
 import { standinModels, startTestGateway } from '../gateway/helpers.js';
 import { PINS } from './pins.js';
 
-const client = ensureClient(...PINS.codex);
-const skip = 'skip' in client ? client.skip : undefined;
+const codex = clientFor(PINS.codex);
 
-describe.skipIf(skip !== undefined)(`Codex ${PINS.codex[1]} ${skip ? `(skipped: ${skip})` : ''}`, () => {
+describe.skipIf(codex.skip !== undefined)(codex.title, () => {
   test('completes a streamed turn through the gateway with wire_api = "responses"', async () => {
     const dir = tempDir('bc-codex-');
     const gateway = await startTestGateway({ models: standinModels(dir), api_key: 'k-codex' }, { dir });
@@ -32,17 +30,9 @@ describe.skipIf(skip !== undefined)(`Codex ${PINS.codex[1]} ${skip ? `(skipped: 
         '',
       ].join('\n'),
     );
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn((client as { bin: string }).bin, ['exec', '--skip-git-repo-check', 'say hi'], {
-        cwd: dir,
-        env: { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, BACKCHANNEL_GATEWAY_KEY: 'k-codex' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c) => (stdout += c));
-      child.stderr.on('data', (c) => (stderr += c));
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    const run = await runCli(codex.bin, ['exec', '--skip-git-repo-check', 'say hi'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, BACKCHANNEL_GATEWAY_KEY: 'k-codex' },
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/Hello: /);

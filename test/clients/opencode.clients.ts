@@ -1,17 +1,15 @@
 /** Real OpenCode (pinned) through the gateway's chat completions, as an OpenAI-compatible provider. */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { tempDir } from '../helpers/core.js';
-import { ensureClient } from '../helpers/real-clients.js';
+import { clientFor, runCli } from '../helpers/real-clients.js';
 import { standinModels, startTestGateway } from '../gateway/helpers.js';
 import { PINS } from './pins.js';
 
-const client = ensureClient(...PINS.opencode);
-const skip = 'skip' in client ? client.skip : undefined;
+const opencode = clientFor(PINS.opencode);
 
-describe.skipIf(skip !== undefined)(`OpenCode ${PINS.opencode[1]} ${skip ? `(skipped: ${skip})` : ''}`, () => {
+describe.skipIf(opencode.skip !== undefined)(opencode.title, () => {
   test('completes a turn through the gateway, and its title request costs no sub-agent run', async () => {
     const dir = tempDir('bc-opencode-');
     const gateway = await startTestGateway({ models: standinModels(dir), api_key: 'k-opencode' }, { dir });
@@ -34,26 +32,18 @@ describe.skipIf(skip !== undefined)(`OpenCode ${PINS.opencode[1]} ${skip ? `(ski
         small_model: 'backchannel/echo',
       }),
     );
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn((client as { bin: string }).bin, ['run', 'Say hello'], {
-        cwd: dir,
-        env: {
-          PATH: process.env.PATH,
-          HOME: dir,
-          XDG_CONFIG_HOME: path.join(dir, 'config'),
-          XDG_DATA_HOME: path.join(dir, 'data'),
-          XDG_CACHE_HOME: path.join(dir, 'cache'),
-          XDG_STATE_HOME: path.join(dir, 'state'),
-          BACKCHANNEL_GATEWAY_KEY: 'k-opencode',
-          OPENCODE_DISABLE_AUTOUPDATE: '1',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c) => (stdout += c));
-      child.stderr.on('data', (c) => (stderr += c));
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    const run = await runCli(opencode.bin, ['run', 'Say hello'], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        XDG_CONFIG_HOME: path.join(dir, 'config'),
+        XDG_DATA_HOME: path.join(dir, 'data'),
+        XDG_CACHE_HOME: path.join(dir, 'cache'),
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        BACKCHANNEL_GATEWAY_KEY: 'k-opencode',
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
+      },
     });
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(run.stdout).toMatch(/Hello: /);

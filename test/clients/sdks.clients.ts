@@ -8,22 +8,21 @@ import { pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
 import { tempDir } from '../helpers/core.js';
-import { ensureClient } from '../helpers/real-clients.js';
+import { clientFor } from '../helpers/real-clients.js';
 import { standinModels, startTestGateway } from '../gateway/helpers.js';
 import { PINS } from './pins.js';
 
-const sdk = ensureClient(...PINS.anthropicSdk);
-const skip = 'skip' in sdk ? sdk.skip : undefined;
+const sdk = clientFor(PINS.anthropicSdk);
 
 async function gateway() {
   const dir = tempDir('bc-sdk-');
   return startTestGateway({ models: standinModels(dir), api_key: 'k-sdk' }, { dir });
 }
 
-describe.skipIf(skip !== undefined)(`@anthropic-ai/sdk ${PINS.anthropicSdk[1]} ${skip ? `(skipped: ${skip})` : ''}`, () => {
+describe.skipIf(sdk.skip !== undefined)(sdk.title, () => {
   test('messages.create, streamed and not, and countTokens', async () => {
     const gw = await gateway();
-    const { default: Anthropic } = (await import(pathToFileURL(path.join((sdk as { dir: string }).dir, 'index.mjs')).href)) as {
+    const { default: Anthropic } = (await import(pathToFileURL(path.join(sdk.dir, 'index.mjs')).href)) as {
       default: new (options: object) => any;
     };
     const anthropic = new Anthropic({ baseURL: gw.url, apiKey: 'k-sdk', maxRetries: 0 });

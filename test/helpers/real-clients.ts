@@ -5,7 +5,7 @@
  * `BACKCHANNEL_REQUIRE_CLIENTS=1` (set by .ci/run) a package that cannot be installed is an error,
  * so CI never passes by skipping.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './core.js';
@@ -48,4 +48,28 @@ function isInstalled(dir: string, version: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Runs a client CLI to its end with stdin closed (`/dev/null`), collecting its output. */
+export function runCli(
+  bin: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(bin, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** `ensureClient` split for a suite: the bin/dir (empty when skipped) and the skip reason. */
+export function clientFor(pin: readonly [string, string]): { bin: string; dir: string; skip: string | undefined; title: string } {
+  const client = ensureClient(pin[0], pin[1]);
+  const skip = 'skip' in client ? client.skip : undefined;
+  const found = 'skip' in client ? { bin: '', dir: '' } : { bin: client.bin ?? '', dir: client.dir };
+  return { ...found, skip, title: `${pin[0]}@${pin[1]}${skip ? ` (skipped: ${skip})` : ''}` };
 }
