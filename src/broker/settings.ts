@@ -12,6 +12,7 @@ import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
 import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
 import type { TaskSpec } from '../model/task.js';
+import type { AttemptQueue } from './queue/attempt-queue.js';
 
 /** Named defaults, each with its reason. */
 export const DEFAULTS = {
@@ -59,6 +60,8 @@ export interface BrokerOptions {
   historyLimit?: number;
   /** Log the first 100 characters of every received line to the task log. @default BACKCHANNEL_DEBUG=1 */
   traceLines?: boolean;
+  /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
+  queue?: AttemptQueue;
 }
 
 export type ResolvedOptions = Required<

@@ -1,0 +1,81 @@
+/**
+ * Debian's redis-server for tests: started on a free port in a private directory (append-only
+ * file on, so a restart keeps what was written), stopped by the caller. `.ci/run` installs it; where
+ * it is missing, `REDIS_MISSING` says so and the suites that need it skip with that reason.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { waitFor } from './core.js';
+
+const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+/** Why the Redis tests cannot run here, or undefined when they can. */
+export const REDIS_MISSING =
+  found.status === 0 ? undefined : 'redis-server is not installed (`apt-get install redis-server`; .ci/run does it)';
+
+export interface TestRedis {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('error', () => resolve(false));
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+    socket.write('PING\r\n');
+  });
+}
+
+export async function startRedis(): Promise<TestRedis> {
+  if (REDIS_MISSING) throw new Error(REDIS_MISSING);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-redis-'));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
+    const started = spawn('redis-server', args, { stdio: 'ignore' });
+    child = started;
+    await waitFor(() => started.exitCode === null && ping(port), `redis-server on port ${port}`, 10_000, 20);
+  };
+  const halt = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    await exited;
+  };
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    restart: async () => {
+      await halt();
+      await launch();
+    },
+    stop: async () => {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
