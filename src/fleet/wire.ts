@@ -45,8 +45,7 @@ export interface AttemptReport {
 
 /** Broker → workers, on the control channel; the worker running `jobId` acts. */
 export type ControlMessage =
-  | { t: 'stop'; jobId: string; reason: StopReason; message: string }
-  | { t: 'reply'; jobId: string; message: BrokerMessage };
+  { t: 'stop'; jobId: string; reason: StopReason; message: string } | { t: 'reply'; jobId: string; message: BrokerMessage };
 
 /** BullMQ refuses `:` in custom job ids. */
 export function jobIdOf(taskId: string, attempt: number): string {

@@ -138,7 +138,12 @@ export class FleetWorker {
 
   private async process(job: Job<AttemptJob, AttemptReport>): Promise<AttemptReport> {
     const data = job.data;
-    const report = (outcome: AttemptReport['outcome']): AttemptReport => ({ worker: this.name, outcome, exitCode: undefined, exitSignal: undefined });
+    const report = (outcome: AttemptReport['outcome']): AttemptReport => ({
+      worker: this.name,
+      outcome,
+      exitCode: undefined,
+      exitSignal: undefined,
+    });
     const allowed = this.options.allow.match(data.command, data.args);
     if (typeof allowed === 'string') {
       this.logger.warn(`worker ${this.name}: task ${data.taskId}: ${allowed}`);

@@ -28,13 +28,20 @@ describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${R
     redis = await startRedis();
   });
   afterAll(async () => {
+    const t0 = Date.now();
     for (const b of brokers) await b.close();
-    await Promise.all(workers.map((w) => w.stop()));
+    console.log('brokers closed', Date.now() - t0);
+    await Promise.all(workers.map((w) => w.stop().then(() => console.log('stopped', w.name, Date.now() - t0))));
+    const t1 = Date.now();
     await redis?.stop();
+    console.log('redis stopped', Date.now() - t1);
   });
 
   /** A broker on a fresh queue, and `count` workers serving it. */
-  async function fleet(count: number, options: Partial<StartWorkerOptions> = {}): Promise<{ broker: TaskBroker; workers: WorkerProcess[] }> {
+  async function fleet(
+    count: number,
+    options: Partial<StartWorkerOptions> = {},
+  ): Promise<{ broker: TaskBroker; workers: WorkerProcess[] }> {
     const queue = `q-${randomUUID().slice(0, 8)}`;
     const testBroker = createTestBroker({ queue: redisQueue({ redis: redis.url, name: queue }) }, { scope: 'manual' });
     brokers.push(testBroker);
@@ -49,7 +56,10 @@ describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${R
   }
 
   test('a task runs on a worker and comes back with its partials in order and a 10 MB result intact', async () => {
-    const { broker, workers: [worker] } = await fleet(1);
+    const {
+      broker,
+      workers: [worker],
+    } = await fleet(1);
     const input = { steps: 30, bytes: 10 * 1024 * 1024, note: 'grüße 🙂' };
     const task = broker.submit({ command: STEPS, input });
     const progress: number[] = [];

@@ -60,10 +60,13 @@ export async function startRedis(): Promise<TestRedis> {
   const halt = async () => {
     const running = child;
     child = undefined;
-    if (!running || running.exitCode !== null) return;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((resolve) => running.once('exit', resolve));
     running.kill('SIGTERM');
+    // Redis writes its append-only file on SIGTERM; one that does not exit within 10 s is killed.
+    const force = setTimeout(() => running.kill('SIGKILL'), 10_000);
     await exited;
+    clearTimeout(force);
   };
   await launch();
   return {

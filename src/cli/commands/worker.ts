@@ -60,7 +60,8 @@ export const command: CliCommand = {
       const templates = loadTemplates(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`));
       for (const { request } of templates) entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir });
     }
-    if (entries.length === 0) return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);
+    if (entries.length === 0)
+      return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);
 
     let worker: FleetWorker;
     try {
@@ -78,7 +79,9 @@ export const command: CliCommand = {
       process.stderr.write(`backchannel worker: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
-    process.stdout.write(`Backchannel worker ${worker.name}: taking tasks from ${redacted(values.redis)} (${entries.length} allowed commands)\n`);
+    process.stdout.write(
+      `Backchannel worker ${worker.name}: taking tasks from ${redacted(values.redis)} (${entries.length} allowed commands)\n`,
+    );
     return runUntilSignal('worker', 'running sub-agents', () => worker.close(true));
   },
 };
