@@ -41,7 +41,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
   readonly kind = 'redis';
   readonly concurrency: number;
   private readonly queue: Queue;
-  private readonly events: QueueEvents;
+  private events: QueueEvents | undefined;
   private readonly keys: ReturnType<typeof keys>;
   private readonly pending = new Map<string, RemoteAttempt>();
   private readonly ready: Promise<unknown>;
@@ -54,18 +54,33 @@ class RedisQueue implements AttemptQueue, AttemptHub {
     this.keepSeconds = options.keepFinishedSeconds ?? 3600;
     this.keys = keys(name);
     this.queue = new Queue(name, { connection, prefix: PREFIX });
-    this.events = new QueueEvents(name, { connection, prefix: PREFIX });
     // Connection errors are retried by ioredis; without a listener they would crash the process.
     this.queue.on('error', () => {});
-    this.events.on('error', () => {});
-    this.events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data as unknown as ProgressBatch).events ?? []));
-    this.events.on('completed', ({ jobId, returnvalue }) => {
+    this.ready = this.listen(name, connection);
+    this.ready.catch(() => {});
+  }
+
+  /**
+   * Reads the queue's event stream from its current end. Not from `$` (QueueEvents' default): the
+   * reader's first XREAD may come after the first jobs already finished, and their events would be lost.
+   */
+  private async listen(name: string, connection: ReturnType<typeof connectionOf>): Promise<void> {
+    const client = await this.queue.client;
+    const [last] = await client.xrevrange(`${PREFIX}:${name}:events`, '+', '-', 'COUNT', 1);
+    const events = new QueueEvents(name, { connection, prefix: PREFIX, lastEventId: last?.[0] ?? '0-0' });
+    this.events = events;
+    events.on('error', () => {});
+    this.listenTo(events);
+    await events.waitUntilReady();
+  }
+
+  private listenTo(events: QueueEvents): void {
+    events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data as unknown as ProgressBatch).events ?? []));
+    events.on('completed', ({ jobId, returnvalue }) => {
       this.pending.get(jobId)?.onCompleted(returnvalue as unknown as AttemptReport);
     });
-    this.events.on('failed', ({ jobId, failedReason }) => this.pending.get(jobId)?.failed(`the worker lost the job: ${failedReason}`));
-    this.events.on('removed', ({ jobId }) => this.pending.get(jobId)?.failed('the job was removed from the queue', false));
-    this.ready = Promise.all([this.events.waitUntilReady(), this.queue.waitUntilReady()]);
-    this.ready.catch(() => {});
+    events.on('failed', ({ jobId, failedReason }) => this.pending.get(jobId)?.failed(`the worker lost the job: ${failedReason}`));
+    events.on('removed', ({ jobId }) => this.pending.get(jobId)?.failed('the job was removed from the queue', false));
   }
 
   attempt(...[settings, sink]: Parameters<AttemptQueue['attempt']>): RemoteAttempt {
@@ -105,7 +120,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.events.close(), this.queue.close()]);
+    await Promise.all([this.events?.close(), this.queue.close()]);
   }
 }
 

@@ -1,7 +1,10 @@
 /** Real `backchannel worker` processes for the fleet tests, each killed after its suite if still running. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { ROOT, waitFor } from '../helpers/core.js';
+import { fileURLToPath } from 'node:url';
+import { outputOf } from '../helpers/redis.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export const BIN = path.join(ROOT, 'bin', 'backchannel.js');
 
@@ -38,8 +41,7 @@ export async function startWorker(redisUrl: string, options: StartWorkerOptions)
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  await waitFor(() => out.includes('taking tasks from') || child.exitCode !== null, `worker ${options.name} to start`, 20_000);
-  if (child.exitCode !== null) throw new Error(`worker ${options.name} exited: ${out}`);
+  await outputOf(child, 'taking tasks from', `worker ${options.name} to start`);
   return {
     name: options.name,
     child,

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { waitFor } from './core.js';
 
 const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
 /** Why the Redis tests cannot run here, or undefined when they can. */
@@ -34,15 +33,27 @@ function freePort(): Promise<number> {
   });
 }
 
-function ping(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('error', () => resolve(false));
-    socket.once('data', (data) => {
-      socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
-    });
-    socket.write('PING\r\n');
+/** Resolves when the process prints `text` (no polling; usable from vitest and Playwright alike). */
+export function outputOf(child: ChildProcess, text: string, what: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => done(new Error(`timed out waiting for ${what}: ${out}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes(text)) done();
+    };
+    const onExit = () => done(new Error(`${what}: the process exited: ${out}`));
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      if (error) reject(error);
+      else resolve(out);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
   });
 }
 
@@ -53,9 +64,11 @@ export async function startRedis(): Promise<TestRedis> {
   let child: ChildProcess | undefined;
   const launch = async () => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
-    const started = spawn('redis-server', args, { stdio: 'ignore' });
+    const started = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
-    await waitFor(() => started.exitCode === null && ping(port), `redis-server on port ${port}`, 10_000, 20);
+    await outputOf(started, 'Ready to accept connections', `redis-server on port ${port}`);
+    started.stdout?.resume();
+    started.stderr?.resume();
   };
   const halt = async () => {
     const running = child;
