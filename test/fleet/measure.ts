@@ -18,12 +18,7 @@ const PER_WORKER = 4;
 async function run(broker: TaskBroker): Promise<number> {
   const start = performance.now();
   const handles = Array.from({ length: TASKS }, () => broker.submit({ command: INSTANT }));
-  const watch = setInterval(() => {
-    const open = handles.filter((h) => !['succeeded'].includes(h.snapshot().state));
-    if (open.length < 10) console.error(open.map((h) => JSON.stringify(h.snapshot())));
-  }, 5000);
   await Promise.all(handles.map((h) => h.result));
-  clearInterval(watch);
   return TASKS / ((performance.now() - start) / 1000);
 }
 
@@ -37,7 +32,6 @@ try {
     const queue = `measure-${count}`;
     const workers: WorkerProcess[] = [];
     for (let i = 0; i < count; i++) {
-      console.error('starting', i);
       workers.push(
         await startWorker(redis.url, { queue, name: `w${i}`, allow: [INSTANT], concurrency: PER_WORKER, ipcDir: path.join(dir, 'ipc') }),
       );
@@ -49,9 +43,7 @@ try {
     const ops = ((await info()) - before) / TASKS;
     console.log(`redis, ${count} worker(s) × ${PER_WORKER}: ${rate.toFixed(1)} tasks/s, ${ops.toFixed(1)} Redis commands per task`);
     await broker.close();
-    console.error('broker closed');
     await Promise.all(workers.map((w) => w.stop()));
-    console.error('workers stopped');
   }
 } finally {
   await redis.stop();
