@@ -51,8 +51,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly options: ResolvedOptions;
   private readonly logger: Logger;
   private readonly queue: PQueue;
-  /** Where attempts run: here (default) or on a worker fleet. */
-  private readonly attempts: AttemptQueue;
+  private readonly attempts: AttemptQueue; // where attempts run: here (default) or on a worker fleet
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
@@ -67,8 +66,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.options = resolveOptions(options);
     this.logger = options.logger ?? silentLogger;
     this.attempts = options.queue ?? LOCAL_QUEUE;
-    const concurrency = options.concurrency ?? this.attempts.concurrency ?? this.options.concurrency;
-    this.queue = new PQueue({ concurrency, autoStart: false });
+    this.queue = new PQueue({ concurrency: this.options.concurrency, autoStart: false });
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;

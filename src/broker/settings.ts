@@ -37,7 +37,7 @@ export const DEFAULTS = {
 } as const;
 
 export interface BrokerOptions {
-  /** Tasks running at once. @default 2 × cores */
+  /** Tasks running at once. @default 2 × cores (a remote `queue` may set its own) */
   concurrency?: number;
   /** Private endpoint directory. @default $CURSOR_IPC_DIR, else $XDG_RUNTIME_DIR or tmpdir + /backchannel-<uid> */
   ipcDir?: string;
@@ -72,7 +72,7 @@ export type ResolvedOptions = Required<
 /** The options with every default filled in; throws a BrokerError for an invalid one. */
 export function resolveOptions(options: BrokerOptions): ResolvedOptions {
   const resolved = {
-    concurrency: DEFAULTS.concurrency,
+    concurrency: options.queue?.concurrency ?? DEFAULTS.concurrency,
     cancelGraceMs: DEFAULTS.cancelGraceMs,
     killGraceMs: DEFAULTS.killGraceMs,
     drainMs: DEFAULTS.drainMs,
