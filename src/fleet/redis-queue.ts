@@ -37,6 +37,9 @@ export interface FleetEntry {
   at: number;
 }
 
+/** Workers beat every second; one silent for 5 minutes is dropped from the fleet view. */
+const FORGET_WORKER_AFTER_MS = 5 * 60_000;
+
 class RedisQueue implements AttemptQueue, AttemptHub {
   readonly kind = 'redis';
   readonly concurrency: number;
@@ -114,7 +117,11 @@ class RedisQueue implements AttemptQueue, AttemptHub {
     const client = await this.queue.client;
     const entries = Object.values(await client.hgetall(this.keys.fleet)).map((text) => JSON.parse(text) as FleetEntry);
     const now = Date.now();
+    // A worker silent this long was killed without leaving the fleet: forget it.
+    const gone = entries.filter((entry) => now - entry.at > FORGET_WORKER_AFTER_MS).map((entry) => entry.name);
+    if (gone.length > 0) await client.hdel(this.keys.fleet, ...gone);
     return entries
+      .filter((entry) => !gone.includes(entry.name))
       .map(({ at, ...entry }) => ({ ...entry, heartbeatAgeMs: Math.max(0, now - at) }))
       .sort((a, b) => a.name.localeCompare(b.name));
   }

@@ -16,6 +16,9 @@ export interface AttemptHub {
   forget(jobId: string): void;
 }
 
+/** After a stop: the worker's grace periods plus this, then the attempt counts as finished anyway. */
+const STOP_CONFIRM_MARGIN_MS = 10_000;
+
 export class RemoteAttempt implements RunningAttempt {
   readonly outcome: Promise<AttemptOutcome>;
   readonly finished: Promise<void>;
@@ -26,6 +29,7 @@ export class RemoteAttempt implements RunningAttempt {
   private decide!: (outcome: AttemptOutcome) => void;
   private finish!: () => void;
   private done = false;
+  private giveUp: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly hub: AttemptHub,
@@ -66,6 +70,15 @@ export class RemoteAttempt implements RunningAttempt {
       (removed) => removed && this.end(),
       () => {},
     );
+    // A worker that never confirms (all workers gone, Redis down) must not hold the broker's close forever.
+    const s = this.settings;
+    this.giveUp ??= setTimeout(
+      () => {
+        this.sink.log('broker', `no worker confirmed the stop within ${STOP_CONFIRM_MARGIN_MS} ms of its grace periods; giving up on it`);
+        this.end();
+      },
+      s.cancelGraceMs + s.killGraceMs + STOP_CONFIRM_MARGIN_MS,
+    );
   }
 
   /** The worker's reports, in order. */
@@ -102,6 +115,7 @@ export class RemoteAttempt implements RunningAttempt {
   private end(): void {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.giveUp);
     this.hub.forget(this.jobId);
     this.finish();
   }

@@ -67,6 +67,7 @@ export class FleetWorker {
   private subscriber: Awaited<Worker['client']> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
+  private closing = false;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.name = options.workerName ?? `${os.hostname()}-${process.pid}`;
@@ -107,6 +108,7 @@ export class FleetWorker {
   /** Stops taking jobs, lets running ones finish (or stops them with `force`), leaves the fleet. */
   async close(force = false): Promise<void> {
     clearInterval(this.heartbeat);
+    this.closing = true;
     if (force) for (const job of this.running.values()) job.attempt.stop('cancelled', 'the worker is shutting down');
     await this.worker.close();
     const client = await this.worker.client.catch(() => undefined);
@@ -160,8 +162,12 @@ export class FleetWorker {
     this.running.set(job.id!, { attempt, replies });
     try {
       await attempt.start();
-      const outcome = await attempt.outcome;
+      let outcome = await attempt.outcome;
       await attempt.finished;
+      if (this.closing && outcome.kind === 'failure') {
+        // Stopped because this worker shuts down, not by the task's owner: the broker may retry it elsewhere.
+        outcome = { kind: 'failure', reason: 'crashed', message: `worker ${this.name} shut down during the attempt`, retryable: true };
+      }
       await reporter.flush();
       if (outcome.kind === 'final') outcome.payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
       return { worker: this.name, outcome, exitCode: attempt.exitCode, exitSignal: attempt.exitSignal };

@@ -125,6 +125,20 @@ describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${R
     await waitUntilGone([(payload.data as { pid: number }).pid]);
   });
 
+  test('a worker stopped with SIGTERM mid-task cancels its sub-agent, and the task is retried on another worker', async () => {
+    const { broker, workers: two } = await fleet(2);
+    const task = broker.submit({ command: UNTIL_CANCELLED, retries: { max: 1, backoffMs: 10 } });
+    const first = await waitFor(() => task.snapshot().lastPartial && task.snapshot().worker, 'the first attempt to run');
+    const pids = task.snapshot().lastPartial as { pid: number; grandchild: number };
+    await two.find((w) => w.name === first)!.stop();
+    await waitUntilGone([pids.pid, pids.grandchild]);
+    const second = await waitFor(() => task.snapshot().attempt === 2 && task.snapshot().lastPartial && task.snapshot().worker, 'a retry');
+    expect(second).not.toBe(first);
+    expect(task.snapshot().state).toBe('running');
+    task.cancel();
+    expect((await settle(task.result)).ok).toBe(false);
+  });
+
   test('Redis restarted mid-run: broker and workers reconnect and every task finishes', async () => {
     const { broker } = await fleet(2);
     const tasks = Array.from({ length: 8 }, (_, n) => broker.submit({ command: STEPS, input: { steps: 4, stepMs: 150, n } }));
