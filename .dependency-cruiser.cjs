@@ -2,6 +2,7 @@
  * The layering of src/, enforced in `npm test` (scripts/lint.mjs). Lower layers never import higher ones:
  *
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hosts  →  main (Electron) · gateway · cli
+ *   broker    →  fleet (the BullMQ queue and worker: over the core, under hosts and cli)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
@@ -47,6 +48,18 @@ module.exports = {
       'The bridge runs in browsers too: no broker internals.',
     ),
     forbid('templates-under-hosts', layer('templates'), '^src/(?!(protocol|model|bridge|templates)/)', ''),
+    forbid(
+      'fleet-over-the-core',
+      layer('fleet'),
+      '^src/(?!(protocol|model|broker|fleet)/)',
+      'The fleet adapts the core to Redis: it knows no front-end; hosts and the CLI use it.',
+    ),
+    forbid(
+      'queue-seam-under-the-broker',
+      '^src/broker/(transport|process|guards|task|history)/',
+      '^src/broker/queue/',
+      'Only broker.ts (and settings) choose where attempts run.',
+    ),
     forbid(
       'hosts-serve-the-core',
       layer('hosts'),

@@ -51,6 +51,7 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   },
   setPaused: { verb: 'PUT', path: 'paused', args: ['paused'], check: (a) => [checkBoolean(a[0], 'paused')] },
   openLog: { verb: 'POST', path: 'log/open', args: [], check: () => [] },
+  fleet: { verb: 'GET', path: 'fleet', args: [], check: () => [] },
 };
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];

@@ -5,8 +5,9 @@
  * suite checks that. Everything crossing it is plain JSON.
  */
 import type { LogLine, TaskSnapshot } from '../model/task.js';
+import type { WorkerInfo } from '../model/fleet.js';
 
-export type { LogLine, TaskSnapshot };
+export type { LogLine, TaskSnapshot, WorkerInfo };
 
 /** What the panel may start: a command line (never a shell string), or a template by name. */
 export interface SubmitRequest {
@@ -74,6 +75,8 @@ export interface BackchannelBridge {
   setPaused(paused: boolean): Promise<void>;
   /** Opens the app log (Electron: in the OS; headless: returns its path only). */
   openLog(): Promise<{ path: string }>;
+  /** The workers serving a Redis queue, with load and heartbeat age; empty when tasks run locally. */
+  fleet(): Promise<WorkerInfo[]>;
 }
 
 /** Error shape both bridges use for a refused call. */

@@ -17,7 +17,8 @@ import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
-import { Attempt, type AttemptOutcome } from './task/attempt.js';
+import type { AttemptOutcome } from './task/attempt.js';
+import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/attempt-queue.js';
 import { decide, settle } from './task/decision.js';
 import { PendingQuestion } from './task/questions.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
@@ -25,6 +26,7 @@ import { attemptSink } from './task/sink.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
+import type { WorkerInfo } from '../model/fleet.js';
 import type { LogLine, RetryPolicy, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 
@@ -35,7 +37,7 @@ interface LiveTask {
   task: Task;
   policy: RetryPolicy;
   question: PendingQuestion;
-  attempt?: Attempt;
+  attempt?: RunningAttempt;
   finished: Promise<void>;
   markFinished: () => void;
   cancelRequested?: string;
@@ -49,6 +51,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly options: ResolvedOptions;
   private readonly logger: Logger;
   private readonly queue: PQueue;
+  private readonly attempts: AttemptQueue; // where attempts run: here (default) or on a worker fleet
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
@@ -62,6 +65,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.setMaxListeners(0);
     this.options = resolveOptions(options);
     this.logger = options.logger ?? silentLogger;
+    this.attempts = options.queue ?? LOCAL_QUEUE;
     this.queue = new PQueue({ concurrency: this.options.concurrency, autoStart: false });
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
@@ -192,6 +196,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     }
   }
 
+  /** The workers serving the queue (none for the local queue). */
+  fleet(): Promise<WorkerInfo[]> {
+    return this.attempts.fleet();
+  }
+
   /** Why the history journal cannot be written, if it cannot. */
   get historyError(): string | undefined {
     return this.journal?.error;
@@ -208,6 +217,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       }
       await Promise.all([...this.live.values()].map((e) => e.finished));
       this.queue.pause();
+      await this.attempts.close();
       await this.journal?.close();
     })();
     return this.closing;
@@ -233,7 +243,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
     const { task } = entry;
     task.startAttempt(number);
-    const attempt = new Attempt(
+    const attempt = this.attempts.attempt(
       attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv }),
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),

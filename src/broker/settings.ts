@@ -12,6 +12,7 @@ import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
 import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
 import type { TaskSpec } from '../model/task.js';
+import type { AttemptQueue } from './queue/attempt-queue.js';
 
 /** Named defaults, each with its reason. */
 export const DEFAULTS = {
@@ -36,7 +37,7 @@ export const DEFAULTS = {
 } as const;
 
 export interface BrokerOptions {
-  /** Tasks running at once. @default 2 × cores */
+  /** Tasks running at once. @default 2 × cores (a remote `queue` may set its own) */
   concurrency?: number;
   /** Private endpoint directory. @default $CURSOR_IPC_DIR, else $XDG_RUNTIME_DIR or tmpdir + /backchannel-<uid> */
   ipcDir?: string;
@@ -59,6 +60,8 @@ export interface BrokerOptions {
   historyLimit?: number;
   /** Log the first 100 characters of every received line to the task log. @default BACKCHANNEL_DEBUG=1 */
   traceLines?: boolean;
+  /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
+  queue?: AttemptQueue;
 }
 
 export type ResolvedOptions = Required<
@@ -69,7 +72,7 @@ export type ResolvedOptions = Required<
 /** The options with every default filled in; throws a BrokerError for an invalid one. */
 export function resolveOptions(options: BrokerOptions): ResolvedOptions {
   const resolved = {
-    concurrency: DEFAULTS.concurrency,
+    concurrency: options.queue?.concurrency ?? DEFAULTS.concurrency,
     cancelGraceMs: DEFAULTS.cancelGraceMs,
     killGraceMs: DEFAULTS.killGraceMs,
     drainMs: DEFAULTS.drainMs,

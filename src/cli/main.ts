@@ -11,6 +11,7 @@ const SUMMARIES: Record<string, string> = {
   serve: 'serve the task panel and its API on 127.0.0.1 (headless)',
   new: 'scaffold a new sub-agent from a template',
   gateway: 'serve an OpenAI-compatible API backed by sub-agents',
+  worker: 'run sub-agents from a Redis queue (a worker of a fleet)',
 };
 
 export function usage(): string {

@@ -8,6 +8,7 @@
 import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TemplateInfo } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { LogLine, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { WorkerInfo } from '../model/fleet.js';
 import { isFinished } from '../model/task.js';
 import { recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
@@ -24,6 +25,8 @@ export interface BrokerLike {
   pause(): void;
   resume(): void;
   readonly paused: boolean;
+  /** The fleet serving a Redis queue (a broker without one has no workers). */
+  fleet?(): Promise<WorkerInfo[]>;
   on(event: 'update', listener: (update: TaskUpdate) => void): unknown;
   on(event: 'paused', listener: (paused: boolean) => void): unknown;
   on(event: 'removed', listener: (taskIds: string[]) => void): unknown;
@@ -153,6 +156,9 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     async openLog() {
       await options.openLog?.(options.logPath);
       return { path: options.logPath };
+    },
+    async fleet() {
+      return (await broker.fleet?.()) ?? [];
     },
   };
 }

@@ -101,6 +101,8 @@ export interface TaskSnapshot {
   exitCode?: number | null;
   signal?: string | null;
   pid?: number;
+  /** The fleet worker that runs (or ran) the current attempt, when tasks go through a remote queue. */
+  worker?: string;
   pendingQuestion?: PendingQuestion;
   tags?: Record<string, string>;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */

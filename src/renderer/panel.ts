@@ -37,6 +37,7 @@ const pausedBanner = byId('paused-banner');
 const detailsPane = byId('details-pane');
 const toastEl = byId('toast');
 const app = byId('app');
+const fleetEl = byId('fleet');
 
 const list = new TaskList(listEl, {
   open: (id) => openTask(id),
@@ -309,3 +310,20 @@ bridge
   });
 routeFromHash();
 scheduleRender();
+
+/** How often the footer's fleet line (workers, load, heartbeat age) is refreshed. */
+const FLEET_REFRESH_MS = 2000;
+
+/** The workers of a Redis queue, in the footer; hidden when tasks run locally. */
+function refreshFleet(): void {
+  bridge.fleet().then(
+    (workers) => {
+      fleetEl.hidden = workers.length === 0;
+      const text = workers.map((w) => `${w.name} ${w.running}/${w.concurrency} · ${(w.heartbeatAgeMs / 1000).toFixed(1)} s`).join(', ');
+      setText(fleetEl, `Workers: ${text}`);
+    },
+    () => {},
+  );
+}
+refreshFleet();
+setInterval(refreshFleet, FLEET_REFRESH_MS);

@@ -11,6 +11,7 @@ interface Row {
   badge: HTMLElement;
   label: HTMLElement;
   attempt: HTMLElement;
+  worker: HTMLElement;
   time: HTMLElement;
   bar: HTMLElement;
   fill: HTMLElement;
@@ -124,6 +125,7 @@ export class TaskList {
     const badge = h('span', { class: 'badge' });
     const label = h('span', { class: 'task-label' });
     const attempt = h('span', { class: 'task-attempt' });
+    const worker = h('span', { class: 'task-worker' });
     const time = h('span', { class: 'task-time' });
     const fill = h('div', { class: 'progress-fill' });
     const bar = h('div', { class: 'progress', role: 'progressbar', attrs: { 'aria-valuemin': '0', 'aria-valuemax': '100' } }, [fill]);
@@ -136,11 +138,11 @@ export class TaskList {
       else this.actions.cancel(id);
     });
     const el = h('li', { class: 'task', role: 'option', tabIndex: -1, attrs: { 'data-id': id, 'aria-selected': 'false' } }, [
-      h('div', { class: 'task-top' }, [badge, label, attempt, time, action]),
+      h('div', { class: 'task-top' }, [badge, label, attempt, worker, time, action]),
       bar,
       sub,
     ]);
-    return { el, badge, label, attempt, time, bar, fill, sub, action };
+    return { el, badge, label, attempt, worker, time, bar, fill, sub, action };
   }
 
   private fillRow(row: Row, task: TaskSnapshot, now: number): void {
@@ -165,6 +167,7 @@ export class TaskList {
     if (!old || old.attempt !== task.attempt || old.maxAttempts !== task.maxAttempts) {
       setText(row.attempt, task.maxAttempts > 1 || task.attempt > 1 ? `attempt ${task.attempt}/${task.maxAttempts}` : '');
     }
+    if (!old || old.worker !== task.worker) setText(row.worker, task.worker ? `on ${task.worker}` : '');
     setText(row.time, taskTime(task, now));
 
     if (!isFinished(task.state)) {

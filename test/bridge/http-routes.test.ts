@@ -14,6 +14,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   answer: ['t1', 'q1', 'yes'],
   setPaused: [true],
   openLog: [],
+  fleet: [],
 };
 
 describe('http routes', () => {

@@ -69,6 +69,8 @@ export interface AttemptSink {
   problem(kind: 'malformed' | 'rejected' | 'ignored', detail: string): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
   spawned(pid: number): void;
+  /** The attempt runs on a fleet worker (only attempts sent through a remote queue report this). */
+  placed?(worker: string): void;
 }
 
 /** The outside world an attempt touches; the real one by default, an in-memory one in unit tests. */

@@ -32,6 +32,7 @@ export function attemptSink(task: Task, logger: Logger, hooks: SinkHooks): Attem
       else logger.warn(`task ${task.id}: ${kind}: ${detail}`);
     },
     ask: (message, reply) => hooks.ask(message, reply),
+    placed: (worker) => task.placed(worker),
     spawned: (pid) => {
       task.spawned(pid);
       hooks.spawned(pid);

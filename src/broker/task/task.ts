@@ -55,6 +55,7 @@ export class Task {
   private endedAt: string | undefined;
   private finalPayload: FinalPayload | undefined;
   private pid: number | undefined;
+  private worker: string | undefined;
   private exitCode: number | null | undefined;
   private exitSignal: string | null | undefined;
   private question: PendingQuestion | undefined;
@@ -96,6 +97,7 @@ export class Task {
     task.endedAt = snapshot.endedAt;
     task.finalPayload = snapshot.result;
     task.pid = snapshot.pid;
+    task.worker = snapshot.worker;
     task.exitCode = snapshot.exitCode;
     task.exitSignal = snapshot.signal;
     task.question = snapshot.pendingQuestion;
@@ -173,6 +175,12 @@ export class Task {
 
   spawned(pid: number): void {
     this.pid = pid;
+  }
+
+  /** The attempt runs on fleet worker `worker` (announced as a log line). */
+  placed(worker: string): void {
+    this.worker = worker;
+    this.log('broker', `attempt ${this.attemptNumber} runs on worker ${worker}`);
   }
 
   recordPartial(payload: Payload): void {
@@ -283,6 +291,7 @@ export class Task {
     if (this.exitCode !== undefined) snap.exitCode = this.exitCode;
     if (this.exitSignal !== undefined) snap.signal = this.exitSignal;
     if (this.pid !== undefined) snap.pid = this.pid;
+    if (this.worker !== undefined) snap.worker = this.worker;
     if (this.question) snap.pendingQuestion = this.question;
     if (this.spec.tags) snap.tags = this.spec.tags;
     return snap;

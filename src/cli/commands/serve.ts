@@ -12,6 +12,8 @@ Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
   --data-dir <dir>    where history and logs live (default: ${defaultDataDir()})
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
+  --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
+  --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
   -h, --help          show this help
 
@@ -30,6 +32,8 @@ export const command: CliCommand = {
         'data-dir': { type: 'string' },
         concurrency: { type: 'string' },
         demo: { type: 'boolean' },
+        redis: { type: 'string' },
+        queue: { type: 'string' },
       },
       HELP,
     );
@@ -47,7 +51,8 @@ export const command: CliCommand = {
     const { startHeadless } = await import('../../hosts/headless/start.js');
     let headless;
     try {
-      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency });
+      const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
+      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis });
     } catch (error) {
       process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
       return EXIT.failed;

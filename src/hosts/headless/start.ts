@@ -11,6 +11,7 @@ import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
 import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import { defaultDataDir } from '../paths.js';
+import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -23,6 +24,8 @@ export interface HeadlessOptions {
   concurrency?: number;
   /** Endpoint directory for the task sockets (tests use a private one). */
   ipcDir?: string;
+  /** Run tasks on a worker fleet through this Redis queue instead of locally (docs/scale-out.md). */
+  redis?: RedisQueueOptions;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -43,7 +46,8 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   mkdirSync(join(dataDir, 'logs'), { recursive: true, mode: 0o700 });
   const logPath = join(dataDir, 'logs', 'backchannel.log');
   const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
-  const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir });
+  const queue = options.redis ? redisQueue(options.redis) : undefined;
+  const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));

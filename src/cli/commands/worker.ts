@@ -1,0 +1,98 @@
+/** `backchannel worker`: runs sub-agents from a Redis queue on this machine (docs/scale-out.md). */
+import path from 'node:path';
+import type { CliCommand } from '../command.js';
+import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
+import { createHeadlessLogger } from '../../broker/log.js';
+import { AllowList, FleetWorker, type AllowedCommand } from '../../fleet/index.js';
+import { loadTemplates } from '../../templates/catalog.js';
+
+const HELP = `Usage: backchannel worker --redis <url> [options]
+
+Takes sub-agent tasks from a Redis queue (filled by \`backchannel serve --redis\` or a TaskBroker with
+a Redis queue) and runs each here, with the same socket protocol, guards and process-tree kill as a
+local broker. Only allowed commands run: a task whose command line does not start with an entry of
+--allow or a template of --templates is refused.
+
+Options:
+  --redis <url>          redis://[user:password@]host[:port][/db], or rediss:// for TLS (required)
+  --name <name>          this worker's name in the panel (default: <host>-<pid>)
+  --queue <name>         queue name, as the broker's (default: agents)
+  --concurrency <n>      sub-agents at once (default: 2 per CPU core)
+  --allow <command>      an allowed command line prefix, e.g. "node /opt/agents/review.mjs" (repeatable)
+  --templates <dir>      allow the demo templates of <dir>/templates.json, each run in its directory
+  --lock-timeout <ms>    a job whose worker is silent this long is failed as stalled (default: 30000)
+  -h, --help             show this help
+
+Stop with Ctrl+C: running sub-agents are cancelled (grace period, then killed).`;
+
+function positiveInteger(text: string | undefined, fallback: number | undefined): number | undefined | false {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  return Number.isInteger(value) && value > 0 ? value : false;
+}
+
+export const command: CliCommand = {
+  async run(argv) {
+    const parsed = parseCommandLine(
+      'worker',
+      argv,
+      {
+        redis: { type: 'string' },
+        name: { type: 'string' },
+        queue: { type: 'string' },
+        concurrency: { type: 'string' },
+        allow: { type: 'string', multiple: true },
+        templates: { type: 'string' },
+        'lock-timeout': { type: 'string' },
+      },
+      HELP,
+    );
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
+    if (!values.redis) return usageError('backchannel worker: `--redis <url>` is required', HELP);
+    const concurrency = positiveInteger(values.concurrency, undefined);
+    if (concurrency === false) return usageError(`backchannel worker: Expected \`--concurrency\` to be a positive integer`, HELP);
+    const lockDurationMs = positiveInteger(values['lock-timeout'], undefined);
+    if (lockDurationMs === false) return usageError(`backchannel worker: Expected \`--lock-timeout\` to be a positive integer`, HELP);
+    const entries: AllowedCommand[] = AllowList.parse(values.allow ?? []);
+    if (values.templates) {
+      const dir = path.resolve(values.templates);
+      const templates = loadTemplates(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`));
+      for (const { request } of templates) entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir });
+    }
+    if (entries.length === 0)
+      return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);
+
+    let worker: FleetWorker;
+    try {
+      worker = new FleetWorker({
+        redis: values.redis,
+        name: values.queue,
+        workerName: values.name,
+        concurrency,
+        lockDurationMs,
+        allow: new AllowList(entries),
+        logger: createHeadlessLogger({ console: 'warn' }),
+      });
+      await worker.start();
+    } catch (error) {
+      process.stderr.write(`backchannel worker: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    process.stdout.write(
+      `Backchannel worker ${worker.name}: taking tasks from ${redacted(values.redis)} (${entries.length} allowed commands)\n`,
+    );
+    return runUntilSignal('worker', 'running sub-agents', () => worker.close(true));
+  },
+};
+
+/** The URL without its password, for printing. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}

@@ -1,0 +1,5 @@
+/** Scale-out over BullMQ and Redis: the broker's Redis queue and the worker that serves it (docs/scale-out.md). */
+export { redisQueue, type RedisQueueOptions } from './redis-queue.js';
+export { FleetWorker, type FleetWorkerOptions } from './worker.js';
+export { AllowList, type AllowedCommand } from './allow-list.js';
+export type { WorkerInfo } from '../model/fleet.js';

@@ -1,0 +1,137 @@
+/**
+ * `redisQueue()`: the broker's `AttemptQueue` over BullMQ. Each attempt becomes one job; workers
+ * (./worker.ts) run it and report through job progress and the job's return value, which one
+ * `QueueEvents` reader routes to the waiting `RemoteAttempt`.
+ *
+ * The broker keeps its own retry loop: a job is tried once by BullMQ (`attempts: 1`) and a job whose
+ * worker died is failed by BullMQ's stalled-job check (`maxStalledCount: 0` on the workers), which
+ * the broker counts as a crashed attempt and retries per the task's policy.
+ */
+import { Queue, QueueEvents } from 'bullmq';
+import type { AttemptQueue } from '../broker/queue/attempt-queue.js';
+import type { StopReason } from '../broker/task/attempt.js';
+import type { WorkerInfo } from '../model/fleet.js';
+import { RemoteAttempt, type AttemptHub } from './remote-attempt.js';
+import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
+
+export interface RedisQueueOptions {
+  /** `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS. */
+  redis: string;
+  /** Queue name; workers must use the same. @default 'agents' */
+  name?: string;
+  /** TLS options (e.g. `{ ca }`) for `rediss://`. */
+  tls?: Record<string, unknown>;
+  /** Attempts the broker keeps queued or running on the fleet at once. @default 1000 */
+  concurrency?: number;
+  /** Finished jobs kept in Redis this long, for inspection. @default 3600 */
+  keepFinishedSeconds?: number;
+}
+
+/** A fleet heartbeat entry, as workers write it (./worker.ts). */
+export interface FleetEntry {
+  name: string;
+  host: string;
+  pid: number;
+  concurrency: number;
+  running: number;
+  at: number;
+}
+
+/** Workers beat every second; one silent for 5 minutes is dropped from the fleet view. */
+const FORGET_WORKER_AFTER_MS = 5 * 60_000;
+
+class RedisQueue implements AttemptQueue, AttemptHub {
+  readonly kind = 'redis';
+  readonly concurrency: number;
+  private readonly queue: Queue;
+  private events: QueueEvents | undefined;
+  private readonly keys: ReturnType<typeof keys>;
+  private readonly pending = new Map<string, RemoteAttempt>();
+  private readonly ready: Promise<unknown>;
+  private readonly keepSeconds: number;
+
+  constructor(options: RedisQueueOptions) {
+    const name = options.name ?? DEFAULT_QUEUE_NAME;
+    const connection = connectionOf(options.redis, options.tls);
+    this.concurrency = options.concurrency ?? 1000;
+    this.keepSeconds = options.keepFinishedSeconds ?? 3600;
+    this.keys = keys(name);
+    this.queue = new Queue(name, { connection, prefix: PREFIX });
+    // Connection errors are retried by ioredis; without a listener they would crash the process.
+    this.queue.on('error', () => {});
+    this.ready = this.listen(name, connection);
+    this.ready.catch(() => {});
+  }
+
+  /**
+   * Reads the queue's event stream from its current end. Not from `$` (QueueEvents' default): the
+   * reader's first XREAD may come after the first jobs already finished, and their events would be lost.
+   */
+  private async listen(name: string, connection: ReturnType<typeof connectionOf>): Promise<void> {
+    const client = await this.queue.client;
+    const [last] = await client.xrevrange(`${PREFIX}:${name}:events`, '+', '-', 'COUNT', 1);
+    const events = new QueueEvents(name, { connection, prefix: PREFIX, lastEventId: last?.[0] ?? '0-0' });
+    this.events = events;
+    events.on('error', () => {});
+    this.listenTo(events);
+    await events.waitUntilReady();
+  }
+
+  private listenTo(events: QueueEvents): void {
+    events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data as unknown as ProgressBatch).events ?? []));
+    events.on('completed', ({ jobId, returnvalue }) => {
+      this.pending.get(jobId)?.onCompleted(returnvalue as unknown as AttemptReport);
+    });
+    events.on('failed', ({ jobId, failedReason }) => this.pending.get(jobId)?.failed(`the worker lost the job: ${failedReason}`));
+    events.on('removed', ({ jobId }) => this.pending.get(jobId)?.failed('the job was removed from the queue', false));
+  }
+
+  attempt(...[settings, sink]: Parameters<AttemptQueue['attempt']>): RemoteAttempt {
+    return new RemoteAttempt(this, settings, sink);
+  }
+
+  async add(attempt: RemoteAttempt): Promise<void> {
+    await this.ready;
+    this.pending.set(attempt.jobId, attempt);
+    const keep = { age: this.keepSeconds };
+    await this.queue.add('attempt', attempt.job, { jobId: attempt.jobId, attempts: 1, removeOnComplete: keep, removeOnFail: keep });
+  }
+
+  async stop(jobId: string, reason: StopReason, message: string): Promise<boolean> {
+    const client = await this.queue.client;
+    // A worker that takes the job later finds this key; one running it now hears the message.
+    await client.set(this.keys.stop(jobId), reason, 'EX', 24 * 3600);
+    this.send({ t: 'stop', jobId, reason, message });
+    return (await this.queue.remove(jobId)) === 1;
+  }
+
+  send(message: ControlMessage): void {
+    void this.queue.client.then((client) => client.publish(this.keys.control, JSON.stringify(message))).catch(() => {});
+  }
+
+  forget(jobId: string): void {
+    this.pending.delete(jobId);
+  }
+
+  async fleet(): Promise<WorkerInfo[]> {
+    const client = await this.queue.client;
+    const entries = Object.values(await client.hgetall(this.keys.fleet)).map((text) => JSON.parse(text) as FleetEntry);
+    const now = Date.now();
+    // A worker silent this long was killed without leaving the fleet: forget it.
+    const gone = entries.filter((entry) => now - entry.at > FORGET_WORKER_AFTER_MS).map((entry) => entry.name);
+    if (gone.length > 0) await client.hdel(this.keys.fleet, ...gone);
+    return entries
+      .filter((entry) => !gone.includes(entry.name))
+      .map(({ at, ...entry }) => ({ ...entry, heartbeatAgeMs: Math.max(0, now - at) }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.events?.close(), this.queue.close()]);
+  }
+}
+
+/** The broker option `queue: redisQueue({ redis: 'redis://…', name })`: attempts run on `backchannel worker`s. */
+export function redisQueue(options: RedisQueueOptions): AttemptQueue {
+  return new RedisQueue(options);
+}

@@ -1,0 +1,122 @@
+/**
+ * An attempt that runs on a fleet worker: queued as a BullMQ job, reported back through the hub
+ * (./redis-queue.ts). To the broker it is a `RunningAttempt` like a local one: the outcome settles
+ * once (a late or duplicate report is ignored), `finished` when the worker is done with the job.
+ */
+import type { AttemptOutcome, AttemptSettings, AttemptSink, StopReason } from '../broker/task/attempt.js';
+import type { RunningAttempt } from '../broker/queue/attempt-queue.js';
+import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type WorkerEvent } from './wire.js';
+
+/** What a remote attempt needs from the hub. */
+export interface AttemptHub {
+  add(attempt: RemoteAttempt): Promise<void>;
+  /** Asks the worker to stop the job; resolves true when the job was still waiting and is now removed. */
+  stop(jobId: string, reason: StopReason, message: string): Promise<boolean>;
+  send(message: ControlMessage): void;
+  forget(jobId: string): void;
+}
+
+/** After a stop: the worker's grace periods plus this, then the attempt counts as finished anyway. */
+const STOP_CONFIRM_MARGIN_MS = 10_000;
+
+export class RemoteAttempt implements RunningAttempt {
+  readonly outcome: Promise<AttemptOutcome>;
+  readonly finished: Promise<void>;
+  readonly jobId: string;
+  exitCode: number | null | undefined;
+  exitSignal: NodeJS.Signals | null | undefined;
+  private decided: AttemptOutcome | undefined;
+  private decide!: (outcome: AttemptOutcome) => void;
+  private finish!: () => void;
+  private done = false;
+  private giveUp: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly hub: AttemptHub,
+    private readonly settings: AttemptSettings,
+    private readonly sink: AttemptSink,
+  ) {
+    this.jobId = jobIdOf(settings.taskId, settings.attempt);
+    this.outcome = new Promise((resolve) => (this.decide = resolve));
+    this.finished = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  get job(): AttemptJob {
+    const s = this.settings;
+    return {
+      taskId: s.taskId,
+      attempt: s.attempt,
+      command: s.command,
+      args: s.args,
+      input: s.input ?? null,
+      timeoutMs: s.timeoutMs,
+      heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+    };
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.hub.add(this);
+    } catch (error) {
+      this.failed(`could not queue the attempt on Redis: ${(error as Error).message}`, false);
+    }
+  }
+
+  stop(reason: StopReason, message: string): void {
+    if (this.done) return;
+    this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+    this.sink.log('broker', `stopping: ${message}`);
+    void this.hub.stop(this.jobId, reason, message).then(
+      (removed) => removed && this.end(),
+      () => {},
+    );
+    // A worker that never confirms (all workers gone, Redis down) must not hold the broker's close forever.
+    const s = this.settings;
+    this.giveUp ??= setTimeout(
+      () => {
+        this.sink.log('broker', `no worker confirmed the stop within ${STOP_CONFIRM_MARGIN_MS} ms of its grace periods; giving up on it`);
+        this.end();
+      },
+      s.cancelGraceMs + s.killGraceMs + STOP_CONFIRM_MARGIN_MS,
+    );
+  }
+
+  /** The worker's reports, in order. */
+  onEvents(events: WorkerEvent[]): void {
+    for (const event of events) {
+      if (event.t === 'placed') this.sink.placed?.(event.worker);
+      else if (event.t === 'partial' && !this.decided) this.sink.partial(event.payload);
+      else if (event.t === 'log') this.sink.log(event.stream, event.text);
+      else if (event.t === 'problem') this.sink.problem(event.kind, event.detail);
+      else if (event.t === 'ask') this.sink.ask(event.message, (message) => this.hub.send({ t: 'reply', jobId: this.jobId, message }));
+    }
+  }
+
+  /** The job's return value: the worker's outcome (first final wins: a cancel decided here stays). */
+  onCompleted(report: AttemptReport): void {
+    this.exitCode = report.exitCode;
+    this.exitSignal = report.exitSignal;
+    this.settle(report.outcome);
+    this.end();
+  }
+
+  /** The job failed without a report: its worker was lost (stalled) or Redis refused it. */
+  failed(why: string, retryable = true): void {
+    this.settle({ kind: 'failure', reason: 'crashed', message: why, retryable });
+    this.end();
+  }
+
+  private settle(outcome: AttemptOutcome): void {
+    if (this.decided) return;
+    this.decided = outcome;
+    this.decide(outcome);
+  }
+
+  private end(): void {
+    if (this.done) return;
+    this.done = true;
+    clearTimeout(this.giveUp);
+    this.hub.forget(this.jobId);
+    this.finish();
+  }
+}

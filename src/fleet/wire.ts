@@ -1,0 +1,90 @@
+/**
+ * What travels through Redis between the broker (the queue side) and the workers, and where: one
+ * BullMQ job per attempt, the worker's reports as job progress, the attempt's outcome as the job's
+ * return value, and stop/answer messages on a pub/sub channel. Both sides import this file only.
+ */
+import type { AskMessage, BrokerMessage, Payload } from '../protocol/index.js';
+import type { AttemptOutcome, StopReason } from '../broker/task/attempt.js';
+import type { ConnectionOptions } from 'bullmq';
+
+/** BullMQ key prefix: every key of a fleet starts with `backchannel:<queue>:`. */
+export const PREFIX = 'backchannel';
+export const DEFAULT_QUEUE_NAME = 'agents';
+
+/** One attempt, as queued. Never the broker's environment or paths: the worker uses its own. */
+export interface AttemptJob {
+  taskId: string;
+  attempt: number;
+  command: string;
+  /** Including `--task-id=<id>` unless the spec turned it off. */
+  args: string[];
+  input: unknown;
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+}
+
+/** What a worker reports while an attempt runs, in order, batched into job progress. */
+export type WorkerEvent =
+  | { t: 'placed'; worker: string }
+  | { t: 'partial'; payload: Payload }
+  | { t: 'log'; stream: 'stdout' | 'stderr' | 'broker'; text: string }
+  | { t: 'problem'; kind: 'malformed' | 'rejected' | 'ignored'; detail: string }
+  | { t: 'ask'; message: AskMessage };
+
+export interface ProgressBatch {
+  events: WorkerEvent[];
+}
+
+/** The job's return value. */
+export interface AttemptReport {
+  worker: string;
+  outcome: AttemptOutcome;
+  exitCode: number | null | undefined;
+  exitSignal: NodeJS.Signals | null | undefined;
+}
+
+/** Broker → workers, on the control channel; the worker running `jobId` acts. */
+export type ControlMessage =
+  { t: 'stop'; jobId: string; reason: StopReason; message: string } | { t: 'reply'; jobId: string; message: BrokerMessage };
+
+/** BullMQ refuses `:` in custom job ids. */
+export function jobIdOf(taskId: string, attempt: number): string {
+  return `${taskId}.${attempt}`;
+}
+
+export function keys(queueName: string) {
+  const base = `${PREFIX}:${queueName}`;
+  return {
+    control: `${base}:control`,
+    fleet: `${base}:fleet`,
+    stop: (jobId: string) => `${base}:stop:${jobId}`,
+  };
+}
+
+/**
+ * Redis connection options from a URL: `redis://[user:password@]host[:port][/db]`, or `rediss://`
+ * for TLS (`tls` adds options such as a CA). Commands wait through a reconnect instead of failing.
+ */
+export function connectionOf(url: string, tls?: Record<string, unknown>): ConnectionOptions {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`Expected a Redis URL such as redis://127.0.0.1:6379, got \`${url}\``);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new Error(`Expected a redis:// or rediss:// URL, got \`${url}\``);
+  }
+  const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
+  return {
+    host: parsed.hostname || '127.0.0.1',
+    port: parsed.port ? Number(parsed.port) : 6379,
+    db: Number.isInteger(db) ? db : 0,
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === 'rediss:' || tls ? { tls: tls ?? {} } : {}),
+    maxRetriesPerRequest: null,
+    // Back off up to 1 s between reconnects: a restarted Redis is found again within a second.
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+  };
+}

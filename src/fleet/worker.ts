@@ -1,0 +1,245 @@
+/**
+ * A fleet worker: takes attempt jobs from the BullMQ queue and runs each as a local `Attempt` —
+ * the same per-task socket, protocol, guards and process-tree kill as the local broker — then
+ * reports back: partials, log lines and questions as job progress (coalesced, ≤ 10 batches a
+ * second per job), the outcome as the job's return value. Stop and answer messages arrive on the
+ * control channel. A heartbeat in the fleet hash shows the worker, its load and its age in the panel.
+ */
+import os from 'node:os';
+import { Worker, type Job } from 'bullmq';
+import type { BrokerMessage } from '../protocol/index.js';
+import { silentLogger, type Logger } from '../broker/log.js';
+import { filterEnv, type EnvPolicy } from '../broker/process/environment.js';
+import { DEFAULTS } from '../broker/settings.js';
+import { Attempt, type AttemptSettings, type AttemptSink } from '../broker/task/attempt.js';
+import { DEFAULT_CHANNEL_LIMITS } from '../broker/transport/channel.js';
+import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from '../broker/transport/endpoint.js';
+import type { AllowList } from './allow-list.js';
+import type { FleetEntry } from './redis-queue.js';
+import {
+  connectionOf,
+  DEFAULT_QUEUE_NAME,
+  keys,
+  PREFIX,
+  type AttemptJob,
+  type AttemptReport,
+  type ControlMessage,
+  type WorkerEvent,
+} from './wire.js';
+
+export interface FleetWorkerOptions {
+  redis: string;
+  tls?: Record<string, unknown>;
+  /** Queue name, as the broker's. @default 'agents' */
+  name?: string;
+  /** This worker's name in the panel. @default <host>-<pid> */
+  workerName?: string;
+  /** Sub-agents at once. @default 2 × cores */
+  concurrency?: number;
+  allow: AllowList;
+  /**
+   * A job whose worker has not renewed its lock for this long is failed as stalled (and retried by
+   * the broker on another worker). @default 30000 (BullMQ's default)
+   */
+  lockDurationMs?: number;
+  ipcDir?: string;
+  env?: EnvPolicy;
+  logger?: Logger;
+}
+
+/** Reports of one job are sent at most this often (the panel's own refresh rate). */
+const REPORT_INTERVAL_MS = 100;
+const HEARTBEAT_MS = 1000;
+
+interface RunningJob {
+  attempt: Attempt;
+  replies: Map<string, (message: BrokerMessage) => void>;
+}
+
+export class FleetWorker {
+  readonly name: string;
+  private readonly worker: Worker<AttemptJob, AttemptReport>;
+  private readonly keys: ReturnType<typeof keys>;
+  private readonly running = new Map<string, RunningJob>();
+  private readonly endpointDir: string;
+  private readonly baseEnv: Record<string, string>;
+  private readonly logger: Logger;
+  private subscriber: Awaited<Worker['client']> | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private readonly concurrency: number;
+  private closing = false;
+
+  constructor(private readonly options: FleetWorkerOptions) {
+    this.name = options.workerName ?? `${os.hostname()}-${process.pid}`;
+    this.concurrency = options.concurrency ?? DEFAULTS.concurrency;
+    this.keys = keys(options.name ?? DEFAULT_QUEUE_NAME);
+    this.logger = options.logger ?? silentLogger;
+    this.endpointDir = chooseEndpointDir(options.ipcDir);
+    this.baseEnv = filterEnv(process.env, options.env);
+    const lockDuration = options.lockDurationMs ?? 30_000;
+    this.worker = new Worker<AttemptJob, AttemptReport>(options.name ?? DEFAULT_QUEUE_NAME, (job) => this.process(job), {
+      connection: connectionOf(options.redis, options.tls),
+      prefix: PREFIX,
+      concurrency: this.concurrency,
+      autorun: false,
+      lockDuration,
+      stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
+      maxStalledCount: 0,
+    });
+    this.worker.on('error', (error) => this.logger.warn(`worker ${this.name}: ${error.message}`));
+  }
+
+  /** Connects, subscribes to the control channel, starts the heartbeat and takes jobs. */
+  async start(): Promise<void> {
+    ensurePrivateDir(this.endpointDir);
+    await sweepStaleSockets(this.endpointDir);
+    const client = await this.worker.client;
+    const subscriber = client.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('error', () => {});
+    subscriber.on('message', (_channel: string, text: string) => this.control(JSON.parse(text) as ControlMessage));
+    await subscriber.subscribe(this.keys.control);
+    await this.beat();
+    this.heartbeat = setInterval(() => void this.beat().catch(() => {}), HEARTBEAT_MS);
+    void this.worker.run().catch((error: Error) => this.logger.error(`worker ${this.name} stopped`, error));
+    await this.worker.waitUntilReady();
+  }
+
+  /** Stops taking jobs, lets running ones finish (or stops them with `force`), leaves the fleet. */
+  async close(force = false): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.closing = true;
+    if (force) for (const job of this.running.values()) job.attempt.stop('cancelled', 'the worker is shutting down');
+    await this.worker.close();
+    const client = await this.worker.client.catch(() => undefined);
+    await client?.hdel(this.keys.fleet, this.name).catch(() => {});
+    this.subscriber?.disconnect();
+    await this.worker.disconnect();
+  }
+
+  private async beat(): Promise<void> {
+    const entry: FleetEntry = {
+      name: this.name,
+      host: os.hostname(),
+      pid: process.pid,
+      concurrency: this.concurrency,
+      running: this.running.size,
+      at: Date.now(),
+    };
+    const client = await this.worker.client;
+    await client.hset(this.keys.fleet, this.name, JSON.stringify(entry));
+  }
+
+  private control(message: ControlMessage): void {
+    const job = this.running.get(message.jobId);
+    if (!job) return;
+    if (message.t === 'stop') job.attempt.stop(message.reason, message.message);
+    else if (message.message.type === 'answer') job.replies.get(message.message.ask_id)?.(message.message);
+    else for (const reply of job.replies.values()) reply(message.message);
+  }
+
+  private async process(job: Job<AttemptJob, AttemptReport>): Promise<AttemptReport> {
+    const data = job.data;
+    const report = (outcome: AttemptReport['outcome']): AttemptReport => ({
+      worker: this.name,
+      outcome,
+      exitCode: undefined,
+      exitSignal: undefined,
+    });
+    const allowed = this.options.allow.match(data.command, data.args);
+    if (typeof allowed === 'string') {
+      this.logger.warn(`worker ${this.name}: task ${data.taskId}: ${allowed}`);
+      return report({ kind: 'failure', reason: 'crashed', message: `worker ${this.name} ${allowed}`, retryable: false });
+    }
+    const client = await this.worker.client;
+    const stopped = await client.get(this.keys.stop(job.id!));
+    if (stopped) return report({ kind: 'failure', reason: 'cancelled', message: 'was cancelled before it started', retryable: false });
+
+    const reporter = new Reporter(job);
+    reporter.push({ t: 'placed', worker: this.name });
+    const replies = new Map<string, (message: BrokerMessage) => void>();
+    const attempt = new Attempt(this.settings(data, allowed.cwd), forwardingSink(reporter, replies));
+    this.running.set(job.id!, { attempt, replies });
+    try {
+      await attempt.start();
+      let outcome = await attempt.outcome;
+      await attempt.finished;
+      if (this.closing && outcome.kind === 'failure') {
+        // Stopped because this worker shuts down, not by the task's owner: the broker may retry it elsewhere.
+        outcome = { kind: 'failure', reason: 'crashed', message: `worker ${this.name} shut down during the attempt`, retryable: true };
+      }
+      await reporter.flush();
+      if (outcome.kind === 'final') outcome.payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
+      return { worker: this.name, outcome, exitCode: attempt.exitCode, exitSignal: attempt.exitSignal };
+    } finally {
+      this.running.delete(job.id!);
+    }
+  }
+
+  private settings(job: AttemptJob, cwd: string | undefined): AttemptSettings {
+    return {
+      taskId: job.taskId,
+      attempt: job.attempt,
+      command: job.command,
+      args: job.args,
+      cwd: cwd ?? process.cwd(),
+      env: this.baseEnv,
+      input: job.input,
+      timeoutMs: job.timeoutMs,
+      heartbeatTimeoutMs: job.heartbeatTimeoutMs,
+      endpointDir: this.endpointDir,
+      spoolDir: this.endpointDir,
+      limits: DEFAULT_CHANNEL_LIMITS,
+      cancelGraceMs: DEFAULTS.cancelGraceMs,
+      killGraceMs: DEFAULTS.killGraceMs,
+      drainMs: DEFAULTS.drainMs,
+      traceLines: false,
+    };
+  }
+}
+
+/** The attempt's reports, queued in order for the broker. */
+function forwardingSink(reporter: Reporter, replies: Map<string, (message: BrokerMessage) => void>): AttemptSink {
+  return {
+    partial: (payload) => reporter.push({ t: 'partial', payload }),
+    log: (stream, text) => reporter.push({ t: 'log', stream, text }),
+    problem: (kind, detail) => reporter.push({ t: 'problem', kind, detail }),
+    ask: (message, reply) => {
+      replies.set(message.ask_id, reply);
+      reporter.push({ t: 'ask', message }, true);
+    },
+    spawned: () => {},
+  };
+}
+
+/**
+ * Batches a job's events into job progress: at most one update per REPORT_INTERVAL_MS, in order,
+ * consecutive partials coalesced to the latest (a chatty agent sends thousands a second).
+ */
+class Reporter {
+  private batch: WorkerEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private sending: Promise<void> = Promise.resolve();
+
+  constructor(private readonly job: Job) {}
+
+  push(event: WorkerEvent, now = false): void {
+    const last = this.batch.at(-1);
+    if (event.t === 'partial' && last?.t === 'partial') this.batch[this.batch.length - 1] = event;
+    else this.batch.push(event);
+    if (now) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), REPORT_INTERVAL_MS);
+  }
+
+  /** Sends what is queued; resolves when every earlier batch is in Redis. */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const events = this.batch;
+    this.batch = [];
+    if (events.length > 0) {
+      this.sending = this.sending.then(() => this.job.updateProgress({ events }).catch(() => {}));
+    }
+    return this.sending;
+  }
+}

@@ -1,0 +1,56 @@
+/** Real `backchannel worker` processes for the fleet tests, each killed after its suite if still running. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { outputOf } from '../helpers/redis.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export const BIN = path.join(ROOT, 'bin', 'backchannel.js');
+
+export function fleetFixture(name: string): string {
+  return path.join(ROOT, 'test/fleet/fixtures', name);
+}
+
+export interface WorkerProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  output(): string;
+  /** SIGTERM (cancels its sub-agents) and waits for the exit. */
+  stop(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  queue: string;
+  name: string;
+  allow: string[];
+  concurrency?: number;
+  lockTimeoutMs?: number;
+  ipcDir: string;
+}
+
+export async function startWorker(redisUrl: string, options: StartWorkerOptions): Promise<WorkerProcess> {
+  const args = [BIN, 'worker', '--redis', redisUrl, '--queue', options.queue, '--name', options.name];
+  for (const command of options.allow) args.push('--allow', command);
+  if (options.concurrency) args.push('--concurrency', String(options.concurrency));
+  if (options.lockTimeoutMs) args.push('--lock-timeout', String(options.lockTimeoutMs));
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, CURSOR_IPC_DIR: options.ipcDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  await outputOf(child, 'taking tasks from', `worker ${options.name} to start`);
+  return {
+    name: options.name,
+    child,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Debian's redis-server for tests: started on a free port in a private directory (append-only
+ * file on, so a restart keeps what was written), stopped by the caller. `.ci/run` installs it; where
+ * it is missing, `REDIS_MISSING` says so and the suites that need it skip with that reason.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+/** Why the Redis tests cannot run here, or undefined when they can. */
+export const REDIS_MISSING =
+  found.status === 0 ? undefined : 'redis-server is not installed (`apt-get install redis-server`; .ci/run does it)';
+
+export interface TestRedis {
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when the process prints `text` (no polling; usable from vitest and Playwright alike). */
+export function outputOf(child: ChildProcess, text: string, what: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => done(new Error(`timed out waiting for ${what}: ${out}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes(text)) done();
+    };
+    const onExit = () => done(new Error(`${what}: the process exited: ${out}`));
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      if (error) reject(error);
+      else resolve(out);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+export async function startRedis(): Promise<TestRedis> {
+  if (REDIS_MISSING) throw new Error(REDIS_MISSING);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-redis-'));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
+    const started = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = started;
+    await outputOf(started, 'Ready to accept connections', `redis-server on port ${port}`);
+    started.stdout?.resume();
+    started.stderr?.resume();
+  };
+  const halt = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    // Redis writes its append-only file on SIGTERM; one that does not exit within 10 s is killed.
+    const force = setTimeout(() => running.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(force);
+  };
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    restart: async () => {
+      await halt();
+      await launch();
+    },
+    stop: async () => {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
