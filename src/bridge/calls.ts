@@ -9,7 +9,7 @@
  * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.
  */
 import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
-import { checkAnswer, checkBoolean, checkId, checkSubmitRequest, describe, invalid } from './checks.js';
+import { checkAnswer, checkBoolean, checkId, checkInsightsQuery, checkSubmitRequest, describe, invalid } from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
 export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
@@ -52,6 +52,7 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   setPaused: { verb: 'PUT', path: 'paused', args: ['paused'], check: (a) => [checkBoolean(a[0], 'paused')] },
   openLog: { verb: 'POST', path: 'log/open', args: [], check: () => [] },
   fleet: { verb: 'GET', path: 'fleet', args: [], check: () => [] },
+  insights: { verb: 'POST', path: 'insights', args: ['body'], check: (a) => [checkInsightsQuery(a[0])] },
 };
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];

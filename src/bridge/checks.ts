@@ -2,7 +2,7 @@
  * Argument checkers for the bridge's calls (used by the route table in ./calls.ts). Each throws
  * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
  */
-import type { SubmitRequest } from './contract.js';
+import type { InsightsQuery, SubmitRequest } from './contract.js';
 import { BridgeError, isRecord } from './errors.js';
 
 /** Limits on what the panel may submit; generous, but they keep a bad client from sending megabytes of argv. */
@@ -74,4 +74,31 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
     request.retries = retries;
   }
   return request;
+}
+
+function checkTime(value: unknown, what: string): string {
+  const text = checkString(value, what, { max: 64 });
+  if (!Number.isFinite(Date.parse(text))) throw invalid(`Expected \`${what}\` to be an ISO 8601 time, got ${describe(value)}`);
+  return new Date(text).toISOString();
+}
+
+/** Checks an insights query and returns a clean copy holding only the known fields. */
+export function checkInsightsQuery(value: unknown): InsightsQuery {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) throw invalid(`Expected the query to be an object, got ${describe(value)}`);
+  const query: InsightsQuery = {};
+  if (value.since !== undefined) query.since = checkTime(value.since, 'since');
+  if (value.until !== undefined) query.until = checkTime(value.until, 'until');
+  if (value.agent !== undefined) query.agent = checkString(value.agent, 'agent');
+  if (value.model !== undefined) query.model = checkString(value.model, 'model');
+  if (value.by !== undefined) {
+    if (value.by !== 'agent' && value.by !== 'model') throw invalid(`Expected \`by\` to be "agent" or "model", got ${describe(value.by)}`);
+    query.by = value.by;
+  }
+  if (value.pick !== undefined) {
+    if (!isRecord(value.pick)) throw invalid(`Expected \`pick\` to be an object, got ${describe(value.pick)}`);
+    query.pick = { hour: checkTime(value.pick.hour, 'pick.hour') };
+    if (value.pick.key !== undefined) query.pick.key = checkString(value.pick.key, 'pick.key');
+  }
+  return query;
 }

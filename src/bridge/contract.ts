@@ -4,10 +4,11 @@
  * HTTP bridge (JSON endpoints + SSE). Both must answer the same calls the same way; a shared test
  * suite checks that. Everything crossing it is plain JSON.
  */
+import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, TaskSnapshot } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 
-export type { LogLine, TaskSnapshot, WorkerInfo };
+export type { Insights, InsightsQuery, LogLine, TaskSnapshot, WorkerInfo };
 
 /** What the panel may start: a command line (never a shell string), or a template by name. */
 export interface SubmitRequest {
@@ -77,6 +78,8 @@ export interface BackchannelBridge {
   openLog(): Promise<{ path: string }>;
   /** The workers serving a Redis queue, with load and heartbeat age; empty when tasks run locally. */
   fleet(): Promise<WorkerInfo[]>;
+  /** Duration, outcome and token figures of finished tasks (docs/insights.md). */
+  insights(query: InsightsQuery): Promise<Insights>;
 }
 
 /** Error shape both bridges use for a refused call. */

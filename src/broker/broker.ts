@@ -11,7 +11,7 @@ import { isoNow } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { Journal } from './history/journal.js';
-import { TaskRegistry } from './history/registry.js';
+import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
@@ -27,6 +27,7 @@ import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
+import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, RetryPolicy, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 
@@ -57,6 +58,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly journal: Journal | undefined;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
+  private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
 
@@ -71,6 +73,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
     this.baseEnv = filterEnv(process.env, options.env);
+    this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
     // A failed init surfaces through submit()/tasks; never as an unhandled rejection.
     this.ready.catch(() => {});
@@ -83,8 +86,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (this.journal) {
       const emit = (update: TaskUpdate) => this.emit('update', update);
       const warn = (message: string) => this.warn(message);
-      const recovery = { dir: this.endpointDir, history: this.registry.history, journal: this.journal, logger: this.logger, emit, warn };
-      this.spoolCheck = await restoreHistory(recovery, this.options.historyLimit, DEFAULTS.spoolCheckMs);
+      const { history, rollup } = this.registry;
+      const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, logger: this.logger, emit, warn };
+      this.spoolCheck = await restoreHistory(recovery, this.retention, DEFAULTS.spoolCheckMs);
     }
     this.queue.start();
   }
@@ -139,6 +143,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   stats(): BrokerStats {
     return this.registry.stats(this.paused);
+  }
+
+  /** Duration, outcome and token figures of finished tasks (including those that left history). */
+  insights(query: InsightsQuery = {}): Insights {
+    const budget = this.options.tokenBudget;
+    return { ...this.registry.insights(query), ...(budget ? { budget: { ...budget } } : {}) };
   }
 
   /** Cancels a queued or running task. Returns false when it is unknown or already finished. */
@@ -234,7 +244,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await this.backoff(entry, number, retry);
     }
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    const evicted = this.registry.evictOldFinished(this.options.historyLimit);
+    const evicted = this.registry.evictOldFinished(this.retention);
     if (evicted.length > 0) this.emit('removed', evicted);
     entry.markFinished();
   }

@@ -2,6 +2,7 @@
 export { TaskBroker, DEFAULTS, type BrokerOptions, type BrokerStats, type TaskHandle } from './broker.js';
 export { TaskError, BrokerError } from './errors.js';
 export type * from '../model/task.js';
+export type * from '../model/insights.js';
 export { createHeadlessLogger, silentLogger, type Logger } from './log.js';
 export type { EnvPolicy } from './process/environment.js';
 export type { TokenBudgetOptions } from './guards/token-budget.js';

@@ -57,7 +57,10 @@ export interface BrokerOptions {
   tokenBudget?: TokenBudgetOptions;
   askTimeoutMs?: number;
   maxLogLines?: number;
+  /** Finished tasks kept in history, at most. @default 1000 */
   historyLimit?: number;
+  /** Finished tasks that ended longer ago than this leave history (their figures stay in the insights). @default none */
+  historyMaxAgeMs?: number;
   /** Log the first 100 characters of every received line to the task log. @default BACKCHANNEL_DEBUG=1 */
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */

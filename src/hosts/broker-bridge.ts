@@ -7,6 +7,7 @@
  */
 import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TemplateInfo } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
+import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import { isFinished } from '../model/task.js';
@@ -27,6 +28,8 @@ export interface BrokerLike {
   readonly paused: boolean;
   /** The fleet serving a Redis queue (a broker without one has no workers). */
   fleet?(): Promise<WorkerInfo[]>;
+  /** Figures of finished tasks; a broker without it answers `insights` with an internal error. */
+  insights?(query: InsightsQuery): Insights;
   on(event: 'update', listener: (update: TaskUpdate) => void): unknown;
   on(event: 'paused', listener: (paused: boolean) => void): unknown;
   on(event: 'removed', listener: (taskIds: string[]) => void): unknown;
@@ -159,6 +162,10 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     },
     async fleet() {
       return (await broker.fleet?.()) ?? [];
+    },
+    async insights(query) {
+      if (!broker.insights) throw new BridgeError('internal', 'This broker keeps no insights');
+      return broker.insights(query);
     },
   };
 }

@@ -15,6 +15,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   setPaused: [true],
   openLog: [],
   fleet: [],
+  insights: [{ by: 'model', since: '2026-11-02T10:00:00.000Z', pick: { hour: '2026-11-02T10:00:00.000Z', key: 'm' } }],
 };
 
 describe('http routes', () => {

@@ -12,6 +12,8 @@ import { errorMessageOf } from '../task/decision.js';
 import { Task } from '../task/task.js';
 import type { TaskUpdate } from '../../model/task.js';
 import type { HistoryEntry, Journal } from './journal.js';
+import { tooOld, type Retention } from './registry.js';
+import type { Rollup } from './rollup.js';
 
 export interface RecoveryContext {
   /** The endpoint directory, where agents spool. */
@@ -20,22 +22,30 @@ export interface RecoveryContext {
   journal: Journal | undefined;
   logger: Logger;
   emit(update: TaskUpdate): void;
+  /** Where tasks that leave history are aggregated. */
+  rollup?: Rollup;
 }
 
 /**
- * Loads the journal into `history` (at most `limit` tasks), opens it for appending, adopts spooled
- * results, and compacts when needed. Agents of the dead broker may still be working: while an
+ * Loads the journal into `history` (as much as `retention` keeps; the rest goes into the rollup),
+ * opens it for appending, adopts spooled results, and compacts when needed. Agents of the dead broker may still be working: while an
  * interrupted task waits, its spool is checked every `checkMs`; the returned timer does that (unref'd).
  */
 export async function restoreHistory(
   context: RecoveryContext & { journal: Journal; warn(message: string): void },
-  limit: number,
+  retention: Retention,
   checkMs: number,
 ): Promise<NodeJS.Timeout | undefined> {
-  const { journal, history } = context;
+  const { journal, history, rollup } = context;
   const { entries, skippedLines } = journal.load();
   if (skippedLines > 0) context.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
-  for (const entry of entries.slice(-limit)) history.set(entry.snapshot.id, entry);
+  const now = Date.now();
+  const fresh = entries.filter((entry) => !tooOld(entry.snapshot, retention.maxAgeMs, now));
+  const kept = new Set(fresh.slice(-retention.limit));
+  for (const entry of kept) history.set(entry.snapshot.id, entry);
+  rollup?.open(path.dirname(journal.file));
+  rollup?.fold(entries.filter((entry) => !kept.has(entry)).map((entry) => entry.snapshot));
+  if (rollup?.error) context.warn(rollup.error);
   await journal.open();
   if (journal.error) context.warn(journal.error);
   adoptSpooledResults(context);
@@ -44,7 +54,10 @@ export async function restoreHistory(
     spoolCheck = setInterval(() => adoptSpooledResults(context, true), checkMs);
     spoolCheck.unref();
   }
-  if (journal.needsCompaction || entries.length > history.size) await journal.compact([...history.values()]);
+  if (journal.needsCompaction || entries.length > history.size) {
+    await journal.compact([...history.values()]);
+    if (!journal.error) rollup?.compacted();
+  }
   return spoolCheck;
 }
 

@@ -6,7 +6,10 @@
 import { BrokerError } from '../errors.js';
 import type { Task } from '../task/task.js';
 import type { TaskSnapshot, TaskSpec } from '../../model/task.js';
+import type { Insights, InsightsQuery } from '../../model/insights.js';
+import { computeInsights, foldTasks } from './insights.js';
 import type { HistoryEntry } from './journal.js';
+import { Rollup } from './rollup.js';
 
 export interface BrokerStats {
   queued: number;
@@ -18,6 +21,19 @@ export interface BrokerStats {
   paused: boolean;
 }
 
+/** How much finished history is kept: at most `limit` tasks, none that ended more than `maxAgeMs` ago. */
+export interface Retention {
+  limit: number;
+  maxAgeMs?: number;
+}
+
+/** True when a finished task ended too long ago to be kept. */
+export function tooOld(snapshot: TaskSnapshot, maxAgeMs: number | undefined, now = Date.now()): boolean {
+  if (!maxAgeMs) return false;
+  const ended = Date.parse(snapshot.endedAt ?? snapshot.createdAt);
+  return Number.isFinite(ended) && now - ended > maxAgeMs;
+}
+
 /** What the registry needs of a live task: its record, and whether an attempt still runs. */
 export interface Registered {
   task: Task;
@@ -27,6 +43,8 @@ export interface Registered {
 export class TaskRegistry<Live extends Registered> {
   readonly live = new Map<string, Live>();
   readonly history = new Map<string, HistoryEntry>();
+  /** Aggregates of the tasks that left history. */
+  readonly rollup = new Rollup();
 
   /** Every task, live and from history, oldest first. */
   tasks(): TaskSnapshot[] {
@@ -66,15 +84,30 @@ export class TaskRegistry<Live extends Registered> {
     return { ...rest, label, ...(retries !== undefined ? { retries } : {}) };
   }
 
-  /** Keeps memory bounded: finished tasks beyond `limit` move out, oldest first. Returns their ids. */
-  evictOldFinished(limit: number): string[] {
+  /** Insights of every finished task: those in memory, and the rollup of those that left. */
+  insights(query: InsightsQuery): Insights {
+    const finished = [...this.history.values()].filter((e) => !this.live.has(e.snapshot.id)).map((e) => e.snapshot);
+    for (const entry of this.live.values()) if (entry.task.finished) finished.push(entry.task.snapshot());
+    const buckets = foldTasks(finished);
+    for (const bucket of this.rollup.all()) buckets.set(`rollup:${buckets.size}`, bucket);
+    return computeInsights(buckets.values(), query, this.rollup.archived);
+  }
+
+  /**
+   * Keeps memory bounded: finished tasks beyond `limit`, or older than `maxAgeMs`, move out (oldest
+   * first) and into the rollup. Returns their ids.
+   */
+  evictOldFinished({ limit, maxAgeMs }: Retention, now = Date.now()): string[] {
     const finished = [...this.live.values()].filter((e) => e.task.finished && !e.attempt);
     const excess = finished.length + this.history.size - limit;
-    if (excess <= 0) return [];
-    const historic = [...this.history.keys()].slice(0, Math.min(excess, this.history.size));
-    const evicted = [...historic, ...finished.slice(0, excess - historic.length).map((entry) => entry.task.id)];
+    const expired = [...this.history.values()].filter((e) => tooOld(e.snapshot, maxAgeMs, now)).map((e) => e.snapshot.id);
+    if (excess <= 0 && expired.length === 0) return [];
+    const historic = [...new Set([...this.history.keys()].slice(0, Math.max(0, Math.min(excess, this.history.size))).concat(expired))];
+    const fromLive = finished.slice(0, Math.max(0, excess - historic.length)).map((entry) => entry.task.id);
+    const leaving = historic.map((id) => this.history.get(id)!.snapshot).concat(fromLive.map((id) => this.live.get(id)!.task.snapshot()));
+    this.rollup.fold(leaving);
     for (const id of historic) this.history.delete(id);
-    for (const id of evicted.slice(historic.length)) this.live.delete(id);
-    return evicted;
+    for (const id of fromLive) this.live.delete(id);
+    return [...historic, ...fromLive];
   }
 }

@@ -1,0 +1,240 @@
+/**
+ * Aggregates finished tasks into insights (model/insights.ts). Tasks are first folded into hourly
+ * buckets (hour × agent × model × label): the buckets of tasks still in history carry their ids
+ * (so a chart point can open them), those of tasks that left history are kept by ./rollup.ts. The
+ * figures are then computed from buckets only, so the same code serves both, and the panel receives
+ * a few hundred numbers however many tasks there are.
+ *
+ * Duration is the broker's own clock, start of the first attempt to the end (an agent's
+ * `meta.duration_ms` may be missing or wrong). Percentiles are nearest-rank: the smallest value with
+ * at least p % of the values at or below it.
+ */
+import path from 'node:path';
+import type { TaskSnapshot } from '../../model/task.js';
+import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
+
+export interface Bucket {
+  hour: string;
+  agent: string;
+  model: string;
+  label: string;
+  counts: Partial<Record<Outcome, number>>;
+  durations: number[];
+  tokensIn: number;
+  tokensOut: number;
+  /** Ids of the tasks in it that are still in history. */
+  ids?: string[];
+}
+
+export const NO_MODEL = '(none)';
+const MAX_PICKED = 200;
+const RUNTIMES = /^(node|nodejs|python3?|tsx|deno|bun|bash|sh|ruby|perl)(\.exe)?$/;
+
+/** Which agent ran a task: its template, else its script (`node agent.mjs` → `agent.mjs`), else its command. */
+export function agentOf(task: Pick<TaskSnapshot, 'command' | 'args' | 'tags'>): string {
+  if (task.tags?.template) return task.tags.template;
+  const command = path.basename(task.command);
+  const script = task.args.find((arg) => !arg.startsWith('-'));
+  return RUNTIMES.test(command) && script ? path.basename(script) : command;
+}
+
+export function outcomeOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): Outcome {
+  return task.state === 'succeeded' ? 'success' : (task.reason ?? 'error');
+}
+
+const UTC_ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+/** The hour a time falls in, as an ISO string. */
+export function hourOf(iso: string): string {
+  // The broker's own timestamps are UTC ISO strings: cut, do not parse (100,000 tasks per call).
+  if (UTC_ISO.test(iso)) return `${iso.slice(0, 13)}:00:00.000Z`;
+  const time = new Date(iso);
+  time.setUTCMinutes(0, 0, 0);
+  return time.toISOString();
+}
+
+function durationOf(task: TaskSnapshot): number | undefined {
+  if (!task.startedAt || !task.endedAt) return undefined;
+  const ms = Date.parse(task.endedAt) - Date.parse(task.startedAt);
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+function tokensOf(task: TaskSnapshot): { input: number; output: number } {
+  const usage = task.result?.meta?.token_usage as { input?: unknown; output?: unknown } | undefined;
+  const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
+  return { input: count(usage?.input), output: count(usage?.output) };
+}
+
+/** Folds finished tasks into `into` (keyed by hour, agent, model and label); `withIds` keeps their ids. */
+export function foldTasks(tasks: Iterable<TaskSnapshot>, into = new Map<string, Bucket>(), withIds = true): Map<string, Bucket> {
+  for (const task of tasks) {
+    if (!task.endedAt) continue;
+    const model = typeof task.result?.meta?.model_used === 'string' ? task.result.meta.model_used : NO_MODEL;
+    const bucket = bucketFor(into, { hour: hourOf(task.endedAt), agent: agentOf(task), model, label: task.label });
+    const outcome = outcomeOf(task);
+    bucket.counts[outcome] = (bucket.counts[outcome] ?? 0) + 1;
+    const duration = durationOf(task);
+    if (duration !== undefined) bucket.durations.push(duration);
+    const tokens = tokensOf(task);
+    bucket.tokensIn += tokens.input;
+    bucket.tokensOut += tokens.output;
+    if (withIds) (bucket.ids ??= []).push(task.id);
+  }
+  return into;
+}
+
+/** Adds `buckets` (e.g. read back from the rollup file) into `into`. */
+export function mergeBuckets(buckets: Iterable<Bucket>, into: Map<string, Bucket>): Map<string, Bucket> {
+  for (const source of buckets) {
+    const bucket = bucketFor(into, source);
+    for (const outcome of OUTCOMES) {
+      const n = source.counts[outcome];
+      if (n) bucket.counts[outcome] = (bucket.counts[outcome] ?? 0) + n;
+    }
+    for (const d of source.durations) bucket.durations.push(d);
+    bucket.tokensIn += source.tokensIn;
+    bucket.tokensOut += source.tokensOut;
+    if (source.ids) (bucket.ids ??= []).push(...source.ids);
+  }
+  return into;
+}
+
+function bucketFor(buckets: Map<string, Bucket>, key: Pick<Bucket, 'hour' | 'agent' | 'model' | 'label'>): Bucket {
+  const name = `${key.hour}\u0000${key.agent}\u0000${key.model}\u0000${key.label}`;
+  let bucket = buckets.get(name);
+  if (!bucket) {
+    bucket = { hour: key.hour, agent: key.agent, model: key.model, label: key.label, counts: {}, durations: [], tokensIn: 0, tokensOut: 0 };
+    buckets.set(name, bucket);
+  }
+  return bucket;
+}
+
+/** Nearest-rank percentile of ascending `sorted`; null when empty. */
+export function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] ?? null;
+}
+
+/** The figures of a set of buckets. */
+export function figuresOf(key: string, buckets: readonly Bucket[]): Figures {
+  const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const durations: number[] = [];
+  let tokensIn = 0;
+  let tokensOut = 0;
+  for (const bucket of buckets) {
+    for (const outcome of OUTCOMES) outcomes[outcome] += bucket.counts[outcome] ?? 0;
+    for (const d of bucket.durations) durations.push(d);
+    tokensIn += bucket.tokensIn;
+    tokensOut += bucket.tokensOut;
+  }
+  durations.sort((a, b) => a - b);
+  const count = OUTCOMES.reduce((sum, o) => sum + outcomes[o], 0);
+  return {
+    key,
+    count,
+    outcomes,
+    successRate: count === 0 ? 0 : outcomes.success / count,
+    p50: percentile(durations, 50),
+    p95: percentile(durations, 95),
+    p99: percentile(durations, 99),
+    tokensIn,
+    tokensOut,
+    tokensPerTask: count === 0 ? 0 : (tokensIn + tokensOut) / count,
+  };
+}
+
+function groupBy<K extends string>(buckets: readonly Bucket[], keyOf: (bucket: Bucket) => K): Map<K, Bucket[]> {
+  const groups = new Map<K, Bucket[]>();
+  for (const bucket of buckets) {
+    const key = keyOf(bucket);
+    const list = groups.get(key);
+    if (list) list.push(bucket);
+    else groups.set(key, [bucket]);
+  }
+  return groups;
+}
+
+const byCountThenKey = (a: Figures, b: Figures): number => b.count - a.count || (a.key < b.key ? -1 : 1);
+
+function matches(bucket: Bucket, query: InsightsQuery): boolean {
+  if (query.agent !== undefined && bucket.agent !== query.agent) return false;
+  if (query.model !== undefined && bucket.model !== query.model) return false;
+  // A bucket is an hour: it is in the range when its hour overlaps it.
+  if (query.since !== undefined && bucket.hour < hourOf(query.since)) return false;
+  if (query.until !== undefined && bucket.hour > query.until) return false;
+  return true;
+}
+
+/** The insights of `all` buckets for `query`. */
+export function computeInsights(all: Iterable<Bucket>, query: InsightsQuery = {}, archived = 0): Insights {
+  const everything = [...all];
+  const buckets = everything.filter((bucket) => matches(bucket, query));
+  const by = query.by ?? 'agent';
+  const keyOf = (bucket: Bucket): string => (by === 'agent' ? bucket.agent : bucket.model);
+  const hours = [...new Set(buckets.map((b) => b.hour))].sort();
+  const groups = [...groupBy(buckets, keyOf)].map(([key, list]) => figuresOf(key, list)).sort(byCountThenKey);
+  const series = groups.map((group) =>
+    seriesOf(
+      group.key,
+      buckets.filter((b) => keyOf(b) === group.key),
+      hours,
+    ),
+  );
+  const agentSeries = [...groupBy(buckets, (b) => b.agent)].map(([agent, list]) => seriesOf(agent, list, hours));
+  agentSeries.sort((a, b) => (a.key < b.key ? -1 : 1));
+  const insights: Insights = {
+    query,
+    by,
+    total: figuresOf('all', buckets),
+    groups,
+    agents: [...new Set(everything.map((b) => b.agent))].sort(),
+    models: [...new Set(everything.map((b) => b.model))].sort(),
+    hours,
+    series,
+    heatmap: { agents: agentSeries.map((s) => s.key), p95: agentSeries.map((s) => s.p95) },
+    ab: abRows(buckets),
+    archived,
+  };
+  if (query.pick) insights.taskIds = picked(buckets, query.pick, keyOf);
+  return insights;
+}
+
+function seriesOf(key: string, buckets: readonly Bucket[], hours: readonly string[]): Series {
+  const perHour = groupBy(buckets, (b) => b.hour);
+  const series: Series = { key, count: [], p50: [], p95: [], tokensIn: [], tokensOut: [] };
+  for (const hour of hours) {
+    const figures = figuresOf(hour, perHour.get(hour) ?? []);
+    series.count.push(figures.count);
+    series.p50.push(figures.p50);
+    series.p95.push(figures.p95);
+    series.tokensIn.push(figures.tokensIn);
+    series.tokensOut.push(figures.tokensOut);
+  }
+  return series;
+}
+
+/** A/B: for each label run with more than one model, the models side by side (else, more than one agent: the agents). */
+function abRows(buckets: readonly Bucket[]): AbRow[] {
+  const rows: AbRow[] = [];
+  for (const [label, list] of [...groupBy(buckets, (b) => b.label)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const kind of ['model', 'agent'] as const) {
+      const variants = groupBy(list, (b) => b[kind]);
+      if (variants.size < 2) continue;
+      const figures = [...variants].map(([key, group]) => figuresOf(key, group)).sort(byCountThenKey);
+      rows.push(...figures.map((f) => ({ label, kind, figures: f })));
+      break;
+    }
+  }
+  return rows;
+}
+
+function picked(buckets: readonly Bucket[], pick: NonNullable<InsightsQuery['pick']>, keyOf: (b: Bucket) => string): string[] {
+  const ids: string[] = [];
+  for (const bucket of buckets) {
+    if (bucket.hour !== pick.hour || (pick.key !== undefined && keyOf(bucket) !== pick.key)) continue;
+    ids.push(...(bucket.ids ?? []));
+  }
+  // uuid v7 ids sort by creation time.
+  return ids.sort().reverse().slice(0, MAX_PICKED);
+}

@@ -1,0 +1,81 @@
+/**
+ * The aggregates of tasks that left history (retention by count or age): hourly buckets without
+ * ids, in `insights-rollup.json` beside the journal, so insights survive journal compaction.
+ *
+ * A task is folded in exactly once. Evicted tasks stay in the journal file until the next start
+ * compacts it, so their ids are kept as `pending` until then: a start that finds them in the journal
+ * again skips them, and a crash between writing this file and compacting the journal counts nothing
+ * twice. Writes are atomic (write, rename); a failure is reported by the caller and never stops tasks.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { TaskSnapshot } from '../../model/task.js';
+import { foldTasks, mergeBuckets, type Bucket } from './insights.js';
+
+export const ROLLUP_FILE = 'insights-rollup.json';
+
+interface RollupFile {
+  version: 1;
+  buckets: Bucket[];
+  pending: string[];
+  archived: number;
+}
+
+export class Rollup {
+  private buckets = new Map<string, Bucket>();
+  private pending = new Set<string>();
+  private file: string | undefined;
+  /** How many tasks are folded in. */
+  archived = 0;
+  /** Why the file could not be written, if it could not (the aggregates stay in memory). */
+  error: string | undefined;
+
+  /** Reads the rollup of the history in `dir` (missing or unreadable: empty) and writes there from now on. */
+  open(dir: string): void {
+    this.file = path.join(dir, ROLLUP_FILE);
+    let saved: RollupFile;
+    try {
+      saved = JSON.parse(readFileSync(this.file, 'utf8')) as RollupFile;
+      if (saved.version !== 1 || !Array.isArray(saved.buckets)) return;
+    } catch {
+      return;
+    }
+    this.buckets = mergeBuckets(saved.buckets, new Map());
+    this.pending = new Set(saved.pending);
+    this.archived = saved.archived;
+  }
+
+  /** Folds tasks that leave history (each once); returns how many were new. */
+  fold(tasks: readonly TaskSnapshot[]): number {
+    const fresh = tasks.filter((task) => !this.pending.has(task.id));
+    foldTasks(fresh, this.buckets, false);
+    for (const task of tasks) this.pending.add(task.id);
+    this.archived += fresh.length;
+    if (tasks.length > 0) this.save();
+    return fresh.length;
+  }
+
+  /** The journal no longer holds the pending tasks: forget their ids. */
+  compacted(): void {
+    if (this.pending.size === 0) return;
+    this.pending.clear();
+    this.save();
+  }
+
+  all(): Bucket[] {
+    return [...this.buckets.values()];
+  }
+
+  private save(): void {
+    if (!this.file) return;
+    const data: RollupFile = { version: 1, buckets: this.all(), pending: [...this.pending], archived: this.archived };
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      writeFileSync(tmp, JSON.stringify(data), { mode: 0o600 });
+      renameSync(tmp, this.file);
+      this.error = undefined;
+    } catch (error) {
+      this.error = `insights rollup ${this.file} cannot be written: ${(error as Error).message}`;
+    }
+  }
+}
