@@ -12,6 +12,8 @@ const SUMMARIES: Record<string, string> = {
   new: 'scaffold a new sub-agent from a template',
   gateway: 'serve an OpenAI-compatible API backed by sub-agents',
   worker: 'run sub-agents from a Redis queue (a worker of a fleet)',
+  stats: 'how fast, reliable and costly each sub-agent and model has been',
+  check: 'run a sub-agent under conformance scenarios and print a report card',
 };
 
 export function usage(): string {

@@ -9,8 +9,11 @@
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Insights, InsightsQuery } from '../../model/insights.js';
 import type { TaskSnapshot } from '../../model/task.js';
-import { foldTasks, mergeBuckets, type Bucket } from './insights.js';
+import { silentLogger } from '../log.js';
+import { computeInsights, foldTasks, mergeBuckets, type Bucket } from './insights.js';
+import { Journal } from './journal.js';
 
 export const ROLLUP_FILE = 'insights-rollup.json';
 
@@ -32,10 +35,15 @@ export class Rollup {
 
   /** Reads the rollup of the history in `dir` (missing or unreadable: empty) and writes there from now on. */
   open(dir: string): void {
+    this.load(dir);
     this.file = path.join(dir, ROLLUP_FILE);
+  }
+
+  /** Reads the rollup of the history in `dir` (missing or unreadable: empty); writes nothing. */
+  load(dir: string): void {
     let saved: RollupFile;
     try {
-      saved = JSON.parse(readFileSync(this.file, 'utf8')) as RollupFile;
+      saved = JSON.parse(readFileSync(path.join(dir, ROLLUP_FILE), 'utf8')) as RollupFile;
       if (saved.version !== 1 || !Array.isArray(saved.buckets)) return;
     } catch {
       return;
@@ -62,6 +70,11 @@ export class Rollup {
     this.save();
   }
 
+  /** True when the task is already folded in (it left history but may still be in the journal file). */
+  counts(id: string): boolean {
+    return this.pending.has(id);
+  }
+
   all(): Bucket[] {
     return [...this.buckets.values()];
   }
@@ -78,4 +91,17 @@ export class Rollup {
       this.error = `insights rollup ${this.file} cannot be written: ${(error as Error).message}`;
     }
   }
+}
+
+/**
+ * Insights of the history in `dir` without a broker (`backchannel stats`): reads the journal and the
+ * rollup, writes nothing. Tasks the rollup already counts (pending compaction) are not counted twice.
+ */
+export function readInsights(dir: string, query: InsightsQuery): Insights {
+  const rollup = new Rollup();
+  rollup.load(dir);
+  const { entries } = new Journal(dir, silentLogger).load();
+  const buckets = foldTasks(entries.map((entry) => entry.snapshot).filter((task) => !rollup.counts(task.id)));
+  for (const bucket of rollup.all()) buckets.set(`rollup:${buckets.size}`, bucket);
+  return computeInsights(buckets.values(), query, rollup.archived);
 }

@@ -83,8 +83,8 @@ export interface AttemptIO {
   spawn(settings: AttemptSettings, env: Record<string, string>): AgentProcess;
   /** SIGTERM then SIGKILL to the agent's tree (see process/kill-tree.ts); returns a cancel function. */
   terminate(pid: number, options: TerminateOptions): () => void;
-  /** After the attempt: kill what is left of the agent's process group. */
-  reap(pid: number): void;
+  /** After the attempt: kill what is left of the agent's process group; true when something was left. */
+  reap(pid: number): boolean | void;
 }
 
 export const REAL_IO: AttemptIO = {
@@ -94,7 +94,9 @@ export const REAL_IO: AttemptIO = {
   terminate: terminateTree,
   reap: (pid) => {
     // Grandchildren left in the group (forked workers, a shell's children) go with the task.
-    if (process.platform !== 'win32' && groupAlive(pid)) killTree(pid, 'SIGKILL');
+    if (process.platform === 'win32' || !groupAlive(pid)) return false;
+    killTree(pid, 'SIGKILL');
+    return true;
   },
 };
 
@@ -316,7 +318,7 @@ export class Attempt {
     for (const cancel of this.pendingKills) cancel();
     this.timers?.stop();
     const pid = this.child?.pid;
-    if (pid !== undefined) this.io.reap(pid);
+    if (pid !== undefined && this.io.reap(pid) === true) this.sink.log('broker', LEFTOVER_PROCESSES);
     this.child?.stdout.destroy();
     this.child?.stderr.destroy();
     // An agent whose ack came late spools a result we already have: the file must not pile up.
@@ -325,6 +327,9 @@ export class Attempt {
     this.finish();
   }
 }
+
+/** Logged when the agent's process group outlived it (`backchannel check` looks for this line). */
+export const LEFTOVER_PROCESSES = 'the agent left processes running in its process group; killed them';
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

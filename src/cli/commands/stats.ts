@@ -1,0 +1,152 @@
+/** `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker needed). */
+import type { CliCommand } from '../command.js';
+import { EXIT, parseCommandLine, usageError } from '../command.js';
+import { defaultDataDir } from '../../hosts/paths.js';
+import { readInsights } from '../../broker/history/rollup.js';
+import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';
+
+const HELP = `Usage: backchannel stats [options]
+
+Prints how fast, how reliable and how costly each sub-agent (or model) has been: task count, success
+rate, duration p50/p95/p99, outcomes, tokens — then an A/B table of labels run by more than one model.
+Reads the history in --data-dir; tasks that left history (retention) still count.
+
+Options:
+  --since <when>      only tasks that ended since: 30m, 24h, 7d, or an ISO 8601 time (default: all)
+  --until <when>      only tasks that ended before (same forms)
+  --by agent|model    one row per agent (template or script) or per model (default: agent)
+  --agent <name>      only this agent
+  --model <name>      only this model
+  --json              print the insights as one JSON object
+  --csv               print the rows as CSV
+  --data-dir <dir>    the history to read (default: ${defaultDataDir()})
+  -h, --help          show this help`;
+
+const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/** `7d` → the ISO time seven days ago; an ISO time stays itself; undefined when neither. */
+export function parseWhen(text: string, now = Date.now()): string | undefined {
+  const relative = /^(\d+(?:\.\d+)?)([mhdw])$/.exec(text);
+  if (relative) return new Date(now - Number(relative[1]) * UNITS[relative[2]!]!).toISOString();
+  const time = Date.parse(text);
+  return Number.isFinite(time) ? new Date(time).toISOString() : undefined;
+}
+
+export function formatMs(ms: number | null): string {
+  if (ms === null) return '-';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  return `${(ms / 60_000).toFixed(1)}m`;
+}
+
+const COLUMNS = ['tasks', 'ok%', 'p50', 'p95', 'p99', ...OUTCOMES.filter((o) => o !== 'success'), 'tokens_in', 'tokens_out', 'tokens/task'];
+
+function cells(f: Figures): string[] {
+  return [
+    String(f.count),
+    (f.successRate * 100).toFixed(1),
+    formatMs(f.p50),
+    formatMs(f.p95),
+    formatMs(f.p99),
+    ...OUTCOMES.filter((o) => o !== 'success').map((o) => String(f.outcomes[o])),
+    String(f.tokensIn),
+    String(f.tokensOut),
+    f.tokensPerTask.toFixed(0),
+  ];
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')).join('\n');
+}
+
+function abTable(rows: AbRow[]): string {
+  return table([['label', 'variant', 'tasks', 'ok%', 'p50', 'p95', 'tokens/task'], ...rows.map(abCells)]);
+}
+
+function abCells(row: AbRow): string[] {
+  const f = row.figures;
+  return [
+    row.label,
+    `${row.kind} ${f.key}`,
+    String(f.count),
+    (f.successRate * 100).toFixed(1),
+    formatMs(f.p50),
+    formatMs(f.p95),
+    f.tokensPerTask.toFixed(0),
+  ];
+}
+
+function csvField(value: string): string {
+  return /[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+/** One row per group, raw numbers (milliseconds, rates 0–1). */
+export function toCsv(insights: Insights): string {
+  const header = [insights.by, 'tasks', 'success_rate', 'p50_ms', 'p95_ms', 'p99_ms', ...OUTCOMES, 'tokens_in', 'tokens_out'];
+  const rows = insights.groups.map((f) => [
+    f.key,
+    f.count,
+    f.successRate,
+    f.p50 ?? '',
+    f.p95 ?? '',
+    f.p99 ?? '',
+    ...OUTCOMES.map((o) => f.outcomes[o]),
+    f.tokensIn,
+    f.tokensOut,
+  ]);
+  return [header, ...rows].map((row) => row.map((v) => csvField(String(v))).join(',')).join('\n') + '\n';
+}
+
+export function toText(insights: Insights): string {
+  if (insights.total.count === 0) return 'No finished tasks in this range.\n';
+  const parts = [
+    table([[insights.by, ...COLUMNS], ...insights.groups.map((f) => [f.key, ...cells(f)]), ['all', ...cells(insights.total)]]),
+  ];
+  if (insights.ab.length > 0) parts.push(`A/B (labels run by more than one ${insights.ab[0]!.kind}):\n${abTable(insights.ab)}`);
+  if (insights.archived > 0) parts.push(`(${insights.archived} of these tasks have left history; their figures are kept.)`);
+  return parts.join('\n\n') + '\n';
+}
+
+export const command: CliCommand = {
+  async run(argv) {
+    const parsed = parseCommandLine(
+      'stats',
+      argv,
+      {
+        since: { type: 'string' },
+        until: { type: 'string' },
+        by: { type: 'string' },
+        agent: { type: 'string' },
+        model: { type: 'string' },
+        json: { type: 'boolean' },
+        csv: { type: 'boolean' },
+        'data-dir': { type: 'string' },
+      },
+      HELP,
+    );
+    if (typeof parsed === 'number') return parsed;
+    const { values } = parsed;
+    const query: InsightsQuery = {};
+    for (const name of ['since', 'until'] as const) {
+      const text = values[name];
+      if (text === undefined) continue;
+      const when = parseWhen(text);
+      if (!when)
+        return usageError(`backchannel stats: Expected \`--${name}\` to be like 7d, 24h, 30m or an ISO 8601 time, got \`${text}\``, HELP);
+      query[name] = when;
+    }
+    if (values.by !== undefined && values.by !== 'agent' && values.by !== 'model') {
+      return usageError(`backchannel stats: Expected \`--by\` to be agent or model, got \`${values.by}\``, HELP);
+    }
+    if (values.json && values.csv) return usageError('backchannel stats: choose one of --json and --csv', HELP);
+    if (values.by) query.by = values.by;
+    if (values.agent !== undefined) query.agent = values.agent;
+    if (values.model !== undefined) query.model = values.model;
+    const insights = readInsights(values['data-dir'] ?? defaultDataDir(), query);
+    if (values.json) process.stdout.write(JSON.stringify(insights) + '\n');
+    else if (values.csv) process.stdout.write(toCsv(insights));
+    else process.stdout.write(toText(insights));
+    return EXIT.ok;
+  },
+};

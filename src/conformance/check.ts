@@ -1,0 +1,81 @@
+/**
+ * `backchannel check`: runs a sub-agent under the scenarios (./scenarios.ts) with a real broker in
+ * a private directory, runs shared by several scenarios once, all runs at once, and returns the
+ * report card.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TaskBroker } from '../broker/broker.js';
+import { observe, type AgentUnderTest, type Observation } from './observe.js';
+import { CANCEL_GRACE_MS, KILL_GRACE_MS, SCENARIOS, type Scenario, type Verdict } from './scenarios.js';
+
+export interface ScenarioResult {
+  name: string;
+  rule: string;
+  verdict: Verdict;
+}
+
+export interface ReportCard {
+  agent: string;
+  results: ScenarioResult[];
+  passed: number;
+  failed: number;
+  warnings: number;
+}
+
+export const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
+
+/** Runs `only` (default: every scenario) against the agent. */
+export async function checkAgent(agent: AgentUnderTest, only: readonly string[] = SCENARIO_NAMES): Promise<ReportCard> {
+  const scenarios = SCENARIOS.filter((s) => only.includes(s.name));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-check-'));
+  const broker = new TaskBroker({
+    ipcDir: path.join(dir, 'ipc'),
+    cancelGraceMs: CANCEL_GRACE_MS,
+    killGraceMs: KILL_GRACE_MS,
+    traceLines: true,
+    concurrency: 8,
+  });
+  try {
+    await broker.ready;
+    const plans = new Map(scenarios.flatMap((s) => Object.entries(s.runs)));
+    const observed = new Map<string, Observation>();
+    await Promise.all([...plans].map(async ([key, plan]) => observed.set(key, await observe(broker, agent, plan))));
+    const results = scenarios.map((scenario) => ({ name: scenario.name, rule: scenario.rule, verdict: judge(scenario, observed) }));
+    const count = (status: Verdict['status']): number => results.filter((r) => r.verdict.status === status).length;
+    return {
+      agent: [agent.command, ...agent.args].join(' '),
+      results,
+      passed: count('pass'),
+      failed: count('fail'),
+      warnings: count('warn'),
+    };
+  } finally {
+    await broker.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function judge(scenario: Scenario, observed: Map<string, Observation>): Verdict {
+  const runs = Object.fromEntries(Object.keys(scenario.runs).map((key) => [key, observed.get(key)!]));
+  try {
+    return scenario.judge(runs);
+  } catch (error) {
+    return { status: 'fail', detail: `could not judge: ${(error as Error).message}` };
+  }
+}
+
+const MARK = { pass: '✓', fail: '✗', warn: '!' } as const;
+
+export function formatReport(card: ReportCard): string {
+  const width = Math.max(...card.results.map((r) => r.name.length));
+  const lines = [`backchannel check: ${card.agent}`, ''];
+  for (const { name, rule, verdict } of card.results) {
+    lines.push(`${MARK[verdict.status]} ${name.padEnd(width)}  ${rule}`);
+    if (verdict.detail) lines.push(`  ${' '.repeat(width)}  ${verdict.status === 'pass' ? '' : `${verdict.status}: `}${verdict.detail}`);
+    if (verdict.status !== 'pass' && verdict.line) lines.push(`  ${' '.repeat(width)}  line: ${verdict.line}`);
+  }
+  lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)`);
+  return lines.join('\n') + '\n';
+}

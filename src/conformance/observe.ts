@@ -1,0 +1,98 @@
+/**
+ * Runs an agent once under a real TaskBroker, the way a scenario asks (input, which hand-off it
+ * gets, a watchdog, a cancel), and records what a judge needs: every payload as received, the
+ * broker's log of the task (problems, received-line trace), the final snapshot and the timing.
+ */
+import type { TaskBroker } from '../broker/broker.js';
+import { resolveCommand } from '../broker/process/spawn-agent.js';
+import type { Payload } from '../protocol/index.js';
+import type { LogLine, TaskSnapshot, TaskSpec } from '../model/task.js';
+
+/** How one run differs from a plain start. */
+export interface RunPlan {
+  /** Hand-off variables the agent must do without (the run starts it through `env -u`). */
+  unset?: string[];
+  /** Append `--task-id=`. @default true */
+  taskIdArg?: boolean;
+  /** The `conformance` input field (docs/protocol.md §10). */
+  conformance?: { scenario: string; echo?: string; busy_ms?: number };
+  heartbeatTimeoutMs?: number;
+  /** Cancel as soon as the agent has said something. */
+  cancel?: boolean;
+}
+
+export interface Observation {
+  plan: RunPlan;
+  snapshot: TaskSnapshot;
+  /** Partial, heartbeat-free payloads and the final one, as the agent sent them (final: with the broker's meta). */
+  payloads: Payload[];
+  log: LogLine[];
+  /** When the cancel was sent, and when the agent's processes were gone (ms since start). */
+  cancelAt?: number;
+  endedAt: number;
+}
+
+export interface AgentUnderTest {
+  command: string;
+  args: string[];
+  cwd?: string;
+  /** The agent's own input, merged with the `conformance` field when it is an object. */
+  input?: unknown;
+  timeoutMs: number;
+}
+
+/** Bounds every run: a scenario never waits for a hung agent longer than this. */
+export const RUN_TIMEOUT_MS = 20_000;
+
+/** The spec of one run: `env -u` drops hand-off variables (the broker sets them after the spec's env). */
+export function specOf(agent: AgentUnderTest, plan: RunPlan): TaskSpec {
+  let command = agent.command;
+  let args = agent.args;
+  if (plan.unset?.length) {
+    const resolved = resolveCommand(agent.command, agent.args);
+    command = 'env';
+    args = [...plan.unset.flatMap((name) => ['-u', name]), ...Object.entries(resolved.env).map(([k, v]) => `${k}=${v}`), resolved.file];
+    args.push(...resolved.args);
+  }
+  const own = agent.input;
+  const merged = own === undefined || (typeof own === 'object' && own !== null && !Array.isArray(own));
+  const input = plan.conformance && merged ? { ...(own as object | undefined), conformance: plan.conformance } : own;
+  return {
+    command,
+    args,
+    ...(agent.cwd ? { cwd: agent.cwd } : {}),
+    input,
+    taskIdArg: plan.taskIdArg ?? true,
+    timeoutMs: agent.timeoutMs,
+    ...(plan.heartbeatTimeoutMs ? { heartbeatTimeoutMs: plan.heartbeatTimeoutMs } : {}),
+    label: `check ${plan.conformance?.scenario ?? ''}`.trim(),
+  };
+}
+
+export async function observe(broker: TaskBroker, agent: AgentUnderTest, plan: RunPlan): Promise<Observation> {
+  const started = Date.now();
+  const handle = broker.submit(specOf(agent, plan));
+  const payloads: Payload[] = [];
+  let cancelAt: number | undefined;
+  let lines = 0;
+  handle.on('update', (update) => {
+    if (update.kind === 'partial' && update.payload) payloads.push(update.payload);
+    if (update.kind === 'log' && isReceived(update.line)) lines += 1;
+    // After its first partial or heartbeat (not the hello): the agent is at work and listening.
+    if (plan.cancel && cancelAt === undefined && (update.kind === 'partial' || lines >= 2)) {
+      cancelAt = Date.now() - started;
+      handle.cancel('conformance check: cancel scenario');
+    }
+  });
+  await handle.result.catch(() => {});
+  await handle.finished;
+  const endedAt = Date.now() - started;
+  const snapshot = handle.snapshot();
+  if (snapshot.result) payloads.push(snapshot.result);
+  return { plan, snapshot, payloads, log: broker.logOf(handle.id), endedAt, ...(cancelAt !== undefined ? { cancelAt } : {}) };
+}
+
+/** A broker log line saying a line arrived (the broker runs with `traceLines`). */
+export function isReceived(line: LogLine | undefined): boolean {
+  return line?.stream === 'broker' && line.text.startsWith('received via ');
+}

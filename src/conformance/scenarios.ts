@@ -1,0 +1,224 @@
+/**
+ * The conformance scenarios: each names the protocol rule it checks (docs/protocol.md), the runs it
+ * needs, and a judge that turns the observations into pass, fail (with the rule and the line that
+ * broke it) or warning (could not be checked: the agent did not honour a `conformance` input field).
+ * Scenarios that read the same run share it (see ./check.ts).
+ */
+import { ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ID } from '../protocol/index.js';
+import type { Payload } from '../protocol/index.js';
+import type { Observation, RunPlan } from './observe.js';
+
+export type Verdict = { status: 'pass'; detail?: string } | { status: 'fail' | 'warn'; detail: string; line?: string };
+
+export interface Scenario {
+  name: string;
+  /** The rule, as docs/protocol.md states it. */
+  rule: string;
+  /** Runs, by key: scenarios that use the same key share one run. */
+  runs: Record<string, RunPlan>;
+  judge(runs: Record<string, Observation>): Verdict;
+}
+
+/** 1 MB of text with 1-, 2-, 3- and 4-byte UTF-8 characters. */
+export const ECHO = 'aé漢🙂'.repeat(Math.ceil(1_048_576 / 10));
+/** How long a cooperating agent stays busy for the heartbeat and cancel scenarios. */
+const BUSY_MS = 4000;
+const CANCEL_BUSY_MS = 15_000;
+/** The watchdog of the heartbeat run (the agent is told a third of it, CURSOR_HEARTBEAT_MS). */
+const HEARTBEAT_TIMEOUT_MS = 3000;
+/** Grace a cancelled agent has to report `cancelled` (the broker's default), then SIGTERM, then SIGKILL. */
+export const CANCEL_GRACE_MS = 3000;
+export const KILL_GRACE_MS = 1000;
+
+const MAIN: RunPlan = { conformance: { scenario: 'main', echo: ECHO } };
+const ISO_8601 = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)$/;
+
+const pass = (detail?: string): Verdict => (detail ? { status: 'pass', detail } : { status: 'pass' });
+const fail = (detail: string, line?: string): Verdict => (line ? { status: 'fail', detail, line } : { status: 'fail', detail });
+const warn = (detail: string): Verdict => ({ status: 'warn', detail });
+
+/** Broker log lines of one kind of problem (`malformed: …`, `rejected: …`, `ignored: …`). */
+function problems(run: Observation, kind: 'malformed' | 'rejected' | 'ignored'): string[] {
+  return run.log.filter((l) => l.stream === 'broker' && l.text.startsWith(`${kind}: `)).map((l) => l.text.slice(kind.length + 2));
+}
+
+function received(run: Observation, via: 'socket' | 'stdout'): string[] {
+  const prefix = `received via ${via}: `;
+  return run.log.filter((l) => l.stream === 'broker' && l.text.startsWith(prefix)).map((l) => l.text.slice(prefix.length));
+}
+
+function finalOf(run: Observation): Payload | undefined {
+  return run.snapshot.result;
+}
+
+function ended(run: Observation): string {
+  const s = run.snapshot;
+  return `the task ended ${s.state}${s.reason ? ` (${s.reason})` : ''}${s.message ? `: ${s.message}` : ''}`;
+}
+
+function taskIdRun(run: Observation, how: string): Verdict | undefined {
+  const rejected = problems(run, 'rejected').find((p) => p.includes('message for task'));
+  if (rejected) return fail(`with the task id only in ${how}, the agent sent a wrong one: ${rejected}`, rejected);
+  if (received(run, 'socket').length + received(run, 'stdout').length === 0) {
+    return fail(`with the task id only in ${how}, the agent sent nothing; ${ended(run)}`, lastStderr(run));
+  }
+  return undefined;
+}
+
+function lastStderr(run: Observation): string | undefined {
+  return run.log.filter((l) => l.stream === 'stderr').at(-1)?.text;
+}
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'task-id',
+    rule: '§1: read the task id from --task-id= first and CURSOR_TASK_ID second',
+    runs: { argvOnly: { ...MAIN, unset: [ENV_TASK_ID] }, envOnly: { ...MAIN, taskIdArg: false } },
+    judge: (r) => taskIdRun(r.argvOnly!, 'argv (--task-id=)') ?? taskIdRun(r.envOnly!, 'the environment (CURSOR_TASK_ID)') ?? pass(),
+  },
+  {
+    name: 'connect',
+    rule: '§3: connect to CURSOR_IPC_PATH and authenticate the first line with CURSOR_IPC_TOKEN',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      const tokenProblem = problems(main!, 'rejected').find((p) => /token|no authenticated message/.test(p));
+      if (tokenProblem) return fail(`the broker refused the connection: ${tokenProblem}`, tokenProblem);
+      if (received(main!, 'socket').length === 0)
+        return fail('nothing arrived over the socket (the agent did not connect, or only used stdout)');
+      return pass();
+    },
+  },
+  {
+    name: 'input',
+    rule: '§3: read the `input` message (it can be large; it is UTF-8)',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      const final = finalOf(main!);
+      if (!final) return warn(`not verified: no final payload arrived (see the other scenarios); ${ended(main!)}`);
+      const echo = (final.data as { echo?: unknown } | undefined)?.echo;
+      if (echo === undefined)
+        return warn('not verified: the agent does not return `conformance.echo` as `data.echo` (docs/protocol.md §10)');
+      if (echo !== ECHO) {
+        const length = typeof echo === 'string' ? echo.length : -1;
+        return fail(`data.echo differs from the input sent (${length} characters back for ${ECHO.length} sent)`);
+      }
+      return pass(`${Buffer.byteLength(ECHO)} bytes of non-ASCII input came back intact`);
+    },
+  },
+  {
+    name: 'payloads',
+    rule: '§2, §4: one JSON object per line ending in "\\n"; a final payload with task_id, status, data and meta.timestamp (ISO 8601)',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      const malformed = problems(main!, 'malformed');
+      if (malformed.length > 0) return fail(`a line broke the framing or the message rules: ${malformed[0]}`, malformed[0]);
+      const final = finalOf(main!);
+      if (!final) return fail(`no final payload arrived; ${ended(main!)}`);
+      for (const payload of main!.payloads) {
+        const timestamp = payload.meta?.timestamp;
+        const isFinal = payload === final;
+        if (isFinal && payload.data === undefined) return fail(`the final ${payload.status} payload has no "data"`, preview(payload));
+        if ((isFinal || timestamp !== undefined) && (typeof timestamp !== 'string' || !ISO_8601.test(timestamp))) {
+          return fail(
+            `a ${payload.status} payload has meta.timestamp ${JSON.stringify(timestamp)}, not an ISO 8601 time`,
+            preview(payload),
+          );
+        }
+      }
+      return pass();
+    },
+  },
+  {
+    name: 'progress',
+    rule: '§4: data.progress of a partial payload is a number from 0 to 100',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      for (const payload of main!.payloads) {
+        if (payload.status !== 'partial') continue;
+        const progress = (payload.data as { progress?: unknown } | null | undefined)?.progress;
+        if (progress !== undefined && (typeof progress !== 'number' || !(progress >= 0 && progress <= 100))) {
+          return fail(`data.progress is ${JSON.stringify(progress)}`, preview(payload));
+        }
+      }
+      return pass();
+    },
+  },
+  {
+    name: 'final-once',
+    rule: '§5: send exactly one final payload (success, error or cancelled) and nothing after it',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      const ignored = problems(main!, 'ignored');
+      return ignored.length > 0 ? fail(`the agent wrote after its final payload: ${ignored[0]}`, ignored[0]) : pass();
+    },
+  },
+  {
+    name: 'heartbeat',
+    rule: '§5: while silent, send {"status":"heartbeat"} at least every CURSOR_HEARTBEAT_MS',
+    runs: { busy: { conformance: { scenario: 'heartbeat', busy_ms: BUSY_MS }, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS } },
+    judge: ({ busy }) => {
+      if (busy!.snapshot.reason === 'stalled')
+        return fail(`the watchdog (${HEARTBEAT_TIMEOUT_MS} ms) fired: ${busy!.snapshot.message ?? 'stalled'}`);
+      if (busy!.endedAt < HEARTBEAT_TIMEOUT_MS) {
+        return warn(`not verified: the agent finished in ${busy!.endedAt} ms; honour \`conformance.busy_ms\` to test heartbeats`);
+      }
+      return pass();
+    },
+  },
+  {
+    name: 'cancel',
+    rule: `§6: on {"type":"cancel"} (or SIGTERM after ${CANCEL_GRACE_MS} ms), stop, send a \`cancelled\` payload and exit before SIGKILL`,
+    runs: { cancelled: { conformance: { scenario: 'cancel', busy_ms: CANCEL_BUSY_MS }, cancel: true } },
+    judge: ({ cancelled }) => {
+      const run = cancelled!;
+      const finishedFirst = problems(run, 'ignored').some((p) => /^(success|error) payload/.test(p));
+      if (run.cancelAt === undefined || run.snapshot.state === 'succeeded' || finishedFirst) {
+        return warn('not verified: the agent finished before it could be cancelled; honour `conformance.busy_ms` to test cancel');
+      }
+      const confirmed = run.log.some((l) => l.stream === 'broker' && l.text === 'the agent confirmed the cancel');
+      if (!confirmed) return fail(`no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`);
+      if (run.snapshot.signal === 'SIGKILL') return fail('the agent reported `cancelled` but did not exit until SIGKILL');
+      return pass(`cancelled and gone ${run.endedAt - run.cancelAt} ms after the cancel`);
+    },
+  },
+  {
+    name: 'stdout-fallback',
+    rule: '§7: without CURSOR_IPC_PATH, print each message as a `data: <json>` line on stdout',
+    runs: { noSocket: { ...MAIN, unset: [ENV_IPC_PATH, ENV_IPC_TOKEN] } },
+    judge: ({ noSocket }) => {
+      const final = finalOf(noSocket!);
+      if (final?.meta?.channel === 'stdout') return pass();
+      return fail(`with no socket, no final payload arrived on stdout; ${ended(noSocket!)}`);
+    },
+  },
+  {
+    name: 'clean-exit',
+    rule: '§5: exit after the final payload (and its ack), leaving no processes behind',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      const leftover = main!.log.find((l) => l.stream === 'broker' && l.text.includes('left processes running'));
+      if (leftover) return fail('processes the agent started were still running after it exited', leftover.text);
+      const code = main!.snapshot.exitCode;
+      if (main!.snapshot.state === 'succeeded' && code !== 0) return warn(`exited with ${code ?? main!.snapshot.signal} after a success`);
+      return pass();
+    },
+  },
+  {
+    name: 'utf8',
+    rule: '§2: every line is UTF-8',
+    runs: { main: MAIN },
+    judge: ({ main }) => {
+      for (const payload of main!.payloads) {
+        const text = JSON.stringify(payload.data) ?? '';
+        const bad = text.indexOf('\uFFFD');
+        if (bad !== -1)
+          return fail('a payload holds bytes that are not UTF-8 (decoded as U+FFFD)', text.slice(Math.max(0, bad - 40), bad + 40));
+      }
+      return pass();
+    },
+  },
+];
+
+function preview(payload: Payload): string {
+  return JSON.stringify(payload).slice(0, 200);
+}

@@ -1,0 +1,3 @@
+import { runAgent } from './agent-core.mjs';
+
+await runAgent({ naiveArgv: true });
