@@ -98,7 +98,10 @@ describe('backchannel new', () => {
       scripts: Record<string, string>;
     };
     expect(pkg.dependencies.backchannel).toBe(`file:${root}`);
-    expect(pkg.scripts).toEqual({ start: 'backchannel run -- python3 agent.py', test: 'node --test test/' });
+    expect(pkg.scripts).toEqual({
+      start: 'backchannel run -- python3 agent.py',
+      test: `backchannel check --input '{"path":".","extensions":[".py",".md"]}' -- python3 agent.py && node --test test/`,
+    });
     expect(fs.realpathSync(path.join(linked, 'node_modules/backchannel'))).toBe(fs.realpathSync(root));
 
     const unlinked = path.join(scratch, 'unlinked');

@@ -43,6 +43,8 @@ function quoteArg(arg: string): string {
 
 function packageJson(name: string, template: Template, link: boolean): string {
   const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
+  const input = template.input === undefined ? [] : ['--input', JSON.stringify(template.input)];
+  const checkLine = ['backchannel', 'check', ...input, '--', ...template.run].map(quoteArg).join(' ');
   const pkg = {
     name:
       name
@@ -55,7 +57,7 @@ function packageJson(name: string, template: Template, link: boolean): string {
     description: template.description,
     scripts: {
       start: runLine,
-      test: 'node --test test/',
+      test: `${checkLine} && node --test test/`,
     },
     // A file: dependency on the installation that scaffolded this project: works offline, and
     // `npm install` recreates the same link.

@@ -1,0 +1,59 @@
+/**
+ * `backchannel check`: known-good agents pass; each deliberately broken agent (./agents) fails exactly
+ * the scenario it breaks, with a message that names the rule.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { checkAgent, SCENARIO_NAMES, type ReportCard } from '../../src/conformance/check.js';
+import { ROOT } from '../helpers/core.js';
+
+const agent = (name: string) => ({ command: 'node', args: [path.join(ROOT, 'test/conformance/agents', `${name}.mjs`)], timeoutMs: 20_000 });
+
+const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.status === 'fail').map((r) => r.name);
+
+/** Fixture → the one scenario it breaks, and words its message must contain. */
+const BROKEN: Array<[string, string, RegExp]> = [
+  ['no-newline', 'payloads', /closed mid-line/],
+  ['wrong-task-id', 'task-id', /wrong one: .*message for task/],
+  ['no-heartbeat', 'heartbeat', /watchdog .* fired/],
+  ['ignores-cancel', 'cancel', /no `cancelled` payload .*SIGKILL/],
+  ['leaves-grandchild', 'clean-exit', /still running after it exited/],
+  ['writes-after-final', 'final-once', /wrote after its final payload/],
+  ['stdout-only', 'connect', /nothing arrived over the socket/],
+  ['not-utf8', 'utf8', /not UTF-8/],
+];
+
+describe('backchannel check', () => {
+  test('a conformant agent that honours the conformance input fields passes every scenario', async () => {
+    const card = await checkAgent(agent('good'));
+    expect(card.results.map((r) => r.name)).toEqual(SCENARIO_NAMES);
+    expect(card.results.filter((r) => r.verdict.status !== 'pass')).toEqual([]);
+  });
+
+  describe.concurrent('each broken agent fails exactly the scenario it breaks, naming the rule', () => {
+    test.each(BROKEN)('%s fails %s', async (name, scenario, message) => {
+      const card = await checkAgent(agent(name));
+      expect(failedOf(card)).toEqual([scenario]);
+      const result = card.results.find((r) => r.name === scenario)!;
+      expect(result.rule).toMatch(/^§\d/);
+      expect(result.verdict.status === 'fail' && result.verdict.detail).toMatch(message);
+    });
+  });
+
+  test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', () => {
+    const bin = path.join(ROOT, 'bin/backchannel.js');
+    const run = (...args: string[]) => spawnSync(process.execPath, [bin, 'check', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const failing = run('--scenario', 'final-once,utf8', '--', 'node', 'test/conformance/agents/writes-after-final.mjs');
+    expect(failing.status).toBe(1);
+    expect(failing.stdout).toMatch(/✗ final-once\s+§5: send exactly one final payload/);
+    expect(failing.stdout).toMatch(/✓ utf8/);
+    expect(failing.stdout).toContain('1 passed, 1 failed, 0 warning(s)');
+    const json = run('--json', '--scenario', 'connect', '--', 'node', 'test/conformance/agents/good.mjs');
+    expect(json.status).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ passed: 1, failed: 0, results: [{ name: 'connect', verdict: { status: 'pass' } }] });
+    expect(run('--scenario', 'nope', '--', 'node', 'x.mjs').status).toBe(2);
+    expect(run().status).toBe(2);
+    expect(run('--help').stdout).toContain('Usage: backchannel check');
+  });
+});
