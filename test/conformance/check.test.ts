@@ -43,7 +43,8 @@ describe('backchannel check', () => {
 
   test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', () => {
     const bin = path.join(ROOT, 'bin/backchannel.js');
-    const run = (...args: string[]) => spawnSync(process.execPath, [bin, 'check', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, [bin, 'check', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     const failing = run('--scenario', 'final-once,utf8', '--', 'node', 'test/conformance/agents/writes-after-final.mjs');
     expect(failing.status).toBe(1);
     expect(failing.stdout).toMatch(/✗ final-once\s+§5: send exactly one final payload/);
