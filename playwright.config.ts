@@ -24,7 +24,7 @@ export default defineConfig({
   projects: [
     {
       name: 'panel',
-      testMatch: /panel.*\.spec\.ts/,
+      testMatch: /(panel.*|insights)\.spec\.ts/,
       use: {
         browserName: 'chromium',
         launchOptions: {

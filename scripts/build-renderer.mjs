@@ -28,6 +28,7 @@ await build({
 });
 await copyFile(join(src, 'index.html'), join(out, 'index.html'));
 await copyFile(join(src, 'panel.css'), join(out, 'panel.css'));
+await copyFile(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), join(out, 'uPlot.min.css'));
 
 const preload = join(root, 'src', 'preload', 'index.ts');
 if (existsSync(preload)) {

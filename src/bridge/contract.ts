@@ -4,11 +4,11 @@
  * HTTP bridge (JSON endpoints + SSE). Both must answer the same calls the same way; a shared test
  * suite checks that. Everything crossing it is plain JSON.
  */
-import type { Insights, InsightsQuery } from '../model/insights.js';
+import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, TaskSnapshot } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 
-export type { Insights, InsightsQuery, LogLine, TaskSnapshot, WorkerInfo };
+export type { Figures, Insights, InsightsQuery, LogLine, TaskSnapshot, WorkerInfo };
 
 /** What the panel may start: a command line (never a shell string), or a template by name. */
 export interface SubmitRequest {

@@ -8,6 +8,7 @@ import { Details } from './details.js';
 import { byId, setText } from './dom.js';
 import { countsText, isFinished } from './format.js';
 import { installHttpBridge } from './http-bridge.js';
+import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { TaskList } from './task-list.js';
 
@@ -15,6 +16,8 @@ import { TaskList } from './task-list.js';
 const RENDER_INTERVAL_MS = 100;
 /** How often an open task's log is re-read while the task changes. */
 const LOG_REFRESH_MS = 1000;
+/** How often open insights are fetched again (the broker aggregates; one small request). */
+const INSIGHTS_REFRESH_MS = 5000;
 
 installHttpBridge();
 const bridge = window.backchannel;
@@ -60,6 +63,16 @@ const dialog = new NewTaskDialog(async (request) => {
   openTask(id);
 });
 document.body.append(dialog.dialog);
+const insightsPane = byId('insights-pane');
+const insightsButton = byId<HTMLButtonElement>('insights-toggle');
+const insights = new InsightsView(bridge, {
+  open: (id) => {
+    showInsights(false);
+    openTask(id);
+  },
+  error: (error) => showError(error),
+});
+insightsPane.append(insights.root);
 
 function onEvent(event: BridgeEvent): void {
   if (event.full) {
@@ -178,8 +191,25 @@ async function refreshLog(): Promise<void> {
 }
 
 function routeFromHash(): void {
+  if (location.hash === '#insights') return showInsights(true);
   const match = /^#task=(.+)$/.exec(location.hash);
   if (match?.[1]) openTask(decodeURIComponent(match[1]));
+}
+
+/* ---------- insights (#insights) ---------- */
+
+/** Insights take the place of the task list and details; their figures refresh while they show. */
+function showInsights(show: boolean): void {
+  insightsPane.hidden = !show;
+  byId('app').classList.toggle('showing-insights', show);
+  insightsButton.setAttribute('aria-pressed', String(show));
+  if (show) {
+    if (location.hash !== '#insights') history.replaceState(null, '', '#insights');
+    void insights.refresh();
+  } else {
+    insights.hide();
+    if (location.hash === '#insights') history.replaceState(null, '', location.pathname + location.search);
+  }
 }
 
 /* ---------- actions ---------- */
@@ -238,6 +268,7 @@ function showError(error: unknown): void {
 /* ---------- wiring ---------- */
 
 byId('new-task').addEventListener('click', () => void openNewTask());
+insightsButton.addEventListener('click', () => showInsights(insightsPane.hidden));
 byId('empty-new-task').addEventListener('click', () => void openNewTask());
 pauseButton.addEventListener('click', () => {
   bridge.setPaused(!paused).catch(showError);
@@ -265,6 +296,9 @@ document.addEventListener('keydown', (event) => {
     case 'p':
       pauseButton.click();
       break;
+    case 'i':
+      insightsButton.click();
+      break;
     case 'c':
     case 'r':
       if (inDetails && details.taskId) {
@@ -288,6 +322,7 @@ setInterval(() => {
   details.tick(now);
   void refreshLog();
 }, LOG_REFRESH_MS);
+setInterval(() => !insightsPane.hidden && void insights.refresh(), INSIGHTS_REFRESH_MS);
 
 bridge.subscribe(onEvent);
 bridge

@@ -1,0 +1,306 @@
+/**
+ * The Insights view: how fast, how reliable and how costly each agent and model is. The broker
+ * aggregates (bridge call `insights`); this view only draws what it gets — two uPlot charts (canvas,
+ * no inline markup or styles, so they run under the panel's strict CSP) and three tables. Hovering a
+ * chart shows its numbers in the legend; clicking a point, or a heatmap cell, lists the tasks behind
+ * it, each of which opens.
+ */
+import uPlot from 'uplot';
+import type { BackchannelBridge, Figures, Insights, InsightsQuery } from '../bridge/contract.js';
+import { h } from './dom.js';
+import { formatDuration } from './format.js';
+
+const RANGES: Array<[string, number | undefined]> = [
+  ['Last 24 hours', 24],
+  ['Last 7 days', 24 * 7],
+  ['Last 30 days', 24 * 30],
+  ['All time', undefined],
+];
+const PALETTE = ['#2f6fde', '#d9480f', '#2b8a3e', '#862e9c', '#e67700', '#0b7285', '#c2255c', '#5c940d'];
+const HEAT_LEVELS = 5;
+
+export interface InsightsActions {
+  open(taskId: string): void;
+  error(error: unknown): void;
+}
+
+const ms = (value: number | null): string => (value === null ? '–' : formatDuration(value));
+const percent = (rate: number): string => `${(rate * 100).toFixed(1)}%`;
+
+export class InsightsView {
+  readonly root = h('section', { class: 'insights', attrs: { 'aria-label': 'Insights' } });
+  private readonly range = select(
+    'range',
+    RANGES.map(([label], i) => [String(i), label]),
+  );
+  private readonly by = select('by', [
+    ['agent', 'by agent'],
+    ['model', 'by model'],
+  ]);
+  private readonly agent = select('agent', [['', 'all agents']]);
+  private readonly model = select('model', [['', 'all models']]);
+  private readonly charts = h('div', { class: 'insights-charts' });
+  private readonly tables = h('div', { class: 'insights-tables' });
+  private readonly picked = h('div', { class: 'insights-picked', attrs: { 'aria-live': 'polite' } });
+  private plots: uPlot[] = [];
+  private current: Insights | undefined;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly bridge: BackchannelBridge,
+    private readonly actions: InsightsActions,
+  ) {
+    this.range.value = '1';
+    for (const control of [this.range, this.by, this.agent, this.model]) control.addEventListener('change', () => void this.refresh());
+    const filters = h('div', { class: 'insights-filters' }, [this.range, this.by, this.agent, this.model]);
+    this.root.append(filters, this.charts, this.picked, this.tables);
+  }
+
+  /** The query the filters describe. */
+  query(): InsightsQuery {
+    const hours = RANGES[Number(this.range.value)]?.[1];
+    const query: InsightsQuery = { by: this.by.value === 'model' ? 'model' : 'agent' };
+    if (hours !== undefined) query.since = new Date(Date.now() - hours * 3_600_000).toISOString();
+    if (this.agent.value) query.agent = this.agent.value;
+    if (this.model.value) query.model = this.model.value;
+    return query;
+  }
+
+  /** Fetches and draws (one request at a time; a refresh asked for meanwhile follows it). */
+  async refresh(): Promise<void> {
+    while (this.loading) await this.loading;
+    this.loading = (async () => {
+      try {
+        this.draw(await this.bridge.insights(this.query()));
+      } catch (error) {
+        this.actions.error(error);
+      }
+    })();
+    await this.loading;
+    this.loading = undefined;
+  }
+
+  /** Frees the charts (the view was closed). */
+  hide(): void {
+    for (const plot of this.plots) plot.destroy();
+    this.plots = [];
+  }
+
+  private draw(insights: Insights): void {
+    this.current = insights;
+    fillOptions(this.agent, 'all agents', insights.agents);
+    fillOptions(this.model, 'all models', insights.models);
+    this.hide();
+    this.charts.replaceChildren();
+    this.root.dataset.total = String(insights.total.count);
+    if (insights.total.count === 0) {
+      this.charts.append(h('p', { class: 'insights-empty', text: 'No finished tasks in this range yet.' }));
+      this.tables.replaceChildren();
+      return;
+    }
+    this.plots.push(this.chart('Duration p95', insights, (s) => s.p95, ms));
+    const tokens = (s: Insights['series'][number]) => s.tokensIn.map((n, i) => (s.count[i] ? n + (s.tokensOut[i] ?? 0) : null));
+    this.plots.push(this.chart('Tokens (input + output)', insights, tokens, (v) => (v === null ? '–' : String(v))));
+    this.tables.replaceChildren(
+      section('Per ' + insights.by, groupsTable(insights)),
+      insights.ab.length > 0 ? section('A/B: the same label, side by side', abTable(insights)) : '',
+      section('p95 duration by agent and hour', this.heatmap(insights)),
+    );
+  }
+
+  private chart(
+    title: string,
+    insights: Insights,
+    values: (series: Insights['series'][number]) => (number | null)[],
+    format: (value: number | null) => string,
+  ): uPlot {
+    const xs = insights.hours.map((hour) => Date.parse(hour) / 1000);
+    const data: uPlot.AlignedData = [xs, ...insights.series.map(values)];
+    const series: uPlot.Series[] = [
+      {},
+      ...insights.series.map((s, i) => ({
+        label: s.key,
+        stroke: PALETTE[i % PALETTE.length],
+        width: 2,
+        points: { show: true, size: 6 },
+        spanGaps: false,
+        value: (_u: uPlot, v: number | null) => format(v),
+      })),
+    ];
+    if (insights.budget && title.startsWith('Tokens')) {
+      const perHour = insights.budget.refillPerSecond * 3600;
+      data.push(xs.map(() => perHour));
+      series.push({ label: 'budget / hour', stroke: '#868e96', dash: [4, 4], width: 1, points: { show: false } });
+    }
+    const box = h('figure', { class: 'insights-chart', attrs: { 'data-chart': title } }, [h('figcaption', { text: title })]);
+    this.charts.append(box);
+    // Two charts side by side when the panel is wide enough.
+    const width = Math.max(320, Math.min(720, Math.floor(((this.root.clientWidth || 700) - 56) / 2)));
+    const options: uPlot.Options = {
+      width,
+      height: 200,
+      series,
+      // One hour of data would otherwise span years: keep at least two hours around it.
+      scales: { x: { time: true, range: (_u, min, max) => (max - min < 7200 ? [min - 3600, max + 3600] : [min, max]) } },
+      axes: [{}, { size: 64, values: (_u, ticks) => ticks.map((t) => format(t)) }],
+      cursor: { focus: { prox: 24 } },
+      legend: { live: true },
+    };
+    const plot = new uPlot(options, data, box);
+    let focused: number | null = null;
+    plot.over.addEventListener('click', () => {
+      const index = plot.cursor.idx;
+      const hour = index === null || index === undefined ? undefined : insights.hours[index];
+      if (!hour) return;
+      const key = focused !== null && focused > 0 ? insights.series[focused - 1]?.key : undefined;
+      void this.pick(hour, key);
+    });
+    plot.hooks.setSeries = [(_u, index) => (focused = index)];
+    return plot;
+  }
+
+  private heatmap(insights: Insights): HTMLTableElement {
+    const peak = Math.max(1, ...insights.heatmap.p95.flat().map((v) => v ?? 0));
+    const head = h('tr', {}, [h('th', { text: 'agent' }), ...insights.hours.map((hour) => h('th', { text: hourLabel(hour) }))]);
+    const rows = insights.heatmap.agents.map((agent, row) =>
+      h('tr', {}, [
+        h('th', { text: agent }),
+        ...insights.hours.map((hour, column) => {
+          const value = insights.heatmap.p95[row]?.[column] ?? null;
+          if (value === null) return h('td', { class: 'heat-none' });
+          const level = Math.min(HEAT_LEVELS - 1, Math.floor((value / peak) * HEAT_LEVELS));
+          return h('td', {
+            class: `heat heat-${level}`,
+            text: ms(value),
+            title: `${agent}, ${hourLabel(hour)}: p95 ${ms(value)} — click for the tasks`,
+            on: { click: () => void this.pick(hour, insights.by === 'agent' ? agent : undefined, agent) },
+          });
+        }),
+      ]),
+    );
+    return h('table', { class: 'heatmap' }, [h('thead', {}, [head]), h('tbody', {}, rows)]);
+  }
+
+  /** Lists the tasks behind one point (`agent` narrows a heatmap cell when grouping by model). */
+  private async pick(hour: string, key: string | undefined, agent?: string): Promise<void> {
+    try {
+      const query = { ...this.query(), ...(agent ? { agent } : {}), pick: { hour, ...(key ? { key } : {}) } };
+      const { taskIds = [] } = await this.bridge.insights(query);
+      const title = `${hourLabel(hour)}${key ? ` · ${key}` : ''}: ${taskIds.length} task(s) still in history`;
+      const buttons = taskIds.map((id) =>
+        h('li', {}, [
+          h('button', {
+            class: 'link',
+            text: id,
+            attrs: { type: 'button', 'data-task-id': id },
+            on: { click: () => this.actions.open(id) },
+          }),
+        ]),
+      );
+      this.picked.replaceChildren(h('h3', { text: title }), h('ul', { class: 'picked-tasks' }, buttons));
+    } catch (error) {
+      this.actions.error(error);
+    }
+  }
+
+  /** The insights last drawn (tests and the panel read them). */
+  get shown(): Insights | undefined {
+    return this.current;
+  }
+}
+
+function select(name: string, options: Array<[string, string]>): HTMLSelectElement {
+  const el = h('select', { attrs: { name, 'aria-label': name } });
+  for (const [value, label] of options) el.append(h('option', { text: label, attrs: { value } }));
+  return el;
+}
+
+function fillOptions(el: HTMLSelectElement, all: string, values: string[]): void {
+  const chosen = el.value;
+  el.replaceChildren(h('option', { text: all, attrs: { value: '' } }), ...values.map((v) => h('option', { text: v, attrs: { value: v } })));
+  el.value = values.includes(chosen) ? chosen : '';
+}
+
+function section(title: string, body: Node | string): HTMLElement {
+  return h('section', {}, [h('h3', { text: title }), body]);
+}
+
+function hourLabel(iso: string): string {
+  const date = new Date(iso);
+  return `${date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${String(date.getHours()).padStart(2, '0')}:00`;
+}
+
+const FIGURE_COLUMNS = [
+  'tasks',
+  'success',
+  'p50',
+  'p95',
+  'p99',
+  'error',
+  'timeout',
+  'stalled',
+  'crashed',
+  'cancelled',
+  'tokens in',
+  'tokens out',
+  'tokens/task',
+];
+
+function figureCells(f: Figures): string[] {
+  const o = f.outcomes;
+  return [
+    String(f.count),
+    percent(f.successRate),
+    ms(f.p50),
+    ms(f.p95),
+    ms(f.p99),
+    String(o.error + o.protocol),
+    String(o.timeout),
+    String(o.stalled),
+    String(o.crashed),
+    String(o.cancelled),
+    String(f.tokensIn),
+    String(f.tokensOut),
+    f.tokensPerTask.toFixed(0),
+  ];
+}
+
+function table(head: string[], rows: Array<{ key: string; cells: string[] }>): HTMLTableElement {
+  return h('table', { class: 'figures' }, [
+    h('thead', {}, [
+      h(
+        'tr',
+        {},
+        head.map((text) => h('th', { text })),
+      ),
+    ]),
+    h(
+      'tbody',
+      {},
+      rows.map((row) =>
+        h('tr', { attrs: { 'data-key': row.key } }, [h('th', { text: row.key }), ...row.cells.map((text) => h('td', { text }))]),
+      ),
+    ),
+  ]);
+}
+
+function groupsTable(insights: Insights): HTMLTableElement {
+  const rows = insights.groups.map((f) => ({ key: f.key, cells: figureCells(f) }));
+  rows.push({ key: 'all', cells: figureCells(insights.total) });
+  return table([insights.by, ...FIGURE_COLUMNS], rows);
+}
+
+function abTable(insights: Insights): HTMLTableElement {
+  const rows = insights.ab.map((row) => ({
+    key: `${row.label} · ${row.figures.key}`,
+    cells: [
+      row.kind,
+      String(row.figures.count),
+      percent(row.figures.successRate),
+      ms(row.figures.p50),
+      ms(row.figures.p95),
+      row.figures.tokensPerTask.toFixed(0),
+    ],
+  }));
+  return table(['label · variant', 'kind', 'tasks', 'success', 'p50', 'p95', 'tokens/task'], rows);
+}
