@@ -10,6 +10,15 @@ import { ROOT } from '../helpers/core.js';
 
 const agent = (name: string) => ({ command: 'node', args: [path.join(ROOT, 'test/conformance/agents', `${name}.mjs`)], timeoutMs: 20_000 });
 
+/** The real CLI, from the repository root. */
+function cli(...args: string[]) {
+  return spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'check', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
 const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.status === 'fail').map((r) => r.name);
 
 /** Fixture → the one scenario it breaks, and words its message must contain. */
@@ -41,10 +50,18 @@ describe('backchannel check', () => {
     });
   });
 
+  test.concurrent.each([
+    ['raw-node', ['node', 'templates/raw-node/agent.mjs']],
+    ['python', ['python3', 'templates/python/agent.py']],
+  ])('the %s template passes every scenario (warnings: it does not echo or stay busy on request)', (_name, agentCommand) => {
+    // The command docs/protocol.md and docs/writing-sub-agents.md show.
+    const run = cli('--', ...agentCommand);
+    expect(run.stdout).toMatch(/11 passed|, 0 failed/);
+    expect(run.status, run.stdout).toBe(0);
+  });
+
   test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', () => {
-    const bin = path.join(ROOT, 'bin/backchannel.js');
-    const run = (...args: string[]) =>
-      spawnSync(process.execPath, [bin, 'check', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const run = cli;
     const failing = run('--scenario', 'final-once,utf8', '--', 'node', 'test/conformance/agents/writes-after-final.mjs');
     expect(failing.status).toBe(1);
     expect(failing.stdout).toMatch(/✗ final-once\s+§5: send exactly one final payload/);
