@@ -44,6 +44,15 @@ describe('backchannel stats', () => {
     expect(run.stdout).toContain('A/B');
   });
 
+  test('the documented command (--since 7d --by model) prints a row per model of the last week', () => {
+    const dir = tempDir();
+    writeJournal(dir, [{ agent: 'a.mjs', model: 'm1', endedAt: new Date(Date.now() - 3_600_000).toISOString(), durationMs: 5 }]);
+    const run = stats(['--since', '7d', '--by', 'model', '--data-dir', dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^model\s+tasks/);
+    expect(run.stdout).toMatch(/^m1\s+1\s+100\.0/m);
+  });
+
   test('--csv --by model prints one row per model', () => {
     const { dir } = history();
     const run = stats(['--csv', '--by', 'model', '--data-dir', dir]);
