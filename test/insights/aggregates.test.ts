@@ -157,7 +157,7 @@ describe('insights aggregates', () => {
     expect(broker.insights().total.count).toBe(12);
   });
 
-  test('100,000 tasks of history aggregate in about a second (bound 3 s on a busy 2-core machine)', () => {
+  test('100,000 tasks of history aggregate into a small answer, in linear time', () => {
     const start = Date.parse('2026-10-01T00:00:00.000Z');
     const tasks = Array.from({ length: 100_000 }, (_, i) =>
       snapshotOf({
@@ -177,6 +177,8 @@ describe('insights aggregates', () => {
     expect(insights.total.outcomes.error).toBe(10_000);
     // What the panel receives is per hour and agent, not per task.
     expect(JSON.stringify({ ...insights, query: {} }).length).toBeLessThan(2_000_000);
-    expect(ms).toBeLessThan(3000);
+    // About 0.9 s on a quiet 2-core machine (docs/insights.md). The bound only catches a quadratic
+    // regression (minutes at this size), not a slow machine running other tests at the same time.
+    expect(ms).toBeLessThan(15_000);
   });
 });
