@@ -4,6 +4,7 @@
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hosts  →  main (Electron) · gateway · cli
  *   broker    →  fleet (the BullMQ queue and worker: over the core, under hosts and cli)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
+ *   broker    →  conformance  →  cli (`backchannel check` runs agents under the core broker)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
  * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts (+ settings, types, index).
@@ -77,6 +78,12 @@ module.exports = {
       layer('main'),
       '^src/(gateway|cli|renderer|hosts/headless)/',
       'Front-ends do not import each other.',
+    ),
+    forbid(
+      'conformance-over-the-core',
+      layer('conformance'),
+      '^src/(?!(protocol|model|broker|conformance)/)',
+      '`backchannel check` runs agents under the core broker, nothing else.',
     ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
     forbid(
