@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { checkAgent, SCENARIO_NAMES, type ReportCard } from '../../src/conformance/check.js';
-import { ROOT } from '../helpers/core.js';
+import { ROOT, tempDir } from '../helpers/core.js';
 
 const agent = (name: string) => ({ command: 'node', args: [path.join(ROOT, 'test/conformance/agents', `${name}.mjs`)], timeoutMs: 20_000 });
 
@@ -59,6 +59,15 @@ describe('backchannel check', () => {
     expect(run.stdout).toMatch(/11 passed|, 0 failed/);
     expect(run.status, run.stdout).toBe(0);
   });
+
+  test('a scaffolded project runs backchannel check in its own npm test', () => {
+    const dir = path.join(tempDir(), 'my-agent');
+    expect(spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'new', dir, '--template', 'raw-node']).status).toBe(0);
+    const test = spawnSync('npm', ['test'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(test.stdout).toContain('backchannel check: node agent.mjs');
+    expect(test.stdout).toMatch(/\d+ passed, 0 failed/);
+    expect(test.status, test.stdout + test.stderr).toBe(0);
+  }, 130_000);
 
   test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', () => {
     const run = cli;

@@ -100,7 +100,8 @@ describe('backchannel new', () => {
     expect(pkg.dependencies.backchannel).toBe(`file:${root}`);
     expect(pkg.scripts).toEqual({
       start: 'backchannel run -- python3 agent.py',
-      test: `backchannel check --input '{"path":".","extensions":[".py",".md"]}' -- python3 agent.py && node --test test/`,
+      check: `backchannel check --input '{"path":".","extensions":[".py",".md"]}' -- python3 agent.py`,
+      test: 'npm run check && node --test test/',
     });
     expect(fs.realpathSync(path.join(linked, 'node_modules/backchannel'))).toBe(fs.realpathSync(root));
 

@@ -45,6 +45,9 @@ function packageJson(name: string, template: Template, link: boolean): string {
   const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
   const input = template.input === undefined ? [] : ['--input', JSON.stringify(template.input)];
   const checkLine = ['backchannel', 'check', ...input, '--', ...template.run].map(quoteArg).join(' ');
+  // `npm test` runs the conformance check first, unless the agent needs an account or a service
+  // (a requirement that is more than a program name): then `npm run check` is there for when it has one.
+  const offline = (template.requires ?? []).every((need) => /^[\w.-]+$/.test(need));
   const pkg = {
     name:
       name
@@ -57,7 +60,8 @@ function packageJson(name: string, template: Template, link: boolean): string {
     description: template.description,
     scripts: {
       start: runLine,
-      test: `${checkLine} && node --test test/`,
+      check: checkLine,
+      test: offline ? 'npm run check && node --test test/' : 'node --test test/',
     },
     // A file: dependency on the installation that scaffolded this project: works offline, and
     // `npm install` recreates the same link.
