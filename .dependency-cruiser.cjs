@@ -85,6 +85,12 @@ module.exports = {
       '^src/(?!(protocol|model|broker|conformance)/)',
       '`backchannel check` runs agents under the core broker, nothing else.',
     ),
+    forbid(
+      'mcp-is-a-front-end',
+      layer('mcp'),
+      '^src/(main|gateway|cli|renderer|preload|broker)/',
+      'The MCP server is a front-end over the bridge (the hub, or a headless host).',
+    ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
     forbid(
       'cli-uses-the-sdk-entry',

@@ -14,6 +14,14 @@ const SUMMARIES: Record<string, string> = {
   worker: 'run sub-agents from a Redis queue (a worker of a fleet)',
   stats: 'how fast, reliable and costly each sub-agent and model has been',
   check: 'run a sub-agent under conformance scenarios and print a report card',
+  mcp: 'a Model Context Protocol server (stdio) for coding agents',
+  tasks: "list the hub's tasks (or the history on disk)",
+  show: 'show one task',
+  logs: "print (-f: follow) a task's log",
+  wait: 'wait for a task to end; exit codes as `run`',
+  cancel: 'cancel a task',
+  retry: 'run an ended task again',
+  answer: "answer a sub-agent's question",
 };
 
 export function usage(): string {

@@ -16,6 +16,8 @@ import { TaskBroker } from '../broker/broker.js';
 import type { Logger } from '../broker/log.js';
 import type { TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hosts/broker-bridge.js';
+import { controlSocketPath } from '../hosts/control/paths.js';
+import { startControlServer, type ControlServer } from '../hosts/control/server.js';
 import { defaultTemplatesDir, loadTemplates } from '../templates/catalog.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
@@ -53,6 +55,7 @@ async function start(): Promise<void> {
 
   const broker = await startBroker(logger);
   const bridge = createBridge(broker, logger, logPath);
+  const control = await startControl(bridge, logger);
   protocol.handle(PANEL_SCHEME, panelRequestHandler(RENDERER_DIR));
   lockDown(logger);
 
@@ -90,6 +93,7 @@ async function start(): Promise<void> {
     shutdown: async () => {
       logger.info('quitting: cancelling running tasks');
       handlers.dispose();
+      await control?.close();
       bridge.close();
       // Cancels running tasks (grace period, then kill), removes every endpoint, flushes history.
       await broker.close().catch((error: unknown) => logger.error('broker close failed', error));
@@ -108,6 +112,21 @@ async function start(): Promise<void> {
   }
   logger.info(`Backchannel ${app.getVersion()} started; log at ${logPath}`);
   if (process.env.BACKCHANNEL_SHOW_PANEL === '1' || !existsSync(join(ASSETS_DIR, 'tray-light.png'))) panel.show();
+}
+
+/**
+ * The hub's control endpoint next to the broker, so terminals and MCP clients reach this broker.
+ * With a test's own user data (BACKCHANNEL_USER_DATA) it lives there, never at the user's well-known
+ * path. If another hub holds the endpoint (a `backchannel serve`), the app runs without one.
+ */
+async function startControl(bridge: BrokerBridge, logger: Logger): Promise<ControlServer | undefined> {
+  const own = process.env.BACKCHANNEL_USER_DATA ? join(app.getPath('userData'), 'state') : undefined;
+  try {
+    return await startControlServer({ bridge, path: controlSocketPath(process.env, own), logger });
+  } catch (error) {
+    logger.warn(`no control endpoint: ${(error as Error).message}`);
+    return undefined;
+  }
 }
 
 /** electron-log: info and up to the file, warnings to the console. */

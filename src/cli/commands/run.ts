@@ -10,6 +10,9 @@ import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.
 import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
+import { findHub } from '../../hosts/control/discover.js';
+import { runOnHub } from '../run/hub-run.js';
+import { NO_HUB } from '../run/remote.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
 
@@ -25,9 +28,14 @@ Options:
   --label <text>            name shown in progress and history
   --no-task-id-arg          do not append --task-id=<id> to the command's arguments
   --ask-timeout <ms>        how long a question from the agent waits for an answer (default: 300000)
+  --detach                  submit to the running hub, print the task id and return at once
+  --local                   run in this process even when a hub (desktop app, \`serve\`) is running
   --json                    print exactly one JSON line (the final payload, or an error object)
   -v, --verbose             show the agent's log lines as they come
   -h, --help                show this help
+
+When a hub runs (the desktop app or \`backchannel serve\`), the task is submitted to it and shows in
+its panel and history; otherwise it runs in this process. --no-task-id-arg always runs locally.
 
 Exit codes: 0 success, 1 error/crash/protocol error, 2 usage, 124 timeout or stall, 130 cancelled.
 Ctrl-C cancels the task cleanly (cancel message, grace period, then the process group is killed).
@@ -63,6 +71,8 @@ const OPTIONS = {
   'no-task-id-arg': { type: 'boolean' },
   'ask-timeout': { type: 'string' },
   json: { type: 'boolean' },
+  detach: { type: 'boolean' },
+  local: { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
 } as const;
 
@@ -71,6 +81,8 @@ interface RunOptions {
   askTimeoutMs: number | undefined;
   json: boolean;
   verbose: boolean;
+  detach: boolean;
+  local: boolean;
 }
 
 /** The command line as a task spec and display options, or the exit code (help, usage error). */
@@ -102,6 +114,8 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       askTimeoutMs,
       json: values.json === true,
       verbose: values.verbose === true,
+      detach: values.detach === true,
+      local: values.local === true || values['no-task-id-arg'] === true,
     };
   } catch (error) {
     return usageError(`backchannel run: ${(error as Error).message}`, HELP);
@@ -133,6 +147,13 @@ export const command: CliCommand = {
     const options = parseRunOptions(argv);
     if (typeof options === 'number') return options;
     const { spec, askTimeoutMs, json, verbose } = options;
+    if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
+    const hub = options.local ? undefined : await findHub();
+    if (hub) return runOnHub(hub, options);
+    if (options.detach) {
+      process.stderr.write(`backchannel run --detach: ${NO_HUB}\n`);
+      return EXIT.failed;
+    }
 
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });

@@ -6,10 +6,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
-import { API_PREFIX, EVENTS_PATH, parseRequest, TOKEN_HEADER } from '../../bridge/http-routes.js';
+import { API_PREFIX, EVENTS_PATH, TOKEN_HEADER } from '../../bridge/http-routes.js';
+import { handleApi } from '../http/api.js';
 import { defaultRendererDir } from '../paths.js';
-import { headerValue, MAX_BODY_BYTES, readBody, sendError, sendJson, sendPage } from '../http/responses.js';
+import { headerValue, sendError, sendPage } from '../http/responses.js';
 import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../http/security.js';
 import { PanelFiles } from '../http/static-files.js';
 import { EventStreams } from './event-stream.js';
@@ -117,31 +117,6 @@ function serveFile(context: ServerContext, req: IncomingMessage, res: ServerResp
   if (!file) return sendError(res, 404, 'not_found', `No such file: ${pathname}`);
   res.writeHead(200, file.headers);
   res.end(req.method === 'HEAD' ? undefined : file.body);
-}
-
-/** One bridge call: the JSON body (if any), the route, `dispatch`, and the reply with its status. */
-async function handleApi(bridge: BackchannelBridge, req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
-  let body: unknown;
-  if (req.method === 'POST' || req.method === 'PUT') {
-    const type = req.headers['content-type'] ?? '';
-    const raw = await readBody(req);
-    if (raw === undefined) return sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
-    if (raw.length > 0) {
-      if (!type.toLowerCase().startsWith('application/json')) {
-        return sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
-      }
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        return sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
-      }
-    }
-  }
-  const call = parseRequest(req.method ?? 'GET', pathname, body);
-  if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
-  const reply = await dispatch(bridge, call.method, call.args);
-  if (reply.ok) return sendJson(res, 200, reply.value);
-  return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });
 }
 
 /** Listens on loopback; resolves with the port (a free one for 0). */

@@ -12,6 +12,8 @@ import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import { defaultDataDir } from '../paths.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
+import { controlSocketPath } from '../control/paths.js';
+import { startControlServer, type ControlServer } from '../control/server.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -26,6 +28,11 @@ export interface HeadlessOptions {
   ipcDir?: string;
   /** Run tasks on a worker fleet through this Redis queue instead of locally (docs/scale-out.md). */
   redis?: RedisQueueOptions;
+  /**
+   * The control endpoint's socket path, or false for none. @default controlSocketPath(): in `dataDir`
+   * when one is given, else the per-user well-known path. Another hub listening there is an error.
+   */
+  control?: string | false;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -35,6 +42,8 @@ export interface Headless {
   readonly broker: TaskBroker;
   readonly bridge: BrokerBridge;
   readonly server: PanelServer;
+  /** The control endpoint, unless `control: false`. */
+  readonly control: ControlServer | undefined;
   readonly logPath: string;
   readonly logger: Logger;
   /** Stops the server, cancels running tasks (grace period, then kill), closes the broker. */
@@ -58,10 +67,14 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     templates,
     onListenerError: (error) => logger.error('panel event listener failed', error),
   });
-  let server: PanelServer;
+  let server: PanelServer | undefined;
+  let control: ControlServer | undefined;
   try {
+    const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
+    if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger });
     server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir });
   } catch (error) {
+    await control?.close();
     bridge.close();
     await broker.close();
     throw error;
@@ -73,11 +86,13 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     broker,
     bridge,
     server,
+    control,
     logPath,
     logger,
     close() {
       closing ??= (async () => {
         await server.close();
+        await control?.close();
         bridge.close();
         await broker.close();
       })();

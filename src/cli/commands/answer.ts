@@ -1,0 +1,24 @@
+/** `backchannel answer <id> <text>`: answers the question a sub-agent asked. */
+import { EXIT } from '../command.js';
+import { taskCommand } from '../run/task-command.js';
+
+const HELP = `Usage: backchannel answer <id> <text>
+
+Answers the pending question (\`ask\`) of a task of the running hub. The id may be abbreviated;
+\`backchannel show <id>\` shows the question.`;
+
+export const command = taskCommand({
+  name: 'answer',
+  help: HELP,
+  options: {},
+  positionals: [2, 2],
+  history: false,
+  async run({ line, open, id }) {
+    const taskId = await id();
+    const { task } = await open.bridge.getTask(taskId);
+    if (!task.pendingQuestion) throw new Error(`task ${taskId} is not waiting for an answer (${task.state})`);
+    await open.bridge.answer(taskId, task.pendingQuestion.askId, line.positionals[1]!);
+    process.stdout.write(`answered ${taskId}\n`);
+    return EXIT.ok;
+  },
+});

@@ -1,0 +1,49 @@
+/** `backchannel show <id>`: one task's details. */
+import { EXIT } from '../command.js';
+import { taskCommand } from '../run/task-command.js';
+
+const HELP = `Usage: backchannel show <id> [--json]
+
+Shows one task of the running hub (or of the history on disk): state, progress, result or failure.
+The id may be abbreviated to a unique prefix.
+
+Options:
+  --json        the task's snapshot and log as one JSON object
+  -h, --help    show this help`;
+
+export const command = taskCommand({
+  name: 'show',
+  help: HELP,
+  options: { json: { type: 'boolean' } },
+  positionals: [1, 1],
+  history: true,
+  async run({ line, open, id }) {
+    const details = await open.bridge.getTask(await id());
+    if (line.values.json) {
+      process.stdout.write(JSON.stringify(details) + '\n');
+      return EXIT.ok;
+    }
+    const { task } = details;
+    const fields: Array<[string, unknown]> = [
+      ['id', task.id],
+      ['label', task.label],
+      ['state', task.reason ? `${task.state} (${task.reason})` : task.state],
+      ['progress', task.progress === undefined ? undefined : `${task.progress}%`],
+      ['attempt', `${task.attempt} of ${task.maxAttempts}`],
+      ['command', [task.command, ...task.args].join(' ')],
+      ['cwd', task.cwd],
+      ['created', task.createdAt],
+      ['ended', task.endedAt],
+      ['message', task.message],
+      [
+        'question',
+        task.pendingQuestion ? `${task.pendingQuestion.question} (answer with: backchannel answer ${task.id} <text>)` : undefined,
+      ],
+      ['last partial', task.lastPartial === undefined || task.endedAt ? undefined : JSON.stringify(task.lastPartial)],
+    ];
+    for (const [name, value] of fields) if (value !== undefined) process.stdout.write(`${name.padEnd(12)} ${String(value)}\n`);
+    if (task.result) process.stdout.write(`result\n${JSON.stringify(task.result, null, 2)}\n`);
+    if (task.stderrTail) process.stdout.write(`stderr (last lines)\n${task.stderrTail}\n`);
+    return EXIT.ok;
+  },
+});

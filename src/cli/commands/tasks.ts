@@ -1,0 +1,65 @@
+/** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
+import { isFinished, type TaskSnapshot } from '../../model/task.js';
+import { EXIT, usageError } from '../command.js';
+import { taskCommand } from '../run/task-command.js';
+
+const HELP = `Usage: backchannel tasks [--json] [--state running|queued|finished|failed] [--limit n]
+
+Lists the tasks of the running hub (the desktop app or \`backchannel serve\`), newest first; without a
+hub, the history on disk. Ids may be abbreviated to a unique prefix in the other task commands.
+
+Options:
+  --state <s>   only running (incl. retrying), queued, finished (any end) or failed (failed, interrupted) tasks
+  --limit <n>   at most n tasks (default: 20)
+  --json        one JSON array of task snapshots
+  -h, --help    show this help`;
+
+const FILTERS: Record<string, (task: TaskSnapshot) => boolean> = {
+  running: (task) => task.state === 'running' || task.state === 'retrying',
+  queued: (task) => task.state === 'queued',
+  finished: (task) => isFinished(task.state),
+  failed: (task) => task.state === 'failed' || task.state === 'interrupted',
+};
+
+export const command = taskCommand({
+  name: 'tasks',
+  help: HELP,
+  options: { json: { type: 'boolean' }, state: { type: 'string' }, limit: { type: 'string' } },
+  positionals: [0, 0],
+  history: true,
+  async run({ line, open }) {
+    const { state, limit: limitText, json } = line.values;
+    if (state !== undefined && !Object.hasOwn(FILTERS, state)) {
+      return usageError(`backchannel tasks: Expected \`--state\` to be one of ${Object.keys(FILTERS).join(', ')}, got \`${state}\``, HELP);
+    }
+    const limit = limitText === undefined ? 20 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1) {
+      return usageError(`backchannel tasks: Expected \`--limit\` to be a positive integer, got \`${limitText}\``, HELP);
+    }
+    const tasks = (await open.bridge.listTasks())
+      .filter(state ? FILTERS[state]! : () => true)
+      .reverse()
+      .slice(0, limit);
+    if (json) {
+      process.stdout.write(JSON.stringify(tasks) + '\n');
+      return EXIT.ok;
+    }
+    if (tasks.length === 0) {
+      process.stdout.write(open.hub ? 'No tasks.\n' : 'No tasks in the history (no hub is running).\n');
+      return EXIT.ok;
+    }
+    const rows = tasks.map((task) => [
+      task.id,
+      task.state,
+      task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
+      task.createdAt,
+      task.label,
+    ]);
+    const header = ['ID', 'STATE', 'PROGRESS', 'CREATED', 'LABEL'];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    for (const row of [header, ...rows]) {
+      process.stdout.write(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
+    }
+    return EXIT.ok;
+  },
+});

@@ -1,0 +1,32 @@
+/** `backchannel wait <id>`: waits for a task to end; prints its result and exits like `run`. */
+import { isFinished } from '../../model/task.js';
+import { EXIT } from '../command.js';
+import { followTask, NO_HUB, printSnapshotOutcome } from '../run/remote.js';
+import { taskCommand } from '../run/task-command.js';
+
+const HELP = `Usage: backchannel wait <id> [--json]
+
+Waits until the task ends, prints its final payload (or failure) and exits with \`run\`'s codes:
+0 success, 1 error/crash/protocol error, 124 timeout or stall, 130 cancelled. The id may be abbreviated.
+
+Options:
+  --json        print exactly one JSON line
+  -h, --help    show this help`;
+
+export const command = taskCommand({
+  name: 'wait',
+  help: HELP,
+  options: { json: { type: 'boolean' } },
+  positionals: [1, 1],
+  history: true,
+  async run({ line, open, id }) {
+    const taskId = await id();
+    const { task } = await open.bridge.getTask(taskId);
+    if (isFinished(task.state)) return printSnapshotOutcome(task, line.values.json === true);
+    if (!open.hub) {
+      process.stderr.write(`backchannel wait: ${NO_HUB}\n`);
+      return EXIT.failed;
+    }
+    return printSnapshotOutcome(await followTask(open.hub, taskId), line.values.json === true);
+  },
+});

@@ -1,0 +1,59 @@
+/**
+ * The control endpoint's file-system side: a private directory (0700, ours), the socket (0600), and
+ * the probe that tells a live hub from a stale socket file left by a crashed one (connect →
+ * `ECONNREFUSED` → unlink). Who may connect is decided here, by the kernel: only the owner can
+ * traverse a 0700 directory, so another user's `connect()` fails with `EACCES` before we see it.
+ */
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { connect } from 'node:net';
+import { dirname } from 'node:path';
+
+/** How long a probe waits for a hub to accept; a live hub accepts at once. */
+export const PROBE_TIMEOUT_MS = 1000;
+
+/** Thrown when a hub already listens on the control endpoint. */
+export class HubRunningError extends Error {
+  readonly code = 'hub_running';
+  constructor(readonly path: string) {
+    super(`A Backchannel hub is already running (control endpoint ${path}); use it, or stop it first`);
+    this.name = 'HubRunningError';
+  }
+}
+
+/** Creates the endpoint's directory private to us, or refuses one that another user owns or others can enter. */
+export function preparePrivateDir(socketPath: string): void {
+  if (process.platform === 'win32') return;
+  const dir = dirname(socketPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stat = lstatSync(dir);
+  const uid = process.getuid?.();
+  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid)) {
+    throw new Error(`The control endpoint's directory ${dir} is not a directory owned by this user; refusing to listen there`);
+  }
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** `live`: a hub accepts connections there. `stale`: a socket file nobody listens on. `none`: nothing there. */
+export async function probeEndpoint(socketPath: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<'live' | 'stale' | 'none'> {
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    const done = (result: 'live' | 'stale' | 'none'): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    // A hub so busy it cannot accept within a second is still a hub: never remove its socket.
+    const timer = setTimeout(() => done('live'), timeoutMs);
+    socket.once('connect', () => done('live'));
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ENOENT' ? 'none' : 'stale'));
+  });
+}
+
+/** Removes a stale socket file; throws `HubRunningError` when a hub answers there. Returns true when it removed one. */
+export async function claimEndpoint(socketPath: string): Promise<boolean> {
+  const state = await probeEndpoint(socketPath);
+  if (state === 'live') throw new HubRunningError(socketPath);
+  if (state === 'none' || process.platform === 'win32') return false;
+  unlinkSync(socketPath);
+  return true;
+}

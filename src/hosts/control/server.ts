@@ -1,0 +1,87 @@
+/**
+ * The hub's control endpoint: the bridge contract (the calls and events the panel uses, from the one
+ * route table) as HTTP over a Unix domain socket. No token: only the owner can reach the socket (see
+ * ./endpoint.ts). Front-ends in other processes — `backchannel run`, the task commands, `backchannel
+ * mcp`, the gateway — talk to the running app or `serve` through it, so their tasks share one broker,
+ * one panel and one history.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { chmodSync, unlinkSync } from 'node:fs';
+import type { BackchannelBridge } from '../../bridge/contract.js';
+import { API_PREFIX, EVENTS_PATH } from '../../bridge/http-routes.js';
+import type { Logger } from '../../broker/log.js';
+import { handleApi } from '../http/api.js';
+import { sendError } from '../http/responses.js';
+import { EventStreams } from '../headless/event-stream.js';
+import { claimEndpoint, preparePrivateDir } from './endpoint.js';
+
+export { HubRunningError } from './endpoint.js';
+
+export interface ControlServerOptions {
+  bridge: BackchannelBridge;
+  /** The socket path (see ./paths.ts). */
+  path: string;
+  logger?: Logger;
+  /** Keep-alive comment interval on event streams. @default 15000 */
+  keepAliveMs?: number;
+}
+
+export interface ControlServer {
+  readonly path: string;
+  /** Ends every event stream, stops listening and removes the socket file. */
+  close(): Promise<void>;
+}
+
+/** Listens on `path`; throws `HubRunningError` when another hub already does. */
+export async function startControlServer(options: ControlServerOptions): Promise<ControlServer> {
+  const { bridge, path, logger } = options;
+  preparePrivateDir(path);
+  if (await claimEndpoint(path)) logger?.warn(`removed a stale control endpoint (a hub that crashed?): ${path}`);
+  const streams = new EventStreams(bridge, options.keepAliveMs ?? 15_000);
+  const server = createServer((req, res) => {
+    handle(bridge, streams, req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
+      else res.destroy();
+    });
+  });
+  await listen(server, path);
+  if (process.platform !== 'win32') chmodSync(path, 0o600);
+  logger?.info(`control endpoint listening on ${path}`);
+  let closing: Promise<void> | undefined;
+  return {
+    path,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        streams.endAll();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+async function handle(bridge: BackchannelBridge, streams: EventStreams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const pathname = new URL(req.url ?? '/', 'http://hub').pathname;
+  if (pathname === EVENTS_PATH && req.method === 'GET') return streams.open(req, res);
+  if (pathname.startsWith(API_PREFIX)) return handleApi(bridge, req, res, pathname);
+  sendError(res, 404, 'not_found', `No route ${req.method} ${pathname}`);
+}
+
+async function listen(server: Server, path: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // Node removes the socket file on close(); a hub killed with SIGKILL leaves it (the next start removes it).
+  server.once('close', () => {
+    try {
+      unlinkSync(path);
+    } catch {
+      // already gone
+    }
+  });
+}

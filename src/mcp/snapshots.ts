@@ -1,0 +1,105 @@
+/**
+ * What an MCP client sees of a Backchannel task: a compact summary for the tools, and the mapping
+ * onto MCP Tasks statuses (partial → working with a status message, ask → input_required, success →
+ * completed, error/timeout/crash → failed, cancelled → cancelled).
+ */
+import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isFinished, type TaskSnapshot } from '../model/task.js';
+
+/** How often an MCP client should poll a task (`pollInterval`). */
+export const POLL_INTERVAL_MS = 500;
+
+export interface TaskSummary {
+  task_id: string;
+  label: string;
+  state: TaskSnapshot['state'];
+  done: boolean;
+  progress?: number;
+  last_partial?: unknown;
+  question?: { ask_id: string; question: string; choices?: string[] };
+  result?: unknown;
+  failure?: { reason: string; message: string; stderr_tail?: string };
+  created_at: string;
+  ended_at?: string;
+}
+
+export function summarize(task: TaskSnapshot): TaskSummary {
+  const summary: TaskSummary = {
+    task_id: task.id,
+    label: task.label,
+    state: task.state,
+    done: isFinished(task.state),
+    created_at: task.createdAt,
+  };
+  if (task.progress !== undefined) summary.progress = task.progress;
+  if (task.lastPartial !== undefined && !summary.done) summary.last_partial = task.lastPartial;
+  if (task.pendingQuestion) {
+    const { askId, question, choices } = task.pendingQuestion;
+    summary.question = { ask_id: askId, question, ...(choices ? { choices } : {}) };
+  }
+  if (task.state === 'succeeded') summary.result = task.result?.data ?? null;
+  else if (summary.done) {
+    summary.failure = { reason: task.reason ?? task.state, message: task.message ?? `task ${task.state}` };
+    if (task.stderrTail) summary.failure.stderr_tail = task.stderrTail;
+    if (task.result?.data !== undefined) summary.result = task.result.data;
+  }
+  if (task.endedAt) summary.ended_at = task.endedAt;
+  return summary;
+}
+
+/** A tool result carrying `value` as JSON text and as structured content. */
+export function jsonResult(value: object, isError = false): CallToolResult {
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+    structuredContent: value as Record<string, unknown>,
+    isError,
+  };
+}
+
+/** The final tool result of a task run through MCP Tasks (or waited for): its payload's data, or the failure. */
+export function finalResult(task: TaskSnapshot): CallToolResult {
+  return jsonResult(summarize(task), task.state !== 'succeeded');
+}
+
+export function statusMessage(task: TaskSnapshot): string | undefined {
+  if (task.pendingQuestion) return `The sub-agent asks: ${task.pendingQuestion.question}`;
+  if (isFinished(task.state)) return task.message;
+  if (task.state === 'queued') return 'queued';
+  const partial = describe(task.lastPartial);
+  const progress = task.progress === undefined ? '' : `${Math.round(task.progress)}%`;
+  return [progress, partial].filter(Boolean).join(' · ') || task.state;
+}
+
+export function toMcpTask(task: TaskSnapshot, ttl: number | null = null): McpTask {
+  const status: McpTask['status'] = task.pendingQuestion
+    ? 'input_required'
+    : task.state === 'succeeded'
+      ? 'completed'
+      : task.state === 'cancelled'
+        ? 'cancelled'
+        : isFinished(task.state)
+          ? 'failed'
+          : 'working';
+  const message = statusMessage(task);
+  return {
+    taskId: task.id,
+    status,
+    ...(message ? { statusMessage: message } : {}),
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.endedAt ?? task.startedAt ?? task.createdAt,
+    ttl,
+    pollInterval: POLL_INTERVAL_MS,
+  };
+}
+
+function describe(data: unknown): string {
+  if (typeof data === 'string') return data.slice(0, 200);
+  if (data && typeof data === 'object') {
+    for (const key of ['message', 'step', 'text', 'status']) {
+      const value = (data as Record<string, unknown>)[key];
+      if (typeof value === 'string') return value.slice(0, 200);
+    }
+  }
+  return '';
+}

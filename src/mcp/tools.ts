@@ -1,0 +1,259 @@
+/**
+ * The MCP tools: each a few lines over the bridge (the hub's, or an own broker's). Descriptions and
+ * schemas are written for a model that has never read our docs.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import * as z from 'zod';
+import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
+import type { HubClient } from '../bridge/hub-client.js';
+import { isFinished, type TaskSnapshot } from '../model/task.js';
+import { finalResult, jsonResult, summarize } from './snapshots.js';
+
+/** The longest one `wait_for_task` call blocks; the model calls it again for longer work. */
+export const MAX_WAIT_SECONDS = 600;
+const DEFAULT_WAIT_SECONDS = 60;
+const DEFAULT_LOG_LINES = 100;
+
+export const START_SHAPE = {
+  template: z
+    .string()
+    .optional()
+    .describe('Name of a Backchannel template to run (see list_tasks → templates). Give either `template` or `command`.'),
+  command: z
+    .string()
+    .optional()
+    .describe('Executable or script to run as the sub-agent (a .js/.mjs/.ts file runs with Node). Not a shell string.'),
+  args: z.array(z.string()).optional().describe('Arguments for `command`.'),
+  input: z.unknown().optional().describe('Any JSON value handed to the sub-agent as its task input (e.g. {"prompt": "…"}).'),
+  label: z.string().optional().describe('Short name shown in the task list and the panel.'),
+  cwd: z.string().optional().describe('Working directory (absolute path). Default: where the Backchannel hub runs.'),
+  timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
+};
+export type StartArgs = {
+  template?: string;
+  command?: string;
+  args?: string[];
+  input?: unknown;
+  label?: string;
+  cwd?: string;
+  timeout_seconds?: number;
+};
+
+const TASK_ID = z.string().min(1).describe('The task id returned by start_task (a unique prefix is enough).');
+
+/** Submits a task from the tools' arguments; returns its id. */
+export async function startTask(bridge: BackchannelBridge, args: StartArgs): Promise<string> {
+  let request: SubmitRequest;
+  if (args.template) {
+    const template = (await bridge.info()).templates.find((t) => t.name === args.template);
+    if (!template) throw new Error(`No template named "${args.template}"`);
+    request = { ...template.request };
+  } else if (args.command) {
+    request = { command: args.command, args: args.args ?? [] };
+  } else {
+    throw new Error('Give either `template` (a template name) or `command` (the sub-agent to run)');
+  }
+  if (args.args && args.template) request.args = [...(request.args ?? []), ...args.args];
+  if (args.input !== undefined) request.input = args.input;
+  if (args.label) request.label = args.label;
+  if (args.cwd) request.cwd = args.cwd;
+  if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
+  request.label ??= args.template ? `mcp: ${args.template}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
+  return (await bridge.submit(request)).id;
+}
+
+/** The full id for a unique prefix. */
+export async function resolveTaskId(bridge: BackchannelBridge, prefix: string): Promise<string> {
+  const matches = (await bridge.listTasks()).filter((task) => task.id.startsWith(prefix));
+  if (matches.length === 1) return matches[0]!.id;
+  throw new Error(matches.length === 0 ? `No task with id ${prefix}` : `"${prefix}" matches ${matches.length} tasks; give more of the id`);
+}
+
+/**
+ * Resolves with the task's snapshot once it has ended or `timeoutMs` passed (then with its latest
+ * snapshot); `onChange` sees every change meanwhile.
+ */
+export function waitForTask(
+  bridge: BackchannelBridge,
+  id: string,
+  timeoutMs: number,
+  onChange?: (task: TaskSnapshot) => void,
+  signal?: AbortSignal,
+): Promise<TaskSnapshot> {
+  return new Promise((resolve, reject) => {
+    let latest: TaskSnapshot | undefined;
+    const subscription: { stop?: () => void } = {};
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      subscription.stop?.();
+      stopLost?.();
+      if (latest) resolve(latest);
+      else bridge.getTask(id).then((details) => resolve(details.task), reject);
+    };
+    const timer = setTimeout(finish, timeoutMs);
+    signal?.addEventListener('abort', finish, { once: true });
+    // The hub went away (killed, stopped): fail now with its message instead of waiting out the timeout.
+    const stopLost = (bridge as Partial<HubClient>).onLost?.((error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      subscription.stop?.();
+      reject(error);
+    });
+    subscription.stop = bridge.subscribe((event) => {
+      const task = event.tasks.find((t) => t.id === id);
+      if (!task) return;
+      latest = task;
+      onChange?.(task);
+      if (isFinished(task.state)) finish();
+    });
+    if (done) subscription.stop();
+  });
+}
+
+export interface ToolContext {
+  bridge: BackchannelBridge;
+  /** Remembers a task started by this session (progress notifications, elicitation of its questions). */
+  track(taskId: string, progressToken?: string | number): void;
+  /** Sends a progress notification for `task` to the request's progress token. */
+  progress(token: string | number | undefined, task: TaskSnapshot): void;
+}
+
+export function registerTools(server: McpServer, context: ToolContext): void {
+  const { bridge } = context;
+
+  server.registerTool(
+    'start_task',
+    {
+      title: 'Start a background sub-agent',
+      description:
+        'Starts a sub-agent in the background and returns its task_id at once, without waiting. ' +
+        'Use it for long work (analyses, refactors, other AI agents); collect the result later with wait_for_task or get_task.',
+      inputSchema: START_SHAPE,
+    },
+    async (args) => {
+      const id = await startTask(bridge, args as StartArgs);
+      context.track(id);
+      return jsonResult({ task_id: id, state: 'queued', next: 'call wait_for_task with this task_id to collect the result' });
+    },
+  );
+
+  server.registerTool(
+    'get_task',
+    {
+      title: 'Get a task',
+      description:
+        "A task's current state without waiting: progress, its last partial output, a pending question, the result or the failure.",
+      inputSchema: { task_id: TASK_ID },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ task_id }) => jsonResult(summarize((await bridge.getTask(await resolveTaskId(bridge, task_id))).task)),
+  );
+
+  server.registerTool(
+    'wait_for_task',
+    {
+      title: 'Wait for a task',
+      description:
+        `Waits until the task ends (at most timeout_seconds, default ${DEFAULT_WAIT_SECONDS}, max ${MAX_WAIT_SECONDS}) and returns its result. ` +
+        'If it is still running then, returns the progress so far with done=false: call again to keep waiting. ' +
+        'If the task asks a question (state shows `question`), answer it with answer_question.',
+      inputSchema: {
+        task_id: TASK_ID,
+        timeout_seconds: z.number().positive().max(MAX_WAIT_SECONDS).optional().describe('How long to wait at most.'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ task_id, timeout_seconds }, extra) => {
+      const id = await resolveTaskId(bridge, task_id);
+      const token = extra._meta?.progressToken;
+      const waitMs = (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
+      const task = await waitForTask(bridge, id, waitMs, (t) => context.progress(token, t), extra.signal);
+      if (task.pendingQuestion) return jsonResult(summarize(task));
+      return isFinished(task.state) ? finalResult(task) : jsonResult(summarize(task));
+    },
+  );
+
+  server.registerTool(
+    'list_tasks',
+    {
+      title: 'List tasks',
+      description: 'Lists recent Backchannel tasks (newest first) and the templates start_task can run.',
+      inputSchema: {
+        state: z.enum(['running', 'queued', 'finished', 'failed']).optional().describe('Only tasks in this state.'),
+        limit: z.number().int().positive().max(200).optional().describe('At most this many tasks (default 20).'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ state, limit }) => {
+      const keep = (task: TaskSnapshot): boolean =>
+        state === undefined ||
+        (state === 'running' && (task.state === 'running' || task.state === 'retrying')) ||
+        (state === 'queued' && task.state === 'queued') ||
+        (state === 'finished' && isFinished(task.state)) ||
+        (state === 'failed' && (task.state === 'failed' || task.state === 'interrupted'));
+      const tasks = (await bridge.listTasks())
+        .filter(keep)
+        .reverse()
+        .slice(0, limit ?? 20)
+        .map(summarize);
+      const templates = (await bridge.info()).templates.map((t) => ({ name: t.name, description: t.description }));
+      return jsonResult({ tasks, templates });
+    },
+  );
+
+  server.registerTool(
+    'cancel_task',
+    {
+      title: 'Cancel a task',
+      description: 'Cancels a queued or running task: the sub-agent is asked to stop, then killed after a grace period.',
+      inputSchema: { task_id: TASK_ID },
+      annotations: { destructiveHint: true },
+    },
+    async ({ task_id }) => {
+      const id = await resolveTaskId(bridge, task_id);
+      await bridge.cancel(id);
+      return jsonResult({ task_id: id, cancelling: true });
+    },
+  );
+
+  server.registerTool(
+    'answer_question',
+    {
+      title: "Answer a sub-agent's question",
+      description: 'Answers the question a running sub-agent asked (get_task or wait_for_task show it under `question`).',
+      inputSchema: { task_id: TASK_ID, answer: z.string().describe('The answer text (one of the choices, when it offers some).') },
+    },
+    async ({ task_id, answer }) => {
+      const id = await resolveTaskId(bridge, task_id);
+      const question = (await bridge.getTask(id)).task.pendingQuestion;
+      if (!question) throw new Error(`Task ${id} is not waiting for an answer`);
+      await bridge.answer(id, question.askId, answer);
+      return jsonResult({ task_id: id, answered: true });
+    },
+  );
+
+  server.registerTool(
+    'get_task_log',
+    {
+      title: "Get a task's log",
+      description: "The last lines of a task's log: the sub-agent's stdout and stderr and the broker's notes. Useful when a task failed.",
+      inputSchema: {
+        task_id: TASK_ID,
+        lines: z.number().int().positive().max(1000).optional().describe(`How many of the last lines (default ${DEFAULT_LOG_LINES}).`),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ task_id, lines }) => {
+      const { log } = await bridge.getTask(await resolveTaskId(bridge, task_id));
+      const text = log
+        .slice(-(lines ?? DEFAULT_LOG_LINES))
+        .map((line) => `${line.time} [${line.stream}] ${line.text}`)
+        .join('\n');
+      return { content: [{ type: 'text', text: text || '(no log lines)' }] };
+    },
+  );
+}
