@@ -1,0 +1,132 @@
+/**
+ * The control endpoint: the bridge over a private Unix socket. A hub client in this process drives a
+ * real headless hub; stale endpoints are removed, a second hub is refused, and another user cannot
+ * connect (checked with a real process running as `nobody`).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { BridgeEvent } from '../../../src/bridge/contract.js';
+import { connectHub, HubLostError } from '../../../src/bridge/hub-client.js';
+import { HubRunningError, startControlServer } from '../../../src/hosts/control/server.js';
+import { probeEndpoint } from '../../../src/hosts/control/endpoint.js';
+import { controlSocketPath } from '../../../src/hosts/control/paths.js';
+import { fixture, tempDir, waitFor } from '../../helpers/core.js';
+import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
+
+let headless: TestHeadless | undefined;
+afterEach(async () => {
+  await headless?.stop();
+  headless = undefined;
+});
+
+async function hubIn(dir: string): Promise<TestHeadless> {
+  headless = await startTestHeadless({ dir, control: path.join(dir, 'run', 'control.sock') });
+  return headless;
+}
+
+describe('control endpoint', () => {
+  test('listens in a private directory (0700) on a socket only its owner may open (0600)', async () => {
+    const dir = tempDir();
+    await hubIn(dir);
+    expect(fs.statSync(path.join(dir, 'run')).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(dir, 'run', 'control.sock')).mode & 0o777).toBe(0o600);
+  });
+
+  test('a hub client submits a task, sees it in the event stream and gets its result and log', async () => {
+    const dir = tempDir();
+    await hubIn(dir);
+    const hub = connectHub(path.join(dir, 'run', 'control.sock'));
+    try {
+      expect((await hub.info()).mode).toBe('headless');
+      const events: BridgeEvent[] = [];
+      const unsubscribe = hub.subscribe((event) => events.push(event));
+      const { id } = await hub.submit({ command: fixture('sdk-progress.mjs'), input: { n: 7 }, label: 'over the socket' });
+      await waitFor(() => events.some((e) => e.tasks.some((t) => t.id === id && t.state === 'succeeded')), 'the task to succeed');
+      unsubscribe();
+      expect(events[0]?.full).toBe(true);
+      const { task } = await hub.getTask(id);
+      expect(task.result?.data).toEqual({ echo: { n: 7 }, attempt: 1 });
+      await expect(hub.cancel(id)).rejects.toMatchObject({ code: 'conflict' });
+      await expect(hub.getTask('nope')).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      hub.close();
+    }
+  });
+
+  test('a client of a hub that stops hears it once (onLost) and its calls fail with HubLostError', async () => {
+    const dir = tempDir();
+    const running = await hubIn(dir);
+    const hub = connectHub(path.join(dir, 'run', 'control.sock'));
+    const lost: Error[] = [];
+    hub.onLost((error) => lost.push(error));
+    hub.subscribe(() => {});
+    await hub.listTasks();
+    await running.stop();
+    headless = undefined;
+    await waitFor(() => lost.length > 0, 'the client to notice');
+    expect(lost[0]).toBeInstanceOf(HubLostError);
+    await expect(hub.listTasks()).rejects.toThrow(/Backchannel hub \(control endpoint .*\) is gone/);
+    hub.close();
+  });
+
+  test('a second hub on the same endpoint is refused with a clear message', async () => {
+    const dir = tempDir();
+    const running = await hubIn(dir);
+    await expect(startControlServer({ bridge: running.bridge, path: path.join(dir, 'run', 'control.sock') })).rejects.toThrow(
+      HubRunningError,
+    );
+    expect(await probeEndpoint(path.join(dir, 'run', 'control.sock'))).toBe('live');
+  });
+
+  test('a stale socket left by a killed hub is removed at the next start', async () => {
+    const dir = tempDir();
+    const socket = path.join(dir, 'run', 'control.sock');
+    fs.mkdirSync(path.dirname(socket), { mode: 0o700 });
+    // A process that listens and is SIGKILLed leaves its socket file behind.
+    const child = spawn(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${JSON.stringify(socket)}, () => console.log('up'))`],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(fs.existsSync(socket)).toBe(true);
+    expect(await probeEndpoint(socket)).toBe('stale');
+    await hubIn(dir);
+    expect(await probeEndpoint(socket)).toBe('live');
+  });
+
+  test('the path: BACKCHANNEL_CONTROL, else a given data dir, else $XDG_RUNTIME_DIR/backchannel, else the state dir', () => {
+    expect(controlSocketPath({ BACKCHANNEL_CONTROL: '/x/c.sock' }, '/data')).toBe('/x/c.sock');
+    expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' }, '/data')).toBe('/data/control.sock');
+    expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' })).toBe('/run/user/7/backchannel/control.sock');
+    expect(controlSocketPath({ XDG_STATE_HOME: '/st' })).toBe('/st/backchannel/control.sock');
+  });
+
+  const root = process.getuid?.() === 0;
+  test.runIf(root)('another user cannot open the control endpoint (connect fails with EACCES)', async () => {
+    const dir = tempDir();
+    fs.chmodSync(dir, 0o755); // the temp dir itself is traversable: only the endpoint's own directory guards it
+    await hubIn(dir);
+    const socket = path.join(dir, 'run', 'control.sock');
+    const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(0) })`;
+    const result = spawnSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, encoding: 'utf8', timeout: 10_000 });
+    expect(result.stdout.trim()).toBe('EACCES');
+    // The owner still connects.
+    expect(
+      await new Promise((resolve) =>
+        net.connect(socket).on('connect', function (this: net.Socket) {
+          this.destroy();
+          resolve('connected');
+        }),
+      ),
+    ).toBe('connected');
+  });
+  test.skipIf(root)('another user cannot open the control endpoint — SKIPPED: needs root to run a process as another user', () => {});
+});

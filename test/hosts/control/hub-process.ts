@@ -1,0 +1,90 @@
+/**
+ * Real hubs and CLI processes for the hub tests: `backchannel serve` in a private directory with its
+ * control endpoint at `<dir>/control.sock` (passed to clients through BACKCHANNEL_CONTROL), and the
+ * `backchannel` command run against it. Everything started here is stopped after the test.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { ROOT, tempDir, waitFor } from '../../helpers/core.js';
+
+export const BIN = path.join(ROOT, 'bin', 'backchannel.js');
+
+export interface HubEnv {
+  dir: string;
+  /** Environment for every process of this test: the control endpoint, state and socket dirs. */
+  env: NodeJS.ProcessEnv;
+  socket: string;
+}
+
+/** A private directory and the environment that points clients at a hub there. */
+export function hubEnv(): HubEnv {
+  const dir = tempDir('bc-hub-');
+  const socket = path.join(dir, 'control.sock');
+  const env = {
+    ...process.env,
+    BACKCHANNEL_CONTROL: socket,
+    XDG_STATE_HOME: path.join(dir, 'state'),
+    XDG_RUNTIME_DIR: '',
+    CURSOR_IPC_DIR: path.join(dir, 'ipc'),
+  };
+  return { dir, env, socket };
+}
+
+export interface Proc {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>;
+}
+
+const started: ChildProcess[] = [];
+afterEach(async () => {
+  for (const child of started.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    }
+  }
+});
+
+/** Starts `backchannel <args>` with `env`; killed after the test if still running. */
+export function start(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Proc {
+  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs `backchannel <args>` to the end: its exit code and output. */
+export async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const proc = start(args, env);
+  const code = await proc.exited;
+  return { code, stdout: proc.stdout(), stderr: proc.stderr() };
+}
+
+export interface Hub extends Proc {
+  /** The panel URL `serve` printed. */
+  url: string;
+}
+
+/** `backchannel serve` as the hub; resolves once its panel URL is printed (the control endpoint listens by then). */
+export async function startHub(hub: HubEnv): Promise<Hub> {
+  const proc = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
+  const url = await waitFor(
+    () => {
+      if (proc.child.exitCode !== null) throw new Error(`serve exited: ${proc.stderr()}`);
+      return /Backchannel panel: (\S+)/.exec(proc.stdout())?.[1];
+    },
+    'serve to print its URL',
+    20_000,
+    25,
+  );
+  return { ...proc, url };
+}
