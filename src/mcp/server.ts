@@ -62,7 +62,8 @@ export function createMcpServer(bridge: BackchannelBridge, version: string): Bac
       .catch(() => {});
   }
 
-  registerTools(server, { bridge, track, progress });
+  const elicits = (task: TaskSnapshot): boolean => tracked.has(task.id) && server.server.getClientCapabilities()?.elicitation !== undefined;
+  registerTools(server, { bridge, track, progress, elicits });
 
   server.experimental.tasks.registerToolTask(
     'run_task',

@@ -70,7 +70,7 @@ export async function resolveTaskId(bridge: BackchannelBridge, prefix: string): 
 }
 
 /**
- * Resolves with the task's snapshot once it has ended or `timeoutMs` passed (then with its latest
+ * Resolves with the task's snapshot once it has ended, asks a question, or `timeoutMs` passed (then with its latest
  * snapshot); `onChange` sees every change meanwhile.
  */
 export function waitForTask(
@@ -79,6 +79,8 @@ export function waitForTask(
   timeoutMs: number,
   onChange?: (task: TaskSnapshot) => void,
   signal?: AbortSignal,
+  /** False while the question is being put to the person some other way (elicitation): keep waiting. */
+  returnOnQuestion: (task: TaskSnapshot) => boolean = () => true,
 ): Promise<TaskSnapshot> {
   return new Promise((resolve, reject) => {
     let latest: TaskSnapshot | undefined;
@@ -108,7 +110,8 @@ export function waitForTask(
       if (!task) return;
       latest = task;
       onChange?.(task);
-      if (isFinished(task.state)) finish();
+      // A question needs the caller (answer_question): return it instead of waiting it out.
+      if (isFinished(task.state) || (task.pendingQuestion && returnOnQuestion(task))) finish();
     });
     if (done) subscription.stop();
   });
@@ -118,6 +121,8 @@ export interface ToolContext {
   bridge: BackchannelBridge;
   /** Remembers a task started by this session (progress notifications, elicitation of its questions). */
   track(taskId: string, progressToken?: string | number): void;
+  /** True when this session puts the task's questions to the client itself (elicitation). */
+  elicits(task: TaskSnapshot): boolean;
   /** Sends a progress notification for `task` to the request's progress token. */
   progress(token: string | number | undefined, task: TaskSnapshot): void;
 }
@@ -171,7 +176,8 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       const id = await resolveTaskId(bridge, task_id);
       const token = extra._meta?.progressToken;
       const waitMs = (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
-      const task = await waitForTask(bridge, id, waitMs, (t) => context.progress(token, t), extra.signal);
+      const onChange = (t: TaskSnapshot): void => context.progress(token, t);
+      const task = await waitForTask(bridge, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
       if (task.pendingQuestion) return jsonResult(summarize(task));
       return isFinished(task.state) ? finalResult(task) : jsonResult(summarize(task));
     },
