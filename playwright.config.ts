@@ -24,7 +24,7 @@ export default defineConfig({
   projects: [
     {
       name: 'panel',
-      testMatch: /(panel.*|insights)\.spec\.ts/,
+      testMatch: /(panel.*|insights|hub)\.spec\.ts/,
       use: {
         browserName: 'chromium',
         launchOptions: {
