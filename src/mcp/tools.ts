@@ -6,6 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
 import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
 import type { HubClient } from '../bridge/hub-client.js';
+import { resolveTaskId } from '../hosts/control/task-ids.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize } from './snapshots.js';
 
@@ -60,13 +61,6 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs): Pro
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
   request.label ??= args.template ? `mcp: ${args.template}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
   return (await bridge.submit(request)).id;
-}
-
-/** The full id for a unique prefix. */
-export async function resolveTaskId(bridge: BackchannelBridge, prefix: string): Promise<string> {
-  const matches = (await bridge.listTasks()).filter((task) => task.id.startsWith(prefix));
-  if (matches.length === 1) return matches[0]!.id;
-  throw new Error(matches.length === 0 ? `No task with id ${prefix}` : `"${prefix}" matches ${matches.length} tasks; give more of the id`);
 }
 
 /**

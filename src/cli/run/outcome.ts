@@ -8,7 +8,7 @@ import { TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
 
-const EXIT_BY_REASON: Record<FailureReason, number> = {
+export const EXIT_BY_REASON: Record<FailureReason, number> = {
   error: EXIT.failed,
   crashed: EXIT.failed,
   protocol: EXIT.failed,
@@ -37,19 +37,34 @@ export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: 
 }
 
 function printFailure(taskId: string, error: TaskError, json: boolean): void {
+  printFailureFields({ taskId, reason: error.reason, message: error.message, payload: error.payload, stderrTail: error.stderrTail }, json);
+}
+
+/** What a failed task says; from a TaskError here, from a snapshot for a task on the hub. */
+export interface FailureFields {
+  taskId: string;
+  reason: FailureReason;
+  message: string;
+  payload?: { status?: string } | undefined;
+  stderrTail?: string | undefined;
+}
+
+/** A failure on stderr (the error payload on stdout), or with `--json` one error object on stdout. */
+export function printFailureFields(failure: FailureFields, json: boolean): void {
+  const { taskId, reason, message, payload, stderrTail } = failure;
   if (json) {
     const body = {
       task_id: taskId,
-      status: error.payload?.status ?? 'error',
-      reason: error.reason,
-      message: error.message,
-      payload: error.payload ?? null,
-      stderr_tail: error.stderrTail ?? null,
+      status: payload?.status ?? 'error',
+      reason,
+      message,
+      payload: payload ?? null,
+      stderr_tail: stderrTail ?? null,
     };
     process.stdout.write(JSON.stringify(body) + '\n');
     return;
   }
-  process.stderr.write(`✖ ${error.message} [${error.reason}]\n`);
-  if (error.payload) process.stdout.write(JSON.stringify(error.payload, null, 2) + '\n');
-  if (error.stderrTail) process.stderr.write(`--- last lines of stderr ---\n${error.stderrTail}\n`);
+  process.stderr.write(`✖ ${message} [${reason}]\n`);
+  if (payload) process.stdout.write(JSON.stringify(payload, null, 2) + '\n');
+  if (stderrTail) process.stderr.write(`--- last lines of stderr ---\n${stderrTail}\n`);
 }

@@ -2,21 +2,13 @@
  * The task commands' side of the hub: open it (or the history on disk), resolve an abbreviated id,
  * follow one task's snapshots until it ends, and print how it ended with `run`'s exit codes.
  */
-import { createInterface } from 'node:readline/promises';
 import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
 import { findHub, HubLostError, openHistory, type HubClient } from '../../hosts/control/discover.js';
-import { isFinished, type FailureReason, type LogLine, type TaskSnapshot } from '../../model/task.js';
+import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
 import { EXIT } from '../command.js';
+import { EXIT_BY_REASON, printFailureFields } from './outcome.js';
 import { describePartial, type ProgressLine } from './progress-line.js';
-
-export const EXIT_BY_REASON: Record<FailureReason, number> = {
-  error: EXIT.failed,
-  crashed: EXIT.failed,
-  protocol: EXIT.failed,
-  timeout: EXIT.timeout,
-  stalled: EXIT.timeout,
-  cancelled: EXIT.cancelled,
-};
+import { askOnTerminal } from './updates.js';
 
 export const NO_HUB = 'no Backchannel hub is running (start the desktop app or `backchannel serve`); this command needs one';
 
@@ -33,14 +25,6 @@ export async function openCommandBridge(options: { history: boolean }): Promise<
   if (!options.history) return undefined;
   const history = await openHistory();
   return { bridge: history, hub: undefined, close: () => history.close() };
-}
-
-/** The full id for a unique prefix; throws with a message a person can act on. */
-export async function resolveId(bridge: BackchannelBridge, prefix: string): Promise<string> {
-  const matches = (await bridge.listTasks()).filter((task) => task.id.startsWith(prefix));
-  if (matches.length === 1) return matches[0]!.id;
-  if (matches.length === 0) throw new Error(`no task with an id starting with "${prefix}" (see \`backchannel tasks\`)`);
-  throw new Error(`"${prefix}" matches ${matches.length} tasks; give more of the id`);
 }
 
 /**
@@ -82,21 +66,7 @@ export function printSnapshotOutcome(task: TaskSnapshot, json: boolean): number 
   }
   const reason = task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');
   const message = task.message ?? `task ${task.state}`;
-  if (json) {
-    const body = {
-      task_id: task.id,
-      status: task.result?.status ?? 'error',
-      reason,
-      message,
-      payload: task.result ?? null,
-      stderr_tail: task.stderrTail ?? null,
-    };
-    process.stdout.write(JSON.stringify(body) + '\n');
-  } else {
-    process.stderr.write(`✖ ${message} [${reason}]\n`);
-    if (task.result) process.stdout.write(JSON.stringify(task.result, null, 2) + '\n');
-    if (task.stderrTail) process.stderr.write(`--- last lines of stderr ---\n${task.stderrTail}\n`);
-  }
+  printFailureFields({ taskId: task.id, reason, message, payload: task.result, stderrTail: task.stderrTail }, json);
   return EXIT_BY_REASON[reason];
 }
 
@@ -134,19 +104,11 @@ export function showSnapshot(line: ProgressLine | undefined, task: TaskSnapshot)
   line?.update(task.state, task.progress, describePartial(task.lastPartial));
 }
 
-/** Asks a sub-agent's pending question on the terminal and sends the answer to the hub (once per question). */
+/** Asks a sub-agent's pending question on the terminal and sends the answer to the hub. */
 export async function promptAnswer(bridge: BackchannelBridge, task: TaskSnapshot, line: ProgressLine | undefined): Promise<void> {
   const question = task.pendingQuestion;
   if (!question) return;
-  if (!process.stdin.isTTY) {
-    process.stderr.write(`The agent asks: ${question.question} (answer with \`backchannel answer ${task.id} <text>\`)\n`);
-    return;
-  }
-  line?.stop();
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const choices = question.choices?.length ? ` [${question.choices.join('/')}]` : '';
-  const answer = await rl.question(`? ${question.question}${choices} `);
-  rl.close();
+  const answer = await askOnTerminal(question, line, `answer with \`backchannel answer ${task.id} <text>\``);
+  if (answer === undefined) return;
   await bridge.answer(task.id, question.askId, answer).catch((error: unknown) => process.stderr.write(`${(error as Error).message}\n`));
-  line?.start();
 }

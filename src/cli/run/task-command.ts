@@ -5,7 +5,8 @@
  */
 import type { ParseArgsConfig } from 'node:util';
 import { EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
-import { NO_HUB, openCommandBridge, resolveId, type CommandBridge } from './remote.js';
+import { resolveTaskId } from '../../hosts/control/task-ids.js';
+import { NO_HUB, openCommandBridge, type CommandBridge } from './remote.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
@@ -38,7 +39,7 @@ export function taskCommand<O extends OptionsConfig>(spec: TaskCommandSpec<O>): 
           return EXIT.failed;
         }
         const bridge = open.bridge;
-        return await spec.run({ line, open, id: () => resolveId(bridge, line.positionals[0]!) });
+        return await spec.run({ line, open, id: () => resolveTaskId(bridge, line.positionals[0]!) });
       } catch (error) {
         process.stderr.write(`backchannel ${spec.name}: ${(error as Error).message}\n`);
         return EXIT.failed;

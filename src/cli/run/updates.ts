@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
-import type { TaskUpdate } from '../../model/task.js';
+import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { describePartial, type ProgressLine } from './progress-line.js';
 
 export interface UpdateViewOptions {
@@ -44,15 +44,29 @@ function progressText(update: TaskUpdate): string {
 /** Prompts on the terminal for a question the agent asked; without a TTY the ask times out. */
 async function answerQuestion(broker: TaskBroker, taskId: string, line: ProgressLine | undefined): Promise<void> {
   const question = broker.get(taskId)?.pendingQuestion;
-  if (!question || !process.stdin.isTTY) {
-    if (question) process.stderr.write(`The agent asks: ${question.question} (no terminal to answer on; it will time out)\n`);
-    return;
+  if (!question) return;
+  const answer = await askOnTerminal(question, line, 'no terminal to answer on; it will time out');
+  if (answer !== undefined) broker.answer(taskId, question.askId, answer);
+}
+
+/**
+ * Asks `question` on the terminal (the status line paused meanwhile) and resolves with the answer;
+ * without a TTY, prints it with `otherwise` and resolves with undefined.
+ */
+export async function askOnTerminal(
+  question: PendingQuestion,
+  line: ProgressLine | undefined,
+  otherwise: string,
+): Promise<string | undefined> {
+  if (!process.stdin.isTTY) {
+    process.stderr.write(`The agent asks: ${question.question} (${otherwise})\n`);
+    return undefined;
   }
   line?.stop();
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   const choices = question.choices?.length ? ` [${question.choices.join('/')}]` : '';
   const answer = await rl.question(`? ${question.question}${choices} `);
   rl.close();
-  broker.answer(taskId, question.askId, answer);
   line?.start();
+  return answer;
 }
