@@ -1,0 +1,57 @@
+/** How a Backchannel task looks to an MCP client: the MCP Tasks status mapping and the tool summary. */
+import { describe, expect, test } from 'vitest';
+import type { TaskSnapshot } from '../../src/model/task.js';
+import { summarize, toMcpTask } from '../../src/mcp/snapshots.js';
+
+function snapshot(fields: Partial<TaskSnapshot>): TaskSnapshot {
+  return {
+    id: '01a2-task',
+    label: 'label',
+    state: 'running',
+    command: 'agent',
+    args: [],
+    cwd: '/',
+    attempt: 1,
+    maxAttempts: 1,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    counters: { malformed: 0, rejected: 0, ignored: 0 },
+    ...fields,
+  };
+}
+
+describe('MCP Tasks status', () => {
+  test.each([
+    [{ state: 'queued' }, 'working', 'queued'],
+    [{ state: 'running', progress: 40, lastPartial: { step: 'reading files' } }, 'working', '40% · reading files'],
+    [{ state: 'retrying' }, 'working', 'retrying'],
+    [
+      { state: 'running', pendingQuestion: { askId: 'a', question: 'Which?', askedAt: '' } },
+      'input_required',
+      'The sub-agent asks: Which?',
+    ],
+    [{ state: 'succeeded' }, 'completed', undefined],
+    [{ state: 'failed', reason: 'timeout', message: 'timed out' }, 'failed', 'timed out'],
+    [{ state: 'failed', reason: 'crashed', message: 'exited 1' }, 'failed', 'exited 1'],
+    [{ state: 'interrupted', reason: 'crashed', message: 'the broker stopped' }, 'failed', 'the broker stopped'],
+    [{ state: 'cancelled', reason: 'cancelled', message: 'cancelled' }, 'cancelled', 'cancelled'],
+  ] as const)('%o → %s', (fields, status, message) => {
+    const task = toMcpTask(snapshot(fields as Partial<TaskSnapshot>));
+    expect(task.status).toBe(status);
+    expect(task.statusMessage).toBe(message);
+    expect(task.taskId).toBe('01a2-task');
+  });
+});
+
+describe('tool summary', () => {
+  test("a success carries the payload's data; a failure its reason, message and stderr tail", () => {
+    const ok = summarize(
+      snapshot({ state: 'succeeded', result: { task_id: 'x', status: 'success', data: { n: 1 }, meta: { timestamp: '' } } }),
+    );
+    expect(ok).toMatchObject({ done: true, result: { n: 1 } });
+    expect(ok.failure).toBeUndefined();
+    const failed = summarize(snapshot({ state: 'failed', reason: 'error', message: 'bad input', stderrTail: 'trace' }));
+    expect(failed).toMatchObject({ done: true, failure: { reason: 'error', message: 'bad input', stderr_tail: 'trace' } });
+    const running = summarize(snapshot({ progress: 10, lastPartial: { step: 's' } }));
+    expect(running).toMatchObject({ done: false, progress: 10, last_partial: { step: 's' } });
+  });
+});
