@@ -1,6 +1,7 @@
 /**
  * A fake Anthropic Messages API (`POST /v1/messages`, streamed as SSE) for driving the real Claude
- * Code CLI without a model. It plays a model that delegates to Backchannel: when the request offers
+ * Code CLI without a model (test/helpers/fake-anthropic.ts answers one canned text; this one plays
+ * tool calls). It plays a model that delegates to Backchannel: when the request offers
  * the Backchannel MCP tools it answers with a `tool_use` of start_task, then (after the tool result
  * carries the task id) of wait_for_task, then a final text quoting the wait result. Every other
  * request (titles, summaries) gets a short text. Each request is recorded for the test to inspect.
@@ -14,7 +15,7 @@ export interface RecordedRequest {
   messages: Array<{ role: string; content: unknown }>;
 }
 
-export interface FakeAnthropic {
+export interface DelegatingModel {
   url: string;
   requests: RecordedRequest[];
   close(): Promise<void>;
@@ -29,7 +30,7 @@ export interface DelegationScript {
   startArgs: Record<string, unknown>;
 }
 
-export async function startFakeAnthropic(script: DelegationScript): Promise<FakeAnthropic> {
+export async function startDelegatingModel(script: DelegationScript): Promise<DelegatingModel> {
   const requests: RecordedRequest[] = [];
   let counter = 0;
   const server: Server = createServer((req, res) => {

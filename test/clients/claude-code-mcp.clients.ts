@@ -1,0 +1,100 @@
+/**
+ * The real Claude Code CLI (pinned) with `backchannel mcp` as its MCP server, against the fake
+ * Anthropic server of ./fake-anthropic.ts, which plays a model that calls start_task and then
+ * wait_for_task: Claude Code starts a real sub-agent through Backchannel (on a running hub, so the
+ * terminal sees it) and receives its result. Part of the real-client suite (`npm run test:clients`,
+ * run by .ci/run, which installs the pinned CLI).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { fixture } from '../helpers/core.js';
+import { clientFor } from '../helpers/real-clients.js';
+import { BIN, cli, hubEnv, startHub } from '../hosts/control/hub-process.js';
+import { startDelegatingModel, type DelegatingModel } from '../mcp/fake-delegating-model.js';
+import { PINS } from './pins.js';
+
+const CLAUDE = clientFor(PINS.claudeCode);
+const PREFIX = 'mcp__backchannel__';
+
+let fake: DelegatingModel | undefined;
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+});
+
+describe.skipIf(CLAUDE.skip !== undefined)(`${CLAUDE.title} over MCP`, () => {
+  test('starts a real sub-agent through backchannel mcp and receives its result', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    fake = await startDelegatingModel({
+      toolPrefix: PREFIX,
+      startArgs: { command: fixture('sdk-progress.mjs'), input: { from: 'claude-code' }, label: 'delegated by claude' },
+    });
+    const home = path.join(hub.dir, 'home');
+    fs.mkdirSync(home);
+    const config = path.join(hub.dir, 'mcp.json');
+    const serverEnv = { BACKCHANNEL_CONTROL: hub.socket, XDG_STATE_HOME: String(hub.env.XDG_STATE_HOME), PATH: String(process.env.PATH) };
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { backchannel: { command: process.execPath, args: [BIN, 'mcp'], env: serverEnv } } }),
+    );
+    const args = [
+      '-p',
+      'Analyse the project in the background with Backchannel and report.',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--mcp-config',
+      config,
+      '--strict-mcp-config',
+      '--allowedTools',
+      `${PREFIX}start_task,${PREFIX}wait_for_task`,
+    ];
+    const env = {
+      ...hub.env,
+      HOME: home,
+      ANTHROPIC_BASE_URL: fake.url,
+      ANTHROPIC_API_KEY: 'dummy',
+      DISABLE_TELEMETRY: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      // Tool search would defer MCP tools behind ToolSearch; the fake model calls them directly.
+      ENABLE_TOOL_SEARCH: 'false',
+    };
+    const child = spawn(CLAUDE.bin, args, { env, cwd: hub.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    clearTimeout(timer);
+    const lines = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, any>);
+    const context = `exit ${code}\nstderr: ${stderr.slice(-2000)}\nstdout: ${stdout.slice(-3000)}`;
+    expect(code, context).toBe(0);
+    const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
+    expect(init?.mcp_servers, context).toEqual([expect.objectContaining({ name: 'backchannel', status: 'connected' })]);
+    expect(fake.requests.some((r) => r.tools.includes(`${PREFIX}start_task`))).toBe(true);
+    // Claude Code ran both tools and got the sub-agent's result back.
+    const toolResults = lines
+      .filter((l) => l.type === 'user')
+      .flatMap((l) => l.message.content as Array<{ type: string; content: unknown; is_error?: boolean }>)
+      .filter((block) => block.type === 'tool_result');
+    expect(toolResults.length, context).toBe(2);
+    expect(
+      toolResults.every((block) => block.is_error !== true),
+      context,
+    ).toBe(true);
+    expect(JSON.stringify(toolResults[1]!.content)).toContain('claude-code');
+    const result = lines.find((l) => l.type === 'result');
+    expect(result?.subtype, context).toBe('success');
+    expect(result?.result).toMatch(/The sub-agent finished.*succeeded.*claude-code/);
+    // The hub ran it: the terminal sees the task Claude Code started.
+    const tasks = JSON.parse((await cli(['tasks', '--json'], hub.env)).stdout) as Array<{ label: string; state: string }>;
+    expect(tasks).toEqual([expect.objectContaining({ label: 'delegated by claude', state: 'succeeded' })]);
+  }, 90_000);
+});
