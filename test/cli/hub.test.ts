@@ -21,18 +21,24 @@ describe('task commands against a running hub', () => {
   test('run --detach prints the id at once; tasks lists it; logs -f follows it to the end; wait exits 0 with the result', async () => {
     const hub = hubEnv();
     await startHub(hub);
-    const detached = await cli(['run', '--detach', '--input', '{"ticks":6}', '--label', 'ticking', '--', TICKS], hub.env);
+    const detached = await cli(['run', '--detach', '--input', '{"ticks":6,"hold":true}', '--label', 'ticking', '--', TICKS], hub.env);
     expect(detached.code, detached.stderr).toBe(0);
     const id = detached.stdout.trim();
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
 
+    // The agent holds at its question until the test answers: it is queued or running here.
     const listed = await cli(['tasks'], hub.env);
     expect(listed.stdout).toMatch(new RegExp(`${id}\\s+(queued|running)\\s.*ticking`));
 
-    const follow = await cli(['logs', '-f', id.slice(0, 18)], hub.env);
-    expect(follow.code, follow.stderr).toBe(0);
-    const ticks = follow.stdout.split('\n').filter((line) => /\[stderr\] tick \d/.test(line));
-    expect(ticks).toEqual([1, 2, 3, 4, 5, 6].map((i) => `[stderr] tick ${i}`));
+    const follow = start(['logs', '-f', id.slice(0, 18)], hub.env);
+    await waitFor(() => follow.stdout().includes('tick 6'), 'logs -f to show the ticks');
+    expect((await cli(['answer', id, 'yes'], hub.env)).code).toBe(0);
+    expect(await follow.exited).toBe(0);
+    const lines = follow
+      .stdout()
+      .split('\n')
+      .filter((line) => /\[stderr\] (tick \d|finished)/.test(line));
+    expect(lines).toEqual([...[1, 2, 3, 4, 5, 6].map((i) => `[stderr] tick ${i}`), '[stderr] finished: yes']);
 
     const waited = await cli(['wait', '--json', id], hub.env);
     expect(waited.code).toBe(0);
@@ -43,6 +49,8 @@ describe('task commands against a running hub', () => {
     const again = await cli(['retry', '--json', id], hub.env);
     const retried = (JSON.parse(again.stdout) as { task_id: string }).task_id;
     expect(retried).not.toBe(id);
+    await waitFor(async () => (await tasksOf(hub.env)).find((t) => t.id === retried)?.pendingQuestion, 'the retried task to ask');
+    expect((await cli(['answer', retried.slice(0, 20), 'again'], hub.env)).code).toBe(0);
     expect((await cli(['wait', retried], hub.env)).code).toBe(0);
   });
 
