@@ -65,6 +65,11 @@ export interface BrokerOptions {
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
+  /**
+   * Refuse socket connections whose first line carries no token. @default false on POSIX, where the
+   * socket is private to our user (a wrong token is refused either way); named pipes always require it.
+   */
+  requireToken?: boolean;
 }
 
 export type ResolvedOptions = Required<
@@ -129,6 +134,7 @@ export function attemptSettings(
     killGraceMs: options.killGraceMs,
     drainMs: options.drainMs,
     traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
+    requireToken: options.requireToken ?? false,
   };
 }
 
