@@ -61,6 +61,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
+  /** Why the broker could not start (endpoint directory refused, …): every task then fails with it. */
+  private startError: string | undefined;
 
   constructor(options: BrokerOptions = {}) {
     super();
@@ -75,8 +77,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.baseEnv = filterEnv(process.env, options.env);
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
-    // A failed init surfaces through submit()/tasks; never as an unhandled rejection.
-    this.ready.catch(() => {});
+    // A broker that cannot start rejects every task, queued or yet to come; never an unhandled rejection.
+    this.ready.catch((error: unknown) => this.failToStart(error));
+  }
+
+  private failToStart(error: unknown): void {
+    this.startError = `could not start: ${(error as Error).message}`;
+    this.logger.error(`the broker ${this.startError}`);
+    this.queue.clear();
+    for (const entry of this.live.values()) this.end(entry, () => entry.task.fail('crashed', this.startError!));
   }
 
   private async init(): Promise<void> {
@@ -108,6 +117,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
+    if (this.startError) {
+      this.end(entry, () => task.fail('crashed', this.startError!));
+      return this.handle(entry);
+    }
     if (spec.signal) cancelOnAbort(spec.signal, task.result, (reason) => this.cancel(id, reason));
     this.queue
       .add(() => this.run(entry))
@@ -116,12 +129,16 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
         task.fail('crashed', `failed inside the broker: ${(error as Error).message}`);
         markFinished();
       });
+    return this.handle(entry);
+  }
+
+  private handle({ task, finished }: LiveTask): TaskHandle {
     return {
-      id,
+      id: task.id,
       result: task.result,
       finished,
       cancel: (reason?: string) => {
-        this.cancel(id, reason);
+        this.cancel(task.id, reason);
       },
       on: (_event: 'update', listener: (update: TaskUpdate) => void) => task.onUpdate(listener),
       snapshot: () => task.snapshot(),

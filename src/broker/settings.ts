@@ -5,6 +5,7 @@
 import os from 'node:os';
 import { ARG_TASK_ID } from '../protocol/index.js';
 import { BrokerError } from './errors.js';
+import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
 import type { EnvPolicy } from './process/environment.js';
@@ -90,6 +91,10 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
     ...stripUndefined(options),
     limits: { ...DEFAULT_CHANNEL_LIMITS, ...stripUndefined(options.limits ?? {}) },
   };
+  for (const key of ['cancelGraceMs', 'killGraceMs', 'drainMs', 'askTimeoutMs'] as const) checkDuration(key, resolved[key]);
+  checkDuration('defaults.timeoutMs', options.defaults?.timeoutMs);
+  checkDuration('defaults.heartbeatTimeoutMs', options.defaults?.heartbeatTimeoutMs);
+  checkDuration('limits.authTimeoutMs', resolved.limits.authTimeoutMs);
   const { concurrency } = resolved;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new BrokerError('invalid_option', `Expected \`concurrency\` to be a positive integer, got \`${String(concurrency)}\``);

@@ -7,6 +7,7 @@ import type { TaskHandle } from '../../broker/broker.js';
 import { TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
+import { writeText } from '../terminal-text.js';
 
 const EXIT_BY_REASON: Record<FailureReason, number> = {
   error: EXIT.failed,
@@ -32,7 +33,7 @@ export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: 
     return EXIT_BY_REASON[error.reason];
   }
   onSettled?.();
-  process.stdout.write(json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
+  writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
   return EXIT.ok;
 }
 
@@ -46,10 +47,10 @@ function printFailure(taskId: string, error: TaskError, json: boolean): void {
       payload: error.payload ?? null,
       stderr_tail: error.stderrTail ?? null,
     };
-    process.stdout.write(JSON.stringify(body) + '\n');
+    writeText(process.stdout, JSON.stringify(body) + '\n');
     return;
   }
-  process.stderr.write(`✖ ${error.message} [${error.reason}]\n`);
-  if (error.payload) process.stdout.write(JSON.stringify(error.payload, null, 2) + '\n');
-  if (error.stderrTail) process.stderr.write(`--- last lines of stderr ---\n${error.stderrTail}\n`);
+  writeText(process.stderr, `✖ ${error.message} [${error.reason}]\n`);
+  if (error.payload) writeText(process.stdout, JSON.stringify(error.payload, null, 2) + '\n');
+  if (error.stderrTail) writeText(process.stderr, `--- last lines of stderr ---\n${error.stderrTail}\n`);
 }

@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { TaskBroker } from '../../broker/broker.js';
+import { TaskBroker, type BrokerOptions } from '../../broker/broker.js';
 import { createHeadlessLogger, type Logger } from '../../broker/log.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
@@ -26,6 +26,8 @@ export interface HeadlessOptions {
   ipcDir?: string;
   /** Run tasks on a worker fleet through this Redis queue instead of locally (docs/scale-out.md). */
   redis?: RedisQueueOptions;
+  /** Broker options set by `serve`'s flags: the sub-agents' environment policy, strict tokens. */
+  broker?: Pick<BrokerOptions, 'env' | 'requireToken'>;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -47,7 +49,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const logPath = join(dataDir, 'logs', 'backchannel.log');
   const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
   const queue = options.redis ? redisQueue(options.redis) : undefined;
-  const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
+  const broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));
