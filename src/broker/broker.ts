@@ -10,6 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { isoNow } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
+import { ensureDataDir } from './history/data-dir.js';
 import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
@@ -93,6 +94,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const stale = await sweepStaleSockets(this.endpointDir);
     if (stale.length > 0) this.logger.info(`removed ${stale.length} stale socket file(s) from ${this.endpointDir}`);
     if (this.journal) {
+      // Refused, not just unjournalled: forged history would be shown, and run again on Retry.
+      ensureDataDir(path.dirname(this.journal.file));
       const emit = (update: TaskUpdate) => this.emit('update', update);
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
