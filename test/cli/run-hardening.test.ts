@@ -151,3 +151,24 @@ describe('input size', () => {
     expect(run.stderr).toMatch(/--input \/dev\/zero is larger than 67108864 bytes/);
   });
 });
+
+describe('broker flags of run', () => {
+  test('--env-deny hides variables and --env-allow passes only the named ones', async () => {
+    const env = { BC_SECRET: 's3cret', BC_PUBLIC: 'hello' };
+    const agent = [process.execPath, fixture('round2/env-echo.mjs')];
+    const all = await cli(['run', '--json', '--', ...agent], env);
+    expect(JSON.parse(all.stdout).data).toEqual({ secret: 's3cret', public: 'hello' });
+    const denied = await cli(['run', '--json', '--env-deny', 'BC_SEC*', '--', ...agent], env);
+    expect(JSON.parse(denied.stdout).data).toEqual({ secret: null, public: 'hello' });
+    const allowed = await cli(['run', '--json', '--env-allow', 'PATH,BC_PUBLIC', '--', ...agent], env);
+    expect(JSON.parse(allowed.stdout).data).toEqual({ secret: null, public: 'hello' });
+  });
+
+  test('--require-token refuses the design template (no token) and says why', async () => {
+    const agent = [process.execPath, fixture('round2/design-template.mjs')];
+    expect((await cli(['run', '--json', '--', ...agent])).code).toBe(0);
+    const strict = await cli(['run', '--json', '--require-token', '--', ...agent]);
+    expect(strict.code).toBe(1);
+    expect(JSON.parse(strict.stdout).message).toMatch(/1 connection rejected: no token on its first line/);
+  });
+});
