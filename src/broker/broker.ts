@@ -17,6 +17,7 @@ import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
+import { processStartTime } from './process/start-time.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
 import type { AttemptOutcome } from './task/attempt.js';
 import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/attempt-queue.js';
@@ -100,7 +101,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
       const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, logger: this.logger, emit, warn };
-      this.spoolCheck = await restoreHistory(recovery, this.retention, DEFAULTS.spoolCheckMs);
+      const { orphanGraceMs, killGraceMs } = this.options;
+      const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
+      this.spoolCheck = await restoreHistory(recovery, timing);
     }
     this.queue.start();
   }
@@ -278,7 +281,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),
         ask: (message, reply) => entry.question.ask(message, reply),
-        spawned: (pid) => this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid }),
+        spawned: (pid) =>
+          this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart: processStartTime(pid) }),
       }),
     );
     entry.attempt = attempt;

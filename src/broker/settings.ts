@@ -35,6 +35,12 @@ export const DEFAULTS = {
   progressJournalIntervalMs: 1000,
   /** How often to look for spool files of interrupted tasks whose agents outlived the last broker. */
   spoolCheckMs: 2000,
+  /**
+   * How long agents that outlived a killed broker may still finish (and spool their result) after a
+   * restart before they are stopped. Long enough for an SDK agent to wrap up, short enough that a
+   * forgotten agent does not run (and spend) for hours.
+   */
+  orphanGraceMs: 60_000,
 } as const;
 
 export interface BrokerOptions {
@@ -49,6 +55,8 @@ export interface BrokerOptions {
   cancelGraceMs?: number;
   killGraceMs?: number;
   drainMs?: number;
+  /** After a restart: time the last broker's surviving agents get to finish before they are stopped. @default 60000 */
+  orphanGraceMs?: number;
   /** Defaults for task specs that do not set these. */
   defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
   /** Which of the broker's environment variables sub-agents inherit. */
@@ -74,7 +82,10 @@ export interface BrokerOptions {
 }
 
 export type ResolvedOptions = Required<
-  Pick<BrokerOptions, 'concurrency' | 'cancelGraceMs' | 'killGraceMs' | 'drainMs' | 'askTimeoutMs' | 'maxLogLines' | 'historyLimit'>
+  Pick<
+    BrokerOptions,
+    'concurrency' | 'cancelGraceMs' | 'killGraceMs' | 'drainMs' | 'orphanGraceMs' | 'askTimeoutMs' | 'maxLogLines' | 'historyLimit'
+  >
 > &
   BrokerOptions & { limits: ChannelLimits };
 
@@ -85,13 +96,15 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
     cancelGraceMs: DEFAULTS.cancelGraceMs,
     killGraceMs: DEFAULTS.killGraceMs,
     drainMs: DEFAULTS.drainMs,
+    orphanGraceMs: DEFAULTS.orphanGraceMs,
     askTimeoutMs: DEFAULTS.askTimeoutMs,
     maxLogLines: DEFAULTS.maxLogLines,
     historyLimit: DEFAULTS.historyLimit,
     ...stripUndefined(options),
     limits: { ...DEFAULT_CHANNEL_LIMITS, ...stripUndefined(options.limits ?? {}) },
   };
-  for (const key of ['cancelGraceMs', 'killGraceMs', 'drainMs', 'askTimeoutMs'] as const) checkDuration(key, resolved[key]);
+  for (const key of ['cancelGraceMs', 'killGraceMs', 'drainMs', 'orphanGraceMs', 'askTimeoutMs'] as const)
+    checkDuration(key, resolved[key]);
   checkDuration('defaults.timeoutMs', options.defaults?.timeoutMs);
   checkDuration('defaults.heartbeatTimeoutMs', options.defaults?.heartbeatTimeoutMs);
   checkDuration('limits.authTimeoutMs', resolved.limits.authTimeoutMs);

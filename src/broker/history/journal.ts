@@ -38,13 +38,15 @@ export interface StoredSpec {
 
 export type JournalRecord =
   | { e: 'queued'; id: string; at: string; spec: StoredSpec; maxAttempts: number }
-  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number }
+  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number; pidStart?: string }
   | { e: 'progress'; id: string; at: string; progress?: number; partial?: unknown }
   | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec };
 
 export interface HistoryEntry {
   snapshot: TaskSnapshot;
   spec: StoredSpec;
+  /** An interrupted task's agent as last recorded: pid and process start time (see process/start-time.ts). */
+  orphan?: { pid: number; startTime: string };
 }
 
 export interface LoadResult {
@@ -114,6 +116,8 @@ export class Journal {
         s.reason = 'crashed';
         s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';
         delete s.pid;
+      } else {
+        delete entry.orphan;
       }
     }
     return { entries: [...entries.values()], skippedLines };
@@ -285,6 +289,8 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       entry.snapshot.attempt = record.attempt;
       entry.snapshot.startedAt ??= record.at;
       if (record.pid !== undefined) entry.snapshot.pid = record.pid;
+      if (record.pid !== undefined && typeof record.pidStart === 'string') entry.orphan = { pid: record.pid, startTime: record.pidStart };
+      else delete entry.orphan;
       return;
     }
     case 'progress': {
