@@ -147,6 +147,9 @@ export class TaskChannel implements TaskEndpoint {
     this.closed = true;
     for (const connection of this.connections) {
       clearTimeout(connection.authTimer);
+      // Replies still waiting for their turn (write()) go out before the end.
+      const pending = connection.outbox.splice(0).join('');
+      if (pending && !connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(pending);
       connection.socket.end();
       // A peer that never reads must not keep us open.
       setTimeout(() => connection.socket.destroy(), 200).unref();
