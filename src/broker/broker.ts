@@ -281,8 +281,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),
         ask: (message, reply) => entry.question.ask(message, reply),
-        spawned: (pid) =>
-          this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart: processStartTime(pid) }),
+        // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
+        spawned: (pid) => {
+          const pidStart = this.attempts.kind === 'local' ? processStartTime(pid) : undefined;
+          this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
+        },
       }),
     );
     entry.attempt = attempt;
