@@ -1,11 +1,13 @@
 import { defineConfig } from '@playwright/test';
+import { findChromium } from './scripts/find-chromium.mjs';
 
 /**
  * Browser tests of the real panel. The `panel` project drives `backchannel serve` (real broker,
- * real sub-agent processes) in Debian's Chromium; Playwright's own browser download is not used.
+ * real sub-agent processes) in the Chromium scripts/find-chromium.mjs finds (CHROMIUM_PATH, the
+ * system's, or Playwright's own cache); `npm test` installs one first when there is none.
  * The `electron` project runs only where an Electron binary is installed (it skips with a reason otherwise).
  */
-const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromium: string | undefined = process.env.CHROMIUM_PATH ?? findChromium();
 
 export default defineConfig({
   testDir: 'test/e2e',
@@ -28,7 +30,7 @@ export default defineConfig({
       use: {
         browserName: 'chromium',
         launchOptions: {
-          executablePath: chromium,
+          ...(chromium ? { executablePath: chromium } : {}),
           args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
         },
       },

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // `npm test`: the unit/integration suite (vitest: real processes and sockets), then the browser suite
-// (Playwright driving Debian's Chromium), then the Python SDK's suite (pytest in .venv-test/, made on
-// first use), then one summary line per runner and a total.
-// Every suite always runs, so one failure does not hide the others' results.
+// (Playwright driving a Chromium found or installed by scripts/find-chromium.mjs), then the Python
+// SDK's suite (pytest in .venv-test/, made on first use), then one summary line per runner and a total.
+// Every suite always runs, so one failure does not hide the others' results. Without a Chromium the
+// browser suite counts as failed, never as passed or skipped.
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureChromium } from './find-chromium.mjs';
 
 for (const report of ['vitest.json', 'playwright.json', 'pytest.xml']) rmSync(join('test-results', report), { force: true });
 
@@ -39,10 +41,20 @@ function ensurePytestVenv() {
   return true;
 }
 
+rmSync('test-results/chromium-missing', { force: true });
+
 const vitest = run('npx', ['vitest', 'run', ...process.argv.slice(2)]);
-const playwright = run('npx', ['playwright', 'test', '--reporter=list,json'], {
-  PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json',
-});
+const chromium = ensureChromium();
+let playwright = 1;
+if (chromium) {
+  playwright = run('npx', ['playwright', 'test', '--reporter=list,json'], {
+    PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json',
+    CHROMIUM_PATH: chromium,
+  });
+} else {
+  mkdirSync('test-results', { recursive: true });
+  writeFileSync('test-results/chromium-missing', 'no Chromium could be found or installed (see above)\n');
+}
 let pytest = 1;
 if (ensurePytestVenv()) pytest = run(venvPython, ['-m', 'pytest', 'sdk/python/tests', '-q', '--junitxml=test-results/pytest.xml']);
 else console.log(`No Python test environment: ${systemPython} -m venv or pip failed (see above); the Python SDK tests did not run.`);

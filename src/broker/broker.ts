@@ -10,12 +10,14 @@ import { v7 as uuidv7 } from 'uuid';
 import { isoNow } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
+import { ensureDataDir } from './history/data-dir.js';
 import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
+import { processStartTime } from './process/start-time.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
 import type { AttemptOutcome } from './task/attempt.js';
 import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/attempt-queue.js';
@@ -61,6 +63,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
+  /** Why the broker could not start (endpoint directory refused, …): every task then fails with it. */
+  private startError: string | undefined;
 
   constructor(options: BrokerOptions = {}) {
     super();
@@ -75,8 +79,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.baseEnv = filterEnv(process.env, options.env);
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
-    // A failed init surfaces through submit()/tasks; never as an unhandled rejection.
-    this.ready.catch(() => {});
+    // A broker that cannot start rejects every task, queued or yet to come; never an unhandled rejection.
+    this.ready.catch((error: unknown) => this.failToStart(error));
+  }
+
+  private failToStart(error: unknown): void {
+    this.startError = `could not start: ${(error as Error).message}`;
+    this.logger.error(`the broker ${this.startError}`);
+    this.queue.clear();
+    for (const entry of this.live.values()) this.end(entry, () => entry.task.fail('crashed', this.startError!));
   }
 
   private async init(): Promise<void> {
@@ -84,11 +95,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const stale = await sweepStaleSockets(this.endpointDir);
     if (stale.length > 0) this.logger.info(`removed ${stale.length} stale socket file(s) from ${this.endpointDir}`);
     if (this.journal) {
+      // Refused, not just unjournalled: forged history would be shown, and run again on Retry.
+      ensureDataDir(path.dirname(this.journal.file));
       const emit = (update: TaskUpdate) => this.emit('update', update);
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
       const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, logger: this.logger, emit, warn };
-      this.spoolCheck = await restoreHistory(recovery, this.retention, DEFAULTS.spoolCheckMs);
+      const { orphanGraceMs, killGraceMs } = this.options;
+      const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
+      this.spoolCheck = await restoreHistory(recovery, timing);
     }
     this.queue.start();
   }
@@ -108,6 +123,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
+    if (this.startError) {
+      this.end(entry, () => task.fail('crashed', this.startError!));
+      return this.handle(entry);
+    }
     if (spec.signal) cancelOnAbort(spec.signal, task.result, (reason) => this.cancel(id, reason));
     this.queue
       .add(() => this.run(entry))
@@ -116,12 +135,16 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
         task.fail('crashed', `failed inside the broker: ${(error as Error).message}`);
         markFinished();
       });
+    return this.handle(entry);
+  }
+
+  private handle({ task, finished }: LiveTask): TaskHandle {
     return {
-      id,
+      id: task.id,
       result: task.result,
       finished,
       cancel: (reason?: string) => {
-        this.cancel(id, reason);
+        this.cancel(task.id, reason);
       },
       on: (_event: 'update', listener: (update: TaskUpdate) => void) => task.onUpdate(listener),
       snapshot: () => task.snapshot(),
@@ -258,7 +281,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),
         ask: (message, reply) => entry.question.ask(message, reply),
-        spawned: (pid) => this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid }),
+        // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
+        spawned: (pid) => {
+          const pidStart = this.attempts.kind === 'local' ? processStartTime(pid) : undefined;
+          this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
+        },
       }),
     );
     entry.attempt = attempt;

@@ -5,6 +5,7 @@
 import os from 'node:os';
 import { ARG_TASK_ID } from '../protocol/index.js';
 import { BrokerError } from './errors.js';
+import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
 import type { EnvPolicy } from './process/environment.js';
@@ -34,6 +35,12 @@ export const DEFAULTS = {
   progressJournalIntervalMs: 1000,
   /** How often to look for spool files of interrupted tasks whose agents outlived the last broker. */
   spoolCheckMs: 2000,
+  /**
+   * How long agents that outlived a killed broker may still finish (and spool their result) after a
+   * restart before they are stopped. Long enough for an SDK agent to wrap up, short enough that a
+   * forgotten agent does not run (and spend) for hours.
+   */
+  orphanGraceMs: 60_000,
 } as const;
 
 export interface BrokerOptions {
@@ -48,6 +55,8 @@ export interface BrokerOptions {
   cancelGraceMs?: number;
   killGraceMs?: number;
   drainMs?: number;
+  /** After a restart: time the last broker's surviving agents get to finish before they are stopped. @default 60000 */
+  orphanGraceMs?: number;
   /** Defaults for task specs that do not set these. */
   defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
   /** Which of the broker's environment variables sub-agents inherit. */
@@ -65,10 +74,18 @@ export interface BrokerOptions {
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
+  /**
+   * Refuse socket connections whose first line carries no token. @default false on POSIX, where the
+   * socket is private to our user (a wrong token is refused either way); named pipes always require it.
+   */
+  requireToken?: boolean;
 }
 
 export type ResolvedOptions = Required<
-  Pick<BrokerOptions, 'concurrency' | 'cancelGraceMs' | 'killGraceMs' | 'drainMs' | 'askTimeoutMs' | 'maxLogLines' | 'historyLimit'>
+  Pick<
+    BrokerOptions,
+    'concurrency' | 'cancelGraceMs' | 'killGraceMs' | 'drainMs' | 'orphanGraceMs' | 'askTimeoutMs' | 'maxLogLines' | 'historyLimit'
+  >
 > &
   BrokerOptions & { limits: ChannelLimits };
 
@@ -79,12 +96,18 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
     cancelGraceMs: DEFAULTS.cancelGraceMs,
     killGraceMs: DEFAULTS.killGraceMs,
     drainMs: DEFAULTS.drainMs,
+    orphanGraceMs: DEFAULTS.orphanGraceMs,
     askTimeoutMs: DEFAULTS.askTimeoutMs,
     maxLogLines: DEFAULTS.maxLogLines,
     historyLimit: DEFAULTS.historyLimit,
     ...stripUndefined(options),
     limits: { ...DEFAULT_CHANNEL_LIMITS, ...stripUndefined(options.limits ?? {}) },
   };
+  for (const key of ['cancelGraceMs', 'killGraceMs', 'drainMs', 'orphanGraceMs', 'askTimeoutMs'] as const)
+    checkDuration(key, resolved[key]);
+  checkDuration('defaults.timeoutMs', options.defaults?.timeoutMs);
+  checkDuration('defaults.heartbeatTimeoutMs', options.defaults?.heartbeatTimeoutMs);
+  checkDuration('limits.authTimeoutMs', resolved.limits.authTimeoutMs);
   const { concurrency } = resolved;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new BrokerError('invalid_option', `Expected \`concurrency\` to be a positive integer, got \`${String(concurrency)}\``);
@@ -129,6 +152,7 @@ export function attemptSettings(
     killGraceMs: options.killGraceMs,
     drainMs: options.drainMs,
     traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
+    requireToken: options.requireToken ?? false,
   };
 }
 

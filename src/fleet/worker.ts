@@ -194,6 +194,7 @@ export class FleetWorker {
       killGraceMs: DEFAULTS.killGraceMs,
       drainMs: DEFAULTS.drainMs,
       traceLines: false,
+      requireToken: false,
     };
   }
 }

@@ -98,9 +98,11 @@ describe('who can connect', () => {
 });
 
 describe('the task secret', () => {
-  test('a sender without the token, or with a wrong one, cannot inject a result; each try is refused, logged and counted', async () => {
+  // Without `requireToken`, a tokenless first line is accepted on a private POSIX socket (only our
+  // own user can connect); round2-delivery.test.ts covers that. Strict mode refuses it like a wrong token.
+  test('a sender without the token (strict mode), or with a wrong one, cannot inject a result; each try is refused, logged and counted', async () => {
     const logger = captureLogger();
-    const { broker, ipcDir } = makeBroker({ logger });
+    const { broker, ipcDir } = makeBroker({ logger, requireToken: true });
     const task = await waitingTask(broker);
     const endpoint = endpointOf(ipcDir);
     const forged = { task_id: task.id, status: 'success', data: 'forged' };
@@ -128,8 +130,8 @@ describe('the task secret', () => {
     await expectNothingLeft(ipcDir);
   });
 
-  test('a sub-agent cannot reach another task: its own token, no token, or the victim’s id are all refused', async () => {
-    const { broker, ipcDir } = makeBroker();
+  test('a sub-agent cannot reach another task: its own token, no token (strict mode), or the victim’s id are all refused', async () => {
+    const { broker, ipcDir } = makeBroker({ requireToken: true });
     const victim = await waitingTask(broker);
     const thief = broker.submit({ command: hostile('token-thief.mjs'), args: [victim.id] });
     const { tried, replies } = (await thief.result).data as { tried: number; replies: string[] };

@@ -1,4 +1,5 @@
 import { BrokerError } from '../errors.js';
+import { checkDuration, MAX_DURATION_MS } from './duration.js';
 import type { FailureReason, RetryPolicy } from '../../model/task.js';
 
 export const DEFAULT_RETRY: RetryPolicy = { max: 0, backoffMs: 1000, factor: 2 };
@@ -11,6 +12,8 @@ export function normalizeRetry(value: Partial<RetryPolicy> | number | undefined)
       throw new BrokerError('invalid_option', `Expected \`retries.${key}\` to be a non-negative finite number, got \`${String(n)}\``);
     }
   }
+  checkDuration('retries.backoffMs', policy.backoffMs);
+  checkDuration('retries.maxBackoffMs', policy.maxBackoffMs);
   policy.max = Math.floor(policy.max);
   return policy;
 }
@@ -18,7 +21,7 @@ export function normalizeRetry(value: Partial<RetryPolicy> | number | undefined)
 /** Delay before retry number `retry` (1 = first retry): backoff × factor^(retry−1), capped. */
 export function backoffDelay(policy: RetryPolicy, retry: number): number {
   const cap = policy.maxBackoffMs ?? policy.backoffMs * 100;
-  return Math.min(cap, policy.backoffMs * policy.factor ** (retry - 1));
+  return Math.min(cap, MAX_DURATION_MS, policy.backoffMs * policy.factor ** (retry - 1));
 }
 
 /** Failures worth another attempt: the agent may do better next time. Cancel and protocol bugs are final. */

@@ -5,11 +5,18 @@
  * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
  * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskSnapshot } from '../../model/task.js';
 import type { Logger } from '../log.js';
+import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
+
+const { O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_WRONLY } = constants;
+/** The journal and its temp file: never through a symlink; the temp file always new (O_EXCL). */
+const APPEND = O_WRONLY | O_APPEND | O_CREAT | NO_FOLLOW;
+const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | NO_FOLLOW;
 
 export const JOURNAL_FILE = 'journal.ndjson';
 /** Compact when the file grows past this. */
@@ -31,13 +38,15 @@ export interface StoredSpec {
 
 export type JournalRecord =
   | { e: 'queued'; id: string; at: string; spec: StoredSpec; maxAttempts: number }
-  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number }
+  | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number; pidStart?: string }
   | { e: 'progress'; id: string; at: string; progress?: number; partial?: unknown }
   | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec };
 
 export interface HistoryEntry {
   snapshot: TaskSnapshot;
   spec: StoredSpec;
+  /** An interrupted task's agent as last recorded: pid and process start time (see process/start-time.ts). */
+  orphan?: { pid: number; startTime: string };
 }
 
 export interface LoadResult {
@@ -74,7 +83,12 @@ export class Journal {
     let skippedLines = 0;
     let text: string;
     try {
-      text = readFileSync(this.file, 'utf8');
+      const fd = openSync(this.file, O_RDONLY | NO_FOLLOW);
+      try {
+        text = readFileSync(fd, 'utf8');
+      } finally {
+        closeSync(fd);
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
         this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
@@ -102,6 +116,8 @@ export class Journal {
         s.reason = 'crashed';
         s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';
         delete s.pid;
+      } else {
+        delete entry.orphan;
       }
     }
     return { entries: [...entries.values()], skippedLines };
@@ -113,8 +129,8 @@ export class Journal {
    */
   async open(): Promise<void> {
     try {
-      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-      const handle = await open(this.file, 'a', 0o600);
+      ensureDataDir(path.dirname(this.file));
+      const handle = await open(this.file, APPEND, 0o600);
       this.bytes = (await handle.stat()).size;
       // A last line cut short by power loss stays one skipped line: our records start on a fresh one.
       if (this.bytes > 0 && !endsWithNewline(this.file, this.bytes)) {
@@ -184,9 +200,10 @@ export class Journal {
     if (this.failed) return;
     const old = this.handle;
     this.handle = undefined;
-    const tmp = `${this.file}.${process.pid}.tmp`;
+    // Unpredictable, and created new: a name someone guessed and planted a symlink at is never written through.
+    const tmp = `${this.file}.${randomBytes(12).toString('hex')}.tmp`;
     try {
-      const fd = openSync(tmp, 'w', 0o600);
+      const fd = openSync(tmp, CREATE_NEW, 0o600);
       let written = 0;
       for (const entry of entries) {
         const line =
@@ -203,7 +220,7 @@ export class Journal {
       closeSync(fd);
       await old?.close();
       renameSync(tmp, this.file);
-      this.handle = await open(this.file, 'a', 0o600);
+      this.handle = await open(this.file, APPEND, 0o600);
       this.bytes = written;
       this.schedule();
     } catch (error) {
@@ -272,6 +289,8 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       entry.snapshot.attempt = record.attempt;
       entry.snapshot.startedAt ??= record.at;
       if (record.pid !== undefined) entry.snapshot.pid = record.pid;
+      if (record.pid !== undefined && typeof record.pidStart === 'string') entry.orphan = { pid: record.pid, startTime: record.pidStart };
+      else delete entry.orphan;
       return;
     }
     case 'progress': {
@@ -283,13 +302,9 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
     }
     case 'ended': {
       const previous = entries.get(record.id);
-      const spec = record.spec ??
-        previous?.spec ?? {
-          command: record.task.command,
-          args: record.task.args,
-          cwd: record.task.cwd,
-          label: record.task.label,
-        };
+      const { command, args, cwd, label } = record.task;
+      // What runs again (Retry) is what the panel shows: the snapshot's command line, never a different stored one.
+      const spec = { ...(record.spec ?? previous?.spec), command, args, cwd, label };
       entries.set(record.id, { snapshot: record.task, spec });
       return;
     }

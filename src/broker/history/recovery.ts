@@ -7,6 +7,8 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { readSpoolFile, removeSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
 import type { FinalPayload } from '../../protocol/index.js';
+import { terminateTree } from '../process/kill-tree.js';
+import { processStartTime } from '../process/start-time.js';
 import type { Logger } from '../log.js';
 import { errorMessageOf } from '../task/decision.js';
 import { Task } from '../task/task.js';
@@ -26,6 +28,16 @@ export interface RecoveryContext {
   rollup?: Rollup;
 }
 
+export interface RestoreTiming {
+  /** What history keeps (the rest goes into the rollup). */
+  retention: Retention;
+  /** Spool check interval while an interrupted task waits. */
+  checkMs: number;
+  /** Time the last broker's surviving agents get before they are stopped (see stopOrphans). */
+  orphanGraceMs: number;
+  killGraceMs: number;
+}
+
 /**
  * Loads the journal into `history` (as much as `retention` keeps; the rest goes into the rollup),
  * opens it for appending, adopts spooled results, and compacts when needed. Agents of the dead broker may still be working: while an
@@ -33,8 +45,7 @@ export interface RecoveryContext {
  */
 export async function restoreHistory(
   context: RecoveryContext & { journal: Journal; warn(message: string): void },
-  retention: Retention,
-  checkMs: number,
+  { retention, checkMs, orphanGraceMs, killGraceMs }: RestoreTiming,
 ): Promise<NodeJS.Timeout | undefined> {
   const { journal, history, rollup } = context;
   const { entries, skippedLines } = journal.load();
@@ -54,11 +65,32 @@ export async function restoreHistory(
     spoolCheck = setInterval(() => adoptSpooledResults(context, true), checkMs);
     spoolCheck.unref();
   }
+  stopOrphans(context, entries, orphanGraceMs, killGraceMs);
   if (journal.needsCompaction || entries.length > history.size) {
     await journal.compact([...history.values()]);
     if (!journal.error) rollup?.compacted();
   }
   return spoolCheck;
+}
+
+/**
+ * Agents of the killed broker lead their own process groups and outlive it. After `graceMs` (their
+ * chance to finish and spool), each one whose pid *and* process start time still match the journal is
+ * stopped (SIGTERM, then SIGKILL) — never a process that merely got a recorded pid again — and the
+ * spool files are adopted once more.
+ */
+function stopOrphans(context: RecoveryContext, entries: HistoryEntry[], graceMs: number, killGraceMs: number): void {
+  const orphans = entries.flatMap((entry) => (entry.orphan ? [entry.orphan] : []));
+  if (orphans.length === 0) return;
+  const stop = () => {
+    for (const { pid, startTime } of orphans) {
+      if (processStartTime(pid) !== startTime) continue;
+      context.logger.warn(`stopping pid ${pid}, an agent of the previous broker that is still running`);
+      terminateTree(pid, { graceMs: killGraceMs, exited: () => processStartTime(pid) !== startTime });
+    }
+    setTimeout(() => adoptSpooledResults(context, true), killGraceMs + 100).unref();
+  };
+  setTimeout(stop, graceMs).unref();
 }
 
 /**

@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import {
   isFinalStatus,
-  preview,
   PROTOCOL_VERSION,
   type AskMessage,
   type BrokerMessage,
@@ -28,7 +27,9 @@ import {
   type AgentProcess,
 } from '../process/spawn-agent.js';
 import { TaskChannel, type ChannelHandlers, type ChannelLimits } from '../transport/channel.js';
-import { newEndpointAddress } from '../transport/endpoint.js';
+import { IS_WINDOWS, newEndpointAddress } from '../transport/endpoint.js';
+import { traceable } from '../transport/inbound.js';
+import { ChannelTally } from './tally.js';
 import { readStderr, readStdout, type OutputHandlers } from '../transport/stdout.js';
 import type { TaskEndpoint } from '../transport/task-endpoint.js';
 import type { DeliveryChannel, FailureReason } from '../../model/task.js';
@@ -60,6 +61,8 @@ export interface AttemptSettings {
   drainMs: number;
   /** Log the first 100 characters of every received line (the design's debugging advice). */
   traceLines: boolean;
+  /** Refuse a socket connection whose first line has no token (always so on Windows named pipes). */
+  requireToken: boolean;
 }
 
 /** What an attempt reports upward while it runs. */
@@ -88,7 +91,10 @@ export interface AttemptIO {
 }
 
 export const REAL_IO: AttemptIO = {
-  endpoint: (s, token, handlers) => new TaskChannel(newEndpointAddress(s.endpointDir), s.taskId, token, handlers, s.limits),
+  endpoint: (s, token, handlers) =>
+    new TaskChannel(newEndpointAddress(s.endpointDir), s.taskId, token, handlers, s.limits, {
+      requireToken: s.requireToken || IS_WINDOWS,
+    }),
   checkCwd: checkWorkingDirectory,
   spawn: (s, env) => spawnAgent(resolveCommand(s.command, s.args), s.cwd, env),
   terminate: terminateTree,
@@ -115,6 +121,9 @@ export class Attempt {
   private stopReason: StopReason | undefined;
   private exited = false;
   private readonly pendingKills: Array<() => void> = [];
+  /** Refused connections and malformed lines, for a failure message that says what happened. */
+  private readonly tally = new ChannelTally();
+  private token = '';
 
   constructor(
     private readonly settings: AttemptSettings,
@@ -128,6 +137,7 @@ export class Attempt {
   /** Starts the attempt. Never throws: every failure becomes the outcome. */
   async start(): Promise<void> {
     const token = randomBytes(32).toString('hex');
+    this.token = token;
     // Listen before spawn: the reverse order is the classic ECONNREFUSED race.
     const channel = await this.openEndpoint(token);
     // Not opened, or cancelled while the endpoint was opening: never start the process.
@@ -180,8 +190,9 @@ export class Attempt {
       payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
       ask: (message, reply) => this.sink.ask(message, reply),
       activity: () => this.timers?.alive(),
-      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text)}`) } : {}),
-      problem: (kind, detail) => this.sink.problem(kind, detail),
+      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text, this.token)}`) } : {}),
+      problem: (kind, detail) => this.problem(kind, detail),
+      refused: (reason) => this.tally.refused(reason),
       overflow: (detail) => this.protocolFailure(detail),
     };
   }
@@ -245,10 +256,18 @@ export class Attempt {
         this.timers?.alive();
         this.sink.log(stream, text);
       },
-      problem: (kind: 'malformed' | 'rejected', detail: string) => this.sink.problem(kind, detail),
+      problem: (kind: 'malformed' | 'rejected', detail: string) => this.problem(kind, detail),
       overflow: (detail: string) => this.protocolFailure(detail),
-      ...(this.settings.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text)}`) } : {}),
+      ...(this.settings.traceLines
+        ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text, this.token)}`) }
+        : {}),
     };
+  }
+
+  /** Records a channel problem; the token never reaches a log, even inside a line that did not parse. */
+  private problem(kind: 'malformed' | 'rejected', detail: string): void {
+    if (kind === 'malformed') this.tally.malformed(detail);
+    this.sink.problem(kind, this.token ? detail.split(this.token).join('[redacted]') : detail);
   }
 
   private terminate(graceMs: number): void {
@@ -309,7 +328,8 @@ export class Attempt {
     }
     if (!this.decided) {
       const how = this.exitSignal ? `was killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;
-      this.settle({ kind: 'failure', reason: 'crashed', message: `the agent ${how} without sending a final payload`, retryable: true });
+      const message = `the agent ${how} without sending a final payload${this.tally.describe()}`;
+      this.settle({ kind: 'failure', reason: 'crashed', message, retryable: true });
     }
     await this.cleanup();
   }
@@ -333,11 +353,4 @@ export const LEFTOVER_PROCESSES = 'the agent left processes running in its proce
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-const TOKEN_FIELD = /"token"\s*:\s*"[^"]*"/g;
-
-/** A received line as the debug trace shows it: the token redacted, then the first 100 characters. */
-function traceable(text: string): string {
-  return preview(text.replace(TOKEN_FIELD, '"token":"[redacted]"'));
 }

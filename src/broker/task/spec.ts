@@ -1,5 +1,6 @@
 /** Checks a submitted task spec before anything is registered; throws a BrokerError naming the field. */
 import { BrokerError } from '../errors.js';
+import { checkDuration } from '../guards/duration.js';
 import type { TaskSpec } from '../../model/task.js';
 
 export function validateSpec(spec: TaskSpec): void {
@@ -10,11 +11,11 @@ export function validateSpec(spec: TaskSpec): void {
   if (spec.args !== undefined && !(Array.isArray(spec.args) && spec.args.every((a) => typeof a === 'string'))) {
     throw new BrokerError('invalid_option', 'Expected `args` to be an array of strings.');
   }
-  for (const key of ['timeoutMs', 'heartbeatTimeoutMs', 'estimatedTokens'] as const) {
-    const value = spec[key];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
-      throw new BrokerError('invalid_option', `Expected \`${key}\` to be a non-negative finite number, got \`${String(value)}\``);
-    }
+  checkDuration('timeoutMs', spec.timeoutMs);
+  checkDuration('heartbeatTimeoutMs', spec.heartbeatTimeoutMs);
+  const tokens = spec.estimatedTokens;
+  if (tokens !== undefined && (typeof tokens !== 'number' || !Number.isFinite(tokens) || tokens < 0)) {
+    throw new BrokerError('invalid_option', `Expected \`estimatedTokens\` to be a non-negative finite number, got \`${String(tokens)}\``);
   }
 }
 

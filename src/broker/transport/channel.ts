@@ -29,6 +29,17 @@ export interface ChannelLimits {
   maxConnections: number;
 }
 
+const AUTH_REQUIRED = 'authentication required: the first message must carry the task token';
+
+export interface ChannelOptions {
+  /**
+   * Refuse a first line without the token. Off by default on a private POSIX socket (0700 directory,
+   * 0600 file: only our own user can connect, and that user can read the agent's environment anyway);
+   * always on for a named pipe, whose name anyone can open. See docs/protocol.md §3.
+   */
+  requireToken: boolean;
+}
+
 export const DEFAULT_CHANNEL_LIMITS: ChannelLimits = {
   maxLineBytes: DEFAULT_MAX_LINE_BYTES,
   preAuthMaxLineBytes: 1024 * 1024,
@@ -48,6 +59,8 @@ export interface ChannelHandlers {
   greeting(): BrokerMessage[];
   /** Anything worth recording about the channel: malformed lines, rejected senders. */
   problem(kind: 'malformed' | 'rejected', detail: string): void;
+  /** A connection was refused; `reason` is short ("wrong token"), for the task's failure message. */
+  refused(reason: string): void;
   /** A line exceeded the limit on an authenticated connection: the result would be lost. */
   overflow(detail: string): void;
 }
@@ -58,6 +71,8 @@ interface Connection {
   readonly decoder: LineDecoder;
   /** Writes a broker message back on this connection (made once: dispatch runs for every line). */
   readonly reply: (message: BrokerMessage) => void;
+  /** Lines waiting to be written (see write()). */
+  outbox: string[];
   authTimer?: NodeJS.Timeout;
 }
 
@@ -76,6 +91,7 @@ export class TaskChannel implements TaskEndpoint {
     token: string,
     private readonly handlers: ChannelHandlers,
     private readonly limits: ChannelLimits = DEFAULT_CHANNEL_LIMITS,
+    private readonly options: ChannelOptions = { requireToken: true },
   ) {
     this.endpoint = address.path;
     this.tokenBytes = Buffer.from(token, 'utf8');
@@ -102,7 +118,7 @@ export class TaskChannel implements TaskEndpoint {
     let sent = 0;
     for (const connection of this.connections) {
       if (connection.authenticated && !connection.socket.destroyed) {
-        connection.socket.write(line);
+        this.write(connection, line);
         sent += 1;
       }
     }
@@ -131,6 +147,9 @@ export class TaskChannel implements TaskEndpoint {
     this.closed = true;
     for (const connection of this.connections) {
       clearTimeout(connection.authTimer);
+      // Replies still waiting for their turn (write()) go out before the end.
+      const pending = connection.outbox.splice(0).join('');
+      if (pending && !connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(pending);
       connection.socket.end();
       // A peer that never reads must not keep us open.
       setTimeout(() => connection.socket.destroy(), 200).unref();
@@ -143,14 +162,14 @@ export class TaskChannel implements TaskEndpoint {
   private accept(socket: Socket): void {
     if (this.closed || this.connections.size >= this.limits.maxConnections) {
       this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`);
+      this.handlers.refused('too many connections');
       socket.destroy();
       return;
     }
     const connection: Connection = {
       socket,
-      reply: (answer) => {
-        if (!socket.destroyed && !socket.writableEnded) socket.write(encodeLine(answer));
-      },
+      reply: (answer) => this.write(connection, encodeLine(answer)),
+      outbox: [],
       authenticated: false,
       decoder: new LineDecoder(
         {
@@ -162,6 +181,7 @@ export class TaskChannel implements TaskEndpoint {
     };
     connection.authTimer = setTimeout(() => {
       this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`);
+      this.handlers.refused('no first line in time');
       socket.destroy();
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
@@ -186,12 +206,30 @@ export class TaskChannel implements TaskEndpoint {
     });
   }
 
+  /**
+   * Writes on the next turn of the event loop, not now. A peer that wrote everything and closed
+   * without reading makes our write fail (EPIPE), and Node then destroys the socket with the rest of
+   * the peer's bytes still unread in the kernel. Deferred, the write comes after libuv has read what
+   * is buffered (the whole socket buffer, up to 2 MiB per turn), so every line the peer wrote is handled first.
+   */
+  private write(connection: Connection, line: string): void {
+    if (connection.outbox.push(line) > 1) return;
+    setImmediate(() => {
+      const { socket } = connection;
+      const lines = connection.outbox.splice(0);
+      if (!socket.destroyed && !socket.writableEnded) socket.write(lines.join(''));
+    });
+  }
+
   private onOverflow(connection: Connection, bytes: number): void {
     const limit = connection.decoder.maxLineBytes;
     const detail = `line of ${bytes}+ bytes exceeds the ${limit}-byte limit`;
     this.reject(connection, detail);
     if (connection.authenticated) this.handlers.overflow(detail);
-    else this.handlers.problem('rejected', `unauthenticated ${detail}`);
+    else {
+      this.handlers.problem('rejected', `unauthenticated ${detail}`);
+      this.handlers.refused('first line too long');
+    }
   }
 
   /**
@@ -230,29 +268,31 @@ export class TaskChannel implements TaskEndpoint {
       if (!connection.authenticated) return this.refuse(connection, inbound.detail);
       return this.handlers.problem(inbound.kind, inbound.detail);
     }
-    const message = inbound.message;
-    if (!connection.authenticated && !this.authenticate(connection, message)) return;
-    this.dispatch(connection, message);
+    if (!connection.authenticated && !this.authenticate(connection, inbound.token)) return;
+    this.dispatch(connection, inbound.message);
   }
 
   private refuse(connection: Connection, detail: string): void {
     this.handlers.problem('rejected', `first message refused: ${detail}`);
-    this.reject(connection, 'authentication required: the first message must carry the task token');
+    this.handlers.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
+    this.reject(connection, AUTH_REQUIRED);
   }
 
-  private authenticate(connection: Connection, message: AgentMessage): boolean {
-    const token = (message as { token?: unknown }).token;
-    const given = typeof token === 'string' ? Buffer.from(token, 'utf8') : undefined;
-    if (!given || given.length !== this.tokenBytes.length || !timingSafeEqual(given, this.tokenBytes)) {
-      this.handlers.problem('rejected', given ? 'wrong token' : 'first message without a token');
-      this.reject(connection, given ? 'wrong token' : 'authentication required: the first message must carry the task token');
+  private authenticate(connection: Connection, token: string | undefined): boolean {
+    const given = token === undefined ? undefined : Buffer.from(token, 'utf8');
+    const wrong = given !== undefined && (given.length !== this.tokenBytes.length || !timingSafeEqual(given, this.tokenBytes));
+    if (wrong || (given === undefined && this.options.requireToken)) {
+      const reason = wrong ? 'wrong token' : 'no token on its first line';
+      this.handlers.problem('rejected', reason);
+      this.handlers.refused(reason);
+      this.reject(connection, wrong ? reason : AUTH_REQUIRED);
       return false;
     }
     connection.authenticated = true;
     clearTimeout(connection.authTimer);
     // Proven senders may send big lines (a 10 MB result); the decoder reads the limit per line.
     connection.decoder.maxLineBytes = this.limits.maxLineBytes;
-    for (const greeting of this.handlers.greeting()) connection.socket.write(encodeLine(greeting));
+    for (const greeting of this.handlers.greeting()) this.write(connection, encodeLine(greeting));
     return true;
   }
 

@@ -1,21 +1,52 @@
 /**
  * The one inbound pipeline, shared by the socket channel and the stdout fallback reader:
- * parse → validate → task-id check. Delivery (and what a failure means) is the caller's.
+ * parse → take the token out → validate → task-id check. Delivery (and what a failure means) is the caller's.
+ *
+ * The token is removed from the parsed object before anything else sees it, so it never reaches
+ * updates, history or the panel; previews of refused lines are made from the token-free value.
  */
 import { parseLine, preview, validateAgentMessage, type AgentMessage } from '../../protocol/index.js';
 
-export type Inbound = { ok: true; message: AgentMessage } | { ok: false; kind: 'malformed' | 'rejected'; detail: string };
+export type Inbound =
+  { ok: true; message: AgentMessage; token: string | undefined } | { ok: false; kind: 'malformed' | 'rejected'; detail: string };
 
 /** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
   const from = via === 'stdout' ? 'stdout: ' : '';
   const parsed = parseLine(text);
   if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}` };
-  const checked = validateAgentMessage(parsed.value);
-  if (!checked.ok) return { ok: false, kind: 'malformed', detail: `${from}${checked.reason}: ${preview(text)}` };
+  const token = takeToken(parsed.value);
+  const checked = validateAgentMessage(token === undefined ? parsed.value : { ...(parsed.value as object), token });
+  if (!checked.ok) return { ok: false, kind: 'malformed', detail: `${from}${checked.reason}: ${redactedPreview(parsed.value, token)}` };
   const message = checked.message;
+  delete (message as { token?: unknown }).token;
   if (message.task_id !== taskId) {
     return { ok: false, kind: 'rejected', detail: `${from}message for task ${preview(message.task_id, 40)} on the channel of ${taskId}` };
   }
-  return { ok: true, message };
+  return { ok: true, message, token: typeof token === 'string' ? token : undefined };
+}
+
+/** Removes `token` from a parsed object and returns it (whatever its type, for validation to judge). */
+function takeToken(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('token' in value)) return undefined;
+  const record = value as { token?: unknown };
+  const token = record.token;
+  delete record.token;
+  return token;
+}
+
+/** A refused line as logs show it: re-encoded from the parsed value, the token (if any) replaced. */
+function redactedPreview(value: unknown, token: unknown): string {
+  const shown = token === undefined ? value : { ...(value as object), token: '[redacted]' };
+  return preview(JSON.stringify(shown) ?? String(shown));
+}
+
+/** A received line as the debug trace shows it: the token redacted on the parsed value, then the first 100 characters. */
+export function traceable(text: string, token: string): string {
+  const parsed = parseLine(text);
+  if (parsed.ok) {
+    const found = takeToken(parsed.value);
+    return redactedPreview(parsed.value, found);
+  }
+  return preview(text.split(token).join('[redacted]'));
 }

@@ -3,7 +3,7 @@
  * (its files, README, test and vendored shared modules: src/templates/scaffold.ts), adds a
  * package.json wired to this Backchannel installation, and prints the next steps.
  */
-import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { findTemplate, listTemplates, packageRoot, TemplateError, templatesRoot, type Template } from '../../templates/catalog.js';
 import { scaffoldTemplate } from '../../templates/scaffold.js';
@@ -22,7 +22,8 @@ Options:
       --no-link          do not link node_modules/backchannel to this installation (run npm install yourself)
   -h, --help             show this help
 
-Refuses to write into a directory that exists and is not empty.
+Refuses to write into a directory that exists and is not empty, or that is not yours alone
+(another user's, a symlink, or writable by group or others).
 
 Examples:
   backchannel new my-agent --template python
@@ -68,6 +69,17 @@ function packageJson(name: string, template: Template, link: boolean): string {
     dependencies: { backchannel: link ? `file:${packageRoot()}` : `^${readOwnVersion()}` },
   };
   return JSON.stringify(pkg, null, 2) + '\n';
+}
+
+/** Why an existing directory is not safe to scaffold into (a symlink, someone else's, writable by others), or undefined. */
+function untrustedDir(dir: string): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  const stat = lstatSync(dir);
+  if (stat.isSymbolicLink()) return 'is a symlink';
+  if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) return `belongs to uid ${stat.uid}, not to you`;
+  if ((stat.mode & 0o022) !== 0)
+    return `is writable by ${stat.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(stat.mode & 0o777).toString(8)})`;
+  return undefined;
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -161,6 +173,13 @@ export const command: CliCommand = {
     if (existsSync(target)) {
       if (!statSync(target).isDirectory()) {
         process.stderr.write(`backchannel new: ${dirArg} exists and is not a directory\n`);
+        return EXIT.failed;
+      }
+      const untrusted = untrustedDir(target);
+      if (untrusted) {
+        process.stderr.write(
+          `backchannel new: ${dirArg} ${untrusted}; another user could change the agent before you run it (nothing was written)\n`,
+        );
         return EXIT.failed;
       }
       if (!isEmptyDir(target)) {

@@ -2,11 +2,12 @@
  * `backchannel run -- <command>`: one sub-agent under a broker of its own. The command line becomes a
  * task spec here; what is shown while it runs is ../run/updates.ts, how it ends ../run/outcome.ts.
  */
-import { readFileSync } from 'node:fs';
 import { TaskBroker, type TaskHandle } from '../../broker/broker.js';
 import { createHeadlessLogger } from '../../broker/log.js';
 import type { TaskSpec } from '../../model/task.js';
+import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
+import { readInput } from '../run/input.js';
 import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
@@ -23,13 +24,14 @@ Options:
   --timeout <ms>            deadline for one attempt (default: none)
   --heartbeat-timeout <ms>  fail as "stalled" after this long without a message (default: none)
   --retries <n>             retries after a failure (default: 0)
-  --input <json|@file|->    the task's input: inline JSON, a JSON file, or stdin
+  --input <json|@file|->    the task's input: inline JSON, a JSON file, or stdin (64 MiB at most)
   --cwd <dir>               working directory (default: current)
   --label <text>            name shown in progress and history
   --no-task-id-arg          do not append --task-id=<id> to the command's arguments
   --ask-timeout <ms>        how long a question from the agent waits for an answer (default: 300000)
   --detach                  submit to the running hub, print the task id and return at once
   --local                   run in this process even when a hub (desktop app, \`serve\`) is running
+${BROKER_FLAGS_HELP}
   --json                    print exactly one JSON line (the final payload, or an error object)
   -v, --verbose             show the agent's log lines as they come
   -h, --help                show this help
@@ -44,23 +46,6 @@ Examples:
   backchannel run -- node templates/raw-node/agent.mjs
   backchannel run --timeout 60000 --input '{"path":"src"}' -- python3 templates/python/agent.py`;
 
-function nonNegative(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} expects a non-negative number of milliseconds, got "${value}"`);
-  return n;
-}
-
-function readInput(value: string | undefined): unknown {
-  if (value === undefined) return undefined;
-  const text = value === '-' ? readFileSync(0, 'utf8') : value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value;
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new Error(`--input is not valid JSON (${(error as Error).message})`, { cause: error });
-  }
-}
-
 const OPTIONS = {
   timeout: { type: 'string' },
   'heartbeat-timeout': { type: 'string' },
@@ -74,11 +59,13 @@ const OPTIONS = {
   detach: { type: 'boolean' },
   local: { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
+  ...BROKER_FLAGS,
 } as const;
 
 interface RunOptions {
   spec: TaskSpec & { label: string };
   askTimeoutMs: number | undefined;
+  broker: ReturnType<typeof brokerFlagOptions>;
   json: boolean;
   verbose: boolean;
   detach: boolean;
@@ -93,10 +80,13 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   const [command, ...args] = positionals;
   if (!command) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
   try {
-    const timeoutMs = nonNegative('timeout', values.timeout);
-    const heartbeatTimeoutMs = nonNegative('heartbeat-timeout', values['heartbeat-timeout']);
-    const askTimeoutMs = nonNegative('ask-timeout', values['ask-timeout']);
-    const retries = nonNegative('retries', values.retries);
+    const timeoutMs = durationFlag('timeout', values.timeout);
+    const heartbeatTimeoutMs = durationFlag('heartbeat-timeout', values['heartbeat-timeout']);
+    const askTimeoutMs = durationFlag('ask-timeout', values['ask-timeout']);
+    const retries = values.retries === undefined ? undefined : Number(values.retries);
+    if (retries !== undefined && !(Number.isFinite(retries) && retries >= 0)) {
+      throw new Error(`--retries expects a non-negative number, got "${values.retries}"`);
+    }
     const input = readInput(values.input);
     const spec = {
       command,
@@ -112,6 +102,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
     return {
       spec,
       askTimeoutMs,
+      broker: brokerFlagOptions(values),
       json: values.json === true,
       verbose: values.verbose === true,
       detach: values.detach === true,
@@ -146,9 +137,11 @@ export const command: CliCommand = {
   async run(argv) {
     const options = parseRunOptions(argv);
     if (typeof options === 'number') return options;
-    const { spec, askTimeoutMs, json, verbose } = options;
+    const { spec, askTimeoutMs, json, verbose, broker: flags } = options;
     if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
-    const hub = options.local ? undefined : await findHub();
+    // The broker flags shape a broker of our own: with them, the task runs here.
+    const ownBroker = options.local || Object.values(flags).some((value) => value !== undefined);
+    const hub = ownBroker ? undefined : await findHub();
     if (hub) return runOnHub(hub, options);
     if (options.detach) {
       process.stderr.write(`backchannel run --detach: ${NO_HUB}\n`);
@@ -157,7 +150,7 @@ export const command: CliCommand = {
 
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
-    const broker = new TaskBroker({ concurrency: 1, logger, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) });
+    const broker = new TaskBroker({ concurrency: 1, logger, ...flags, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) });
     const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
     const task = broker.submit(spec);
     const stopSignals = cancelOnSignals(task, line);

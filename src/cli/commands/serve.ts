@@ -1,6 +1,7 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
+import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../hosts/paths.js';
 
 const HELP = `Usage: backchannel serve [options]
@@ -15,6 +16,7 @@ Options:
   --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
+${BROKER_FLAGS_HELP.replace(/^ {2}(--\S+( <\S+>)?) +/gm, (_, flag: string) => `  ${flag.padEnd(20)}`)}
   -h, --help          show this help
 
 Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and history is kept.`;
@@ -34,6 +36,7 @@ export const command: CliCommand = {
         demo: { type: 'boolean' },
         redis: { type: 'string' },
         queue: { type: 'string' },
+        ...BROKER_FLAGS,
       },
       HELP,
     );
@@ -52,7 +55,7 @@ export const command: CliCommand = {
     let headless;
     try {
       const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
-      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis });
+      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis, broker: brokerFlagOptions(values) });
     } catch (error) {
       process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
       return EXIT.failed;

@@ -3,6 +3,7 @@
  * shows in the hub's panel and history. Same exit codes, `--json`, TTY progress and Ctrl-C cancel as
  * the in-process run; `--detach` prints the id and returns at once.
  */
+import { writeText } from '../terminal-text.js';
 import { resolve } from 'node:path';
 import type { SubmitRequest } from '../../bridge/contract.js';
 import type { HubClient } from '../../hosts/control/discover.js';
@@ -38,7 +39,7 @@ export async function runOnHub(hub: HubClient, options: HubRunOptions): Promise<
     return EXIT.ok;
   }
   const line = process.stderr.isTTY && !options.json ? new ProgressLine(process.stderr, options.spec.label) : undefined;
-  const print = (text: string): void => (line ? line.print(text) : void process.stderr.write(text + '\n'));
+  const print = (text: string): void => (line ? line.print(text) : writeText(process.stderr, text + '\n'));
   const logs = options.verbose ? new LogPrinter(hub, id, print) : undefined;
   const stopSignals = cancelOnSignals(hub, id, line);
   let asked: string | undefined;

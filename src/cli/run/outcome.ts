@@ -7,6 +7,7 @@ import type { TaskHandle } from '../../broker/broker.js';
 import { TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
+import { writeText } from '../terminal-text.js';
 
 export const EXIT_BY_REASON: Record<FailureReason, number> = {
   error: EXIT.failed,
@@ -32,7 +33,7 @@ export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: 
     return EXIT_BY_REASON[error.reason];
   }
   onSettled?.();
-  process.stdout.write(json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
+  writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
   return EXIT.ok;
 }
 
@@ -61,10 +62,10 @@ export function printFailureFields(failure: FailureFields, json: boolean): void 
       payload: payload ?? null,
       stderr_tail: stderrTail ?? null,
     };
-    process.stdout.write(JSON.stringify(body) + '\n');
+    writeText(process.stdout, JSON.stringify(body) + '\n');
     return;
   }
-  process.stderr.write(`✖ ${message} [${reason}]\n`);
-  if (payload) process.stdout.write(JSON.stringify(payload, null, 2) + '\n');
-  if (stderrTail) process.stderr.write(`--- last lines of stderr ---\n${stderrTail}\n`);
+  writeText(process.stderr, `✖ ${message} [${reason}]\n`);
+  if (payload) writeText(process.stdout, JSON.stringify(payload, null, 2) + '\n');
+  if (stderrTail) writeText(process.stderr, `--- last lines of stderr ---\n${stderrTail}\n`);
 }

@@ -2,6 +2,8 @@
  * The live status line `backchannel run` draws on a TTY (stderr): spinner or bar, elapsed time, and
  * the last partial's text. Redrawn at most 10 times a second however chatty the agent is.
  */
+import { neutralise } from '../terminal-text.js';
+
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const BAR_WIDTH = 20;
 
@@ -13,10 +15,14 @@ export class ProgressLine {
   private state = 'queued';
   private readonly startedAt = Date.now();
 
+  private readonly label: string;
+
   constructor(
     private readonly stream: NodeJS.WriteStream,
-    private readonly label: string,
-  ) {}
+    label: string,
+  ) {
+    this.label = neutralise(label);
+  }
 
   start(): void {
     this.timer = setInterval(() => this.draw(), 100);
@@ -26,13 +32,13 @@ export class ProgressLine {
   update(state: string, percent: number | undefined, note?: string): void {
     this.state = state;
     if (percent !== undefined) this.percent = percent;
-    if (note !== undefined) this.note = note;
+    if (note !== undefined) this.note = neutralise(note);
   }
 
   /** Prints a whole line above the status line. */
   print(text: string): void {
     this.clear();
-    this.stream.write(`${text}\n`);
+    this.stream.write(`${neutralise(text)}\n`);
   }
 
   stop(): void {

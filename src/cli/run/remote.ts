@@ -2,6 +2,7 @@
  * The task commands' side of the hub: open it (or the history on disk), resolve an abbreviated id,
  * follow one task's snapshots until it ends, and print how it ended with `run`'s exit codes.
  */
+import { writeText } from '../terminal-text.js';
 import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
 import { findHub, HubLostError, openHistory, type HubClient } from '../../hosts/control/discover.js';
 import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
@@ -61,7 +62,7 @@ export function followTask(
 export function printSnapshotOutcome(task: TaskSnapshot, json: boolean): number {
   if (task.state === 'succeeded') {
     const payload = task.result ?? null;
-    process.stdout.write(json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
+    writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
     return EXIT.ok;
   }
   const reason = task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');

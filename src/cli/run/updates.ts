@@ -6,6 +6,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
+import { neutralise, writeText } from '../terminal-text.js';
 import { describePartial, type ProgressLine } from './progress-line.js';
 
 export interface UpdateViewOptions {
@@ -19,12 +20,12 @@ export interface UpdateViewOptions {
 export function showUpdates(broker: TaskBroker, task: TaskHandle, options: UpdateViewOptions): () => void {
   const { line, verbose, json } = options;
   /** A whole line on stderr, above the status line when there is one. */
-  const print = (text: string) => (line ? line.print(text) : process.stderr.write(text + '\n'));
+  const print = (text: string) => (line ? line.print(text) : writeText(process.stderr, text + '\n'));
   return task.on('update', (update: TaskUpdate) => {
     if (update.kind === 'log' && update.line && verbose) print(`[${update.line.stream}] ${update.line.text}`);
     if (verbose && !line && (update.kind === 'started' || update.kind === 'partial')) {
       // Without a TTY there is no status line: in verbose mode, progress goes to stderr as lines.
-      process.stderr.write(`[backchannel] ${progressText(update).trimEnd()}\n`);
+      writeText(process.stderr, `[backchannel] ${progressText(update).trimEnd()}\n`);
     }
     if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data));
     else if (update.kind !== 'log') line?.update(update.state, update.progress);
@@ -59,13 +60,13 @@ export async function askOnTerminal(
   otherwise: string,
 ): Promise<string | undefined> {
   if (!process.stdin.isTTY) {
-    process.stderr.write(`The agent asks: ${question.question} (${otherwise})\n`);
+    writeText(process.stderr, `The agent asks: ${question.question} (${otherwise})\n`);
     return undefined;
   }
   line?.stop();
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   const choices = question.choices?.length ? ` [${question.choices.join('/')}]` : '';
-  const answer = await rl.question(`? ${question.question}${choices} `);
+  const answer = await rl.question(neutralise(`? ${question.question}${choices} `));
   rl.close();
   line?.start();
   return answer;

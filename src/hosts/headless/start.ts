@@ -2,10 +2,11 @@
  * Headless mode in one call: a broker with history in `dataDir`, the bridge over it, and the panel
  * server. Used by `backchannel serve` and `npm start` where Electron is not installed.
  */
-import { mkdirSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { TaskBroker } from '../../broker/broker.js';
+import { TaskBroker, type BrokerOptions } from '../../broker/broker.js';
 import { createHeadlessLogger, type Logger } from '../../broker/log.js';
+import { ensureDataDir } from '../../broker/history/data-dir.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
 import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
@@ -33,6 +34,8 @@ export interface HeadlessOptions {
    * when one is given, else the per-user well-known path. Another hub listening there is an error.
    */
   control?: string | false;
+  /** Broker options set by `serve`'s flags: the sub-agents' environment policy, strict tokens. */
+  broker?: Pick<BrokerOptions, 'env' | 'requireToken'>;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -52,11 +55,16 @@ export interface Headless {
 
 export async function startHeadless(options: HeadlessOptions = {}): Promise<Headless> {
   const dataDir = options.dataDir ?? defaultDataDir();
-  mkdirSync(join(dataDir, 'logs'), { recursive: true, mode: 0o700 });
+  // The log gets the journal's rules: a directory of our own, and no symlink in place of the file.
+  ensureDataDir(dataDir);
+  ensureDataDir(join(dataDir, 'logs'), 'Log directory');
   const logPath = join(dataDir, 'logs', 'backchannel.log');
+  if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
+  }
   const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
   const queue = options.redis ? redisQueue(options.redis) : undefined;
-  const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
+  const broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));

@@ -1,0 +1,73 @@
+/**
+ * `npm test` on a fresh machine (issue 12 item 15): a Chromium is looked for in the standard places,
+ * and the summary never counts a skipped or not-run browser test as a pass, listing each skip's reason.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { ROOT, tempDir } from '../helpers/core.js';
+
+function summary(reports: { vitest?: unknown; playwright?: unknown; chromiumMissing?: boolean }) {
+  const cwd = tempDir();
+  mkdirSync(path.join(cwd, 'test-results'));
+  if (reports.vitest) writeFileSync(path.join(cwd, 'test-results/vitest.json'), JSON.stringify(reports.vitest));
+  if (reports.playwright) writeFileSync(path.join(cwd, 'test-results/playwright.json'), JSON.stringify(reports.playwright));
+  if (reports.chromiumMissing) writeFileSync(path.join(cwd, 'test-results/chromium-missing'), 'none\n');
+  return spawnSync(process.execPath, [path.join(ROOT, 'scripts/test-summary.mjs')], { cwd, encoding: 'utf8' });
+}
+
+const VITEST_OK = {
+  numPassedTests: 2,
+  numFailedTests: 0,
+  numPendingTests: 1,
+  testResults: [{ assertionResults: [{ status: 'skipped', title: 'as nobody (skipped: switching to nobody needs root)' }] }],
+};
+
+function playwrightReport(annotations: unknown[]) {
+  return {
+    stats: { expected: 3, flaky: 0, unexpected: 0, skipped: 1 },
+    suites: [{ specs: [{ title: 'the panel loads', tests: [{ annotations, results: [{ status: 'skipped' }] }] }] }],
+  };
+}
+
+describe('the test summary', () => {
+  test('every skip is listed with its reason; a reasoned skip does not fail the run', () => {
+    const result = summary({ vitest: VITEST_OK, playwright: playwrightReport([{ type: 'skip', description: 'no display' }]) });
+    expect(result.stdout).toContain('skipped (vitest) as nobody (skipped: switching to nobody needs root): switching to nobody needs root');
+    expect(result.stdout).toContain('skipped (playwright) the panel loads: no display');
+    expect(result.status).toBe(0);
+  });
+
+  test('a browser test that did not run without a reason fails the run', () => {
+    const result = summary({ vitest: VITEST_OK, playwright: playwrightReport([]) });
+    expect(result.stdout).toContain('did not run, no reason given (counted as a failure)');
+    expect(result.status).toBe(1);
+  });
+
+  test('a browser suite that could not run for want of a Chromium fails the run', () => {
+    const result = summary({ vitest: VITEST_OK, chromiumMissing: true });
+    expect(result.stdout).toContain('playwright: did not run: no Chromium could be found or installed');
+    expect(result.status).toBe(1);
+  });
+});
+
+describe('finding a Chromium', () => {
+  const find = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [path.join(ROOT, 'scripts/find-chromium.mjs')], {
+      encoding: 'utf8',
+      env: { PATH: env.PATH ?? '', HOME: tempDir(), ...(env.CHROMIUM_PATH ? { CHROMIUM_PATH: env.CHROMIUM_PATH } : {}) },
+    });
+
+  test('CHROMIUM_PATH wins; otherwise chromium, chromium-browser or google-chrome on PATH; none says so', () => {
+    const bin = tempDir();
+    const fake = path.join(bin, 'chromium-browser');
+    writeFileSync(fake, '#!/bin/sh\n');
+    chmodSync(fake, 0o755);
+    expect(find({ PATH: bin }).stdout.trim()).toBe(fake);
+    expect(find({ PATH: bin, CHROMIUM_PATH: '/bin/true' }).stdout.trim()).toBe('/bin/true');
+    const none = find({ PATH: tempDir() });
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain('No Chromium found');
+  });
+});
