@@ -160,7 +160,7 @@ function showDetails(task: TaskSnapshot, now: number): void {
   if (first) {
     detailsPane.hidden = false;
     app.classList.add('has-details');
-    details.setLog([]);
+    details.setLog(undefined);
     logStale = true;
     void refreshLog();
     details.root.focus({ preventScroll: true });
