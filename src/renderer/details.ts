@@ -4,7 +4,7 @@
  */
 import type { LogLine, TaskSnapshot } from '../bridge/contract.js';
 import { appendAll, h, setText } from './dom.js';
-import { commandLine, formatDuration, formatTime, isFinished, STATE_LABEL, taskTime } from './format.js';
+import { commandLine, failureText, formatDuration, formatTime, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 
 export interface DetailsActions {
@@ -145,7 +145,8 @@ export class Details {
     const facts: [string, string][] = [
       ['Status', STATE_LABEL[task.state] + (task.reason && task.state !== 'succeeded' ? ` (${task.reason})` : '')],
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
-      [isFinished(task.state) ? 'Took' : 'Elapsed', taskTime(task, now)],
+      // Measured by the broker; the agent's own figure, if it sends one, is "Reported duration" under Meta.
+      [isFinished(task.state) ? 'Run time' : 'Elapsed', taskTime(task, now)],
       ['Created', formatTime(task.createdAt)],
     ];
     if (task.startedAt) facts.push(['Started', formatTime(task.startedAt)]);
@@ -178,7 +179,7 @@ export class Details {
     if (!failed) return;
     this.failure.append(
       h('h3', { text: task.state === 'cancelled' ? 'Why it was cancelled' : 'What went wrong' }),
-      h('p', { class: 'failure-reason', text: `${task.reason ?? task.state}: ${task.message ?? payloadMessage ?? 'no message'}` }),
+      h('p', { class: 'failure-reason', text: failureText(task, payloadMessage) }),
     );
     if (payloadMessage && !(task.message ?? '').includes(payloadMessage))
       this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
@@ -218,13 +219,14 @@ export class Details {
     this.keys.meta = key;
     this.meta.replaceChildren();
     const facts: [string, string][] = [];
-    if (typeof meta.model_used === 'string') facts.push(['Model', meta.model_used]);
+    const model = modelName(meta);
+    if (model) facts.push(['Model', model]);
     const usage = meta.token_usage as Record<string, unknown> | undefined;
     if (usage && typeof usage === 'object') {
       const parts = ['input', 'output', 'total'].filter((k) => typeof usage[k] === 'number').map((k) => `${String(usage[k])} ${k}`);
       if (parts.length) facts.push(['Tokens', parts.join(', ')]);
     }
-    if (typeof meta.duration_ms === 'number') facts.push(['Duration', formatDuration(meta.duration_ms)]);
+    if (typeof meta.duration_ms === 'number') facts.push(['Reported duration', formatDuration(meta.duration_ms)]);
     if (typeof meta.channel === 'string') facts.push(['Delivered via', meta.channel]);
     if (typeof meta.attempts === 'number') facts.push(['Attempts', String(meta.attempts)]);
     const known = new Set(['model_used', 'token_usage', 'duration_ms', 'channel', 'attempts']);
