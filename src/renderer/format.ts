@@ -15,20 +15,21 @@ export const STATE_LABEL: Record<TaskState, string> = {
 /** Why a task ended without success, in words (the reason code stays visible in the status line). */
 export const REASON_LABEL: Record<FailureReason, string> = {
   error: 'The sub-agent reported an error',
-  timeout: 'Timed out',
-  stalled: 'Stalled (no message within the heartbeat timeout)',
-  cancelled: 'Cancelled',
-  crashed: 'Crashed',
-  protocol: 'Protocol error',
+  timeout: 'It timed out',
+  stalled: 'It stalled (no message within the heartbeat timeout)',
+  cancelled: 'It was cancelled',
+  crashed: 'The sub-agent crashed',
+  protocol: 'The sub-agent broke the protocol',
 };
 
 /**
- * One line saying why a task failed: "Crashed: exited with code 3 without a result". The broker's
- * messages for reported errors start with "failed: ", which the label already says.
+ * One line saying why a task failed: "The sub-agent crashed: exited with code 3 without a result".
+ * The broker's messages for reported errors start with "failed: " (protocol errors with "protocol
+ * error: "), which the label already says.
  */
 export function failureText(task: Pick<TaskSnapshot, 'reason' | 'message' | 'state'>, fallback?: string): string {
   const label = task.reason ? REASON_LABEL[task.reason] : task.state === 'interrupted' ? 'Interrupted' : 'Failed';
-  const message = (task.message ?? fallback)?.replace(/^failed: /, '');
+  const message = (task.message ?? fallback)?.replace(/^(failed|protocol error): /, '');
   return message ? `${label}: ${message}` : label;
 }
 
