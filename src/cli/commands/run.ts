@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { TaskBroker, type TaskHandle } from '../../broker/broker.js';
 import { createHeadlessLogger } from '../../broker/log.js';
+import { DEFAULTS } from '../../broker/settings.js';
 import type { TaskSpec } from '../../model/task.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { printOutcome } from '../run/outcome.js';
@@ -162,7 +163,7 @@ export const command: CliCommand = {
     const task = broker.submit(spec);
     const stopSignals = cancelOnSignals(task, line);
     line?.start();
-    showUpdates(broker, task, { line, verbose, json });
+    showUpdates(broker, task, { line, verbose, json, askTimeoutMs: askTimeoutMs ?? DEFAULTS.askTimeoutMs });
 
     let code: number;
     try {
