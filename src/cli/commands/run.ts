@@ -52,9 +52,19 @@ function nonNegative(name: string, value: string | undefined): number | undefine
   return n;
 }
 
+function readInputFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : code;
+    throw new Error(`--input @${file}: cannot read ${file} (${why ?? (error as Error).message})`, { cause: error });
+  }
+}
+
 function readInput(value: string | undefined): unknown {
   if (value === undefined) return undefined;
-  const text = value === '-' ? readFileSync(0, 'utf8') : value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value;
+  const text = value === '-' ? readFileSync(0, 'utf8') : value.startsWith('@') ? readInputFile(value.slice(1)) : value;
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -88,7 +98,7 @@ interface RunOptions {
 
 /** The command line as a task spec and display options, or the exit code (help, usage error). */
 function parseRunOptions(argv: string[]): RunOptions | number {
-  const parsed = parseCommandLine('run', argv, OPTIONS, HELP, true);
+  const parsed = parseCommandLine('run', argv, OPTIONS, HELP, 'command');
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const [command, ...args] = positionals;
