@@ -41,13 +41,21 @@ function quoteArg(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The template's sample input, written next to its code so `npm start` has something to do. */
+const SAMPLE_INPUT = 'sample-input.json';
+
 function packageJson(name: string, template: Template, link: boolean): string {
+<<<<<<< HEAD
   const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
   const input = template.input === undefined ? [] : ['--input', JSON.stringify(template.input)];
   const checkLine = ['backchannel', 'check', ...input, '--', ...template.run].map(quoteArg).join(' ');
   // `npm test` runs the conformance check first, unless the agent needs an account or a service
   // (a requirement that is more than a program name): then `npm run check` is there for when it has one.
   const offline = (template.requires ?? []).every((need) => /^[\w.-]+$/.test(need));
+=======
+  const input = template.input !== undefined ? ['--input', `@${SAMPLE_INPUT}`] : [];
+  const runLine = ['backchannel', 'run', ...input, '--', ...template.run].map(quoteArg).join(' ');
+>>>>>>> fde1edf (new: scaffolds get sample-input.json and npm start uses it; template READMEs say so (#17 item 4))
   const pkg = {
     name:
       name
@@ -77,6 +85,7 @@ function isEmptyDir(dir: string): boolean {
 function scaffold(target: string, template: Template, link: boolean): void {
   scaffoldTemplate(template, target);
   writeFileSync(path.join(target, 'package.json'), packageJson(path.basename(target), template, link));
+  if (template.input !== undefined) writeFileSync(path.join(target, SAMPLE_INPUT), JSON.stringify(template.input, null, 2) + '\n');
   if (!existsSync(path.join(target, '.gitignore'))) writeFileSync(path.join(target, '.gitignore'), 'node_modules/\n__pycache__/\n');
   if (link) {
     mkdirSync(path.join(target, 'node_modules'), { recursive: true });
