@@ -45,17 +45,13 @@ function quoteArg(arg: string): string {
 const SAMPLE_INPUT = 'sample-input.json';
 
 function packageJson(name: string, template: Template, link: boolean): string {
-<<<<<<< HEAD
-  const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
+  const sample = template.input !== undefined ? ['--input', `@${SAMPLE_INPUT}`] : [];
+  const runLine = ['backchannel', 'run', ...sample, '--', ...template.run].map(quoteArg).join(' ');
   const input = template.input === undefined ? [] : ['--input', JSON.stringify(template.input)];
   const checkLine = ['backchannel', 'check', ...input, '--', ...template.run].map(quoteArg).join(' ');
   // `npm test` runs the conformance check first, unless the agent needs an account or a service
   // (a requirement that is more than a program name): then `npm run check` is there for when it has one.
   const offline = (template.requires ?? []).every((need) => /^[\w.-]+$/.test(need));
-=======
-  const input = template.input !== undefined ? ['--input', `@${SAMPLE_INPUT}`] : [];
-  const runLine = ['backchannel', 'run', ...input, '--', ...template.run].map(quoteArg).join(' ');
->>>>>>> fde1edf (new: scaffolds get sample-input.json and npm start uses it; template READMEs say so (#17 item 4))
   const pkg = {
     name:
       name
