@@ -6,7 +6,7 @@ import { defaultDataDir } from '../../hosts/paths.js';
 const HELP = `Usage: backchannel serve [options]
 
 Serves the task panel and its API on 127.0.0.1 and prints the URL to open. Only that URL works:
-it carries a token that is new on every start.
+it carries a token that is new on every start, unless --keep-token or BACKCHANNEL_PANEL_TOKEN.
 
 Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
@@ -14,6 +14,8 @@ Options:
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
   --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
+  --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
+                      a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
   -h, --help          show this help
 
@@ -34,6 +36,7 @@ export const command: CliCommand = {
         demo: { type: 'boolean' },
         redis: { type: 'string' },
         queue: { type: 'string' },
+        'keep-token': { type: 'boolean' },
       },
       HELP,
     );
@@ -52,7 +55,7 @@ export const command: CliCommand = {
     let headless;
     try {
       const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
-      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis });
+      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis, keepToken: values['keep-token'] });
     } catch (error) {
       process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
       return EXIT.failed;

@@ -14,6 +14,7 @@ import { defaultDataDir } from '../paths.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { controlSocketPath } from '../control/paths.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
+import { panelToken } from './token.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -33,6 +34,8 @@ export interface HeadlessOptions {
    * when one is given, else the per-user well-known path. Another hub listening there is an error.
    */
   control?: string | false;
+  /** Reuse the token kept in `<dataDir>/panel-token` (see ./token.ts). @default false: a new token per start */
+  keepToken?: boolean;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -54,6 +57,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const dataDir = options.dataDir ?? defaultDataDir();
   mkdirSync(join(dataDir, 'logs'), { recursive: true, mode: 0o700 });
   const logPath = join(dataDir, 'logs', 'backchannel.log');
+  const token = panelToken({ dataDir, keep: options.keepToken });
   const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
   const queue = options.redis ? redisQueue(options.redis) : undefined;
   const broker = new TaskBroker({ dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
@@ -72,7 +76,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   try {
     const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
     if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger });
-    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir });
+    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
   } catch (error) {
     await control?.close();
     bridge.close();
