@@ -23,6 +23,7 @@ const SUMMARIES: Record<string, string> = {
   retry: 'run an ended task again',
   answer: "answer a sub-agent's question",
   completion: 'print a shell completion script (bash, zsh or fish)',
+  config: 'where the config file is (config path) and what it holds (config show)',
 };
 
 /** The command names, for `backchannel completion`. */

@@ -42,6 +42,25 @@ export const command: CliCommand = {
     );
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
+    // Unset options come from the `serve:` section of the one config file (backchannel config path).
+    let file: { port?: unknown; dataDir?: unknown; concurrency?: unknown; keepToken?: unknown };
+    try {
+      const { loadConfig, setting } = await import('../../config/file.js');
+      const config = loadConfig();
+      file = {
+        port: setting(config, 'serve', 'port', 'integer'),
+        dataDir: setting(config, 'serve', 'data_dir', 'string'),
+        concurrency: setting(config, 'serve', 'concurrency', 'integer'),
+        keepToken: setting(config, 'serve', 'keep_token', 'boolean'),
+      };
+    } catch (error) {
+      process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    values.port ??= file.port === undefined ? undefined : String(file.port);
+    values['data-dir'] ??= file.dataDir as string | undefined;
+    values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
+    values['keep-token'] ??= file.keepToken as boolean | undefined;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
