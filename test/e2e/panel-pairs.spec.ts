@@ -96,27 +96,44 @@ test('opening tasks one after another never shows anything of the task opened be
 
   const route = everyPair();
   expect(route).toHaveLength(STATES.length * (STATES.length - 1) + 1);
-  const pane = page.locator('#details-pane');
   let previous: State | undefined;
   for (const state of route) {
     await row(page, state).click();
-    await expect(page.locator('.details-title')).toHaveText(marker(state));
+    // One look at the pane per poll (the route has 57 steps): once it shows this task with its own
+    // log loaded, nothing of any other task may be anywhere in it.
     const own = OWN_SECTION[state];
-    if (own) await expect(page.locator(own)).toContainText(marker(state));
-    // The task's own log arrives asynchronously: wait for it, then nothing else may be anywhere in the pane.
-    // (A restarted server keeps no log of the interrupted task; a queued one has none yet.)
-    const log = page.locator('.details .log');
-    if (state === 'queued' || state === 'interrupted') await expect(log).not.toHaveText('(loading the log…)');
-    else await expect(log).toContainText(`${marker(state)} starts`);
-    const others = STATES.filter((s) => s !== state).map(marker);
-    const text = (await pane.textContent()) ?? '';
-    expect(
-      others.filter((m) => text.includes(m)),
-      `details of ${state} after ${previous ?? 'nothing'}`,
-    ).toEqual([]);
-    if (state !== 'asking') await expect(page.locator('.details .question')).toBeHidden();
-    if (state === 'queued' || state === 'running' || state === 'asking' || state === 'succeeded')
-      await expect(page.locator('.details .failure')).toBeHidden();
+    const look = () =>
+      page.evaluate(
+        ({ own, mine, others }) => {
+          const text = (selector: string) => document.querySelector(selector)?.textContent ?? '';
+          const hidden = (selector: string) => (document.querySelector(selector) as HTMLElement | null)?.hidden ?? true;
+          const log = text('.details .log');
+          return {
+            title: text('.details-title'),
+            own: own ? text(own).includes(mine) : true,
+            // (A restarted server keeps no log of the interrupted task; a queued one has none yet.)
+            log: log !== '(loading the log…)' && (log.includes(`${mine} starts`) || log.startsWith('(no output')),
+            foreign: others.filter((marker) => text('#details-pane').includes(marker)),
+            question: !hidden('.details .question'),
+            failure: !hidden('.details .failure'),
+          };
+        },
+        { own, mine: marker(state), others: STATES.filter((s) => s !== state).map(marker) },
+      );
+    await expect
+      .poll(
+        async () => {
+          const seen = await look();
+          return seen.title === marker(state) && seen.own && seen.log;
+        },
+        { intervals: [25] },
+      )
+      .toBe(true);
+    const seen = await look();
+    const where = `details of ${state} after ${previous ?? 'nothing'}`;
+    expect(seen.foreign, where).toEqual([]);
+    expect(seen.question, where).toBe(state === 'asking');
+    if (state === 'queued' || state === 'running' || state === 'asking' || state === 'succeeded') expect(seen.failure, where).toBe(false);
     previous = state;
   }
 });
