@@ -12,7 +12,8 @@
  *   broker (`backchannel run --no-task-id-arg -- bash -c <block>`), with every CURSOR_* variable set;
  *   the task must succeed.
  * - A block written `sh tested-by=<file>` is not run here (another test runs its commands): <file> must
- *   exist and contain, for each command line, its program and subcommand and every long option it uses.
+ *   exist and contain (itself or a local module it imports), for each command line, its program and
+ *   subcommand and every long option it uses.
  * - A block written `sh no-test` is reported as skipped (for commands that run for minutes, like the
  *   benchmarks); use it only where no test can run the command.
  * - Output samples are `console` or `text` and are not run.
@@ -72,6 +73,15 @@ export function commandWords(line: string): string[] {
   }
   const options = parts.filter((part) => /^--[a-z]/.test(part)).map((part) => part.replace(/=.*$/, ''));
   return [...new Set([...leading, ...options])];
+}
+
+/** A test file's text with the text of the local modules it imports (its helpers often build the command line). */
+function withLocalImports(file: string): string {
+  const text = fs.readFileSync(file, 'utf8');
+  const imported = [...text.matchAll(/from '(\.{1,2}\/[^']+)'/g)]
+    .map((match) => path.resolve(path.dirname(file), match[1]!.replace(/\.js$/, '.ts')))
+    .filter((module) => fs.existsSync(module));
+  return [text, ...imported.map((module) => fs.readFileSync(module, 'utf8'))].join('\n');
 }
 
 const DOCS = [
@@ -182,7 +192,7 @@ for (const file of DOCS) {
         it(`${where} is run by ${testedBy}`, () => {
           const test = path.join(ROOT, testedBy);
           expect(fs.existsSync(test), `${where}: tested-by names ${testedBy}, which does not exist`).toBe(true);
-          const source = fs.readFileSync(test, 'utf8');
+          const source = withLocalImports(test);
           for (const line of commandLines(block.body)) {
             const missing = commandWords(line).filter((word) => !source.includes(word));
             expect(missing, `${where}: ${testedBy} does not contain "${line}"`).toEqual([]);
