@@ -14,10 +14,50 @@ export const EXIT = {
   cancelled: 130,
 } as const;
 
-/** Prints `message` and the usage text to stderr, returns the usage exit code. */
+/** Set by main() when the command line asks for JSON output: errors are then one JSON object on stdout. */
+let jsonErrors = false;
+
+export function setJsonErrors(on: boolean): void {
+  jsonErrors = on;
+}
+
+/** Whether `argv` asks for `--json` (before any `--`: what follows is the agent's command line). */
+export function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * Prints a usage error — the message and one line pointing at `--help` (the command is read from the
+ * help text's `Usage: backchannel <command>` line) — and returns the usage exit code. With `--json`
+ * the error is one JSON object on stdout instead.
+ */
 export function usageError(message: string, help: string): number {
-  process.stderr.write(`${message}\n\n${help}\n`);
+  const command = /^Usage: (backchannel(?: [a-z][\w-]*)?)/.exec(help)?.[1] ?? 'backchannel';
+  if (jsonErrors) {
+    process.stdout.write(JSON.stringify({ status: 'error', reason: 'usage', message, help: `${command} --help` }) + '\n');
+  } else {
+    process.stderr.write(`${message}\nRun \`${command} --help\` for usage.\n`);
+  }
   return EXIT.usage;
+}
+
+/**
+ * parseArgs' own messages, said plainly. (Its unknown-option message suggests `-- "--x"` and never
+ * closes that quote.)
+ */
+function describeParseError(error: Error & { code?: string }, argv: readonly string[], takesCommand: boolean): string {
+  const option = /'([^']+)'/.exec(error.message)?.[1];
+  switch (error.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return takesCommand && !argv.includes('--')
+        ? `unknown option ${option} (if it is meant for the agent, put the agent command after \`--\`)`
+        : `unknown option ${option}`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /argument missing/.test(error.message) ? `option ${option?.split(' ')[0] ?? ''} needs a value` : error.message;
+    default:
+      return error.message;
+  }
 }
 
 /**
@@ -56,16 +96,19 @@ export type CommandLine<O extends OptionsConfig> = ReturnType<
 /**
  * Parses a subcommand's arguments with `-h/--help` added. Returns the parsed command line, or the
  * exit code when there is nothing left to do: help printed (0) or a usage error printed (2).
- * Positionals are refused unless `allowPositionals` is set.
+ * Positionals are refused unless `allowPositionals` is set; with `allowPositionals === 'command'` the
+ * positionals are a command line of their own (`run -- python3 agent.py -v`), so an option after the
+ * first positional without a `--` before it is refused rather than silently taken by us.
  */
 export function parseCommandLine<O extends OptionsConfig>(
   name: string,
   argv: string[],
   options: O,
   help: string,
-  allowPositionals = false,
+  allowPositionals: boolean | 'command' = false,
 ): CommandLine<O> | number {
   let parsed: CommandLine<O>;
+  let tokens: ReturnType<typeof parseArgs<{ tokens: true; strict: false; allowPositionals: true }>>['tokens'];
   try {
     parsed = parseArgs({
       args: argv,
@@ -73,12 +116,24 @@ export function parseCommandLine<O extends OptionsConfig>(
       allowPositionals: true,
       strict: true,
     });
+    tokens = parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true }).tokens;
   } catch (error) {
-    return usageError(`backchannel ${name}: ${(error as Error).message}`, help);
+    return usageError(`backchannel ${name}: ${describeParseError(error as Error, argv, allowPositionals === 'command')}`, help);
   }
   if ((parsed.values as { help?: boolean }).help) {
     process.stdout.write(help + '\n');
     return EXIT.ok;
+  }
+  if (allowPositionals === 'command' && !tokens.some((token) => token.kind === 'option-terminator')) {
+    const first = tokens.findIndex((token) => token.kind === 'positional');
+    const late = first < 0 ? undefined : tokens.slice(first).find((token) => token.kind === 'option');
+    if (late?.kind === 'option') {
+      return usageError(
+        `backchannel ${name}: ${late.rawName} comes after the command; put \`--\` before the command ` +
+          `(backchannel ${name} [options] -- <command> [args…]) so it is clear whose option it is`,
+        help,
+      );
+    }
   }
   if (!allowPositionals && parsed.positionals.length > 0) {
     return usageError(`backchannel ${name}: unexpected argument "${parsed.positionals[0]}"`, help);

@@ -2,7 +2,7 @@
  * `backchannel` command dispatcher. Each subcommand lives in ./commands/<name>.ts and exports
  * `command: CliCommand`; they are loaded lazily so `backchannel send` starts fast inside an agent.
  */
-import type { CliCommand } from './command.js';
+import { setJsonErrors, wantsJson, type CliCommand } from './command.js';
 import { readOwnVersion } from '../version.js';
 
 const SUMMARIES: Record<string, string> = {
@@ -22,7 +22,14 @@ const SUMMARIES: Record<string, string> = {
   cancel: 'cancel a task',
   retry: 'run an ended task again',
   answer: "answer a sub-agent's question",
+  completion: 'print a shell completion script (bash, zsh or fish)',
+  config: 'where the config file is (config path) and what it holds (config show)',
 };
+
+/** The command names, for `backchannel completion`. */
+export function commandNames(): string[] {
+  return Object.keys(SUMMARIES);
+}
 
 export function usage(): string {
   const width = Math.max(...Object.keys(SUMMARIES).map((name) => name.length));
@@ -38,6 +45,9 @@ export function usage(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  setJsonErrors(wantsJson(argv));
+  // `backchannel help run` is `backchannel run --help`.
+  if (argv[0] === 'help' && argv[1] !== undefined) return main([argv[1], '--help']);
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage() + '\n');
@@ -48,7 +58,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (!Object.hasOwn(SUMMARIES, name)) {
-    process.stderr.write(`backchannel: unknown command "${name}"\n\n${usage()}\n`);
+    process.stderr.write(`backchannel: unknown command "${name}"\nRun \`backchannel --help\` for the commands.\n`);
     return 2;
   }
   // The name is checked against SUMMARIES above, so this import path is never user-controlled.

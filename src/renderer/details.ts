@@ -4,7 +4,7 @@
  */
 import type { LogLine, TaskSnapshot } from '../bridge/contract.js';
 import { appendAll, h, setText } from './dom.js';
-import { commandLine, formatDuration, formatTime, isFinished, STATE_LABEL, taskTime } from './format.js';
+import { commandLine, failureText, formatDuration, formatTime, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 
 export interface DetailsActions {
@@ -34,7 +34,7 @@ export class Details {
   private readonly command = h('section', { class: 'section command' });
   private readonly log = h('pre', { class: 'log', attrs: { 'aria-label': 'Task log' }, tabIndex: 0 });
   private task: TaskSnapshot | undefined;
-  private keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+  private keys = unrendered();
 
   constructor(private readonly actions: DetailsActions) {
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
@@ -64,11 +64,11 @@ export class Details {
   /** Forgets the shown task, so the next `show` rebuilds every section. */
   reset(): void {
     this.task = undefined;
-    this.keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+    this.keys = unrendered();
   }
 
   show(task: TaskSnapshot, now: number): void {
-    if (this.task?.id !== task.id) this.keys = { question: '', result: '', failure: '', meta: '', command: '', log: '' };
+    if (this.task?.id !== task.id) this.keys = unrendered();
     this.task = task;
     setText(this.title, task.label);
     setText(this.badge, task.pendingQuestion ? 'Needs answer' : STATE_LABEL[task.state]);
@@ -89,18 +89,23 @@ export class Details {
     if (this.task && !isFinished(this.task.state)) this.renderSummary(this.task, now);
   }
 
-  setLog(lines: LogLine[]): void {
-    const shown = lines.slice(-MAX_LOG_LINES);
-    const key = `${lines.length}:${shown.at(-1)?.time ?? ''}:${shown.at(-1)?.text.length ?? 0}`;
+  /** Shows the task's log; `undefined` while it is being fetched. */
+  setLog(lines: LogLine[] | undefined): void {
+    const finished = this.task !== undefined && isFinished(this.task.state);
+    const shown = lines?.slice(-MAX_LOG_LINES) ?? [];
+    const key = lines ? `${finished}:${lines.length}:${shown.at(-1)?.time ?? ''}:${shown.at(-1)?.text.length ?? 0}` : 'loading';
     if (key === this.keys.log) return;
     this.keys.log = key;
     const stick = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
-    const text = shown.length
-      ? shown.map((line) => `${line.time.slice(11, 23)} ${line.stream.padEnd(6)} ${line.text}`).join('\n')
-      : this.task && isFinished(this.task.state)
-        ? '(no output kept: the task printed nothing, or it ran before the last restart)'
-        : '(no output yet)';
-    this.log.textContent = (lines.length > shown.length ? `… ${lines.length - shown.length} earlier lines\n` : '') + text;
+    const text = !lines
+      ? '(loading the log…)'
+      : shown.length
+        ? shown.map((line) => `${line.time.slice(11, 23)} ${line.stream.padEnd(6)} ${line.text}`).join('\n')
+        : finished
+          ? '(no output kept: the task printed nothing, or it ran before the last restart)'
+          : '(no output yet)';
+    const earlier = lines && lines.length > shown.length ? `… ${lines.length - shown.length} earlier lines\n` : '';
+    this.log.textContent = earlier + text;
     if (stick) this.log.scrollTop = this.log.scrollHeight;
   }
 
@@ -140,7 +145,8 @@ export class Details {
     const facts: [string, string][] = [
       ['Status', STATE_LABEL[task.state] + (task.reason && task.state !== 'succeeded' ? ` (${task.reason})` : '')],
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
-      [isFinished(task.state) ? 'Took' : 'Elapsed', taskTime(task, now)],
+      // Measured by the broker; the agent's own figure, if it sends one, is "Reported duration" under Meta.
+      [isFinished(task.state) ? 'Run time' : 'Elapsed', taskTime(task, now)],
       ['Created', formatTime(task.createdAt)],
     ];
     if (task.startedAt) facts.push(['Started', formatTime(task.startedAt)]);
@@ -173,7 +179,7 @@ export class Details {
     if (!failed) return;
     this.failure.append(
       h('h3', { text: task.state === 'cancelled' ? 'Why it was cancelled' : 'What went wrong' }),
-      h('p', { class: 'failure-reason', text: `${task.reason ?? task.state}: ${task.message ?? payloadMessage ?? 'no message'}` }),
+      h('p', { class: 'failure-reason', text: failureText(task, payloadMessage) }),
     );
     if (payloadMessage && !(task.message ?? '').includes(payloadMessage))
       this.failure.append(h('p', { class: 'failure-message', text: payloadMessage }));
@@ -213,13 +219,14 @@ export class Details {
     this.keys.meta = key;
     this.meta.replaceChildren();
     const facts: [string, string][] = [];
-    if (typeof meta.model_used === 'string') facts.push(['Model', meta.model_used]);
+    const model = modelName(meta);
+    if (model) facts.push(['Model', model]);
     const usage = meta.token_usage as Record<string, unknown> | undefined;
     if (usage && typeof usage === 'object') {
       const parts = ['input', 'output', 'total'].filter((k) => typeof usage[k] === 'number').map((k) => `${String(usage[k])} ${k}`);
       if (parts.length) facts.push(['Tokens', parts.join(', ')]);
     }
-    if (typeof meta.duration_ms === 'number') facts.push(['Duration', formatDuration(meta.duration_ms)]);
+    if (typeof meta.duration_ms === 'number') facts.push(['Reported duration', formatDuration(meta.duration_ms)]);
     if (typeof meta.channel === 'string') facts.push(['Delivered via', meta.channel]);
     if (typeof meta.attempts === 'number') facts.push(['Attempts', String(meta.attempts)]);
     const known = new Set(['model_used', 'token_usage', 'duration_ms', 'channel', 'attempts']);
@@ -247,6 +254,17 @@ export class Details {
       h('p', { class: 'cwd' }, ['in ', h('code', { text: task.cwd })]),
     );
   }
+}
+
+/**
+ * What each section last drew. `undefined` means "not drawn for this task yet": it must differ from
+ * every key a section computes — '' included, the key of "nothing to show" — or a section that has
+ * nothing to show for the new task would keep the previous task's content.
+ */
+type SectionKeys = Record<'question' | 'result' | 'failure' | 'meta' | 'command' | 'log', string | undefined>;
+
+function unrendered(): SectionKeys {
+  return { question: undefined, result: undefined, failure: undefined, meta: undefined, command: undefined, log: undefined };
 }
 
 function messageOf(data: unknown): string | undefined {

@@ -1,5 +1,5 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
-import { isFinished, type TaskState } from '../model/task.js';
+import { isFinished, type FailureReason, type TaskState } from '../model/task.js';
 import { isActive } from '../bridge/summary.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
@@ -11,6 +11,33 @@ export const STATE_LABEL: Record<TaskState, string> = {
   cancelled: 'Cancelled',
   interrupted: 'Interrupted',
 };
+
+/** Why a task ended without success, in words (the reason code stays visible in the status line). */
+export const REASON_LABEL: Record<FailureReason, string> = {
+  error: 'The sub-agent reported an error',
+  timeout: 'It timed out',
+  stalled: 'It stalled (no message within the heartbeat timeout)',
+  cancelled: 'It was cancelled',
+  crashed: 'The sub-agent crashed',
+  protocol: 'The sub-agent broke the protocol',
+};
+
+/**
+ * One line saying why a task failed: "The sub-agent crashed: exited with code 3 without a result".
+ * The broker's messages for reported errors start with "failed: " (protocol errors with "protocol
+ * error: "), which the label already says.
+ */
+export function failureText(task: Pick<TaskSnapshot, 'reason' | 'message' | 'state'>, fallback?: string): string {
+  const label = task.reason ? REASON_LABEL[task.reason] : task.state === 'interrupted' ? 'Interrupted' : 'Failed';
+  const message = (task.message ?? fallback)?.replace(/^(failed|protocol error): /, '');
+  return message ? `${label}: ${message}` : label;
+}
+
+/** A model name worth showing: not empty and not a placeholder such as "none". */
+export function modelName(meta: Record<string, unknown> | undefined): string | undefined {
+  const model = meta?.model_used;
+  return typeof model === 'string' && model.trim() && !/^(none|null|undefined|n\/a|unknown)$/i.test(model.trim()) ? model : undefined;
+}
 
 export { isFinished } from '../model/task.js';
 export { countsText, isActive } from '../bridge/summary.js';

@@ -160,7 +160,7 @@ function showDetails(task: TaskSnapshot, now: number): void {
   if (first) {
     detailsPane.hidden = false;
     app.classList.add('has-details');
-    details.setLog([]);
+    details.setLog(undefined);
     logStale = true;
     void refreshLog();
     details.root.focus({ preventScroll: true });
@@ -274,7 +274,9 @@ pauseButton.addEventListener('click', () => {
   bridge.setPaused(!paused).catch(showError);
 });
 byId('open-log').addEventListener('click', () => {
-  bridge.openLog().then(({ path }) => info?.mode === 'headless' && toast(`Log file: ${path}`), showError);
+  // Headless, the server shows the log as a page (there is no OS viewer to hand it to).
+  if (info?.mode === 'headless') window.open(`./log${location.search}`, '_blank', 'noopener');
+  else bridge.openLog().catch(showError);
 });
 
 document.addEventListener('keydown', (event) => {

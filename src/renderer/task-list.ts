@@ -4,7 +4,7 @@
  */
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { h, setText } from './dom.js';
-import { compareTasks, isActive, isFinished, STATE_LABEL, taskTime } from './format.js';
+import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 
 interface Row {
   el: HTMLLIElement;
@@ -273,9 +273,9 @@ function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
 /** The second line of a row: what the task is doing or why it ended. */
 function subline(task: TaskSnapshot, paused: boolean): string {
   if (task.pendingQuestion) return `Asks: ${task.pendingQuestion.question}`;
-  if (task.state === 'failed' || task.state === 'interrupted') return task.message ?? `Failed (${task.reason ?? 'unknown reason'})`;
+  if (task.state === 'failed' || task.state === 'interrupted') return failureText(task);
   if (task.state === 'cancelled') return task.message ?? 'Cancelled';
-  if (task.state === 'retrying') return task.message ? `Retrying after: ${task.message}` : 'Waiting to retry';
+  if (task.state === 'retrying') return task.message ? `Retrying after: ${failureText(task)}` : 'Waiting to retry';
   if (task.state === 'queued') return paused ? 'Waiting: the queue is paused' : 'Waiting for a free slot';
   if (task.state === 'succeeded') {
     const bits: string[] = [];
@@ -284,7 +284,8 @@ function subline(task: TaskSnapshot, paused: boolean): string {
       bits.push(String((data as Record<string, unknown>).summary).slice(0, 200));
     }
     const meta = task.result?.meta;
-    if (meta && typeof meta.model_used === 'string') bits.push(meta.model_used);
+    const model = modelName(meta);
+    if (model) bits.push(model);
     const usage = meta?.token_usage;
     if (usage && typeof usage === 'object') {
       const total = (usage.total as number | undefined) ?? (usage.input ?? 0) + (usage.output ?? 0);

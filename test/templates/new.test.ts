@@ -99,7 +99,7 @@ describe('backchannel new', () => {
     };
     expect(pkg.dependencies.backchannel).toBe(`file:${root}`);
     expect(pkg.scripts).toEqual({
-      start: 'backchannel run -- python3 agent.py',
+      start: 'backchannel run --input @sample-input.json -- python3 agent.py',
       check: `backchannel check --input '{"path":".","extensions":[".py",".md"]}' -- python3 agent.py`,
       test: 'npm run check && node --test test/',
     });

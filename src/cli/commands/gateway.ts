@@ -13,7 +13,8 @@ the key printed at the first start (kept in ~/.config/backchannel/gateway-key).
 
 Options:
   --port <n>        port to listen on; 0 picks a free one (default: the config's, else 8976)
-  --config <path>   YAML config (default: ${defaultConfigPath()}, optional)
+  --config <path>   a YAML file in the gateway's schema (default: the gateway section of
+                    \`backchannel config path\`; else the old ${defaultConfigPath()})
   -h, --help        show this help
 
 Config keys: port, api_key, auth, default_model, request_timeout_ms, max_concurrent, max_queued,
@@ -21,6 +22,31 @@ max_connections, cursor_cli_path, workspace, env_allow, side_requests, client_sy
 sessions, session_workspaces, workspaces_dir, models, list_cli_models (see docs/gateway.md).
 
 Stop with Ctrl+C: running requests are cancelled and their processes stopped.`;
+
+/**
+ * Without --config: the `gateway:` section of the one config file (src/config), else the gateway's
+ * old file ~/.backchannel/config.yaml (with a notice to move it), else the defaults.
+ */
+async function gatewayConfigFromOneFile() {
+  const { existsSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
+  const { loadConfig, legacyGatewayConfigPath } = await import('../../config/file.js');
+  const { loadGatewayConfig, resolveGatewayConfig } = await import('../../gateway/config.js');
+  const one = loadConfig();
+  const section = one.sections.gateway;
+  if (section) {
+    const config = resolveGatewayConfig(section, process.env, dirname(one.path));
+    config.source = `${one.path} (gateway section)`;
+    return config;
+  }
+  const legacy = legacyGatewayConfigPath();
+  if (existsSync(legacy)) {
+    process.stderr.write(
+      `backchannel gateway: reading ${legacy}, the gateway's old config file; move its settings under \`gateway:\` in ${one.path}\n`,
+    );
+  }
+  return loadGatewayConfig(legacy);
+}
 
 export const command: CliCommand = {
   async run(argv) {
@@ -44,7 +70,7 @@ export const command: CliCommand = {
     const { createHeadlessLogger } = await import('../../broker/log.js');
     let gateway;
     try {
-      const config = loadGatewayConfig(values.config);
+      const config = values.config !== undefined ? loadGatewayConfig(values.config) : await gatewayConfigFromOneFile();
       if (port !== undefined) config.port = port;
       gateway = await startGateway({ config, logger: createHeadlessLogger({ console: 'info' }) });
     } catch (error) {

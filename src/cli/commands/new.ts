@@ -42,8 +42,12 @@ function quoteArg(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The template's sample input, written next to its code so `npm start` has something to do. */
+const SAMPLE_INPUT = 'sample-input.json';
+
 function packageJson(name: string, template: Template, link: boolean): string {
-  const runLine = ['backchannel', 'run', '--', ...template.run].map(quoteArg).join(' ');
+  const sample = template.input !== undefined ? ['--input', `@${SAMPLE_INPUT}`] : [];
+  const runLine = ['backchannel', 'run', ...sample, '--', ...template.run].map(quoteArg).join(' ');
   const input = template.input === undefined ? [] : ['--input', JSON.stringify(template.input)];
   const checkLine = ['backchannel', 'check', ...input, '--', ...template.run].map(quoteArg).join(' ');
   // `npm test` runs the conformance check first, unless the agent needs an account or a service
@@ -89,6 +93,7 @@ function isEmptyDir(dir: string): boolean {
 function scaffold(target: string, template: Template, link: boolean): void {
   scaffoldTemplate(template, target);
   writeFileSync(path.join(target, 'package.json'), packageJson(path.basename(target), template, link));
+  if (template.input !== undefined) writeFileSync(path.join(target, SAMPLE_INPUT), JSON.stringify(template.input, null, 2) + '\n');
   if (!existsSync(path.join(target, '.gitignore'))) writeFileSync(path.join(target, '.gitignore'), 'node_modules/\n__pycache__/\n');
   if (link) {
     mkdirSync(path.join(target, 'node_modules'), { recursive: true });

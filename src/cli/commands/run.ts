@@ -4,6 +4,8 @@
  */
 import { TaskBroker, type TaskHandle } from '../../broker/broker.js';
 import { createHeadlessLogger } from '../../broker/log.js';
+import { DEFAULTS } from '../../broker/settings.js';
+import { loadConfig, setting } from '../../config/file.js';
 import type { TaskSpec } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
@@ -74,9 +76,25 @@ interface RunOptions {
 
 /** The command line as a task spec and display options, or the exit code (help, usage error). */
 function parseRunOptions(argv: string[]): RunOptions | number {
-  const parsed = parseCommandLine('run', argv, OPTIONS, HELP, true);
+  const parsed = parseCommandLine('run', argv, OPTIONS, HELP, 'command');
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
+  // Unset options come from the `run:` section of the one config file (backchannel config path).
+  try {
+    const config = loadConfig();
+    for (const [option, key] of [
+      ['timeout', 'timeout'],
+      ['heartbeat-timeout', 'heartbeat_timeout'],
+      ['retries', 'retries'],
+      ['ask-timeout', 'ask_timeout'],
+    ] as const) {
+      const value = setting(config, 'run', key, key === 'retries' ? 'integer' : 'number');
+      if (values[option] === undefined && value !== undefined) values[option] = String(value);
+    }
+  } catch (error) {
+    process.stderr.write(`backchannel run: ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
   const [command, ...args] = positionals;
   if (!command) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
   try {
@@ -155,7 +173,7 @@ export const command: CliCommand = {
     const task = broker.submit(spec);
     const stopSignals = cancelOnSignals(task, line);
     line?.start();
-    showUpdates(broker, task, { line, verbose, json });
+    showUpdates(broker, task, { line, verbose, json, askTimeoutMs: askTimeoutMs ?? DEFAULTS.askTimeoutMs });
 
     let code: number;
     try {

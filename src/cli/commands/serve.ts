@@ -7,7 +7,7 @@ import { defaultDataDir } from '../../hosts/paths.js';
 const HELP = `Usage: backchannel serve [options]
 
 Serves the task panel and its API on 127.0.0.1 and prints the URL to open. Only that URL works:
-it carries a token that is new on every start.
+it carries a token that is new on every start, unless --keep-token or BACKCHANNEL_PANEL_TOKEN.
 
 Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
@@ -15,6 +15,8 @@ Options:
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
   --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
+  --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
+                      a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
 ${BROKER_FLAGS_HELP.replace(/^ {2}(--\S+( <\S+>)?) +/gm, (_, flag: string) => `  ${flag.padEnd(20)}`)}
   -h, --help          show this help
@@ -37,11 +39,31 @@ export const command: CliCommand = {
         redis: { type: 'string' },
         queue: { type: 'string' },
         ...BROKER_FLAGS,
+        'keep-token': { type: 'boolean' },
       },
       HELP,
     );
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
+    // Unset options come from the `serve:` section of the one config file (backchannel config path).
+    let file: { port?: unknown; dataDir?: unknown; concurrency?: unknown; keepToken?: unknown };
+    try {
+      const { loadConfig, setting } = await import('../../config/file.js');
+      const config = loadConfig();
+      file = {
+        port: setting(config, 'serve', 'port', 'integer'),
+        dataDir: setting(config, 'serve', 'data_dir', 'string'),
+        concurrency: setting(config, 'serve', 'concurrency', 'integer'),
+        keepToken: setting(config, 'serve', 'keep_token', 'boolean'),
+      };
+    } catch (error) {
+      process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    values.port ??= file.port === undefined ? undefined : String(file.port);
+    values['data-dir'] ??= file.dataDir as string | undefined;
+    values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
+    values['keep-token'] ??= file.keepToken as boolean | undefined;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
@@ -55,7 +77,14 @@ export const command: CliCommand = {
     let headless;
     try {
       const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
-      headless = await startHeadless({ port, dataDir: values['data-dir'], concurrency, redis, broker: brokerFlagOptions(values) });
+      headless = await startHeadless({
+        port,
+        dataDir: values['data-dir'],
+        concurrency,
+        redis,
+        broker: brokerFlagOptions(values),
+        keepToken: values['keep-token'],
+      });
     } catch (error) {
       process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
       return EXIT.failed;

@@ -19,7 +19,14 @@ export function readInput(value: string | undefined, maxBytes = MAX_INPUT_BYTES)
 }
 
 function readFile(file: string, maxBytes: number): string {
-  const fd = openSync(file, 'r');
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : code;
+    throw new Error(`--input @${file}: cannot read ${file} (${why ?? (error as Error).message})`, { cause: error });
+  }
   try {
     return readBounded(fd, file, maxBytes);
   } finally {

@@ -14,11 +14,13 @@ export interface UpdateViewOptions {
   line: ProgressLine | undefined;
   verbose: boolean;
   json: boolean;
+  /** How long a question waits for an answer (said at once when nobody can answer on this terminal). */
+  askTimeoutMs: number;
 }
 
 /** Shows every update of `task` until unsubscribed. */
 export function showUpdates(broker: TaskBroker, task: TaskHandle, options: UpdateViewOptions): () => void {
-  const { line, verbose, json } = options;
+  const { line, verbose, json, askTimeoutMs } = options;
   /** A whole line on stderr, above the status line when there is one. */
   const print = (text: string) => (line ? line.print(text) : writeText(process.stderr, text + '\n'));
   return task.on('update', (update: TaskUpdate) => {
@@ -33,7 +35,7 @@ export function showUpdates(broker: TaskBroker, task: TaskHandle, options: Updat
       const message = `attempt ${update.attempt} failed: ${task.snapshot().message ?? ''}; retrying`;
       if (line || !json) print(message);
     }
-    if (update.kind === 'ask') void answerQuestion(broker, task.id, line);
+    if (update.kind === 'ask') void answerQuestion(broker, task.id, line, askTimeoutMs);
   });
 }
 
@@ -42,10 +44,17 @@ function progressText(update: TaskUpdate): string {
   return `partial${update.progress !== undefined ? ` ${update.progress}%` : ''} ${describePartial(update.payload?.data)}`;
 }
 
-/** Prompts on the terminal for a question the agent asked; without a TTY the ask times out. */
-async function answerQuestion(broker: TaskBroker, taskId: string, line: ProgressLine | undefined): Promise<void> {
+/**
+ * Prompts on the terminal for a question the agent asked. Without a TTY nobody can answer here: say at
+ * once how long the question waits and how to answer it from elsewhere.
+ */
+async function answerQuestion(broker: TaskBroker, taskId: string, line: ProgressLine | undefined, askTimeoutMs: number): Promise<void> {
   const question = broker.get(taskId)?.pendingQuestion;
   if (!question) return;
+  if (!process.stdin.isTTY) {
+    process.stderr.write(unansweredNotice(taskId, question.question, question.choices, askTimeoutMs) + '\n');
+    return;
+  }
   const answer = await askOnTerminal(question, line, 'no terminal to answer on; it will time out');
   if (answer !== undefined) broker.answer(taskId, question.askId, answer);
 }
@@ -70,4 +79,20 @@ export async function askOnTerminal(
   rl.close();
   line?.start();
   return answer;
+}
+
+/** What `run` says when the agent asks and stdin is not a terminal. */
+export function unansweredNotice(taskId: string, question: string, choices: string[] | undefined, askTimeoutMs: number): string {
+  const options = choices?.length ? ` [${choices.join('/')}]` : '';
+  return [
+    `The agent asks: ${question}${options}`,
+    `  No terminal to answer on (stdin is not a TTY): the question waits ${formatWait(askTimeoutMs)} (--ask-timeout), then the agent gets no answer.`,
+    `  Answer from another shell: backchannel answer ${taskId} <text>`,
+  ].join('\n');
+}
+
+function formatWait(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms >= 1000) return `${Math.round(ms / 100) / 10} s`;
+  return `${ms} ms`;
 }

@@ -4,6 +4,7 @@
  * the panel's files come from the same `PanelFiles` the Electron protocol serves.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { open } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { API_PREFIX, EVENTS_PATH, TOKEN_HEADER } from '../../bridge/http-routes.js';
@@ -22,6 +23,8 @@ export interface PanelServerOptions {
   rendererDir?: string;
   /** @default a new random token */
   token?: string;
+  /** The app log, served as a page at LOG_PATH (its last LOG_PAGE_BYTES). */
+  logPath?: string;
   /** Keep-alive comment interval on the event stream (proxies and browsers drop silent streams). @default 15000 */
   keepAliveMs?: number;
 }
@@ -40,9 +43,15 @@ export const HOST = '127.0.0.1';
 /** Longer than browsers keep idle connections around, so a reused socket is not closed under a request. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
+/** Where the panel's "Open" shows the app log (headless: there is no OS viewer to hand it to). */
+export const LOG_PATH = '/log';
+/** The tail of the log a page shows: enough for the recent story, small enough to load at once. */
+const LOG_PAGE_BYTES = 512 * 1024;
+
 /** What every request handler needs; `port` is known once the server listens. */
 interface ServerContext {
   readonly bridge: BackchannelBridge;
+  readonly logPath: string | undefined;
   readonly files: PanelFiles;
   readonly streams: EventStreams;
   readonly token: string;
@@ -52,6 +61,7 @@ interface ServerContext {
 export async function startPanelServer(options: PanelServerOptions): Promise<PanelServer> {
   const context: ServerContext = {
     bridge: options.bridge,
+    logPath: options.logPath,
     files: PanelFiles.load(options.rendererDir ?? defaultRendererDir()),
     streams: new EventStreams(options.bridge, options.keepAliveMs ?? 15_000),
     token: options.token ?? newToken(),
@@ -86,6 +96,7 @@ async function handleRequest(context: ServerContext, req: IncomingMessage, res: 
   if (!url) return;
   if (url.pathname === EVENTS_PATH && req.method === 'GET') return context.streams.open(req, res);
   if (url.pathname.startsWith(API_PREFIX)) return handleApi(context.bridge, req, res, url.pathname);
+  if (url.pathname === LOG_PATH && req.method === 'GET') return serveLog(context, res);
   return serveFile(context, req, res, url.pathname);
 }
 
@@ -109,6 +120,30 @@ function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse
     return undefined;
   }
   return url;
+}
+
+/** The app log's tail as plain text (never HTML: log lines come from sub-agents). */
+async function serveLog(context: ServerContext, res: ServerResponse): Promise<void> {
+  if (!context.logPath) return sendError(res, 404, 'not_found', 'This server keeps no log file');
+  let text: string;
+  try {
+    const handle = await open(context.logPath, 'r');
+    try {
+      const { size } = await handle.stat();
+      const start = Math.max(0, size - LOG_PAGE_BYTES);
+      const { buffer, bytesRead } = await handle.read(Buffer.alloc(size - start), 0, size - start, start);
+      text = buffer.subarray(0, bytesRead).toString('utf8');
+      // Cut to whole lines, and say that the start is missing.
+      if (start > 0) text = `… (the first ${start} bytes are in ${context.logPath})\n` + text.slice(text.indexOf('\n') + 1);
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    text = `(${context.logPath} is empty: nothing has been logged yet)`;
+  }
+  res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+  res.end(`Backchannel log: ${context.logPath}\n\n${text}`);
 }
 
 function serveFile(context: ServerContext, req: IncomingMessage, res: ServerResponse, pathname: string): void {

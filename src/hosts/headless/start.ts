@@ -15,6 +15,7 @@ import { defaultDataDir } from '../paths.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { controlSocketPath } from '../control/paths.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
+import { panelToken } from './token.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -36,6 +37,8 @@ export interface HeadlessOptions {
   control?: string | false;
   /** Broker options set by `serve`'s flags: the sub-agents' environment policy, strict tokens. */
   broker?: Pick<BrokerOptions, 'env' | 'requireToken'>;
+  /** Reuse the token kept in `<dataDir>/panel-token` (see ./token.ts). @default false: a new token per start */
+  keepToken?: boolean;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
 }
@@ -62,6 +65,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
     throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
   }
+  const token = panelToken({ dataDir, keep: options.keepToken });
   const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
   const queue = options.redis ? redisQueue(options.redis) : undefined;
   const broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
@@ -80,7 +84,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   try {
     const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
     if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger });
-    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir });
+    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
   } catch (error) {
     await control?.close();
     bridge.close();

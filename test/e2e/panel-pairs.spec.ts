@@ -1,0 +1,139 @@
+/**
+ * The details pane shows one task and nothing else: open tasks in every state one after the other —
+ * every ordered pair of states — and check that nothing of the task shown before is left (its
+ * failure box, stderr tail, question and answer buttons, result, meta, command or log). Each task's
+ * sub-agent puts a marker into everything the panel can show of it (test/e2e/fixtures/marked-agent.mjs).
+ */
+import { expect, test, type Page } from '@playwright/test';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
+
+const AGENT = path.join(ROOT, 'test', 'e2e', 'fixtures', 'marked-agent.mjs');
+const STATES = ['queued', 'running', 'asking', 'retrying', 'succeeded', 'failed', 'cancelled', 'interrupted'] as const;
+type State = (typeof STATES)[number];
+/** The marker of a state's task; no marker is part of another. */
+const marker = (state: State): string => `mark-${state}-task`;
+/** The sections a task in that state must show (its own content, with its own marker). */
+const OWN_SECTION: Partial<Record<State, string>> = {
+  asking: '.details .question',
+  failed: '.details .failure',
+  succeeded: '.details .result',
+  running: '.details .result',
+};
+
+let dir: string;
+let serve: Serve | undefined;
+
+test.afterAll(async () => {
+  await serve?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A route through every ordered pair of distinct states exactly once (an Euler circuit of the complete digraph). */
+function everyPair(): State[] {
+  const unused = new Map<State, State[]>(STATES.map((s) => [s, STATES.filter((t) => t !== s)]));
+  const stack: State[] = [STATES[0]];
+  const route: State[] = [];
+  while (stack.length) {
+    const top = stack.at(-1)!;
+    const next = unused.get(top)!.shift();
+    if (next) stack.push(next);
+    else route.push(stack.pop()!);
+  }
+  return route.reverse();
+}
+
+const row = (page: Page, state: State) => page.locator('li.task', { has: page.locator('.task-label', { hasText: marker(state) }) });
+
+async function submit(server: Serve, state: State, mode: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const { id } = await server.api<{ id: string }>('POST', '/api/tasks', {
+    command: process.execPath,
+    args: [AGENT, `--marker=${marker(state)}`, `--mode=${mode}`],
+    label: marker(state),
+    ...extra,
+  });
+  return id;
+}
+
+test('opening tasks one after another never shows anything of the task opened before', async ({ page }) => {
+  test.setTimeout(120_000);
+  dir = scratchDir();
+  const dataDir = path.join(dir, 'data');
+
+  // A server killed while a task runs leaves that task "interrupted" in its history.
+  const killed = await startServe(dataDir);
+  const doomed = await submit(killed, 'interrupted', 'forever');
+  await expect.poll(async () => (await killed.api<{ task: { state: string } }>('GET', `/api/tasks/${doomed}`)).task.state).toBe('running');
+  await killed.stop('SIGKILL');
+
+  serve = await startServe(dataDir, ['--concurrency', '8']);
+  await page.goto(serve.url);
+  await submit(serve, 'running', 'forever');
+  await submit(serve, 'asking', 'ask');
+  // Crashes at once every attempt; the backoff doubles, so after a few attempts it is retrying for long.
+  await submit(serve, 'retrying', 'crash', { retries: 20 });
+  await submit(serve, 'succeeded', 'succeed');
+  await submit(serve, 'failed', 'fail');
+  const cancelled = await submit(serve, 'cancelled', 'forever');
+  await expect(row(page, 'cancelled').locator('.badge')).toHaveText('Running');
+  await serve.api('POST', `/api/tasks/${cancelled}/cancel`);
+  await page.locator('#pause').click();
+  await expect(page.locator('#paused-banner')).toBeVisible();
+  await submit(serve, 'queued', 'succeed');
+
+  const labels: Record<State, string> = {
+    queued: 'Queued',
+    running: 'Running',
+    asking: 'Needs answer',
+    retrying: 'Retrying',
+    succeeded: 'Succeeded',
+    failed: 'Failed',
+    cancelled: 'Cancelled',
+    interrupted: 'Interrupted',
+  };
+  for (const state of STATES) await expect(row(page, state).locator('.badge')).toHaveText(labels[state], { timeout: 30_000 });
+
+  const route = everyPair();
+  expect(route).toHaveLength(STATES.length * (STATES.length - 1) + 1);
+  let previous: State | undefined;
+  for (const state of route) {
+    await row(page, state).click();
+    // One look at the pane per poll (the route has 57 steps): once it shows this task with its own
+    // log loaded, nothing of any other task may be anywhere in it.
+    const own = OWN_SECTION[state];
+    const look = () =>
+      page.evaluate(
+        ({ own, mine, others }) => {
+          const text = (selector: string) => document.querySelector(selector)?.textContent ?? '';
+          const hidden = (selector: string) => (document.querySelector(selector) as HTMLElement | null)?.hidden ?? true;
+          const log = text('.details .log');
+          return {
+            title: text('.details-title'),
+            own: own ? text(own).includes(mine) : true,
+            // (A restarted server keeps no log of the interrupted task; a queued one has none yet.)
+            log: log !== '(loading the log…)' && (log.includes(`${mine} starts`) || log.startsWith('(no output')),
+            foreign: others.filter((marker) => text('#details-pane').includes(marker)),
+            question: !hidden('.details .question'),
+            failure: !hidden('.details .failure'),
+          };
+        },
+        { own, mine: marker(state), others: STATES.filter((s) => s !== state).map(marker) },
+      );
+    await expect
+      .poll(
+        async () => {
+          const seen = await look();
+          return seen.title === marker(state) && seen.own && seen.log;
+        },
+        { intervals: [25] },
+      )
+      .toBe(true);
+    const seen = await look();
+    const where = `details of ${state} after ${previous ?? 'nothing'}`;
+    expect(seen.foreign, where).toEqual([]);
+    expect(seen.question, where).toBe(state === 'asking');
+    if (state === 'queued' || state === 'running' || state === 'asking' || state === 'succeeded') expect(seen.failure, where).toBe(false);
+    previous = state;
+  }
+});
