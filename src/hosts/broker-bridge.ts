@@ -44,10 +44,15 @@ export interface BrokerBridgeOptions {
   logPath: string;
   templates?: TemplateInfo[];
   /**
-   * Minimum time between two events. 100 ms keeps the panel at ≤ 10 renders a second however
-   * many tasks report. @default 100
+   * Minimum time between two events: one frame (16 ms), so a change reaches the panel by its next
+   * frame. @default 16
    */
   flushIntervalMs?: number;
+  /**
+   * Time between two events while the broker's event loop runs late (saturated): the panel then
+   * gets ≤ 10 events a second however many tasks report. @default 100
+   */
+  busyFlushIntervalMs?: number;
   /** How many distinct recent command lines `info()` lists. @default 8 */
   recentLimit?: number;
   /** Electron opens the log in the OS; headless leaves it undefined and only returns the path. */
@@ -61,11 +66,13 @@ export interface BrokerBridge extends BackchannelBridge {
   close(): void;
 }
 
-export const DEFAULT_FLUSH_INTERVAL_MS = 100;
+export const DEFAULT_FLUSH_INTERVAL_MS = 16;
+export const DEFAULT_BUSY_FLUSH_INTERVAL_MS = 100;
 
 export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOptions): BrokerBridge {
   const events = new UpdateCoalescer(broker, {
     flushIntervalMs: options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS,
+    busyFlushIntervalMs: Math.max(options.busyFlushIntervalMs ?? DEFAULT_BUSY_FLUSH_INTERVAL_MS, options.flushIntervalMs ?? 0),
     onListenerError: options.onListenerError,
   });
   const detach = listenToBroker(broker, events);

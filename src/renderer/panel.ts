@@ -1,7 +1,8 @@
 /**
  * The panel's entry point. Talks only to `window.backchannel` (the Electron preload, or the HTTP
- * bridge installed below when there is none). Events are merged into one map and drawn at most
- * every RENDER_INTERVAL_MS, however fast tasks report.
+ * bridge installed below when there is none). Events are merged into one map and drawn on the next
+ * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
+ * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
 import type { BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
 import { Details } from './details.js';
@@ -12,8 +13,6 @@ import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { TaskList } from './task-list.js';
 
-/** ≤ 10 renders a second: smooth to the eye, cheap with 200 live tasks. */
-const RENDER_INTERVAL_MS = 100;
 /** How often an open task's log is re-read while the task changes. */
 const LOG_REFRESH_MS = 1000;
 /** How often open insights are fetched again (the broker aggregates; one small request). */
@@ -25,8 +24,7 @@ const bridge = window.backchannel;
 const tasks = new Map<string, TaskSnapshot>();
 let changed = new Set<string>();
 let everything = true;
-let renderTimer: ReturnType<typeof setTimeout> | undefined;
-let lastRender = 0;
+let frameRequested = false;
 let info: BridgeInfo | undefined;
 let paused = false;
 let connected = false;
@@ -97,19 +95,19 @@ function onEvent(event: BridgeEvent): void {
   scheduleRender();
 }
 
+/** The one path to the DOM: everything that changed since the last frame is drawn in the next one. */
 function scheduleRender(): void {
-  if (renderTimer !== undefined) return;
-  const wait = Math.max(0, lastRender + RENDER_INTERVAL_MS - performance.now());
-  renderTimer = setTimeout(() => requestAnimationFrame(render), wait);
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(render);
 }
 
 /** Each render is reported as a User Timing measure (observable, e.g. by the load test); the buffer is not kept. */
 const RENDER_MEASURE = 'backchannel:render';
 
 function render(): void {
-  renderTimer = undefined;
-  lastRender = performance.now();
-  const started = lastRender;
+  frameRequested = false;
+  const started = performance.now();
   try {
     renderNow();
   } finally {
