@@ -4,6 +4,7 @@
  * do with them: build the announcement, read inline base64, turn received bytes into `content`, and
  * strip the bytes from what is kept (snapshots, history).
  */
+import { decodeText } from './framing.js';
 import type { Attachment, AttachmentEncoding, Payload } from './messages.js';
 
 /** All attachments of one attempt together, unless the broker is configured otherwise. */
@@ -33,7 +34,7 @@ export function inlined(attachment: OutgoingAttachment): Attachment {
 /** An attachment as the receiver delivers it: header plus `content`, no `base64`. */
 export function received(header: Attachment, bytes: Buffer): Attachment {
   const encoding = header.encoding ?? 'binary';
-  return { name: header.name, bytes: bytes.length, encoding, content: encoding === 'utf8' ? bytes.toString('utf8') : bytes };
+  return { name: header.name, bytes: bytes.length, encoding, content: encoding === 'utf8' ? decodeText(bytes, 0, bytes.length) : bytes };
 }
 
 /** The attachments whose bytes follow the line raw (in this order), i.e. those without `base64`. */
