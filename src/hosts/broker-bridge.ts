@@ -20,6 +20,8 @@ export interface BrokerLike {
   tasks(): TaskSnapshot[];
   get(id: string): TaskSnapshot | undefined;
   logOf(id: string): LogLine[];
+  /** An attachment's content while the broker still holds it. */
+  attachment?(id: string, name: string): string | Uint8Array | undefined;
   cancel(id: string): boolean;
   retry(id: string): { id: string; result: Promise<unknown> };
   answer(id: string, askId: string, text: string): boolean;
@@ -138,6 +140,14 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     async getTask(id): Promise<TaskDetails> {
       const task = requireTask(id);
       return { task, log: broker.logOf(id) };
+    },
+    async attachment(id, name) {
+      const header = requireTask(id).result?.attachments?.find((a) => a.name === name);
+      const content = header && broker.attachment?.(id, name);
+      if (!header || content === undefined) throw new BridgeError('not_found', `Task ${id} has no attachment ${name} (any more)`);
+      const bytes =
+        typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+      return { name, bytes: bytes.length, encoding: header.encoding ?? 'binary', base64: bytes.toString('base64') };
     },
     async submit(request) {
       return handleOf(() => broker.submit(toSpec(request)));

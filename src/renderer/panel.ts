@@ -4,7 +4,7 @@
  * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
  * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
+import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
 import { Details } from './details.js';
 import { byId, setText } from './dom.js';
 import { countsText, isFinished } from './format.js';
@@ -53,6 +53,9 @@ const details = new Details({
     bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
   },
   copy: (text) => copyText(text),
+  download: (id, name) => {
+    bridge.attachment(id, name).then(saveFile, showError);
+  },
 });
 detailsPane.append(details.root);
 const dialog = new NewTaskDialog(async (request) => {
@@ -257,6 +260,19 @@ function toast(message: string, isError = false): void {
   toastEl.classList.add('visible');
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => toastEl.classList.remove('visible'), isError ? 6000 : 2500);
+}
+
+/** Hands an attachment to the browser as a file download. */
+function saveFile(file: AttachmentDownload): void {
+  const binary = atob(file.base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const url = URL.createObjectURL(
+    new Blob([bytes], { type: file.encoding === 'utf8' ? 'text/plain;charset=utf-8' : 'application/octet-stream' }),
+  );
+  const link = Object.assign(document.createElement('a'), { href: url, download: file.name });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 function showError(error: unknown): void {

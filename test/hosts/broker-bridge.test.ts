@@ -1,5 +1,5 @@
 /**
- * The broker bridge coalesces a chatty broker into ≤ ~10 events a second with each task at most
+ * The broker bridge coalesces a chatty broker into at most one event a frame with each task at most
  * once per event, and shows history from an earlier run.
  */
 import fs from 'node:fs';
