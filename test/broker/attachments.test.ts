@@ -91,6 +91,14 @@ describe('attachments: big results beside the JSON line', () => {
     expect(byName(result.attachments, 'blob.bin').bytes).toBe(10 * MB);
   });
 
+  test('raw bytes announced by a refused line (another task id) cannot be skipped: the task fails with reason protocol', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: 'node', args: [fixture('raw-attacher.mjs'), 'foreign'] });
+    const outcome = await settle(task.result);
+    expect(!outcome.ok && outcome.error.reason).toBe('protocol');
+    expect(!outcome.ok && outcome.error.message).toContain('refused a message whose attachment bytes follow');
+  });
+
   test('attachments over the limit fail the task with reason protocol', async () => {
     const { broker } = makeBroker({ limits: { maxAttachmentBytes: MB } });
     const task = broker.submit({ command: fixture('attacher.mjs'), input: { binary: 2 * MB } });
