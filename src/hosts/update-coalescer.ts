@@ -102,11 +102,26 @@ export class UpdateCoalescer {
 
   #schedule(): void {
     if (this.#timer !== undefined || this.#closed) return;
-    const { flushIntervalMs, busyFlushIntervalMs = flushIntervalMs } = this.#options;
     const now = Date.now();
-    const wait = Math.max(0, this.#lastFlushAt + (this.#busy ? busyFlushIntervalMs : flushIntervalMs) - now);
-    this.#dueAt = now + wait;
-    this.#timer = setTimeout(() => this.#flush(), wait);
+    this.#dueAt = now + Math.max(0, this.#lastFlushAt + this.#interval() - now);
+    this.#arm(this.#dueAt - now);
+  }
+
+  #interval(): number {
+    const { flushIntervalMs, busyFlushIntervalMs = flushIntervalMs } = this.#options;
+    return this.#busy ? busyFlushIntervalMs : flushIntervalMs;
+  }
+
+  /**
+   * Node's timers count from the event loop's cached clock, which lags `Date.now()` while a long
+   * callback runs, so a timer can fire a few ms early: then it waits out the rest instead of flushing.
+   */
+  #arm(wait: number): void {
+    this.#timer = setTimeout(() => {
+      const early = this.#lastFlushAt + this.#interval() - Date.now();
+      if (early > 0) this.#arm(early);
+      else this.#flush();
+    }, wait);
     this.#timer.unref?.();
   }
 

@@ -40,7 +40,7 @@ describe('coalescing', () => {
       const seen = event.tasks.map((t) => t.id);
       expect(new Set(seen).size).toBe(seen.length);
     }
-    for (let i = 1; i < deltas.length; i++) expect(deltas[i]!.at - deltas[i - 1]!.at).toBeGreaterThanOrEqual(15);
+    for (let i = 1; i < deltas.length; i++) expect(deltas[i]!.at - deltas[i - 1]!.at).toBeGreaterThanOrEqual(14);
     // Nothing is lost: the last event about each task has its final state.
     for (const id of ids) {
       const last = deltas
