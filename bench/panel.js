@@ -32,18 +32,18 @@ main(async ({ quick }) => {
   }
   const { startHeadless } = await import(startPath);
   const result = await measurePanel(windowMs, (options) => startHeadless(options));
-  // Proposal 2 in docs/performance.md, half of it: the same stack with the bridge flushing every
-  // 50 ms instead of 100 (the renderer's own 100 ms throttle is in the browser bundle and stays).
-  const variant = await measurePanel(windowMs, (options) => startBridgeAt(50, options));
-  result.bridge50 = variant;
+  // For comparison: the same stack with the bridge spacing events by 100 ms always (round 1's
+  // bridge; the renderer is frame-aligned in both).
+  const variant = await measurePanel(windowMs, (options) => startBridgeAt(100, options));
+  result.bridge100 = variant;
   result.rows.push(
     row({
       fig: '6',
-      name: 'Panel p95 with the bridge flushing every 50 ms (not the default)',
+      name: 'Panel p95 with the bridge flushing every 100 ms (round 1, not the default)',
       unit: 'ms',
       value: variant.latency.p95,
       baseline: result.latency.p95,
-      detail: `p50 ${variant.latency.p50.toFixed(0)} vs ${result.latency.p50.toFixed(0)} ms; baseline column = the default 100 ms bridge, same run; ${variant.longTasks.length} long tasks`,
+      detail: `p50 ${variant.latency.p50.toFixed(0)} vs ${result.latency.p50.toFixed(0)} ms; baseline column = the default frame-aligned bridge, same run; ${variant.longTasks.length} long tasks`,
     }),
   );
   return result;
@@ -144,13 +144,23 @@ async function measurePanel(windowMs, start) {
     result.rows = [
       row({
         fig: '6',
+        name: `Panel, ${tasks} tasks × 5 updates/s: update → DOM p50`,
+        unit: 'ms',
+        value: lat.p50,
+        baseline: 37,
+        ratio: lat.p50 / 37,
+        target: { op: '<=', ratio: 1 },
+        detail: `baseline column = the design's 37 ms UI latency; one frame-aligned path (bridge: next tick when idle, ≤ 1 event per 16 ms, 100 ms only under pressure; renderer: next animation frame)`,
+      }),
+      row({
+        fig: '6',
         name: `Panel, ${tasks} tasks × 5 updates/s: update → DOM p95`,
         unit: 'ms',
         value: lat.p95,
-        baseline: 100,
-        ratio: lat.p95 / 100,
+        baseline: 50,
+        ratio: lat.p95 / 50,
         target: { op: '<=', ratio: 1 },
-        detail: `p50 ${lat.p50.toFixed(0)} ms, p99 ${lat.p99.toFixed(0)} ms over ${lat.n} row updates; baseline column = the 100 ms target; bridge and renderer each coalesce to ≤ 10 updates/s`,
+        detail: `p50 ${lat.p50.toFixed(0)} ms, p99 ${lat.p99.toFixed(0)} ms over ${lat.n} row updates; baseline column = the 50 ms target`,
       }),
       row({
         fig: '6',
@@ -161,13 +171,12 @@ async function measurePanel(windowMs, start) {
       }),
       row({
         fig: '6',
-        name: 'Panel: long tasks (> 50 ms) per second',
-        unit: '/s',
-        value: longPerSecond,
-        baseline: 1,
-        ratio: longPerSecond,
-        target: { op: '<=', ratio: 1 },
-        detail: `${measured.longTasks.length} long tasks, mean ${longMean.toFixed(0)} ms, max ${Math.max(0, ...measured.longTasks).toFixed(0)} ms; target read as "under one 50 ms+ stall per second on average"`,
+        name: 'Panel: long tasks (> 50 ms) in the window',
+        unit: 'tasks',
+        value: measured.longTasks.length,
+        ratio: measured.longTasks.length,
+        target: { op: '<=', ratio: 0 },
+        detail: `${longPerSecond.toFixed(2)}/s, mean ${longMean.toFixed(0)} ms, max ${Math.max(0, ...measured.longTasks).toFixed(0)} ms; target: none over 50 ms (issue 13); ratio column = the count`,
       }),
     ];
     return result;

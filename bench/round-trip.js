@@ -3,7 +3,8 @@
  * broker process from `broker.answer()` (2 KB answer out) to the `update` event of the agent's next
  * `ask` (2 KB question back), so it covers the broker's encode, the SDK's decode, dispatch and
  * coalesced write, and the broker's decode, validation and event fan-out. Baseline: the same two
- * JSON lines ping-ponged over a raw Unix socket by a plain server and client.
+ * JSON lines ping-ponged over a raw Unix socket by a plain server and client. Then both again while
+ * 50 other tasks (a second broker in this process) stream a partial every 10 ms each.
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -86,6 +87,25 @@ main(async ({ quick }) => {
   };
   log(`round trip: ${rounds} round trips × ${runs} runs × 2`);
   const s = await interleave(runs, { broker: viaBroker, raw });
+
+  // Latency under load: the same pair while 50 other tasks stream progress into this process.
+  const LOAD_TASKS = 50;
+  const loadBroker = new TaskBroker({ concurrency: LOAD_TASKS, ipcDir: path.join(dir, 'ipc-load'), logger: silentLogger });
+  await loadBroker.ready;
+  let partials = 0;
+  loadBroker.on('update', (u) => u.kind === 'partial' && partials++);
+  const load = Array.from({ length: LOAD_TASKS }, () =>
+    loadBroker.submit({ command: agentPath('sdk-chatter.mjs'), input: { intervalMs: 10 } }),
+  );
+  const loadStart = Date.now();
+  while (loadBroker.stats().running < LOAD_TASKS && Date.now() - loadStart < 60_000) await new Promise((r) => setTimeout(r, 100));
+  const p0 = partials;
+  const t0 = Date.now();
+  log(`round trip under load: ${loadBroker.stats().running} streaming tasks`);
+  const loaded = await interleave(runs, { broker: viaBroker, raw });
+  const loadRate = (partials - p0) / ((Date.now() - t0) / 1000);
+  for (const task of load) task.cancel('benchmark over');
+  await loadBroker.close();
   await broker.close();
   const us = (name, field) => medianOf(s[name], field);
   const detail = `p50 ${us('broker', 'p50').toFixed(0)}/${us('raw', 'p50').toFixed(0)}, p99 ${us('broker', 'p99').toFixed(0)}/${us('raw', 'p99').toFixed(0)}, p99.9 ${us('broker', 'p999').toFixed(0)}/${us('raw', 'p999').toFixed(0)} µs (broker/raw)`;
@@ -113,6 +133,15 @@ main(async ({ quick }) => {
         target: { op: '<=', ratio: 2 },
       }),
       row({ fig: '4', name: 'Round trip 2 KB p99.9', unit: 'µs', value: us('broker', 'p999'), baseline: us('raw', 'p999') }),
+      row({
+        fig: '4',
+        name: `Round trip 2 KB p99 while ${LOAD_TASKS} tasks stream progress`,
+        unit: 'µs',
+        value: medianOf(loaded.broker, 'p99'),
+        baseline: medianOf(loaded.raw, 'p99'),
+        target: { op: '<=', ratio: 1.5 },
+        detail: `p50 ${medianOf(loaded.broker, 'p50').toFixed(0)}/${medianOf(loaded.raw, 'p50').toFixed(0)} µs (broker/raw, both under the same load); load: ${Math.round(loadRate)} partials/s into this process`,
+      }),
     ],
   };
 });

@@ -42,7 +42,8 @@ function connectOnce(endpoint: string): Promise<Socket> {
 }
 
 export class MessageLink {
-  private queue: string[] = [];
+  /** Lines (strings) and raw attachment bytes (Buffers), in the order they go out. */
+  private queue: Array<string | Buffer> = [];
   private scheduled = false;
   private closedReason: string | undefined;
   private readonly closeWaiters: Array<() => void> = [];
@@ -84,13 +85,37 @@ export class MessageLink {
     }
   }
 
+  /** Queues raw bytes (an attachment) right after what is queued; they are written as they are, not copied. */
+  sendRaw(bytes: Buffer): void {
+    if (this.closedReason || bytes.length === 0) return;
+    this.queue.push(bytes);
+  }
+
   /** Writes what is queued now; resolves when the kernel has it (or the link is gone). */
   flush(): Promise<void> {
     this.scheduled = false;
     if (this.queue.length === 0 || this.closedReason) return Promise.resolve();
-    const data = this.queue.length === 1 ? this.queue[0]! : this.queue.join('');
+    const queue = this.queue;
     this.queue = [];
-    return new Promise((resolve) => this.socket.write(data, () => resolve()));
+    if (queue.length === 1 || queue.every((item) => typeof item === 'string')) {
+      const data = queue.length === 1 ? queue[0]! : queue.join('');
+      return new Promise((resolve) => this.socket.write(data, () => resolve()));
+    }
+    // Lines joined, raw bytes as they are (not copied); writes complete in order, so the last one's
+    // callback means all are in the kernel.
+    const pieces: Array<string | Buffer> = [];
+    for (const item of queue) {
+      const last = pieces.length - 1;
+      if (typeof item === 'string' && typeof pieces[last] === 'string') pieces[last] += item;
+      else pieces.push(item);
+    }
+    const final = pieces.pop()!;
+    this.socket.cork();
+    for (const piece of pieces) this.socket.write(piece);
+    return new Promise((resolve) => {
+      this.socket.write(final, () => resolve());
+      this.socket.uncork();
+    });
   }
 
   /** Resolves when the connection is gone. */

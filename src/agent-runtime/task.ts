@@ -4,7 +4,12 @@
 import {
   HAND_OFF_VARIABLES,
   STDOUT_PREFIX,
+  inlined,
+  isAttachmentName,
   isoNow,
+  outgoingAttachment,
+  type AttachmentValue,
+  type OutgoingAttachment,
   type BrokerMessage,
   type FinalStatus,
   type Payload,
@@ -57,6 +62,7 @@ export class AgentTask<Input = unknown> {
   private ackWaiter: ((acked: boolean) => void) | undefined;
   private readonly asks = new Map<string, { resolve: (answer: string) => void; reject: (error: Error) => void }>();
   private askCounter = 0;
+  private readonly attachments: OutgoingAttachment[] = [];
   private inputReady: Promise<void> = Promise.resolve();
 
   private constructor(
@@ -155,6 +161,21 @@ export class AgentTask<Input = unknown> {
     Object.assign(this.extraMeta, fields);
   }
 
+  /**
+   * Attaches a big value to the final payload, sent beside its JSON line at wire speed: a string
+   * comes back to the caller as a string (UTF-8), bytes as a Buffer. Keep `data` small and put the
+   * bulk here (docs/protocol.md §4.1). On the stdout fallback it travels as base64 (slower, whole).
+   */
+  attach(name: string, value: AttachmentValue): void {
+    if (this.finalSent) throw new AgentRuntimeError('attach() after the final payload was sent');
+    if (!isAttachmentName(name)) throw new AgentRuntimeError(`attachment name ${JSON.stringify(name)} is not a plain file name`);
+    if (typeof value !== 'string' && !(value instanceof Uint8Array)) throw new AgentRuntimeError('attach() takes a string or bytes');
+    const index = this.attachments.findIndex((a) => a.header.name === name);
+    const attachment = outgoingAttachment(name, value);
+    if (index === -1) this.attachments.push(attachment);
+    else this.attachments[index] = attachment;
+  }
+
   /** A line in the task's log (stderr, which the broker keeps). */
   log(text: string): void {
     process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -236,6 +257,7 @@ export class AgentTask<Input = unknown> {
       meta: { timestamp: isoNow(), duration_ms: Math.round(performance.now() - this.startedAt), ...this.extraMeta, ...meta },
     };
     if (retryable !== undefined) payload.retryable = retryable;
+    const attachments = this.attachments;
     const link = this.link;
     if (link && !link.closed) {
       const acked = new Promise<boolean>((resolve) => {
@@ -244,13 +266,19 @@ export class AgentTask<Input = unknown> {
         timer.unref();
         void link.whenClosed().then(() => resolve(false));
       });
-      link.send(payload);
+      if (attachments.length === 0) link.send(payload);
+      else {
+        link.send({ ...payload, attachments: attachments.map((a) => a.header) });
+        for (const a of attachments) link.sendRaw(a.bytes);
+      }
       await link.flush();
       if (await acked) return;
       this.warn('no acknowledgement from the broker; writing the result to stdout and the spool');
     }
-    this.spool(payload);
-    await printToStdout(payload);
+    // Where raw bytes cannot follow a line, the attachments travel inline (base64).
+    const whole = attachments.length === 0 ? payload : { ...payload, attachments: attachments.map(inlined) };
+    this.spool(whole);
+    await printToStdout(whole);
   }
 
   private spool(payload: Payload): void {

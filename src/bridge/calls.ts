@@ -53,6 +53,12 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   openLog: { verb: 'POST', path: 'log/open', args: [], check: () => [] },
   fleet: { verb: 'GET', path: 'fleet', args: [], check: () => [] },
   insights: { verb: 'POST', path: 'insights', args: ['body'], check: (a) => [checkInsightsQuery(a[0])] },
+  attachment: {
+    verb: 'GET',
+    path: 'tasks/:id/attachments/:name',
+    args: ['id', 'name'],
+    check: (a) => [checkId(a[0]), checkId(a[1], 'name')],
+  },
 };
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];

@@ -46,7 +46,8 @@ export interface BridgeInfo {
 }
 
 /**
- * Pushed to subscribers: coalesced — at most one entry per task per flush, ~10 flushes/s.
+ * Pushed to subscribers: coalesced — at most one entry per task per flush, at most one flush a frame
+ * (16 ms), 100 ms apart while the broker is saturated.
  * The first event a new subscription receives is a full picture (`full: true`, every task and the
  * paused flag), so a listener that subscribes or reconnects late never misses a change.
  */
@@ -80,6 +81,16 @@ export interface BackchannelBridge {
   fleet(): Promise<WorkerInfo[]>;
   /** Duration, outcome and token figures of finished tasks (docs/insights.md). */
   insights(query: InsightsQuery): Promise<Insights>;
+  /** One attachment of a task's final payload, for download (snapshots carry only name and size). */
+  attachment(id: string, name: string): Promise<AttachmentDownload>;
+}
+
+/** An attachment's bytes, base64-encoded so they travel as JSON over IPC and HTTP. */
+export interface AttachmentDownload {
+  name: string;
+  bytes: number;
+  encoding: 'binary' | 'utf8';
+  base64: string;
 }
 
 /** Error shape both bridges use for a refused call. */

@@ -164,6 +164,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     return this.live.get(id)?.task.logLines() ?? [];
   }
 
+  /** An attachment of a live task's final payload (kept in memory while the task is; not in history). */
+  attachment(id: string, name: string): string | Uint8Array | undefined {
+    return this.live.get(id)?.task.attachment(name);
+  }
+
   stats(): BrokerStats {
     return this.registry.stats(this.paused);
   }

@@ -20,6 +20,8 @@ export interface BrokerLike {
   tasks(): TaskSnapshot[];
   get(id: string): TaskSnapshot | undefined;
   logOf(id: string): LogLine[];
+  /** An attachment's content while the broker still holds it. */
+  attachment?(id: string, name: string): string | Uint8Array | undefined;
   cancel(id: string): boolean;
   retry(id: string): { id: string; result: Promise<unknown> };
   answer(id: string, askId: string, text: string): boolean;
@@ -44,10 +46,15 @@ export interface BrokerBridgeOptions {
   logPath: string;
   templates?: TemplateInfo[];
   /**
-   * Minimum time between two events. 100 ms keeps the panel at ≤ 10 renders a second however
-   * many tasks report. @default 100
+   * Minimum time between two events: one frame (16 ms), so a change reaches the panel by its next
+   * frame. @default 16
    */
   flushIntervalMs?: number;
+  /**
+   * Time between two events while the broker's event loop runs late (saturated): the panel then
+   * gets ≤ 10 events a second however many tasks report. @default 100
+   */
+  busyFlushIntervalMs?: number;
   /** How many distinct recent command lines `info()` lists. @default 8 */
   recentLimit?: number;
   /** Electron opens the log in the OS; headless leaves it undefined and only returns the path. */
@@ -61,11 +68,13 @@ export interface BrokerBridge extends BackchannelBridge {
   close(): void;
 }
 
-export const DEFAULT_FLUSH_INTERVAL_MS = 100;
+export const DEFAULT_FLUSH_INTERVAL_MS = 16;
+export const DEFAULT_BUSY_FLUSH_INTERVAL_MS = 100;
 
 export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOptions): BrokerBridge {
   const events = new UpdateCoalescer(broker, {
     flushIntervalMs: options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS,
+    busyFlushIntervalMs: Math.max(options.busyFlushIntervalMs ?? DEFAULT_BUSY_FLUSH_INTERVAL_MS, options.flushIntervalMs ?? 0),
     onListenerError: options.onListenerError,
   });
   const detach = listenToBroker(broker, events);
@@ -131,6 +140,14 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     async getTask(id): Promise<TaskDetails> {
       const task = requireTask(id);
       return { task, log: broker.logOf(id) };
+    },
+    async attachment(id, name) {
+      const header = requireTask(id).result?.attachments?.find((a) => a.name === name);
+      const content = header && broker.attachment?.(id, name);
+      if (!header || content === undefined) throw new BridgeError('not_found', `Task ${id} has no attachment ${name} (any more)`);
+      const bytes =
+        typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+      return { name, bytes: bytes.length, encoding: header.encoding ?? 'binary', base64: bytes.toString('base64') };
     },
     async submit(request) {
       return handleOf(() => broker.submit(toSpec(request)));

@@ -1,8 +1,13 @@
 /**
  * Coalesces a chatty broker into bridge events: the broker emits an update for every line an agent
- * sends; subscribers get at most one `BridgeEvent` per `flushIntervalMs`, carrying each changed task
- * once, the ids of tasks that left history, and the paused flag when it changed. A new subscriber's
- * first event is the full picture.
+ * sends; subscribers get at most one `BridgeEvent` per `flushIntervalMs` (a frame by default),
+ * carrying each changed task once, the ids of tasks that left history, and the paused flag when it
+ * changed. A new subscriber's first event is the full picture.
+ *
+ * Forward at once when idle, coalesce only under pressure: a change on a quiet broker goes out on
+ * the next turn of the event loop. Under pressure — a flush ran late plus took, together, longer than
+ * `flushIntervalMs` (the broker's event loop is saturated, or the listeners are slow) — flushes are
+ * spaced by `busyFlushIntervalMs` instead, until one is quick and on time again.
  */
 import type { BridgeEvent } from '../bridge/contract.js';
 import type { TaskSnapshot } from '../model/task.js';
@@ -15,7 +20,10 @@ export interface CoalescerSource {
 }
 
 export interface UpdateCoalescerOptions {
+  /** Shortest time between two events. */
   flushIntervalMs: number;
+  /** Time between two events while the host is under pressure. @default flushIntervalMs */
+  busyFlushIntervalMs?: number;
   /** Called when a listener throws (the others still get the event). */
   onListenerError?: (error: unknown) => void;
 }
@@ -36,6 +44,9 @@ export class UpdateCoalescer {
   #pausedDirty = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastFlushAt = 0;
+  /** When the pending flush is due (to measure how late it runs). */
+  #dueAt = 0;
+  #busy = false;
   #closed = false;
 
   constructor(source: CoalescerSource, options: UpdateCoalescerOptions) {
@@ -91,14 +102,43 @@ export class UpdateCoalescer {
 
   #schedule(): void {
     if (this.#timer !== undefined || this.#closed) return;
-    const wait = Math.max(0, this.#lastFlushAt + this.#options.flushIntervalMs - Date.now());
-    this.#timer = setTimeout(() => this.#flush(), wait);
+    const now = Date.now();
+    this.#dueAt = now + Math.max(0, this.#lastFlushAt + this.#interval() - now);
+    this.#arm(this.#dueAt - now);
+  }
+
+  #interval(): number {
+    const { flushIntervalMs, busyFlushIntervalMs = flushIntervalMs } = this.#options;
+    return this.#busy ? busyFlushIntervalMs : flushIntervalMs;
+  }
+
+  /**
+   * Node's timers count from the event loop's cached clock, which lags `Date.now()` while a long
+   * callback runs, so a timer can fire a few ms early: then it waits out the rest instead of flushing.
+   */
+  #arm(wait: number): void {
+    this.#timer = setTimeout(() => {
+      const early = this.#lastFlushAt + this.#interval() - Date.now();
+      if (early > 0) this.#arm(early);
+      else this.#flush();
+    }, wait);
     this.#timer.unref?.();
+  }
+
+  /** True while the host is under pressure: then events are spaced by `busyFlushIntervalMs`. */
+  get busy(): boolean {
+    return this.#busy;
   }
 
   #flush(): void {
     this.#timer = undefined;
     this.#lastFlushAt = Date.now();
+    const late = this.#lastFlushAt - this.#dueAt;
+    this.#deliverAll();
+    this.#busy = late + (Date.now() - this.#lastFlushAt) > this.#options.flushIntervalMs;
+  }
+
+  #deliverAll(): void {
     if (this.#source.paused !== this.#lastPaused) {
       this.#lastPaused = this.#source.paused;
       this.#pausedDirty = true;

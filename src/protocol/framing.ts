@@ -11,12 +11,23 @@
  * since the region starts and ends on newline bytes, at about half the cost per small line
  * (bench/framing.js). Lines handed out this way are slices of that region string; a handler that
  * keeps a line for long (a log) should copy it, or it keeps the region alive.
+ *
+ * Big lines that are pure ASCII (most JSON) are decoded as Latin-1 after a SIMD ASCII check: the same
+ * string, about 6× less CPU than the UTF-8 decoder for 10 MB (see decodeText).
+ *
+ * Attachments (docs/protocol.md §4.1): a `line` handler may call `readRaw(n, done)`; the next `n`
+ * bytes after that line are then copied into one Buffer (one copy, no decoding) and handed to `done`,
+ * and line framing resumes after them.
  */
+
+import { isAscii } from 'node:buffer';
 
 /** Large enough for a 10 MB result after JSON escaping, small enough to bound a hostile sender. */
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 const NEWLINE = 0x0a;
+/** Below this, the ASCII check costs more than it saves. */
+const ASCII_CHECK_MIN_BYTES = 64 * 1024;
 const CARRIAGE_RETURN = 0x0d;
 
 export interface LineDecoderEvents {
@@ -26,11 +37,19 @@ export interface LineDecoderEvents {
   overflow(bytesSeen: number): void;
 }
 
+/** Raw bytes being read after an announcing line. */
+interface RawRead {
+  readonly target: Buffer;
+  filled: number;
+  readonly done: (bytes: Buffer) => void;
+}
+
 export class LineDecoder {
   private pieces: Buffer[] = [];
   private pendingBytes = 0;
   /** True while skipping the rest of an over-long line. */
   private discarding = false;
+  private raw: RawRead | undefined;
 
   constructor(
     private readonly events: LineDecoderEvents,
@@ -43,14 +62,49 @@ export class LineDecoder {
     return this.pendingBytes;
   }
 
+  /** Raw bytes still expected by `readRaw` (0 when reading lines). */
+  get rawPending(): number {
+    return this.raw ? this.raw.target.length - this.raw.filled : 0;
+  }
+
+  /**
+   * From a `line` handler only: the next `bytes` bytes after the current line are raw, not lines.
+   * They are collected into one Buffer handed to `done`; the caller bounds `bytes`.
+   */
+  readRaw(bytes: number, done: (bytes: Buffer) => void): void {
+    if (this.raw) throw new Error('readRaw: raw bytes are already being read');
+    if (bytes === 0) return done(Buffer.alloc(0));
+    this.raw = { target: Buffer.allocUnsafe(bytes), filled: 0, done };
+  }
+
   push(chunk: Buffer): void {
     let start = 0;
-    if (this.discarding) {
-      const nl = chunk.indexOf(NEWLINE);
-      if (nl === -1) return;
-      this.discarding = false;
-      start = nl + 1;
+    while (start < chunk.length) {
+      if (this.raw) start = this.fillRaw(chunk, start);
+      else if (this.discarding) {
+        const nl = chunk.indexOf(NEWLINE, start);
+        if (nl === -1) return;
+        this.discarding = false;
+        start = nl + 1;
+      } else start = this.takeLines(chunk, start);
     }
+  }
+
+  /** Copies raw bytes from `chunk[start…]`; returns where line framing resumes. */
+  private fillRaw(chunk: Buffer, start: number): number {
+    const raw = this.raw!;
+    const n = Math.min(raw.target.length - raw.filled, chunk.length - start);
+    chunk.copy(raw.target, raw.filled, start, start + n);
+    raw.filled += n;
+    if (raw.filled === raw.target.length) {
+      this.raw = undefined;
+      raw.done(raw.target);
+    }
+    return start + n;
+  }
+
+  /** Emits the lines of `chunk[start…]` and keeps its unfinished end; returns where to go on (raw bytes may start earlier). */
+  private takeLines(chunk: Buffer, start: number): number {
     const last = chunk.lastIndexOf(NEWLINE);
     if (last >= start) {
       if (this.pendingBytes > 0) {
@@ -63,8 +117,12 @@ export class LineDecoder {
         this.pendingBytes = 0;
         this.emit(whole, 0, whole.length);
         start = nl + 1;
+        if (this.raw) return start;
       }
-      if (last >= start) this.emitComplete(chunk, start, last);
+      if (last >= start) {
+        const resume = this.emitComplete(chunk, start, last);
+        if (resume !== -1) return resume;
+      }
       start = last + 1;
     }
     if (start < chunk.length) {
@@ -75,11 +133,12 @@ export class LineDecoder {
         this.pendingBytes = 0;
         this.discarding = true;
         this.events.overflow(seen);
-        return;
+        return chunk.length;
       }
       this.pieces.push(chunk.subarray(start));
       this.pendingBytes += rest;
     }
+    return chunk.length;
   }
 
   /** Flushes a last line that had no terminator (the peer closed mid-line). Returns its byte length. */
@@ -98,23 +157,26 @@ export class LineDecoder {
   /**
    * Emits the lines of `chunk[from, to)`, where `to` is the index of a newline byte. A region that
    * fits the limit is decoded once (no line in it can be over the limit); a larger one, line by line.
+   * Returns -1, or the offset after the line whose handler asked for raw bytes.
    */
-  private emitComplete(chunk: Buffer, from: number, to: number): void {
+  private emitComplete(chunk: Buffer, from: number, to: number): number {
     if (to - from > this.maxLineBytes) {
       for (let start = from; start <= to;) {
         const nl = chunk.indexOf(NEWLINE, start);
         this.emit(chunk, start, nl);
         start = nl + 1;
+        if (this.raw) return start;
       }
-      return;
+      return -1;
     }
     const text = chunk.toString('utf8', from, to);
-    for (let start = 0; ;) {
+    for (let start = 0, index = 0; ; index++) {
       const nl = text.indexOf('\n', start);
       let end = nl === -1 ? text.length : nl;
       if (end > start && text.charCodeAt(end - 1) === CARRIAGE_RETURN) end -= 1;
       this.events.line(start === 0 && end === text.length ? text : text.slice(start, end));
-      if (nl === -1) return;
+      if (this.raw) return (nl === -1 ? to : newlineAfter(chunk, from, index)) + 1;
+      if (nl === -1) return -1;
       start = nl + 1;
     }
   }
@@ -125,8 +187,24 @@ export class LineDecoder {
       return;
     }
     if (end > start && buf[end - 1] === CARRIAGE_RETURN) end -= 1;
-    this.events.line(buf.toString('utf8', start, end));
+    this.events.line(decodeText(buf, start, end));
   }
+}
+
+/**
+ * `buf[start, end)` as UTF-8 text. ASCII is also Latin-1, and Latin-1 decoding is a plain copy into
+ * a one-byte string, so a big ASCII-only region skips the UTF-8 decoder (10 MB: ~1.5 ms against ~9.5 ms).
+ */
+export function decodeText(buf: Buffer, start: number, end: number): string {
+  if (end - start >= ASCII_CHECK_MIN_BYTES && isAscii(buf.subarray(start, end))) return buf.toString('latin1', start, end);
+  return buf.toString('utf8', start, end);
+}
+
+/** The offset of the newline byte ending line `index` (from 0) of the region starting at `from`. */
+function newlineAfter(chunk: Buffer, from: number, index: number): number {
+  let nl = from - 1;
+  for (let i = 0; i <= index; i++) nl = chunk.indexOf(NEWLINE, nl + 1);
+  return nl;
 }
 
 /** Encodes one message as a line. JSON.stringify escapes newlines inside strings, so the frame is safe. */

@@ -39,6 +39,31 @@ export interface Payload<D = unknown> {
   token?: string;
   /** On an `error` payload: `false` makes the failure final (no retry). */
   retryable?: boolean;
+  /**
+   * Final payloads only: big values kept out of the JSON line (docs/protocol.md §4.1). On the wire,
+   * announcements whose raw bytes follow the line (socket) or carry `base64` (stdout, spool); in a
+   * delivered payload, each with its `content`.
+   */
+  attachments?: Attachment[];
+}
+
+/** How an attachment's bytes are meant: `utf8` text (delivered as a string) or `binary` (a Buffer). */
+export type AttachmentEncoding = 'binary' | 'utf8';
+
+/**
+ * One attachment. The agent announces `name`, `bytes` and `encoding`; on the socket exactly `bytes`
+ * raw bytes follow the payload's newline (attachments in their order), elsewhere `base64` holds them.
+ * The broker delivers it with `content` (and without `base64`); snapshots and history keep only the header.
+ */
+export interface Attachment {
+  name: string;
+  bytes: number;
+  /** @default 'binary' */
+  encoding?: AttachmentEncoding;
+  /** The bytes, base64-encoded, inline (stdout fallback and spool file; optional on the socket). */
+  base64?: string;
+  /** Set by the receiver: the bytes as a string (`utf8`) or a Buffer (`binary`). Never sent. */
+  content?: string | Uint8Array;
 }
 
 export interface FinalPayload<D = unknown> extends Payload<D> {
@@ -121,6 +146,46 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /** Result of checking one decoded line: either a typed message or a human-readable reason. */
 export type Validation<T> = { ok: true; message: T } | { ok: false; reason: string };
 
+/** Longest attachment name (it becomes a file name in `--save-attachments` and the panel download). */
+export const MAX_ATTACHMENT_NAME = 200;
+
+/** An attachment name that is safe as a bare file name: no path separators, no dot-only names, no control characters. */
+export function isAttachmentName(name: unknown): name is string {
+  return (
+    typeof name === 'string' &&
+    name.length > 0 &&
+    name.length <= MAX_ATTACHMENT_NAME &&
+    name !== '.' &&
+    name !== '..' &&
+    !/[\u0000-\u001f\u007f/\\]/.test(name)
+  );
+}
+
+/** True when any attachment of the payload sends its bytes raw after the line (none inline). */
+export function announcesRawBytes(value: unknown): boolean {
+  const list = isPlainObject(value) ? value.attachments : undefined;
+  return Array.isArray(list) && list.some((a) => !isPlainObject(a) || a.base64 === undefined);
+}
+
+/** Checks `attachments` of a payload; a reason when it is wrong. */
+function attachmentProblem(value: Record<string, unknown>): string | undefined {
+  const list = value.attachments;
+  if (!Array.isArray(list)) return '"attachments" must be an array';
+  if (!isFinalStatus(value.status)) return 'only final payloads (success, error, cancelled) may carry attachments';
+  const names = new Set<string>();
+  for (const a of list) {
+    if (!isPlainObject(a)) return 'an attachment must be an object';
+    if (!isAttachmentName(a.name)) return `attachment name ${JSON.stringify(a.name)?.slice(0, 40)} is not a plain file name`;
+    if (names.has(a.name)) return `attachment name ${JSON.stringify(a.name)} is used twice`;
+    names.add(a.name);
+    if (typeof a.bytes !== 'number' || !Number.isSafeInteger(a.bytes) || a.bytes < 0) return 'attachment "bytes" must be a whole number';
+    if (a.encoding !== undefined && a.encoding !== 'binary' && a.encoding !== 'utf8') return 'attachment "encoding" must be binary or utf8';
+    if (a.base64 !== undefined && typeof a.base64 !== 'string') return 'attachment "base64" must be a string';
+    if ('content' in a) return 'attachment "content" is set by the receiver, never sent';
+  }
+  return undefined;
+}
+
 /**
  * Checks the shape of an agent → broker message. Cheap by design (no schema library): it runs on
  * every line of a chatty agent. It does not check task ids or tokens; that is the channel's job.
@@ -162,6 +227,10 @@ export function validateAgentMessage(value: unknown): Validation<AgentMessage> {
   }
   if (value.retryable !== undefined && typeof value.retryable !== 'boolean') {
     return { ok: false, reason: '"retryable" must be a boolean' };
+  }
+  if (value.attachments !== undefined) {
+    const problem = attachmentProblem(value);
+    if (problem) return { ok: false, reason: problem };
   }
   return { ok: true, message: value as unknown as Payload };
 }

@@ -5,6 +5,7 @@
  */
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rawAttachments, resolveAttachments } from './attachments.js';
 import { isFinalStatus, validateAgentMessage, type FinalPayload } from './messages.js';
 
 export const SPOOL_SUFFIX = '.json';
@@ -39,7 +40,11 @@ export function parseSpooled(text: string, taskId?: string): SpoolRead {
   if (!checked.ok) return { ok: false, reason: checked.reason };
   if (!('status' in checked.message) || !isFinalStatus(checked.message.status)) return { ok: false, reason: 'not a final payload' };
   if (taskId !== undefined && checked.message.task_id !== taskId) return { ok: false, reason: `for task ${checked.message.task_id}` };
-  return { ok: true, payload: checked.message as FinalPayload };
+  const payload = checked.message as FinalPayload;
+  if (rawAttachments(payload).length > 0) return { ok: false, reason: 'spooled attachments must carry their bytes in "base64"' };
+  const resolved = resolveAttachments(payload);
+  if (!resolved.ok) return { ok: false, reason: resolved.reason };
+  return { ok: true, payload: resolved.payload as FinalPayload };
 }
 
 /** The spool file of a task in `dir`. */

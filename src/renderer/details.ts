@@ -4,7 +4,17 @@
  */
 import type { LogLine, TaskSnapshot } from '../bridge/contract.js';
 import { appendAll, h, setText } from './dom.js';
-import { commandLine, failureText, formatDuration, formatTime, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
+import {
+  commandLine,
+  failureText,
+  formatBytes,
+  formatDuration,
+  formatTime,
+  isFinished,
+  modelName,
+  STATE_LABEL,
+  taskTime,
+} from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 
 export interface DetailsActions {
@@ -13,6 +23,8 @@ export interface DetailsActions {
   retry(id: string): void;
   answer(id: string, askId: string, text: string): void;
   copy(text: string): void;
+  /** Saves one attachment of the task's result as a file. */
+  download(id: string, name: string): void;
 }
 
 /** Lines of the task log shown (the broker bounds the log too). */
@@ -210,6 +222,21 @@ export class Details {
     });
     copy.addEventListener('click', () => this.actions.copy(jsonText(value)));
     this.result.append(h('div', { class: 'section-head' }, [h('h3', { text: heading }), copy]), jsonView(value));
+    const attachments = hasFinal ? (task.result?.attachments ?? []) : [];
+    if (attachments.length > 0) this.result.append(h('h4', { text: 'Attachments' }), this.attachmentList(task.id, attachments));
+  }
+
+  /** Name, size and a Download button per attachment (the bytes are fetched only on click). */
+  private attachmentList(taskId: string, attachments: { name: string; bytes: number }[]): HTMLElement {
+    const list = h('ul', { class: 'attachments' });
+    for (const { name, bytes } of attachments) {
+      const download = h('button', { text: 'Download', class: 'quiet', attrs: { type: 'button', 'aria-label': `Download ${name}` } });
+      download.addEventListener('click', () => this.actions.download(taskId, name));
+      list.append(
+        h('li', {}, [h('span', { class: 'attachment-name', text: name }), h('span', { text: ` ${formatBytes(bytes)} ` }), download]),
+      );
+    }
+    return list;
   }
 
   private renderMeta(task: TaskSnapshot): void {

@@ -70,6 +70,19 @@ function cmp(a: string, b: string): number {
 }
 
 /** "4s", "2m 05s", "1h 02m". */
+/** A byte count for people: 512 B, 9.8 KiB, 10.0 MiB. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}
+
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '–';
   if (ms < 1000) return `${Math.round(ms)}ms`;

@@ -1,9 +1,10 @@
 /**
  * The panel's entry point. Talks only to `window.backchannel` (the Electron preload, or the HTTP
- * bridge installed below when there is none). Events are merged into one map and drawn at most
- * every RENDER_INTERVAL_MS, however fast tasks report.
+ * bridge installed below when there is none). Events are merged into one map and drawn on the next
+ * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
+ * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
+import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
 import { Details } from './details.js';
 import { byId, setText } from './dom.js';
 import { countsText, isFinished } from './format.js';
@@ -12,8 +13,6 @@ import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { TaskList } from './task-list.js';
 
-/** ≤ 10 renders a second: smooth to the eye, cheap with 200 live tasks. */
-const RENDER_INTERVAL_MS = 100;
 /** How often an open task's log is re-read while the task changes. */
 const LOG_REFRESH_MS = 1000;
 /** How often open insights are fetched again (the broker aggregates; one small request). */
@@ -25,8 +24,7 @@ const bridge = window.backchannel;
 const tasks = new Map<string, TaskSnapshot>();
 let changed = new Set<string>();
 let everything = true;
-let renderTimer: ReturnType<typeof setTimeout> | undefined;
-let lastRender = 0;
+let frameRequested = false;
 let info: BridgeInfo | undefined;
 let paused = false;
 let connected = false;
@@ -55,6 +53,9 @@ const details = new Details({
     bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
   },
   copy: (text) => copyText(text),
+  download: (id, name) => {
+    bridge.attachment(id, name).then(saveFile, showError);
+  },
 });
 detailsPane.append(details.root);
 const dialog = new NewTaskDialog(async (request) => {
@@ -97,19 +98,19 @@ function onEvent(event: BridgeEvent): void {
   scheduleRender();
 }
 
+/** The one path to the DOM: everything that changed since the last frame is drawn in the next one. */
 function scheduleRender(): void {
-  if (renderTimer !== undefined) return;
-  const wait = Math.max(0, lastRender + RENDER_INTERVAL_MS - performance.now());
-  renderTimer = setTimeout(() => requestAnimationFrame(render), wait);
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(render);
 }
 
 /** Each render is reported as a User Timing measure (observable, e.g. by the load test); the buffer is not kept. */
 const RENDER_MEASURE = 'backchannel:render';
 
 function render(): void {
-  renderTimer = undefined;
-  lastRender = performance.now();
-  const started = lastRender;
+  frameRequested = false;
+  const started = performance.now();
   try {
     renderNow();
   } finally {
@@ -259,6 +260,19 @@ function toast(message: string, isError = false): void {
   toastEl.classList.add('visible');
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => toastEl.classList.remove('visible'), isError ? 6000 : 2500);
+}
+
+/** Hands an attachment to the browser as a file download. */
+function saveFile(file: AttachmentDownload): void {
+  const binary = atob(file.base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const url = URL.createObjectURL(
+    new Blob([bytes], { type: file.encoding === 'utf8' ? 'text/plain;charset=utf-8' : 'application/octet-stream' }),
+  );
+  const link = Object.assign(document.createElement('a'), { href: url, download: file.name });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 function showError(error: unknown): void {

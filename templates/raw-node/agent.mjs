@@ -3,7 +3,9 @@
  * Raw-protocol sub-agent in plain JavaScript, no dependencies: the reference for writing a sub-agent
  * in any language (docs/protocol.md). It does what templates/basic does — survey a directory — but
  * speaks the wire protocol itself: connect, hello with token, read input, heartbeat, progress, one
- * final payload, wait for the ack. Without a socket it prints `data:` lines on stdout instead.
+ * final payload, wait for the ack. Without a socket it prints `data:` lines on stdout instead. The
+ * list of files goes back as an attachment (docs/protocol.md §4.1): raw bytes after the final line on
+ * the socket, base64 inside it on stdout.
  *
  * Run it:   npx backchannel run --input '{"path":"src"}' -- node templates/raw-node/agent.mjs
  */
@@ -99,10 +101,18 @@ function survey(root, limit) {
   return files;
 }
 
-async function finish(status, data) {
+/** `attachments`: [{ name, text }] — big values kept out of the JSON line. */
+async function finish(status, data, attachments = []) {
   clearInterval(heartbeat);
   const payload = { task_id: taskId, status, data, meta: { timestamp: new Date().toISOString(), duration_ms: Date.now() - started } };
-  if (socket && !socket.destroyed) {
+  const bodies = attachments.map((a) => Buffer.from(a.text, 'utf8'));
+  const viaSocket = socket && !socket.destroyed;
+  if (attachments.length > 0) {
+    payload.attachments = attachments.map((a, i) => ({ name: a.name, bytes: bodies[i].length, encoding: 'utf8' }));
+    // On stdout raw bytes cannot follow the line: the bytes travel inline as base64.
+    if (!viaSocket) payload.attachments.forEach((a, i) => (a.base64 = bodies[i].toString('base64')));
+  }
+  if (viaSocket) {
     // 6. Wait for the ack (or the connection closing) so the result is not lost on exit.
     const acked = new Promise((resolve) => {
       onAck = resolve;
@@ -110,6 +120,8 @@ async function finish(status, data) {
       setTimeout(resolve, 5000).unref();
     });
     send(payload);
+    // The announced bytes follow the line, in order, exactly as many as announced.
+    for (const body of bodies) socket.write(body);
     await acked;
     socket.end();
   } else {
@@ -141,7 +153,9 @@ try {
       await new Promise((resolve) => setImmediate(resolve)); // let cancel messages in
     }
   }
-  await finish('success', { root, files: files.length, byExtension });
+  await finish('success', { root, files: files.length, byExtension }, [
+    { name: 'files.txt', text: files.map((file) => path.relative(root, file)).join('\n') },
+  ]);
 } catch (error) {
   // Every exception ends in an error payload — never silence.
   await finish('error', { message: error.message });

@@ -39,7 +39,8 @@ beforeAll(async () => {
   ipc = createIpcBridge(renderer);
   http = createHttpBridge({ origin: origin(headless), token: headless.server.token, EventSource: NodeEventSource });
   const { id } = await http.submit(demoRequest('progress', ['--steps=3', '--interval=20'], 'first'));
-  finished = await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'succeeded');
+  // Succeeded and exited: the 'exited' update (exit code, no pid) must not land between the two bridges' answers.
+  finished = await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'succeeded' && task.exitCode !== undefined);
 });
 
 afterAll(async () => {

@@ -16,6 +16,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   openLog: [],
   fleet: [],
   insights: [{ by: 'model', since: '2026-11-02T10:00:00.000Z', pick: { hour: '2026-11-02T10:00:00.000Z', key: 'm' } }],
+  attachment: ['t1', 'report 1.md'],
 };
 
 describe('http routes', () => {

@@ -98,4 +98,43 @@ describe('UpdateCoalescer', () => {
     coalescer.taskChanged('a');
     expect(coalescer.hasSubscribers).toBe(false);
   });
+
+  test('idle: a change goes out on the next turn of the event loop; under pressure events are spaced by the busy interval', async () => {
+    const source = new FakeSource();
+    source.byId.set('a', snapshot('a'));
+    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 16, busyFlushIntervalMs: 200 });
+    const at: number[] = [];
+    let blockMs = 0;
+    coalescer.subscribe(() => {
+      at.push(Date.now());
+      // The host's event loop, kept busy by the listener: the next timer runs late.
+      const until = Date.now() + blockMs;
+      while (Date.now() < until);
+    });
+    await waitFor(() => at.length === 1, 'the full picture');
+    // A slow start (test start-up) may have counted as pressure: one quick, on-time flush clears it.
+    for (let i = 0; i < 5 && coalescer.busy; i++) {
+      coalescer.taskChanged('a');
+      await waitFor(() => at.length === 2 + i, 'a delta');
+    }
+    expect(coalescer.busy).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Idle: the first flush after a quiet period is not delayed by the interval.
+    const changed = Date.now();
+    const before = at.length;
+    coalescer.taskChanged('a');
+    await waitFor(() => at.length === before + 1, 'the idle delta', 5000, 1);
+    expect(at.at(-1)! - changed).toBeLessThan(16);
+    // Busy: each delivery blocks the loop for 60 ms, so the flush after it is late: spacing goes to 200 ms.
+    blockMs = 60;
+    const deliveries = at.length;
+    for (let i = 0; i < 3; i++) {
+      coalescer.taskChanged('a');
+      setTimeout(() => coalescer.taskChanged('a'), 1);
+      await waitFor(() => at.length > deliveries + i, `busy delta ${i}`, 5000, 1);
+    }
+    expect(coalescer.busy).toBe(true);
+    expect(at.at(-1)! - at.at(-2)!).toBeGreaterThanOrEqual(190);
+    coalescer.close();
+  });
 });

@@ -39,4 +39,12 @@ describe('spool', () => {
     expect(readSpooled(dir, 't1')).toEqual(payload);
     expect(readSpooled(dir, 'other')).toBeUndefined();
   });
+
+  test('spooled attachments travel inline (base64) and come back with their content; raw ones are refused', () => {
+    const payload = { task_id: 't1', status: 'success', attachments: [{ name: 'r.txt', bytes: 5, encoding: 'utf8', base64: 'aMOpbGw=' }] };
+    const read = parseSpooled(JSON.stringify(payload), 't1');
+    expect(read.ok && read.payload.attachments).toEqual([{ name: 'r.txt', bytes: 5, encoding: 'utf8', content: 'héll' }]);
+    const raw = parseSpooled(JSON.stringify({ ...payload, attachments: [{ name: 'r.txt', bytes: 5 }] }), 't1');
+    expect(!raw.ok && raw.reason).toContain('must carry their bytes in "base64"');
+  });
 });

@@ -127,8 +127,8 @@ describe('floods', () => {
       `flood: ${sent} partials in ${floodMs} ms (${Math.round(sent / (floodMs / 1000))}/s); broker RSS ${(before.rss / MiB).toFixed(0)} → peak ${(after.peakRss / MiB).toFixed(0)} MiB; ${after.bridgeEvents} panel events`,
     );
     expect(growthMiB).toBeLessThan(100);
-    // The panel feed: at most one event per 100 ms however fast partials come.
-    expect(after.bridgeEvents).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 3);
+    // The panel feed: at most one event per frame (16 ms) however fast partials come.
+    expect(after.bridgeEvents).toBeLessThanOrEqual(Math.ceil(elapsed / 16) + 3);
     expect((await host.result(neighbour)).ok).toBe(true);
     await host.call('idle');
     await host.close();

@@ -234,7 +234,8 @@ export class Attempt {
     const s = this.settings;
     const output = this.outputHandlers();
     const streamsClosed = Promise.all([
-      readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes),
+      // A stdout line may carry attachments inline as base64 (4 characters per 3 bytes).
+      readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes + Math.ceil(s.limits.maxAttachmentBytes / 3) * 4),
       readStderr(child.stderr, output, s.limits.maxLineBytes),
     ]);
     this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>

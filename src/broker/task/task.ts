@@ -7,7 +7,7 @@
  * emits the matching update. Nothing outside this class writes its state.
  */
 import { EventEmitter } from 'node:events';
-import { isoNow, progressOf, type FinalPayload, type Payload } from '../../protocol/index.js';
+import { isoNow, progressOf, withoutContent, type FinalPayload, type Payload } from '../../protocol/index.js';
 import { TaskError } from '../errors.js';
 import {
   isFinished,
@@ -250,6 +250,11 @@ export class Task {
     this.rejectResult(new TaskError(this.id, reason, `${this.label}: ${message}`, this.finalPayload, this.stderrTail()));
   }
 
+  /** The content of one attachment of the final payload (snapshots carry only its name and size). */
+  attachment(name: string): string | Uint8Array | undefined {
+    return this.finalPayload?.attachments?.find((a) => a.name === name)?.content;
+  }
+
   logLines(): LogLine[] {
     return this.lines.slice();
   }
@@ -285,7 +290,7 @@ export class Task {
     if (this.partialData !== undefined) snap.lastPartial = this.partialData;
     if (this.startedAt) snap.startedAt = this.startedAt;
     if (this.endedAt) snap.endedAt = this.endedAt;
-    if (this.finalPayload) snap.result = this.finalPayload;
+    if (this.finalPayload) snap.result = withoutContent(this.finalPayload);
     const tail = this.stderrTail();
     if (tail) snap.stderrTail = tail;
     if (this.exitCode !== undefined) snap.exitCode = this.exitCode;
@@ -317,7 +322,7 @@ export class Task {
   private end(): void {
     this.endedAt = isoNow();
     this.question = undefined;
-    this.update('ended', { payload: this.finalPayload });
+    this.update('ended', { payload: this.finalPayload && withoutContent(this.finalPayload) });
   }
 
   private withBrokerMeta(payload: FinalPayload, channel: DeliveryChannel): FinalPayload {

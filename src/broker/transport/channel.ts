@@ -6,10 +6,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import {
+  DEFAULT_MAX_ATTACHMENT_BYTES,
   DEFAULT_MAX_LINE_BYTES,
   LineDecoder,
   encodeLine,
   isPayload,
+  rawAttachments,
+  resolveAttachments,
   type AgentMessage,
   type AskMessage,
   type BrokerMessage,
@@ -27,6 +30,8 @@ export interface ChannelLimits {
   authTimeoutMs: number;
   /** Simultaneous connections; more are closed at once (connection-flood guard). */
   maxConnections: number;
+  /** Bytes of all attachments an attempt announces, together (docs/protocol.md §4.1). */
+  maxAttachmentBytes: number;
 }
 
 const AUTH_REQUIRED = 'authentication required: the first message must carry the task token';
@@ -45,6 +50,7 @@ export const DEFAULT_CHANNEL_LIMITS: ChannelLimits = {
   preAuthMaxLineBytes: 1024 * 1024,
   authTimeoutMs: 10_000,
   maxConnections: 64,
+  maxAttachmentBytes: DEFAULT_MAX_ATTACHMENT_BYTES,
 };
 
 export interface ChannelHandlers {
@@ -84,6 +90,8 @@ export class TaskChannel implements TaskEndpoint {
   private readonly drainWaiters = new Set<() => void>();
   private readonly tokenBytes: Buffer;
   private closed = false;
+  /** Attachment bytes announced on this endpoint so far (bounded by `maxAttachmentBytes`). */
+  private attachmentBytes = 0;
 
   constructor(
     private readonly address: EndpointAddress,
@@ -190,6 +198,8 @@ export class TaskChannel implements TaskEndpoint {
       if (connection.authenticated && connection.decoder.buffered > 0) this.checkUnfinished();
     });
     socket.on('end', () => {
+      const raw = connection.decoder.rawPending;
+      if (raw > 0) this.handlers.problem('malformed', `connection closed with ${raw} bytes of an attachment still to come`);
       const leftover = connection.decoder.buffered;
       if (leftover > 0) {
         this.handlers.problem('malformed', `connection closed mid-line (${leftover} bytes without a newline)`);
@@ -266,10 +276,49 @@ export class TaskChannel implements TaskEndpoint {
     const inbound = readInbound(text, this.taskId, 'socket');
     if (!inbound.ok) {
       if (!connection.authenticated) return this.refuse(connection, inbound.detail);
-      return this.handlers.problem(inbound.kind, inbound.detail);
+      if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail);
+      // Its raw bytes would be read as lines: the connection cannot go on.
+      const detail = `refused a message whose attachment bytes follow: ${inbound.detail}`;
+      this.reject(connection, detail);
+      return this.handlers.overflow(detail);
     }
+    const message = inbound.message;
     if (!connection.authenticated && !this.authenticate(connection, inbound.token)) return;
-    this.dispatch(connection, inbound.message);
+    if (isPayload(message) && rawAttachments(message).length > 0) return this.receiveAttachments(connection, message);
+    this.dispatch(connection, message);
+  }
+
+  /**
+   * Reads the raw bytes that follow a payload's line, one attachment after the other, and dispatches
+   * the payload with every attachment's content once the last byte is in. Bounded per endpoint.
+   */
+  private receiveAttachments(connection: Connection, payload: Payload): void {
+    const wanted = rawAttachments(payload);
+    const total = wanted.reduce((sum, a) => sum + a.bytes, 0);
+    this.attachmentBytes += total;
+    if (this.attachmentBytes > this.limits.maxAttachmentBytes) {
+      const detail = `attachments of ${this.attachmentBytes} bytes exceed the ${this.limits.maxAttachmentBytes}-byte limit`;
+      this.reject(connection, detail);
+      return this.handlers.overflow(detail);
+    }
+    this.handlers.activity();
+    const raw: Buffer[] = [];
+    const next = (): void => {
+      const header = wanted[raw.length];
+      if (!header) return this.attachmentsIn(connection, payload, raw);
+      connection.decoder.readRaw(header.bytes, (bytes) => {
+        raw.push(bytes);
+        this.handlers.activity();
+        next();
+      });
+    };
+    next();
+  }
+
+  private attachmentsIn(connection: Connection, payload: Payload, raw: Buffer[]): void {
+    const resolved = resolveAttachments(payload, raw);
+    if (!resolved.ok) return this.handlers.problem('malformed', resolved.reason);
+    this.dispatch(connection, resolved.payload);
   }
 
   private refuse(connection: Connection, detail: string): void {

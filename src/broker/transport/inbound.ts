@@ -1,29 +1,60 @@
 /**
  * The one inbound pipeline, shared by the socket channel and the stdout fallback reader:
- * parse → take the token out → validate → task-id check. Delivery (and what a failure means) is the caller's.
+ * parse → take the token out → validate → task-id check → inline attachments. Delivery (and what a
+ * failure means) is the caller's.
  *
  * The token is removed from the parsed object before anything else sees it, so it never reaches
  * updates, history or the panel; previews of refused lines are made from the token-free value.
  */
-import { parseLine, preview, validateAgentMessage, type AgentMessage } from '../../protocol/index.js';
+import {
+  announcesRawBytes,
+  isPayload,
+  parseLine,
+  preview,
+  rawAttachments,
+  resolveAttachments,
+  validateAgentMessage,
+  type AgentMessage,
+} from '../../protocol/index.js';
 
+/**
+ * `fatal`: the refused line announced raw attachment bytes, which cannot be told from lines once the
+ * line itself is not trusted, so the connection cannot go on.
+ */
 export type Inbound =
-  { ok: true; message: AgentMessage; token: string | undefined } | { ok: false; kind: 'malformed' | 'rejected'; detail: string };
+  | { ok: true; message: AgentMessage; token: string | undefined }
+  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; fatal?: boolean };
 
 /** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
   const from = via === 'stdout' ? 'stdout: ' : '';
   const parsed = parseLine(text);
   if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}` };
+  const fatal = via === 'socket' && announcesRawBytes(parsed.value);
   const token = takeToken(parsed.value);
   const checked = validateAgentMessage(token === undefined ? parsed.value : { ...(parsed.value as object), token });
-  if (!checked.ok) return { ok: false, kind: 'malformed', detail: `${from}${checked.reason}: ${redactedPreview(parsed.value, token)}` };
+  if (!checked.ok)
+    return { ok: false, kind: 'malformed', detail: `${from}${checked.reason}: ${redactedPreview(parsed.value, token)}`, fatal };
   const message = checked.message;
   delete (message as { token?: unknown }).token;
   if (message.task_id !== taskId) {
-    return { ok: false, kind: 'rejected', detail: `${from}message for task ${preview(message.task_id, 40)} on the channel of ${taskId}` };
+    return {
+      ok: false,
+      kind: 'rejected',
+      detail: `${from}message for task ${preview(message.task_id, 40)} on the channel of ${taskId}`,
+      fatal,
+    };
   }
-  return { ok: true, message, token: typeof token === 'string' ? token : undefined };
+  const given = typeof token === 'string' ? token : undefined;
+  if (!isPayload(message) || !message.attachments) return { ok: true, message, token: given };
+  // Raw bytes follow the line on the socket only; the channel reads them and resolves the payload then.
+  if (rawAttachments(message).length > 0) {
+    if (via === 'socket') return { ok: true, message, token: given };
+    return { ok: false, kind: 'malformed', detail: `${from}attachments on stdout must carry their bytes in "base64"` };
+  }
+  const resolved = resolveAttachments(message);
+  if (!resolved.ok) return { ok: false, kind: 'malformed', detail: `${from}${resolved.reason}` };
+  return { ok: true, message: resolved.payload, token: given };
 }
 
 /** Removes `token` from a parsed object and returns it (whatever its type, for validation to judge). */

@@ -35,6 +35,7 @@ Options:
   --local                   run in this process even when a hub (desktop app, \`serve\`) is running
 ${BROKER_FLAGS_HELP}
   --json                    print exactly one JSON line (the final payload, or an error object)
+  --save-attachments <dir>  write the result's attachments to <dir>/<name> (printed as name and size; runs locally)
   -v, --verbose             show the agent's log lines as they come
   -h, --help                show this help
 
@@ -60,6 +61,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   detach: { type: 'boolean' },
   local: { type: 'boolean' },
+  'save-attachments': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   ...BROKER_FLAGS,
 } as const;
@@ -72,6 +74,7 @@ interface RunOptions {
   verbose: boolean;
   detach: boolean;
   local: boolean;
+  saveAttachments: string | undefined;
 }
 
 /** The command line as a task spec and display options, or the exit code (help, usage error). */
@@ -124,7 +127,8 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       json: values.json === true,
       verbose: values.verbose === true,
       detach: values.detach === true,
-      local: values.local === true || values['no-task-id-arg'] === true,
+      local: values.local === true || values['no-task-id-arg'] === true || values['save-attachments'] !== undefined,
+      saveAttachments: values['save-attachments'],
     };
   } catch (error) {
     return usageError(`backchannel run: ${(error as Error).message}`, HELP);
@@ -155,7 +159,7 @@ export const command: CliCommand = {
   async run(argv) {
     const options = parseRunOptions(argv);
     if (typeof options === 'number') return options;
-    const { spec, askTimeoutMs, json, verbose, broker: flags } = options;
+    const { spec, askTimeoutMs, json, verbose, broker: flags, saveAttachments } = options;
     if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
     // The broker flags shape a broker of our own: with them, the task runs here.
     const ownBroker = options.local || Object.values(flags).some((value) => value !== undefined);
@@ -177,7 +181,7 @@ export const command: CliCommand = {
 
     let code: number;
     try {
-      code = await printOutcome(task, json, () => line?.stop());
+      code = await printOutcome(task, json, () => line?.stop(), saveAttachments);
     } finally {
       stopSignals();
     }

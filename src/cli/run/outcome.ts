@@ -8,6 +8,7 @@ import { TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
+import { saveAttachments } from './attachments.js';
 
 export const EXIT_BY_REASON: Record<FailureReason, number> = {
   error: EXIT.failed,
@@ -20,25 +21,34 @@ export const EXIT_BY_REASON: Record<FailureReason, number> = {
 
 /**
  * Waits for `task` to settle, calls `onSettled` (e.g. to clear the status line), prints the outcome
- * and returns the exit code. Errors other than a TaskError are rethrown.
+ * and returns the exit code. Errors other than a TaskError are rethrown. Attachments are printed as
+ * name, size and encoding; with `saveDir` they are written there first.
  */
-export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: () => void): Promise<number> {
+export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: () => void, saveDir?: string): Promise<number> {
   let payload: Awaited<TaskHandle['result']>;
   try {
     payload = await task.result;
   } catch (error) {
     onSettled?.();
     if (!TaskError.is(error)) throw error;
-    printFailure(task.id, error, json);
+    printFailure(task.id, error, json, saveDir);
     return EXIT_BY_REASON[error.reason];
   }
   onSettled?.();
-  writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
+  let printed: typeof payload;
+  try {
+    printed = saveAttachments(payload, saveDir);
+  } catch (error) {
+    process.stderr.write(`✖ ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
+  writeText(process.stdout, json ? JSON.stringify(printed) + '\n' : JSON.stringify(printed, null, 2) + '\n');
   return EXIT.ok;
 }
 
-function printFailure(taskId: string, error: TaskError, json: boolean): void {
-  printFailureFields({ taskId, reason: error.reason, message: error.message, payload: error.payload, stderrTail: error.stderrTail }, json);
+function printFailure(taskId: string, error: TaskError, json: boolean, saveDir: string | undefined): void {
+  const payload = error.payload && saveAttachments(error.payload, saveDir);
+  printFailureFields({ taskId, reason: error.reason, message: error.message, payload, stderrTail: error.stderrTail }, json);
 }
 
 /** What a failed task says; from a TaskError here, from a snapshot for a task on the hub. */

@@ -14,6 +14,10 @@ test('the agent surveys its own directory', async () => {
     const result = await task.result;
     assert.equal(result.status, 'success');
     assert.ok(result.data.files >= 1);
+    // The file list comes back as an attachment: a string, one path per line.
+    const list = result.attachments.find((a) => a.name === 'files.txt');
+    assert.equal(list.content.split('\n').length, result.data.files);
+    assert.ok(list.content.split('\n').includes('agent.mjs'));
   } finally {
     await broker.close();
   }

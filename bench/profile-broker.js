@@ -1,0 +1,72 @@
+/**
+ * A CPU profile of the broker's per-message path, as text: one SDK agent streams `count` partials
+ * (figure 3's workload) into a TaskBroker with a history journal; the broker process is profiled
+ * (node:inspector, in process) from the first to the last partial, and the functions with the most
+ * self time are printed, grouped by function and file.
+ *
+ *   node bench/profile-broker.js [--dist=<dir with broker/index.js>] [--count=200000] [--top=25]
+ *
+ * bench/profiles/broker-per-message.txt keeps the summaries before and after issue 13's changes.
+ */
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { agentPath, cleanEnvironment, REPO_DIR, scratchDir } from './lib/env.js';
+
+const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const dist = path.resolve(arg('dist', path.join(REPO_DIR, 'dist')));
+const count = Number(arg('count', 200_000));
+const top = Number(arg('top', 25));
+
+cleanEnvironment();
+const { TaskBroker, silentLogger } = await import(pathToFileURL(path.join(dist, 'broker/index.js')).href);
+const dir = scratchDir();
+const broker = new TaskBroker({ concurrency: 1, ipcDir: path.join(dir, 'ipc'), dataDir: path.join(dir, 'data'), logger: silentLogger });
+await broker.ready;
+
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 100 });
+
+let seen = 0;
+let started = false;
+let cpu0;
+const task = broker.submit({ command: agentPath('sdk-stream.mjs'), input: { count, burst: 100 } });
+const done = new Promise((resolve) => {
+  broker.on('update', (update) => {
+    if (update.taskId !== task.id || update.kind !== 'partial') return;
+    if (!started) {
+      started = true;
+      cpu0 = process.cpuUsage();
+      void session.post('Profiler.start');
+    }
+    if (++seen === count) resolve();
+  });
+});
+await done;
+const { profile } = await session.post('Profiler.stop');
+const cpu = process.cpuUsage(cpu0);
+await task.result;
+await broker.close();
+
+// Self time per function: hit counts × the mean sampling interval.
+const totalSamples = profile.samples.length;
+const micros = profile.endTime - profile.startTime;
+const bySelf = new Map();
+for (const node of profile.nodes) {
+  const { functionName, url, lineNumber } = node.callFrame;
+  const file = url ? path.relative(REPO_DIR, url.replace(/^file:\/\//, '')) : '';
+  const key = `${functionName || '(anonymous)'}  ${file ? `${file}:${lineNumber + 1}` : ''}`.trim();
+  bySelf.set(key, (bySelf.get(key) ?? 0) + (node.hitCount ?? 0));
+}
+const rows = [...bySelf.entries()].sort((a, b) => b[1] - a[1]).slice(0, top);
+const usPerMsg = (cpu.user + cpu.system) / seen;
+const lines = [
+  `broker per-message profile: ${seen} partials, dist ${path.relative(REPO_DIR, dist) || '.'}, node ${process.version}`,
+  `broker CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms = ${usPerMsg.toFixed(2)} µs/msg over ${(micros / 1000).toFixed(0)} ms; ${totalSamples} samples`,
+  '',
+  ' self %  function  (file:line)',
+  ...rows.map(([key, hits]) => `${((hits / totalSamples) * 100).toFixed(1).padStart(6)}  ${key}`),
+];
+process.stdout.write(`${lines.join('\n')}\n`);
