@@ -77,6 +77,13 @@ test('opening tasks one after another never shows anything of the task opened be
   await submit(serve, 'failed', 'fail');
   const cancelled = await submit(serve, 'cancelled', 'forever');
   await expect(row(page, 'cancelled').locator('.badge')).toHaveText('Running');
+  // Cancel only once the agent has said it started, so its log has its own line to check for.
+  await expect
+    .poll(async () => {
+      const { log } = await serve.api<{ log: { text: string }[] }>('GET', `/api/tasks/${cancelled}`);
+      return log.some((line) => line.text.includes(`${marker('cancelled')} starts`));
+    })
+    .toBe(true);
   await serve.api('POST', `/api/tasks/${cancelled}/cancel`);
   await page.locator('#pause').click();
   await expect(page.locator('#paused-banner')).toBeVisible();
