@@ -269,6 +269,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     for (let number = 1; !task.finished; number++) {
       const retry = await this.runAttempt(entry, number);
       if (retry === undefined) break;
+      // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
+      if (entry.cancelRequested !== undefined) {
+        const reason = entry.cancelRequested;
+        this.end(entry, () => task.fail('cancelled', `was cancelled: ${reason}`));
+        break;
+      }
       await this.backoff(entry, number, retry);
     }
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);

@@ -115,6 +115,20 @@ describe('Attempt decisions (in memory)', () => {
     await attempt.finished;
   });
 
+  test('a question that arrives after the cancel is refused at once, not passed on (its timer would outlive the task)', async () => {
+    const { attempt, endpoint, child, recorded } = await started();
+    const ask = { type: 'ask', task_id: TASK_ID, ask_id: 'q1', question: 'Which branch?' } as const;
+    endpoint.agentAsks(ask);
+    expect(recorded.asks).toEqual([ask]);
+    attempt.stop('cancelled', 'the broker is shutting down');
+    // The agent had sent its next question before the cancel reached it.
+    endpoint.agentAsks({ ...ask, ask_id: 'q2' });
+    expect(recorded.asks).toEqual([ask]);
+    expect(endpoint.sent).toContainEqual({ type: 'answer', task_id: TASK_ID, ask_id: 'q2', error: 'the task has ended' });
+    child.exit(0);
+    await attempt.finished;
+  });
+
   test('a cancel with the agent connected gives it the cancel grace first', async () => {
     const { attempt, child, recorded } = await started({ cancelGraceMs: 500 });
     attempt.stop('cancelled', 'by the user');

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { fixture, leftovers, makeBroker } from '../helpers/core.js';
+import { fixture, leftovers, makeBroker, settle } from '../helpers/core.js';
 
 describe('concurrency', () => {
   test('200 tasks at concurrency 20: every result arrives once, never more than 20 run, no socket file left', async () => {
@@ -40,5 +40,22 @@ describe('concurrency', () => {
     expect(reasons).toEqual(Array(6).fill('cancelled'));
     expect(leftovers(ipcDir)).toEqual([]);
     expect(() => broker.submit({ command: 'x' })).toThrow(/closed/);
+  });
+
+  test('close() while an attempt already decided for a retry is still stopping: no next attempt, no wait for the backoff', async () => {
+    const { broker } = makeBroker();
+    // Times out (retryable), ignores the cancel and SIGTERM: its attempt takes the cancel and kill graces to end.
+    const task = broker.submit({
+      command: fixture('stubborn.mjs'),
+      args: ['chatty'],
+      timeoutMs: 500,
+      retries: { max: 1, backoffMs: 600_000 },
+    });
+    await new Promise<void>((resolve) =>
+      task.on('update', (u) => u.kind === 'log' && u.line?.text.startsWith('stopping: timed out') && resolve()),
+    );
+    await broker.close();
+    expect(await settle(task.result)).toMatchObject({ ok: false, error: { reason: 'cancelled' } });
+    expect(task.snapshot()).toMatchObject({ state: 'cancelled', attempt: 1 });
   });
 });

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
-import type { BrokerMessage, FinalPayload, Payload } from '../../src/protocol/index.js';
+import type { AskMessage, BrokerMessage, FinalPayload, Payload } from '../../src/protocol/index.js';
 import type { AttemptIO, AttemptSettings, AttemptSink } from '../../src/broker/task/attempt.js';
 import type { ChannelHandlers } from '../../src/broker/transport/channel.js';
 import { DEFAULT_CHANNEL_LIMITS } from '../../src/broker/transport/channel.js';
@@ -40,6 +40,12 @@ export class FakeEndpoint implements TaskEndpoint {
     this.handlers.activity();
     this.handlers.payload(payload, (reply) => this.sent.push(reply));
   }
+
+  /** The agent asks a question over the socket. */
+  agentAsks(message: AskMessage): void {
+    this.handlers.activity();
+    this.handlers.ask(message, (reply) => this.sent.push(reply));
+  }
 }
 
 export class FakeChild extends EventEmitter {
@@ -62,12 +68,14 @@ export interface Recorded {
   terminations: Array<{ pid: number; options: TerminateOptions }>;
   reaped: number[];
   partials: Payload[];
+  /** Questions the attempt passed on to the broker. */
+  asks: AskMessage[];
   logs: string[];
   problems: Array<{ kind: string; detail: string }>;
 }
 
 export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink; recorded: Recorded } {
-  const recorded: Recorded = { terminations: [], reaped: [], partials: [], logs: [], problems: [] };
+  const recorded: Recorded = { terminations: [], reaped: [], partials: [], asks: [], logs: [], problems: [] };
   const io: AttemptIO = {
     endpoint: (_settings, _token, handlers) => (recorded.endpoint = new FakeEndpoint(handlers)),
     checkCwd: () => {},
@@ -82,7 +90,7 @@ export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink
     partial: (payload) => recorded.partials.push(payload),
     log: (stream, text) => recorded.logs.push(`${stream}: ${text}`),
     problem: (kind, detail) => recorded.problems.push({ kind, detail }),
-    ask: () => {},
+    ask: (message) => recorded.asks.push(message),
     spawned: () => {},
   };
   return { io, sink, recorded };

@@ -161,4 +161,21 @@ describe('PendingQuestion', () => {
       vi.useRealTimers();
     }
   });
+
+  test('a question from a task that already ended is refused at once: no timer, no pending question', () => {
+    vi.useFakeTimers();
+    try {
+      const { task } = makeTask();
+      task.startAttempt(1);
+      task.fail('cancelled', 'was cancelled: the broker is shutting down');
+      const question = new PendingQuestion(task, 60_000);
+      const replies: BrokerMessage[] = [];
+      question.ask({ type: 'ask', task_id: TASK_ID, ask_id: 'q1', question: 'Late?' }, (m) => replies.push(m));
+      expect(replies).toEqual([{ type: 'answer', task_id: TASK_ID, ask_id: 'q1', error: 'the task has ended' }]);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(task.snapshot()).not.toHaveProperty('pendingQuestion');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -188,7 +188,11 @@ export class Attempt {
         { type: 'input', task_id: s.taskId, data: s.input ?? null },
       ],
       payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
-      ask: (message, reply) => this.sink.ask(message, reply),
+      // A question after the decision (typically sent just as our cancel arrived) has nobody to answer it.
+      ask: (message, reply) =>
+        this.decided
+          ? reply({ type: 'answer', task_id: s.taskId, ask_id: message.ask_id, error: 'the task has ended' })
+          : this.sink.ask(message, reply),
       activity: () => this.timers?.alive(),
       ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text, this.token)}`) } : {}),
       problem: (kind, detail) => this.problem(kind, detail),

@@ -18,8 +18,14 @@ export class PendingQuestion {
   /** The agent asks. A second question while one waits is refused at once. */
   ask(message: AskMessage, reply: Reply): void {
     const taskId = this.task.id;
-    if (this.waiting) {
-      reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: 'another question is already waiting for an answer' });
+    // A question from a task that already ended (a remote agent's, late) must not arm a timer nobody clears.
+    const refused = this.task.finished
+      ? 'the task has ended'
+      : this.waiting
+        ? 'another question is already waiting for an answer'
+        : undefined;
+    if (refused) {
+      reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: refused });
       return;
     }
     const timer = setTimeout(() => {
