@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Bundles the agent runtime SDK into one ESM file (dist/agent-runtime/bundle.js), which is what
-// `import 'backchannel/agent-runtime'` loads. Every sub-agent start pays for module loading: one
+// `import 'backchannel-agents/agent-runtime'` loads. Every sub-agent start pays for module loading: one
 // file instead of nine cut the SDK's import from 26.8 to 10.2 ms of CPU (docs/performance.md).
 // Run after `tsc -p tsconfig.json`, which still emits the per-file modules and the type declarations.
 import { build } from 'esbuild';

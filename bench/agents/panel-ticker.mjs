@@ -1,6 +1,6 @@
 // Figure 6: reports progress every `intervalMs` with a unique step text (the panel shows `step`),
 // until cancelled or `ticks` are done.
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 
 runAgent(async (task) => {
   const { ticks, intervalMs } = task.input;

@@ -1,5 +1,5 @@
 // Figure 4, SDK agent: asks, and asks again with the answer it got (2 KB each way), `rounds` times.
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 
 runAgent(async (task) => {
   let question = task.input.payload;

@@ -1,7 +1,7 @@
 // Figure 2, attachments: the same 10 MB string sent with task.attach() beside a small JSON line.
 // meta.sent_at marks the moment before attach() (so UTF-8 encoding counts); argv[2] = 'after' marks
 // it after attach(), i.e. from the agent's last call to the resolved result.
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 import { bigString, wallNow } from './big-data.mjs';
 
 const data = bigString();

@@ -1,5 +1,5 @@
 // Figure 4 under load: an SDK agent that streams a partial every `intervalMs` (default 10 ms) until cancelled.
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 
 runAgent(async (task) => {
   const intervalMs = task.input?.intervalMs ?? 10;

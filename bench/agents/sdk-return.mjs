@@ -1,5 +1,5 @@
 // Figure 1, SDK agent: returns a 2 KB result at once (and its own CPU time so far).
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 
 runAgent(async () => {
   const { user, system } = process.cpuUsage();

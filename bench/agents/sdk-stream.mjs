@@ -1,6 +1,6 @@
 // Figure 3, SDK agent: task.partial() for every message (the SDK coalesces one write per tick).
 // Reports its CPU time for the whole send on stderr at exit (the broker keeps stderr as the log).
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 import { cpuMicros, partialData, produce } from './stream-message.mjs';
 
 let c0;

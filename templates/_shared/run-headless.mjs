@@ -19,7 +19,7 @@ export class AgentFailure extends Error {
 }
 
 /**
- * @param {import('backchannel/agent-runtime').Task} task
+ * @param {import('backchannel-agents/agent-runtime').Task} task
  * @param {{
  *   product: string,               // "the Cursor CLI", for messages
  *   bin: string, args: string[], cwd?: string,

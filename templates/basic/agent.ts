@@ -7,7 +7,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 
 interface Input {
   path?: string;

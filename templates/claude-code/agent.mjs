@@ -16,7 +16,7 @@
  *    "bin": "claude", "resume": "<session id>", "partial_output": false, "extra_args": [], "idle_timeout_ms": 600000}
  * Environment: CLAUDE_BIN (default `claude`), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
  */
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';

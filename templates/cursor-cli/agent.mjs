@@ -17,7 +17,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';

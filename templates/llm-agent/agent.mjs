@@ -12,7 +12,7 @@
  * Progress: one partial per step {step, thought, tool, arguments, ok, result}. Result:
  * {answer, steps}; meta.model_used and meta.token_usage summed over every model call.
  */
-import { runAgent } from 'backchannel/agent-runtime';
+import { runAgent } from 'backchannel-agents/agent-runtime';
 import { runLoop } from './loop.mjs';
 import { createChat, DEFAULT_BASE_URL } from './openai.mjs';
 import { createTools, DEFAULT_COMMANDS } from './tools.mjs';

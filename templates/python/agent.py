@@ -15,7 +15,7 @@ Replace ``count_files`` with your own work; keep the shape: read ``task.input``,
 
 The SDK is the ``backchannel-subagent`` package: ``backchannel new`` copies it next to this file
 (``backchannel_subagent/``), or ``pip install`` it. Without either, the import falls back to the SDK
-of the Backchannel this project depends on (``node_modules/backchannel/sdk/python/src``), or, when
+of the Backchannel this project depends on (``node_modules/backchannel-agents/sdk/python/src``), or, when
 run inside the Backchannel repository itself, to ``sdk/python/src`` there.
 """
 

@@ -62,7 +62,7 @@ describe('agent runtime SDK', () => {
   test('heartbeats are sent at the interval the broker asks for, so a quiet agent is not stalled', async () => {
     const { broker } = makeBroker();
     const script = `
-      import { runAgent } from 'backchannel/agent-runtime';
+      import { runAgent } from 'backchannel-agents/agent-runtime';
       const interval = process.env.CURSOR_HEARTBEAT_MS;
       runAgent(async () => { await new Promise((r) => setTimeout(r, 4000)); return interval; });`;
     const task = broker.submit({
@@ -79,7 +79,7 @@ describe('agent runtime SDK', () => {
     const { broker } = makeBroker();
     const script = `
       import { execFileSync } from 'node:child_process';
-      import { runAgent } from 'backchannel/agent-runtime';
+      import { runAgent } from 'backchannel-agents/agent-runtime';
       runAgent(async () => {
         const inherited = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.env.CURSOR_IPC_TOKEN))']).toString();
         throw Object.assign(new Error('tool failed'), { data: { exit_code: 7, inherited }, retryable: false });

@@ -30,7 +30,7 @@ describe('token budget', () => {
     const { broker } = makeBroker({ concurrency: 4, tokenBudget: { capacity: 100, refillPerSecond: 0 } });
     const order: string[] = [];
     broker.on('update', (u) => (u.kind === 'started' || u.kind === 'ended') && order.push(`${u.kind}:${u.taskId}`));
-    const script = `import { runAgent } from 'backchannel/agent-runtime';
+    const script = `import { runAgent } from 'backchannel-agents/agent-runtime';
       runAgent(async (task) => { task.meta({ token_usage: { input: 4, output: 6 } }); return 'ok'; });`;
     const spec = { command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false, estimatedTokens: 80 };
     const first = broker.submit(spec);

@@ -97,19 +97,19 @@ describe('backchannel new', () => {
       dependencies: Record<string, string>;
       scripts: Record<string, string>;
     };
-    expect(pkg.dependencies.backchannel).toBe(`file:${root}`);
+    expect(pkg.dependencies['backchannel-agents']).toBe(`file:${root}`);
     expect(pkg.scripts).toEqual({
       start: 'backchannel run --input @sample-input.json -- python3 agent.py',
       check: `backchannel check --input '{"path":".","extensions":[".py",".md"]}' -- python3 agent.py`,
       test: 'npm run check && node --test test/',
     });
-    expect(fs.realpathSync(path.join(linked, 'node_modules/backchannel'))).toBe(fs.realpathSync(root));
+    expect(fs.realpathSync(path.join(linked, 'node_modules/backchannel-agents'))).toBe(fs.realpathSync(root));
 
     const unlinked = path.join(scratch, 'unlinked');
     const out = await backchannel(['new', unlinked, '-t', 'python', '--no-link']);
     expect(out.stdout).toMatch(/npm install/);
     expect(fs.existsSync(path.join(unlinked, 'node_modules'))).toBe(false);
-    expect(JSON.parse(fs.readFileSync(path.join(unlinked, 'package.json'), 'utf8')).dependencies.backchannel).toMatch(/^\^\d/);
+    expect(JSON.parse(fs.readFileSync(path.join(unlinked, 'package.json'), 'utf8')).dependencies['backchannel-agents']).toMatch(/^\^\d/);
   });
 });
 

@@ -19,7 +19,7 @@ runs it under the broker (npm test), and a package.json that points at this Back
 Options:
   -t, --template <name>  the template to copy (see --list)
   -l, --list             list the templates and exit
-      --no-link          do not link node_modules/backchannel to this installation (run npm install yourself)
+      --no-link          do not link node_modules/backchannel-agents to this installation (run npm install yourself)
   -h, --help             show this help
 
 Refuses to write into a directory that exists and is not empty, or that is not yours alone
@@ -70,7 +70,7 @@ function packageJson(name: string, template: Template, link: boolean): string {
     },
     // A file: dependency on the installation that scaffolded this project: works offline, and
     // `npm install` recreates the same link.
-    dependencies: { backchannel: link ? `file:${packageRoot()}` : `^${readOwnVersion()}` },
+    dependencies: { 'backchannel-agents': link ? `file:${packageRoot()}` : `^${readOwnVersion()}` },
   };
   return JSON.stringify(pkg, null, 2) + '\n';
 }
@@ -98,11 +98,11 @@ function scaffold(target: string, template: Template, link: boolean): void {
   if (link) {
     mkdirSync(path.join(target, 'node_modules'), { recursive: true });
     // 'junction' makes this work without admin rights on Windows; ignored elsewhere.
-    symlinkSync(packageRoot(), path.join(target, 'node_modules', 'backchannel'), 'junction');
+    symlinkSync(packageRoot(), path.join(target, 'node_modules', 'backchannel-agents'), 'junction');
     // What `npm install` would add, so `npx backchannel` and `npm start` work straight away.
     if (process.platform !== 'win32') {
       mkdirSync(path.join(target, 'node_modules', '.bin'), { recursive: true });
-      symlinkSync('../backchannel/bin/backchannel.js', path.join(target, 'node_modules', '.bin', 'backchannel'));
+      symlinkSync('../backchannel-agents/bin/backchannel.js', path.join(target, 'node_modules', '.bin', 'backchannel'));
     }
   }
 }

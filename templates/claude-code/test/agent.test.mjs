@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { TaskBroker, silentLogger } from 'backchannel';
+import { TaskBroker, silentLogger } from 'backchannel-agents';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
 const RECORDED = `{"type":"system","subtype":"init","session_id":"s-1","model":"test-model","cwd":"."}

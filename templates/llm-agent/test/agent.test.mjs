@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { TaskBroker, silentLogger } from 'backchannel';
+import { TaskBroker, silentLogger } from 'backchannel-agents';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
 

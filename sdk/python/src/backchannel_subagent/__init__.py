@@ -1,6 +1,6 @@
 """Backchannel sub-agent SDK for Python: report progress, ask questions and deliver one result to the broker.
 
-The Python twin of Backchannel's TypeScript agent runtime (``backchannel/agent-runtime``), speaking
+The Python twin of Backchannel's TypeScript agent runtime (``backchannel-agents/agent-runtime``), speaking
 wire protocol v1 with the standard library only::
 
     from backchannel_subagent import run_agent
