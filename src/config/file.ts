@@ -4,7 +4,8 @@
  * command. Options on the command line win over the file; the file wins over built-in defaults.
  *
  *   run:      { timeout: 600000, heartbeat_timeout: 60000, retries: 1, ask_timeout: 300000 }
- *   serve:    { port: 8977, data_dir: ~/work/backchannel, concurrency: 4, keep_token: true }
+ *   serve:    { port: 8977, data_dir: ~/work/backchannel, concurrency: 4, keep_token: true,
+ *               redis: redis://host:6379, queue: agents }
  *   gateway:  { … the gateway's own schema, src/gateway/config.ts }
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.

@@ -40,6 +40,9 @@ export interface FleetEntry {
 /** Workers beat every second; one silent for 5 minutes is dropped from the fleet view. */
 const FORGET_WORKER_AFTER_MS = 5 * 60_000;
 
+/** How long close() waits for BullMQ's graceful close before cutting the connections. */
+const CLOSE_GRACE_MS = 5_000;
+
 class RedisQueue implements AttemptQueue, AttemptHub {
   readonly kind = 'redis';
   readonly concurrency: number;
@@ -126,8 +129,15 @@ class RedisQueue implements AttemptQueue, AttemptHub {
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /**
+   * Closes the queue's Redis connections. BullMQ's graceful close waits for blocking reads to return;
+   * past CLOSE_GRACE_MS the connections are cut instead, so a broker's close() never hangs on Redis.
+   */
   async close(): Promise<void> {
-    await Promise.all([this.events?.close(), this.queue.close()]);
+    const graceful = Promise.all([this.events?.close(), this.queue.close()]).then(() => true);
+    const timer = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_GRACE_MS).unref());
+    if (await Promise.race([graceful, timer])) return;
+    await Promise.all([this.events?.disconnect(), this.queue.disconnect()]).catch(() => {});
   }
 }
 

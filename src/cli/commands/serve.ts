@@ -46,7 +46,7 @@ export const command: CliCommand = {
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
     // Unset options come from the `serve:` section of the one config file (backchannel config path).
-    let file: { port?: unknown; dataDir?: unknown; concurrency?: unknown; keepToken?: unknown };
+    let file: { port?: unknown; dataDir?: unknown; concurrency?: unknown; keepToken?: unknown; redis?: unknown; queue?: unknown };
     try {
       const { loadConfig, setting } = await import('../../config/file.js');
       const config = loadConfig();
@@ -55,6 +55,8 @@ export const command: CliCommand = {
         dataDir: setting(config, 'serve', 'data_dir', 'string'),
         concurrency: setting(config, 'serve', 'concurrency', 'integer'),
         keepToken: setting(config, 'serve', 'keep_token', 'boolean'),
+        redis: setting(config, 'serve', 'redis', 'string'),
+        queue: setting(config, 'serve', 'queue', 'string'),
       };
     } catch (error) {
       process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
@@ -64,6 +66,8 @@ export const command: CliCommand = {
     values['data-dir'] ??= file.dataDir as string | undefined;
     values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
     values['keep-token'] ??= file.keepToken as boolean | undefined;
+    values.redis ??= file.redis as string | undefined;
+    values.queue ??= file.queue as string | undefined;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
