@@ -56,6 +56,9 @@ interface RunningJob {
   replies: Map<string, (message: BrokerMessage) => void>;
 }
 
+/** How long close() waits for running jobs: the core's cancel grace (3 s) + kill grace (1 s) + slack. */
+const CLOSE_WAIT_MS = 8_000;
+
 export class FleetWorker {
   readonly name: string;
   private readonly worker: Worker<AttemptJob, AttemptReport>;
@@ -110,7 +113,11 @@ export class FleetWorker {
     clearInterval(this.heartbeat);
     this.closing = true;
     if (force) for (const job of this.running.values()) job.attempt.stop('cancelled', 'the worker is shutting down');
-    await this.worker.close();
+    // BullMQ's close waits for every running job; a stopped attempt ends within its grace periods,
+    // so past that (plus slack) the worker stops waiting rather than hang its shutdown.
+    const graceful = this.worker.close().then(() => true);
+    const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_WAIT_MS).unref());
+    if (!(await Promise.race([graceful, late]))) await this.worker.close(true).catch(() => {});
     const client = await this.worker.client.catch(() => undefined);
     await client?.hdel(this.keys.fleet, this.name).catch(() => {});
     this.subscriber?.disconnect();

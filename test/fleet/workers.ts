@@ -48,8 +48,12 @@ export async function startWorker(redisUrl: string, options: StartWorkerOptions)
     output: () => out,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
+      const exited = new Promise((resolve) => child.once('exit', () => resolve(true)));
       child.kill('SIGTERM');
+      const late = new Promise((resolve) => setTimeout(() => resolve(false), 20_000).unref());
+      if (await Promise.race([exited, late])) return;
+      console.warn(`worker ${options.name} did not stop within 20 s of SIGTERM; killing it. Its output:\n${out.slice(-2000)}`);
+      child.kill('SIGKILL');
       await exited;
     },
   };
