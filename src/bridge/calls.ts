@@ -9,7 +9,7 @@
  * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.
  */
 import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
-import { checkAnswer, checkBoolean, checkId, checkInsightsQuery, checkSubmitRequest, describe, invalid } from './checks.js';
+import { checkAnswer, checkBoolean, checkId, checkInsightsQuery, checkReason, checkSubmitRequest, describe, invalid } from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
 export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
@@ -41,7 +41,15 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   listTasks: { verb: 'GET', path: 'tasks', args: [], check: () => [] },
   getTask: { verb: 'GET', path: 'tasks/:id', args: ['id'], check: (a) => [checkId(a[0])] },
   submit: { verb: 'POST', path: 'tasks', args: ['body'], check: (a) => [checkSubmitRequest(a[0])] },
-  cancel: { verb: 'POST', path: 'tasks/:id/cancel', args: ['id'], check: (a) => [checkId(a[0])] },
+  cancel: {
+    verb: 'POST',
+    path: 'tasks/:id/cancel',
+    args: ['id', 'reason'],
+    check: (a) => {
+      const reason = checkReason(a[1]);
+      return reason === undefined ? [checkId(a[0])] : [checkId(a[0]), reason];
+    },
+  },
   retry: { verb: 'POST', path: 'tasks/:id/retry', args: ['id'], check: (a) => [checkId(a[0])] },
   answer: {
     verb: 'POST',

@@ -10,6 +10,9 @@ const MAX_STRING = 4096;
 const MAX_ARGS = 256;
 const MAX_ID = 200;
 const MAX_ANSWER = 64 * 1024;
+const MAX_MAP_ENTRIES = 64;
+/** An environment variable or tag name: what a shell accepts, plus the `.`/`-` some tools use. */
+const NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
 export function invalid(message: string): BridgeError {
   return new BridgeError('invalid_request', message);
@@ -40,6 +43,12 @@ export function checkAnswer(value: unknown): string {
   return checkString(value, 'answer', { allowEmpty: true, max: MAX_ANSWER });
 }
 
+/** A cancel reason: optional, one line for the panel. */
+export function checkReason(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  return checkString(value, 'reason', { max: 500 });
+}
+
 export function checkBoolean(value: unknown, what: string): boolean {
   if (typeof value !== 'boolean') throw invalid(`Expected \`${what}\` to be a boolean, got ${describe(value)}`);
   return value;
@@ -50,6 +59,19 @@ function checkNonNegative(value: unknown, what: string): number {
     throw invalid(`Expected \`${what}\` to be a non-negative finite number, got ${describe(value)}`);
   }
   return value;
+}
+
+/** A flat `{name: string}` object (environment, tags): bounded, names a shell would accept. */
+function checkStringMap(value: unknown, what: string): Record<string, string> {
+  if (!isRecord(value)) throw invalid(`Expected \`${what}\` to be an object of strings, got ${describe(value)}`);
+  const entries = Object.entries(value);
+  if (entries.length > MAX_MAP_ENTRIES) throw invalid(`Expected at most ${MAX_MAP_ENTRIES} entries in \`${what}\`, got ${entries.length}`);
+  const clean: Record<string, string> = {};
+  for (const [name, text] of entries) {
+    if (!NAME.test(name) || name.length > MAX_ID) throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
+    clean[name] = checkString(text, `${what}.${name}`, { allowEmpty: true });
+  }
+  return clean;
 }
 
 /** Checks a submit request and returns a clean copy holding only the known fields. */
@@ -68,6 +90,8 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
   if (value.heartbeatTimeoutMs !== undefined) {
     request.heartbeatTimeoutMs = checkNonNegative(value.heartbeatTimeoutMs, 'heartbeatTimeoutMs');
   }
+  if (value.env !== undefined) request.env = checkStringMap(value.env, 'env');
+  if (value.tags !== undefined) request.tags = checkStringMap(value.tags, 'tags');
   if (value.retries !== undefined) {
     const retries = checkNonNegative(value.retries, 'retries');
     if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);

@@ -5,10 +5,10 @@
  * suite checks that. Everything crossing it is plain JSON.
  */
 import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, TaskSnapshot } from '../model/task.js';
+import type { LogLine, TaskSnapshot, TaskUpdate } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 
-export type { Figures, Insights, InsightsQuery, LogLine, TaskSnapshot, WorkerInfo };
+export type { Figures, Insights, InsightsQuery, LogLine, TaskSnapshot, TaskUpdate, WorkerInfo };
 
 /** What the panel may start: a command line (never a shell string), or a template by name. */
 export interface SubmitRequest {
@@ -20,6 +20,13 @@ export interface SubmitRequest {
   timeoutMs?: number;
   heartbeatTimeoutMs?: number;
   retries?: number;
+  /**
+   * Extra environment for the sub-agent, on top of the hub's own filtered environment (the gateway's
+   * per-model `env`). The panel never sets it.
+   */
+  env?: Record<string, string>;
+  /** Tags shown in the panel and history; `source` says who started the task. @default { source: 'panel' } */
+  tags?: Record<string, string>;
 }
 
 export interface TemplateInfo {
@@ -69,7 +76,8 @@ export interface BackchannelBridge {
   /** Calls `listener` with coalesced changes; returns the unsubscribe function. */
   subscribe(listener: (event: BridgeEvent) => void): () => void;
   submit(request: SubmitRequest): Promise<{ id: string }>;
-  cancel(id: string): Promise<void>;
+  /** `reason` is what the panel and history show. @default 'cancelled by the user' */
+  cancel(id: string, reason?: string): Promise<void>;
   /** Runs a finished task again as a new task with the same spec. */
   retry(id: string): Promise<{ id: string }>;
   /** Answers a sub-agent's question (`ask`). */
@@ -91,6 +99,17 @@ export interface AttachmentDownload {
   bytes: number;
   encoding: 'binary' | 'utf8';
   base64: string;
+}
+
+/**
+ * One line of a followed submission (the control endpoint's `POST /api/follow`, not a panel call):
+ * the task's picture after each change and, from the second line on, the update that made it. Not
+ * coalesced — every partial's data arrives, in order — for front-ends that relay a task's output as
+ * it comes (the gateway's streamed answers). The stream ends after the `exited` update.
+ */
+export interface TaskFeedEvent {
+  task: TaskSnapshot;
+  update?: TaskUpdate;
 }
 
 /** Error shape both bridges use for a refused call. */

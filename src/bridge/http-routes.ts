@@ -9,6 +9,8 @@ import { BRIDGE_METHODS, ROUTES, type BridgeArgs, type BridgeMethod } from './ca
 export const TOKEN_HEADER = 'x-backchannel-token';
 export const API_PREFIX = '/api/';
 export const EVENTS_PATH = '/api/events';
+/** Control endpoint only: `POST` a `SubmitRequest`, read NDJSON `TaskFeedEvent` lines until the task's `exited`. */
+export const FOLLOW_PATH = '/api/follow';
 
 /** The argument name that stands for the whole JSON body. */
 const WHOLE_BODY = 'body';

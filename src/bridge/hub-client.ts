@@ -8,9 +8,9 @@
  * message instead of hanging.
  */
 import { request, type IncomingMessage } from 'node:http';
-import type { BackchannelBridge, BridgeEvent } from './contract.js';
+import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from './contract.js';
 import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from './calls.js';
-import { buildRequest, EVENTS_PATH } from './http-routes.js';
+import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from './http-routes.js';
 
 /** A call that gets no reply within this long fails (the hub answers every call at once; waits happen over events). */
 export const HUB_CALL_TIMEOUT_MS = 30_000;
@@ -29,9 +29,22 @@ export class HubLostError extends Error {
 
 export interface HubClient extends BackchannelBridge {
   readonly path: string;
+  /**
+   * Submits a task and calls `listener` with every change of it (not coalesced, see
+   * `TaskFeedEvent`). `id` resolves once the hub accepted it (rejects with its refusal); `ended`
+   * after the `exited` update, or rejects with `HubLostError` when the stream breaks first. The task
+   * is attached to this connection: `close()` before it ended makes the hub cancel it.
+   */
+  follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
   /** Calls `listener` once when an event stream breaks or a call cannot reach the hub; returns the unsubscribe. */
   onLost(listener: (error: HubLostError) => void): () => void;
   /** Ends every event subscription of this client. */
+  close(): void;
+}
+
+export interface FollowedSubmission {
+  readonly id: Promise<string>;
+  readonly ended: Promise<void>;
   close(): void;
 }
 
@@ -107,9 +120,69 @@ export function connectHub(path: string): HubClient {
     };
   }
 
+  function follow(submission: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission {
+    const body = JSON.stringify(submission);
+    let done = false;
+    let resolveId!: (id: string) => void;
+    let rejectId!: (error: Error) => void;
+    const id = new Promise<string>((resolve, reject) => ((resolveId = resolve), (rejectId = reject)));
+    const req = request({
+      socketPath: path,
+      method: 'POST',
+      path: FOLLOW_PATH,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const ended = new Promise<void>((resolve, reject) => {
+      const fail = (error: Error): void => {
+        if (done) return;
+        done = true;
+        rejectId(error);
+        reject(error);
+      };
+      req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
+      req.on('response', (res) => {
+        if (res.statusCode !== 200) return refused(res, fail);
+        streams.add(res);
+        let pending = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          pending += chunk;
+          let end: number;
+          while ((end = pending.indexOf('\n')) >= 0) {
+            const event = JSON.parse(pending.slice(0, end)) as TaskFeedEvent;
+            pending = pending.slice(end + 1);
+            resolveId(event.task.id);
+            listener(event);
+            if (event.update?.kind === 'exited') {
+              done = true;
+              resolve();
+            }
+          }
+        });
+        res.on('close', () => {
+          streams.delete(res);
+          fail(lost(new HubLostError(path, 'the task\'s stream closed before it ended')));
+        });
+      });
+    });
+    // Either may go unobserved (a caller that only awaits `ended`, or only `id`).
+    id.catch(() => {});
+    ended.catch(() => {});
+    req.end(body);
+    return {
+      id,
+      ended,
+      close() {
+        done = true;
+        req.destroy();
+      },
+    };
+  }
+
   const client = bridgeClient(call, subscribe) as HubClient;
   return Object.assign(client, {
     path,
+    follow,
     onLost(listener: (error: HubLostError) => void) {
       lostListeners.add(listener);
       return () => lostListeners.delete(listener);
@@ -120,5 +193,20 @@ export function connectHub(path: string): HubClient {
       streams.clear();
       lostListeners.clear();
     },
+  });
+}
+
+/** A refused submission: the hub's error body as the `BridgeError` a `submit` call would reject with. */
+function refused(res: IncomingMessage, fail: (error: Error) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (chunk: Buffer) => chunks.push(chunk));
+  res.on('end', () => {
+    let body: unknown = null;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      // not JSON: errorFromBody says the reply was malformed
+    }
+    fail(errorFromBody(body));
   });
 }

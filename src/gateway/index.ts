@@ -1,8 +1,8 @@
 /**
  * The model-API gateway (OpenAI Chat Completions and Responses, Anthropic Messages): other AI tools
  * use Backchannel sub-agents as their "model".
- * Electron-free; `backchannel gateway` starts it with `startGateway`, and an embedding app can pass
- * its own broker so requests show in its panel.
+ * Electron-free; `backchannel gateway` starts it with `startGateway` — on the running hub when there
+ * is one, so requests show in its panel — and an embedding app can pass its own broker.
  *
  * ```ts
  * const gateway = await startGateway({ config: loadGatewayConfig() });
@@ -12,6 +12,7 @@
  */
 import { TaskBroker } from '../broker/broker.js';
 import { silentLogger, type Logger } from '../broker/log.js';
+import { localTasks, type HubTasks } from '../hosts/request-task/index.js';
 import { resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';
@@ -35,6 +36,12 @@ export interface StartGatewayOptions {
    * gateway creates a broker with `concurrency: config.maxConcurrent` and closes it on `close()`.
    */
   broker?: TaskBroker;
+  /**
+   * Run requests on the hub instead (the desktop app or `backchannel serve`): their tasks show in
+   * its panel and history, and its environment and concurrency apply; the gateway still caps its
+   * own running requests at `config.maxConcurrent`. Closed with the gateway.
+   */
+  hub?: HubTasks;
   /** @default all defaults (`resolveGatewayConfig({})`) */
   config?: GatewayConfig;
   logger?: Logger;
@@ -48,7 +55,8 @@ export interface Gateway {
   /** `http://127.0.0.1:<port>/v1`: what OpenAI clients take as their base URL. */
   readonly baseURL: string;
   readonly port: number;
-  readonly broker: TaskBroker;
+  /** The broker requests run on; undefined when they run on a hub. */
+  readonly broker: TaskBroker | undefined;
   readonly config: GatewayConfig;
   /** Stops listening, cancels running requests, waits for their processes; closes an own broker. */
   close(): Promise<void>;
@@ -57,14 +65,20 @@ export interface Gateway {
 export async function startGateway(options: StartGatewayOptions = {}): Promise<Gateway> {
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
-  const ownBroker = options.broker === undefined;
+  const { hub } = options;
+  const ownBroker = options.broker === undefined && hub === undefined;
   // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
-  const broker = options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } });
+  const broker = hub ? undefined : (options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
+  const closeTasks = async (): Promise<void> => {
+    hub?.close();
+    if (ownBroker) await broker?.close();
+  };
   try {
-    await broker.ready;
+    await broker?.ready;
     const server = await startGatewayServer({
-      broker,
+      tasks: hub ?? localTasks(broker!),
+      runsOn: hub ? `hub ${hub.path}` : ownBroker ? 'gateway' : 'app',
       config,
       logger,
       limitConcurrency: !ownBroker,
@@ -83,20 +97,20 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
         closing ??= (async () => {
           await server.close();
           workspaces?.close();
-          if (ownBroker) await broker.close();
+          await closeTasks();
         })();
         return closing;
       },
     };
   } catch (error) {
     workspaces?.close();
-    if (ownBroker) await broker.close();
+    await closeTasks();
     throw error;
   }
 }
 
 /** What `backchannel gateway` prints at start: the URL, the key (in full only when new), problems, a curl line. */
-export function gatewayBanner(gateway: Pick<Gateway, 'baseURL' | 'config'>): string {
+export function gatewayBanner(gateway: Pick<Gateway, 'baseURL' | 'config'>, hubPath?: string): string {
   const { config, baseURL } = gateway;
   const model = config.defaultModel;
   const key =
@@ -116,6 +130,7 @@ export function gatewayBanner(gateway: Pick<Gateway, 'baseURL' | 'config'>): str
     `Backchannel gateway: ${baseURL}`,
     `Config: ${config.source ?? 'defaults (no config file)'}`,
     `Models: ${Object.keys(config.models).join(', ')} (default: ${model})`,
+    hubPath ? `Tasks run on the hub at ${hubPath} (they show in its panel; --local runs them here)` : 'Tasks run in this process',
     key,
     ...problems.map((problem) => `Warning: ${problem}`),
     '',

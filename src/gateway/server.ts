@@ -17,9 +17,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { TaskBroker } from '../broker/broker.js';
 import { isAllowedHost, isAllowedOrigin } from '../hosts/http/security.js';
-import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS } from '../hosts/request-task/index.js';
+import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type TaskSubmitter } from '../hosts/request-task/index.js';
 import type { Logger } from '../broker/log.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
@@ -39,9 +38,11 @@ export const GATEWAY_HOST = '127.0.0.1';
 export const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface GatewayServerOptions {
-  broker: TaskBroker;
+  tasks: TaskSubmitter;
+  /** Where the tasks run, for `/health`: 'gateway' (an own broker), 'app' (an embedding app's) or the hub's control endpoint. */
+  runsOn: string;
   config: GatewayConfig;
-  /** Set when the broker is shared (an embedding app's): caps the gateway's own running tasks. */
+  /** Set when the broker is shared (an embedding app's, the hub's): caps the gateway's own running tasks. */
   limitConcurrency: boolean;
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */
@@ -105,11 +106,11 @@ function asHttpError(error: unknown): HttpError {
 }
 
 export async function startGatewayServer(options: GatewayServerOptions): Promise<GatewayServer> {
-  const { broker, config, logger } = options;
+  const { tasks, config, logger } = options;
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const cliModels = new CliModelCache(config.cursorCliPath, config.cliModelsTimeoutMs);
   const turns = createTurnRunner({
-    broker,
+    tasks,
     config,
     limitConcurrency: options.limitConcurrency,
     ...(options.workspaces ? { workspaces: options.workspaces } : {}),
@@ -199,11 +200,19 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     await turns.run(turn, abort, writer, api.name);
   }
 
-  /** `degraded` (still 200: the gateway itself is up) when a configured model's CLI is missing, with the hint. */
-  function health(res: ServerResponse): void {
+  /**
+   * `degraded` (still 200: the gateway itself is up) when a configured model's CLI is missing, with
+   * the hint, or the hub its tasks run on cannot be reached.
+   */
+  async function health(res: ServerResponse): Promise<void> {
     const path = findExecutable(config.cursorCliPath);
-    const stats = broker.stats();
     const problems = gatewayProblems(config, turns.unavailable);
+    let stats: TaskCounts = { running: 0, queued: 0 };
+    try {
+      stats = await tasks.counts();
+    } catch (error) {
+      problems.push(`tasks: ${(error as Error).message}`);
+    }
     sendJson(res, 200, {
       status: problems.length === 0 ? 'ok' : 'degraded',
       problems,
@@ -214,6 +223,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
       requests: turns.inFlight,
       sessions: turns.sessions,
       tasks: { running: stats.running, queued: stats.queued },
+      runs_on: options.runsOn,
     });
   }
 

@@ -15,13 +15,14 @@
  * - a follow-up turn of a known session resumes the agent's session and sends only the new turn;
  * - a full queue is a 429 with `Retry-After`.
  */
-import type { TaskBroker, TaskHandle } from '../broker/broker.js';
+import type { TaskHandle } from '../broker/broker.js';
 import {
   createRequestTaskRunner,
   describeFailure,
   QueueFullError,
   type RequestTaskRunner,
   type TaskFailure,
+  type TaskSubmitter,
 } from '../hosts/request-task/index.js';
 import { AnswerStream, usageOf } from './answer.js';
 import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
@@ -62,12 +63,13 @@ export interface TurnWriter {
 }
 
 export interface TurnRunnerOptions {
-  broker: TaskBroker;
+  /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */
+  tasks: TaskSubmitter;
   config: GatewayConfig;
   /** The route for a model name, or undefined (→ 404 listing `knownModels()`). */
   resolveModel(model: string): Promise<ModelRoute | undefined>;
   knownModels(): Promise<string[]>;
-  /** Cap the gateway's own running tasks (a shared broker's concurrency is not ours to set). */
+  /** Cap the gateway's own running tasks (a shared broker's or the hub's concurrency is not ours to set). */
   limitConcurrency: boolean;
   workspaces?: Workspaces;
 }
@@ -82,9 +84,9 @@ export interface TurnRunner {
 }
 
 export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
-  const { broker, config } = options;
+  const { tasks, config } = options;
   const runner: RequestTaskRunner = createRequestTaskRunner({
-    broker,
+    tasks,
     timeoutMs: config.requestTimeoutMs,
     name: 'gateway',
     maxWaiting: config.maxQueued,

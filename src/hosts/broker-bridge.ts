@@ -5,7 +5,7 @@
  * Events go through an `UpdateCoalescer` (./update-coalescer.ts); the calls are below, each a few
  * lines over the broker, with broker errors translated into the bridge's error codes.
  */
-import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TemplateInfo } from '../bridge/contract.js';
+import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, TemplateInfo } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
@@ -22,7 +22,7 @@ export interface BrokerLike {
   logOf(id: string): LogLine[];
   /** An attachment's content while the broker still holds it. */
   attachment?(id: string, name: string): string | Uint8Array | undefined;
-  cancel(id: string): boolean;
+  cancel(id: string, reason?: string): boolean;
   retry(id: string): { id: string; result: Promise<unknown> };
   answer(id: string, askId: string, text: string): boolean;
   pause(): void;
@@ -64,6 +64,12 @@ export interface BrokerBridgeOptions {
 }
 
 export interface BrokerBridge extends BackchannelBridge {
+  /**
+   * Submits a task and calls `listener` with every change of it, not coalesced (see
+   * `TaskFeedEvent`): first its picture, then each update with the picture after it, the last one
+   * `exited`. `stop()` ends the listening, not the task. Throws like `submit`.
+   */
+  follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): { id: string; stop(): void };
   /** Stops listening to the broker and drops every subscriber. Does not close the broker. */
   close(): void;
 }
@@ -87,6 +93,7 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
       else broker.resume();
       events.poke();
     },
+    follow: (request, listener) => followSubmission(broker, request, listener),
     close() {
       if (closed) return;
       closed = true;
@@ -94,6 +101,38 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
       detach();
     },
   };
+}
+
+function followSubmission(
+  broker: BrokerLike,
+  request: SubmitRequest,
+  listener: (event: TaskFeedEvent) => void,
+): { id: string; stop(): void } {
+  // Listening starts before the submit: the broker reports `queued` (and may report more) inside it.
+  let id: string | undefined;
+  const early: TaskUpdate[] = [];
+  const onUpdate = (update: TaskUpdate): void => {
+    if (id === undefined) early.push(update);
+    else if (update.taskId === id) send(update);
+  };
+  const send = (update?: TaskUpdate): void => {
+    const task = broker.get(id!);
+    if (task) listener(update ? { task, update } : { task });
+  };
+  const detach = broker.on('update', onUpdate);
+  const stop = (): void => {
+    if (typeof detach === 'function') (detach as () => void)();
+    else broker.off?.('update', onUpdate);
+  };
+  try {
+    id = handleOf(() => broker.submit(toSpec(request))).id;
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  send();
+  for (const update of early) if (update.taskId === id) send(update);
+  return { id, stop };
 }
 
 /** Feeds the broker's events to the coalescer; returns the function that stops it. */
@@ -152,12 +191,12 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     async submit(request) {
       return handleOf(() => broker.submit(toSpec(request)));
     },
-    async cancel(id) {
+    async cancel(id, reason) {
       const task = requireTask(id);
       if (isFinished(task.state)) {
         throw new BridgeError('conflict', `Task ${id} already ended (${task.state}); there is nothing to cancel`);
       }
-      if (!broker.cancel(id)) throw new BridgeError('conflict', `Task ${id} could not be cancelled (${task.state})`);
+      if (!broker.cancel(id, reason)) throw new BridgeError('conflict', `Task ${id} could not be cancelled (${task.state})`);
     },
     async retry(id) {
       const task = requireTask(id);
@@ -187,7 +226,7 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
   };
 }
 
-/** The broker's spec for a panel request: only the known fields, tagged as coming from the panel. */
+/** The broker's spec for a request: only the known fields; tagged as coming from the panel unless it says who sent it. */
 function toSpec(request: SubmitRequest): TaskSpec {
   const spec: TaskSpec = { command: request.command };
   if (request.args !== undefined) spec.args = request.args;
@@ -197,7 +236,8 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.timeoutMs !== undefined) spec.timeoutMs = request.timeoutMs;
   if (request.heartbeatTimeoutMs !== undefined) spec.heartbeatTimeoutMs = request.heartbeatTimeoutMs;
   if (request.retries !== undefined) spec.retries = request.retries;
-  spec.tags = { source: 'panel' };
+  if (request.env !== undefined) spec.env = request.env;
+  spec.tags = { source: 'panel', ...request.tags };
   return spec;
 }
 

@@ -59,6 +59,7 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs): Pro
   if (args.label) request.label = args.label;
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
+  request.tags = { source: 'mcp' };
   request.label ??= args.template ? `mcp: ${args.template}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
   return (await bridge.submit(request)).id;
 }

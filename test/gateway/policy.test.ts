@@ -124,13 +124,13 @@ describe('what the agent gets', () => {
     const local = await gateway();
     const res = await local.chat({ model: 'inputs', messages: title });
     expect(res.json.choices[0].message.content).toBe('Fix the login bug in src/auth.ts please, it fails…');
-    expect(local.gw.broker.tasks()).toEqual([]);
+    expect(local.gw.broker!.tasks()).toEqual([]);
     const streamed = await local.chat({ model: 'inputs', stream: true, messages: title });
     expect(streamedText(streamed)).toBe('Fix the login bug in src/auth.ts please, it fails…');
     const run = await gateway({ side_requests: 'echo' });
     const routed = await run.chat({ model: 'inputs', messages: title });
     expect(routed.json.choices[0].message.content).toMatch(/^Hello: /);
-    expect(run.gw.broker.tasks()).toHaveLength(1);
+    expect(run.gw.broker!.tasks()).toHaveLength(1);
   });
 });
 
@@ -161,7 +161,7 @@ describe('sessions and workspaces', () => {
     );
     expect(other.input.resume).toBeUndefined();
     expect(other.cwd).not.toBe(first.cwd);
-    expect(gw.broker.tasks().map((t) => t.tags?.session)).toEqual([
+    expect(gw.broker!.tasks().map((t) => t.tags?.session)).toEqual([
       path.basename(first.cwd),
       path.basename(first.cwd),
       path.basename(other.cwd),
@@ -226,7 +226,7 @@ describe('bounds and checks', () => {
     expect(cross.status).toBe(403);
     const form = await raw(`${gw.baseURL}/chat/completions`, 'model=echo', { headers: { 'Content-Type': 'text/plain' } });
     expect(form.status).toBe(415);
-    expect(gw.broker.tasks()).toEqual([]);
+    expect(gw.broker!.tasks()).toEqual([]);
   });
 
   test('connections beyond max_connections are closed', async () => {

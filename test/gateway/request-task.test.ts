@@ -29,7 +29,7 @@ describe('running one task per request', () => {
   test('beyond maxConcurrent a request waits for a slot; aborting it while queued drops it without a task', async () => {
     const dir = tempDir();
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ broker, timeoutMs: 30_000, maxConcurrent: 1 });
+    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000, maxConcurrent: 1 });
     const first = runner.start({ spec: standin('slow', dir), abort: new AbortController() });
     const dropped = new AbortController();
     const second = runner.start({ spec: standin('echo', dir), abort: dropped });
@@ -52,7 +52,7 @@ describe('running one task per request', () => {
 
   test('updates reach the caller with the task, until it settles', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ broker, timeoutMs: 30_000 });
+    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000 });
     const deltas: unknown[] = [];
     const run = runner.start({
       spec: standin('echo', tempDir()),
@@ -69,7 +69,7 @@ describe('running one task per request', () => {
 
   test('a request past its deadline cancels its task with a reason a person can read', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ broker, timeoutMs: 500, name: 'gateway' });
+    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 500, name: 'gateway' });
     const run = runner.start({ spec: standin('slow', tempDir()), abort: new AbortController() });
     const outcome = await settle(run.result);
     expect(outcome.ok).toBe(false);
@@ -84,7 +84,7 @@ describe('running one task per request', () => {
 
   test('shutdown cancels every request and resolves once their processes are gone', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ broker, timeoutMs: 30_000, maxConcurrent: 2, name: 'gateway' });
+    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000, maxConcurrent: 2, name: 'gateway' });
     const runs = [0, 1, 2].map(() => runner.start({ spec: standin('slow', tempDir()), abort: new AbortController() }));
     await waitFor(() => running(runs[0]!) && running(runs[1]!), 'two tasks to run');
     await runner.shutdown();
@@ -103,7 +103,7 @@ describe('running one task per request', () => {
 
   test("an agent's failure is described with its own message, without the label", async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ broker, timeoutMs: 30_000 });
+    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000 });
     const spec = standin('fail', tempDir());
     const run = runner.start({ spec, abort: new AbortController() });
     const outcome = await settle(run.result);

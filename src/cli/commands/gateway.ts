@@ -11,10 +11,14 @@ curl) can use Backchannel sub-agents as their model. Each request runs as one ta
 cursor-cli template answers (the Cursor CLI \`agent\`, logged in or CURSOR_API_KEY). Clients send
 the key printed at the first start (kept in ~/.config/backchannel/gateway-key).
 
+When a hub runs (the desktop app or \`backchannel serve\`), each request's task runs there and
+shows in its panel and history; without one (or with --local) this process runs them.
+
 Options:
   --port <n>        port to listen on; 0 picks a free one (default: the config's, else 8976)
   --config <path>   a YAML file in the gateway's schema (default: the gateway section of
                     \`backchannel config path\`; else the old ${defaultConfigPath()})
+  --local           run the tasks in this process even when a hub runs
   -h, --help        show this help
 
 Config keys: port, api_key, auth, default_model, request_timeout_ms, max_concurrent, max_queued,
@@ -56,6 +60,7 @@ export const command: CliCommand = {
       {
         port: { type: 'string' },
         config: { type: 'string' },
+        local: { type: 'boolean' },
       },
       HELP,
     );
@@ -68,18 +73,23 @@ export const command: CliCommand = {
 
     const { loadGatewayConfig, startGateway, gatewayBanner } = await import('../../gateway/index.js');
     const { createHeadlessLogger } = await import('../../broker/log.js');
+    const { findHub } = await import('../../hosts/control/discover.js');
+    const { HubTasks } = await import('../../hosts/request-task/index.js');
     let gateway;
+    let hub;
     try {
       const config = values.config !== undefined ? loadGatewayConfig(values.config) : await gatewayConfigFromOneFile();
       if (port !== undefined) config.port = port;
-      gateway = await startGateway({ config, logger: createHeadlessLogger({ console: 'info' }) });
+      const running = values.local ? undefined : await findHub();
+      hub = running && new HubTasks(running, () => findHub());
+      gateway = await startGateway({ config, logger: createHeadlessLogger({ console: 'info' }), ...(hub ? { hub } : {}) });
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
       const hint = e.code === 'EADDRINUSE' ? ' (another gateway running? pick another with --port)' : '';
       process.stderr.write(`backchannel gateway: ${e.message}${hint}\n`);
       return EXIT.failed;
     }
-    process.stdout.write(gatewayBanner(gateway));
+    process.stdout.write(gatewayBanner(gateway, hub?.path));
 
     return runUntilSignal('gateway', 'running requests', () => gateway.close());
   },

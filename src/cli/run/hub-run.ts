@@ -4,9 +4,8 @@
  * the in-process run; `--detach` prints the id and returns at once.
  */
 import { writeText } from '../terminal-text.js';
-import { resolve } from 'node:path';
-import type { SubmitRequest } from '../../bridge/contract.js';
 import type { HubClient } from '../../hosts/control/discover.js';
+import { requestForHub } from '../../hosts/control/submit-request.js';
 import type { TaskSpec } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { ProgressLine } from './progress-line.js';
@@ -19,21 +18,8 @@ export interface HubRunOptions {
   detach: boolean;
 }
 
-/** The in-process spec as a bridge request; the hub runs in another directory, so paths become absolute. */
-function toRequest(spec: TaskSpec & { label: string }): SubmitRequest {
-  const cwd = resolve(spec.cwd ?? process.cwd());
-  const looksLikePath = spec.command.includes('/') && !spec.command.startsWith('/');
-  const request: SubmitRequest = { command: looksLikePath ? resolve(cwd, spec.command) : spec.command, args: spec.args ?? [], cwd };
-  request.label = spec.label;
-  if (spec.input !== undefined) request.input = spec.input;
-  if (spec.timeoutMs !== undefined) request.timeoutMs = spec.timeoutMs;
-  if (spec.heartbeatTimeoutMs !== undefined) request.heartbeatTimeoutMs = spec.heartbeatTimeoutMs;
-  if (typeof spec.retries === 'number') request.retries = spec.retries;
-  return request;
-}
-
 export async function runOnHub(hub: HubClient, options: HubRunOptions): Promise<number> {
-  const { id } = await hub.submit(toRequest(options.spec));
+  const { id } = await hub.submit(requestForHub({ ...options.spec, tags: { source: 'cli' } }));
   if (options.detach) {
     process.stdout.write(options.json ? JSON.stringify({ task_id: id }) + '\n' : `${id}\n`);
     return EXIT.ok;

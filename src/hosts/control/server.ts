@@ -1,24 +1,25 @@
 /**
  * The hub's control endpoint: the bridge contract (the calls and events the panel uses, from the one
- * route table) as HTTP over a Unix domain socket. No token: only the owner can reach the socket (see
+ * route table) as HTTP over a Unix domain socket, plus a followed submission (./follow.ts). No token: only the owner can reach the socket (see
  * ./endpoint.ts). Front-ends in other processes — `backchannel run`, the task commands, `backchannel
  * mcp`, the gateway — talk to the running app or `serve` through it, so their tasks share one broker,
  * one panel and one history.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, unlinkSync } from 'node:fs';
-import type { BackchannelBridge } from '../../bridge/contract.js';
-import { API_PREFIX, EVENTS_PATH } from '../../bridge/http-routes.js';
+import { API_PREFIX, EVENTS_PATH, FOLLOW_PATH } from '../../bridge/http-routes.js';
 import type { Logger } from '../../broker/log.js';
 import { handleApi } from '../http/api.js';
 import { sendError } from '../http/responses.js';
 import { EventStreams } from '../headless/event-stream.js';
+import type { BrokerBridge } from '../broker-bridge.js';
+import { handleFollow } from './follow.js';
 import { claimEndpoint, preparePrivateDir } from './endpoint.js';
 
 export { HubRunningError } from './endpoint.js';
 
 export interface ControlServerOptions {
-  bridge: BackchannelBridge;
+  bridge: BrokerBridge;
   /** The socket path (see ./paths.ts). */
   path: string;
   logger?: Logger;
@@ -61,9 +62,10 @@ export async function startControlServer(options: ControlServerOptions): Promise
   };
 }
 
-async function handle(bridge: BackchannelBridge, streams: EventStreams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(bridge: BrokerBridge, streams: EventStreams, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const pathname = new URL(req.url ?? '/', 'http://hub').pathname;
   if (pathname === EVENTS_PATH && req.method === 'GET') return streams.open(req, res);
+  if (pathname === FOLLOW_PATH && req.method === 'POST') return handleFollow(bridge, req, res);
   if (pathname.startsWith(API_PREFIX)) return handleApi(bridge, req, res, pathname);
   sendError(res, 404, 'not_found', `No route ${req.method} ${pathname}`);
 }

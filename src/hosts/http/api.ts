@@ -10,25 +10,39 @@ import { parseRequest } from '../../bridge/http-routes.js';
 import { MAX_BODY_BYTES, readBody, sendError, sendJson } from './responses.js';
 
 export async function handleApi(bridge: BackchannelBridge, req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
-  let body: unknown;
-  if (req.method === 'POST' || req.method === 'PUT') {
-    const type = req.headers['content-type'] ?? '';
-    const raw = await readBody(req);
-    if (raw === undefined) return sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
-    if (raw.length > 0) {
-      if (!type.toLowerCase().startsWith('application/json')) {
-        return sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
-      }
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        return sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
-      }
-    }
-  }
+  const body = await readJsonBody(req, res);
+  if (body === REFUSED) return;
   const call = parseRequest(req.method ?? 'GET', pathname, body);
   if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
   const reply = await dispatch(bridge, call.method, call.args);
   if (reply.ok) return sendJson(res, 200, reply.value);
   return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });
+}
+
+/** `readJsonBody` answered the request with an error already. */
+export const REFUSED = Symbol('refused');
+
+/**
+ * The JSON body of a POST or PUT (undefined when empty or another verb), or `REFUSED` after
+ * answering 413 (too big), 415 (not JSON) or 400 (malformed).
+ */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  if (req.method !== 'POST' && req.method !== 'PUT') return undefined;
+  const type = req.headers['content-type'] ?? '';
+  const raw = await readBody(req);
+  if (raw === undefined) {
+    sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
+    return REFUSED;
+  }
+  if (raw.length === 0) return undefined;
+  if (!type.toLowerCase().startsWith('application/json')) {
+    sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
+    return REFUSED;
+  }
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
+    return REFUSED;
+  }
 }

@@ -2,6 +2,7 @@
  * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
  * front-end maps to its own status codes (the gateway: 504, 503, 500).
  */
+import { HubLostError } from '../../bridge/hub-client.js';
 import { BrokerError, TaskError } from '../../broker/errors.js';
 import type { FailureReason } from '../../model/task.js';
 import type { CancelWhy } from './runner.js';
@@ -33,6 +34,9 @@ export function describeFailure(error: unknown, context: DescribeFailureContext)
   }
   if (context.why === 'shutdown' || (error instanceof BrokerError && error.code === 'closed')) {
     return { kind: 'unavailable', message: `The ${name} is shutting down; the request was cancelled.` };
+  }
+  if (error instanceof HubLostError) {
+    return { kind: 'unavailable', message: `The ${name} could not run the sub-agent: ${error.message}.` };
   }
   if (!TaskError.is(error)) {
     return { kind: 'internal', message: `The ${name} could not run the sub-agent: ${(error as Error).message}` };

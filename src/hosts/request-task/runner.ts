@@ -18,6 +18,32 @@ import PQueue from 'p-queue';
 import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
+export interface TaskCounts {
+  running: number;
+  queued: number;
+}
+
+/**
+ * Where a front-end's tasks run: a broker in this process (`localTasks`), or the running hub's
+ * (./hub-tasks.ts), whose handles have the same shape.
+ */
+export interface TaskSubmitter {
+  submit(spec: TaskSpec): TaskHandle | Promise<TaskHandle>;
+  /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
+  counts(): Promise<TaskCounts>;
+}
+
+/** A broker in this process as a `TaskSubmitter`. */
+export function localTasks(broker: TaskBroker): TaskSubmitter {
+  return {
+    submit: (spec) => broker.submit(spec),
+    counts: async () => {
+      const { running, queued } = broker.stats();
+      return { running, queued };
+    },
+  };
+}
+
 /** Why a request was stopped before its task finished. */
 export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
 
@@ -25,7 +51,7 @@ export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
 export type TaskResult = Awaited<TaskHandle['result']>;
 
 export interface RequestTaskRunnerOptions {
-  broker: TaskBroker;
+  tasks: TaskSubmitter;
   /** Deadline of one request, from `start()` to its result. */
   timeoutMs: number;
   /** Cap on this front-end's running tasks; without it, the broker's own queue decides. */
@@ -90,7 +116,7 @@ function isWaiting(entry: Entry): boolean {
 }
 
 export function createRequestTaskRunner(options: RequestTaskRunnerOptions): RequestTaskRunner {
-  const { broker, timeoutMs } = options;
+  const { tasks, timeoutMs } = options;
   const limiter = options.maxConcurrent !== undefined ? new PQueue({ concurrency: options.maxConcurrent }) : undefined;
   const inFlight = new Set<Entry>();
   const cancelReasons: Record<CancelWhy, string> = {
@@ -101,12 +127,12 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
 
   /** Submits now (the broker's queue), or through this front-end's limiter. */
   function submit(spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
-    if (!limiter) return Promise.resolve(broker.submit(spec));
+    if (!limiter) return Promise.resolve(tasks.submit(spec));
     return new Promise<TaskHandle>((resolve, reject) => {
       limiter
         .add(
           async () => {
-            const task = broker.submit(spec);
+            const task = await tasks.submit(spec);
             resolve(task);
             await task.finished; // the slot is free once the processes are gone
           },

@@ -1,0 +1,35 @@
+/** An in-process task spec as the hub's `SubmitRequest`, for front-ends that hand their tasks to a hub. */
+import { resolve } from 'node:path';
+import type { SubmitRequest } from '../../bridge/contract.js';
+import type { TaskSpec } from '../../model/task.js';
+
+/**
+ * The hub runs in another directory, so the working directory and a relative command become absolute.
+ * What a request cannot carry is refused rather than dropped: an `env` entry that removes a name
+ * (`undefined`), a retry policy object. A `signal` stays with the caller, who cancels through the hub.
+ */
+export function requestForHub(spec: TaskSpec): SubmitRequest {
+  const cwd = resolve(spec.cwd ?? process.cwd());
+  const looksLikePath = spec.command.includes('/') && !spec.command.startsWith('/');
+  const request: SubmitRequest = { command: looksLikePath ? resolve(cwd, spec.command) : spec.command, args: spec.args ?? [], cwd };
+  if (spec.label !== undefined) request.label = spec.label;
+  if (spec.input !== undefined) request.input = spec.input;
+  if (spec.timeoutMs !== undefined) request.timeoutMs = spec.timeoutMs;
+  if (spec.heartbeatTimeoutMs !== undefined) request.heartbeatTimeoutMs = spec.heartbeatTimeoutMs;
+  if (spec.retries !== undefined) {
+    if (typeof spec.retries !== 'number') throw new TypeError('A task for the hub takes `retries` as a number, not a policy');
+    request.retries = spec.retries;
+  }
+  if (spec.env !== undefined) request.env = definedEnv(spec.env);
+  if (spec.tags !== undefined) request.tags = { ...spec.tags };
+  return request;
+}
+
+function definedEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) throw new TypeError(`A task for the hub cannot remove an environment variable (${name})`);
+    out[name] = value;
+  }
+  return out;
+}
