@@ -41,15 +41,7 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   listTasks: { verb: 'GET', path: 'tasks', args: [], check: () => [] },
   getTask: { verb: 'GET', path: 'tasks/:id', args: ['id'], check: (a) => [checkId(a[0])] },
   submit: { verb: 'POST', path: 'tasks', args: ['body'], check: (a) => [checkSubmitRequest(a[0])] },
-  cancel: {
-    verb: 'POST',
-    path: 'tasks/:id/cancel',
-    args: ['id', 'reason'],
-    check: (a) => {
-      const reason = checkReason(a[1]);
-      return reason === undefined ? [checkId(a[0])] : [checkId(a[0]), reason];
-    },
-  },
+  cancel: { verb: 'POST', path: 'tasks/:id/cancel', args: ['id', 'reason'], check: (a) => [checkId(a[0]), checkReason(a[1])] },
   retry: { verb: 'POST', path: 'tasks/:id/retry', args: ['id'], check: (a) => [checkId(a[0])] },
   answer: {
     verb: 'POST',

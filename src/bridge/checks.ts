@@ -68,7 +68,8 @@ function checkStringMap(value: unknown, what: string): Record<string, string> {
   if (entries.length > MAX_MAP_ENTRIES) throw invalid(`Expected at most ${MAX_MAP_ENTRIES} entries in \`${what}\`, got ${entries.length}`);
   const clean: Record<string, string> = {};
   for (const [name, text] of entries) {
-    if (!NAME.test(name) || name.length > MAX_ID) throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
+    if (!NAME.test(name) || name.length > MAX_ID)
+      throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
     clean[name] = checkString(text, `${what}.${name}`, { allowEmpty: true });
   }
   return clean;

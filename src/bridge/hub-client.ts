@@ -32,8 +32,9 @@ export interface HubClient extends BackchannelBridge {
   /**
    * Submits a task and calls `listener` with every change of it (not coalesced, see
    * `TaskFeedEvent`). `id` resolves once the hub accepted it (rejects with its refusal); `ended`
-   * after the `exited` update, or rejects with `HubLostError` when the stream breaks first. The task
-   * is attached to this connection: `close()` before it ended makes the hub cancel it.
+   * after the `exited` update, or rejects with `HubLostError` when the stream breaks first (or with
+   * a plain Error after `close()`). The task is attached to this connection: `close()` before it
+   * ended makes the hub cancel it.
    */
   follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
   /** Calls `listener` once when an event stream breaks or a call cannot reach the hub; returns the unsubscribe. */
@@ -125,55 +126,63 @@ export function connectHub(path: string): HubClient {
     let done = false;
     let resolveId!: (id: string) => void;
     let rejectId!: (error: Error) => void;
+    let resolveEnded!: () => void;
+    let rejectEnded!: (error: Error) => void;
     const id = new Promise<string>((resolve, reject) => ((resolveId = resolve), (rejectId = reject)));
+    const ended = new Promise<void>((resolve, reject) => ((resolveEnded = resolve), (rejectEnded = reject)));
+    // Either may go unobserved (a caller that only awaits `ended`, or only `id`).
+    id.catch(() => {});
+    ended.catch(() => {});
+    const fail = (error: Error): void => {
+      if (done) return;
+      done = true;
+      rejectId(error); // no effect once the id is known
+      rejectEnded(error);
+    };
     const req = request({
       socketPath: path,
       method: 'POST',
       path: FOLLOW_PATH,
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
-    const ended = new Promise<void>((resolve, reject) => {
-      const fail = (error: Error): void => {
-        if (done) return;
-        done = true;
-        rejectId(error);
-        reject(error);
-      };
-      req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
-      req.on('response', (res) => {
-        if (res.statusCode !== 200) return refused(res, fail);
-        streams.add(res);
-        let pending = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          pending += chunk;
-          let end: number;
-          while ((end = pending.indexOf('\n')) >= 0) {
-            const event = JSON.parse(pending.slice(0, end)) as TaskFeedEvent;
-            pending = pending.slice(end + 1);
-            resolveId(event.task.id);
-            listener(event);
-            if (event.update?.kind === 'exited') {
-              done = true;
-              resolve();
-            }
+    req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) return refused(res, fail);
+      streams.add(res);
+      let pending = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        pending += chunk;
+        let end: number;
+        while (!done && (end = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, end);
+          pending = pending.slice(end + 1);
+          let event: TaskFeedEvent;
+          try {
+            event = JSON.parse(line) as TaskFeedEvent;
+          } catch {
+            req.destroy();
+            return fail(lost(new HubLostError(path, 'it sent a malformed line on a task stream')));
           }
-        });
-        res.on('close', () => {
-          streams.delete(res);
-          fail(lost(new HubLostError(path, 'the task\'s stream closed before it ended')));
-        });
+          resolveId(event.task.id);
+          listener(event);
+          if (event.update?.kind === 'exited') {
+            done = true;
+            resolveEnded();
+          }
+        }
+      });
+      res.on('close', () => {
+        streams.delete(res);
+        fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
       });
     });
-    // Either may go unobserved (a caller that only awaits `ended`, or only `id`).
-    id.catch(() => {});
-    ended.catch(() => {});
     req.end(body);
     return {
       id,
       ended,
       close() {
-        done = true;
+        fail(new Error('stopped following the task'));
         req.destroy();
       },
     };

@@ -68,7 +68,9 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const { hub } = options;
   const ownBroker = options.broker === undefined && hub === undefined;
   // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
-  const broker = hub ? undefined : (options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } }));
+  const broker = hub
+    ? undefined
+    : (options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   const closeTasks = async (): Promise<void> => {
     hub?.close();

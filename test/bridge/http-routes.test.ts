@@ -9,7 +9,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   listTasks: [],
   getTask: ['t/1 ?'],
   submit: [{ command: 'node', args: ['a'] }],
-  cancel: ['t1'],
+  cancel: ['t1', 'no longer needed'],
   retry: ['t1'],
   answer: ['t1', 'q1', 'yes'],
   setPaused: [true],
@@ -38,6 +38,7 @@ describe('http routes', () => {
     expect(buildRequest('setPaused', [false])).toEqual({ verb: 'PUT', path: '/api/paused', body: { paused: false } });
     expect(buildRequest('submit', [{ command: 'c' }])).toEqual({ verb: 'POST', path: '/api/tasks', body: { command: 'c' } });
     expect(buildRequest('openLog', [])).toEqual({ verb: 'POST', path: '/api/log/open' });
+    expect(buildRequest('cancel', ['t1', 'why'])).toEqual({ verb: 'POST', path: '/api/tasks/t1/cancel', body: { reason: 'why' } });
   });
 
   test('unknown routes, wrong verbs and badly encoded ids are no route', () => {

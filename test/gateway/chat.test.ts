@@ -8,18 +8,10 @@ import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
 import { tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { makeBroker } from '../helpers/core.js';
-import { raw, standinModels, startTestGateway, userMessage } from './helpers.js';
+import { raw, slowPids, standinModels, startTestGateway, userMessage } from './helpers.js';
 
 function client(baseURL: string, apiKey = 'unused') {
   return new OpenAI({ baseURL, apiKey, maxRetries: 0 });
-}
-
-/** Pids the `slow` stand-ins wrote: one file per task, {pid, grandchild}. */
-function slowPids(dir: string): Array<{ pid: number; grandchild: number }> {
-  return fs
-    .readdirSync(dir)
-    .filter((name) => name.endsWith('.json'))
-    .map((name) => JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')));
 }
 
 describe('with the openai client', () => {

@@ -11,7 +11,13 @@ const BIN = path.join(ROOT, 'bin/backchannel.js');
 function start(args: string[], dir: string) {
   const child = spawn(process.execPath, [BIN, 'gateway', ...args], {
     cwd: dir,
-    env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc'), XDG_CONFIG_HOME: path.join(dir, 'config') },
+    // No hub at this control endpoint: the gateway runs its tasks itself (test/gateway/hub.test.ts covers the hub).
+    env: {
+      ...process.env,
+      CURSOR_IPC_DIR: path.join(dir, 'ipc'),
+      XDG_CONFIG_HOME: path.join(dir, 'config'),
+      BACKCHANNEL_CONTROL: path.join(dir, 'no-hub.sock'),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

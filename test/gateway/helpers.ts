@@ -1,4 +1,5 @@
 /** A gateway on a free port with its own endpoint directory, and a raw HTTP client that timestamps SSE events. */
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach } from 'vitest';
@@ -136,3 +137,11 @@ export function raw(url: string, body?: unknown, options: RawOptions = {}): Prom
 }
 
 export const userMessage = (content: string) => [{ role: 'user', content }];
+
+/** Pids the `slow` stand-ins wrote: one file per task, {pid, grandchild}. */
+export function slowPids(dir: string): Array<{ pid: number; grandchild: number }> {
+  return fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')));
+}

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { createRequestTaskRunner, describeFailure, type RequestTask } from '../../src/hosts/request-task/index.js';
+import { createRequestTaskRunner, describeFailure, localTasks, type RequestTask } from '../../src/hosts/request-task/index.js';
 import type { TaskSpec } from '../../src/model/task.js';
 import { makeBroker, settle, tempDir, waitFor } from '../helpers/core.js';
 import { STANDIN_AGENT } from './helpers.js';

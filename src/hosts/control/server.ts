@@ -1,9 +1,9 @@
 /**
  * The hub's control endpoint: the bridge contract (the calls and events the panel uses, from the one
- * route table) as HTTP over a Unix domain socket, plus a followed submission (./follow.ts). No token: only the owner can reach the socket (see
- * ./endpoint.ts). Front-ends in other processes — `backchannel run`, the task commands, `backchannel
- * mcp`, the gateway — talk to the running app or `serve` through it, so their tasks share one broker,
- * one panel and one history.
+ * route table) as HTTP over a Unix domain socket, plus a followed submission (./follow.ts). No token:
+ * only the owner can reach the socket (see ./endpoint.ts). Front-ends in other processes — `backchannel
+ * run`, the task commands, `backchannel mcp`, the gateway — talk to the running app or `serve`
+ * through it, so their tasks share one broker, one panel and one history.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, unlinkSync } from 'node:fs';

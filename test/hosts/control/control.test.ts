@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import type { BridgeEvent } from '../../../src/bridge/contract.js';
+import type { BridgeEvent, TaskFeedEvent } from '../../../src/bridge/contract.js';
 import { connectHub, HubLostError } from '../../../src/bridge/hub-client.js';
 import { HubRunningError, startControlServer } from '../../../src/hosts/control/server.js';
 import { probeEndpoint } from '../../../src/hosts/control/endpoint.js';
@@ -51,6 +51,54 @@ describe('control endpoint', () => {
       expect(task.result?.data).toEqual({ echo: { n: 7 }, attempt: 1 });
       await expect(hub.cancel(id)).rejects.toMatchObject({ code: 'conflict' });
       await expect(hub.getTask('nope')).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      hub.close();
+    }
+  });
+
+  test('follow: every update of a task arrives in order, not coalesced; env and tags reach it; a refusal rejects the id', async () => {
+    const dir = tempDir();
+    await hubIn(dir);
+    const hub = connectHub(path.join(dir, 'run', 'control.sock'));
+    try {
+      const events: TaskFeedEvent[] = [];
+      const followed = hub.follow(
+        { command: fixture('chatty-env.mjs'), input: { n: 500 }, env: { CHATTY_VALUE: 'from the request' }, tags: { source: 'test' } },
+        (event) => events.push(event),
+      );
+      const id = await followed.id;
+      await followed.ended;
+      expect(events[0]).toEqual({ task: expect.objectContaining({ id }) });
+      expect(events.slice(1).every((e) => e.update?.taskId === id && e.task.id === id)).toBe(true);
+      const partials = events.filter((e) => e.update?.kind === 'partial').map((e) => (e.update!.payload!.data as { i: number }).i);
+      expect(partials).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+      const ended = events.find((e) => e.update?.kind === 'ended')!;
+      expect(ended.task).toMatchObject({ state: 'succeeded', tags: { source: 'test' }, result: { data: { value: 'from the request' } } });
+      expect(events.at(-1)!.update!.kind).toBe('exited');
+
+      const refused = hub.follow({ command: '' }, () => {});
+      await expect(refused.id).rejects.toMatchObject({ code: 'invalid_request' });
+      await expect(hub.submit({ command: 'x', env: { 'BAD NAME': 'v' } })).rejects.toThrow(/names in `env` to be like FOO_BAR/);
+    } finally {
+      hub.close();
+    }
+  });
+
+  test('follow: a front-end that goes away before its task ended has it cancelled, with a reason', async () => {
+    const dir = tempDir();
+    await hubIn(dir);
+    const hub = connectHub(path.join(dir, 'run', 'control.sock'));
+    try {
+      let running = false;
+      const followed = hub.follow({ command: fixture('chatty-env.mjs'), input: { n: 1, hold: true } }, (event) => {
+        if (event.update?.kind === 'partial') running = true;
+      });
+      const id = await followed.id;
+      await waitFor(() => running, 'the task to run');
+      followed.close();
+      await expect(followed.ended).rejects.toBeDefined();
+      await waitFor(async () => (await hub.getTask(id)).task.state === 'cancelled', 'the hub to cancel it');
+      expect((await hub.getTask(id)).task.message).toContain('the front-end that started it went away');
     } finally {
       hub.close();
     }
