@@ -18,7 +18,7 @@ import { sendJson } from '../http/responses.js';
 /** A front-end this far behind on its task's stream is cut off (it sees the stream break). */
 const MAX_FOLLOW_BACKLOG_BYTES = 8 * 1024 * 1024;
 
-export const FRONT_END_GONE = 'the front-end that started it went away';
+const FRONT_END_GONE = 'the front-end that started it went away';
 
 export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readJsonBody(req, res);

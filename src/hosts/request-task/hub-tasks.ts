@@ -18,6 +18,8 @@ import type { TaskCounts, TaskSubmitter } from './runner.js';
 
 export class HubTasks implements TaskSubmitter {
   #hub: HubClient | undefined;
+  /** Where the hub was, for the message when none answers any more. */
+  #lastPath: string;
 
   /** `find` looks for a running hub (undefined: none runs); called again after one was lost. */
   constructor(
@@ -25,11 +27,12 @@ export class HubTasks implements TaskSubmitter {
     private readonly find: () => Promise<HubClient | undefined>,
   ) {
     this.#hub = hub;
+    this.#lastPath = hub.path;
   }
 
   /** The control endpoint in use (or last used). */
-  get path(): string | undefined {
-    return this.#hub?.path;
+  get path(): string {
+    return this.#hub?.path ?? this.#lastPath;
   }
 
   async submit(spec: TaskSpec): Promise<TaskHandle> {
@@ -68,7 +71,13 @@ export class HubTasks implements TaskSubmitter {
 
   async #connected(): Promise<HubClient> {
     this.#hub ??= await this.find();
-    if (!this.#hub) throw new HubLostError('(none)', 'no Backchannel hub is running any more; start it again, or run with --local');
+    if (!this.#hub) {
+      throw new HubLostError(
+        this.#lastPath,
+        'nothing listens there any more (start the desktop app or `backchannel serve` again, or use --local)',
+      );
+    }
+    this.#lastPath = this.#hub.path;
     return this.#hub;
   }
 
