@@ -92,17 +92,9 @@ export function connectHub(path: string): HubClient {
     const req = request({ socketPath: path, method: 'GET', path: EVENTS_PATH }, (res) => {
       current = res;
       streams.add(res);
-      let pending = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        pending += chunk;
-        let end: number;
-        while ((end = pending.indexOf('\n\n')) >= 0) {
-          const block = pending.slice(0, end);
-          pending = pending.slice(end + 2);
-          for (const line of block.split('\n')) {
-            if (line.startsWith('data: ')) listener(JSON.parse(line.slice(6)) as BridgeEvent);
-          }
+      readRecords(res, '\n\n', (block) => {
+        for (const line of block.split('\n')) {
+          if (line.startsWith('data: ')) listener(JSON.parse(line.slice(6)) as BridgeEvent);
         }
       });
       res.on('close', () => {
@@ -149,27 +141,20 @@ export function connectHub(path: string): HubClient {
     req.on('response', (res) => {
       if (res.statusCode !== 200) return refused(res, fail);
       streams.add(res);
-      let pending = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        pending += chunk;
-        let end: number;
-        while (!done && (end = pending.indexOf('\n')) >= 0) {
-          const line = pending.slice(0, end);
-          pending = pending.slice(end + 1);
-          let event: TaskFeedEvent;
-          try {
-            event = JSON.parse(line) as TaskFeedEvent;
-          } catch {
-            req.destroy();
-            return fail(lost(new HubLostError(path, 'it sent a malformed line on a task stream')));
-          }
-          resolveId(event.task.id);
-          listener(event);
-          if (event.update?.kind === 'exited') {
-            done = true;
-            resolveEnded();
-          }
+      readRecords(res, '\n', (line) => {
+        if (done) return;
+        let event: TaskFeedEvent;
+        try {
+          event = JSON.parse(line) as TaskFeedEvent;
+        } catch {
+          req.destroy();
+          return fail(lost(new HubLostError(path, 'it sent a malformed line on a task stream')));
+        }
+        resolveId(event.task.id);
+        listener(event);
+        if (event.update?.kind === 'exited') {
+          done = true;
+          resolveEnded();
         }
       });
       res.on('close', () => {
@@ -217,5 +202,20 @@ function refused(res: IncomingMessage, fail: (error: Error) => void): void {
       // not JSON: errorFromBody says the reply was malformed
     }
     fail(errorFromBody(body));
+  });
+}
+
+/** Calls `onRecord` with each `separator`-terminated record of a response body (UTF-8). */
+function readRecords(res: IncomingMessage, separator: string, onRecord: (record: string) => void): void {
+  let pending = '';
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => {
+    pending += chunk;
+    let end: number;
+    while ((end = pending.indexOf(separator)) >= 0) {
+      const record = pending.slice(0, end);
+      pending = pending.slice(end + separator.length);
+      onRecord(record);
+    }
   });
 }
