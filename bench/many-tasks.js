@@ -14,7 +14,7 @@ import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, openFds, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
-import { summarize } from './lib/stats.js';
+import { cpuMicros, summarize } from './lib/stats.js';
 
 const CONCURRENCY = 50;
 const HISTORY_LIMIT = 100;
@@ -77,7 +77,9 @@ main(async ({ quick }) => {
   };
   const bareCount = count / 4;
   log(`many tasks: baseline, ${bareCount} bare node processes @ ${CONCURRENCY}`);
+  const bareCpu0 = cpuMicros();
   const bare = await pool(bareCount, bareOne);
+  const bareCpuMs = (cpuMicros() - bareCpu0) / 1000 / bareCount;
   server.close();
 
   const broker = new TaskBroker({
@@ -127,7 +129,10 @@ main(async ({ quick }) => {
   const first = await batch(count / 5);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const heapAfterFirst = heapMb();
+  const rssAfterFirst = rssMb();
+  const cpu0 = cpuMicros();
   const run = await batch(count);
+  const brokerCpuMs = (cpuMicros() - cpu0) / 1000 / count;
   clearInterval(sampler);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const heapEnd = heapMb();
@@ -149,7 +154,9 @@ main(async ({ quick }) => {
       tasksPerSecond: rate,
       firstBatchTasksPerSecond: count / 5 / first.seconds,
       latency: lb,
+      cpuMsPerTask: brokerCpuMs,
       rssStart,
+      rssAfterFirst,
       rssPeak,
       rssEnd,
       heapStart,
@@ -159,7 +166,7 @@ main(async ({ quick }) => {
       fdEnd,
       leftoverEndpoints,
     },
-    bare: { tasksPerSecond: bareRate, latency: lBare },
+    bare: { tasksPerSecond: bareRate, latency: lBare, cpuMsPerTask: bareCpuMs },
     rows: [
       row({
         fig: '5',
@@ -167,6 +174,7 @@ main(async ({ quick }) => {
         unit: 'tasks/s',
         value: rate,
         baseline: bareRate,
+        target: { op: '>=', ratio: 0.85 },
         detail: `baseline: ${bareCount} bare node connect-write-exit processes @ ${CONCURRENCY}; warm-up batch ${(count / 5 / first.seconds).toFixed(1)} tasks/s`,
       }),
       row({
@@ -177,7 +185,24 @@ main(async ({ quick }) => {
         baseline: lBare.p50,
         detail: `p99 ${lb.p99.toFixed(0)} vs ${lBare.p99.toFixed(0)} ms (baseline: spawn → line)`,
       }),
-      row({ fig: '5', name: 'Many tasks: start → result p99', unit: 'ms', value: lb.p99, baseline: lBare.p99 }),
+      row({
+        fig: '5',
+        name: 'Many tasks: start → result p99',
+        unit: 'ms',
+        value: lb.p99,
+        baseline: lBare.p99,
+        target: { op: '<=', ratio: 1.2 },
+      }),
+      row({
+        fig: '5',
+        name: 'Many tasks: broker-process CPU per task',
+        unit: 'ms',
+        value: brokerCpuMs,
+        baseline: bareCpuMs,
+        target: { op: '<=', ratio: 1.2 },
+        detail:
+          'CPU (user + system) of the process running the broker or the baseline pool (spawn, socket, parse, journal, events), over the timed batch, per task',
+      }),
       row({
         fig: '5',
         name: 'Many tasks: heap after GC, after the run vs after warm-up',
@@ -185,7 +210,16 @@ main(async ({ quick }) => {
         value: heapEnd,
         baseline: heapAfterFirst,
         target: { op: '<=', ratio: 1.1 },
-        detail: `RSS start ${rssStart.toFixed(0)} / peak ${rssPeak.toFixed(0)} / end ${rssEnd.toFixed(0)} MB; heap start ${heapStart.toFixed(1)} MB; history limit ${HISTORY_LIMIT}`,
+        detail: `heap start ${heapStart.toFixed(1)} MB; history limit ${HISTORY_LIMIT}; target: flat (within 10%)`,
+      }),
+      row({
+        fig: '5',
+        name: 'Many tasks: RSS after the run vs after warm-up',
+        unit: 'MB',
+        value: rssEnd,
+        baseline: rssAfterFirst,
+        target: { op: '<=', ratio: 1.1 },
+        detail: `RSS start ${rssStart.toFixed(0)} / after warm-up ${rssAfterFirst.toFixed(0)} / peak ${rssPeak.toFixed(0)} / end ${rssEnd.toFixed(0)} MB; target: flat (within 10%)`,
       }),
       row({
         fig: '5',

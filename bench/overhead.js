@@ -74,9 +74,10 @@ main(async ({ quick }) => {
   };
   const base = stat('bare');
   const rows = [];
-  for (const [name, label] of [
-    ['sdk', 'SDK agent (runAgent)'],
-    ['raw', 'raw-protocol agent'],
+  // Issue 13 sets ≤ 1.1× for the SDK agent; the raw-protocol agent keeps round 1's ≤ 1.2×.
+  for (const [name, label, target] of [
+    ['sdk', 'SDK agent (runAgent)', 1.1],
+    ['raw', 'raw-protocol agent', 1.2],
   ]) {
     const s = stat(name);
     rows.push(
@@ -86,7 +87,7 @@ main(async ({ quick }) => {
         unit: 'ms',
         value: s.wall.p50,
         baseline: base.wall.p50,
-        target: { op: '<=', ratio: 1.2 },
+        target: { op: '<=', ratio: target },
         detail: `p90 ${s.wall.p90.toFixed(1)} vs ${base.wall.p90.toFixed(1)} ms; agent CPU at send ${s.childCpuMs.toFixed(1)} vs ${base.childCpuMs.toFixed(1)} ms; broker-process CPU/task ${s.parentCpuMs.toFixed(1)} vs ${base.parentCpuMs.toFixed(1)} ms`,
       }),
     );

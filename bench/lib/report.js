@@ -20,7 +20,7 @@ export function formatValue(value, unit) {
 }
 
 export function formatTarget(target) {
-  return target ? `${target.op === '<=' ? '≤' : '≥'} ${target.ratio}×` : '—';
+  return target ? `${target.op === '<=' ? '≤' : '≥'} ${Number(target.ratio.toFixed(2))}×` : '—';
 }
 
 export function formatResult(row) {
