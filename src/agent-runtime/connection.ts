@@ -85,6 +85,13 @@ export class MessageLink {
     }
   }
 
+  /** Writes a message now, after anything already queued (one write, no wait for the next tick). */
+  sendNow(message: unknown): Promise<void> {
+    if (this.closedReason) return Promise.resolve();
+    this.queue.push(encodeLine(message));
+    return this.flush();
+  }
+
   /** Queues raw bytes (an attachment) right after what is queued; they are written as they are, not copied. */
   sendRaw(bytes: Buffer): void {
     if (this.closedReason || bytes.length === 0) return;

@@ -55,7 +55,8 @@ export class AgentTask<Input = unknown> {
   readonly signal: AbortSignal;
   private readonly controller = new AbortController();
   private readonly extraMeta: PayloadMeta = {};
-  private readonly startedAt = performance.now();
+  /** process.hrtime, not performance.now(): the first performance.now() loads perf_hooks (≈ 1 ms of every start). */
+  private readonly startedAt = process.hrtime.bigint();
   private link: MessageLink | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private finalSent = false;
@@ -98,7 +99,8 @@ export class AgentTask<Input = unknown> {
         let gotInput!: () => void;
         this.inputReady = new Promise((resolve) => (gotInput = resolve));
         this.link = new MessageLink(socket, (message) => this.onMessage(message, gotInput));
-        this.link.send({ type: 'hello', task_id: this.id, token, agent: this.options.agent ?? 'backchannel-agent-runtime/1' });
+        // Written at once, not on the next tick: the broker's welcome + input is what the agent waits for.
+        void this.link.sendNow({ type: 'hello', task_id: this.id, token, agent: this.options.agent ?? 'backchannel-agent-runtime/1' });
         // The broker answers with welcome + input right away; a dead link must not hang us here.
         await Promise.race([this.inputReady, this.link.whenClosed()]);
       } catch (error) {
@@ -254,7 +256,7 @@ export class AgentTask<Input = unknown> {
       task_id: this.id,
       status,
       data,
-      meta: { timestamp: isoNow(), duration_ms: Math.round(performance.now() - this.startedAt), ...this.extraMeta, ...meta },
+      meta: { timestamp: isoNow(), duration_ms: elapsedMs(this.startedAt), ...this.extraMeta, ...meta },
     };
     if (retryable !== undefined) payload.retryable = retryable;
     const attachments = this.attachments;
@@ -294,6 +296,11 @@ export class AgentTask<Input = unknown> {
   private warn(text: string): void {
     process.stderr.write(`[backchannel] ${text}\n`);
   }
+}
+
+/** Whole milliseconds since `start` (a process.hrtime.bigint() value). */
+function elapsedMs(start: bigint): number {
+  return Math.round(Number(process.hrtime.bigint() - start) / 1e6);
 }
 
 /** Writes a payload as an SSE-style `data:` line (plus the blank line); resolves when written. */
