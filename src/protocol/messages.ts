@@ -131,12 +131,13 @@ export interface RejectMessage {
 }
 export type BrokerMessage = WelcomeMessage | InputMessage | CancelMessage | AckMessage | AnswerMessage | RejectMessage;
 
+// Comparisons, not FINAL_STATUSES.includes(): these run for every line of a chatty agent.
 export function isFinalStatus(status: unknown): status is FinalStatus {
-  return (FINAL_STATUSES as readonly unknown[]).includes(status);
+  return status === 'success' || status === 'error' || status === 'cancelled';
 }
 
 export function isPayloadStatus(status: unknown): status is PayloadStatus {
-  return isFinalStatus(status) || (PROGRESS_STATUSES as readonly unknown[]).includes(status);
+  return status === 'partial' || status === 'heartbeat' || isFinalStatus(status);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -191,48 +192,37 @@ function attachmentProblem(value: Record<string, unknown>): string | undefined {
  * every line of a chatty agent. It does not check task ids or tokens; that is the channel's job.
  */
 export function validateAgentMessage(value: unknown): Validation<AgentMessage> {
+  const reason = agentMessageProblem(value);
+  return reason === undefined ? { ok: true, message: value as AgentMessage } : { ok: false, reason };
+}
+
+/** What is wrong with an agent → broker message, or undefined when it is valid (validateAgentMessage without the wrapper). */
+export function agentMessageProblem(value: unknown): string | undefined {
   if (!isPlainObject(value)) {
     const kind = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
-    return { ok: false, reason: `expected a JSON object, got ${kind}` };
+    return `expected a JSON object, got ${kind}`;
   }
-  if (typeof value.task_id !== 'string' || value.task_id === '') {
-    return { ok: false, reason: 'missing "task_id" (a non-empty string)' };
-  }
-  if (value.token !== undefined && typeof value.token !== 'string') {
-    return { ok: false, reason: '"token" must be a string' };
-  }
+  if (typeof value.task_id !== 'string' || value.task_id === '') return 'missing "task_id" (a non-empty string)';
+  if (value.token !== undefined && typeof value.token !== 'string') return '"token" must be a string';
   if ('type' in value && value.type !== undefined) {
-    if (value.type === 'hello') {
-      if (typeof value.token !== 'string') return { ok: false, reason: 'hello without "token"' };
-      return { ok: true, message: value as unknown as HelloMessage };
-    }
+    if (value.type === 'hello') return typeof value.token !== 'string' ? 'hello without "token"' : undefined;
     if (value.type === 'ask') {
-      if (typeof value.ask_id !== 'string' || value.ask_id === '') return { ok: false, reason: 'ask without "ask_id"' };
-      if (typeof value.question !== 'string') return { ok: false, reason: 'ask without "question"' };
+      if (typeof value.ask_id !== 'string' || value.ask_id === '') return 'ask without "ask_id"';
+      if (typeof value.question !== 'string') return 'ask without "question"';
       if (value.choices !== undefined && !(Array.isArray(value.choices) && value.choices.every((c) => typeof c === 'string'))) {
-        return { ok: false, reason: 'ask "choices" must be an array of strings' };
+        return 'ask "choices" must be an array of strings';
       }
-      return { ok: true, message: value as unknown as AskMessage };
+      return undefined;
     }
-    return { ok: false, reason: `unknown message type ${JSON.stringify(String(value.type)).slice(0, 40)}` };
+    return `unknown message type ${JSON.stringify(String(value.type)).slice(0, 40)}`;
   }
   if (!isPayloadStatus(value.status)) {
-    return {
-      ok: false,
-      reason: `unknown "status" ${JSON.stringify(value.status)?.slice(0, 40) ?? 'undefined'} (expected partial, heartbeat, success, error or cancelled)`,
-    };
+    return `unknown "status" ${JSON.stringify(value.status)?.slice(0, 40) ?? 'undefined'} (expected partial, heartbeat, success, error or cancelled)`;
   }
-  if (value.meta !== undefined && !isPlainObject(value.meta)) {
-    return { ok: false, reason: '"meta" must be an object' };
-  }
-  if (value.retryable !== undefined && typeof value.retryable !== 'boolean') {
-    return { ok: false, reason: '"retryable" must be a boolean' };
-  }
-  if (value.attachments !== undefined) {
-    const problem = attachmentProblem(value);
-    if (problem) return { ok: false, reason: problem };
-  }
-  return { ok: true, message: value as unknown as Payload };
+  if (value.meta !== undefined && !isPlainObject(value.meta)) return '"meta" must be an object';
+  if (value.retryable !== undefined && typeof value.retryable !== 'boolean') return '"retryable" must be a boolean';
+  if (value.attachments !== undefined) return attachmentProblem(value);
+  return undefined;
 }
 
 export function isPayload(message: AgentMessage): message is Payload {

@@ -26,6 +26,8 @@ import {
 /** Lines of stderr shown with a failure. */
 const STDERR_TAIL_LINES = 20;
 
+const NO_EXTRA = {};
+
 export type ProblemKind = 'malformed' | 'rejected' | 'ignored';
 
 export interface TaskIdentity {
@@ -306,14 +308,16 @@ export class Task {
     return this.stderr.length > 0 ? this.stderr.join('\n') : undefined;
   }
 
-  private update(kind: TaskUpdateKind, extra: Partial<TaskUpdate> = {}): void {
+  /** Announces a change. Every update has the same shape (payload and line always present), which keeps listeners fast. */
+  private update(kind: TaskUpdateKind, extra: { payload?: Payload; line?: LogLine } = NO_EXTRA): void {
     const update: TaskUpdate = {
       taskId: this.id,
       kind,
       state: this.currentState,
       attempt: this.attemptNumber,
       progress: this.currentProgress,
-      ...extra,
+      payload: extra.payload,
+      line: extra.line,
     };
     this.events.emit('update', update);
     this.emit(update);

@@ -284,7 +284,8 @@ export class TaskChannel implements TaskEndpoint {
     }
     const message = inbound.message;
     if (!connection.authenticated && !this.authenticate(connection, inbound.token)) return;
-    if (isPayload(message) && rawAttachments(message).length > 0) return this.receiveAttachments(connection, message);
+    if (isPayload(message) && message.attachments && rawAttachments(message).length > 0)
+      return this.receiveAttachments(connection, message);
     this.dispatch(connection, message);
   }
 

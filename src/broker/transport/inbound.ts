@@ -7,13 +7,13 @@
  * updates, history or the panel; previews of refused lines are made from the token-free value.
  */
 import {
+  agentMessageProblem,
   announcesRawBytes,
   isPayload,
   parseLine,
   preview,
   rawAttachments,
   resolveAttachments,
-  validateAgentMessage,
   type AgentMessage,
 } from '../../protocol/index.js';
 
@@ -32,11 +32,13 @@ export function readInbound(text: string, taskId: string, via: 'socket' | 'stdou
   if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}` };
   const fatal = via === 'socket' && announcesRawBytes(parsed.value);
   const token = takeToken(parsed.value);
-  const checked = validateAgentMessage(token === undefined ? parsed.value : { ...(parsed.value as object), token });
-  if (!checked.ok)
-    return { ok: false, kind: 'malformed', detail: `${from}${checked.reason}: ${redactedPreview(parsed.value, token)}`, fatal };
-  const message = checked.message;
-  delete (message as { token?: unknown }).token;
+  // Validated with the token put back (its type is checked too), then handed on without it.
+  const value = token === undefined ? parsed.value : { ...(parsed.value as object), token };
+  const problem = agentMessageProblem(value);
+  if (problem !== undefined)
+    return { ok: false, kind: 'malformed', detail: `${from}${problem}: ${redactedPreview(parsed.value, token)}`, fatal };
+  const message = value as AgentMessage;
+  if (token !== undefined) delete (message as { token?: unknown }).token;
   if (message.task_id !== taskId) {
     return {
       ok: false,
