@@ -122,7 +122,10 @@ export class AgentTask<Input = unknown> {
         gotInput();
         return;
       case 'cancel':
-        if (!this.signal.aborted) this.controller.abort(new TaskCancelledError(message.reason));
+        if (this.signal.aborted) return;
+        this.controller.abort(new TaskCancelledError(message.reason));
+        // Questions still waiting get no answer now (one pass here, not an abort listener per question).
+        for (const pending of [...this.asks.values()]) pending.reject(this.signal.reason as Error);
         return;
       case 'ack':
         this.ackWaiter?.(true);
@@ -192,10 +195,8 @@ export class AgentTask<Input = unknown> {
       const timer = options.timeoutMs
         ? setTimeout(() => fail(new AgentRuntimeError(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs)
         : undefined;
-      const onAbort = () => fail(this.signal.reason as Error);
       const done = () => {
         clearTimeout(timer);
-        this.signal.removeEventListener('abort', onAbort);
         this.asks.delete(askId);
       };
       const fail = (error: Error) => {
@@ -209,8 +210,14 @@ export class AgentTask<Input = unknown> {
         },
         reject: fail,
       });
-      this.signal.addEventListener('abort', onAbort, { once: true });
-      link.send({ type: 'ask', task_id: this.id, ask_id: askId, question, ...(options.choices ? { choices: options.choices } : {}) });
+      // Written at once: nothing is coalesced with a question, and the agent waits for its answer.
+      void link.sendNow({
+        type: 'ask',
+        task_id: this.id,
+        ask_id: askId,
+        question,
+        ...(options.choices ? { choices: options.choices } : {}),
+      });
     });
   }
 

@@ -45,6 +45,18 @@ describe('agent runtime SDK', () => {
     expect(task.snapshot().exitCode).toBe(130);
   });
 
+  test('a question still waiting when the task is cancelled rejects, so the agent ends by itself', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 5000 });
+    const task = broker.submit({ command: fixture('asker.mjs') });
+    await new Promise<void>((resolve) => task.on('update', (u) => u.kind === 'ask' && resolve()));
+    task.cancel('no time for questions');
+    expect(((await settle(task.result)) as { error: TaskError }).error.reason).toBe('cancelled');
+    await task.finished;
+    // ask() threw, the handler caught it and returned, runAgent sent `cancelled` and the agent exited by itself
+    // (a question left waiting would hang the handler until the SIGTERM after the 5 s grace period).
+    expect(task.snapshot()).toMatchObject({ signal: null, exitCode: 0 });
+  });
+
   test('with an unreachable socket the SDK falls back to stdout', async () => {
     const { broker } = makeBroker();
     // A wrapper breaks the hand-off path before starting the SDK agent, as a hostile framework might.
