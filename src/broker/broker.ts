@@ -256,6 +256,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await Promise.all([...this.live.values()].map((e) => e.finished));
       this.queue.pause();
       await this.attempts.close();
+      this.registry.rollup.flush();
       await this.journal?.close();
     })();
     return this.closing;
@@ -294,8 +295,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
         ask: (message, reply) => entry.question.ask(message, reply),
         // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
         spawned: (pid) => {
+          if (!this.journal) return;
           const pidStart = this.attempts.kind === 'local' ? processStartTime(pid) : undefined;
-          this.journal?.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
+          this.journal.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
         },
       }),
     );

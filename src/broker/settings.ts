@@ -115,8 +115,12 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
   return resolved;
 }
 
-/** The environment of a sub-agent: the broker's filtered one, with the spec's names set or (`undefined`) removed. */
+/**
+ * The environment of a sub-agent: the broker's filtered one, with the spec's names set or (`undefined`)
+ * removed. Without overrides it is `base` itself (not a copy per task): callers never modify it.
+ */
 export function mergeEnv(base: Record<string, string>, overrides: TaskSpec['env']): Record<string, string> {
+  if (!overrides) return base;
   const env = { ...base };
   for (const [name, value] of Object.entries(overrides ?? {})) {
     if (value === undefined) delete env[name];

@@ -3,7 +3,7 @@
  * names, writes, reads and checks such a file. The SDK writes it; the attempt and the broker's
  * recovery read it. Node-only (file IO), so it is not re-exported from the protocol's browser-safe index.
  */
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rawAttachments, resolveAttachments } from './attachments.js';
 import { isFinalStatus, validateAgentMessage, type FinalPayload } from './messages.js';
@@ -76,6 +76,8 @@ export function readSpooled(dir: string, taskId: string): FinalPayload | undefin
 
 /** Removes a spool file, ignoring "already gone". */
 export function removeSpoolFile(file: string): void {
+  // Usually there is none: asking first is far cheaper than the ENOENT error unlinkSync would throw (once per task).
+  if (!existsSync(file)) return;
   try {
     unlinkSync(file);
   } catch {

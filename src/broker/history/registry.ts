@@ -105,7 +105,7 @@ export class TaskRegistry<Live extends Registered> {
     const historic = [...new Set([...this.history.keys()].slice(0, Math.max(0, Math.min(excess, this.history.size))).concat(expired))];
     const fromLive = finished.slice(0, Math.max(0, excess - historic.length)).map((entry) => entry.task.id);
     const leaving = historic.map((id) => this.history.get(id)!.snapshot).concat(fromLive.map((id) => this.live.get(id)!.task.snapshot()));
-    this.rollup.fold(leaving);
+    this.rollup.fold(leaving, { soon: true });
     for (const id of historic) this.history.delete(id);
     for (const id of fromLive) this.live.delete(id);
     return [...historic, ...fromLive];

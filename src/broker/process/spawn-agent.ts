@@ -67,7 +67,7 @@ export function checkWorkingDirectory(cwd: string): void {
 export function spawnAgent(command: ResolvedCommand, cwd: string, env: Record<string, string>): AgentProcess {
   return spawn(command.file, command.args, {
     cwd: path.resolve(cwd),
-    env: { ...env, ...command.env },
+    env: Object.keys(command.env).length > 0 ? { ...env, ...command.env } : env,
     stdio: ['ignore', 'pipe', 'pipe'],
     // Own process group, so cancel can reach grandchildren; never a console window on Windows.
     detached: process.platform !== 'win32',
