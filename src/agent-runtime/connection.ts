@@ -131,11 +131,19 @@ export class MessageLink {
     return new Promise((resolve) => this.closeWaiters.push(resolve));
   }
 
+  /**
+   * Closes the connection once what is queued is written. On a Unix socket the written bytes are
+   * already in the broker's receive queue when flush() resolves, so closing at once loses nothing and
+   * spares a round trip (the broker's FIN) that costs a wake-up of both processes: with 50 agents on 2
+   * cores that wait was half a second per agent. A Windows pipe ends gracefully and waits (500 ms at most).
+   */
   async end(): Promise<void> {
     await this.flush();
     if (this.closedReason) return;
     this.socket.end();
-    await Promise.race([this.whenClosed(), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
+    if (process.platform === 'win32') {
+      await Promise.race([this.whenClosed(), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
+    }
     this.socket.destroy();
   }
 
