@@ -42,6 +42,7 @@ interface RawRead {
   readonly target: Buffer;
   filled: number;
   readonly done: (bytes: Buffer) => void;
+  readonly progress?: (target: Buffer, filled: number) => void;
 }
 
 export class LineDecoder {
@@ -69,12 +70,14 @@ export class LineDecoder {
 
   /**
    * From a `line` handler only: the next `bytes` bytes after the current line are raw, not lines.
-   * They are collected into one Buffer handed to `done`; the caller bounds `bytes`.
+   * They are collected into one Buffer handed to `done`; the caller bounds `bytes`. `progress`
+   * (optional) is called after each part is copied in, with the Buffer and how much of it is filled
+   * (to decode while the rest is still on the way); the last call, with the Buffer full, comes before `done`.
    */
-  readRaw(bytes: number, done: (bytes: Buffer) => void): void {
+  readRaw(bytes: number, done: (bytes: Buffer) => void, progress?: (target: Buffer, filled: number) => void): void {
     if (this.raw) throw new Error('readRaw: raw bytes are already being read');
     if (bytes === 0) return done(Buffer.alloc(0));
-    this.raw = { target: Buffer.allocUnsafe(bytes), filled: 0, done };
+    this.raw = { target: Buffer.allocUnsafe(bytes), filled: 0, done, ...(progress ? { progress } : {}) };
   }
 
   push(chunk: Buffer): void {
@@ -96,6 +99,7 @@ export class LineDecoder {
     const n = Math.min(raw.target.length - raw.filled, chunk.length - start);
     chunk.copy(raw.target, raw.filled, start, start + n);
     raw.filled += n;
+    raw.progress?.(raw.target, raw.filled);
     if (raw.filled === raw.target.length) {
       this.raw = undefined;
       raw.done(raw.target);

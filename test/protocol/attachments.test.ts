@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { outgoingAttachment, inlined, resolveAttachments, withoutContent } from '../../src/protocol/attachments.js';
+import { outgoingAttachment, inlined, resolveAttachments, TextWhileReceiving, withoutContent } from '../../src/protocol/attachments.js';
 import { LineDecoder } from '../../src/protocol/framing.js';
 import { validateAgentMessage, type Payload } from '../../src/protocol/messages.js';
 
@@ -104,5 +104,55 @@ describe('attachment announcements', () => {
     ]);
     const wrong = resolveAttachments({ ...payload, attachments: [{ ...inlined(bin), bytes: 4 }] });
     expect(!wrong.ok && wrong.reason).toContain('announced 4 bytes but has 3');
+  });
+});
+
+describe('text decoded while the bytes arrive', () => {
+  test("readRaw's progress sees the Buffer filling up in order, however the stream is cut, and ends full before done", () => {
+    for (let cut = 0; cut <= STREAM.length; cut++) {
+      const seen: number[] = [];
+      let doneAfterFull = false;
+      const d: LineDecoder = new LineDecoder({
+        line: (text) => {
+          if (text !== 'attach') return;
+          d.readRaw(
+            6,
+            (bytes) => (doneAfterFull = seen.at(-1) === 6 && bytes.equals(Buffer.from([10, 10, 0xe4, 0xbd, 13, 10]))),
+            (target, filled) => seen.push(filled),
+          );
+        },
+        overflow: () => {},
+      });
+      d.push(STREAM.subarray(0, cut));
+      d.push(STREAM.subarray(cut));
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      expect(doneAfterFull).toBe(true);
+    }
+  });
+
+  test('ASCII gives the same text as decoding the whole; anything else falls back to UTF-8 of the whole', () => {
+    const MB = 1024 * 1024;
+    const ascii = 'plain ascii {"json": [1, 2, 3]}\n'.repeat(Math.ceil((2.5 * MB) / 32));
+    const mixed = ascii.slice(0, 1.5 * MB) + 'héllo 你好' + ascii.slice(0, MB);
+    for (const text of [ascii, mixed, 'short 你好']) {
+      const bytes = Buffer.from(text, 'utf8');
+      for (const size of [65536, 1000003, bytes.length]) {
+        const target = Buffer.alloc(bytes.length);
+        const assembler = new TextWhileReceiving();
+        for (let at = 0; at < bytes.length; at += size) {
+          const end = Math.min(bytes.length, at + size);
+          bytes.copy(target, at, at, end);
+          assembler.progress(target, end);
+        }
+        expect(assembler.result === undefined).toBe(text !== ascii);
+        const payload: Payload = {
+          task_id: 't',
+          status: 'success',
+          attachments: [{ name: 'a.txt', bytes: bytes.length, encoding: 'utf8' }],
+        };
+        const resolved = resolveAttachments(payload, [target], [assembler.result]);
+        expect(resolved.ok && resolved.payload.attachments?.[0]?.content === text).toBe(true);
+      }
+    }
   });
 });

@@ -13,6 +13,7 @@ import {
   isPayload,
   rawAttachments,
   resolveAttachments,
+  TextWhileReceiving,
   type AgentMessage,
   type AskMessage,
   type BrokerMessage,
@@ -304,20 +305,27 @@ export class TaskChannel implements TaskEndpoint {
     }
     this.handlers.activity();
     const raw: Buffer[] = [];
+    const texts: Array<string | undefined> = [];
     const next = (): void => {
       const header = wanted[raw.length];
-      if (!header) return this.attachmentsIn(connection, payload, raw);
-      connection.decoder.readRaw(header.bytes, (bytes) => {
-        raw.push(bytes);
-        this.handlers.activity();
-        next();
-      });
+      if (!header) return this.attachmentsIn(connection, payload, raw, texts);
+      const text = header.encoding === 'utf8' ? new TextWhileReceiving() : undefined;
+      connection.decoder.readRaw(
+        header.bytes,
+        (bytes) => {
+          raw.push(bytes);
+          texts.push(text?.result);
+          this.handlers.activity();
+          next();
+        },
+        text && ((target, filled) => text.progress(target, filled)),
+      );
     };
     next();
   }
 
-  private attachmentsIn(connection: Connection, payload: Payload, raw: Buffer[]): void {
-    const resolved = resolveAttachments(payload, raw);
+  private attachmentsIn(connection: Connection, payload: Payload, raw: Buffer[], texts: Array<string | undefined>): void {
+    const resolved = resolveAttachments(payload, raw, texts);
     if (!resolved.ok) return this.handlers.problem('malformed', resolved.reason);
     this.dispatch(connection, resolved.payload);
   }
