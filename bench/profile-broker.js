@@ -8,7 +8,7 @@
  *
  *   node bench/profile-broker.js [--workload=stream|tasks] [--dist=<dir with broker/index.js>] [--count=200000|400] [--top=25]
  *
- * bench/profiles/broker-per-message.txt keeps the summaries before and after issue 13's changes.
+ * bench/profiles/broker-per-message.txt and broker-per-task.txt keep the summaries before and after issue 13's changes.
  */
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
@@ -25,7 +25,13 @@ cleanEnvironment();
 const { TaskBroker, silentLogger } = await import(pathToFileURL(path.join(dist, 'broker/index.js')).href);
 const dir = scratchDir();
 const concurrency = workload === 'tasks' ? 50 : 1;
-const broker = new TaskBroker({ concurrency, ipcDir: path.join(dir, 'ipc'), dataDir: path.join(dir, 'data'), historyLimit: 100, logger: silentLogger });
+const broker = new TaskBroker({
+  concurrency,
+  ipcDir: path.join(dir, 'ipc'),
+  dataDir: path.join(dir, 'data'),
+  historyLimit: 100,
+  logger: silentLogger,
+});
 await broker.ready;
 
 const session = new Session();
