@@ -85,17 +85,15 @@ export class MessageLink {
     }
   }
 
-  /** Writes a message now, after anything already queued (one write, no wait for the next tick). */
-  sendNow(message: unknown): Promise<void> {
+  /**
+   * Writes a message now, after anything already queued (one write, no wait for the next tick),
+   * followed by `raw` bytes (attachments) as they are, not copied.
+   */
+  sendNow(message: unknown, raw: readonly Buffer[] = []): Promise<void> {
     if (this.closedReason) return Promise.resolve();
     this.queue.push(encodeLine(message));
+    for (const bytes of raw) if (bytes.length > 0) this.queue.push(bytes);
     return this.flush();
-  }
-
-  /** Queues raw bytes (an attachment) right after what is queued; they are written as they are, not copied. */
-  sendRaw(bytes: Buffer): void {
-    if (this.closedReason || bytes.length === 0) return;
-    this.queue.push(bytes);
   }
 
   /** Writes what is queued now; resolves when the kernel has it (or the link is gone). */

@@ -269,18 +269,22 @@ export class AgentTask<Input = unknown> {
     const attachments = this.attachments;
     const link = this.link;
     if (link && !link.closed) {
+      // Written first, the ack's wait armed after in the same turn (an ack cannot come sooner): the
+      // first timer of a process costs ≈ 0.3 ms that the result need not wait for.
+      const written =
+        attachments.length === 0
+          ? link.sendNow(payload)
+          : link.sendNow(
+              { ...payload, attachments: attachments.map((a) => a.header) },
+              attachments.map((a) => a.bytes),
+            );
       const acked = new Promise<boolean>((resolve) => {
         this.ackWaiter = resolve;
         const timer = setTimeout(() => resolve(false), this.options.ackTimeoutMs ?? 5000);
         timer.unref();
         void link.whenClosed().then(() => resolve(false));
       });
-      if (attachments.length === 0) link.send(payload);
-      else {
-        link.send({ ...payload, attachments: attachments.map((a) => a.header) });
-        for (const a of attachments) link.sendRaw(a.bytes);
-      }
-      await link.flush();
+      await written;
       if (await acked) return;
       this.warn('no acknowledgement from the broker; writing the result to stdout and the spool');
     }
