@@ -130,18 +130,18 @@ export class MessageLink {
   }
 
   /**
-   * Closes the connection once what is queued is written. On a Unix socket the written bytes are
-   * already in the broker's receive queue when flush() resolves, so closing at once loses nothing and
-   * spares a round trip (the broker's FIN) that costs a wake-up of both processes: with 50 agents on 2
-   * cores that wait was half a second per agent. A Windows pipe ends gracefully and waits (500 ms at most).
+   * Closes the connection once everything written is in the kernel ('finish': earlier writes still
+   * held back by a full socket included; 500 ms at most, for a broker that stopped reading). On a Unix
+   * socket those bytes are then in the broker's receive queue already, so closing at once loses nothing
+   * and spares waiting for the broker's FIN, a wake-up of both processes: with 50 agents on 2 cores
+   * that wait was half a second per agent. A Windows pipe also waits for the broker to close (500 ms at most).
    */
   async end(): Promise<void> {
     await this.flush();
     if (this.closedReason) return;
-    this.socket.end();
-    if (process.platform === 'win32') {
-      await Promise.race([this.whenClosed(), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
-    }
+    const within500ms = <T>(promise: Promise<T>) => Promise.race([promise, new Promise((resolve) => setTimeout(resolve, 500).unref())]);
+    await within500ms(new Promise((resolve) => this.socket.end(() => resolve(undefined))));
+    if (process.platform === 'win32') await within500ms(this.whenClosed());
     this.socket.destroy();
   }
 

@@ -57,6 +57,16 @@ describe('agent runtime SDK', () => {
     expect(task.snapshot()).toMatchObject({ signal: null, exitCode: 0 });
   });
 
+  test('close() delivers every partial still held back by a full socket before it closes', async () => {
+    const { broker } = makeBroker();
+    const count = 5000; // 10 MB of partials: far more than the socket buffer holds
+    const task = broker.submit({ command: fixture('close-after-flood.mjs'), input: { count } });
+    let received = 0;
+    task.on('update', (u) => u.kind === 'partial' && (received += 1));
+    expect(((await settle(task.result)) as { error: TaskError }).error.reason).toBe('crashed');
+    expect(received).toBe(count);
+  });
+
   test('with an unreachable socket the SDK falls back to stdout', async () => {
     const { broker } = makeBroker();
     // A wrapper breaks the hand-off path before starting the SDK agent, as a hostile framework might.
