@@ -263,11 +263,14 @@ export function isoNow(): string {
   return isoString(new Date());
 }
 
-/** `d.toISOString()` for years 1000–9999, without its first-call cost (see isoNow). */
+/** `d.toISOString()`, without its first-call cost for years 1000–9999 (see isoNow). */
 export function isoString(d: Date): string {
+  const year = d.getUTCFullYear();
+  // A clock far off (or an invalid date) gets toISOString's own format, or its RangeError.
+  if (!(year >= 1000 && year <= 9999)) return d.toISOString();
   const ms = d.getUTCMilliseconds();
   return (
-    `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}` +
+    `${year}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}` +
     `T${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}.${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z`
   );
 }

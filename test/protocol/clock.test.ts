@@ -15,6 +15,13 @@ describe('isoString', () => {
     for (const time of dates) expect(isoString(new Date(time))).toBe(new Date(time).toISOString());
   });
 
+  test('outside years 1000-9999, and for an invalid date, it is toISOString itself', () => {
+    for (const time of [Date.UTC(999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), Date.UTC(-50, 5, 5), 8.64e15]) {
+      expect(isoString(new Date(time))).toBe(new Date(time).toISOString());
+    }
+    expect(() => isoString(new Date(Number.NaN))).toThrow(RangeError);
+  });
+
   test('isoNow is the current time in ISO 8601', () => {
     const before = Date.now();
     const now = Date.parse(isoNow());
