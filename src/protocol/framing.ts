@@ -37,12 +37,15 @@ export interface LineDecoderEvents {
   overflow(bytesSeen: number): void;
 }
 
-/** Raw bytes being read after an announcing line. */
+/**
+ * Raw bytes being read after an announcing line: copied into `target`, or (without one) handed to
+ * `piece` as views of the chunks they arrive in.
+ */
 interface RawRead {
-  readonly target: Buffer;
-  filled: number;
-  readonly done: (bytes: Buffer) => void;
-  readonly progress?: (target: Buffer, filled: number) => void;
+  readonly target: Buffer | undefined;
+  readonly piece: ((bytes: Buffer) => void) | undefined;
+  remaining: number;
+  readonly done: () => void;
 }
 
 export class LineDecoder {
@@ -63,21 +66,30 @@ export class LineDecoder {
     return this.pendingBytes;
   }
 
-  /** Raw bytes still expected by `readRaw` (0 when reading lines). */
+  /** Raw bytes still expected by `readRaw` or `readRawPieces` (0 when reading lines). */
   get rawPending(): number {
-    return this.raw ? this.raw.target.length - this.raw.filled : 0;
+    return this.raw ? this.raw.remaining : 0;
   }
 
   /**
    * From a `line` handler only: the next `bytes` bytes after the current line are raw, not lines.
-   * They are collected into one Buffer handed to `done`; the caller bounds `bytes`. `progress`
-   * (optional) is called after each part is copied in, with the Buffer and how much of it is filled
-   * (to decode while the rest is still on the way); the last call, with the Buffer full, comes before `done`.
+   * They are collected into one Buffer handed to `done`; the caller bounds `bytes`.
    */
-  readRaw(bytes: number, done: (bytes: Buffer) => void, progress?: (target: Buffer, filled: number) => void): void {
+  readRaw(bytes: number, done: (bytes: Buffer) => void): void {
     if (this.raw) throw new Error('readRaw: raw bytes are already being read');
     if (bytes === 0) return done(Buffer.alloc(0));
-    this.raw = { target: Buffer.allocUnsafe(bytes), filled: 0, done, ...(progress ? { progress } : {}) };
+    const target = Buffer.allocUnsafe(bytes);
+    this.raw = { target, piece: undefined, remaining: bytes, done: () => done(target) };
+  }
+
+  /**
+   * Like readRaw, without collecting: `piece` gets each part as it arrives, in order, as a view of
+   * the chunk it came in (no copy; the chunk is not reused), then `done` is called.
+   */
+  readRawPieces(bytes: number, piece: (bytes: Buffer) => void, done: () => void): void {
+    if (this.raw) throw new Error('readRaw: raw bytes are already being read');
+    if (bytes === 0) return done();
+    this.raw = { target: undefined, piece, remaining: bytes, done };
   }
 
   push(chunk: Buffer): void {
@@ -93,16 +105,16 @@ export class LineDecoder {
     }
   }
 
-  /** Copies raw bytes from `chunk[start…]`; returns where line framing resumes. */
+  /** Takes raw bytes from `chunk[start…]`; returns where line framing resumes. */
   private fillRaw(chunk: Buffer, start: number): number {
     const raw = this.raw!;
-    const n = Math.min(raw.target.length - raw.filled, chunk.length - start);
-    chunk.copy(raw.target, raw.filled, start, start + n);
-    raw.filled += n;
-    raw.progress?.(raw.target, raw.filled);
-    if (raw.filled === raw.target.length) {
+    const n = Math.min(raw.remaining, chunk.length - start);
+    if (raw.target) chunk.copy(raw.target, raw.target.length - raw.remaining, start, start + n);
+    else raw.piece!(chunk.subarray(start, start + n));
+    raw.remaining -= n;
+    if (raw.remaining === 0) {
       this.raw = undefined;
-      raw.done(raw.target);
+      raw.done();
     }
     return start + n;
   }

@@ -108,50 +108,58 @@ describe('attachment announcements', () => {
 });
 
 describe('text decoded while the bytes arrive', () => {
-  test("readRaw's progress sees the Buffer filling up in order, however the stream is cut, and ends full before done", () => {
+  test('readRawPieces hands over exactly the raw bytes, in order, however the stream is cut, then done', () => {
     for (let cut = 0; cut <= STREAM.length; cut++) {
-      const seen: number[] = [];
-      let doneAfterFull = false;
+      const got: Array<string | Buffer> = [];
+      const pieces: Buffer[] = [];
       const d: LineDecoder = new LineDecoder({
         line: (text) => {
-          if (text !== 'attach') return;
-          d.readRaw(
-            6,
-            (bytes) => (doneAfterFull = seen.at(-1) === 6 && bytes.equals(Buffer.from([10, 10, 0xe4, 0xbd, 13, 10]))),
-            (target, filled) => seen.push(filled),
-          );
+          got.push(text);
+          if (text === 'attach')
+            d.readRawPieces(
+              6,
+              (piece) => pieces.push(Buffer.from(piece)),
+              () => got.push(Buffer.concat(pieces)),
+            );
+          if (text === 'empty')
+            d.readRawPieces(
+              0,
+              () => got.push('PIECE'),
+              () => got.push(Buffer.alloc(0)),
+            );
         },
-        overflow: () => {},
+        overflow: () => got.push('OVERFLOW'),
       });
       d.push(STREAM.subarray(0, cut));
       d.push(STREAM.subarray(cut));
-      expect(seen).toEqual([...seen].sort((a, b) => a - b));
-      expect(doneAfterFull).toBe(true);
+      expect(got).toEqual(EXPECTED);
     }
   });
 
-  test('ASCII gives the same text as decoding the whole; anything else falls back to UTF-8 of the whole', () => {
+  test('ASCII and non-ASCII text, in pieces of any size, comes out whole; lengths are checked', () => {
     const MB = 1024 * 1024;
     const ascii = 'plain ascii {"json": [1, 2, 3]}\n'.repeat(Math.ceil((2.5 * MB) / 32));
     const mixed = ascii.slice(0, 1.5 * MB) + 'héllo 你好' + ascii.slice(0, MB);
-    for (const text of [ascii, mixed, 'short 你好']) {
+    for (const text of [ascii, mixed, 'short 你好', '']) {
       const bytes = Buffer.from(text, 'utf8');
-      for (const size of [65536, 1000003, bytes.length]) {
-        const target = Buffer.alloc(bytes.length);
+      // 1 byte cuts multibyte characters; 1000003 straddles the mebibyte steps.
+      for (const size of [1, 65536, 1000003, Math.max(1, bytes.length)]) {
+        if (size === 1 && bytes.length > 100_000) continue;
         const assembler = new TextWhileReceiving();
-        for (let at = 0; at < bytes.length; at += size) {
-          const end = Math.min(bytes.length, at + size);
-          bytes.copy(target, at, at, end);
-          assembler.progress(target, end);
-        }
-        expect(assembler.result === undefined).toBe(text !== ascii);
+        for (let at = 0; at < bytes.length; at += size) assembler.push(bytes.subarray(at, at + size));
+        const got = assembler.finish();
+        expect(got.bytes).toBe(bytes.length);
+        expect(got.text === text).toBe(true);
         const payload: Payload = {
           task_id: 't',
           status: 'success',
           attachments: [{ name: 'a.txt', bytes: bytes.length, encoding: 'utf8' }],
         };
-        const resolved = resolveAttachments(payload, [target], [assembler.result]);
+        const resolved = resolveAttachments(payload, [got]);
+        expect(resolved.ok && resolved.payload.attachments?.[0]).toMatchObject({ bytes: bytes.length, encoding: 'utf8' });
         expect(resolved.ok && resolved.payload.attachments?.[0]?.content === text).toBe(true);
+        const short: Payload = { ...payload, attachments: [{ name: 'a.txt', bytes: bytes.length + 1, encoding: 'utf8' }] };
+        expect(resolveAttachments(short, [got])).toMatchObject({ ok: false, reason: expect.stringMatching(/announced/) });
       }
     }
   });

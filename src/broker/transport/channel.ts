@@ -15,6 +15,7 @@ import {
   resolveAttachments,
   TextWhileReceiving,
   type AgentMessage,
+  type ReceivedText,
   type AskMessage,
   type BrokerMessage,
   type Payload,
@@ -328,28 +329,29 @@ export class TaskChannel implements TaskEndpoint {
       return this.handlers.overflow(detail);
     }
     this.handlers.activity();
-    const raw: Buffer[] = [];
-    const texts: Array<string | undefined> = [];
+    const raw: Array<Buffer | ReceivedText> = [];
+    const arrived = (item: Buffer | ReceivedText): void => {
+      raw.push(item);
+      this.handlers.activity();
+      next();
+    };
     const next = (): void => {
       const header = wanted[raw.length];
-      if (!header) return this.attachmentsIn(connection, payload, raw, texts);
-      const text = header.encoding === 'utf8' ? new TextWhileReceiving() : undefined;
-      connection.decoder.readRaw(
+      if (!header) return this.attachmentsIn(connection, payload, raw);
+      if (header.encoding !== 'utf8') return connection.decoder.readRaw(header.bytes, arrived);
+      // Text is decoded while it arrives (see TextWhileReceiving), not collected into a Buffer first.
+      const text = new TextWhileReceiving();
+      connection.decoder.readRawPieces(
         header.bytes,
-        (bytes) => {
-          raw.push(bytes);
-          texts.push(text?.result);
-          this.handlers.activity();
-          next();
-        },
-        text && ((target, filled) => text.progress(target, filled)),
+        (piece) => text.push(piece),
+        () => arrived(text.finish()),
       );
     };
     next();
   }
 
-  private attachmentsIn(connection: Connection, payload: Payload, raw: Buffer[], texts: Array<string | undefined>): void {
-    const resolved = resolveAttachments(payload, raw, texts);
+  private attachmentsIn(connection: Connection, payload: Payload, raw: Array<Buffer | ReceivedText>): void {
+    const resolved = resolveAttachments(payload, raw);
     if (!resolved.ok) return this.handlers.problem('malformed', resolved.reason);
     this.dispatch(connection, resolved.payload);
   }
