@@ -14,6 +14,8 @@ export interface ConnectOptions {
 
 /** Errors worth retrying: the endpoint is not there yet or not accepting (Windows pipes: EBUSY too). */
 const TRANSIENT = new Set(['ENOENT', 'ECONNREFUSED', 'EAGAIN', 'EBUSY']);
+/** `end()` gives up on a broker that took no byte for this long (a busy machine can stall a process for a while). */
+const STALL_MS = 2000;
 
 export async function connectWithRetry(endpoint: string, options: ConnectOptions = {}): Promise<Socket> {
   const retries = options.retries ?? 8;
@@ -131,18 +133,35 @@ export class MessageLink {
 
   /**
    * Closes the connection once everything written is in the kernel ('finish': earlier writes still
-   * held back by a full socket included; 500 ms at most, for a broker that stopped reading). On a Unix
-   * socket those bytes are then in the broker's receive queue already, so closing at once loses nothing
-   * and spares waiting for the broker's FIN, a wake-up of both processes: with 50 agents on 2 cores
-   * that wait was half a second per agent. A Windows pipe also waits for the broker to close (500 ms at most).
+   * held back by a full socket included). It waits as long as the broker keeps reading — a busy
+   * broker may take seconds to drain megabytes — and gives up only after STALL_MS in which the
+   * kernel took nothing more (a broker that stopped reading; the broker's own guards end such a task). On a Unix socket the written bytes are
+   * then in the broker's receive queue already, so closing at once loses nothing and spares waiting
+   * for the broker's FIN, a wake-up of both processes: with 50 agents on 2 cores that wait was half a
+   * second per agent. A Windows pipe also waits for the broker to close (STALL_MS at most).
    */
   async end(): Promise<void> {
     await this.flush();
     if (this.closedReason) return;
-    const within500ms = <T>(promise: Promise<T>) => Promise.race([promise, new Promise((resolve) => setTimeout(resolve, 500).unref())]);
-    await within500ms(new Promise((resolve) => this.socket.end(() => resolve(undefined))));
-    if (process.platform === 'win32') await within500ms(this.whenClosed());
+    await this.whileWriting(new Promise((resolve) => this.socket.end(() => resolve(undefined))));
+    if (process.platform === 'win32')
+      await Promise.race([this.whenClosed(), new Promise((resolve) => setTimeout(resolve, STALL_MS).unref())]);
     this.socket.destroy();
+  }
+
+  /** Resolves with `done`, when the connection is gone, or once its write buffer has not shrunk for STALL_MS. */
+  private whileWriting(done: Promise<unknown>): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise((resolve) => {
+      let left = this.socket.writableLength;
+      timer = setInterval(() => {
+        const now = this.socket.writableLength;
+        if (now >= left) resolve(undefined);
+        left = now;
+      }, STALL_MS);
+      timer.unref();
+    });
+    return Promise.race([done, stalled, this.whenClosed()]).finally(() => clearInterval(timer));
   }
 
   private markClosed(reason: string): void {
