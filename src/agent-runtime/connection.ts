@@ -135,10 +135,11 @@ export class MessageLink {
    * Closes the connection once everything written is in the kernel ('finish': earlier writes still
    * held back by a full socket included). It waits as long as the broker keeps reading — a busy
    * broker may take seconds to drain megabytes — and gives up only after STALL_MS in which the
-   * kernel took nothing more (a broker that stopped reading; the broker's own guards end such a task). On a Unix socket the written bytes are
-   * then in the broker's receive queue already, so closing at once loses nothing and spares waiting
-   * for the broker's FIN, a wake-up of both processes: with 50 agents on 2 cores that wait was half a
-   * second per agent. A Windows pipe also waits for the broker to close (STALL_MS at most).
+   * kernel took nothing more (a broker that stopped reading; its own guards end such a task). On a
+   * Unix socket the written bytes are then in the broker's receive queue already, so closing at once
+   * loses nothing and spares waiting for the broker's FIN, a wake-up of both processes: with 50
+   * agents on 2 cores that wait was half a second per agent. A Windows pipe also waits for the broker
+   * to close (STALL_MS at most).
    */
   async end(): Promise<void> {
     await this.flush();
@@ -149,19 +150,30 @@ export class MessageLink {
     this.socket.destroy();
   }
 
-  /** Resolves with `done`, when the connection is gone, or once its write buffer has not shrunk for STALL_MS. */
+  /** Resolves with `done`, when the connection is gone, or once the kernel has taken no byte for STALL_MS. */
   private whileWriting(done: Promise<unknown>): Promise<unknown> {
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise((resolve) => {
-      let left = this.socket.writableLength;
+      let before = this.unsent();
       timer = setInterval(() => {
-        const now = this.socket.writableLength;
-        if (now >= left) resolve(undefined);
-        left = now;
+        const now = this.unsent();
+        if (now.buffered >= before.buffered && now.queued >= before.queued) resolve(undefined);
+        before = now;
       }, STALL_MS);
       timer.unref();
     });
     return Promise.race([done, stalled, this.whenClosed()]).finally(() => clearInterval(timer));
+  }
+
+  /**
+   * Bytes written but not in the kernel yet, as two counts that each shrink only when the kernel
+   * takes bytes: Node's buffer (a write in flight counts whole until it completes) and libuv's queue
+   * (which shrinks as the kernel takes the write in flight piece by piece, and grows when Node hands
+   * it the next one — so their sum is no measure of progress).
+   */
+  private unsent(): { buffered: number; queued: number } {
+    const handle = (this.socket as unknown as { _handle?: { writeQueueSize?: number } })._handle;
+    return { buffered: this.socket.writableLength, queued: handle?.writeQueueSize ?? 0 };
   }
 
   private markClosed(reason: string): void {

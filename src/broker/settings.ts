@@ -54,6 +54,11 @@ export interface BrokerOptions {
   limits?: Partial<ChannelLimits>;
   cancelGraceMs?: number;
   killGraceMs?: number;
+  /**
+   * After the agent exited: how long its output pipes are waited for (a grandchild may hold them),
+   * and how long the socket may stay quiet before it is closed (one still delivering is read on, up
+   * to 30 s).
+   */
   drainMs?: number;
   /** After a restart: time the last broker's surviving agents get to finish before they are stopped. @default 60000 */
   orphanGraceMs?: number;

@@ -323,9 +323,10 @@ export class Attempt {
   private async afterExit(streamsClosed: Promise<unknown>): Promise<void> {
     const s = this.settings;
     const channel = this.channel!;
-    // Output the agent wrote just before exiting is still in the pipes and the socket: drain it,
-    // but do not wait forever on pipes a grandchild keeps open.
-    await Promise.race([Promise.all([streamsClosed, channel.drained(s.drainMs)]), delay(s.drainMs)]);
+    // Output the agent wrote just before exiting is still in the pipes and the socket: drain it, but
+    // do not wait forever on pipes a grandchild keeps open. The socket is read for as long as it
+    // keeps delivering (see drained()): what it holds may be many lines a busy broker reads slowly.
+    await Promise.all([Promise.race([streamsClosed, delay(s.drainMs)]), channel.drained(s.drainMs)]);
     if (!this.decided) {
       // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
       const spooled = readSpooled(s.spoolDir, s.taskId);

@@ -36,6 +36,9 @@ export interface ChannelLimits {
   maxAttachmentBytes: number;
 }
 
+/** drained() waits at most this long for connections that keep delivering after the agent exited. */
+const DRAIN_CAP_MS = 30_000;
+
 /** A connection lets the event loop go after this much read in a row (≈ 1,000 small lines, ≈ 1 ms). */
 const YIELD_AFTER_BYTES = 256 * 1024;
 
@@ -97,6 +100,8 @@ export class TaskChannel implements TaskEndpoint {
   private readonly drainWaiters = new Set<() => void>();
   private readonly tokenBytes: Buffer;
   private closed = false;
+  /** When a connection last delivered bytes (performance.now()), for drained(). */
+  private lastByteAt = 0;
   /** Attachment bytes announced on this endpoint so far (bounded by `maxAttachmentBytes`). */
   private attachmentBytes = 0;
 
@@ -140,11 +145,23 @@ export class TaskChannel implements TaskEndpoint {
     return sent;
   }
 
-  /** Resolves when no connection is left open, or after `timeoutMs`. */
-  async drained(timeoutMs: number): Promise<void> {
+  /**
+   * Resolves when no connection is left open, or once none has delivered a byte for `quietMs`. A
+   * connection still delivering is waited for — an agent that exited may leave a socket buffer of
+   * lines that a busy broker takes seconds to read — but not past DRAIN_CAP_MS in all (a grandchild
+   * that trickles bytes on an inherited connection must not hold the task open).
+   */
+  async drained(quietMs: number): Promise<void> {
     if (this.connections.size === 0) return;
+    const cap = performance.now() + DRAIN_CAP_MS;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, timeoutMs);
+      const check = (): void => {
+        const now = performance.now();
+        const quietFor = now - this.lastByteAt;
+        if (quietFor >= quietMs || now >= cap) return finish();
+        timer = setTimeout(check, Math.min(quietMs - quietFor, cap - now));
+      };
+      let timer = setTimeout(check, quietMs);
       const waiter = () => finish();
       this.drainWaiters.add(waiter);
       const waiters = this.drainWaiters;
@@ -202,6 +219,7 @@ export class TaskChannel implements TaskEndpoint {
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
     socket.on('data', (chunk: Buffer) => {
+      this.lastByteAt = performance.now();
       connection.decoder.push(chunk);
       if (connection.authenticated && connection.decoder.buffered > 0) this.checkUnfinished();
       connection.unyielded += chunk.length;

@@ -12,8 +12,11 @@ export interface TaskEndpoint {
   listen(): Promise<void>;
   /** Sends to every authenticated connection. Returns how many received it. */
   send(message: BrokerMessage): number;
-  /** Resolves when no connection is left open, or after `timeoutMs`. */
-  drained(timeoutMs: number): Promise<void>;
+  /**
+   * Resolves when no connection is left open, or once none has delivered a byte for `quietMs` (a
+   * connection still delivering is waited for, up to DRAIN_CAP_MS in all).
+   */
+  drained(quietMs: number): Promise<void>;
   /** Stops accepting, ends every connection and removes what the endpoint left on disk. */
   close(): Promise<void>;
 }
