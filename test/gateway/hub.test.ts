@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
-import { cli, hubEnv, start, startHub, type HubEnv, type Proc } from '../hosts/control/hub-process.js';
+import { cli, hubEnv, printed, start, startHub, type HubEnv, type Proc } from '../hosts/control/hub-process.js';
 import { raw, slowPids, standinModels, userMessage } from './helpers.js';
 
 async function tasksOf(env: NodeJS.ProcessEnv): Promise<TaskSnapshot[]> {
@@ -24,15 +24,7 @@ async function startGateway(hub: HubEnv, args: string[] = []): Promise<{ proc: P
   const config = path.join(dir, 'gateway.yaml');
   fs.writeFileSync(config, JSON.stringify({ port: 0, auth: 'none', default_model: 'echo', models: standinModels(dir) }));
   const proc = start(['gateway', '--config', config, ...args], hub.env);
-  const baseURL = await waitFor(
-    () => {
-      if (proc.child.exitCode !== null) throw new Error(`gateway exited: ${proc.stderr()}`);
-      return /Backchannel gateway: (\S+)/.exec(proc.stdout())?.[1];
-    },
-    'the gateway to print its URL',
-    20_000,
-    25,
-  );
+  const baseURL = await printed(proc, /Backchannel gateway: (\S+)/, 'the gateway to print its URL');
   return { proc, baseURL, dir };
 }
 

@@ -74,17 +74,22 @@ export interface Hub extends Proc {
   url: string;
 }
 
-/** `backchannel serve` as the hub; resolves once its panel URL is printed (the control endpoint listens by then). */
-export async function startHub(hub: HubEnv): Promise<Hub> {
-  const proc = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
-  const url = await waitFor(
+/** The first match group of `pattern` in what `proc` printed, once it has; fails if `proc` exits first. */
+export function printed(proc: Proc, pattern: RegExp, what: string): Promise<string> {
+  return waitFor(
     () => {
-      if (proc.child.exitCode !== null) throw new Error(`serve exited: ${proc.stderr()}`);
-      return /Backchannel panel: (\S+)/.exec(proc.stdout())?.[1];
+      if (proc.child.exitCode !== null) throw new Error(`${what}: it exited first: ${proc.stderr()}`);
+      return pattern.exec(proc.stdout())?.[1];
     },
-    'serve to print its URL',
+    what,
     20_000,
     25,
   );
+}
+
+/** `backchannel serve` as the hub; resolves once its panel URL is printed (the control endpoint listens by then). */
+export async function startHub(hub: HubEnv): Promise<Hub> {
+  const proc = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
+  const url = await printed(proc, /Backchannel panel: (\S+)/, 'serve to print its URL');
   return { ...proc, url };
 }
