@@ -6,11 +6,25 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { cli, hubEnv, printed, start, startHub, type HubEnv, type Proc } from '../hosts/control/hub-process.js';
 import { raw, slowPids, standinModels, userMessage } from './helpers.js';
+
+/** Directories of this file's gateways: their stand-ins' pids, killed after each test whatever happened. */
+const gatewayDirs: string[] = [];
+afterEach(() => {
+  for (const { pid, grandchild } of gatewayDirs.splice(0).flatMap((dir) => slowPids(dir))) {
+    for (const id of [pid, grandchild]) {
+      try {
+        process.kill(id, 'SIGKILL');
+      } catch {
+        // already gone, as it should be
+      }
+    }
+  }
+});
 
 async function tasksOf(env: NodeJS.ProcessEnv): Promise<TaskSnapshot[]> {
   const { code, stdout, stderr } = await cli(['tasks', '--json', '--limit', '100'], env);
@@ -21,6 +35,7 @@ async function tasksOf(env: NodeJS.ProcessEnv): Promise<TaskSnapshot[]> {
 /** `backchannel gateway` (no key, port 0) over the stand-in models; resolves with its base URL once it listens. */
 async function startGateway(hub: HubEnv, args: string[] = []): Promise<{ proc: Proc; baseURL: string; dir: string }> {
   const dir = tempDir('bc-gw-hub-');
+  gatewayDirs.push(dir);
   const config = path.join(dir, 'gateway.yaml');
   fs.writeFileSync(config, JSON.stringify({ port: 0, auth: 'none', default_model: 'echo', models: standinModels(dir) }));
   const proc = start(['gateway', '--config', config, ...args], hub.env);
@@ -73,7 +88,8 @@ describe('the gateway on a running hub', () => {
     expect((await tasksOf(hub.env)).find((t) => t.id === leftId)?.message).toContain('the client disconnected');
 
     const pending = raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('orphaned') });
-    await waitFor(async () => (await tasksOf(hub.env)).some((t) => t.label.endsWith('orphaned') && t.state === 'running'), 'it to run');
+    // Running, with its pids written (the stand-in writes them before its first partial).
+    await waitFor(() => slowPids(gateway.dir).length === 2, 'the second stand-in to start');
     gateway.proc.child.kill('SIGKILL');
     await pending.catch(() => undefined); // the connection breaks
     await waitFor(
@@ -97,7 +113,7 @@ describe('the gateway on a running hub', () => {
     const first = await startHub(hub);
     const gateway = await startGateway(hub);
     const pending = raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('hold') });
-    await waitFor(async () => (await tasksOf(hub.env)).some((t) => t.label.endsWith('hold') && t.state === 'running'), 'it to run');
+    await waitFor(() => slowPids(gateway.dir).length === 1, 'the stand-in to start');
     first.child.kill('SIGKILL');
     fs.writeFileSync(path.join(gateway.dir, 'release'), ''); // the hub's orphaned stand-in ends itself
     const failed = await pending;
