@@ -18,7 +18,9 @@ afterEach(() => {
   for (const { pid, grandchild } of gatewayDirs.splice(0).flatMap((dir) => slowPids(dir))) {
     for (const id of [pid, grandchild]) {
       try {
-        process.kill(id, 'SIGKILL');
+        // Only if that pid is still a stand-in of ours (not a reused pid).
+        const command = fs.readFileSync(`/proc/${id}/cmdline`, 'utf8');
+        if (command.includes('agent.mjs') || command.includes('setInterval')) process.kill(id, 'SIGKILL');
       } catch {
         // already gone, as it should be
       }
