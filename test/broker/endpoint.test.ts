@@ -1,7 +1,8 @@
-import { chmodSync, mkdirSync, statSync, symlinkSync, existsSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, symlinkSync, existsSync, utimesSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import {
   chooseEndpointDir,
@@ -11,7 +12,7 @@ import {
   MAX_SOCKET_PATH_BYTES,
 } from '../../src/broker/transport/endpoint.js';
 import { filterEnv } from '../../src/broker/process/environment.js';
-import { makeBroker, tempDir } from '../helpers/core.js';
+import { makeBroker, ROOT, tempDir } from '../helpers/core.js';
 
 describe('endpoint directory', () => {
   test('is created private (0700) and socket paths fit the platform limit', () => {
@@ -70,12 +71,52 @@ describe('endpoint directory', () => {
     await new Promise<void>((resolve) => server.listen(live, resolve));
     try {
       expect(existsSync(stale)).toBe(true);
+      // Bound a moment ago: it may be a broker preempted between bind and listen, so it is kept.
+      expect(await sweepStaleSockets(ipcDir)).toEqual([]);
+      expect(existsSync(stale)).toBe(true);
+      const minuteAgo = new Date(Date.now() - 60_000);
+      for (const file of [stale, live]) utimesSync(file, minuteAgo, minuteAgo);
       const removed = await sweepStaleSockets(ipcDir);
       expect(removed).toEqual([stale]);
       expect(existsSync(live)).toBe(true);
     } finally {
       server.close();
     }
+  });
+
+  test('several brokers starting together in one directory never sweep each other\'s endpoints', async () => {
+    // CI saw "could not open the task endpoint: ENOENT … chmod" with three `npm start`s at once: one
+    // broker's sweep took a socket another had bound but (preempted) not yet listened on.
+    const { ipcDir } = makeBroker();
+    ensurePrivateDir(ipcDir);
+    const script = `
+      const net = require('net'), path = require('path');
+      const dir = ${JSON.stringify(ipcDir)};
+      let bad = 0;
+      (async () => {
+        const { sweepStaleSockets } = await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist/broker/transport/endpoint.js')).href)});
+        for (let i = 0; i < 150; i++) {
+          const file = path.join(dir, process.pid + '-' + i + '.sock');
+          const server = net.createServer();
+          server.listen(file);
+          await sweepStaleSockets(dir);
+          try { require('fs').chmodSync(file, 0o600); } catch { bad++; }
+          await new Promise((r) => server.close(r));
+        }
+        console.log(bad);
+      })();`;
+    const racers = Array.from({ length: 3 }, () => spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    const lost = await Promise.all(
+      racers.map(
+        (child) =>
+          new Promise<number>((resolve) => {
+            let out = '';
+            child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+            child.once('exit', () => resolve(Number(out.trim())));
+          }),
+      ),
+    );
+    expect(lost).toEqual([0, 0, 0]);
   });
 });
 

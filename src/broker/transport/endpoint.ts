@@ -84,6 +84,15 @@ export function newEndpointPath(dir: string): string {
   return newEndpointAddress(dir).path;
 }
 
+/**
+ * A socket file younger than this is never swept. Binding creates the file and listening follows in
+ * the same call, but a process preempted between the two (several brokers starting together on a
+ * busy machine) has a file that refuses connections for a moment: sweeping it then pulled a live
+ * broker's endpoint from under it ("chmod … ENOENT"). A crashed broker's file is found at a later start.
+ */
+export const STALE_SOCKET_MIN_AGE_MS = 10_000;
+
+/** Only a refusal means nobody listens; any other failure (EAGAIN: a full backlog) is a live broker. */
 function probe(socketPath: string): Promise<'live' | 'stale'> {
   return new Promise((resolve) => {
     const socket = createConnection(socketPath);
@@ -92,16 +101,26 @@ function probe(socketPath: string): Promise<'live' | 'stale'> {
       resolve(result);
     };
     socket.once('connect', () => done('live'));
-    socket.once('error', () => done('stale'));
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ECONNREFUSED' ? 'stale' : 'live'));
     socket.setTimeout(500, () => done('live'));
   });
 }
 
+function olderThan(file: string, ageMs: number): boolean {
+  try {
+    const stat = lstatSync(file);
+    return stat.isSocket() && Date.now() - stat.mtimeMs >= ageMs;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Removes socket files left by a crashed broker. A socket that still accepts connections belongs to
- * a live broker sharing the directory and is kept. Returns the removed paths.
+ * a live broker sharing the directory and is kept, and so is one bound moments ago (see
+ * STALE_SOCKET_MIN_AGE_MS). Returns the removed paths.
  */
-export async function sweepStaleSockets(dir: string): Promise<string[]> {
+export async function sweepStaleSockets(dir: string, minAgeMs = STALE_SOCKET_MIN_AGE_MS): Promise<string[]> {
   if (IS_WINDOWS) return [];
   let names: string[];
   try {
@@ -113,8 +132,9 @@ export async function sweepStaleSockets(dir: string): Promise<string[]> {
   await Promise.all(
     names
       .filter((name) => name.endsWith(SOCKET_SUFFIX))
-      .map(async (name) => {
-        const full = path.join(dir, name);
+      .map((name) => path.join(dir, name))
+      .filter((full) => olderThan(full, minAgeMs))
+      .map(async (full) => {
         if ((await probe(full)) === 'stale') {
           try {
             unlinkSync(full);
