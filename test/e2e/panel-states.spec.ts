@@ -36,9 +36,20 @@ test('the panel shows every task state at once (screenshot)', async ({ page }) =
           .then((d) => (d as unknown as { task: { state: string } }).task.state),
     )
     .toBe('running');
+  // Killed once the journal holds the attempt: what history can show of a task is what reached the disk.
+  const journal = path.join(dataDir, 'journal.ndjson');
+  await expect
+    .poll(() => fs.readFileSync(journal, 'utf8').includes(`"e":"attempt","id":"${doomed}"`), { message: 'the attempt in the journal' })
+    .toBe(true);
   await killed.stop('SIGKILL');
 
   serve = await startServe(dataDir, ['--concurrency', '5']);
+  // The restarted server lists it (checked through the API first, so a failure says which side lost it).
+  await expect
+    .poll(() => serve!.api<{ task: { state: string } }>('GET', `/api/tasks/${doomed}`).then((d) => d.task.state), {
+      message: `the restarted server's picture of ${doomed}`,
+    })
+    .toBe('interrupted');
   await page.emulateMedia({ colorScheme: 'light' });
   await page.goto(serve.url);
   await expect(badge(page, 'Index the monorepo')).toHaveText('Interrupted');
