@@ -84,7 +84,7 @@ describe('endpoint directory', () => {
     }
   });
 
-  test('several brokers starting together in one directory never sweep each other\'s endpoints', async () => {
+  test("several brokers starting together in one directory never sweep each other's endpoints", async () => {
     // CI saw "could not open the task endpoint: ENOENT … chmod" with three `npm start`s at once: one
     // broker's sweep took a socket another had bound but (preempted) not yet listened on.
     const { ipcDir } = makeBroker();
