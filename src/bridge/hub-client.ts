@@ -159,7 +159,8 @@ export function connectHub(path: string): HubClient {
       });
       res.on('close', () => {
         streams.delete(res);
-        fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
+        // After `exited` (or a failure already reported) the close is the stream's normal end.
+        if (!done) fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
       });
     });
     req.end(body);

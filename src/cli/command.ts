@@ -62,7 +62,8 @@ function describeParseError(error: Error & { code?: string }, argv: readonly str
 
 /**
  * Keeps a server command running until Ctrl-C or SIGTERM, then closes it (cancelling its tasks).
- * A second signal exits at once. Resolves with the exit code.
+ * A second signal exits at once. Resolves with the exit code. Call it before printing that the
+ * server is ready: until a listener is installed, a signal kills the process without the close.
  */
 export function runUntilSignal(name: string, what: string, close: () => Promise<void>): Promise<number> {
   return new Promise<number>((resolve) => {

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, statSync, symlinkSync, existsSync, utimesSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, symlinkSync, existsSync, unlinkSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -71,14 +71,34 @@ describe('endpoint directory', () => {
     await new Promise<void>((resolve) => server.listen(live, resolve));
     try {
       expect(existsSync(stale)).toBe(true);
-      // Bound a moment ago: it may be a broker preempted between bind and listen, so it is kept.
-      expect(await sweepStaleSockets(ipcDir)).toEqual([]);
-      expect(existsSync(stale)).toBe(true);
-      const minuteAgo = new Date(Date.now() - 60_000);
-      for (const file of [stale, live]) utimesSync(file, minuteAgo, minuteAgo);
       const removed = await sweepStaleSockets(ipcDir);
       expect(removed).toEqual([stale]);
       expect(existsSync(live)).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+
+  test('a socket that refuses at first but accepts when asked again (a broker between bind and listen) is kept', async () => {
+    const { ipcDir } = makeBroker();
+    ensurePrivateDir(ipcDir);
+    const late = path.join(ipcDir, 'cccccccccccccccc.sock');
+    const victim = spawn(process.execPath, [
+      '-e',
+      `require('net').createServer().listen(${JSON.stringify(late)}, () => console.log('up'))`,
+    ]);
+    await new Promise((resolve) => victim.stdout.once('data', resolve));
+    victim.kill('SIGKILL');
+    await new Promise((resolve) => victim.once('exit', resolve));
+    // The sweep finds it refusing; it starts listening before the sweep asks again (1 s later here).
+    const sweeping = sweepStaleSockets(ipcDir, 1000);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    unlinkSync(late);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(late, resolve));
+    try {
+      expect(await sweeping).toEqual([]);
+      expect(existsSync(late)).toBe(true);
     } finally {
       server.close();
     }

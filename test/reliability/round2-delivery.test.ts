@@ -17,6 +17,21 @@ describe('every byte a peer wrote is read', () => {
     expect(done.payload?.data).toEqual({ count: 500 });
     expect(done.partials).toHaveLength(500);
   });
+
+  test('a connection that keeps delivering after the agent exited is read to its end, not cut at drainMs', async () => {
+    // drainMs is 300 here; the grandchild writes for ~2 s after the agent's exit, a line every 50 ms.
+    // (The broker used to stop reading a fixed drainMs after the exit: this task then "crashed".)
+    const { broker } = makeBroker();
+    const started = Date.now();
+    const done = await runTask(broker, {
+      command: process.execPath,
+      args: [round2('hands-off-connection.mjs'), '--partials=40', '--gap=50'],
+    });
+    expect(done.error?.message).toBeUndefined();
+    expect(done.payload?.data).toEqual({ partials: 40 });
+    expect(done.partials.map((p) => (p.data as { i: number }).i)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(Date.now() - started).toBeGreaterThan(1500);
+  });
 });
 
 describe('agents written to the design (no token) on a private POSIX socket', () => {

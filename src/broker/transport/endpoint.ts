@@ -85,12 +85,13 @@ export function newEndpointPath(dir: string): string {
 }
 
 /**
- * A socket file younger than this is never swept. Binding creates the file and listening follows in
- * the same call, but a process preempted between the two (several brokers starting together on a
- * busy machine) has a file that refuses connections for a moment: sweeping it then pulled a live
- * broker's endpoint from under it ("chmod … ENOENT"). A crashed broker's file is found at a later start.
+ * How long a refused socket gets before it is called stale. Binding creates the file and listening
+ * follows in the same call, but a process preempted between the two (several brokers starting
+ * together on a busy machine) has a file that refuses connections for a moment: sweeping it then
+ * pulled a live broker's endpoint from under it ("chmod … ENOENT"). A crashed broker's file still
+ * refuses when asked again.
  */
-export const STALE_SOCKET_MIN_AGE_MS = 10_000;
+export const STALE_SOCKET_RECHECK_MS = 250;
 
 /** Only a refusal means nobody listens; any other failure (EAGAIN: a full backlog) is a live broker. */
 function probe(socketPath: string): Promise<'live' | 'stale'> {
@@ -106,21 +107,19 @@ function probe(socketPath: string): Promise<'live' | 'stale'> {
   });
 }
 
-function olderThan(file: string, ageMs: number): boolean {
-  try {
-    const stat = lstatSync(file);
-    return stat.isSocket() && Date.now() - stat.mtimeMs >= ageMs;
-  } catch {
-    return false;
-  }
+/** Refused now and again after `recheckMs`. */
+async function isStale(socketPath: string, recheckMs: number): Promise<boolean> {
+  if ((await probe(socketPath)) === 'live') return false;
+  await new Promise((resolve) => setTimeout(resolve, recheckMs));
+  return (await probe(socketPath)) === 'stale';
 }
 
 /**
- * Removes socket files left by a crashed broker. A socket that still accepts connections belongs to
- * a live broker sharing the directory and is kept, and so is one bound moments ago (see
- * STALE_SOCKET_MIN_AGE_MS). Returns the removed paths.
+ * Removes socket files left by a crashed broker. A socket that accepts connections belongs to a live
+ * broker sharing the directory and is kept, and so is one that starts accepting within `recheckMs`
+ * (see STALE_SOCKET_RECHECK_MS). Returns the removed paths.
  */
-export async function sweepStaleSockets(dir: string, minAgeMs = STALE_SOCKET_MIN_AGE_MS): Promise<string[]> {
+export async function sweepStaleSockets(dir: string, recheckMs = STALE_SOCKET_RECHECK_MS): Promise<string[]> {
   if (IS_WINDOWS) return [];
   let names: string[];
   try {
@@ -132,10 +131,9 @@ export async function sweepStaleSockets(dir: string, minAgeMs = STALE_SOCKET_MIN
   await Promise.all(
     names
       .filter((name) => name.endsWith(SOCKET_SUFFIX))
-      .map((name) => path.join(dir, name))
-      .filter((full) => olderThan(full, minAgeMs))
-      .map(async (full) => {
-        if ((await probe(full)) === 'stale') {
+      .map(async (name) => {
+        const full = path.join(dir, name);
+        if (await isStale(full, recheckMs)) {
           try {
             unlinkSync(full);
             removed.push(full);

@@ -89,8 +89,8 @@ export const command: CliCommand = {
       process.stderr.write(`backchannel gateway: ${e.message}${hint}\n`);
       return EXIT.failed;
     }
+    const stopped = runUntilSignal('gateway', 'running requests', () => gateway.close());
     process.stdout.write(gatewayBanner(gateway, hub?.path));
-
-    return runUntilSignal('gateway', 'running requests', () => gateway.close());
+    return stopped;
   },
 };

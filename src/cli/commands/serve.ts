@@ -105,9 +105,9 @@ export const command: CliCommand = {
         }
       }
     }
+    const stopped = runUntilSignal('serve', 'running tasks', () => headless.close());
     process.stdout.write(`Backchannel panel: ${headless.url}\n`);
     process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
-
-    return runUntilSignal('serve', 'running tasks', () => headless.close());
+    return stopped;
   },
 };

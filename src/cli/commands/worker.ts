@@ -79,10 +79,11 @@ export const command: CliCommand = {
       process.stderr.write(`backchannel worker: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
+    const stopped = runUntilSignal('worker', 'running sub-agents', () => worker.close(true));
     process.stdout.write(
       `Backchannel worker ${worker.name}: taking tasks from ${redacted(values.redis)} (${entries.length} allowed commands)\n`,
     );
-    return runUntilSignal('worker', 'running sub-agents', () => worker.close(true));
+    return stopped;
   },
 };
 
