@@ -11,6 +11,8 @@ const chromium: string | undefined = process.env.CHROMIUM_PATH ?? findChromium()
 
 export default defineConfig({
   testDir: 'test/e2e',
+  // A run-private state and config directory: no spec reaches the user's own hub or history.
+  globalSetup: './test/global-setup.ts',
   outputDir: 'test-results/e2e',
   timeout: 90_000,
   expect: { timeout: 20_000 },

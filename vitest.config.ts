@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // A run-private state and config directory: no test reaches the user's own hub or history.
+    globalSetup: ['test/global-setup.ts'],
     // Real processes and sockets: give slow CI machines room, but no test relies on sleeps.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -6,6 +6,7 @@ export default defineConfig({
   test: {
     root: new URL('../..', import.meta.url).pathname,
     include: ['test/clients/**/*.clients.ts'],
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 180_000,
     hookTimeout: 600_000, // first run: npm installs
     pool: 'forks',
