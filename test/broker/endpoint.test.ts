@@ -14,6 +14,14 @@ import {
 import { filterEnv } from '../../src/broker/process/environment.js';
 import { makeBroker, ROOT, tempDir } from '../helpers/core.js';
 
+/** What a crashed broker leaves: a process that bound `file` and was killed with SIGKILL (no unlink). */
+async function leaveStaleSocket(file: string): Promise<void> {
+  const victim = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(file)}, () => console.log('up'))`]);
+  await new Promise((resolve) => victim.stdout.once('data', resolve));
+  victim.kill('SIGKILL');
+  await new Promise((resolve) => victim.once('exit', resolve));
+}
+
 describe('endpoint directory', () => {
   test('is created private (0700) and socket paths fit the platform limit', () => {
     const dir = path.join(tempDir(), 'ipc');
@@ -57,16 +65,9 @@ describe('endpoint directory', () => {
   test('stale socket files of a crashed broker are swept at start; live ones are kept', async () => {
     const { ipcDir } = makeBroker();
     ensurePrivateDir(ipcDir);
-    // A crashed broker: a process that bound a socket and was killed with SIGKILL (no unlink).
     const stale = path.join(ipcDir, 'aaaaaaaaaaaaaaaa.sock');
     const live = path.join(ipcDir, 'bbbbbbbbbbbbbbbb.sock');
-    const victim = spawn(process.execPath, [
-      '-e',
-      `require('net').createServer().listen(${JSON.stringify(stale)}, () => console.log('up'))`,
-    ]);
-    await new Promise((resolve) => victim.stdout.once('data', resolve));
-    victim.kill('SIGKILL');
-    await new Promise((resolve) => victim.once('exit', resolve));
+    await leaveStaleSocket(stale);
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(live, resolve));
     try {
@@ -83,13 +84,7 @@ describe('endpoint directory', () => {
     const { ipcDir } = makeBroker();
     ensurePrivateDir(ipcDir);
     const late = path.join(ipcDir, 'cccccccccccccccc.sock');
-    const victim = spawn(process.execPath, [
-      '-e',
-      `require('net').createServer().listen(${JSON.stringify(late)}, () => console.log('up'))`,
-    ]);
-    await new Promise((resolve) => victim.stdout.once('data', resolve));
-    victim.kill('SIGKILL');
-    await new Promise((resolve) => victim.once('exit', resolve));
+    await leaveStaleSocket(late);
     // The sweep finds it refusing; it starts listening before the sweep asks again (1 s later here).
     const sweeping = sweepStaleSockets(ipcDir, 1000);
     await new Promise((resolve) => setTimeout(resolve, 150));
