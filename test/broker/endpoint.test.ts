@@ -13,14 +13,7 @@ import {
 } from '../../src/broker/transport/endpoint.js';
 import { filterEnv } from '../../src/broker/process/environment.js';
 import { makeBroker, ROOT, tempDir } from '../helpers/core.js';
-
-/** What a crashed broker leaves: a process that bound `file` and was killed with SIGKILL (no unlink). */
-async function leaveStaleSocket(file: string): Promise<void> {
-  const victim = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(file)}, () => console.log('up'))`]);
-  await new Promise((resolve) => victim.stdout.once('data', resolve));
-  victim.kill('SIGKILL');
-  await new Promise((resolve) => victim.once('exit', resolve));
-}
+import { leaveStaleSocket } from '../helpers/processes.js';
 
 describe('endpoint directory', () => {
   test('is created private (0700) and socket paths fit the platform limit', () => {

@@ -1,4 +1,5 @@
 /** Process checks for tests that must leave nothing running. */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 
 /** True if `pid` runs (a zombie waiting for a reaper counts as gone). */
@@ -19,3 +20,13 @@ export function isAlive(pid: number): boolean {
 
 /** Waits until every pid is gone (the one implementation lives with waitFor in core.ts). */
 export { waitUntilGone } from './core.js';
+
+/** What a crashed server leaves: a process that listened on the socket `file` and was SIGKILLed (no unlink). */
+export async function leaveStaleSocket(file: string): Promise<void> {
+  const victim = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(file)}, () => console.log('up'))`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise((resolve) => victim.stdout.once('data', resolve));
+  victim.kill('SIGKILL');
+  await new Promise((resolve) => victim.once('exit', resolve));
+}

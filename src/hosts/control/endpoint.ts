@@ -7,6 +7,7 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
+import { STALE_SOCKET_RECHECK_MS } from '../../broker/transport/endpoint.js';
 
 /** How long a probe waits for a hub to accept; a live hub accepts at once. */
 export const PROBE_TIMEOUT_MS = 1000;
@@ -45,13 +46,24 @@ export async function probeEndpoint(socketPath: string, timeoutMs = PROBE_TIMEOU
     // A hub so busy it cannot accept within a second is still a hub: never remove its socket.
     const timer = setTimeout(() => done('live'), timeoutMs);
     socket.once('connect', () => done('live'));
-    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code === 'ENOENT' ? 'none' : 'stale'));
+    // EAGAIN: a hub whose accept queue is full, still a hub.
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      done(error.code === 'ENOENT' ? 'none' : error.code === 'EAGAIN' ? 'live' : 'stale'),
+    );
   });
 }
 
-/** Removes a stale socket file; throws `HubRunningError` when a hub answers there. Returns true when it removed one. */
-export async function claimEndpoint(socketPath: string): Promise<boolean> {
-  const state = await probeEndpoint(socketPath);
+/**
+ * Removes a stale socket file; throws `HubRunningError` when a hub answers there. Returns true when it
+ * removed one. A refusal is asked again after STALE_SOCKET_RECHECK_MS: a hub starting this very moment
+ * has bound its socket but may not listen yet, and must not lose it to a second hub.
+ */
+export async function claimEndpoint(socketPath: string, recheckMs = STALE_SOCKET_RECHECK_MS): Promise<boolean> {
+  let state = await probeEndpoint(socketPath);
+  if (state === 'stale') {
+    await new Promise((resolve) => setTimeout(resolve, recheckMs));
+    state = await probeEndpoint(socketPath);
+  }
   if (state === 'live') throw new HubRunningError(socketPath);
   if (state === 'none' || process.platform === 'win32') return false;
   unlinkSync(socketPath);

@@ -3,7 +3,7 @@
  * real headless hub; stale endpoints are removed, a second hub is refused, and another user cannot
  * connect (checked with a real process running as `nobody`).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -11,9 +11,10 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent, TaskFeedEvent } from '../../../src/bridge/contract.js';
 import { connectHub, HubLostError } from '../../../src/bridge/hub-client.js';
 import { HubRunningError, startControlServer } from '../../../src/hosts/control/server.js';
-import { probeEndpoint } from '../../../src/hosts/control/endpoint.js';
+import { claimEndpoint, probeEndpoint } from '../../../src/hosts/control/endpoint.js';
 import { controlSocketPath } from '../../../src/hosts/control/paths.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
+import { leaveStaleSocket } from '../../helpers/processes.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
 
 let headless: TestHeadless | undefined;
@@ -133,21 +134,30 @@ describe('control endpoint', () => {
     const dir = tempDir();
     const socket = path.join(dir, 'run', 'control.sock');
     fs.mkdirSync(path.dirname(socket), { mode: 0o700 });
-    // A process that listens and is SIGKILLed leaves its socket file behind.
-    const child = spawn(
-      process.execPath,
-      ['-e', `require('net').createServer().listen(${JSON.stringify(socket)}, () => console.log('up'))`],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    await new Promise((resolve) => child.stdout.once('data', resolve));
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await leaveStaleSocket(socket);
     expect(fs.existsSync(socket)).toBe(true);
     expect(await probeEndpoint(socket)).toBe('stale');
     await hubIn(dir);
     expect(await probeEndpoint(socket)).toBe('live');
+  });
+
+  test('a hub starting at the same moment (bound, not yet listening) is not taken over by a second one', async () => {
+    const dir = tempDir();
+    const socket = path.join(dir, 'run', 'control.sock');
+    fs.mkdirSync(path.dirname(socket), { mode: 0o700 });
+    await leaveStaleSocket(socket);
+    // The second hub finds the socket refusing; the first listens before it asks again (1 s later here).
+    const claiming = claimEndpoint(socket, 1000);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    fs.unlinkSync(socket);
+    const first = net.createServer();
+    await new Promise<void>((resolve) => first.listen(socket, resolve));
+    try {
+      await expect(claiming).rejects.toThrow(HubRunningError);
+      expect(await probeEndpoint(socket)).toBe('live');
+    } finally {
+      first.close();
+    }
   });
 
   test('the path: BACKCHANNEL_CONTROL, else a given data dir, else $XDG_RUNTIME_DIR/backchannel, else the state dir', () => {
