@@ -1,8 +1,10 @@
 /**
  * The layering of src/, enforced in `npm test` (scripts/lint.mjs). Lower layers never import higher ones:
  *
- *   protocol  →  model  →  broker  →  bridge  →  templates  →  hosts  →  main (Electron) · gateway · cli
- *   broker    →  fleet (the BullMQ queue and worker: over the core, under hosts and cli)
+ *   protocol  →  model  →  broker  →  bridge  →  templates  →  hub  →  client  →  main (Electron) · gateway · mcp · cli
+ *   broker    →  fleet (the BullMQ queue and worker: over the core, under the hub and the CLI)
+ *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
+ *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
  *   broker    →  conformance  →  cli (`backchannel check` runs agents under the core broker)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
@@ -48,12 +50,12 @@ module.exports = {
       '^src/(?!(protocol|model|bridge)/)',
       'The bridge runs in browsers too: no broker internals.',
     ),
-    forbid('templates-under-hosts', layer('templates'), '^src/(?!(protocol|model|bridge|templates)/)', ''),
+    forbid('templates-under-the-hub', layer('templates'), '^src/(?!(protocol|model|bridge|templates)/)', ''),
     forbid(
       'fleet-over-the-core',
       layer('fleet'),
       '^src/(?!(protocol|model|broker|fleet)/)',
-      'The fleet adapts the core to Redis: it knows no front-end; hosts and the CLI use it.',
+      'The fleet adapts the core to Redis: it knows no front-end; the hub and the CLI use it.',
     ),
     forbid(
       'queue-seam-under-the-broker',
@@ -62,21 +64,27 @@ module.exports = {
       'Only broker.ts (and settings) choose where attempts run.',
     ),
     forbid(
-      'hosts-serve-the-core',
-      layer('hosts'),
-      '^src/(main|gateway|cli|renderer|preload)/',
-      'Hosts are shared by the front-ends; they import none of them.',
+      'hub-owns-the-broker',
+      layer('hub'),
+      '^src/(main|gateway|cli|mcp|client|renderer|preload)/',
+      'The hub serves the front-ends; it imports none of them, nor their side of the seam.',
+    ),
+    forbid(
+      'client-is-the-seam',
+      layer('client'),
+      '^src/(main|gateway|cli|mcp|renderer|preload)/',
+      'The seam every front-end uses knows none of them.',
     ),
     forbid(
       'gateway-is-a-front-end',
       layer('gateway'),
-      '^src/(main|cli|renderer|preload|hosts/headless)/',
+      '^src/(main|cli|mcp|renderer|preload|hub/headless)/',
       'Front-ends do not import each other.',
     ),
     forbid(
       'electron-main-is-a-front-end',
       layer('main'),
-      '^src/(gateway|cli|renderer|hosts/headless)/',
+      '^src/(gateway|cli|mcp|renderer|hub/headless)/',
       'Front-ends do not import each other.',
     ),
     forbid(

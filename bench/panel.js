@@ -16,7 +16,7 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-ne
 
 main(async ({ quick }) => {
   const windowMs = quick ? 5000 : 10_000;
-  const startPath = path.join(REPO_DIR, 'dist/hosts/headless/start.js');
+  const startPath = path.join(REPO_DIR, 'dist/hub/headless/start.js');
   if (!existsSync(startPath) || !existsSync(path.join(REPO_DIR, 'dist/renderer/index.html'))) {
     return {
       figure: 6,
@@ -25,7 +25,7 @@ main(async ({ quick }) => {
           fig: '6',
           name: 'Panel under load',
           status: 'not measured',
-          detail: 'panel not built yet (dist/hosts/headless/start.js or dist/renderer missing)',
+          detail: 'panel not built yet (dist/hub/headless/start.js or dist/renderer missing)',
         },
       ],
     };
@@ -52,8 +52,8 @@ main(async ({ quick }) => {
 /** The pieces startHeadless() puts together, with the bridge's flush interval as a parameter. */
 async function startBridgeAt(flushIntervalMs, options) {
   const { TaskBroker, silentLogger } = await import('../dist/broker/index.js');
-  const { createBrokerBridge } = await import('../dist/hosts/broker-bridge.js');
-  const { startPanelServer } = await import('../dist/hosts/headless/server.js');
+  const { createBrokerBridge } = await import('../dist/hub/broker-bridge.js');
+  const { startPanelServer } = await import('../dist/hub/headless/server.js');
   const broker = new TaskBroker({
     dataDir: options.dataDir,
     ipcDir: options.ipcDir,

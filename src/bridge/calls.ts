@@ -3,7 +3,7 @@
  * HTTP verb and path and its argument checker — and everything else is derived from it: the method
  * list, `checkArgs`, the HTTP routes (./http-routes.ts, both directions), the IPC channels and the
  * client (`bridgeClient`). A new call is a method on `BackchannelBridge` (./contract.ts), a row
- * here, and its implementation in hosts/broker-bridge.ts.
+ * here, and its implementation in hub/broker-bridge.ts.
  *
  * Both hosts (Electron IPC handlers and the headless HTTP server) run every call through
  * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.

@@ -35,7 +35,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { defaultDataDir } from '../hosts/paths.js';
+import { defaultDataDir } from '../hub/paths.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
 export const DEFAULT_PORT = 8976;

@@ -12,7 +12,7 @@
  */
 import { TaskBroker } from '../broker/broker.js';
 import { silentLogger, type Logger } from '../broker/log.js';
-import { localTasks, type HubTasks } from '../hosts/request-task/index.js';
+import { localTasks, type HubTasks } from './request-task/index.js';
 import { resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';

@@ -80,7 +80,7 @@ export function usageChunk(who: CompletionIdentity, usage: Usage) {
 }
 
 /** One server-sent event. */
-export { sseEvent } from '../hosts/request-task/http.js';
+export { sseEvent } from './request-task/http.js';
 export const SSE_DONE = 'data: [DONE]\n\n';
 
 export function modelEntry(id: string, ownedBy: string, created: number) {

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../broker/broker.js';
-import { SseResponder } from '../hosts/request-task/index.js';
+import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';

@@ -17,8 +17,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isAllowedHost, isAllowedOrigin } from '../hosts/http/security.js';
-import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type TaskSubmitter } from '../hosts/request-task/index.js';
+import { isAllowedHost, isAllowedOrigin } from '../hub/http/security.js';
+import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type TaskService } from './request-task/index.js';
 import type { Logger } from '../broker/log.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
@@ -38,7 +38,7 @@ export const GATEWAY_HOST = '127.0.0.1';
 export const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface GatewayServerOptions {
-  tasks: TaskSubmitter;
+  tasks: TaskService;
   /** Where the tasks run, for `/health`: 'gateway' (an own broker), 'app' (an embedding app's) or the hub's control endpoint. */
   runsOn: string;
   config: GatewayConfig;

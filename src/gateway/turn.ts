@@ -2,7 +2,7 @@
  * One model request of any API (chat completions, Anthropic messages, Responses) as one sub-agent
  * run: the part the three API adapters share. An adapter parses its body into a `Turn` and gives a
  * `TurnWriter` that speaks its wire format; this module does the rest, on the shared request-task
- * helper (src/hosts/request-task).
+ * helper (src/gateway/request-task).
  *
  * Guarantees:
  * - a streamed and a non-streamed answer to the same run are the same text (`AnswerStream`);
@@ -22,8 +22,8 @@ import {
   QueueFullError,
   type RequestTaskRunner,
   type TaskFailure,
-  type TaskSubmitter,
-} from '../hosts/request-task/index.js';
+  type TaskService,
+} from './request-task/index.js';
 import { AnswerStream, usageOf } from './answer.js';
 import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
 import { findExecutable } from './cursor-cli.js';
@@ -64,7 +64,7 @@ export interface TurnWriter {
 
 export interface TurnRunnerOptions {
   /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */
-  tasks: TaskSubmitter;
+  tasks: TaskService;
   config: GatewayConfig;
   /** The route for a model name, or undefined (→ 404 listing `knownModels()`). */
   resolveModel(model: string): Promise<ModelRoute | undefined>;

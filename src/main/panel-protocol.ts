@@ -4,7 +4,7 @@
  * strict Content-Security-Policy as a header. The files are served by the same `PanelFiles` as
  * the headless server.
  */
-import { PanelFiles } from '../hosts/http/static-files.js';
+import { PanelFiles } from '../hub/http/static-files.js';
 
 export const PANEL_SCHEME = 'backchannel';
 export const PANEL_ORIGIN = `${PANEL_SCHEME}://panel`;

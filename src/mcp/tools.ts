@@ -5,8 +5,8 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
 import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
-import type { HubClient } from '../bridge/hub-client.js';
-import { resolveTaskId } from '../hosts/control/task-ids.js';
+import type { HubClient } from '../client/hub-client.js';
+import { resolveTaskId } from '../client/task-ids.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize } from './snapshots.js';
 

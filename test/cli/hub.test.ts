@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { fixture, ROOT, waitFor } from '../helpers/core.js';
-import { cli, hubEnv, start, startHub } from '../hosts/control/hub-process.js';
+import { cli, hubEnv, start, startHub } from '../hub/control/hub-process.js';
 
 const TICKS = path.join(ROOT, 'test/cli/fixtures/ticks.mjs');
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { panelToken, TOKEN_ENV } from '../../src/hosts/headless/token.js';
+import { panelToken, TOKEN_ENV } from '../../src/hub/headless/token.js';
 import { tempDir } from '../helpers/core.js';
 
 test('the panel token: new each start, kept in a 0600 file on request, or given by the environment', () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { fixture } from '../helpers/core.js';
 import { clientFor } from '../helpers/real-clients.js';
-import { BIN, cli, hubEnv, startHub } from '../hosts/control/hub-process.js';
+import { BIN, cli, hubEnv, startHub } from '../hub/control/hub-process.js';
 import { startDelegatingModel, type DelegatingModel } from '../mcp/fake-delegating-model.js';
 import { PINS } from './pins.js';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
-import { cli, hubEnv, printed, start, startHub, type HubEnv, type Proc } from '../hosts/control/hub-process.js';
+import { cli, hubEnv, printed, start, startHub, type HubEnv, type Proc } from '../hub/control/hub-process.js';
 import { raw, slowPids, standinModels, userMessage } from './helpers.js';
 
 /** Directories of this file's gateways: their stand-ins' pids, killed after each test whatever happened. */

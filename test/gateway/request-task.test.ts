@@ -1,5 +1,5 @@
 /**
- * The request-task helper the gateway runs on (src/hosts/request-task): queueing behind a
+ * The request-task helper the gateway runs on (src/gateway/request-task): queueing behind a
  * concurrency limit, cancellation by abort, timeout and shutdown, and the failure descriptions.
  * Real broker, real stand-in agent (test/fixtures/gateway/agent.mjs).
  */
@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { createRequestTaskRunner, describeFailure, localTasks, type RequestTask } from '../../src/hosts/request-task/index.js';
+import { createRequestTaskRunner, describeFailure, localTasks, type RequestTask } from '../../src/gateway/request-task/index.js';
 import type { TaskSpec } from '../../src/model/task.js';
 import { makeBroker, settle, tempDir, waitFor } from '../helpers/core.js';
 import { STANDIN_AGENT } from './helpers.js';

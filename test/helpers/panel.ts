@@ -8,7 +8,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHeadless, type Headless, type HeadlessOptions } from '../../src/hosts/headless/start.js';
+import { startHeadless, type Headless, type HeadlessOptions } from '../../src/hub/headless/start.js';
 import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/main/ipc-handlers.js';
 import type { IpcRendererLike } from '../../src/bridge/ipc-client.js';
 import type { EventSourceLike } from '../../src/renderer/http-bridge.js';

@@ -1,7 +1,7 @@
 /** The `insights` bridge call: the broker's figures through the one route table, its query checked. */
 import { describe, expect, test } from 'vitest';
 import { dispatch } from '../../src/bridge/calls.js';
-import { createBrokerBridge } from '../../src/hosts/broker-bridge.js';
+import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
 import { makeBroker, tempDir } from '../helpers/core.js';
 import { writeJournal } from './generate.js';
 

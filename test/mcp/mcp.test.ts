@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
 import { fixture, ROOT, waitFor } from '../helpers/core.js';
-import { BIN, cli, hubEnv, startHub, type HubEnv } from '../hosts/control/hub-process.js';
+import { BIN, cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
 
 const clients: Client[] = [];
 afterEach(async () => {

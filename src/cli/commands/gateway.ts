@@ -73,8 +73,8 @@ export const command: CliCommand = {
 
     const { loadGatewayConfig, startGateway, gatewayBanner } = await import('../../gateway/index.js');
     const { createHeadlessLogger } = await import('../../broker/log.js');
-    const { findHub } = await import('../../hosts/control/discover.js');
-    const { HubTasks } = await import('../../hosts/request-task/index.js');
+    const { findHub } = await import('../../client/discover.js');
+    const { HubTasks } = await import('../../gateway/request-task/index.js');
     let gateway;
     let hub;
     try {

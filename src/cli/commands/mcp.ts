@@ -1,7 +1,7 @@
 /** `backchannel mcp`: the MCP server on stdio, over the running hub or an own broker. */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { findHub } from '../../hosts/control/discover.js';
+import { findHub } from '../../client/discover.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
@@ -43,7 +43,7 @@ export const command: CliCommand = {
 async function ownOrHubBridge(): Promise<{ bridge: BackchannelBridge; close(): Promise<void> }> {
   const hub = await findHub();
   if (hub) return { bridge: hub, close: async () => hub.close() };
-  const { startHeadless } = await import('../../hosts/headless/start.js');
+  const { startHeadless } = await import('../../hub/headless/start.js');
   try {
     const headless = await startHeadless({ consoleLevel: false });
     return { bridge: headless.bridge, close: () => headless.close() };

@@ -13,7 +13,7 @@ import { readInput } from '../run/input.js';
 import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
-import { findHub } from '../../hosts/control/discover.js';
+import { findHub } from '../../client/discover.js';
 import { runOnHub } from '../run/hub-run.js';
 import { NO_HUB } from '../run/remote.js';
 

@@ -2,7 +2,7 @@
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
-import { defaultDataDir } from '../../hosts/paths.js';
+import { defaultDataDir } from '../../hub/paths.js';
 
 const HELP = `Usage: backchannel serve [options]
 
@@ -77,7 +77,7 @@ export const command: CliCommand = {
       return usageError(`backchannel serve: Expected \`--concurrency\` to be a positive integer, got \`${values.concurrency}\``, HELP);
     }
 
-    const { startHeadless } = await import('../../hosts/headless/start.js');
+    const { startHeadless } = await import('../../hub/headless/start.js');
     let headless;
     try {
       const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };

@@ -1,7 +1,7 @@
 /** `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker needed). */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
-import { defaultDataDir } from '../../hosts/paths.js';
+import { defaultDataDir } from '../../hub/paths.js';
 import { readInsights } from '../../broker/history/rollup.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';
 

@@ -4,8 +4,8 @@
  * the in-process run; `--detach` prints the id and returns at once.
  */
 import { writeText } from '../terminal-text.js';
-import type { HubClient } from '../../hosts/control/discover.js';
-import { requestForHub } from '../../hosts/control/submit-request.js';
+import type { HubClient } from '../../client/discover.js';
+import { requestForHub } from '../../client/submit-request.js';
 import type { TaskSpec } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { ProgressLine } from './progress-line.js';

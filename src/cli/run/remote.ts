@@ -4,7 +4,7 @@
  */
 import { writeText } from '../terminal-text.js';
 import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
-import { findHub, HubLostError, openHistory, type HubClient } from '../../hosts/control/discover.js';
+import { findHub, HubLostError, openHistory, type HubClient } from '../../client/discover.js';
 import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { EXIT_BY_REASON, printFailureFields } from './outcome.js';

@@ -5,7 +5,7 @@
  */
 import type { ParseArgsConfig } from 'node:util';
 import { EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
-import { resolveTaskId } from '../../hosts/control/task-ids.js';
+import { resolveTaskId } from '../../client/task-ids.js';
 import { NO_HUB, openCommandBridge, type CommandBridge } from './remote.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;

@@ -8,7 +8,7 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   return state && state.startsWith('/') ? join(state, 'backchannel') : join(homedir(), '.local', 'state', 'backchannel');
 }
 
-/** The built panel (dist/renderer), next to this file's dist/hosts. */
+/** The built panel (dist/renderer), next to this file's dist/hub. */
 export function defaultRendererDir(): string {
   return fileURLToPath(new URL('../renderer/', import.meta.url));
 }

@@ -8,9 +8,9 @@
  * message instead of hanging.
  */
 import { request, type IncomingMessage } from 'node:http';
-import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from './contract.js';
-import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from './calls.js';
-import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from './http-routes.js';
+import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
+import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from '../bridge/http-routes.js';
 
 /** A call that gets no reply within this long fails (the hub answers every call at once; waits happen over events). */
 export const HUB_CALL_TIMEOUT_MS = 30_000;

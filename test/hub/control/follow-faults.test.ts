@@ -7,7 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { FOLLOW_PATH } from '../../../src/bridge/http-routes.js';
-import { connectHub, HubLostError } from '../../../src/bridge/hub-client.js';
+import { connectHub, HubLostError } from '../../../src/client/hub-client.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
 

@@ -7,16 +7,15 @@
  * When the hub goes away, a running request fails with `HubLostError` (its task stream broke) and
  * the next one looks for a hub again: a restarted hub is picked up, none is a clear error.
  */
-import type { TaskFeedEvent } from '../../bridge/contract.js';
-import { HubLostError, type FollowedSubmission, type HubClient } from '../../bridge/hub-client.js';
-import { TaskError } from '../../broker/errors.js';
-import type { TaskHandle } from '../../broker/types.js';
-import type { FinalPayload } from '../../protocol/index.js';
-import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../../model/task.js';
-import { requestForHub } from '../control/submit-request.js';
-import type { TaskCounts, TaskSubmitter } from './runner.js';
+import type { TaskFeedEvent } from '../bridge/contract.js';
+import { HubLostError, type FollowedSubmission, type HubClient } from './hub-client.js';
+import { TaskError } from '../broker/errors.js';
+import type { FinalPayload } from '../protocol/index.js';
+import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import { requestForHub } from './submit-request.js';
+import type { TaskCounts, TaskRun, TaskService } from './tasks.js';
 
-export class HubTasks implements TaskSubmitter {
+export class HubTasks implements TaskService {
   #hub: HubClient | undefined;
   /** Where the hub was, for the message when none answers any more. */
   #lastPath: string;
@@ -35,7 +34,11 @@ export class HubTasks implements TaskSubmitter {
     return this.#hub?.path ?? this.#lastPath;
   }
 
-  async submit(spec: TaskSpec): Promise<TaskHandle> {
+  get where(): { kind: 'hub'; path: string } {
+    return { kind: 'hub', path: this.path };
+  }
+
+  async submit(spec: TaskSpec): Promise<TaskRun> {
     const hub = await this.#connected();
     const task = new HubTask();
     const followed = hub.follow(requestForHub(spec), (event) => task.receive(event));
@@ -89,7 +92,7 @@ export class HubTasks implements TaskSubmitter {
 }
 
 /** One hub task as a `TaskHandle`, fed by its followed stream. */
-class HubTask implements TaskHandle {
+class HubTask implements TaskRun {
   #id = '';
   #snapshot: TaskSnapshot | undefined;
   #hub: HubClient | undefined;
@@ -133,6 +136,11 @@ class HubTask implements TaskHandle {
   on(_event: 'update', listener: (update: TaskUpdate) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  async answer(askId: string, text: string): Promise<void> {
+    if (!this.#hub) throw new Error('The hub has not reported this task yet');
+    await this.#hub.answer(this.#id, askId, text);
   }
 
   cancel(reason?: string): void {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
-import { createBrokerBridge } from '../../src/hosts/broker-bridge.js';
+import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
 import { fixture, makeBroker, waitFor } from '../helpers/core.js';
 import { demoRequest, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
 

@@ -1,4 +1,4 @@
-import type { BackchannelBridge } from '../../bridge/contract.js';
+import type { BackchannelBridge } from '../bridge/contract.js';
 
 /**
  * The full id of the one task whose id starts with `prefix` (ids may be abbreviated in the task

@@ -1,7 +1,7 @@
 /** An in-process task spec as the hub's `SubmitRequest`, for front-ends that hand their tasks to a hub. */
 import { resolve } from 'node:path';
-import type { SubmitRequest } from '../../bridge/contract.js';
-import type { TaskSpec } from '../../model/task.js';
+import type { SubmitRequest } from '../bridge/contract.js';
+import type { TaskSpec } from '../model/task.js';
 
 /**
  * The hub runs in another directory, so the working directory and a relative command become absolute.

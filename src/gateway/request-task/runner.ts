@@ -15,34 +15,11 @@
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
-import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
+import type { TaskHandle } from '../../broker/broker.js';
+import type { TaskService } from '../../client/tasks.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
-export interface TaskCounts {
-  running: number;
-  queued: number;
-}
-
-/**
- * Where a front-end's tasks run: a broker in this process (`localTasks`), or the running hub's
- * (./hub-tasks.ts), whose handles have the same shape.
- */
-export interface TaskSubmitter {
-  submit(spec: TaskSpec): TaskHandle | Promise<TaskHandle>;
-  /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
-  counts(): Promise<TaskCounts>;
-}
-
-/** A broker in this process as a `TaskSubmitter`. */
-export function localTasks(broker: TaskBroker): TaskSubmitter {
-  return {
-    submit: (spec) => broker.submit(spec),
-    counts: async () => {
-      const { running, queued } = broker.stats();
-      return { running, queued };
-    },
-  };
-}
+export type { TaskCounts, TaskService } from '../../client/tasks.js';
 
 /** Why a request was stopped before its task finished. */
 export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
@@ -51,7 +28,7 @@ export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
 export type TaskResult = Awaited<TaskHandle['result']>;
 
 export interface RequestTaskRunnerOptions {
-  tasks: TaskSubmitter;
+  tasks: TaskService;
   /** Deadline of one request, from `start()` to its result. */
   timeoutMs: number;
   /** Cap on this front-end's running tasks; without it, the broker's own queue decides. */

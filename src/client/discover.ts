@@ -4,17 +4,17 @@
  * the history on disk through the same bridge (a broker over the default data directory that starts
  * no task), for commands like `backchannel tasks` and `show`.
  */
-import { connectHub, type HubClient } from '../../bridge/hub-client.js';
-import type { BackchannelBridge } from '../../bridge/contract.js';
-import { TaskBroker } from '../../broker/broker.js';
-import { silentLogger } from '../../broker/log.js';
-import { readOwnVersion } from '../../version.js';
-import { createBrokerBridge } from '../broker-bridge.js';
-import { defaultDataDir } from '../paths.js';
-import { probeEndpoint } from './endpoint.js';
-import { controlSocketPath } from './paths.js';
+import { connectHub, type HubClient } from './hub-client.js';
+import type { BackchannelBridge } from '../bridge/contract.js';
+import { TaskBroker } from '../broker/broker.js';
+import { silentLogger } from '../broker/log.js';
+import { readOwnVersion } from '../version.js';
+import { createBrokerBridge } from '../hub/broker-bridge.js';
+import { defaultDataDir } from '../hub/paths.js';
+import { probeEndpoint } from '../hub/control/endpoint.js';
+import { controlSocketPath } from '../hub/control/paths.js';
 
-export { HubLostError, type HubClient } from '../../bridge/hub-client.js';
+export { HubLostError, type HubClient } from './hub-client.js';
 
 /** The running hub's client, or undefined when none answers at the control endpoint. */
 export async function findHub(env: NodeJS.ProcessEnv = process.env): Promise<HubClient | undefined> {

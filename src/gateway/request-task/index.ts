@@ -12,10 +12,10 @@
  */
 export { describeFailure, type DescribeFailureContext, type TaskFailure } from './failure.js';
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
-export { HubTasks } from './hub-tasks.js';
+export { HubTasks } from '../../client/hub-tasks.js';
+export { localTasks, type TaskCounts, type TaskService } from '../../client/tasks.js';
 export {
   createRequestTaskRunner,
-  localTasks,
   QueueFullError,
   RETRY_AFTER_SECONDS,
   type CancelWhy,
@@ -23,7 +23,5 @@ export {
   type RequestTaskOptions,
   type RequestTaskRunner,
   type RequestTaskRunnerOptions,
-  type TaskCounts,
   type TaskResult,
-  type TaskSubmitter,
 } from './runner.js';

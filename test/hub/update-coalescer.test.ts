@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
-import { UpdateCoalescer } from '../../src/hosts/update-coalescer.js';
+import { UpdateCoalescer } from '../../src/hub/update-coalescer.js';
 import { waitFor } from '../helpers/core.js';
 
 function snapshot(id: string, state: TaskSnapshot['state'] = 'running'): TaskSnapshot {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { PanelFiles } from '../../../src/hosts/http/static-files.js';
+import { PanelFiles } from '../../../src/hub/http/static-files.js';
 import { tempDir } from '../../helpers/core.js';
 
 function panelDir(): string {

@@ -1,0 +1,47 @@
+/**
+ * The one task seam every front-end uses (`run`, `wait`, `logs -f`, MCP, the gateway): start a task,
+ * or follow one, and get the same handle — result promise, updates in order, cancel, answer — whether
+ * it runs in this process (`localTasks`) or on the hub (./hub-tasks.ts). On the hub a handle is fed by
+ * the task's own follow stream (uncoalesced, in order), never by the panel's all-task stream.
+ */
+import type { TaskBroker } from '../broker/broker.js';
+import type { TaskHandle } from '../broker/types.js';
+import type { TaskSpec } from '../model/task.js';
+
+export interface TaskCounts {
+  running: number;
+  queued: number;
+}
+
+/** A task started or followed through the seam. */
+export interface TaskRun extends TaskHandle {
+  /** Answers the agent's pending question `askId`; rejects when it no longer waits for it. */
+  answer(askId: string, text: string): Promise<void>;
+}
+
+/** Where a front-end's tasks run. */
+export interface TaskService {
+  /** `'hub'` with the control endpoint's path, or `'local'` (a broker in this process). */
+  readonly where: { kind: 'hub'; path: string } | { kind: 'local' };
+  submit(spec: TaskSpec): Promise<TaskRun>;
+  /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
+  counts(): Promise<TaskCounts>;
+}
+
+/** A broker in this process as a `TaskService`. */
+export function localTasks(broker: TaskBroker): TaskService {
+  const run = (handle: TaskHandle): TaskRun => ({
+    ...handle,
+    async answer(askId, text) {
+      if (!broker.answer(handle.id, askId, text)) throw new Error(`Task ${handle.id} is not waiting for an answer to "${askId}"`);
+    },
+  });
+  return {
+    where: { kind: 'local' },
+    submit: async (spec) => run(broker.submit(spec)),
+    counts: async () => {
+      const { running, queued } = broker.stats();
+      return { running, queued };
+    },
+  };
+}
