@@ -21,8 +21,6 @@ import {
   type Payload,
 } from '../../protocol/index.js';
 import { readInbound } from './inbound.js';
-import { appendFileSync } from 'node:fs';
-const DBG = (id: string, m: string) => { if (process.env.BC_DBG) appendFileSync(process.env.BC_DBG, `${performance.now().toFixed(1)} ${id.slice(-6)} ${m}\n`); };
 import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
 
 export interface ChannelLimits {
@@ -154,7 +152,6 @@ export class TaskChannel implements TaskEndpoint {
    * that trickles bytes on an inherited connection must not hold the task open).
    */
   async drained(quietMs: number): Promise<void> {
-    DBG(this.taskId, `drained conns=${this.connections.size}`);
     if (this.connections.size === 0) return;
     const cap = performance.now() + DRAIN_CAP_MS;
     await new Promise<void>((resolve) => {
@@ -179,7 +176,6 @@ export class TaskChannel implements TaskEndpoint {
   /** Stops accepting, ends every connection (after flushing what was written) and removes the socket file. */
   async close(): Promise<void> {
     if (this.closed) return;
-    DBG(this.taskId, 'channel close');
     this.closed = true;
     for (const connection of this.connections) {
       clearTimeout(connection.authTimer);
@@ -196,7 +192,6 @@ export class TaskChannel implements TaskEndpoint {
   }
 
   private accept(socket: Socket): void {
-    DBG(this.taskId, 'accept');
     if (this.closed || this.connections.size >= this.limits.maxConnections) {
       this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`);
       this.handlers.refused('too many connections');
@@ -225,14 +220,12 @@ export class TaskChannel implements TaskEndpoint {
     this.connections.add(connection);
     socket.on('data', (chunk: Buffer) => {
       this.lastByteAt = performance.now();
-      DBG(this.taskId, `data ${chunk.length}`);
       connection.decoder.push(chunk);
       if (connection.authenticated && connection.decoder.buffered > 0) this.checkUnfinished();
       connection.unyielded += chunk.length;
       if (connection.unyielded >= YIELD_AFTER_BYTES && connection.decoder.rawPending === 0) this.yieldTurn(connection);
     });
     socket.on('end', () => {
-      DBG(this.taskId, 'end');
       const raw = connection.decoder.rawPending;
       if (raw > 0) this.handlers.problem('malformed', `connection closed with ${raw} bytes of an attachment still to come`);
       const leftover = connection.decoder.buffered;
@@ -241,12 +234,10 @@ export class TaskChannel implements TaskEndpoint {
         connection.decoder.end();
       }
     });
-    socket.on('error', (e) => {
-      DBG(this.taskId, `error ${e.message}`);
+    socket.on('error', () => {
       // ECONNRESET and friends: the peer is gone; 'close' follows.
     });
     socket.on('close', () => {
-      DBG(this.taskId, 'close');
       clearTimeout(connection.authTimer);
       this.connections.delete(connection);
       if (this.connections.size === 0) for (const wake of [...this.drainWaiters]) wake();
@@ -264,7 +255,6 @@ export class TaskChannel implements TaskEndpoint {
     setImmediate(() => {
       const { socket } = connection;
       const lines = connection.outbox.splice(0);
-      DBG(this.taskId, `write destroyed=${socket.destroyed} ended=${socket.writableEnded}`);
       if (!socket.destroyed && !socket.writableEnded) socket.write(lines.join(''));
     });
   }
@@ -328,7 +318,6 @@ export class TaskChannel implements TaskEndpoint {
     if (text.length === 0) return;
     this.handlers.trace?.(text);
     const inbound = readInbound(text, this.taskId, 'socket');
-    if (text.includes('success')) DBG(this.taskId, 'success line');
     if (!inbound.ok) {
       if (!connection.authenticated) return this.refuse(connection, inbound.detail);
       if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail);
