@@ -11,6 +11,7 @@ import { isoNow } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
+import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
 import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
@@ -63,6 +64,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
+  /** This broker's hold on its data directory: one broker per history (see history/data-dir-lock.ts). */
+  private dataDirLock: DataDirLock | undefined;
   /** Why the broker could not start (endpoint directory refused, …): every task then fails with it. */
   private startError: string | undefined;
 
@@ -86,11 +89,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private failToStart(error: unknown): void {
     this.startError = `could not start: ${(error as Error).message}`;
     this.logger.error(`the broker ${this.startError}`);
+    void this.dataDirLock?.release();
     this.queue.clear();
     for (const entry of this.live.values()) this.end(entry, () => entry.task.fail('crashed', this.startError!));
   }
 
   private async init(): Promise<void> {
+    // Before anything touches the data directory or the sockets: a held one fails here (data_dir_in_use).
+    if (this.journal) this.dataDirLock = await lockDataDir(path.dirname(this.journal.file));
     ensurePrivateDir(this.endpointDir);
     const stale = await sweepStaleSockets(this.endpointDir);
     if (stale.length > 0) this.logger.info(`removed ${stale.length} stale socket file(s) from ${this.endpointDir}`);
@@ -258,6 +264,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await this.attempts.close();
       this.registry.rollup.flush();
       await this.journal?.close();
+      await this.dataDirLock?.release();
     })();
     return this.closing;
   }

@@ -32,7 +32,7 @@ export class TaskError extends Error {
 export class BrokerError extends Error {
   override readonly name = 'BrokerError';
   constructor(
-    readonly code: 'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint' | 'data_dir',
+    readonly code: 'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint' | 'data_dir' | 'data_dir_in_use',
     message: string,
     options?: { cause?: unknown },
   ) {
