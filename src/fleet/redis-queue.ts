@@ -81,7 +81,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
   }
 
   private listenTo(events: QueueEvents): void {
-    events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data as unknown as ProgressBatch).events ?? []));
+    events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data ?? {}) as unknown as ProgressBatch));
     events.on('completed', ({ jobId, returnvalue }) => {
       this.pending.get(jobId)?.onCompleted(returnvalue as unknown as AttemptReport);
     });

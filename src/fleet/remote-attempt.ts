@@ -5,7 +5,7 @@
  */
 import type { AttemptOutcome, AttemptSettings, AttemptSink, StopReason } from '../broker/task/attempt.js';
 import type { RunningAttempt } from '../broker/queue/attempt-queue.js';
-import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type WorkerEvent } from './wire.js';
+import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
 
 /** What a remote attempt needs from the hub. */
 export interface AttemptHub {
@@ -30,6 +30,8 @@ export class RemoteAttempt implements RunningAttempt {
   private finish!: () => void;
   private done = false;
   private giveUp: NodeJS.Timeout | undefined;
+  /** The `seq` of the worker's next progress message. */
+  private nextSeq = 0;
 
   constructor(
     private readonly hub: AttemptHub,
@@ -81,9 +83,24 @@ export class RemoteAttempt implements RunningAttempt {
     );
   }
 
-  /** The worker's reports, in order. */
-  onEvents(events: WorkerEvent[]): void {
-    for (const event of events) {
+  /**
+   * One progress message of the worker's reports, in order. A message missing before this one (`seq`
+   * skipped: the broker read the queue's event stream so late that Redis had trimmed it) is said in
+   * the task's log, never passed over silently.
+   */
+  onEvents({ seq, events }: Partial<ProgressBatch>): void {
+    if (typeof seq === 'number') {
+      if (seq < this.nextSeq) return; // read twice (an event stream read again after a reconnect)
+      if (seq > this.nextSeq) {
+        const lost = seq - this.nextSeq;
+        this.sink.log(
+          'broker',
+          `${lost} of the worker's report messages were lost in Redis before the broker read them (its event stream was trimmed); partials are missing`,
+        );
+      }
+      this.nextSeq = seq + 1;
+    }
+    for (const event of events ?? []) {
       if (event.t === 'placed') this.sink.placed?.(event.worker);
       else if (event.t === 'partial' && !this.decided) this.sink.partial(event.payload);
       else if (event.t === 'log') this.sink.log(event.stream, event.text);

@@ -4,14 +4,15 @@
  *
  * The partial-delivery contract (docs/protocol.md §4): a partial whose data is more than progress —
  * a text delta, a tool step, anything — is sent whole and never dropped or merged; only a run of
- * progress-only partials in a row (./wire.ts `isProgressOnly`) is coalesced to its latest.
+ * progress-only partials in a row (./wire.ts `isProgressOnly`) is coalesced to its latest
+ * (`supersedes`: only when the later sets every field the earlier set).
  *
  * Bounded without dropping: a chatty agent's events wait in one queue while a message is in flight
  * (no queue of Redis commands), and one message carries at most MAX_BATCH_CHARS. A backlog past
  * MAX_BACKLOG_CHARS (Redis unreachable, or slower than the agent for a long time) is an overflow:
  * the owner stops the attempt and fails it — partials are never lost silently.
  */
-import { isProgressOnly, type ProgressBatch, type WorkerEvent } from './wire.js';
+import { supersedes, type ProgressBatch, type WorkerEvent } from './wire.js';
 
 /** Where the batches go: the BullMQ job (`job.updateProgress`). */
 export interface ProgressTarget {
@@ -34,7 +35,9 @@ export const REPORTER_LIMITS: ReporterLimits = {
   maxBacklogChars: 128 * 1024 * 1024,
 };
 
-const coalescible = (event: WorkerEvent | undefined): boolean => event?.t === 'partial' && isProgressOnly(event.payload);
+/** `next` may replace `prev`, the last event queued: both progress-only partials, `next` setting all `prev` set. */
+const replaces = (prev: WorkerEvent | undefined, next: WorkerEvent): boolean =>
+  prev?.t === 'partial' && next.t === 'partial' && supersedes(prev.payload, next.payload);
 
 export class Reporter {
   /** Events not yet handed to Redis, oldest first, and the JSON size of each. */
@@ -51,7 +54,8 @@ export class Reporter {
   private timer: NodeJS.Timeout | undefined;
   /** flush() callers: resolved once `acknowledged` reaches their mark. */
   private waiters: Array<{ mark: number; resolve: () => void }> = [];
-  private over = false;
+  /** The backlog when it overflowed, in JSON characters. */
+  private overflowChars: number | undefined;
   /** Partials refused after an overflow. */
   refused = 0;
 
@@ -61,19 +65,19 @@ export class Reporter {
     private readonly limits: ReporterLimits = REPORTER_LIMITS,
   ) {}
 
-  /** True once the backlog passed `maxBacklogChars`: the attempt's partials can no longer all be delivered. */
-  get overflowed(): boolean {
-    return this.over;
+  /** Set once the backlog passed `maxBacklogChars` (to its size): the attempt's partials can no longer all be delivered. */
+  get overflowed(): number | undefined {
+    return this.overflowChars;
   }
 
   /** Queues one event; `now` sends at once (a question: the agent waits for its answer). */
   push(event: WorkerEvent, now = false): void {
-    if (this.over && event.t === 'partial') {
+    if (this.overflowChars !== undefined && event.t === 'partial') {
       this.refused++;
       return;
     }
     const size = JSON.stringify(event).length;
-    if (coalescible(event) && coalescible(this.queued.at(-1))) {
+    if (replaces(this.queued.at(-1), event)) {
       this.backlog += size - this.sizes.at(-1)!;
       this.queued[this.queued.length - 1] = event;
       this.sizes[this.sizes.length - 1] = size;
@@ -83,8 +87,8 @@ export class Reporter {
       this.backlog += size;
       this.pushed++;
     }
-    if (this.backlog > this.limits.maxBacklogChars && !this.over) {
-      this.over = true;
+    if (this.backlog > this.limits.maxBacklogChars && this.overflowChars === undefined) {
+      this.overflowChars = this.backlog;
       this.onOverflow(this.backlog);
     }
     if (now) this.waiters.push({ mark: this.pushed, resolve: () => {} });

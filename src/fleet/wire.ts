@@ -31,8 +31,43 @@ export type WorkerEvent =
   | { t: 'problem'; kind: 'malformed' | 'rejected' | 'ignored'; detail: string }
   | { t: 'ask'; message: AskMessage };
 
+/** One job-progress message: a worker's events in order; `seq` counts a job's messages from 0. */
 export interface ProgressBatch {
+  seq: number;
   events: WorkerEvent[];
+}
+
+/** The fields a progress-only partial's data may have: the bar's value and a status line. */
+const PROGRESS_FIELDS = new Set(['progress', 'message']);
+
+/**
+ * A partial that says only how far the agent is: no data, or a plain object with nothing but a
+ * numeric `progress` and a string `message` (docs/protocol.md §4). A later one supersedes it, so a
+ * run of them may be coalesced to the latest. Anything else — a text delta (`{delta}`), a text
+ * segment (`{text}`), a step, `{progress, step}` — is content, delivered whole and in order.
+ */
+export function isProgressOnly(payload: Payload): boolean {
+  if (payload.status !== 'partial' || payload.attachments !== undefined) return false;
+  const data = payload.data;
+  if (data === undefined || data === null) return true;
+  if (typeof data !== 'object' || Array.isArray(data)) return false;
+  for (const [key, value] of Object.entries(data)) {
+    if (!PROGRESS_FIELDS.has(key)) return false;
+    if (key === 'progress' && typeof value !== 'number') return false;
+    if (key === 'message' && typeof value !== 'string') return false;
+  }
+  return true;
+}
+
+/**
+ * `next` may replace `prev` (both progress-only partials): it sets every field `prev` set, so
+ * nothing `prev` said is lost (a `{message}` after a `{progress}` does not replace it).
+ */
+export function supersedes(prev: Payload, next: Payload): boolean {
+  if (!isProgressOnly(prev) || !isProgressOnly(next)) return false;
+  const fields = (p: Payload) => (p.data === undefined || p.data === null ? [] : Object.keys(p.data));
+  const set = new Set(fields(next));
+  return fields(prev).every((key) => set.has(key));
 }
 
 /** The job's return value. */

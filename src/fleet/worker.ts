@@ -1,8 +1,8 @@
 /**
  * A fleet worker: takes attempt jobs from the BullMQ queue and runs each as a local `Attempt` —
  * the same per-task socket, protocol, guards and process-tree kill as the local broker — then
- * reports back: partials, log lines and questions as job progress (coalesced, ≤ 10 batches a
- * second per job), the outcome as the job's return value. Stop and answer messages arrive on the
+ * reports back: partials, log lines and questions as job progress (./reporter.ts: every event in
+ * order, batched; only progress-only partials coalesced), the outcome as the job's return value. Stop and answer messages arrive on the
  * control channel. A heartbeat in the fleet hash shows the worker, its load and its age in the panel.
  */
 import os from 'node:os';
@@ -16,16 +16,8 @@ import { DEFAULT_CHANNEL_LIMITS } from '../broker/transport/channel.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from '../broker/transport/endpoint.js';
 import type { AllowList } from './allow-list.js';
 import type { FleetEntry } from './redis-queue.js';
-import {
-  connectionOf,
-  DEFAULT_QUEUE_NAME,
-  keys,
-  PREFIX,
-  type AttemptJob,
-  type AttemptReport,
-  type ControlMessage,
-  type WorkerEvent,
-} from './wire.js';
+import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptJob, type AttemptReport, type ControlMessage } from './wire.js';
+import { Reporter } from './reporter.js';
 
 export interface FleetWorkerOptions {
   redis: string;
@@ -47,8 +39,6 @@ export interface FleetWorkerOptions {
   logger?: Logger;
 }
 
-/** Reports of one job are sent at most this often (the panel's own refresh rate). */
-const REPORT_INTERVAL_MS = 100;
 const HEARTBEAT_MS = 1000;
 
 interface RunningJob {
@@ -162,7 +152,10 @@ export class FleetWorker {
     const stopped = await client.get(this.keys.stop(job.id!));
     if (stopped) return report({ kind: 'failure', reason: 'cancelled', message: 'was cancelled before it started', retryable: false });
 
-    const reporter = new Reporter(job);
+    // Redis unreachable or slower than the agent for long: stop rather than hold or drop its partials.
+    const behind = (chars: number) =>
+      `worker ${this.name} fell ${Math.round(chars / 1024 / 1024)} MiB behind reporting the attempt's partials to Redis`;
+    const reporter = new Reporter(job, (chars) => attempt.stop('cancelled', `${behind(chars)}; stopping it`));
     reporter.push({ t: 'placed', worker: this.name });
     const replies = new Map<string, (message: BrokerMessage) => void>();
     const attempt = new Attempt(this.settings(data, allowed.cwd), forwardingSink(reporter, replies));
@@ -174,6 +167,11 @@ export class FleetWorker {
       if (this.closing && outcome.kind === 'failure') {
         // Stopped because this worker shuts down, not by the task's owner: the broker may retry it elsewhere.
         outcome = { kind: 'failure', reason: 'crashed', message: `worker ${this.name} shut down during the attempt`, retryable: true };
+      }
+      if (reporter.overflowed !== undefined) {
+        // Whatever the agent answered, its partials did not all reach the broker: never a result with a gap.
+        const refused = reporter.refused > 0 ? ` (${reporter.refused} later partials not sent)` : '';
+        outcome = { kind: 'failure', reason: 'crashed', message: `${behind(reporter.overflowed)}${refused}`, retryable: true };
       }
       await reporter.flush();
       if (outcome.kind === 'final') outcome.payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
@@ -218,36 +216,4 @@ function forwardingSink(reporter: Reporter, replies: Map<string, (message: Broke
     },
     spawned: () => {},
   };
-}
-
-/**
- * Batches a job's events into job progress: at most one update per REPORT_INTERVAL_MS, in order,
- * consecutive partials coalesced to the latest (a chatty agent sends thousands a second).
- */
-class Reporter {
-  private batch: WorkerEvent[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private sending: Promise<void> = Promise.resolve();
-
-  constructor(private readonly job: Job) {}
-
-  push(event: WorkerEvent, now = false): void {
-    const last = this.batch.at(-1);
-    if (event.t === 'partial' && last?.t === 'partial') this.batch[this.batch.length - 1] = event;
-    else this.batch.push(event);
-    if (now) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), REPORT_INTERVAL_MS);
-  }
-
-  /** Sends what is queued; resolves when every earlier batch is in Redis. */
-  flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const events = this.batch;
-    this.batch = [];
-    if (events.length > 0) {
-      this.sending = this.sending.then(() => this.job.updateProgress({ events }).catch(() => {}));
-    }
-    return this.sending;
-  }
 }
