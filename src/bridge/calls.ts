@@ -9,7 +9,17 @@
  * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.
  */
 import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
-import { checkAnswer, checkBoolean, checkId, checkInsightsQuery, checkReason, checkSubmitRequest, describe, invalid } from './checks.js';
+import {
+  checkAnswer,
+  checkBoolean,
+  checkId,
+  checkInsightsQuery,
+  checkReason,
+  checkSubmitRequest,
+  checkTaskPageQuery,
+  describe,
+  invalid,
+} from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
 export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
@@ -39,7 +49,10 @@ export interface Route<M extends BridgeMethod> {
 export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
   info: { verb: 'GET', path: 'info', args: [], check: () => [] },
   listTasks: { verb: 'GET', path: 'tasks', args: [], check: () => [] },
+  // POST, as insights: the query is a JSON body (a GET carries none).
+  listTaskPage: { verb: 'POST', path: 'tasks/page', args: ['body'], check: (a) => [checkTaskPageQuery(a[0])] },
   getTask: { verb: 'GET', path: 'tasks/:id', args: ['id'], check: (a) => [checkId(a[0])] },
+  taskResult: { verb: 'GET', path: 'tasks/:id/result', args: ['id'], check: (a) => [checkId(a[0])] },
   submit: { verb: 'POST', path: 'tasks', args: ['body'], check: (a) => [checkSubmitRequest(a[0])] },
   cancel: { verb: 'POST', path: 'tasks/:id/cancel', args: ['id', 'reason'], check: (a) => [checkId(a[0]), checkReason(a[1])] },
   retry: { verb: 'POST', path: 'tasks/:id/retry', args: ['id'], check: (a) => [checkId(a[0])] },

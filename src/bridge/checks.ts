@@ -2,7 +2,7 @@
  * Argument checkers for the bridge's calls (used by the route table in ./calls.ts). Each throws
  * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
  */
-import type { InsightsQuery, SubmitRequest } from './contract.js';
+import { MAX_TASK_PAGE_SIZE, type InsightsQuery, type SubmitRequest, type TaskPageQuery, type TaskState } from './contract.js';
 import { BridgeError, isRecord } from './errors.js';
 
 /** Limits on what the panel may submit; generous, but they keep a bad client from sending megabytes of argv. */
@@ -124,6 +124,36 @@ export function checkInsightsQuery(value: unknown): InsightsQuery {
     if (!isRecord(value.pick)) throw invalid(`Expected \`pick\` to be an object, got ${describe(value.pick)}`);
     query.pick = { hour: checkTime(value.pick.hour, 'pick.hour') };
     if (value.pick.key !== undefined) query.pick.key = checkString(value.pick.key, 'pick.key');
+  }
+  return query;
+}
+
+const TASK_STATES: readonly TaskState[] = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'interrupted'];
+
+function checkState(value: unknown, what: string): TaskState {
+  if (typeof value !== 'string' || !(TASK_STATES as readonly string[]).includes(value)) {
+    throw invalid(`Expected \`${what}\` to be one of ${TASK_STATES.join(', ')}, got ${describe(value)}`);
+  }
+  return value as TaskState;
+}
+
+/** Checks a task page query and returns a clean copy holding only the known fields. */
+export function checkTaskPageQuery(value: unknown): TaskPageQuery {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) throw invalid(`Expected the query to be an object, got ${describe(value)}`);
+  const query: TaskPageQuery = {};
+  if (value.limit !== undefined) {
+    const limit = value.limit;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_TASK_PAGE_SIZE) {
+      throw invalid(`Expected \`limit\` to be an integer from 1 to ${MAX_TASK_PAGE_SIZE}, got ${describe(limit)}`);
+    }
+    query.limit = limit;
+  }
+  if (value.before !== undefined) query.before = checkString(value.before, 'before', { max: MAX_ID * 2 });
+  if (value.state !== undefined) {
+    query.state = Array.isArray(value.state)
+      ? value.state.slice(0, TASK_STATES.length).map((state, i) => checkState(state, `state[${i}]`))
+      : checkState(value.state, 'state');
   }
   return query;
 }

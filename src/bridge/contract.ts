@@ -5,10 +5,25 @@
  * suite checks that. Everything crossing it is plain JSON.
  */
 import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, TaskSnapshot, TaskUpdate } from '../model/task.js';
+import type { LogLine, ResultSummary, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
+import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
 
-export type { Figures, Insights, InsightsQuery, LogLine, TaskSnapshot, TaskUpdate, WorkerInfo };
+export type {
+  FinalPayload,
+  Figures,
+  Insights,
+  InsightsQuery,
+  LogLine,
+  ResultSummary,
+  TaskPage,
+  TaskPageQuery,
+  TaskSnapshot,
+  TaskState,
+  TaskUpdate,
+  WorkerInfo,
+};
+export { MAX_TASK_PAGE_SIZE, RESULT_INLINE_MAX_BYTES, TASK_PAGE_SIZE } from '../model/task.js';
 
 /** What the panel may start: a command line (never a shell string), or a template by name. */
 export interface SubmitRequest {
@@ -36,6 +51,10 @@ export interface TemplateInfo {
   request: SubmitRequest;
 }
 
+/**
+ * A task and its log. Light on purpose (the panel asks for it on every change of the log): a big
+ * result is only its `task.resultSummary` here; `taskResult` fetches the whole payload.
+ */
 export interface TaskDetails {
   task: TaskSnapshot;
   log: LogLine[];
@@ -59,7 +78,7 @@ export interface BridgeInfo {
  * paused flag), so a listener that subscribes or reconnects late never misses a change.
  */
 export interface BridgeEvent {
-  /** Tasks that changed since the last event (full snapshots). */
+  /** Tasks that changed since the last event (full snapshots; a big result as its `resultSummary`). */
   tasks: TaskSnapshot[];
   /** `tasks` is every task there is: replace, do not merge. */
   full?: boolean;
@@ -71,8 +90,17 @@ export interface BridgeEvent {
 
 export interface BackchannelBridge {
   info(): Promise<BridgeInfo>;
+  /** Every task, oldest first; big results as summaries. Long histories: prefer `listTaskPage`. */
   listTasks(): Promise<TaskSnapshot[]>;
+  /** One page of tasks, newest first, with the cursor of the next page (`TaskPageQuery`). */
+  listTaskPage(query: TaskPageQuery): Promise<TaskPage>;
   getTask(id: string): Promise<TaskDetails>;
+  /**
+   * The whole final payload of a task (attachments as headers; `attachment` has their bytes), also
+   * when snapshots carry only its `resultSummary`. `null` while it has none; `not_found` for an
+   * unknown task.
+   */
+  taskResult(id: string): Promise<FinalPayload | null>;
   /** Calls `listener` with coalesced changes; returns the unsubscribe function. */
   subscribe(listener: (event: BridgeEvent) => void): () => void;
   submit(request: SubmitRequest): Promise<{ id: string }>;
@@ -106,6 +134,10 @@ export interface AttachmentDownload {
  * the task's picture after each change and, from the second line on, the update that made it. Not
  * coalesced — every partial's data arrives, in order — for front-ends that relay a task's output as
  * it comes (the gateway's streamed answers). The stream ends after the `exited` update.
+ *
+ * The `ended` event carries the whole result in `task.result` even when it is big (then
+ * `task.resultSummary` is set too), once: its `update.payload` is left out then. The follower is
+ * the one front-end waiting for that result.
  */
 export interface TaskFeedEvent {
   task: TaskSnapshot;

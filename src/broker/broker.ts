@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { v7 as uuidv7 } from 'uuid';
-import { isoNow } from '../protocol/index.js';
+import { isoNow, withoutContent, type FinalPayload } from '../protocol/index.js';
 import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
@@ -16,6 +16,7 @@ import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
+import { ResultStore, withSummary } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
 import { processStartTime } from './process/start-time.js';
@@ -31,7 +32,7 @@ import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, RetryPolicy, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
@@ -47,6 +48,8 @@ interface LiveTask {
   cancelRequested?: string;
   backoff?: { timer: NodeJS.Timeout; wake: () => void };
   lastProgressJournal: number;
+  /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
+  resultSummary?: ResultSummary;
 }
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
@@ -59,6 +62,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
+  /** Big results of finished tasks, on disk beside the journal (only with a data directory). */
+  private readonly results: ResultStore | undefined;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
   private readonly retention: Retention;
@@ -78,6 +83,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.queue = new PQueue({ concurrency: this.options.concurrency, autoStart: false });
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
+    this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
     this.baseEnv = filterEnv(process.env, options.env);
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
@@ -106,7 +112,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const emit = (update: TaskUpdate) => this.emit('update', update);
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
-      const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, logger: this.logger, emit, warn };
+      const keep = (id: string) => this.live.get(id)?.resultSummary !== undefined;
+      const results = this.results && { store: this.results, keep };
+      const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, results, logger: this.logger, emit, warn };
       const { orphanGraceMs, killGraceMs } = this.options;
       const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
       this.spoolCheck = await restoreHistory(recovery, timing);
@@ -157,22 +165,46 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     };
   }
 
-  /** Every task the broker knows, live and from history, oldest first. */
+  /**
+   * Every task the broker knows, live and from history, oldest first. A result kept on disk is a
+   * `resultSummary` here (see `result`).
+   */
   tasks(): TaskSnapshot[] {
     return this.registry.tasks();
+  }
+
+  /** One page of tasks, newest first (see TaskPageQuery). */
+  taskPage(query?: TaskPageQuery): TaskPage {
+    return this.registry.page(query);
   }
 
   get(id: string): TaskSnapshot | undefined {
     return this.registry.get(id);
   }
 
-  logOf(id: string): LogLine[] {
-    return this.live.get(id)?.task.logLines() ?? [];
+  /**
+   * The whole final payload of a task (attachments as headers), also when its snapshot carries only
+   * a summary: read from disk then. `null` when the task has no result (yet, or the file is gone);
+   * undefined for an unknown task.
+   */
+  result(id: string): FinalPayload | null | undefined {
+    const live = this.live.get(id);
+    if (live) return live.task.final ? withoutContent(live.task.final) : null;
+    const stored = this.registry.history.get(id);
+    if (!stored) return undefined;
+    if (stored.snapshot.resultSummary) return this.results?.read(id) ?? null;
+    return stored.snapshot.result ? structuredClone(stored.snapshot.result) : null;
   }
 
-  /** An attachment of a live task's final payload (kept in memory while the task is; not in history). */
+  logOf(id: string): LogLine[] {
+    return this.registry.logOf(id);
+  }
+
+  /** An attachment of a final payload, while the task is in memory (live, or finished in this broker); not in history. */
   attachment(id: string, name: string): string | Uint8Array | undefined {
-    return this.live.get(id)?.task.attachment(name);
+    const live = this.live.get(id);
+    if (live) return live.task.attachment(name);
+    return this.registry.history.get(id)?.retired?.attachments?.get(name);
   }
 
   stats(): BrokerStats {
@@ -286,9 +318,30 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await this.backoff(entry, number, retry);
     }
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    const evicted = this.registry.evictOldFinished(this.retention);
-    if (evicted.length > 0) this.emit('removed', evicted);
+    this.retireIfOnDisk(entry);
+    this.evict();
     entry.markFinished();
+  }
+
+  /** Finished tasks beyond the history limit leave memory, and their result files the disk. */
+  private evict(): void {
+    const evicted = this.registry.evictOldFinished(this.retention);
+    if (evicted.length === 0) return;
+    for (const id of evicted) this.results?.remove(id);
+    this.emit('removed', evicted);
+  }
+
+  /**
+   * A finished task whose result went to disk leaves memory now, not at the history limit: its Task
+   * holds the whole payload (in `final` and in its settled `result` promise). Its log and its
+   * attachments' content stay, as they would have.
+   */
+  private retireIfOnDisk(entry: LiveTask): void {
+    if (!entry.resultSummary || entry.attempt) return;
+    const { task } = entry;
+    const attachments = new Map<string, string | Uint8Array>();
+    for (const a of task.final?.attachments ?? []) if (a.content !== undefined) attachments.set(a.name, a.content);
+    this.registry.retire(task.id, storedSpec(task), attachments);
   }
 
   /** Runs attempt `number` to its end. Returns why to retry, or undefined when the task has ended. */
@@ -316,8 +369,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     entry.attempt = undefined;
     if (retry !== undefined) return retry;
     task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
-    // The record written at the decision was fsynced; this one adds the exit code and signal.
-    this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: task.snapshot() });
+    // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
+    this.journal?.append({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null });
     return undefined;
   }
 
@@ -349,7 +402,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     entry.question.drop();
     settleTask();
     if (!entry.attempt) queueMicrotask(() => !entry.attempt && entry.markFinished());
-    this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: task.snapshot() }, true);
+    // A big result is written once, to its own file; the journal and every snapshot carry its summary.
+    if (this.results && task.final) entry.resultSummary = this.results.write(task.id, withoutContent(task.final));
+    const snapshot = entry.resultSummary ? withSummary(task.snapshot(), entry.resultSummary) : task.snapshot();
+    this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: snapshot }, true);
   }
 
   /** At most one progress record per task per interval. */

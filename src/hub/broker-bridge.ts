@@ -8,9 +8,10 @@
 import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, TemplateInfo } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { FinalPayload } from '../protocol/index.js';
+import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
-import { isFinished } from '../model/task.js';
+import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
 import { recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
@@ -19,6 +20,13 @@ export interface BrokerLike {
   submit(spec: TaskSpec): { id: string; result: Promise<unknown> };
   tasks(): TaskSnapshot[];
   get(id: string): TaskSnapshot | undefined;
+  /** One page of tasks, newest first; without it the bridge pages `tasks()` itself. */
+  taskPage?(query: TaskPageQuery): TaskPage;
+  /**
+   * The whole final payload (also when snapshots carry only a summary); null when there is none,
+   * undefined for an unknown task. Without it the bridge answers with the snapshot's `result`.
+   */
+  result?(id: string): FinalPayload | null | undefined;
   logOf(id: string): LogLine[];
   /** An attachment's content while the broker still holds it. */
   attachment?(id: string, name: string): string | Uint8Array | undefined;
@@ -117,7 +125,14 @@ function followSubmission(
   };
   const send = (update?: TaskUpdate): void => {
     const task = broker.get(id!);
-    if (task) listener(update ? { task, update } : { task });
+    if (!task) return;
+    if (update?.kind === 'ended' && update.payload) {
+      // The follower waits for this very result: it gets it whole (also a big one), once — in
+      // `task.result`, not again as the update's payload.
+      const result = task.result ?? (task.resultSummary ? (update.payload as FinalPayload) : undefined);
+      if (result) return listener({ task: { ...task, result }, update: { ...update, payload: undefined } });
+    }
+    listener(update ? { task, update } : { task });
   };
   const detach = broker.on('update', onUpdate);
   const stop = (): void => {
@@ -176,12 +191,22 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     async listTasks() {
       return broker.tasks();
     },
+    async listTaskPage(query) {
+      return broker.taskPage ? broker.taskPage(query) : pageOf(broker.tasks(), query);
+    },
     async getTask(id): Promise<TaskDetails> {
       const task = requireTask(id);
       return { task, log: broker.logOf(id) };
     },
+    async taskResult(id) {
+      const task = requireTask(id);
+      const whole = broker.result ? broker.result(id) : task.result;
+      if (whole === undefined && task.resultSummary) throw new BridgeError('not_found', `Task ${id} is no longer in history`);
+      return whole ?? null;
+    },
     async attachment(id, name) {
-      const header = requireTask(id).result?.attachments?.find((a) => a.name === name);
+      const task = requireTask(id);
+      const header = (task.result?.attachments ?? task.resultSummary?.attachments)?.find((a) => a.name === name);
       const content = header && broker.attachment?.(id, name);
       if (!header || content === undefined) throw new BridgeError('not_found', `Task ${id} has no attachment ${name} (any more)`);
       const bytes =
@@ -224,6 +249,19 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
       return broker.insights(query);
     },
   };
+}
+
+/** A page of `tasks` (oldest first) for a broker without `taskPage`: newest first, cursor = the last task's id. */
+function pageOf(tasks: TaskSnapshot[], query: TaskPageQuery): TaskPage {
+  const limit = Math.min(query.limit ?? TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE);
+  const states = query.state === undefined ? undefined : new Set(Array.isArray(query.state) ? query.state : [query.state]);
+  const newest = tasks.filter((task) => !states || states.has(task.state)).reverse();
+  const at = query.before === undefined ? -1 : newest.findIndex((task) => task.id === query.before);
+  const start = at + 1;
+  const slice = newest.slice(start, start + limit);
+  const page: TaskPage = { tasks: slice, total: newest.length };
+  if (start + limit < newest.length && slice.length > 0) page.next = slice.at(-1)!.id;
+  return page;
 }
 
 /** The broker's spec for a request: only the known fields; tagged as coming from the panel unless it says who sent it. */

@@ -1,4 +1,4 @@
-import type { FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
+import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
 
 /**
  * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
@@ -94,8 +94,19 @@ export interface TaskSnapshot {
   createdAt: string;
   startedAt?: string;
   endedAt?: string;
-  /** The final payload (success, error or cancelled), with the broker's meta added. */
+  /**
+   * The final payload (success, error or cancelled), with the broker's meta added (attachments as
+   * headers only). Absent when the result is big and kept on disk: then `resultSummary` is set and
+   * the whole payload is fetched on demand (`taskResult` on the bridge).
+   */
   result?: FinalPayload;
+  /**
+   * Set instead of `result` when the final payload is bigger than RESULT_INLINE_MAX_BYTES and the
+   * broker keeps history (a data directory): the payload is on disk, written once, and snapshots,
+   * task lists and the panel's events carry only this. Never set together with `result` in a
+   * snapshot from the broker (the follow feed's `ended` event is the one exception, see TaskFeedEvent).
+   */
+  resultSummary?: ResultSummary;
   /** Last lines of stderr (for failures). */
   stderrTail?: string;
   exitCode?: number | null;
@@ -107,6 +118,67 @@ export interface TaskSnapshot {
   tags?: Record<string, string>;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
   counters: { malformed: number; rejected: number; ignored: number };
+}
+
+/**
+ * Final payloads bigger than this (serialized as JSON, UTF-8 bytes) are kept on disk, not in
+ * snapshots. 64 KiB holds an ordinary answer (pages of text, a diff) so most results stay inline and
+ * most consumers never see a summary; above it a result is a data dump whose copies in memory, in
+ * every task list and in every panel event cost far more than fetching it once when someone looks:
+ * 1,000 tasks of 10 MB were 10 GB of hub memory.
+ */
+export const RESULT_INLINE_MAX_BYTES = 64 * 1024;
+
+/** Characters of a big result's `data` (as JSON) kept in its summary: enough to recognize it in a list. */
+export const RESULT_PREVIEW_CHARS = 400;
+
+/** A task's meta in a summary only up to this size (serialized); bigger meta is left to the whole result. */
+export const RESULT_SUMMARY_MAX_META_BYTES = 8 * 1024;
+
+/** What a snapshot carries of a big final payload (see `TaskSnapshot.resultSummary`). */
+export interface ResultSummary {
+  /** Size of the whole final payload serialized as JSON, in UTF-8 bytes (attachments as headers). */
+  bytes: number;
+  /** The first RESULT_PREVIEW_CHARS characters of `JSON.stringify(result.data)`. */
+  preview: string;
+  /** The payload's `status`. */
+  status: FinalPayload['status'];
+  /** The payload's meta with the broker's (model, tokens, channel, …), when small (RESULT_SUMMARY_MAX_META_BYTES). */
+  meta?: FinalPayload['meta'];
+  /** Attachment headers (name, bytes, encoding), as `result.attachments` would carry them. */
+  attachments?: Attachment[];
+}
+
+/** The final payload's meta, whether the result is inline or summarized. */
+export function resultMetaOf(task: Pick<TaskSnapshot, 'result' | 'resultSummary'>): FinalPayload['meta'] | undefined {
+  return task.result?.meta ?? task.resultSummary?.meta;
+}
+
+/**
+ * Task lists are paged (`listTaskPage`): this many tasks per page unless the query says otherwise.
+ * 200 fills a panel screen several times and keeps a page of summaries well under a megabyte.
+ */
+export const TASK_PAGE_SIZE = 200;
+/** The largest page a query may ask for. */
+export const MAX_TASK_PAGE_SIZE = 1000;
+
+/** A query for one page of tasks, newest first. */
+export interface TaskPageQuery {
+  /** Tasks per page. @default TASK_PAGE_SIZE (at most MAX_TASK_PAGE_SIZE) */
+  limit?: number;
+  /** Only tasks older than this: a task id, or the `next` cursor of the previous page. */
+  before?: string;
+  /** Only tasks in this state (or these states). */
+  state?: TaskState | TaskState[];
+}
+
+/** One page of tasks, newest first. */
+export interface TaskPage {
+  tasks: TaskSnapshot[];
+  /** Pass as `before` for the next (older) page; absent on the last page. Opaque. */
+  next?: string;
+  /** How many tasks match the query's state filter, in all pages. */
+  total: number;
 }
 
 /**

@@ -7,7 +7,9 @@ import { buildRequest, parseRequest } from '../../src/bridge/http-routes.js';
 const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   info: [],
   listTasks: [],
+  listTaskPage: [{ limit: 50, before: '2026-11-02T10:00:00.000Z~t1', state: ['failed', 'interrupted'] }],
   getTask: ['t/1 ?'],
+  taskResult: ['t/1 ?'],
   submit: [{ command: 'node', args: ['a'] }],
   cancel: ['t1', 'no longer needed'],
   retry: ['t1'],

@@ -10,7 +10,7 @@
  * at least p % of the values at or below it.
  */
 import path from 'node:path';
-import type { TaskSnapshot } from '../../model/task.js';
+import { resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
 export interface Bucket {
@@ -60,7 +60,7 @@ function durationOf(task: TaskSnapshot): number | undefined {
 }
 
 function tokensOf(task: TaskSnapshot): { input: number; output: number } {
-  const usage = task.result?.meta?.token_usage as { input?: unknown; output?: unknown } | undefined;
+  const usage = resultMetaOf(task)?.token_usage as { input?: unknown; output?: unknown } | undefined;
   const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
   return { input: count(usage?.input), output: count(usage?.output) };
 }
@@ -69,7 +69,8 @@ function tokensOf(task: TaskSnapshot): { input: number; output: number } {
 export function foldTasks(tasks: Iterable<TaskSnapshot>, into = new Map<string, Bucket>(), withIds = true): Map<string, Bucket> {
   for (const task of tasks) {
     if (!task.endedAt) continue;
-    const model = typeof task.result?.meta?.model_used === 'string' ? task.result.meta.model_used : NO_MODEL;
+    const modelUsed = resultMetaOf(task)?.model_used;
+    const model = typeof modelUsed === 'string' ? modelUsed : NO_MODEL;
     const bucket = bucketFor(into, { hour: hourOf(task.endedAt), agent: agentOf(task), model, label: task.label });
     const outcome = outcomeOf(task);
     bucket.counts[outcome] = (bucket.counts[outcome] ?? 0) + 1;

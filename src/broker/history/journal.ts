@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { TaskSnapshot } from '../../model/task.js';
+import type { LogLine, TaskSnapshot } from '../../model/task.js';
 import type { Logger } from '../log.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 
@@ -40,13 +40,24 @@ export type JournalRecord =
   | { e: 'queued'; id: string; at: string; spec: StoredSpec; maxAttempts: number }
   | { e: 'attempt'; id: string; at: string; attempt: number; pid?: number; pidStart?: string }
   | { e: 'progress'; id: string; at: string; progress?: number; partial?: unknown }
-  | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec };
+  | { e: 'ended'; id: string; at: string; task: TaskSnapshot; spec?: StoredSpec }
+  /**
+   * The decided attempt's processes are gone. Only what changed since `ended` — the exit code and
+   * signal — not the snapshot again: writing it again wrote every result twice.
+   */
+  | { e: 'exited'; id: string; at: string; exitCode?: number | null; signal?: string | null };
 
 export interface HistoryEntry {
   snapshot: TaskSnapshot;
   spec: StoredSpec;
   /** An interrupted task's agent as last recorded: pid and process start time (see process/start-time.ts). */
   orphan?: { pid: number; startTime: string };
+  /**
+   * Not written to the journal. A task that finished in this broker and moved out of memory early
+   * (its big result went to disk) keeps its log and its attachments' content here, as it would have
+   * as a live task, until it leaves history.
+   */
+  retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array> };
 }
 
 export interface LoadResult {
@@ -298,6 +309,14 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       if (!entry) return;
       if (record.progress !== undefined) entry.snapshot.progress = record.progress;
       if (record.partial !== undefined) entry.snapshot.lastPartial = record.partial;
+      return;
+    }
+    case 'exited': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      delete entry.snapshot.pid;
+      if (record.exitCode !== undefined) entry.snapshot.exitCode = record.exitCode;
+      if (record.signal !== undefined) entry.snapshot.signal = record.signal;
       return;
     }
     case 'ended': {

@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { readSpoolFile, removeSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
-import type { FinalPayload } from '../../protocol/index.js';
+import { withoutContent, type FinalPayload } from '../../protocol/index.js';
 import { terminateTree } from '../process/kill-tree.js';
 import { processStartTime } from '../process/start-time.js';
 import type { Logger } from '../log.js';
@@ -16,6 +16,8 @@ import type { TaskUpdate } from '../../model/task.js';
 import type { HistoryEntry, Journal } from './journal.js';
 import { tooOld, type Retention } from './registry.js';
 import type { Rollup } from './rollup.js';
+import { ensureDataDir } from './data-dir.js';
+import { withSummary, type ResultStore } from './results.js';
 
 export interface RecoveryContext {
   /** The endpoint directory, where agents spool. */
@@ -26,6 +28,8 @@ export interface RecoveryContext {
   emit(update: TaskUpdate): void;
   /** Where tasks that leave history are aggregated. */
   rollup?: Rollup;
+  /** Big results on disk; `keep` names tasks outside `history` whose files must stay (live ones). */
+  results?: { store: ResultStore; keep(id: string): boolean };
 }
 
 export interface RestoreTiming {
@@ -57,6 +61,7 @@ export async function restoreHistory(
   rollup?.open(path.dirname(journal.file));
   rollup?.fold(entries.filter((entry) => !kept.has(entry)).map((entry) => entry.snapshot));
   if (rollup?.error) context.warn(rollup.error);
+  const migrated = keepResultFiles(context, context.warn);
   await journal.open();
   if (journal.error) context.warn(journal.error);
   adoptSpooledResults(context);
@@ -66,11 +71,39 @@ export async function restoreHistory(
     spoolCheck.unref();
   }
   stopOrphans(context, entries, orphanGraceMs, killGraceMs);
-  if (journal.needsCompaction || entries.length > history.size) {
+  if (journal.needsCompaction || entries.length > history.size || migrated > 0) {
     await journal.compact([...history.values()]);
     if (!journal.error) rollup?.compacted();
   }
   return spoolCheck;
+}
+
+/**
+ * Result files of kept tasks stay; the others (tasks that left history, a crash between writing a
+ * file and journalling it) are removed. A big result still inline (a journal of an older version)
+ * moves to its file. Returns how many moved: the journal is then compacted to drop their copies.
+ */
+function keepResultFiles({ history, results, logger }: RecoveryContext, warn: (message: string) => void): number {
+  if (!results) return 0;
+  try {
+    // Made private now, not at the first big result: nobody else gets to create it first.
+    ensureDataDir(results.store.dir, 'Results directory');
+  } catch (error) {
+    warn(`${(error as Error).message} (big results stay in memory only)`);
+    return 0;
+  }
+  const removed = results.store.sweep((id) => history.get(id)?.snapshot.resultSummary !== undefined || results.keep(id));
+  if (removed > 0) logger.info(`removed ${removed} result file(s) of tasks no longer in history`);
+  let migrated = 0;
+  for (const entry of history.values()) {
+    const { snapshot } = entry;
+    if (!snapshot.result || snapshot.resultSummary) continue;
+    const summary = results.store.write(snapshot.id, snapshot.result);
+    if (!summary) continue;
+    entry.snapshot = withSummary(snapshot, summary);
+    migrated += 1;
+  }
+  return migrated;
 }
 
 /**
@@ -125,6 +158,8 @@ function adopt(context: RecoveryContext, payload: FinalPayload): boolean {
     task.fail(reason, `failed: ${errorMessageOf(payload)} (result recovered from the spool)`, payload, 'spool');
   }
   entry.snapshot = task.snapshot();
+  const summary = task.final && context.results?.store.write(task.id, withoutContent(task.final));
+  if (summary) entry.snapshot = withSummary(entry.snapshot, summary);
   context.journal?.append({ e: 'ended', id: task.id, at: entry.snapshot.endedAt!, task: entry.snapshot, spec: entry.spec }, true);
   context.logger.info(`adopted spooled result of task ${task.id}`);
   return true;
