@@ -4,6 +4,7 @@
  */
 import { MAX_TASK_PAGE_SIZE, type InsightsQuery, type SubmitRequest, type TaskPageQuery, type TaskState } from './contract.js';
 import { BridgeError, isRecord } from './errors.js';
+import { checkInputSize } from './limits.js';
 
 /** Limits on what the panel may submit; generous, but they keep a bad client from sending megabytes of argv. */
 const MAX_STRING = 4096;
@@ -61,18 +62,34 @@ function checkNonNegative(value: unknown, what: string): number {
   return value;
 }
 
+/** A whole environment (`callerEnv`): as many variables, and as long, as Linux lets a process have. */
+const ENVIRONMENT_LIMITS = { maxEntries: 8192, maxValue: 128 * 1024 };
+
 /** A flat `{name: string}` object (environment, tags): bounded, names a shell would accept. */
-function checkStringMap(value: unknown, what: string): Record<string, string> {
+function checkStringMap(
+  value: unknown,
+  what: string,
+  { maxEntries = MAX_MAP_ENTRIES, maxValue = MAX_STRING } = {},
+): Record<string, string> {
   if (!isRecord(value)) throw invalid(`Expected \`${what}\` to be an object of strings, got ${describe(value)}`);
   const entries = Object.entries(value);
-  if (entries.length > MAX_MAP_ENTRIES) throw invalid(`Expected at most ${MAX_MAP_ENTRIES} entries in \`${what}\`, got ${entries.length}`);
+  if (entries.length > maxEntries) throw invalid(`Expected at most ${maxEntries} entries in \`${what}\`, got ${entries.length}`);
   const clean: Record<string, string> = {};
   for (const [name, text] of entries) {
     if (!NAME.test(name) || name.length > MAX_ID)
       throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
-    clean[name] = checkString(text, `${what}.${name}`, { allowEmpty: true });
+    clean[name] = checkString(text, `${what}.${name}`, { allowEmpty: true, max: maxValue });
   }
   return clean;
+}
+
+function checkInput(input: unknown): unknown {
+  try {
+    checkInputSize(input);
+  } catch (error) {
+    throw invalid((error as Error).message);
+  }
+  return input;
 }
 
 /** Checks a submit request and returns a clean copy holding only the known fields. */
@@ -86,12 +103,13 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
   }
   if (value.cwd !== undefined && value.cwd !== '') request.cwd = checkString(value.cwd, 'cwd');
   if (value.label !== undefined && value.label !== '') request.label = checkString(value.label, 'label');
-  if (value.input !== undefined) request.input = value.input;
+  if (value.input !== undefined) request.input = checkInput(value.input);
   if (value.timeoutMs !== undefined) request.timeoutMs = checkNonNegative(value.timeoutMs, 'timeoutMs');
   if (value.heartbeatTimeoutMs !== undefined) {
     request.heartbeatTimeoutMs = checkNonNegative(value.heartbeatTimeoutMs, 'heartbeatTimeoutMs');
   }
   if (value.env !== undefined) request.env = checkStringMap(value.env, 'env');
+  if (value.callerEnv !== undefined) request.callerEnv = checkStringMap(value.callerEnv, 'callerEnv', ENVIRONMENT_LIMITS);
   if (value.tags !== undefined) request.tags = checkStringMap(value.tags, 'tags');
   if (value.retries !== undefined) {
     const retries = checkNonNegative(value.retries, 'retries');

@@ -40,6 +40,12 @@ export interface SubmitRequest {
    * per-model `env`). The panel never sets it.
    */
   env?: Record<string, string>;
+  /**
+   * The submitting front-end's own environment (a terminal's `backchannel run`): the agent starts
+   * from it instead of the hub's, filtered by the hub's allow/deny rules. Never journaled, listed,
+   * logged or shown. The panel never sets it.
+   */
+  callerEnv?: Record<string, string>;
   /** Tags shown in the panel and history; `source` says who started the task. @default { source: 'panel' } */
   tags?: Record<string, string>;
 }

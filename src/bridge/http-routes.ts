@@ -9,7 +9,10 @@ import { BRIDGE_METHODS, ROUTES, type BridgeArgs, type BridgeMethod } from './ca
 export const TOKEN_HEADER = 'x-backchannel-token';
 export const API_PREFIX = '/api/';
 export const EVENTS_PATH = '/api/events';
-/** Control endpoint only: `POST` a `SubmitRequest`, read NDJSON `TaskFeedEvent` lines until the task's `exited`. */
+/**
+ * Control endpoint only: `POST` a `SubmitRequest`, read NDJSON `TaskFeedEvent` lines until the task's
+ * `exited`; `GET FOLLOW_PATH/<id>` reads an existing task's the same way.
+ */
 export const FOLLOW_PATH = '/api/follow';
 
 /** The argument name that stands for the whole JSON body. */

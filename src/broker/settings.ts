@@ -8,7 +8,7 @@ import { BrokerError } from './errors.js';
 import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
-import type { EnvPolicy } from './process/environment.js';
+import { filterEnv, type EnvPolicy } from './process/environment.js';
 import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
 import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
@@ -150,7 +150,7 @@ export function attemptSettings(
     command: spec.command,
     args,
     cwd: task.cwd,
-    env: mergeEnv(place.baseEnv, spec.env),
+    env: mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env),
     input: spec.input,
     timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
     heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,

@@ -44,7 +44,21 @@ export function usage(): string {
   ].join('\n');
 }
 
+/**
+ * A reader that went away (`backchannel tasks | head`) ends the command quietly, as in any Unix tool,
+ * instead of an unhandled EPIPE with a stack; other stream errors end it with one line.
+ */
+function quietOnClosedPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(0);
+      process.exit(1);
+    });
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
+  quietOnClosedPipes();
   setJsonErrors(wantsJson(argv));
   // `backchannel help run` is `backchannel run --help`.
   if (argv[0] === 'help' && argv[1] !== undefined) return main([argv[1], '--help']);

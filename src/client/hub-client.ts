@@ -11,6 +11,7 @@ import { request, type IncomingMessage } from 'node:http';
 import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
 import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from '../bridge/http-routes.js';
+import { isFinished } from '../model/task.js';
 
 /** A call that gets no reply within this long fails (the hub answers every call at once; waits happen over events). */
 export const HUB_CALL_TIMEOUT_MS = 30_000;
@@ -37,6 +38,11 @@ export interface HubClient extends BackchannelBridge {
    * ended makes the hub cancel it.
    */
   follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
+  /**
+   * Calls `listener` with every change of the existing task `id`, as `follow` does (not attached:
+   * `close()` stops the watching only). A task that has already ended gives its picture, then `ended`.
+   */
+  watch(id: string, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
   /** Calls `listener` once when an event stream breaks or a call cannot reach the hub; returns the unsubscribe. */
   onLost(listener: (error: HubLostError) => void): () => void;
   /** Ends every event subscription of this client. */
@@ -114,8 +120,22 @@ export function connectHub(path: string): HubClient {
   }
 
   function follow(submission: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission {
-    const body = JSON.stringify(submission);
+    return openFeed('POST', FOLLOW_PATH, JSON.stringify(submission), listener);
+  }
+
+  function watch(id: string, listener: (event: TaskFeedEvent) => void): FollowedSubmission {
+    return openFeed('GET', `${FOLLOW_PATH}/${encodeURIComponent(id)}`, undefined, listener);
+  }
+
+  /** A task's own NDJSON stream (see ../hub/control/follow.ts). */
+  function openFeed(
+    method: 'GET' | 'POST',
+    feedPath: string,
+    body: string | undefined,
+    listener: (event: TaskFeedEvent) => void,
+  ): FollowedSubmission {
     let done = false;
+    let last: TaskFeedEvent | undefined;
     let resolveId!: (id: string) => void;
     let rejectId!: (error: Error) => void;
     let resolveEnded!: () => void;
@@ -133,9 +153,9 @@ export function connectHub(path: string): HubClient {
     };
     const req = request({
       socketPath: path,
-      method: 'POST',
-      path: FOLLOW_PATH,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      method,
+      path: feedPath,
+      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
     req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
     req.on('response', (res) => {
@@ -156,9 +176,15 @@ export function connectHub(path: string): HubClient {
           done = true;
           resolveEnded();
         }
+        last = event;
       });
       res.on('close', () => {
         streams.delete(res);
+        // A watched task that had already ended: its picture was the whole stream.
+        if (!done && method === 'GET' && last && !last.update && isFinished(last.task.state)) {
+          done = true;
+          return resolveEnded();
+        }
         // After `exited` (or a failure already reported) the close is the stream's normal end.
         if (!done) fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
       });
@@ -178,6 +204,7 @@ export function connectHub(path: string): HubClient {
   return Object.assign(client, {
     path,
     follow,
+    watch,
     onLost(listener: (error: HubLostError) => void) {
       lostListeners.add(listener);
       return () => lostListeners.delete(listener);

@@ -1,17 +1,15 @@
 /**
- * Tasks of a request-serving front-end (the gateway) run on the hub: each is submitted over the
- * control endpoint and followed there (`HubClient.follow`), so it shows in the hub's panel and
- * history while this process relays its output. The handles are the broker's `TaskHandle` shape, so
- * the request runner cannot tell them from local tasks.
+ * The hub side of the task seam (./tasks.ts): each task is submitted over the control endpoint and
+ * followed on its own stream (`HubClient.follow`, or `watch` for an existing task), so it shows in
+ * the hub's panel and history while this process shows or relays it. The handles are `FedTask`s,
+ * the same as a local follow's, so a front-end cannot tell where its task runs.
  *
- * When the hub goes away, a running request fails with `HubLostError` (its task stream broke) and
- * the next one looks for a hub again: a restarted hub is picked up, none is a clear error.
+ * When the hub goes away, a running task's handle fails with `HubLostError` (its stream broke) and
+ * the next submission looks for a hub again: a restarted hub is picked up, none is a clear error.
  */
-import type { TaskFeedEvent } from '../bridge/contract.js';
 import { HubLostError, type FollowedSubmission, type HubClient } from './hub-client.js';
-import { TaskError } from '../broker/errors.js';
-import type { FinalPayload } from '../protocol/index.js';
-import type { TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { TaskSpec } from '../model/task.js';
+import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
 import type { TaskCounts, TaskRun, TaskService } from './tasks.js';
 
@@ -39,27 +37,20 @@ export class HubTasks implements TaskService {
   }
 
   async submit(spec: TaskSpec): Promise<TaskRun> {
-    const hub = await this.#connected();
-    const task = new HubTask();
-    const followed = hub.follow(requestForHub(spec), (event) => task.receive(event));
-    task.attach(hub, followed);
-    try {
-      await followed.id;
-    } catch (error) {
-      this.#forgetIfLost(hub, error);
-      throw error;
-    }
-    followed.ended.catch((error: unknown) => this.#forgetIfLost(hub, error));
-    return task;
+    return this.#open((hub, task) => hub.follow(requestForHub(spec), (event) => task.receive(event)));
+  }
+
+  async follow(id: string): Promise<TaskRun> {
+    return this.#open((hub, task) => hub.watch(id, (event) => task.receive(event)), id);
   }
 
   async counts(): Promise<TaskCounts> {
     const hub = await this.#connected();
     try {
-      const tasks = await hub.listTasks();
+      const page = await hub.listTasks();
       return {
-        running: tasks.filter((t) => t.state === 'running').length,
-        queued: tasks.filter((t) => t.state === 'queued').length,
+        running: page.filter((t) => t.state === 'running').length,
+        queued: page.filter((t) => t.state === 'queued').length,
       };
     } catch (error) {
       this.#forgetIfLost(hub, error);
@@ -67,9 +58,34 @@ export class HubTasks implements TaskService {
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#hub?.close();
     this.#hub = undefined;
+  }
+
+  async #open(start: (hub: HubClient, task: FedTask) => FollowedSubmission, id?: string): Promise<TaskRun> {
+    const hub = await this.#connected();
+    const controls: TaskControls = {
+      cancel: (taskId, reason) => hub.cancel(taskId, reason),
+      answer: (taskId, askId, text) => hub.answer(taskId, askId, text),
+      result: (taskId) => hub.taskResult(taskId),
+    };
+    const task = new FedTask(controls, id);
+    const stream = start(hub, task);
+    stream.ended.then(
+      () => task.end(),
+      (error: Error) => {
+        task.end(error);
+        this.#forgetIfLost(hub, error);
+      },
+    );
+    try {
+      await stream.id;
+    } catch (error) {
+      this.#forgetIfLost(hub, error);
+      throw error;
+    }
+    return task;
   }
 
   async #connected(): Promise<HubClient> {
@@ -88,68 +104,5 @@ export class HubTasks implements TaskService {
     if (!(error instanceof HubLostError) || this.#hub !== hub) return;
     hub.close();
     this.#hub = undefined;
-  }
-}
-
-/** One hub task as a `TaskHandle`, fed by its followed stream. */
-class HubTask implements TaskRun {
-  #id = '';
-  #snapshot: TaskSnapshot | undefined;
-  #hub: HubClient | undefined;
-  readonly #listeners = new Set<(update: TaskUpdate) => void>();
-  readonly result: Promise<FinalPayload>;
-  readonly finished: Promise<void>;
-  #settle!: { resolve(payload: FinalPayload): void; reject(error: Error): void };
-  #exited!: () => void;
-
-  constructor() {
-    this.result = new Promise<FinalPayload>((resolve, reject) => (this.#settle = { resolve, reject }));
-    this.result.catch(() => {}); // awaited by the runner; never an unhandled rejection meanwhile
-    this.finished = new Promise<void>((resolve) => (this.#exited = resolve));
-  }
-
-  get id(): string {
-    return this.#id;
-  }
-
-  attach(hub: HubClient, followed: FollowedSubmission): void {
-    this.#hub = hub;
-    followed.ended.then(this.#exited, (error: Error) => {
-      this.#settle.reject(error); // no effect once the task had ended
-      this.#exited(); // nothing of it left to wait for here: its processes are the hub's
-    });
-  }
-
-  receive({ task, update }: TaskFeedEvent): void {
-    this.#id = task.id;
-    this.#snapshot = task;
-    if (!update) return;
-    if (update.kind === 'ended') this.#settleFrom(task);
-    for (const listener of [...this.#listeners]) listener(update);
-  }
-
-  snapshot(): TaskSnapshot {
-    if (!this.#snapshot) throw new Error('The hub has not reported this task yet');
-    return this.#snapshot;
-  }
-
-  on(_event: 'update', listener: (update: TaskUpdate) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  async answer(askId: string, text: string): Promise<void> {
-    if (!this.#hub) throw new Error('The hub has not reported this task yet');
-    await this.#hub.answer(this.#id, askId, text);
-  }
-
-  cancel(reason?: string): void {
-    void this.#hub?.cancel(this.#id, reason).catch(() => {}); // already ended, or the hub is gone (the stream says so)
-  }
-
-  #settleFrom(task: TaskSnapshot): void {
-    if (task.state === 'succeeded' && task.result) return this.#settle.resolve(task.result);
-    const reason = task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');
-    this.#settle.reject(new TaskError(task.id, reason, task.message ?? `${task.label}: ${task.state}`, task.result, task.stderrTail));
   }
 }

@@ -21,6 +21,7 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
     request.retries = spec.retries;
   }
   if (spec.env !== undefined) request.env = definedEnv(spec.env);
+  if (spec.baseEnv !== undefined) request.callerEnv = { ...spec.baseEnv };
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
   return request;
 }

@@ -78,6 +78,11 @@ export interface BrokerBridge extends BackchannelBridge {
    * `exited`. `stop()` ends the listening, not the task. Throws like `submit`.
    */
   follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): { id: string; stop(): void };
+  /**
+   * Calls `listener` with every change of the existing task `id`, as `follow` does: first its
+   * picture, then each update. Throws a `not_found` BridgeError for an unknown id.
+   */
+  watch(id: string, listener: (event: TaskFeedEvent) => void): { stop(): void };
   /** Stops listening to the broker and drops every subscriber. Does not close the broker. */
   close(): void;
 }
@@ -102,6 +107,7 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
       events.poke();
     },
     follow: (request, listener) => followSubmission(broker, request, listener),
+    watch: (id, listener) => watchTask(broker, id, listener),
     close() {
       if (closed) return;
       closed = true;
@@ -117,12 +123,30 @@ function followSubmission(
   listener: (event: TaskFeedEvent) => void,
 ): { id: string; stop(): void } {
   // Listening starts before the submit: the broker reports `queued` (and may report more) inside it.
+  const feed = taskFeed(broker, listener);
+  try {
+    return { id: feed.start(handleOf(() => broker.submit(toSpec(request))).id), stop: feed.stop };
+  } catch (error) {
+    feed.stop();
+    throw error;
+  }
+}
+
+function watchTask(broker: BrokerLike, id: string, listener: (event: TaskFeedEvent) => void): { stop(): void } {
+  if (!broker.get(id)) throw new BridgeError('not_found', `No task with id ${id}`);
+  const feed = taskFeed(broker, listener);
+  feed.start(id);
+  return { stop: feed.stop };
+}
+
+/**
+ * One task's updates as `TaskFeedEvent`s: listening starts at once (updates of the task that come
+ * before `start(id)` are held), `start` sends the task's picture, then the held updates, then each
+ * new one as it comes.
+ */
+function taskFeed(broker: BrokerLike, listener: (event: TaskFeedEvent) => void): { start(id: string): string; stop(): void } {
   let id: string | undefined;
   const early: TaskUpdate[] = [];
-  const onUpdate = (update: TaskUpdate): void => {
-    if (id === undefined) early.push(update);
-    else if (update.taskId === id) send(update);
-  };
   const send = (update?: TaskUpdate): void => {
     const task = broker.get(id!);
     if (!task) return;
@@ -134,20 +158,23 @@ function followSubmission(
     }
     listener(update ? { task, update } : { task });
   };
-  const detach = broker.on('update', onUpdate);
-  const stop = (): void => {
-    if (typeof detach === 'function') (detach as () => void)();
-    else broker.off?.('update', onUpdate);
+  const onUpdate = (update: TaskUpdate): void => {
+    if (id === undefined) early.push(update);
+    else if (update.taskId === id) send(update);
   };
-  try {
-    id = handleOf(() => broker.submit(toSpec(request))).id;
-  } catch (error) {
-    stop();
-    throw error;
-  }
-  send();
-  for (const update of early) if (update.taskId === id) send(update);
-  return { id, stop };
+  const detach = broker.on('update', onUpdate);
+  return {
+    start(taskId) {
+      id = taskId;
+      send();
+      for (const update of early.splice(0)) if (update.taskId === id) send(update);
+      return taskId;
+    },
+    stop() {
+      if (typeof detach === 'function') (detach as () => void)();
+      else broker.off?.('update', onUpdate);
+    },
+  };
 }
 
 /** Feeds the broker's events to the coalescer; returns the function that stops it. */
@@ -275,6 +302,7 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.heartbeatTimeoutMs !== undefined) spec.heartbeatTimeoutMs = request.heartbeatTimeoutMs;
   if (request.retries !== undefined) spec.retries = request.retries;
   if (request.env !== undefined) spec.env = request.env;
+  if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;
   spec.tags = { source: 'panel', ...request.tags };
   return spec;
 }

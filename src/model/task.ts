@@ -39,6 +39,12 @@ export interface TaskSpec {
   cwd?: string;
   /** Extra environment for the sub-agent, on top of the broker's filtered environment; `undefined` removes a name. */
   env?: Record<string, string | undefined>;
+  /**
+   * The environment the sub-agent starts from instead of the broker's own, filtered by the broker's
+   * env policy in the same way (a terminal's `run` on the hub sends its own). Never journaled,
+   * listed, logged or shown: only the attempt's process sees it.
+   */
+  baseEnv?: Record<string, string>;
   /** Any JSON value, delivered over the socket as an `input` message. */
   input?: unknown;
   /** Deadline for one attempt. @default 0 (none) */

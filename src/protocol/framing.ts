@@ -21,9 +21,9 @@
  */
 
 import { isAscii } from 'node:buffer';
+import { DEFAULT_MAX_LINE_BYTES } from './line-limit.js';
 
-/** Large enough for a 10 MB result after JSON escaping, small enough to bound a hostile sender. */
-export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+export { DEFAULT_MAX_LINE_BYTES };
 
 const NEWLINE = 0x0a;
 /** Below this, the ASCII check costs more than it saves. */

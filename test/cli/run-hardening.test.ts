@@ -148,7 +148,7 @@ describe('input size', () => {
   test('--input @/dev/zero ends in a clear usage error instead of filling memory', async () => {
     const run = await cli(['run', '--input', '@/dev/zero', '--', process.execPath, RAW_AGENT]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/--input \/dev\/zero is larger than 67108864 bytes/);
+    expect(run.stderr).toMatch(/--input \/dev\/zero is over the 64 MiB limit/);
   });
 });
 

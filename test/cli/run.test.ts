@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, fixture, tempDir } from '../helpers/core.js';
+import { RUN_MODES, runMode } from '../helpers/run-modes.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
 
@@ -12,7 +13,7 @@ interface Run {
 }
 
 /** Runs the real CLI as a child process. `onStderr` sees stderr as it arrives. */
-function cli(
+function runCli(
   args: string[],
   options: { env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
 ): Promise<Run> {
@@ -24,6 +25,9 @@ function cli(
     });
     let stdout = '';
     let stderr = '';
+    // Decoded as a stream: a multibyte character split across two chunks stays whole.
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => {
       stderr += c;
@@ -33,7 +37,11 @@ function cli(
   });
 }
 
-describe('backchannel run', () => {
+describe.each(RUN_MODES)('backchannel run (%s)', (mode) => {
+  const where = runMode(mode);
+  const cli = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
+    runCli(args, { ...options, env: { ...where.env(), ...options.env } });
+
   test('prints the final payload and exits 0 on success', async () => {
     const run = await cli(['run', '--input', '{"x":1}', '--', fixture('sdk-progress.mjs')]);
     expect(run.code).toBe(0);
@@ -88,6 +96,45 @@ describe('backchannel run', () => {
     expect(run.stderr).toContain('cancelled');
   });
 
+  test("says on stderr, once, where the task runs (never under --json); the agent gets this terminal's environment", async () => {
+    const env = { BC_CALLER_ONLY: 'from-the-terminal' };
+    const plain = await cli(['run', '--', fixture('env-echo.mjs'), 'BC_CALLER_ONLY'], { env });
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(JSON.parse(plain.stdout).data).toEqual({ BC_CALLER_ONLY: 'from-the-terminal' });
+    const notices = plain.stderr.split('\n').filter((line) => line.includes('runs on the hub'));
+    expect(notices).toHaveLength(mode === 'on a hub' ? 1 : 0);
+    if (mode === 'on a hub') expect(notices[0]).toContain(where.socket);
+    const json = await cli(['run', '--json', '--', fixture('env-echo.mjs'), 'BC_CALLER_ONLY'], { env });
+    expect(json.stderr).toBe('');
+    expect(JSON.parse(json.stdout).data).toEqual({ BC_CALLER_ONLY: 'from-the-terminal' });
+  });
+
+  test('an input of 3 MB runs; one over the 64 MiB limit is one clear line', async () => {
+    const dir = tempDir();
+    const big = path.join(dir, 'big.json');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(big, JSON.stringify({ text: 'x'.repeat(3 * 1024 * 1024) }));
+    const run = await cli(['run', '--json', '--input', `@${big}`, '--', fixture('sdk-progress.mjs')]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).data.echo.text).toHaveLength(3 * 1024 * 1024);
+    const huge = path.join(dir, 'huge.json');
+    writeFileSync(huge, JSON.stringify({ text: 'x'.repeat(65 * 1024 * 1024) }));
+    const refused = await cli(['run', '--input', `@${huge}`, '--', fixture('sdk-progress.mjs')]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n')[0]).toMatch(/64 MiB/);
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  test('a 10 MB result comes back whole, and the next run works', async () => {
+    const first = await cli(['run', '--json', '--input', '{"bytes":10500000}', '--', fixture('big-result.mjs')]);
+    expect(first.code, first.stderr).toBe(0);
+    const payload = JSON.parse(first.stdout);
+    expect(payload.data.text).toHaveLength(10_500_000);
+    const next = await cli(['run', '--json', '--', fixture('quick.mjs')]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(JSON.parse(next.stdout).status).toBe('success');
+  });
+
   test('usage errors exit 2 and --help exits 0', async () => {
     expect((await cli(['run'])).code).toBe(2);
     expect((await cli(['run', '--timeout', 'soon', '--', 'x'])).code).toBe(2);
@@ -97,6 +144,8 @@ describe('backchannel run', () => {
     expect(help.stdout).toContain('Exit codes');
   });
 });
+
+const cli = runCli;
 
 describe('backchannel send', () => {
   test('sends progress and the result by hand from inside a sub-agent', async () => {

@@ -2,7 +2,6 @@
  * `backchannel run -- <command>`: one sub-agent under a broker of its own. The command line becomes a
  * task spec here; what is shown while it runs is ../run/updates.ts, how it ends ../run/outcome.ts.
  */
-import { TaskBroker, type TaskHandle } from '../../broker/broker.js';
 import { createHeadlessLogger } from '../../broker/log.js';
 import { DEFAULTS } from '../../broker/settings.js';
 import { loadConfig, setting } from '../../config/file.js';
@@ -14,7 +13,10 @@ import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
 import { findHub } from '../../client/discover.js';
-import { runOnHub } from '../run/hub-run.js';
+import { openTasks } from '../../client/open.js';
+import { requestForHub } from '../../client/submit-request.js';
+import type { TaskRun } from '../../client/tasks.js';
+import { writeText } from '../terminal-text.js';
 import { NO_HUB } from '../run/remote.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
@@ -135,57 +137,99 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   }
 }
 
-/** Ctrl-C (or SIGTERM) cancels the task cleanly; a second one stops waiting. Returns the cleanup. */
-function cancelOnSignals(task: TaskHandle, line: ProgressLine | undefined): () => void {
+/**
+ * Ctrl-C, SIGTERM or a closed terminal (SIGHUP) cancels the task cleanly; a second one stops
+ * waiting. Returns the cleanup.
+ */
+function cancelOnSignals(task: TaskRun, line: ProgressLine | undefined): () => void {
   let interrupts = 0;
-  const onSignal = () => {
+  const onSignal = (signal: NodeJS.Signals) => {
     interrupts += 1;
     if (interrupts === 1) {
       line?.print('Cancelling… (Ctrl-C again to stop waiting)');
-      task.cancel('interrupted (Ctrl-C)');
+      task.cancel(signal === 'SIGINT' ? 'interrupted (Ctrl-C)' : `backchannel run got ${signal}`);
     } else {
       process.exit(EXIT.cancelled);
     }
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const signal of signals) process.on(signal, onSignal);
   return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of signals) process.off(signal, onSignal);
   };
+}
+
+/** `--detach`: submitted to the hub, not attached to this process; prints the id. */
+async function detach(spec: TaskSpec, json: boolean): Promise<number> {
+  const hub = await findHub();
+  if (!hub) {
+    process.stderr.write(`backchannel run --detach: ${NO_HUB}\n`);
+    return EXIT.failed;
+  }
+  try {
+    const { id } = await hub.submit(requestForHub(spec));
+    process.stdout.write(json ? JSON.stringify({ task_id: id }) + '\n' : `${id}\n`);
+    return EXIT.ok;
+  } finally {
+    hub.close();
+  }
 }
 
 export const command: CliCommand = {
   async run(argv) {
     const options = parseRunOptions(argv);
     if (typeof options === 'number') return options;
-    const { spec, askTimeoutMs, json, verbose, broker: flags, saveAttachments } = options;
+    const { askTimeoutMs, json, verbose, broker: flags, saveAttachments } = options;
     if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
+    // The agent starts from this terminal's environment wherever it runs (the broker's env rules apply).
+    const spec: TaskSpec & { label: string } = { ...options.spec, baseEnv: callerEnvironment(), tags: { source: 'cli' } };
+    if (options.detach) return reportFailure(() => detach(spec, json));
     // The broker flags shape a broker of our own: with them, the task runs here.
-    const ownBroker = options.local || Object.values(flags).some((value) => value !== undefined);
-    const hub = ownBroker ? undefined : await findHub();
-    if (hub) return runOnHub(hub, options);
-    if (options.detach) {
-      process.stderr.write(`backchannel run --detach: ${NO_HUB}\n`);
-      return EXIT.failed;
-    }
-
+    const local = options.local || Object.values(flags).some((value) => value !== undefined);
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
-    const broker = new TaskBroker({ concurrency: 1, logger, ...flags, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) });
-    const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
-    const task = broker.submit(spec);
-    const stopSignals = cancelOnSignals(task, line);
-    line?.start();
-    showUpdates(broker, task, { line, verbose, json, askTimeoutMs: askTimeoutMs ?? DEFAULTS.askTimeoutMs });
-
-    let code: number;
-    try {
-      code = await printOutcome(task, json, () => line?.stop(), saveAttachments);
-    } finally {
-      stopSignals();
-    }
-    await broker.close();
-    return code;
+    const brokerOptions = { concurrency: 1, logger, ...flags, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) };
+    return reportFailure(async () => {
+      const opened = await openTasks({ local, broker: brokerOptions });
+      try {
+        const where = opened.tasks.where;
+        if (where.kind === 'hub' && !json) {
+          writeText(process.stderr, `backchannel run: the task runs on the hub (${where.path}); --local runs it here\n`);
+        }
+        const task = await opened.tasks.submit(spec);
+        const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
+        const stopSignals = cancelOnSignals(task, line);
+        line?.start();
+        showUpdates(task, { line, verbose, json, askTimeoutMs: askTimeoutMs ?? DEFAULTS.askTimeoutMs });
+        try {
+          return await printOutcome(task, json, () => line?.stop(), saveAttachments);
+        } finally {
+          stopSignals();
+        }
+      } finally {
+        await opened.close();
+      }
+    });
   },
 };
+
+/** A refusal or a lost hub as one line on stderr (with `--json` one error object) and exit 1, never a stack. */
+async function reportFailure(run: () => Promise<number>): Promise<number> {
+  try {
+    return await run();
+  } catch (error) {
+    process.stderr.write(`backchannel run: ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** This process's environment as a submission can carry it (names a shell accepts). */
+function callerEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && ENV_NAME.test(name)) env[name] = value;
+  }
+  return env;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;

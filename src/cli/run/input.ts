@@ -3,10 +3,7 @@
  * endless source (`@/dev/zero`, a runaway pipe) ends in a clear error instead of exhausting memory.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
-import { DEFAULT_MAX_LINE_BYTES } from '../../protocol/index.js';
-
-/** The input travels to the agent as one protocol line, so it can never be larger than a line. */
-export const MAX_INPUT_BYTES = DEFAULT_MAX_LINE_BYTES;
+import { formatLimit, MAX_INPUT_BYTES } from '../../bridge/limits.js';
 
 export function readInput(value: string | undefined, maxBytes = MAX_INPUT_BYTES): unknown {
   if (value === undefined) return undefined;
@@ -50,7 +47,7 @@ function readBounded(fd: number, what: string, maxBytes: number): string {
     }
     if (n === 0) break;
     total += n;
-    if (total > maxBytes) throw new Error(`--input ${what} is larger than ${maxBytes} bytes (the most one protocol line carries)`);
+    if (total > maxBytes) throw new Error(`--input ${what} is over the ${formatLimit(maxBytes)} limit (it travels to the agent as one protocol line)`);
     chunks.push(Buffer.from(buffer.subarray(0, n)));
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -63,20 +63,3 @@ export class ProgressLine {
     this.stream.write(`\r\x1b[2K${line.slice(0, width - 1)}`);
   }
 }
-
-/** A one-line summary of a partial's data for the status line. */
-export function describePartial(data: unknown): string {
-  if (data === null || data === undefined) return '';
-  if (typeof data === 'string') return oneLine(data);
-  if (typeof data === 'object') {
-    const record = data as Record<string, unknown>;
-    for (const key of ['message', 'step', 'text', 'status']) {
-      if (typeof record[key] === 'string') return oneLine(record[key] as string);
-    }
-  }
-  return '';
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim().slice(0, 120);
-}

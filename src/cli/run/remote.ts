@@ -8,7 +8,8 @@ import { findHub, HubLostError, openHistory, type HubClient } from '../../client
 import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { EXIT_BY_REASON, printFailureFields } from './outcome.js';
-import { describePartial, type ProgressLine } from './progress-line.js';
+import { describePartial } from '../../model/states.js';
+import type { ProgressLine } from './progress-line.js';
 import { askOnTerminal } from './updates.js';
 
 export const NO_HUB = 'no Backchannel hub is running (start the desktop app or `backchannel serve`); this command needs one';

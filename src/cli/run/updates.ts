@@ -4,10 +4,11 @@
  * prompt for the agent's questions. stdout is left to the outcome (./outcome.ts).
  */
 import { createInterface } from 'node:readline/promises';
-import type { TaskBroker, TaskHandle } from '../../broker/broker.js';
+import type { TaskRun } from '../../client/tasks.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { neutralise, writeText } from '../terminal-text.js';
-import { describePartial, type ProgressLine } from './progress-line.js';
+import { describePartial } from '../../model/states.js';
+import type { ProgressLine } from './progress-line.js';
 
 export interface UpdateViewOptions {
   /** The TTY status line; undefined without a TTY or with `--json`. */
@@ -19,7 +20,7 @@ export interface UpdateViewOptions {
 }
 
 /** Shows every update of `task` until unsubscribed. */
-export function showUpdates(broker: TaskBroker, task: TaskHandle, options: UpdateViewOptions): () => void {
+export function showUpdates(task: TaskRun, options: UpdateViewOptions): () => void {
   const { line, verbose, json, askTimeoutMs } = options;
   /** A whole line on stderr, above the status line when there is one. */
   const print = (text: string) => (line ? line.print(text) : writeText(process.stderr, text + '\n'));
@@ -35,7 +36,7 @@ export function showUpdates(broker: TaskBroker, task: TaskHandle, options: Updat
       const message = `attempt ${update.attempt} failed: ${task.snapshot().message ?? ''}; retrying`;
       if (line || !json) print(message);
     }
-    if (update.kind === 'ask') void answerQuestion(broker, task.id, line, askTimeoutMs);
+    if (update.kind === 'ask') void answerQuestion(task, line, askTimeoutMs);
   });
 }
 
@@ -48,15 +49,16 @@ function progressText(update: TaskUpdate): string {
  * Prompts on the terminal for a question the agent asked. Without a TTY nobody can answer here: say at
  * once how long the question waits and how to answer it from elsewhere.
  */
-async function answerQuestion(broker: TaskBroker, taskId: string, line: ProgressLine | undefined, askTimeoutMs: number): Promise<void> {
-  const question = broker.get(taskId)?.pendingQuestion;
+async function answerQuestion(task: TaskRun, line: ProgressLine | undefined, askTimeoutMs: number): Promise<void> {
+  const question = task.snapshot().pendingQuestion;
   if (!question) return;
   if (!process.stdin.isTTY) {
-    process.stderr.write(unansweredNotice(taskId, question.question, question.choices, askTimeoutMs) + '\n');
+    process.stderr.write(unansweredNotice(task.id, question.question, question.choices, askTimeoutMs) + '\n');
     return;
   }
   const answer = await askOnTerminal(question, line, 'no terminal to answer on; it will time out');
-  if (answer !== undefined) broker.answer(taskId, question.askId, answer);
+  if (answer !== undefined)
+    await task.answer(question.askId, answer).catch((error: Error) => writeText(process.stderr, `${error.message}\n`));
 }
 
 /**

@@ -1,10 +1,13 @@
 /**
- * `POST /api/follow` on the control endpoint: submit a task and stream every change of it as NDJSON
- * `TaskFeedEvent` lines (not coalesced), ending after its `exited` update. For front-ends in other
- * processes that relay a task's output as it comes: the gateway's streamed answers.
+ * A task's own stream on the control endpoint, as NDJSON `TaskFeedEvent` lines (not coalesced, in
+ * order), ending after its `exited` update. For front-ends in other processes that follow a task
+ * through the seam (src/client/tasks.ts): `run`, `wait`, `logs -f`, MCP, the gateway.
  *
- * The submission is attached to its connection: when the front-end goes away (closed, crashed)
- * before the task ended, the hub cancels the task — nobody is left to hear its answer.
+ * - `POST /api/follow` submits a task and streams it. The submission is attached to its connection:
+ *   when the front-end goes away (closed, crashed, killed) before the task ended, the hub cancels
+ *   the task — nobody is left to hear its answer.
+ * - `GET /api/follow/<id>` streams an existing task (not attached: closing it stops the watching
+ *   only); a task that has already ended gets its picture, then the stream ends.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskFeedEvent } from '../../bridge/contract.js';
@@ -14,28 +17,67 @@ import { isFinished } from '../../model/task.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { readJsonBody, REFUSED } from '../http/api.js';
 import { sendJson } from '../http/responses.js';
+import { MAX_SUBMIT_BYTES } from '../../bridge/limits.js';
 
 /** A front-end this far behind on its task's stream is cut off (it sees the stream break). */
 const MAX_FOLLOW_BACKLOG_BYTES = 8 * 1024 * 1024;
 
 const FRONT_END_GONE = 'the front-end that started it went away';
 
-export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = await readJsonBody(req, res);
-  if (body === REFUSED) return;
+/** Writes feed events as NDJSON on `res` until `exited` (or `endNow`); `stop` is called once it ended. */
+function feedWriter(res: ServerResponse, stop: () => void): { write(event: TaskFeedEvent): void; readonly ended: boolean } {
   let ended = false;
-  let following: { id: string; stop(): void } | undefined;
-  const write = (event: TaskFeedEvent): void => {
-    if (ended) return;
-    if (res.writableLength > MAX_FOLLOW_BACKLOG_BYTES) return void res.destroy();
-    if (!res.headersSent) res.writeHead(200, { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store' });
-    res.write(JSON.stringify(event) + '\n');
-    if (event.update?.kind === 'exited') {
-      ended = true;
-      following?.stop();
-      res.end();
-    }
+  let largest = 0;
+  const end = (): void => {
+    ended = true;
+    stop();
+    res.end();
   };
+  return {
+    get ended() {
+      return ended;
+    },
+    write(event) {
+      if (ended) return;
+      // A big result or partial is one line the reader takes in its stride: the backlog allowed grows with it.
+      if (res.writableLength > MAX_FOLLOW_BACKLOG_BYTES + largest) return void res.destroy();
+      if (!res.headersSent) res.writeHead(200, { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store' });
+      const line = JSON.stringify(event) + '\n';
+      largest = Math.max(largest, line.length);
+      res.write(line);
+      if (event.update?.kind === 'exited' || (!event.update && isFinished(event.task.state))) end();
+    },
+  };
+}
+
+export async function handleWatch(bridge: BrokerBridge, id: string, res: ServerResponse): Promise<void> {
+  let watching: { stop(): void } | undefined;
+  let stopped = false;
+  const stop = (): void => {
+    stopped = true;
+    watching?.stop();
+  };
+  const feed = feedWriter(res, stop);
+  try {
+    watching = bridge.watch(id, (event) => feed.write(event));
+  } catch (error) {
+    const refusal = toErrorBody(error);
+    return sendJson(res, HTTP_STATUS[refusal.error.code], refusal);
+  }
+  if (stopped) watching.stop();
+  res.on('close', stop);
+}
+
+export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readJsonBody(req, res, MAX_SUBMIT_BYTES);
+  if (body === REFUSED) return;
+  let following: { id: string; stop(): void } | undefined;
+  let ended = false;
+  const feed = feedWriter(res, () => {
+    ended = true;
+    following?.stop();
+  });
+  const write = (event: TaskFeedEvent): void => feed.write(event);
   try {
     following = bridge.follow(checkSubmitRequest(body), write);
   } catch (error) {

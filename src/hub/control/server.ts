@@ -13,7 +13,7 @@ import { handleApi } from '../http/api.js';
 import { sendError } from '../http/responses.js';
 import { EventStreams } from '../headless/event-stream.js';
 import type { BrokerBridge } from '../broker-bridge.js';
-import { handleFollow } from './follow.js';
+import { handleFollow, handleWatch } from './follow.js';
 import { claimEndpoint, preparePrivateDir } from './endpoint.js';
 
 export { HubRunningError } from './endpoint.js';
@@ -66,6 +66,9 @@ async function handle(bridge: BrokerBridge, streams: EventStreams, req: Incoming
   const pathname = new URL(req.url ?? '/', 'http://hub').pathname;
   if (pathname === EVENTS_PATH && req.method === 'GET') return streams.open(req, res);
   if (pathname === FOLLOW_PATH && req.method === 'POST') return handleFollow(bridge, req, res);
+  if (pathname.startsWith(FOLLOW_PATH + '/') && req.method === 'GET') {
+    return handleWatch(bridge, decodeURIComponent(pathname.slice(FOLLOW_PATH.length + 1)), res);
+  }
   if (pathname.startsWith(API_PREFIX)) return handleApi(bridge, req, res, pathname);
   sendError(res, 404, 'not_found', `No route ${req.method} ${pathname}`);
 }

@@ -7,10 +7,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
 import { parseRequest } from '../../bridge/http-routes.js';
-import { MAX_BODY_BYTES, readBody, sendError, sendJson } from './responses.js';
+import { formatLimit, MAX_SUBMIT_BYTES } from '../../bridge/limits.js';
+import { readBody, sendError, sendJson } from './responses.js';
 
 export async function handleApi(bridge: BackchannelBridge, req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
-  const body = await readJsonBody(req, res);
+  const body = await readJsonBody(req, res, MAX_SUBMIT_BYTES);
   if (body === REFUSED) return;
   const call = parseRequest(req.method ?? 'GET', pathname, body);
   if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
@@ -26,12 +27,12 @@ export const REFUSED = Symbol('refused');
  * The JSON body of a POST or PUT (undefined when empty or another verb), or `REFUSED` after
  * answering 413 (too big), 415 (not JSON) or 400 (malformed).
  */
-export async function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<unknown> {
   if (req.method !== 'POST' && req.method !== 'PUT') return undefined;
   const type = req.headers['content-type'] ?? '';
-  const raw = await readBody(req);
+  const raw = await readBody(req, maxBytes);
   if (raw === undefined) {
-    sendError(res, 413, 'invalid_request', `Request body over ${MAX_BODY_BYTES} bytes`);
+    sendError(res, 413, 'invalid_request', `The request is over the ${formatLimit(maxBytes)} limit of one submission`);
     return REFUSED;
   }
   if (raw.length === 0) return undefined;

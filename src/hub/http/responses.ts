@@ -2,18 +2,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BridgeErrorCode } from '../../bridge/calls.js';
 
-/** A request body over this is refused (413). */
-export const MAX_BODY_BYTES = 1024 * 1024;
-
-/** The body, or undefined when it is over `MAX_BODY_BYTES`. */
-export function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/** The body, or undefined when it is over `maxBytes`. */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooBig = false;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) tooBig = true;
+      if (size > maxBytes) tooBig = true;
       else chunks.push(chunk);
     });
     req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks)));

@@ -1,0 +1,40 @@
+/**
+ * The one "no hub" policy, for every front-end (README, "One hub"):
+ *
+ * - a hub runs (the desktop app, `serve`, or an `mcp` that became it): tasks go to it;
+ * - none runs: the front-end's tasks run in a broker of its own process, privately (not in a panel
+ *   or the shared history) — `run`, the gateway. A front-end whose tasks must outlive its own
+ *   requests (MCP: a client comes back for a task's result) starts the hub itself instead, and the
+ *   others find it (./become-hub is that front-end's business: `mcp`).
+ * - `--local` (or options only a broker of one's own can have) skips the hub.
+ */
+import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
+import { findHub } from './discover.js';
+import { HubTasks } from './hub-tasks.js';
+import { localTasks, type TaskService } from './tasks.js';
+
+export interface OpenTasksOptions {
+  /** Run in this process even when a hub runs. */
+  local?: boolean;
+  /** The private broker's options, when one is made. */
+  broker?: BrokerOptions;
+}
+
+export interface OpenedTasks {
+  tasks: TaskService;
+  /** The private broker, when the tasks run in this process. */
+  broker: TaskBroker | undefined;
+  /** Lets go of the hub, or closes the private broker (its tasks' processes gone). */
+  close(): Promise<void>;
+}
+
+export async function openTasks(options: OpenTasksOptions = {}): Promise<OpenedTasks> {
+  const hub = options.local ? undefined : await findHub();
+  if (hub) {
+    const tasks = new HubTasks(hub, () => findHub());
+    return { tasks, broker: undefined, close: () => tasks.close() };
+  }
+  const broker = new TaskBroker(options.broker);
+  await broker.ready;
+  return { tasks: localTasks(broker), broker, close: () => broker.close() };
+}
