@@ -77,12 +77,12 @@ function uidTag(): string {
 }
 
 /** The lock's path, and the directory its temporary names go in (the same file system, for link and rename). */
-export function lockPathOf(dir: string): { path: string; dir: string } {
+export function lockPathOf(dir: string, outside = false): { path: string; dir: string } {
   const hash = () => createHash('sha256').update(keyOf(dir)).digest('hex').slice(0, 32);
   if (IS_WINDOWS) return { path: `\\\\.\\pipe\\backchannel-lock-${hash()}`, dir: '' };
   const inDir = path.join(dir, LOCK_FILE);
   // The temporary name ".broker.lock-<8 hex>" is the longer one.
-  if (Buffer.byteLength(inDir) + 10 <= MAX_SOCKET_PATH_BYTES) return { path: inDir, dir };
+  if (!outside && Buffer.byteLength(inDir) + 10 <= MAX_SOCKET_PATH_BYTES) return { path: inDir, dir };
   const short = path.join('/tmp', `bc-locks-${uidTag()}`);
   return { path: path.join(short, `${hash()}.lock`), dir: short };
 }
@@ -175,15 +175,29 @@ function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
+/** A data directory the lock cannot be created in (a read-only disk, which still serves its history). */
+const UNWRITABLE = new Set(['EROFS', 'EACCES', 'EPERM']);
+
 async function takeSocket(dataDir: string, recheckMs: number): Promise<Holding> {
-  const where = lockPathOf(dataDir);
+  let where = lockPathOf(dataDir);
   if (where.dir !== dataDir) ensureShortDir(where.dir);
   const sleep = () => new Promise((resolve) => setTimeout(resolve, recheckMs));
   for (let round = 0; round < 5; round++) {
     const info: LockHolder = { pid: process.pid };
     const server = lockServer(info);
     const temp = path.join(where.dir, `.${LOCK_FILE}-${randomBytes(4).toString('hex')}`);
-    await listen(server, temp);
+    try {
+      await listen(server, temp);
+    } catch (error) {
+      if (where.dir !== dataDir || !UNWRITABLE.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+      // A broker that locked it while it was writable still holds it there.
+      const inDir = await probeLock(where.path);
+      if (inDir.state === 'live') throw inUse(dataDir, inDir.holder);
+      where = lockPathOf(dataDir, true);
+      ensureShortDir(where.dir);
+      round -= 1;
+      continue;
+    }
     chmodSync(temp, 0o600);
     const ino = lstatSync(temp).ino;
     const holding: Holding = { server, path: where.path, ino, info, handedOver: false };
@@ -303,8 +317,11 @@ function parseHolder(text: string): LockHolder | undefined {
  * changes nothing (a stale lock is left for the next broker).
  */
 export async function readLockHolder(dir: string): Promise<LockHolder | undefined> {
-  const where = lockPathOf(dir).path;
-  if (!IS_WINDOWS && lstatSync(where, { throwIfNoEntry: false }) === undefined) return undefined;
-  const probe = await probeLock(where);
-  return probe.state === 'live' ? (probe.holder ?? {}) : undefined;
+  // In the directory, else where a broker on a read-only disk (or a long path) put it.
+  for (const where of new Set([lockPathOf(dir).path, lockPathOf(dir, true).path])) {
+    if (!IS_WINDOWS && lstatSync(where, { throwIfNoEntry: false }) === undefined) continue;
+    const probe = await probeLock(where);
+    if (probe.state === 'live') return probe.holder ?? {};
+  }
+  return undefined;
 }

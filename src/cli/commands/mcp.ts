@@ -14,6 +14,9 @@ tools to start background sub-agents and collect their results later, and MCP Ta
 When a hub runs (the desktop app or \`backchannel serve\`), tasks go to it and show in its panel;
 otherwise this process runs a broker of its own (history in the usual data directory) and serves
 the control endpoint itself, so \`backchannel tasks\` and other MCP sessions see the same tasks.
+The hub is found through the data directory (HOME or XDG_STATE_HOME), so an MCP host that starts
+this with a bare environment still reaches it; a data directory another broker holds is never
+opened a second time.
 Set-up for each client: docs/mcp.md.
 
 Options:
@@ -23,7 +26,13 @@ export const command: CliCommand = {
   async run(argv) {
     const parsed = parseCommandLine('mcp', argv, {}, HELP);
     if (typeof parsed === 'number') return parsed;
-    const own = await ownOrHubBridge();
+    let own: { bridge: BackchannelBridge; close(): Promise<void> };
+    try {
+      own = await ownOrHubBridge();
+    } catch (error) {
+      process.stderr.write(`backchannel mcp: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
     const mcp = createMcpServer(own.bridge, readOwnVersion());
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
@@ -39,7 +48,11 @@ export const command: CliCommand = {
   },
 };
 
-/** The hub's bridge, or a headless hub of our own (broker + control endpoint, no printed URL). */
+/**
+ * The hub's bridge, or a headless hub of our own (broker + control endpoint, no printed URL) — only
+ * when this process can take the data directory's lock; a directory held by a broker whose hub
+ * cannot be reached is refused with its holder's pid (data_dir_in_use), never opened twice.
+ */
 async function ownOrHubBridge(): Promise<{ bridge: BackchannelBridge; close(): Promise<void> }> {
   const hub = await findHub();
   if (hub) return { bridge: hub, close: async () => hub.close() };
@@ -48,9 +61,13 @@ async function ownOrHubBridge(): Promise<{ bridge: BackchannelBridge; close(): P
     const headless = await startHeadless({ consoleLevel: false });
     return { bridge: headless.bridge, close: () => headless.close() };
   } catch (error) {
-    // Another hub started meanwhile: use it.
-    const late = await findHub();
-    if (late) return { bridge: late, close: async () => late.close() };
-    throw error;
+    // Another hub started meanwhile: use it. One that holds the data directory may not listen yet.
+    const deadline = Date.now() + ((error as { code?: unknown }).code === 'data_dir_in_use' ? 3000 : 0);
+    for (;;) {
+      const late = await findHub();
+      if (late) return { bridge: late, close: async () => late.close() };
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 }

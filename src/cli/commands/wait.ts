@@ -22,11 +22,12 @@ export const command = taskCommand({
   async run({ line, open, id }) {
     const taskId = await id();
     const { task } = await open.bridge.getTask(taskId);
-    if (isFinished(task.state)) return printSnapshotOutcome(task, line.values.json === true);
+    // Without a hub an interrupted task is not settled yet: the next hub may still recover its result.
+    if (isFinished(task.state) && (open.hub || task.state !== 'interrupted')) return printSnapshotOutcome(task, line.values.json === true, open.bridge);
     if (!open.hub) {
-      process.stderr.write(`backchannel wait: ${NO_HUB}\n`);
+      process.stderr.write(`backchannel wait: task ${taskId} has not finished (${task.state} in the history on disk); ${NO_HUB}\n`);
       return EXIT.failed;
     }
-    return printSnapshotOutcome(await followTask(open.hub, taskId), line.values.json === true);
+    return printSnapshotOutcome(await followTask(open.hub, taskId), line.values.json === true, open.bridge);
   },
 });

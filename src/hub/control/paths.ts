@@ -1,25 +1,53 @@
 /**
- * Where the hub's control endpoint lives, for the hub and every client. One rule, in this order:
- *   1. `BACKCHANNEL_CONTROL` (a socket path) — tests and unusual set-ups;
+ * Where the hub's control endpoint lives, for the hub and every client. Derived from the data
+ * directory, never from the runtime directory: an MCP host starts `backchannel mcp` with a bare
+ * environment (HOME, PATH, USER, … — no XDG_RUNTIME_DIR), and a client that looked for the hub in a
+ * different place than the hub listens in became a second broker on the same history. One rule:
+ *   1. `BACKCHANNEL_CONTROL` (a socket path), when set — explicit, for hub and clients alike;
  *   2. a hub given its own data directory (`serve --data-dir`) listens in it, so two hubs with two
  *      histories never collide;
- *   3. `$XDG_RUNTIME_DIR/backchannel/control.sock` — private, per user, cleared at logout;
- *   4. else the state directory (`~/.local/state/backchannel/control.sock`).
- * On Windows a named pipe per user.
+ *   3. else the default data directory: `$XDG_STATE_HOME/backchannel/control.sock`, else
+ *      `~/.local/state/backchannel/control.sock` (HOME, or the password database without it);
+ *   4. a path past the Unix socket limit (107 bytes on Linux, 103 on macOS) becomes
+ *      `/tmp/backchannel-control-<uid>/<hash of the directory>.sock`, computed alike on both sides.
+ * On Windows a named pipe per user. Clients also ask the socket of hubs of earlier versions
+ * (`$XDG_RUNTIME_DIR/backchannel/control.sock`) and, through the data directory's lock, a hub whose
+ * endpoint is elsewhere (see ../../client/discover.ts).
  */
+import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { MAX_SOCKET_PATH_BYTES } from '../../broker/transport/endpoint.js';
 import { defaultDataDir } from '../paths.js';
 
 export const CONTROL_ENV = 'BACKCHANNEL_CONTROL';
 export const CONTROL_SOCKET_NAME = 'control.sock';
 
+/** The socket a hub listens on (with `dataDir` when it was given one), and clients look for first. */
 export function controlSocketPath(env: NodeJS.ProcessEnv = process.env, dataDir?: string): string {
   const explicit = env[CONTROL_ENV];
   if (explicit) return explicit;
   if (process.platform === 'win32') return `\\\\.\\pipe\\backchannel-${userInfo().username}`;
-  if (dataDir) return join(dataDir, CONTROL_SOCKET_NAME);
+  return endpointIn(dataDir ?? defaultDataDir(env));
+}
+
+/** `<dir>/control.sock`, or its short stand-in when that passes the socket path limit. */
+export function endpointIn(dir: string): string {
+  const inDir = join(dir, CONTROL_SOCKET_NAME);
+  if (Buffer.byteLength(inDir) <= MAX_SOCKET_PATH_BYTES) return inDir;
+  const hash = createHash('sha256').update(resolve(dir)).digest('hex').slice(0, 32);
+  const uid = typeof process.getuid === 'function' ? String(process.getuid()) : userInfo().username;
+  return join('/tmp', `backchannel-control-${uid}`, `${hash}.sock`);
+}
+
+/**
+ * Where a client looks for the hub, in order: the hub's path (above), then the runtime directory
+ * where hubs before this rule listened. Only the explicit path when `BACKCHANNEL_CONTROL` is set.
+ */
+export function controlSocketCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
+  const first = controlSocketPath(env);
+  if (env[CONTROL_ENV] || process.platform === 'win32') return [first];
   const runtime = env.XDG_RUNTIME_DIR;
-  if (runtime && runtime.startsWith('/')) return join(runtime, 'backchannel', CONTROL_SOCKET_NAME);
-  return join(defaultDataDir(env), CONTROL_SOCKET_NAME);
+  const legacy = runtime && runtime.startsWith('/') ? join(runtime, 'backchannel', CONTROL_SOCKET_NAME) : undefined;
+  return legacy && legacy !== first ? [first, legacy] : [first];
 }

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { TaskBroker, type BrokerOptions } from '../../broker/broker.js';
 import { createHeadlessLogger, type Logger } from '../../broker/log.js';
 import { ensureDataDir } from '../../broker/history/data-dir.js';
+import { lockDataDir } from '../../broker/history/data-dir-lock.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
 import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
@@ -58,19 +59,37 @@ export interface Headless {
 
 export async function startHeadless(options: HeadlessOptions = {}): Promise<Headless> {
   const dataDir = options.dataDir ?? defaultDataDir();
-  // The log gets the journal's rules: a directory of our own, and no symlink in place of the file.
-  ensureDataDir(dataDir);
-  ensureDataDir(join(dataDir, 'logs'), 'Log directory');
-  const logPath = join(dataDir, 'logs', 'backchannel.log');
-  if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
-    throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
+  // One broker per data directory, taken before anything here touches it (log, token, history): a
+  // second hub on it says who holds it and stops, and never writes there.
+  const lock = await lockDataDir(dataDir);
+  let broker: TaskBroker;
+  let logger: Logger;
+  let logPath: string;
+  let token: string;
+  try {
+    // The log gets the journal's rules: a directory of our own, and no symlink in place of the file.
+    ensureDataDir(join(dataDir, 'logs'), 'Log directory');
+    logPath = join(dataDir, 'logs', 'backchannel.log');
+    if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
+    }
+    token = panelToken({ dataDir, keep: options.keepToken });
+    logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
+    const queue = options.redis ? redisQueue(options.redis) : undefined;
+    // The broker takes the lock over (and releases it on close).
+    lock.handOver();
+    broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
+  } catch (error) {
+    await lock.release();
+    throw error;
   }
-  const token = panelToken({ dataDir, keep: options.keepToken });
-  const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
-  const queue = options.redis ? redisQueue(options.redis) : undefined;
-  const broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
   broker.on('warning', (message) => logger.warn(message));
-  await broker.ready;
+  try {
+    await broker.ready;
+  } catch (error) {
+    await broker.close();
+    throw error;
+  }
   const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));
   const bridge = createBrokerBridge(broker, {
     mode: 'headless',
@@ -84,6 +103,8 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   try {
     const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
     if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger });
+    // Who finds the data directory held learns where this hub listens (see client/discover.ts).
+    if (control) lock.advertise({ control: control.path });
     server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
   } catch (error) {
     await control?.close();

@@ -6,13 +6,14 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent, TaskFeedEvent } from '../../../src/bridge/contract.js';
 import { connectHub, HubLostError } from '../../../src/client/hub-client.js';
 import { HubRunningError, startControlServer } from '../../../src/hub/control/server.js';
 import { claimEndpoint, probeEndpoint } from '../../../src/hub/control/endpoint.js';
-import { controlSocketPath } from '../../../src/hub/control/paths.js';
+import { controlSocketCandidates, controlSocketPath } from '../../../src/hub/control/paths.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
 import { leaveStaleSocket } from '../../helpers/processes.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
@@ -160,11 +161,22 @@ describe('control endpoint', () => {
     }
   });
 
-  test('the path: BACKCHANNEL_CONTROL, else a given data dir, else $XDG_RUNTIME_DIR/backchannel, else the state dir', () => {
+  test('the path: BACKCHANNEL_CONTROL, else a given data dir, else the default data dir (XDG_STATE_HOME, else HOME) — never the runtime directory; a path past the socket limit becomes a short one in /tmp; clients also ask the old runtime-directory path', () => {
+    const home = os.homedir();
     expect(controlSocketPath({ BACKCHANNEL_CONTROL: '/x/c.sock' }, '/data')).toBe('/x/c.sock');
     expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' }, '/data')).toBe('/data/control.sock');
-    expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' })).toBe('/run/user/7/backchannel/control.sock');
+    expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' })).toBe(path.join(home, '.local/state/backchannel/control.sock'));
+    expect(controlSocketPath({})).toBe(path.join(home, '.local/state/backchannel/control.sock'));
     expect(controlSocketPath({ XDG_STATE_HOME: '/st' })).toBe('/st/backchannel/control.sock');
+    const deep = '/' + 'd'.repeat(120);
+    expect(controlSocketPath({}, deep)).toMatch(/^\/tmp\/backchannel-control-[^/]+\/[0-9a-f]{32}\.sock$/);
+    expect(Buffer.byteLength(controlSocketPath({}, deep))).toBeLessThanOrEqual(103);
+    expect(controlSocketCandidates({ XDG_STATE_HOME: '/st', XDG_RUNTIME_DIR: '/run/user/7' })).toEqual([
+      '/st/backchannel/control.sock',
+      '/run/user/7/backchannel/control.sock',
+    ]);
+    expect(controlSocketCandidates({ XDG_STATE_HOME: '/st' })).toEqual(['/st/backchannel/control.sock']);
+    expect(controlSocketCandidates({ BACKCHANNEL_CONTROL: '/x/c.sock', XDG_RUNTIME_DIR: '/run/user/7' })).toEqual(['/x/c.sock']);
   });
 
   const root = process.getuid?.() === 0;
