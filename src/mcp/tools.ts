@@ -4,7 +4,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
+import type { BackchannelBridge, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
 import type { HubClient } from '../client/hub-client.js';
 import { resolveTaskId } from '../client/task-ids.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
@@ -100,9 +100,7 @@ export function waitForTask(
       subscription.stop?.();
       reject(error);
     });
-    subscription.stop = bridge.subscribe((event) => {
-      const task = event.tasks.find((t) => t.id === id);
-      if (!task) return;
+    subscription.stop = watchTask(bridge, id, (task) => {
       latest = task;
       onChange?.(task);
       // A question needs the caller (answer_question): return it instead of waiting it out.
@@ -110,6 +108,22 @@ export function waitForTask(
     });
     if (done) subscription.stop();
   });
+}
+
+/** What both bridges an MCP server runs over (the hub's client, an own hub's) have: one task's own stream. */
+interface TaskWatching {
+  watch?(id: string, listener: (event: TaskFeedEvent) => void): { stop?(): void; close?(): void };
+}
+
+/**
+ * Calls `listener` with every picture of task `id` from the task's own stream (in order, not
+ * coalesced; never the panel's all-task stream); returns the function that stops it.
+ */
+function watchTask(bridge: BackchannelBridge, id: string, listener: (task: TaskSnapshot) => void): () => void {
+  const watching = bridge as BackchannelBridge & TaskWatching;
+  if (!watching.watch) throw new Error('This bridge cannot follow one task');
+  const stream = watching.watch(id, (event) => listener(event.task));
+  return () => (stream.close ? stream.close() : stream.stop?.());
 }
 
 export interface ToolContext {

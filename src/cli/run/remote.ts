@@ -1,16 +1,14 @@
 /**
  * The task commands' side of the hub: open it (or the history on disk), resolve an abbreviated id,
- * follow one task's snapshots until it ends, and print how it ended with `run`'s exit codes.
+ * follow one task on its own stream until it ends, and print how it ended with `run`'s exit codes.
  */
 import { writeText } from '../terminal-text.js';
-import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
+import type { BackchannelBridge } from '../../bridge/contract.js';
 import { findHub, HubLostError, openHistory, type HubClient } from '../../client/discover.js';
 import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { EXIT_BY_REASON, printFailureFields } from './outcome.js';
-import { describePartial } from '../../model/states.js';
-import type { ProgressLine } from './progress-line.js';
-import { askOnTerminal } from './updates.js';
+import { failureOf } from '../../model/states.js';
 
 export const NO_HUB = 'no Backchannel hub is running (start the desktop app or `backchannel serve`); this command needs one';
 
@@ -30,46 +28,34 @@ export async function openCommandBridge(options: { history: boolean }): Promise<
 }
 
 /**
- * Calls `onSnapshot` with each new picture of task `id` and resolves with its last one once it has
- * ended. Rejects with `HubLostError` when the hub goes away first.
+ * Calls `onSnapshot` with each picture of task `id`, from its own stream on the hub (in order, not
+ * coalesced), and resolves with its last one once it has ended. Rejects with `HubLostError` when the
+ * hub goes away first.
  */
-export function followTask(
-  bridge: BackchannelBridge & Partial<Pick<HubClient, 'onLost'>>,
-  id: string,
-  onSnapshot?: (task: TaskSnapshot) => void,
-): Promise<TaskSnapshot> {
-  return new Promise((resolve, reject) => {
-    const subscription: { stop?: () => void } = {};
-    let ended = false;
-    const stopLost = bridge.onLost?.((error: HubLostError) => finish(() => reject(error)));
-    const finish = (settle: () => void): void => {
-      if (ended) return;
-      ended = true;
-      stopLost?.();
-      subscription.stop?.();
-      settle();
-    };
-    subscription.stop = bridge.subscribe((event: BridgeEvent) => {
-      const task = event.tasks.find((t) => t.id === id);
-      if (!task) return;
-      onSnapshot?.(task);
-      if (isFinished(task.state)) finish(() => resolve(task));
-    });
-    if (ended) subscription.stop();
+export async function followTask(hub: HubClient, id: string, onSnapshot?: (task: TaskSnapshot) => void): Promise<TaskSnapshot> {
+  let last: TaskSnapshot | undefined;
+  const stream = hub.watch(id, ({ task }) => {
+    last = task;
+    onSnapshot?.(task);
   });
+  await stream.ended;
+  if (!last || !isFinished(last.state)) throw new HubLostError(hub.path, "the task's stream ended before the task did");
+  return last;
 }
 
-/** Prints how a finished task ended (as `run` does) and returns the exit code. */
-export function printSnapshotOutcome(task: TaskSnapshot, json: boolean): number {
-  if (task.state === 'succeeded') {
-    const payload = task.result ?? null;
+/**
+ * Prints how a finished task ended (as `run` does) and returns the exit code. A big result, of which
+ * the snapshot holds only a summary, is fetched whole from `bridge`.
+ */
+export async function printSnapshotOutcome(task: TaskSnapshot, json: boolean, bridge?: BackchannelBridge): Promise<number> {
+  const failure = failureOf(task);
+  if (!failure) {
+    const payload = task.result ?? (task.resultSummary && bridge ? await bridge.taskResult(task.id) : null);
     writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
     return EXIT.ok;
   }
-  const reason = task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');
-  const message = task.message ?? `task ${task.state}`;
-  printFailureFields({ taskId: task.id, reason, message, payload: task.result, stderrTail: task.stderrTail }, json);
-  return EXIT_BY_REASON[reason];
+  printFailureFields({ taskId: task.id, ...failure, payload: task.result, stderrTail: task.stderrTail }, json);
+  return EXIT_BY_REASON[failure.reason];
 }
 
 /** Prints a task's log lines past the ones already printed; call it again on every change. */
@@ -99,18 +85,4 @@ export class LogPrinter {
 
 function sameLine(a: LogLine, b: LogLine): boolean {
   return a.time === b.time && a.text === b.text && a.stream === b.stream;
-}
-
-/** The status line's picture of a snapshot. */
-export function showSnapshot(line: ProgressLine | undefined, task: TaskSnapshot): void {
-  line?.update(task.state, task.progress, describePartial(task.lastPartial));
-}
-
-/** Asks a sub-agent's pending question on the terminal and sends the answer to the hub. */
-export async function promptAnswer(bridge: BackchannelBridge, task: TaskSnapshot, line: ProgressLine | undefined): Promise<void> {
-  const question = task.pendingQuestion;
-  if (!question) return;
-  const answer = await askOnTerminal(question, line, `answer with \`backchannel answer ${task.id} <text>\``);
-  if (answer === undefined) return;
-  await bridge.answer(task.id, question.askId, answer).catch((error: unknown) => process.stderr.write(`${(error as Error).message}\n`));
 }

@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { MAX_INPUT_BYTES, MAX_SUBMIT_BYTES } from '../../../src/bridge/limits.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
 
 let headless: TestHeadless;
@@ -161,10 +162,15 @@ describe('what is served', () => {
     expect(headless.url.startsWith(`http://127.0.0.1:${port}/?token=`)).toBe(true);
   });
 
-  test('an oversized body is refused', async () => {
-    const body = JSON.stringify({ command: 'node', input: 'x'.repeat(2 * 1024 * 1024) });
+  test('a body over the one submission limit is refused with a message naming it; the input limit is the same as run', async () => {
+    const body = JSON.stringify({ command: 'node', input: 'x'.repeat(MAX_SUBMIT_BYTES) });
     const reply = await request('/api/tasks', { method: 'POST', headers: withToken({ 'content-type': 'application/json' }), body });
     expect(reply.status).toBe(413);
+    expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining('68 MiB') } });
+    const overInput = JSON.stringify({ command: 'node', input: 'x'.repeat(MAX_INPUT_BYTES) });
+    const refused = await request('/api/tasks', { method: 'POST', headers: withToken({ 'content-type': 'application/json' }), body: overInput });
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body).error.message).toMatch(/over the 64 MiB limit/);
   });
 
   test('unknown API routes are 404 with the shared error shape', async () => {
