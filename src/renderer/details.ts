@@ -2,7 +2,7 @@
  * The details pane of one task. Sections rebuild only when their own input changes, so an open
  * JSON tree or a half-typed answer survives the many updates of a running task.
  */
-import type { LogLine, TaskSnapshot } from '../bridge/contract.js';
+import type { FinalPayload, LogLine, TaskSnapshot } from '../bridge/contract.js';
 import { appendAll, h, setText } from './dom.js';
 import {
   commandLine,
@@ -25,10 +25,24 @@ export interface DetailsActions {
   copy(text: string): void;
   /** Saves one attachment of the task's result as a file. */
   download(id: string, name: string): void;
+  /** Fetches a task's whole result when its snapshot carries only a summary (`taskResult`). */
+  loadResult(id: string): Promise<FinalPayload | null>;
+  /** Saves `text` as a file named `name`. */
+  saveText(name: string, text: string): void;
 }
 
 /** Lines of the task log shown (the broker bounds the log too). */
 const MAX_LOG_LINES = 500;
+/** A fetched result bigger than this is shown as text, cut at RESULT_TEXT_SHOWN: a tree of it would not help. */
+const LARGE_RESULT_BYTES = 1024 * 1024;
+/** Characters of a large result's JSON shown; Copy and Download have all of it. */
+const RESULT_TEXT_SHOWN = 64 * 1024;
+
+/** The whole result of the shown task, fetched because its snapshot carries only a summary. */
+type Fetched =
+  | { id: string; state: 'loading' }
+  | { id: string; state: 'done'; payload: FinalPayload | null }
+  | { id: string; state: 'error'; message: string };
 
 export class Details {
   readonly root: HTMLElement;
@@ -47,6 +61,7 @@ export class Details {
   private readonly log = h('pre', { class: 'log', attrs: { 'aria-label': 'Task log' }, tabIndex: 0 });
   private task: TaskSnapshot | undefined;
   private keys = unrendered();
+  private fetched: Fetched | undefined;
 
   constructor(private readonly actions: DetailsActions) {
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
@@ -77,6 +92,7 @@ export class Details {
   reset(): void {
     this.task = undefined;
     this.keys = unrendered();
+    this.fetched = undefined;
   }
 
   show(task: TaskSnapshot, now: number): void {
@@ -204,6 +220,7 @@ export class Details {
   }
 
   private renderResult(task: TaskSnapshot): void {
+    if (task.resultSummary && !task.result) return this.renderFetchedResult(task, task.resultSummary);
     const finalData = task.result ? task.result.data : undefined;
     const hasFinal = task.result !== undefined && 'data' in task.result;
     const value = hasFinal ? finalData : task.lastPartial;
@@ -226,6 +243,81 @@ export class Details {
     if (attachments.length > 0) this.result.append(h('h4', { text: 'Attachments' }), this.attachmentList(task.id, attachments));
   }
 
+  /**
+   * A big result: its snapshot has only the summary, so the whole payload is fetched once
+   * (`loadResult`), with a loading state meanwhile. Above LARGE_RESULT_BYTES it shows as the first
+   * RESULT_TEXT_SHOWN characters of its JSON; Copy and Download take all of it.
+   */
+  private renderFetchedResult(task: TaskSnapshot, summary: NonNullable<TaskSnapshot['resultSummary']>): void {
+    if (this.fetched?.id !== task.id) this.fetchResult(task.id);
+    const fetched = this.fetched!;
+    const key = `${task.id}:fetched:${fetched.state}`;
+    if (key === this.keys.result) return;
+    this.keys.result = key;
+    this.result.replaceChildren();
+    this.result.hidden = false;
+    const size = formatBytes(summary.bytes);
+    const head = h('div', { class: 'section-head' }, [h('h3', { text: `Result data (${size})` })]);
+    this.result.append(head);
+    if (fetched.state === 'loading') {
+      this.result.append(
+        h('p', { class: 'result-loading', role: 'status', text: `Loading the whole result (${size})…` }),
+        h('pre', { class: 'result-preview', text: `${summary.preview}…`, tabIndex: 0 }),
+      );
+    } else if (fetched.state === 'error' || fetched.payload === null) {
+      const message = fetched.state === 'error' ? fetched.message : 'the result is no longer kept';
+      const again = h('button', { text: 'Try again', class: 'quiet', attrs: { type: 'button' } });
+      again.addEventListener('click', () => this.fetchResult(task.id, true));
+      this.result.append(
+        h('p', { class: 'result-error', text: `Could not load the result: ${message}` }),
+        h('pre', { class: 'result-preview', text: `${summary.preview}…`, tabIndex: 0 }),
+        again,
+      );
+    } else {
+      const value = fetched.payload.data;
+      let text: string | undefined;
+      const whole = (): string => (text ??= jsonText(value));
+      const copy = h('button', { text: 'Copy', class: 'quiet', attrs: { type: 'button', 'aria-label': 'Copy result data as JSON' } });
+      copy.addEventListener('click', () => this.actions.copy(whole()));
+      const download = h('button', {
+        text: 'Download',
+        class: 'quiet',
+        attrs: { type: 'button', 'aria-label': 'Download the whole result as JSON' },
+      });
+      download.addEventListener('click', () => this.actions.saveText(`result-${task.id}.json`, whole()));
+      head.append(h('span', { class: 'section-buttons' }, [copy, download]));
+      if (summary.bytes > LARGE_RESULT_BYTES) {
+        const shown = whole().slice(0, RESULT_TEXT_SHOWN);
+        this.result.append(
+          h('p', {
+            class: 'result-cut',
+            text: `Showing the first ${formatBytes(shown.length)} of ${size}; Copy or Download for the whole result.`,
+          }),
+          h('pre', { class: 'result-text', text: shown, tabIndex: 0 }),
+        );
+      } else {
+        this.result.append(jsonView(value));
+      }
+    }
+    const attachments = summary.attachments ?? [];
+    if (attachments.length > 0) this.result.append(h('h4', { text: 'Attachments' }), this.attachmentList(task.id, attachments));
+  }
+
+  private fetchResult(id: string, again = false): void {
+    if (!again && this.fetched?.id === id) return;
+    this.fetched = { id, state: 'loading' };
+    if (again && this.task?.id === id) this.renderResult(this.task);
+    const settle = (fetched: Fetched): void => {
+      if (this.fetched?.id !== id || this.task?.id !== id) return;
+      this.fetched = fetched;
+      this.renderResult(this.task);
+    };
+    this.actions.loadResult(id).then(
+      (payload) => settle({ id, state: 'done', payload }),
+      (error: unknown) => settle({ id, state: 'error', message: error instanceof Error ? error.message : String(error) }),
+    );
+  }
+
   /** Name, size and a Download button per attachment (the bytes are fetched only on click). */
   private attachmentList(taskId: string, attachments: { name: string; bytes: number }[]): HTMLElement {
     const list = h('ul', { class: 'attachments' });
@@ -240,7 +332,7 @@ export class Details {
   }
 
   private renderMeta(task: TaskSnapshot): void {
-    const meta = (task.result?.meta ?? {}) as Record<string, unknown>;
+    const meta = (task.result?.meta ?? task.resultSummary?.meta ?? {}) as Record<string, unknown>;
     const key = `${task.id}:${safeStringify(meta)}`;
     if (key === this.keys.meta) return;
     this.keys.meta = key;

@@ -56,6 +56,8 @@ const details = new Details({
   download: (id, name) => {
     bridge.attachment(id, name).then(saveFile, showError);
   },
+  loadResult: (id) => bridge.taskResult(id),
+  saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
 });
 detailsPane.append(details.root);
 const dialog = new NewTaskDialog(async (request) => {
@@ -267,10 +269,13 @@ function saveFile(file: AttachmentDownload): void {
   const binary = atob(file.base64);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  const url = URL.createObjectURL(
-    new Blob([bytes], { type: file.encoding === 'utf8' ? 'text/plain;charset=utf-8' : 'application/octet-stream' }),
-  );
-  const link = Object.assign(document.createElement('a'), { href: url, download: file.name });
+  saveBlob(file.name, new Blob([bytes], { type: file.encoding === 'utf8' ? 'text/plain;charset=utf-8' : 'application/octet-stream' }));
+}
+
+/** Hands `blob` to the browser as a file download named `name`. */
+function saveBlob(name: string, blob: Blob): void {
+  const url = URL.createObjectURL(blob);
+  const link = Object.assign(document.createElement('a'), { href: url, download: name });
   link.click();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }

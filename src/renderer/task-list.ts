@@ -283,7 +283,7 @@ function subline(task: TaskSnapshot, paused: boolean): string {
     if (data && typeof data === 'object' && typeof (data as Record<string, unknown>).summary === 'string') {
       bits.push(String((data as Record<string, unknown>).summary).slice(0, 200));
     }
-    const meta = task.result?.meta;
+    const meta = task.result?.meta ?? task.resultSummary?.meta;
     const model = modelName(meta);
     if (model) bits.push(model);
     const usage = meta?.token_usage;

@@ -78,7 +78,7 @@ describe('big results on disk', () => {
     bridge.close();
   });
 
-  test('a result under the threshold stays inline, in the snapshot, and no file is written', async () => {
+  test('a result under the threshold stays inline, in the snapshot, and no file is written; taskResult serves it too (and any result of an in-memory broker)', async () => {
     const dataDir = tempDir();
     const { broker } = createTestBroker({ dataDir });
     await broker.ready;
@@ -88,6 +88,13 @@ describe('big results on disk', () => {
     expect(broker.get(id)?.resultSummary).toBeUndefined();
     expect(await bridgeOf(broker).taskResult(id)).toEqual(withoutContent(payload));
     expect(resultFiles(dataDir)).toEqual([]);
+    // Without a data directory a big result stays inline too, as before.
+    const { broker: inMemory } = createTestBroker();
+    await inMemory.ready;
+    const big = await bigTask(inMemory, 200_000);
+    expect(inMemory.get(big.id)?.result).toEqual(withoutContent(big.payload));
+    expect(inMemory.get(big.id)?.resultSummary).toBeUndefined();
+    expect(await bridgeOf(inMemory).taskResult(big.id)).toEqual(withoutContent(big.payload));
   });
 
   test('a result file is removed when its task leaves history (historyLimit)', async () => {
@@ -156,13 +163,5 @@ describe('big results on disk', () => {
     const journal = readFileSync(path.join(dataDir, JOURNAL_FILE), 'utf8');
     const withResult = journal.split('\n').filter((line) => line.includes('"text":"abcdefghij'));
     expect(withResult).toHaveLength(1);
-  });
-
-  test('without a data directory a big result stays inline, as before', async () => {
-    const { broker } = createTestBroker();
-    await broker.ready;
-    const { id, payload } = await bigTask(broker, 200_000);
-    expect(broker.get(id)?.result).toEqual(withoutContent(payload));
-    expect(broker.get(id)?.resultSummary).toBeUndefined();
   });
 });
