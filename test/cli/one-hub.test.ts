@@ -84,7 +84,7 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 describe('one hub per data directory, found without the runtime directory', () => {
-  test('`backchannel mcp` with a bare environment (HOME, PATH) attaches to the hub serve started with XDG_RUNTIME_DIR: it lists and answers the hub task, which is never interrupted and succeeds; bare run, tasks and gateway find the hub too', async () => {
+  test('backchannel mcp with a bare environment (HOME, PATH) attaches to the hub serve started with XDG_RUNTIME_DIR: it lists and answers the hub task, which is never interrupted and succeeds; bare run, tasks and gateway find the hub too', async () => {
     const h = home();
     const hub = await serve(h);
     expect(lstatSync(path.join(h.dataDir, 'control.sock')).isSocket()).toBe(true);
@@ -141,7 +141,7 @@ describe('one hub per data directory, found without the runtime directory', () =
     expect(await tasksOf(h.bare)).toEqual([]);
   });
 
-  test('`backchannel mcp` on a data directory a broker without a hub holds refuses with the holder pid (never a second broker); once that broker is SIGKILLed, mcp becomes the hub and bare clients find it', async () => {
+  test('backchannel mcp on a data directory a broker without a hub holds refuses with the holder pid (never a second broker); once that broker is SIGKILLed, mcp becomes the hub and bare clients find it', async () => {
     const h = home();
     mkdirSync(h.dataDir, { recursive: true, mode: 0o700 });
     chmodSync(h.dataDir, 0o700);

@@ -19,7 +19,7 @@ function dirs(): { dir: string; dataDir: string; ipcDir: string } {
 }
 
 describe('one broker per data directory', () => {
-  test("a second broker (another process) on a held data directory rejects `ready` with data_dir_in_use naming the directory and the holder's pid; the holder's running task is never interrupted nor killed, and succeeds", async () => {
+  test("a second broker (another process) on a held data directory rejects ready with data_dir_in_use naming the directory and the holder's pid; the holder's running task is never interrupted nor killed, and succeeds", async () => {
     const { dataDir, ipcDir } = dirs();
     const holder = await BrokerHost.start({ dataDir, ipcDir });
     const id = await holder.submit({ command: TICKS, input: { ticks: 25 }, label: 'held' });
