@@ -18,6 +18,7 @@ const MODULES = [
   { name: 'round-trip', title: 'Round trip' },
   { name: 'many-tasks', title: 'Many tasks' },
   { name: 'panel', title: 'Panel under load' },
+  { name: 'big-history', title: 'Big history (results out of memory)' },
 ];
 
 const args = process.argv.slice(2);

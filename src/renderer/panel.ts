@@ -124,7 +124,7 @@ function render(): void {
 function renderNow(): void {
   const now = Date.now();
   const dirty = everything ? undefined : changed;
-  list.render(tasks, dirty, now);
+  const missingRows = list.render(tasks, dirty, now);
   const selected = details.taskId ?? pendingOpen;
   if (selected) {
     const task = tasks.get(selected);
@@ -132,6 +132,11 @@ function renderNow(): void {
   }
   changed = new Set();
   everything = false;
+  if (missingRows) {
+    // A long history: the next frame builds the next rows (and looks at every task again).
+    everything = true;
+    scheduleRender();
+  }
   const counts = countsText(tasks.values());
   setText(countsEl, connected ? counts : 'Connecting…');
   document.title = `Backchannel — ${counts}`;

@@ -29,6 +29,12 @@ export interface TaskListActions {
   retry(id: string): void;
 }
 
+/**
+ * New rows built in one frame. A first screenful paints at once; a history of 1,000 tasks fills in
+ * over the next frames instead of holding the first paint for all of them (issue 22).
+ */
+const NEW_ROWS_PER_FRAME = 100;
+
 export class TaskList {
   private readonly rows = new Map<string, Row>();
   private order: string[] = [];
@@ -75,8 +81,12 @@ export class TaskList {
     });
   }
 
-  /** Brings the DOM in line with `tasks`; `changed` = ids whose snapshot changed (all when undefined). */
-  render(tasks: ReadonlyMap<string, TaskSnapshot>, changed: ReadonlySet<string> | undefined, now: number): void {
+  /**
+   * Brings the DOM in line with `tasks`; `changed` = ids whose snapshot changed (all when undefined).
+   * Builds at most NEW_ROWS_PER_FRAME new rows, top of the list first: returns true when rows are
+   * still missing (render again, with every task, in the next frame).
+   */
+  render(tasks: ReadonlyMap<string, TaskSnapshot>, changed: ReadonlySet<string> | undefined, now: number): boolean {
     for (const [id, row] of this.rows) {
       if (!tasks.has(id)) {
         this.observer.unobserve(row.el);
@@ -85,23 +95,33 @@ export class TaskList {
         this.offscreen.delete(id);
       }
     }
-    for (const task of tasks.values()) {
+    const sorted = [...tasks.values()].sort(compareTasks);
+    const order: string[] = [];
+    let budget = NEW_ROWS_PER_FRAME;
+    let missing = false;
+    for (const task of sorted) {
       let row = this.rows.get(task.id);
       if (!row) {
+        if (budget === 0) {
+          missing = true;
+          continue;
+        }
+        budget -= 1;
         row = this.createRow(task.id);
         this.rows.set(task.id, row);
         this.observer.observe(row.el);
       }
+      order.push(task.id);
       row.latest = task;
       if (row.rendered === task || (changed && !changed.has(task.id))) continue;
       // Off-screen rows follow state changes (badge, order) but skip progress and time until they
       // scroll into view: with 200 live tasks that is most of the work saved.
       if (!this.offscreen.has(task.id) || !row.rendered || headlineChanged(row.rendered, task)) this.fillRow(row, task, now);
     }
-    const order = [...tasks.values()].sort(compareTasks).map((task) => task.id);
     this.reorder(order);
     if (this.focusedId === undefined || !this.rows.has(this.focusedId)) this.setRoving(order[0]);
     this.syncSelection();
+    return missing;
   }
 
   /** Once a second: elapsed time of active and queued tasks. */

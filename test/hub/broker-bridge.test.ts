@@ -9,7 +9,9 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
 import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
 import { fixture, makeBroker, waitFor } from '../helpers/core.js';
-import { demoRequest, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
+import { connectHub } from '../../src/client/hub-client.js';
+import { createHttpBridge } from '../../src/renderer/http-bridge.js';
+import { demoRequest, NodeEventSource, origin, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';
 
 let headless: TestHeadless | undefined;
 afterEach(async () => {
@@ -93,6 +95,41 @@ describe('removed', () => {
       expect((await bridge.listTasks()).map((task) => task.id)).toEqual([second.id]);
     } finally {
       bridge.close();
+    }
+  });
+});
+
+describe('big results', () => {
+  test('over the control endpoint and the panel HTTP bridge a 10 MB result is a summary in lists and events, and taskResult brings it whole', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-big-'));
+    const control = path.join(dir, 'run', 'control.sock');
+    headless = await startTestHeadless({ dir, control });
+    const hub = connectHub(control);
+    const http = createHttpBridge({
+      origin: origin(headless),
+      token: headless.url.split('token=')[1]!,
+      fetch,
+      EventSource: NodeEventSource,
+    });
+    try {
+      const { id } = await hub.submit({ command: fixture('big-result.mjs'), input: { bytes: 10 * 1024 * 1024 } });
+      const ended = await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'succeeded');
+      expect(ended.result).toBeUndefined();
+      expect(ended.resultSummary?.bytes).toBeGreaterThan(10 * 1024 * 1024);
+      expect(JSON.stringify(ended).length).toBeLessThan(4096);
+      const page = await hub.listTaskPage({});
+      expect(page.tasks.map((task) => task.id)).toEqual([id]);
+      expect(JSON.stringify(page).length).toBeLessThan(4096);
+      for (const bridge of [hub, http]) {
+        const whole = await bridge.taskResult(id);
+        expect((whole?.data as { text: string }).text.length).toBe(10 * 1024 * 1024);
+        expect(whole?.status).toBe('success');
+      }
+      await expect(hub.taskResult('no-such-task')).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      hub.close();
+      await headless.stop();
+      headless = undefined;
     }
   });
 });

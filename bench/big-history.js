@@ -1,0 +1,231 @@
+/**
+ * Big history (issue 22 item 4, results out of memory): a hub (`backchannel serve`, its own process)
+ * over 1,000 finished tasks of which 100 returned 10 MB, written straight into its data directory
+ * (bench/lib/history.js: the journal with summaries, the results in results/<id>.json). Measured:
+ * the hub's RSS after start and after serving lists and the panel, the first page of tasks (bytes
+ * and time), the whole list, the panel's first paint (headless Chromium), one whole 10 MB result.
+ * Baseline, same run: a hub over 1,000 tasks whose results are all small.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { log, REPO_DIR, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { writeHistory } from './lib/history.js';
+import { median } from './lib/stats.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+const TASKS = 1000;
+const BIG_EVERY = 10;
+const BIG_CHARS = 10 * 1024 * 1024;
+const MB = 1024 * 1024;
+
+main(async ({ quick }) => {
+  const runs = quick ? 3 : 7;
+  const dir = scratchDir();
+  log(`big history: writing ${TASKS} tasks, ${TASKS / BIG_EVERY} with 10 MB results`);
+  const bigDir = path.join(dir, 'big');
+  const ids = writeHistory(bigDir, { count: TASKS, big: (i) => (i % BIG_EVERY === 0 ? BIG_CHARS : 0) });
+  const smallDir = path.join(dir, 'small');
+  writeHistory(smallDir, { count: TASKS });
+
+  const big = await measureHub(bigDir, path.join(dir, 'ipc-big'), runs, ids[ids.length - BIG_EVERY]);
+  const small = await measureHub(smallDir, path.join(dir, 'ipc-small'), runs);
+  const same = 'baseline column = the same hub over 1,000 small results, same run';
+  return {
+    figure: 'big-history',
+    runs,
+    big,
+    small,
+    rows: [
+      row({
+        fig: 'BH',
+        name: 'Hub RSS, 1,000 tasks in history (100 × 10 MB results), after lists + panel',
+        unit: 'MB',
+        value: big.rssMb,
+        baseline: small.rssMb,
+        target: { op: '<=', ratio: 200 / small.rssMb },
+        detail: `target ≤ 200 MB; right after start ${big.rssStartMb.toFixed(0)} MB (small: ${small.rssStartMb.toFixed(0)}); peak ${big.peakMb.toFixed(0)} MB; ${same}`,
+      }),
+      row({
+        fig: 'BH',
+        name: 'First page of /api/tasks (200 tasks): bytes',
+        unit: 'MB',
+        value: big.pageBytes / MB,
+        baseline: small.pageBytes / MB,
+        target: { op: '<=', ratio: 1 / (small.pageBytes / MB) },
+        detail: `target ≤ 1 MB; the whole list (GET /api/tasks, 1,000 tasks): ${(big.listBytes / MB).toFixed(2)} MB; ${same}`,
+      }),
+      row({
+        fig: 'BH',
+        name: 'First page of /api/tasks (200 tasks): time p50',
+        unit: 'ms',
+        value: big.pageMs,
+        baseline: small.pageMs,
+        target: { op: '<=', ratio: 100 / small.pageMs },
+        detail: `target ≤ 100 ms; the whole list ${big.listMs.toFixed(0)} ms (small: ${small.listMs.toFixed(0)} ms); ${runs} runs; ${same}`,
+      }),
+      row({
+        fig: 'BH',
+        name: 'Panel first paint over that history (navigation → first task row)',
+        unit: 'ms',
+        value: big.paintMs,
+        baseline: small.paintMs,
+        target: { op: '<=', ratio: 500 / small.paintMs },
+        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium; all ${TASKS} rows after ${big.allRowsMs.toFixed(0)} ms; ${same}`,
+      }),
+      row({
+        fig: 'BH',
+        name: 'One whole 10 MB result on demand (GET /api/tasks/:id/result)',
+        unit: 'ms',
+        value: big.resultMs,
+        detail: `${(big.resultBytes / MB).toFixed(1)} MB of JSON, p50 of ${runs}; read from results/<id>.json, not kept in memory`,
+      }),
+    ],
+  };
+});
+
+async function measureHub(dataDir, ipcDir, runs, bigId) {
+  const hub = await startServe(dataDir, ipcDir);
+  try {
+    const rssStartMb = rssOf(hub.pid);
+    const pages = [];
+    const lists = [];
+    let pageBytes = 0;
+    let listBytes = 0;
+    for (let i = 0; i < runs; i++) {
+      const page = await timed(() => hub.api('POST', '/api/tasks/page', {}));
+      pages.push(page.ms);
+      pageBytes = page.bytes;
+      const list = await timed(() => hub.api('GET', '/api/tasks'));
+      lists.push(list.ms);
+      listBytes = list.bytes;
+    }
+    const paint = await panelPaint(hub.url, runs);
+    let resultMs;
+    let resultBytes;
+    if (bigId) {
+      const fetches = [];
+      for (let i = 0; i < runs; i++) {
+        const fetched = await timed(() => hub.api('GET', `/api/tasks/${bigId}/result`));
+        fetches.push(fetched.ms);
+        resultBytes = fetched.bytes;
+      }
+      resultMs = median(fetches);
+    }
+    // RSS once the transient buffers of those replies are collected (the hub does not keep them).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    return {
+      rssStartMb,
+      rssMb: rssOf(hub.pid),
+      peakMb: peakOf(hub.pid),
+      pageMs: median(pages),
+      pageBytes,
+      listMs: median(lists),
+      listBytes,
+      paintMs: paint.first,
+      allRowsMs: paint.all,
+      resultMs,
+      resultBytes,
+    };
+  } finally {
+    await hub.stop();
+  }
+}
+
+function rssOf(pid) {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+}
+
+function peakOf(pid) {
+  return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+}
+
+async function timed(call) {
+  const t0 = performance.now();
+  const text = await call();
+  return { ms: performance.now() - t0, bytes: Buffer.byteLength(text) };
+}
+
+async function panelPaint(url, runs) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  try {
+    const firsts = [];
+    const alls = [];
+    for (let i = 0; i < runs + 1; i++) {
+      const page = await browser.newPage();
+      const t0 = performance.now();
+      await page.goto(url, { waitUntil: 'commit' });
+      await page.waitForSelector('li.task', { timeout: 30_000 });
+      const first = performance.now() - t0;
+      await page.waitForFunction((n) => document.querySelectorAll('li.task').length >= n, TASKS, { timeout: 30_000 });
+      const all = performance.now() - t0;
+      await page.close();
+      // The first load also warms the browser: not counted.
+      if (i > 0) {
+        firsts.push(first);
+        alls.push(all);
+      }
+    }
+    return { first: median(firsts), all: median(alls) };
+  } finally {
+    await browser.close();
+  }
+}
+
+/** `backchannel serve` over `dataDir`, in its own process (its RSS is the hub's alone). */
+async function startServe(dataDir, ipcDir) {
+  const child = spawn(process.execPath, [path.join(REPO_DIR, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir], {
+    env: { ...process.env, CURSOR_IPC_DIR: ipcDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const match = /Backchannel panel: (http:\/\/\S+)/.exec(out);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+  });
+  const parsed = new URL(url);
+  const token = parsed.searchParams.get('token');
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  return {
+    url,
+    pid: child.pid,
+    api(method, route, body) {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      return new Promise((resolve, reject) => {
+        const req = http.request(
+          parsed.origin + route,
+          {
+            method,
+            agent: false,
+            headers: { 'x-backchannel-token': token, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+          },
+          (res) => {
+            const chunks = [];
+            res.on('data', (chunk) => chunks.push(chunk));
+            res.on('end', () => {
+              const text = Buffer.concat(chunks).toString('utf8');
+              if (res.statusCode >= 400) reject(new Error(`${method} ${route} → ${res.statusCode} ${text.slice(0, 200)}`));
+              else resolve(text);
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end(payload);
+      });
+    },
+    async stop() {
+      child.kill('SIGINT');
+      await exited;
+    },
+  };
+}
