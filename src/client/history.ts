@@ -9,6 +9,7 @@
  */
 import { BridgeError } from '../bridge/calls.js';
 import { Journal } from '../broker/history/journal.js';
+import { ResultStore } from '../broker/history/results.js';
 import { readInsights, Rollup } from '../broker/history/rollup.js';
 import { silentLogger } from '../broker/log.js';
 import type { TaskSnapshot } from '../model/task.js';
@@ -29,6 +30,8 @@ function historyView(dir: string): BrokerLike {
     .filter((task) => !rollup.counts(task.id))
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
   const byId = new Map(tasks.map((task) => [task.id, task]));
+  // A big result is kept whole in <dir>/results/<id>.json; reading it changes nothing.
+  const results = new ResultStore(dir, () => {});
   const refuse = (): never => {
     throw new BridgeError('conflict', READ_ONLY);
   };
@@ -39,6 +42,10 @@ function historyView(dir: string): BrokerLike {
       return task && structuredClone(task);
     },
     logOf: () => [],
+    result: (id) => {
+      const task = byId.get(id);
+      return task?.resultSummary ? results.read(id) : task?.result;
+    },
     insights: (query) => readInsights(dir, query),
     submit: refuse,
     retry: refuse,

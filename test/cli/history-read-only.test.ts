@@ -14,6 +14,9 @@ import { cli } from '../hub/control/hub-process.js';
 
 const DONE = '01900000-0000-7000-8000-00000000d0e1';
 const CUT = '01900000-0000-7000-8000-00000000c0e2';
+const BIG = '01900000-0000-7000-8000-00000000b0e3';
+/** A result over 64 KiB, which history keeps in results/<id>.json with a summary in the journal. */
+const BIG_RESULT = { task_id: BIG, status: 'success', data: { text: 'x'.repeat(70_000) } };
 
 /** A journal: one task that succeeded, one that was running when its broker was killed. */
 function journal(): string {
@@ -34,8 +37,18 @@ function journal(): string {
     counters: { malformed: 0, rejected: 0, ignored: 0 },
     result: { task_id: DONE, status: 'success', data: { answer: 42 } },
   };
+  const big = {
+    ...snapshot,
+    id: BIG,
+    label: 'big one',
+    createdAt: '2026-01-02T03:04:06.000Z',
+    result: undefined,
+    resultSummary: { bytes: JSON.stringify(BIG_RESULT).length, preview: '{"text":"xxx', status: 'success' },
+  };
   return (
     [
+      { e: 'queued', id: BIG, at: big.createdAt, spec: spec('big one'), maxAttempts: 1 },
+      { e: 'ended', id: BIG, at: big.endedAt, task: big },
       { e: 'queued', id: DONE, at, spec: spec('answers'), maxAttempts: 1 },
       { e: 'attempt', id: DONE, at, attempt: 1, pid: 4242 },
       { e: 'ended', id: DONE, at: snapshot.endedAt, task: snapshot },
@@ -65,6 +78,8 @@ describe('the history without a hub, read-only', () => {
     mkdirSync(ipcDir, { mode: 0o700 });
     const journalFile = path.join(dataDir, 'journal.ndjson');
     writeFileSync(journalFile, journal(), { mode: 0o600 });
+    mkdirSync(path.join(dataDir, 'results'), { mode: 0o700 });
+    writeFileSync(path.join(dataDir, 'results', `${BIG}.json`), JSON.stringify(BIG_RESULT), { mode: 0o600 });
     // What a killed hub leaves: its control socket, a task socket, and the spool file of its agent's result.
     await leaveStaleSocket(path.join(dataDir, 'control.sock'));
     await leaveStaleSocket(path.join(ipcDir, 'deadbeefdeadbeefdeadbeef.sock'));
@@ -84,12 +99,13 @@ describe('the history without a hub, read-only', () => {
     const table = await ok(['tasks']);
     expect(table).toMatch(
       new RegExp(
-        `^ID\\s+STATE\\s+PROGRESS\\s+CREATED\\s+LABEL\n${CUT}\\s+interrupted\\s+.*cut short\n${DONE}\\s+succeeded\\s+.*answers\n$`,
+        `^ID\\s+STATE\\s+PROGRESS\\s+CREATED\\s+LABEL\n${CUT}\\s+interrupted\\s+.*cut short\n${BIG}\\s+succeeded\\s+.*big one\n${DONE}\\s+succeeded\\s+.*answers\n$`,
       ),
     );
     const listed = JSON.parse(await ok(['tasks', '--json'])) as Array<{ id: string; state: string }>;
     expect(listed.map((t) => [t.id, t.state])).toEqual([
       [CUT, 'interrupted'],
+      [BIG, 'succeeded'],
       [DONE, 'succeeded'],
     ]);
     const shown = await ok(['show', DONE.slice(0, 33)]);
@@ -99,7 +115,9 @@ describe('the history without a hub, read-only', () => {
     expect(await ok(['logs', DONE])).toBe('');
     expect(JSON.parse(await ok(['wait', '--json', DONE]))).toEqual({ task_id: DONE, status: 'success', data: { answer: 42 } });
     expect(await ok(['wait', DONE])).toBe(JSON.stringify({ task_id: DONE, status: 'success', data: { answer: 42 } }, null, 2) + '\n');
-    expect(await ok(['stats'])).toMatch(/^agent\s+tasks\s+ok%.*\nagent\.mjs\s+1\s+100\.0\s+2\.5s/);
+    // A big result comes whole from results/<id>.json.
+    expect(JSON.parse(await ok(['wait', '--json', BIG]))).toEqual(BIG_RESULT);
+    expect(await ok(['stats'])).toMatch(/^agent\s+tasks\s+ok%.*\nagent\.mjs\s+2\s+100\.0\s+2\.5s/);
 
     // An unfinished task cannot be waited for without a hub: one clear line, exit 1.
     const unfinished = await cli(['wait', CUT], env);

@@ -23,7 +23,8 @@ export const command = taskCommand({
     const taskId = await id();
     const { task } = await open.bridge.getTask(taskId);
     // Without a hub an interrupted task is not settled yet: the next hub may still recover its result.
-    if (isFinished(task.state) && (open.hub || task.state !== 'interrupted')) return printSnapshotOutcome(task, line.values.json === true, open.bridge);
+    if (isFinished(task.state) && (open.hub || task.state !== 'interrupted'))
+      return printSnapshotOutcome(task, line.values.json === true, open.bridge);
     if (!open.hub) {
       process.stderr.write(`backchannel wait: task ${taskId} has not finished (${task.state} in the history on disk); ${NO_HUB}\n`);
       return EXIT.failed;
