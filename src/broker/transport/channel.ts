@@ -90,6 +90,10 @@ interface Connection {
   /** Bytes read since the connection last let the event loop go (see yieldTurn()). */
   unyielded: number;
   authTimer?: NodeJS.Timeout;
+  /** The peer sent its last byte (or reading failed after the last one): nothing more to read. */
+  inputEnded: boolean;
+  /** A write failed (the peer closed without reading): nothing more is written, reading goes on. */
+  writeFailed: boolean;
 }
 
 export class TaskChannel implements TaskEndpoint {
@@ -100,7 +104,7 @@ export class TaskChannel implements TaskEndpoint {
   private readonly drainWaiters = new Set<() => void>();
   private readonly tokenBytes: Buffer;
   private closed = false;
-  /** When a connection last delivered bytes (performance.now()), for drained(). */
+  /** When a connection was last accepted or delivered bytes (performance.now()), for drained(). */
   private lastByteAt = 0;
   /** Attachment bytes announced on this endpoint so far (bounded by `maxAttachmentBytes`). */
   private attachmentBytes = 0;
@@ -119,7 +123,8 @@ export class TaskChannel implements TaskEndpoint {
 
   /** Starts listening; resolves once the endpoint accepts connections (so the agent can be spawned). */
   async listen(): Promise<void> {
-    const server = createServer({ allowHalfOpen: false }, (socket) => this.accept(socket));
+    // Half-open: a connection's end of input does not end our side by itself (see endOfInput()).
+    const server = createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -150,26 +155,35 @@ export class TaskChannel implements TaskEndpoint {
    * connection still delivering is waited for — an agent that exited may leave a socket buffer of
    * lines that a busy broker takes seconds to read — but not past DRAIN_CAP_MS in all (a grandchild
    * that trickles bytes on an inherited connection must not hold the task open).
+   *
+   * Every judgement comes after a turn of the event loop with its I/O phase (see afterIo()): the
+   * agent's connection may still wait in the listen backlog when its exit is seen (a busy broker
+   * reaps the child in the same turn in which it connected, wrote and exited; "no connection" then
+   * failed tasks whose result was on its way), and a loop that was blocked is not quiet, it was deaf.
    */
   async drained(quietMs: number): Promise<void> {
-    if (this.connections.size === 0) return;
     const cap = performance.now() + DRAIN_CAP_MS;
-    await new Promise<void>((resolve) => {
-      const check = (): void => {
-        const now = performance.now();
-        const quietFor = now - this.lastByteAt;
-        if (quietFor >= quietMs || now >= cap) return finish();
-        timer = setTimeout(check, Math.min(quietMs - quietFor, cap - now));
-      };
-      let timer = setTimeout(check, quietMs);
-      const waiter = () => finish();
-      this.drainWaiters.add(waiter);
+    for (;;) {
+      await afterIo();
+      if (this.connections.size === 0) return;
+      const now = performance.now();
+      const quietFor = now - this.lastByteAt;
+      if (quietFor >= quietMs || now >= cap) return;
+      await this.closedOr(Math.min(quietMs - quietFor, cap - now));
+    }
+  }
+
+  /** Resolves after `ms`, or sooner once the last connection has closed. */
+  private closedOr(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
       const waiters = this.drainWaiters;
-      function finish() {
+      const finish = (): void => {
         clearTimeout(timer);
-        waiters.delete(waiter);
+        waiters.delete(finish);
         resolve();
-      }
+      };
+      const timer = setTimeout(finish, ms);
+      waiters.add(finish);
     });
   }
 
@@ -180,8 +194,7 @@ export class TaskChannel implements TaskEndpoint {
     for (const connection of this.connections) {
       clearTimeout(connection.authTimer);
       // Replies still waiting for their turn (write()) go out before the end.
-      const pending = connection.outbox.splice(0).join('');
-      if (pending && !connection.socket.destroyed && !connection.socket.writableEnded) connection.socket.write(pending);
+      this.flush(connection);
       connection.socket.end();
       // A peer that never reads must not keep us open.
       setTimeout(() => connection.socket.destroy(), 200).unref();
@@ -198,11 +211,14 @@ export class TaskChannel implements TaskEndpoint {
       socket.destroy();
       return;
     }
+    this.lastByteAt = performance.now();
     const connection: Connection = {
       socket,
       reply: (answer) => this.write(connection, encodeLine(answer)),
       outbox: [],
       unyielded: 0,
+      inputEnded: false,
+      writeFailed: false,
       authenticated: false,
       decoder: new LineDecoder(
         {
@@ -218,6 +234,7 @@ export class TaskChannel implements TaskEndpoint {
       socket.destroy();
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
+    this.keepReadingThroughErrors(connection);
     socket.on('data', (chunk: Buffer) => {
       this.lastByteAt = performance.now();
       connection.decoder.push(chunk);
@@ -225,17 +242,10 @@ export class TaskChannel implements TaskEndpoint {
       connection.unyielded += chunk.length;
       if (connection.unyielded >= YIELD_AFTER_BYTES && connection.decoder.rawPending === 0) this.yieldTurn(connection);
     });
-    socket.on('end', () => {
-      const raw = connection.decoder.rawPending;
-      if (raw > 0) this.handlers.problem('malformed', `connection closed with ${raw} bytes of an attachment still to come`);
-      const leftover = connection.decoder.buffered;
-      if (leftover > 0) {
-        this.handlers.problem('malformed', `connection closed mid-line (${leftover} bytes without a newline)`);
-        connection.decoder.end();
-      }
-    });
+    socket.on('end', () => this.endOfInput(connection));
     socket.on('error', () => {
-      // ECONNRESET and friends: the peer is gone; 'close' follows.
+      // The peer is gone; 'close' follows. (Read and write errors before the end of input never get
+      // here: see keepReadingThroughErrors().)
     });
     socket.on('close', () => {
       clearTimeout(connection.authTimer);
@@ -245,18 +255,81 @@ export class TaskChannel implements TaskEndpoint {
   }
 
   /**
-   * Writes on the next turn of the event loop, not now. A peer that wrote everything and closed
-   * without reading makes our write fail (EPIPE), and Node then destroys the socket with the rest of
-   * the peer's bytes still unread in the kernel. Deferred, the write comes after libuv has read what
-   * is buffered (the whole socket buffer, up to 2 MiB per turn), so every line the peer wrote is handled first.
+   * A peer that wrote everything and closed without reading makes our write fail (EPIPE, or
+   * ECONNRESET). Node then marks the whole stream errored and destroys it: it drops what it reads
+   * from then on, and closing the descriptor throws away every byte the peer wrote that is still
+   * unread in the kernel (with a burst over the 256 KiB read per turn: the rest of the burst and its
+   * success). Deferring our writes to the next turn only narrowed that race. So a failed write is
+   * taken here, before the stream sees it: it ends our writing, never our reading, and the
+   * connection is read to the end of its input before it is destroyed. A failed read comes after
+   * the last byte (the kernel returns what is queued first) and is taken as the end of input, so
+   * what the stream still holds is handled too.
    */
+  private keepReadingThroughErrors(connection: Connection): void {
+    const { socket } = connection;
+    const failed = (error: Error | null | undefined): void => {
+      if (error) this.writeFailed(connection);
+    };
+    const write = socket._write.bind(socket);
+    socket._write = (chunk, encoding, callback) =>
+      write(chunk, encoding, (error) => {
+        failed(error);
+        callback();
+      });
+    const writev = socket._writev?.bind(socket);
+    if (writev)
+      socket._writev = (chunks, callback) =>
+        writev(chunks, (error) => {
+          failed(error);
+          callback();
+        });
+    const destroy = socket.destroy.bind(socket);
+    socket.destroy = ((error?: Error) => {
+      if (error === undefined || connection.inputEnded || (error as NodeJS.ErrnoException).syscall !== 'read') return destroy(error);
+      connection.writeFailed = true;
+      socket.push(null);
+      return socket;
+    }) as Socket['destroy'];
+  }
+
+  /** Nobody reads what we write any more: stop writing, and close once the input is in. */
+  private writeFailed(connection: Connection): void {
+    connection.writeFailed = true;
+    connection.outbox.length = 0;
+    if (connection.inputEnded) connection.socket.destroy();
+  }
+
+  /**
+   * The peer's last byte is in: a cut line or attachment is reported, replies still waiting for
+   * their turn go out, and our side ends (a peer that half-closed still reads them: the ack to its
+   * result). After a failed write there is nobody to write to: the socket is destroyed.
+   */
+  private endOfInput(connection: Connection): void {
+    connection.inputEnded = true;
+    const raw = connection.decoder.rawPending;
+    if (raw > 0) this.handlers.problem('malformed', `connection closed with ${raw} bytes of an attachment still to come`);
+    const leftover = connection.decoder.buffered;
+    if (leftover > 0) {
+      this.handlers.problem('malformed', `connection closed mid-line (${leftover} bytes without a newline)`);
+      connection.decoder.end();
+    }
+    const { socket } = connection;
+    if (connection.writeFailed) return void socket.destroy();
+    this.flush(connection);
+    socket.end();
+  }
+
+  /** Writes on the next turn of the event loop, together with whatever else this turn replies. */
   private write(connection: Connection, line: string): void {
-    if (connection.outbox.push(line) > 1) return;
-    setImmediate(() => {
-      const { socket } = connection;
-      const lines = connection.outbox.splice(0);
-      if (!socket.destroyed && !socket.writableEnded) socket.write(lines.join(''));
-    });
+    if (connection.writeFailed || connection.outbox.push(line) > 1) return;
+    setImmediate(() => this.flush(connection));
+  }
+
+  /** Writes the replies waiting in the outbox, if there is still anyone to write to. */
+  private flush(connection: Connection): void {
+    const lines = connection.outbox.splice(0);
+    const { socket } = connection;
+    if (lines.length > 0 && !connection.writeFailed && !socket.destroyed && !socket.writableEnded) socket.write(lines.join(''));
   }
 
   /**
@@ -404,4 +477,13 @@ export class TaskChannel implements TaskEndpoint {
     else if (message.type === 'ask') this.handlers.ask(message, connection.reply);
     // hello: authentication was all it was for.
   }
+}
+
+/**
+ * Resolves after the event loop has been through its I/O phase at least once: the first immediate runs
+ * at the end of this turn (or the next), the second only after the next turn's poll, which accepts
+ * every connection waiting in a listen backlog and reads what the kernel holds for every socket being read.
+ */
+function afterIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
