@@ -99,6 +99,12 @@ module.exports = {
       '^src/(main|gateway|cli|renderer|preload|broker)/',
       'The MCP server is a front-end over the bridge (the hub, or a headless host).',
     ),
+    forbid(
+      'front-ends-through-the-seam',
+      '^src/(mcp|gateway/request-task|cli/run|cli/commands/(run|wait|logs|tasks|show|cancel|retry|answer|gateway))/?',
+      '^src/(broker/broker\\.ts$|hub/)',
+      'Front-ends start and follow tasks through the seam (src/client): never a broker or the hub directly.',
+    ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
     forbid(
       'cli-uses-the-sdk-entry',

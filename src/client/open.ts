@@ -11,7 +11,8 @@
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import { findHub } from './discover.js';
 import { HubTasks } from './hub-tasks.js';
-import { localTasks, type TaskService } from './tasks.js';
+import { localTasks } from './local-tasks.js';
+import type { TaskService } from './tasks.js';
 
 export interface OpenTasksOptions {
   /** Run in this process even when a hub runs. */
@@ -34,7 +35,7 @@ export async function openTasks(options: OpenTasksOptions = {}): Promise<OpenedT
     const tasks = new HubTasks(hub, () => findHub());
     return { tasks, broker: undefined, close: () => tasks.close() };
   }
+  // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
   const broker = new TaskBroker(options.broker);
-  await broker.ready;
   return { tasks: localTasks(broker), broker, close: () => broker.close() };
 }

@@ -36,6 +36,8 @@ export interface StartGatewayOptions {
    * gateway creates a broker with `concurrency: config.maxConcurrent` and closes it on `close()`.
    */
   broker?: TaskBroker;
+  /** The gateway closes `broker` on `close()` (it was opened for it). @default false */
+  ownsBroker?: boolean;
   /**
    * Run requests on the hub instead (the desktop app or `backchannel serve`): their tasks show in
    * its panel and history, and its environment and concurrency apply; the gateway still caps its
@@ -66,14 +68,14 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
   const { hub } = options;
-  const ownBroker = options.broker === undefined && hub === undefined;
+  const ownBroker = (options.broker === undefined || options.ownsBroker === true) && hub === undefined;
   // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
   const broker = hub
     ? undefined
     : (options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   const closeTasks = async (): Promise<void> => {
-    hub?.close();
+    await hub?.close();
     if (ownBroker) await broker?.close();
   };
   try {

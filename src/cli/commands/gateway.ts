@@ -73,16 +73,28 @@ export const command: CliCommand = {
 
     const { loadGatewayConfig, startGateway, gatewayBanner } = await import('../../gateway/index.js');
     const { createHeadlessLogger } = await import('../../broker/log.js');
-    const { findHub } = await import('../../client/discover.js');
-    const { HubTasks } = await import('../../gateway/request-task/index.js');
+    const { openTasks } = await import('../../client/open.js');
+    const { HubTasks } = await import('../../client/hub-tasks.js');
     let gateway;
-    let hub;
+    let hubPath: string | undefined;
     try {
       const config = values.config !== undefined ? loadGatewayConfig(values.config) : await gatewayConfigFromOneFile();
       if (port !== undefined) config.port = port;
-      const running = values.local ? undefined : await findHub();
-      hub = running && new HubTasks(running, () => findHub());
-      gateway = await startGateway({ config, logger: createHeadlessLogger({ console: 'info' }), ...(hub ? { hub } : {}) });
+      const logger = createHeadlessLogger({ console: 'info' });
+      // The one no-hub policy (src/client/open.ts); the private broker's agents get a minimal
+      // environment (config.envAllow), not the gateway's keys.
+      const opened = await openTasks({
+        local: values.local === true,
+        broker: { concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } },
+      });
+      const hub = opened.tasks instanceof HubTasks ? opened.tasks : undefined;
+      hubPath = hub?.path;
+      try {
+        gateway = await startGateway({ config, logger, ...(hub ? { hub } : { broker: opened.broker!, ownsBroker: true }) });
+      } catch (error) {
+        await opened.close();
+        throw error;
+      }
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
       const hint = e.code === 'EADDRINUSE' ? ' (another gateway running? pick another with --port)' : '';
@@ -90,7 +102,7 @@ export const command: CliCommand = {
       return EXIT.failed;
     }
     const stopped = runUntilSignal('gateway', 'running requests', () => gateway.close());
-    process.stdout.write(gatewayBanner(gateway, hub?.path));
+    process.stdout.write(gatewayBanner(gateway, hubPath));
     return stopped;
   },
 };

@@ -183,7 +183,7 @@ export const command: CliCommand = {
     if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
     // The agent starts from this terminal's environment wherever it runs (the broker's env rules apply).
     const spec: TaskSpec & { label: string } = { ...options.spec, baseEnv: callerEnvironment(), tags: { source: 'cli' } };
-    if (options.detach) return reportFailure(() => detach(spec, json));
+    if (options.detach) return reportFailure(() => detach(spec, json), json);
     // The broker flags shape a broker of our own: with them, the task runs here.
     const local = options.local || Object.values(flags).some((value) => value !== undefined);
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
@@ -209,16 +209,18 @@ export const command: CliCommand = {
       } finally {
         await opened.close();
       }
-    });
+    }, json);
   },
 };
 
-/** A refusal or a lost hub as one line on stderr (with `--json` one error object) and exit 1, never a stack. */
-async function reportFailure(run: () => Promise<number>): Promise<number> {
+/** A refusal or a lost hub as one line on stderr (with `--json` one error object on stdout) and exit 1, never a stack. */
+async function reportFailure(run: () => Promise<number>, json: boolean): Promise<number> {
   try {
     return await run();
   } catch (error) {
-    process.stderr.write(`backchannel run: ${(error as Error).message}\n`);
+    const message = (error as Error).message;
+    if (json) process.stdout.write(JSON.stringify({ status: 'error', reason: 'refused', message }) + '\n');
+    else process.stderr.write(`backchannel run: ${message}\n`);
     return EXIT.failed;
   }
 }

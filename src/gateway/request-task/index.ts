@@ -13,7 +13,8 @@
 export { describeFailure, type DescribeFailureContext, type TaskFailure } from './failure.js';
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
 export { HubTasks } from '../../client/hub-tasks.js';
-export { localTasks, type TaskCounts, type TaskService } from '../../client/tasks.js';
+export { localTasks } from '../../client/local-tasks.js';
+export type { TaskCounts, TaskService } from '../../client/tasks.js';
 export {
   createRequestTaskRunner,
   QueueFullError,

@@ -15,7 +15,7 @@
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
-import type { TaskHandle } from '../../broker/broker.js';
+import type { TaskHandle } from '../../broker/types.js';
 import type { TaskService } from '../../client/tasks.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
