@@ -99,3 +99,16 @@ describe.skipIf(process.platform === 'win32')('backchannel completion', () => {
     expect(wrong.lines[0]).toBe('backchannel completion: expected one shell, bash, zsh or fish, got "tcsh"');
   });
 });
+
+describe('a reader that goes away', () => {
+  test('a command whose stdout pipe was closed ends quietly, without an EPIPE stack', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'run', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // like `| head` that has exited before the command writes
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});

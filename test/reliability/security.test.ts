@@ -184,7 +184,9 @@ describe('agent data is data', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     // No file was created from any of it: only the journal, anywhere under the test's root.
     expect(readdirSync(root).sort()).toEqual(['data', 'ipc']);
-    expect(readdirSync(dataDir)).toEqual(['journal.ndjson']);
+    // The running broker's lock and the (empty) results directory are the broker's own; nothing else.
+    expect(readdirSync(dataDir).filter((name) => name !== 'broker.lock' && name !== 'results')).toEqual(['journal.ndjson']);
+    if (readdirSync(dataDir).includes('results')) expect(readdirSync(path.join(dataDir, 'results'))).toEqual([]);
     expect(readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8')).toContain(JSON.stringify(NASTY.html));
     await expectNothingLeft(ipcDir);
   });
