@@ -47,7 +47,8 @@ function readBounded(fd: number, what: string, maxBytes: number): string {
     }
     if (n === 0) break;
     total += n;
-    if (total > maxBytes) throw new Error(`--input ${what} is over the ${formatLimit(maxBytes)} limit (it travels to the agent as one protocol line)`);
+    if (total > maxBytes)
+      throw new Error(`--input ${what} is over the ${formatLimit(maxBytes)} limit (it travels to the agent as one protocol line)`);
     chunks.push(Buffer.from(buffer.subarray(0, n)));
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -168,7 +168,11 @@ describe('what is served', () => {
     expect(reply.status).toBe(413);
     expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining('68 MiB') } });
     const overInput = JSON.stringify({ command: 'node', input: 'x'.repeat(MAX_INPUT_BYTES) });
-    const refused = await request('/api/tasks', { method: 'POST', headers: withToken({ 'content-type': 'application/json' }), body: overInput });
+    const refused = await request('/api/tasks', {
+      method: 'POST',
+      headers: withToken({ 'content-type': 'application/json' }),
+      body: overInput,
+    });
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body).error.message).toMatch(/over the 64 MiB limit/);
   });
