@@ -5,6 +5,8 @@
  */
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, test } from 'vitest';
 import { JOURNAL_FILE } from '../../src/broker/history/journal.js';
 import { RESULTS_DIR } from '../../src/broker/history/results.js';
@@ -47,6 +49,34 @@ describe('big results on disk', () => {
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(readFileSync(file, 'utf8')).toBe(JSON.stringify(withoutContent(payload)));
     }
+  });
+
+  test("finished 10 MB results leave the broker's memory (the task, its payload and every slice of it); taskResult still has them", async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const dataDir = tempDir();
+    const { broker } = createTestBroker({ dataDir, concurrency: 2 });
+    await broker.ready;
+    const bridge = bridgeOf(broker);
+    const unsubscribe = bridge.subscribe(() => {});
+    gc();
+    const heapBefore = process.memoryUsage().heapUsed;
+    // Only ids and weak references leave this function: nothing here holds a task or its payload.
+    const run = async (): Promise<{ id: string; data: WeakRef<object> }> => {
+      const { id, payload } = await bigTask(broker);
+      return { id, data: new WeakRef(payload.data as object) };
+    };
+    const done = await Promise.all([1, 2, 3, 4].map(run));
+    await broker.onIdle();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gc();
+    expect(done.filter(({ data }) => data.deref() !== undefined)).toEqual([]);
+    // Each result is 20 MB in memory (a two-byte string): four kept would be 80 MB.
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(20 * 1024 * 1024);
+    const whole = await bridge.taskResult(done[0]!.id);
+    expect((whole?.data as { text: string }).text.length).toBe(TEN_MB);
+    unsubscribe();
+    bridge.close();
   });
 
   test('snapshots, the task list, a page and the journal carry the summary only; taskResult returns the whole payload byte-exact', async () => {

@@ -31,13 +31,21 @@ const RESULT_FILE = /^([A-Za-z0-9][A-Za-z0-9_-]{0,127})\.json$/;
 export function summarizeResult(payload: FinalPayload, json: string): ResultSummary {
   const summary: ResultSummary = {
     bytes: Buffer.byteLength(json),
-    preview: (JSON.stringify(payload.data) ?? '').slice(0, RESULT_PREVIEW_CHARS),
+    preview: freshCopy((JSON.stringify(payload.data) ?? '').slice(0, RESULT_PREVIEW_CHARS)),
     status: payload.status,
   };
   const meta = payload.meta === undefined ? undefined : JSON.stringify(payload.meta);
   if (meta !== undefined && meta.length <= RESULT_SUMMARY_MAX_META_BYTES) summary.meta = payload.meta;
   if (payload.attachments) summary.attachments = payload.attachments;
   return summary;
+}
+
+/**
+ * A copy of `text` that shares no memory with the string it was cut from: V8 keeps a substring as a
+ * slice of its parent, so a 400-character preview would hold the whole 10 MB JSON in memory.
+ */
+function freshCopy(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
 }
 
 /** `snapshot` with its result replaced by `summary` (a copy; the input is not changed). */
