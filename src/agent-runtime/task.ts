@@ -77,6 +77,7 @@ export class AgentTask<Input = unknown> {
 
   /** Locates and connects to the task; falls back to stdout when there is no usable socket. */
   static async connect<Input = unknown>(options: ConnectTaskOptions = {}): Promise<AgentTask<Input>> {
+    survivePipeErrors();
     const env = options.env ?? process.env;
     const task = new AgentTask<Input>(locateTask(options.argv, env), options);
     // Like VS Code's hand-off: read once, then remove, so processes this agent starts do not inherit
@@ -314,8 +315,28 @@ function elapsedMs(start: bigint): number {
   return Math.round(Number(process.hrtime.bigint() - start) / 1e6);
 }
 
-/** Writes a payload as an SSE-style `data:` line (plus the blank line); resolves when written. */
+/**
+ * The agent's stdout and stderr are pipes the broker reads. When the broker dies (SIGKILL), the
+ * next write to them fails with EPIPE, and a stream error nobody listens to is an uncaught
+ * exception: the agent died at its next progress, heartbeat or log line, before it could finish and
+ * spool its result. A broken output stream only loses that channel: the result still reaches the
+ * spool file, which the next broker adopts. Installed once, for the streams of the whole process (an
+ * agent's own console.log() is saved with them); the socket has its own handler (MessageLink).
+ */
+export function survivePipeErrors(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (guarded.has(stream)) continue;
+    guarded.add(stream);
+    stream.on('error', () => {
+      // The reader is gone (EPIPE) or the stream was closed: writes from now on go nowhere.
+    });
+  }
+}
+const guarded = new WeakSet<NodeJS.WritableStream>();
+
+/** Writes a payload as an SSE-style `data:` line (plus the blank line); resolves when written (or when stdout is gone). */
 export function printToStdout(payload: Payload): Promise<void> {
+  survivePipeErrors();
   return new Promise((resolve) => {
     const ok = process.stdout.write(`${STDOUT_PREFIX}${JSON.stringify(payload)}\n\n`, () => resolve());
     if (!ok && process.stdout.destroyed) resolve();
