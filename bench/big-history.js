@@ -74,7 +74,7 @@ main(async ({ quick }) => {
         value: big.paintMs,
         baseline: small.paintMs,
         target: { op: '<=', ratio: 500 / small.paintMs },
-        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium; all ${TASKS} rows after ${big.allRowsMs.toFixed(0)} ms; ${same}`,
+        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium; the page itself is ready (DOMContentLoaded) after ${big.pageReadyMs.toFixed(0)} ms, before any task reaches it; all ${TASKS} rows after ${big.allRowsMs.toFixed(0)} ms; ${same}`,
       }),
       row({
         fig: 'BH',
@@ -127,6 +127,7 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
       listBytes,
       paintMs: paint.first,
       allRowsMs: paint.all,
+      pageReadyMs: paint.ready,
       resultMs,
       resultBytes,
     };
@@ -155,6 +156,7 @@ async function panelPaint(url, runs) {
   try {
     const firsts = [];
     const alls = [];
+    const readies = [];
     for (let i = 0; i < runs + 1; i++) {
       const page = await browser.newPage();
       const t0 = performance.now();
@@ -163,14 +165,17 @@ async function panelPaint(url, runs) {
       const first = performance.now() - t0;
       await page.waitForFunction((n) => document.querySelectorAll('li.task').length >= n, TASKS, { timeout: 30_000 });
       const all = performance.now() - t0;
+      // When the page itself was ready (its script run), before any task reached it.
+      const ready = await page.evaluate(() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd);
       await page.close();
       // The first load also warms the browser: not counted.
       if (i > 0) {
         firsts.push(first);
         alls.push(all);
+        readies.push(ready);
       }
     }
-    return { first: median(firsts), all: median(alls) };
+    return { first: median(firsts), all: median(alls), ready: median(readies) };
   } finally {
     await browser.close();
   }
