@@ -5,6 +5,7 @@
  */
 import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { BackchannelBridge } from '../bridge/contract.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
@@ -46,6 +47,16 @@ export function summarize(task: TaskSnapshot): TaskSummary {
   }
   if (task.endedAt) summary.ended_at = task.endedAt;
   return summary;
+}
+
+/**
+ * The task with its whole final payload: a big result, of which snapshots carry only a summary, is
+ * fetched from the broker (tools and MCP Tasks return results whole).
+ */
+export async function withWholeResult(bridge: Pick<BackchannelBridge, 'taskResult'>, task: TaskSnapshot): Promise<TaskSnapshot> {
+  if (task.result || !task.resultSummary) return task;
+  const result = await bridge.taskResult(task.id);
+  return result ? { ...task, result } : task;
 }
 
 /** A tool result carrying `value` as JSON text and as structured content. */

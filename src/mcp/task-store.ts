@@ -9,7 +9,7 @@ import type { Request, RequestId, Result, Task as McpTask } from '@modelcontextp
 import type { BackchannelBridge } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
-import { finalResult, toMcpTask } from './snapshots.js';
+import { finalResult, toMcpTask, withWholeResult } from './snapshots.js';
 import type { StartArgs } from './tools.js';
 
 export class BridgeTaskStore implements TaskStore {
@@ -41,7 +41,7 @@ export class BridgeTaskStore implements TaskStore {
   async storeTaskResult(): Promise<void> {}
 
   async getTaskResult(taskId: string): Promise<Result> {
-    return finalResult(await this.snapshot(taskId));
+    return finalResult(await withWholeResult(this.bridge, await this.snapshot(taskId)));
   }
 
   async updateTaskStatus(taskId: string, status: McpTask['status']): Promise<void> {

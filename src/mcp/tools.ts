@@ -8,7 +8,7 @@ import type { BackchannelBridge, SubmitRequest, TaskFeedEvent } from '../bridge/
 import type { HubClient } from '../client/hub-client.js';
 import { resolveTaskId } from '../client/task-ids.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
-import { finalResult, jsonResult, summarize } from './snapshots.js';
+import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
 
 /** The longest one `wait_for_task` call blocks; the model calls it again for longer work. */
 export const MAX_WAIT_SECONDS = 600;
@@ -164,7 +164,10 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       inputSchema: { task_id: TASK_ID },
       annotations: { readOnlyHint: true },
     },
-    async ({ task_id }) => jsonResult(summarize((await bridge.getTask(await resolveTaskId(bridge, task_id))).task)),
+    async ({ task_id }) => {
+      const { task } = await bridge.getTask(await resolveTaskId(bridge, task_id));
+      return jsonResult(summarize(await withWholeResult(bridge, task)));
+    },
   );
 
   server.registerTool(
@@ -188,7 +191,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       const onChange = (t: TaskSnapshot): void => context.progress(token, t);
       const task = await waitForTask(bridge, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
       if (task.pendingQuestion) return jsonResult(summarize(task));
-      return isFinished(task.state) ? finalResult(task) : jsonResult(summarize(task));
+      return isFinished(task.state) ? finalResult(await withWholeResult(bridge, task)) : jsonResult(summarize(task));
     },
   );
 

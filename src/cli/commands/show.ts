@@ -42,7 +42,8 @@ export const command = taskCommand({
       ['last partial', task.lastPartial === undefined || task.endedAt ? undefined : JSON.stringify(task.lastPartial)],
     ];
     for (const [name, value] of fields) if (value !== undefined) process.stdout.write(`${name.padEnd(12)} ${String(value)}\n`);
-    if (task.result) process.stdout.write(`result\n${JSON.stringify(task.result, null, 2)}\n`);
+    const result = task.result ?? (task.resultSummary ? await open.bridge.taskResult(task.id) : undefined);
+    if (result) process.stdout.write(`result\n${JSON.stringify(result, null, 2)}\n`);
     if (task.stderrTail) process.stdout.write(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;
   },

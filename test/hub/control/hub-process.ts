@@ -56,8 +56,11 @@ export function start(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Proc 
   started.push(child);
   let out = '';
   let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  // Decoded as streams: a multibyte character split across two chunks stays whole.
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stdout!.on('data', (chunk: string) => (out += chunk));
+  child.stderr!.on('data', (chunk: string) => (err += chunk));
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   return { child, stdout: () => out, stderr: () => err, exited };
 }

@@ -1,0 +1,25 @@
+/**
+ * A result over the inline limit (kept on disk by the hub, summarised in snapshots) comes back whole
+ * through every command that prints a result: run --json, wait --json, show — with a hub running.
+ */
+import { describe, expect, test } from 'vitest';
+import { fixture } from '../helpers/core.js';
+import { cli, hubEnv, startHub } from '../hub/control/hub-process.js';
+
+describe('a big result on the hub', () => {
+  test('run --json, wait --json and show print it whole', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const bytes = 300_000;
+    const run = await cli(['run', '--json', '--input', JSON.stringify({ bytes }), '--', fixture('big-result.mjs')], hub.env);
+    expect(run.code, run.stderr).toBe(0);
+    const payload = JSON.parse(run.stdout) as { task_id: string; data: { text: string } };
+    expect(payload.data.text).toHaveLength(bytes);
+    const waited = await cli(['wait', '--json', payload.task_id], hub.env);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect((JSON.parse(waited.stdout) as { data: { text: string } }).data.text).toBe(payload.data.text);
+    const shown = await cli(['show', payload.task_id], hub.env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(payload.data.text.slice(-200));
+  });
+});
