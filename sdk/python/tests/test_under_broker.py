@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import time
@@ -156,6 +157,33 @@ def test_the_result_is_spooled_when_the_broker_is_killed_and_the_next_broker_ado
     assert adopted["state"] == "succeeded"
     assert adopted["result"]["meta"]["channel"] == "spool"
     assert adopted["result"]["data"]["survived"] == "überlebt ✓"
+
+
+def test_an_agent_whose_broker_is_killed_keeps_logging_and_printing_exits_0_and_its_result_is_adopted(
+    start_broker: Callable[..., Broker], broker_dirs: Dict[str, str], agent_env: Dict[str, str], tmp_path: Path
+) -> None:
+    # A shell between broker and agent records the agent's exit code: nobody else can see it once the broker is gone.
+    record = tmp_path / "exit-code"
+    command = ["sh", "-c", f'"$@"; echo $? > {shlex.quote(str(record))}', "sh", *agent("outlive_chatty")]
+    first = start_broker()
+    task_id = first.submit(command, env=agent_env, heartbeatTimeoutMs=600)  # a heartbeat every 200 ms
+    pid = first.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "partial")["payload"]["data"]["pid"]
+    try:
+        first.kill()
+        wait_until(lambda: record.exists() and record.read_text().strip() != "", 30, "the agent to finish without its broker")
+    finally:
+        kill_if_alive(pid)
+    # 1 was a BrokenPipeError from task.log() failing the handler; 120, stdout's last flush failing at exit.
+    assert record.read_text().strip() == "0"
+    spooled = json.loads((Path(broker_dirs["ipcDir"]) / f"{task_id}.json").read_text(encoding="utf-8"))
+    assert spooled["status"] == "success", spooled
+    assert spooled["data"]["steps_after_the_broker_died"] > 10
+
+    second = start_broker()
+    second.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "ended" and e["state"] != "interrupted")
+    adopted = second.snapshot(task_id)
+    assert adopted["state"] == "succeeded"
+    assert adopted["result"]["meta"]["channel"] == "spool"
 
 
 def test_backchannel_run_prints_the_result_of_a_python_agent(agent_env: Dict[str, str], tmp_path: Path) -> None:

@@ -132,7 +132,10 @@ def _force_cancel(task: Task) -> None:
     except AgentRuntimeError:
         return  # the handler's own final payload won the race
     task.close()
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # stdout went with the broker
     os._exit(EXIT_CANCELLED)
 
 

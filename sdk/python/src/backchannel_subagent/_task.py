@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional,
 from ._link import Link, connect_with_retry
 from ._locate import TaskLocation, locate_task, remove_hand_off
 from ._version import __version__
-from ._wire import Message, encode, iso_now, print_to_stdout, warn, write_spool
+from ._wire import Message, drop_broken_output, encode, iso_now, print_to_stdout, warn, write_spool, write_stderr
 from .errors import AgentError, AgentRuntimeError, AskError, Cancelled
 
 #: How long to wait for ``welcome`` + ``input`` after ``hello``. Input can be large (tested with 10 MB).
@@ -113,8 +113,7 @@ class Task:
 
     def log(self, text: str) -> None:
         """Writes a line to the task's log (stderr, which the broker keeps). ``print`` works too."""
-        sys.stderr.write(text if text.endswith("\n") else text + "\n")
-        sys.stderr.flush()
+        write_stderr(text if text.endswith("\n") else text + "\n")
 
     def ask(self, question: str, choices: Optional[Sequence[str]] = None, timeout: Optional[float] = None) -> str:
         """Asks the person a question (the panel, or ``backchannel run`` on a terminal) and waits for the answer.
@@ -281,6 +280,8 @@ class Task:
             callback()
 
     def _on_link_closed(self) -> None:
+        # If the broker died, its stdout and stderr pipes went with it: let them go before anyone prints.
+        drop_broken_output()
         # The broker closed the connection: that ends every wait.
         self._handshake.set()
         self._acked.set()

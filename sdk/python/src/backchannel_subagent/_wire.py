@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, TextIO, Tuple
 
 ENV_TASK_ID = "CURSOR_TASK_ID"
 ENV_IPC_PATH = "CURSOR_IPC_PATH"
@@ -60,8 +61,9 @@ def print_to_stdout(line: bytes) -> None:
         else:
             raw.write(STDOUT_PREFIX + line + b"\n\n")
             raw.flush()
-    except (OSError, ValueError):
-        pass  # stdout is gone with the broker (a broken pipe, a closed file): the spool is the way left
+    except (OSError, ValueError) as error:
+        # stdout is gone with the broker (a broken pipe, a closed file): the spool is the way left
+        output_failed(stdout, error)
 
 
 def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
@@ -76,8 +78,68 @@ def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
 
 def warn(text: str) -> None:
     """A runtime line in the task's log (stderr, which the broker keeps)."""
+    write_stderr(f"[backchannel] {text}\n")
+
+
+def write_stderr(text: str) -> None:
+    """Writes and flushes ``text`` on stderr; a stderr that went with the broker is not the agent's error."""
+    stderr = sys.stderr
     try:
-        sys.stderr.write(f"[backchannel] {text}\n")
-        sys.stderr.flush()
+        stderr.write(text)
+        stderr.flush()
+    except (OSError, ValueError) as error:
+        output_failed(stderr, error)
+
+
+def output_failed(stream: TextIO, error: Exception) -> None:
+    """After a failed write to ``stream``: when its reader is gone, stdout and stderr are let go (see drop_broken_output)."""
+    if isinstance(error, BrokenPipeError):
+        _to_devnull(stream)
+    drop_broken_output()
+
+
+def drop_broken_output() -> None:
+    """Points stdout and stderr whose reader has gone (the broker died) at ``/dev/null``.
+
+    Both are pipes the broker reads. Once it is gone every write to them raises BrokenPipeError: in
+    the SDK's own writes, in the agent's ``print()``, and in the interpreter's last flush of stdout at
+    exit, which then turns a finished agent's exit code into 120. A lost pipe only costs that
+    channel (the result goes to the spool), so from then on what is written there goes nowhere.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if _reader_gone(stream):
+            _to_devnull(stream)
+
+
+def _fileno(stream: Any) -> int:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return -1  # replaced by an object without a descriptor (a test harness), or closed
+
+
+def _reader_gone(stream: Any) -> bool:
+    """True when ``stream`` is a pipe or socket whose other end is closed (poll reports an error or hang-up)."""
+    fd = _fileno(stream)
+    if fd < 0 or not hasattr(select, "poll"):
+        return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
     except (OSError, ValueError):
-        pass  # stderr went with the broker
+        return False
+
+
+def _to_devnull(stream: Any) -> None:
+    fd = _fileno(stream)
+    if fd < 0:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    except OSError:
+        pass
