@@ -6,7 +6,7 @@
 //   → {"op":"answer","id","askId","answer"}                  ← {"ev":"update",…TaskUpdate, question?, snapshot?}
 //   → {"op":"get","id"}                                       ← {"ev":"snapshot","id","snapshot"}
 //   → {"op":"cancel","id","reason"}                          ← {"ev":"ready"} once, {"ev":"closed"} at the end
-// 'ended' and 'exited' updates carry the task's snapshot, 'exited' its log lines too.
+// 'ended' and 'exited' updates carry the task's snapshot (with its whole result), 'exited' its log lines too.
 import { createInterface } from 'node:readline';
 import { TaskBroker, silentLogger } from '../../../dist/broker/index.js';
 
@@ -18,7 +18,9 @@ broker.on('update', (update) => {
   const snapshot = broker.get(update.taskId);
   const event = { ev: 'update', ...update };
   if (update.kind === 'ask') event.question = snapshot?.pendingQuestion;
-  if (update.kind === 'ended' || update.kind === 'exited') event.snapshot = snapshot;
+  // A big result is kept on disk and summarised in snapshots: the harness reports it whole.
+  const whole = (task) => (task && !task.result && task.resultSummary ? { ...task, result: broker.result(task.id) ?? undefined } : task);
+  if (update.kind === 'ended' || update.kind === 'exited') event.snapshot = whole(snapshot);
   if (update.kind === 'exited') event.log = broker.logOf(update.taskId).map((line) => `${line.stream}: ${line.text}`);
   emit(event);
 });
