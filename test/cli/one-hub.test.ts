@@ -146,7 +146,8 @@ describe('one hub per data directory, found without the runtime directory', () =
     mkdirSync(h.dataDir, { recursive: true, mode: 0o700 });
     chmodSync(h.dataDir, 0o700);
     const holder = await BrokerHost.start({ dataDir: h.dataDir, ipcDir: path.join(h.dir, 'ipc') });
-    const id = await holder.submit({ command: TICKS, input: { ticks: 50 } });
+    // It holds at its question until killed: still running however slow the machine makes the checks below.
+    const id = await holder.submit({ command: TICKS, input: { ticks: 2, hold: true } });
     await waitFor(async () => ((await holder.get(id))?.progress ?? 0) > 0, 'the task to run');
 
     const refused = await cli(['mcp'], h.bare);

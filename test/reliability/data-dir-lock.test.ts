@@ -55,6 +55,11 @@ describe('one broker per data directory', () => {
     const id = await holder.submit({ command: TICKS, input: { ticks: 1 } });
     expect((await holder.result(id)).ok).toBe(true);
     expect(await readLockHolder(dataDir)).toEqual({ pid: holder.pid });
+    // The journal is written in batches: kill only once it holds the outcome (a loaded machine writes it later).
+    await waitFor(
+      () => readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8').includes(`"e":"ended","id":"${id}"`),
+      'the outcome in the journal',
+    );
     await holder.kill();
     // The kernel closed the socket with the process: the file is left, and refuses.
     expect(lstatSync(path.join(dataDir, 'broker.lock')).isSocket()).toBe(true);
