@@ -108,6 +108,7 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
   if (value.heartbeatTimeoutMs !== undefined) {
     request.heartbeatTimeoutMs = checkNonNegative(value.heartbeatTimeoutMs, 'heartbeatTimeoutMs');
   }
+  if (value.askTimeoutMs !== undefined) request.askTimeoutMs = checkNonNegative(value.askTimeoutMs, 'askTimeoutMs');
   if (value.env !== undefined) request.env = checkStringMap(value.env, 'env');
   if (value.callerEnv !== undefined) request.callerEnv = checkStringMap(value.callerEnv, 'callerEnv', ENVIRONMENT_LIMITS);
   if (value.tags !== undefined) request.tags = checkStringMap(value.tags, 'tags');

@@ -34,6 +34,8 @@ export interface SubmitRequest {
   input?: unknown;
   timeoutMs?: number;
   heartbeatTimeoutMs?: number;
+  /** How long a question from the agent waits for an answer. @default the hub's */
+  askTimeoutMs?: number;
   retries?: number;
   /**
    * Extra environment for the sub-agent, on top of the hub's own filtered environment (the gateway's

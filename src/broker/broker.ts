@@ -132,7 +132,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     let markFinished!: () => void;
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const question = new PendingQuestion(task, this.options.askTimeoutMs);
+    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs);
     const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0 };
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });

@@ -16,6 +16,7 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
   if (spec.input !== undefined) request.input = spec.input;
   if (spec.timeoutMs !== undefined) request.timeoutMs = spec.timeoutMs;
   if (spec.heartbeatTimeoutMs !== undefined) request.heartbeatTimeoutMs = spec.heartbeatTimeoutMs;
+  if (spec.askTimeoutMs !== undefined) request.askTimeoutMs = spec.askTimeoutMs;
   if (spec.retries !== undefined) {
     if (typeof spec.retries !== 'number') throw new TypeError('A task for the hub takes `retries` as a number, not a policy');
     request.retries = spec.retries;

@@ -300,6 +300,7 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.input !== undefined) spec.input = request.input;
   if (request.timeoutMs !== undefined) spec.timeoutMs = request.timeoutMs;
   if (request.heartbeatTimeoutMs !== undefined) spec.heartbeatTimeoutMs = request.heartbeatTimeoutMs;
+  if (request.askTimeoutMs !== undefined) spec.askTimeoutMs = request.askTimeoutMs;
   if (request.retries !== undefined) spec.retries = request.retries;
   if (request.env !== undefined) spec.env = request.env;
   if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;

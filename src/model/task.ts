@@ -51,6 +51,8 @@ export interface TaskSpec {
   timeoutMs?: number;
   /** No message at all for this long ⇒ stalled. @default 0 (no watchdog) */
   heartbeatTimeoutMs?: number;
+  /** How long a question from the agent waits for an answer. @default the broker's `askTimeoutMs` */
+  askTimeoutMs?: number;
   /** Retry policy, or just the number of retries. */
   retries?: Partial<RetryPolicy> | number;
   /** Shown in the panel and CLI. @default the command line */

@@ -99,6 +99,36 @@ describe('task commands against a running hub', () => {
     expect((await tasksOf(hub.env)).find((t) => t.id === task.id)?.state).toBe('cancelled');
   });
 
+  test('an attached run that is killed, or whose terminal closes (SIGHUP), has its hub task cancelled; a detached one stays', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const started = async (label: string) => {
+      const run = start(['run', '--label', label, '--', fixture('cancellable.mjs')], hub.env);
+      const task = await waitFor(
+        async () => (await tasksOf(hub.env)).find((t) => t.label === label && t.progress === 1),
+        `${label} to run`,
+      );
+      return { run, task };
+    };
+    const killed = await started('killed run');
+    killed.run.child.kill('SIGKILL');
+    const gone = await waitFor(
+      async () => (await tasksOf(hub.env)).find((t) => t.id === killed.task.id && t.state === 'cancelled'),
+      'the killed run’s task to be cancelled',
+    );
+    expect(gone.message).toContain('the front-end that started it went away');
+
+    const hungUp = await started('hung-up run');
+    hungUp.run.child.kill('SIGHUP');
+    expect(await hungUp.run.exited).toBe(130);
+    expect((await tasksOf(hub.env)).find((t) => t.id === hungUp.task.id)?.state).toBe('cancelled');
+
+    const detached = (await cli(['run', '--detach', '--label', 'detached', '--', fixture('cancellable.mjs')], hub.env)).stdout.trim();
+    await waitFor(async () => (await tasksOf(hub.env)).find((t) => t.id === detached && t.progress === 1), 'the detached task to run');
+    expect((await tasksOf(hub.env)).find((t) => t.id === detached)?.state).toBe('running');
+    expect((await cli(['cancel', detached], hub.env)).code).toBe(0);
+  });
+
   test('a hub killed under an attached run: the run fails with a clear message; the next hub removes the stale endpoint', async () => {
     const hub = hubEnv();
     const first = await startHub(hub);

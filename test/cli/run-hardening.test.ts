@@ -7,6 +7,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, fixture, makeBroker, settle, tempDir } from '../helpers/core.js';
+import { RUN_MODES, runMode } from '../helpers/run-modes.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
 const RAW_AGENT = path.join(ROOT, 'templates/raw-node/agent.mjs');
@@ -100,55 +101,53 @@ describe('a broker that cannot start', () => {
   });
 });
 
-describe('timeouts a timer cannot hold', () => {
-  test('--timeout and --heartbeat-timeout over 2^31-1 ms are usage errors; the library refuses them too', async () => {
-    for (const flag of ['--timeout=99999999999', '--heartbeat-timeout=3000000000']) {
-      const run = await cli(['run', flag, '--', process.execPath, RAW_AGENT]);
+/** What `run` does the same in-process and on a hub. */
+describe.each(RUN_MODES)('run (%s)', (mode) => {
+  const where = runMode(mode);
+
+  describe('timeouts a timer cannot hold', () => {
+    test('--timeout and --heartbeat-timeout over 2^31-1 ms are usage errors; the library refuses them too', async () => {
+      for (const flag of ['--timeout=99999999999', '--heartbeat-timeout=3000000000']) {
+        const run = await cli(['run', flag, '--', process.execPath, RAW_AGENT], where.env());
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(/more than the 2147483647 ms/);
+      }
+      const { broker } = makeBroker();
+      expect(() => broker.submit({ command: 'node', timeoutMs: 99_999_999_999 })).toThrow(/timeoutMs.*2147483647/);
+      expect(() => makeBroker({ defaults: { heartbeatTimeoutMs: 3_000_000_000 } })).toThrow(/heartbeatTimeoutMs/);
+    });
+
+    test('the largest allowed timeout does not fire early', async () => {
+      const run = await cli(
+        ['run', '--json', '--timeout', '2147483647', '--heartbeat-timeout', '2147483647', '--', process.execPath, RAW_AGENT],
+        where.env(),
+      );
+      expect(run.code).toBe(0);
+    });
+  });
+
+  describe('agent text on a terminal', () => {
+    test.skipIf(spawnSync('script', ['--version']).error)(
+      'escape sequences from partials, errors and stderr are neutralised on a TTY',
+      async () => {
+        const run = await cli(['run', '--verbose', '--', process.execPath, fixture('round2/terminal-attack.mjs')], where.env(), true);
+        expect(run.code).toBe(1);
+        const shown = run.stdout;
+        expect(shown).toContain('OK all tests passed');
+        // The only escape sequences left are the status line's own (\r\x1b[2K) and none from the agent.
+        const foreign = shown.replace(/\r\u001b\[2K/g, '').match(/[\u0000-\u0008\u000b-\u000c\u000e-\u001f\u007f-\u009f]/g);
+        expect(foreign).toBeNull();
+        expect(shown).not.toContain('\u001b]0;');
+      },
+    );
+  });
+
+  describe('input size', () => {
+    test('--input @/dev/zero ends in a clear usage error instead of filling memory', async () => {
+      const run = await cli(['run', '--input', '@/dev/zero', '--', process.execPath, RAW_AGENT], where.env());
       expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(/more than the 2147483647 ms/);
-    }
-    const { broker } = makeBroker();
-    expect(() => broker.submit({ command: 'node', timeoutMs: 99_999_999_999 })).toThrow(/timeoutMs.*2147483647/);
-    expect(() => makeBroker({ defaults: { heartbeatTimeoutMs: 3_000_000_000 } })).toThrow(/heartbeatTimeoutMs/);
-  });
-
-  test('the largest allowed timeout does not fire early', async () => {
-    const run = await cli([
-      'run',
-      '--json',
-      '--timeout',
-      '2147483647',
-      '--heartbeat-timeout',
-      '2147483647',
-      '--',
-      process.execPath,
-      RAW_AGENT,
-    ]);
-    expect(run.code).toBe(0);
-  });
-});
-
-describe('agent text on a terminal', () => {
-  test.skipIf(spawnSync('script', ['--version']).error)(
-    'escape sequences from partials, errors and stderr are neutralised on a TTY',
-    async () => {
-      const run = await cli(['run', '--verbose', '--', process.execPath, fixture('round2/terminal-attack.mjs')], {}, true);
-      expect(run.code).toBe(1);
-      const shown = run.stdout;
-      expect(shown).toContain('OK all tests passed');
-      // The only escape sequences left are the status line's own (\r\x1b[2K) and none from the agent.
-      const foreign = shown.replace(/\r\u001b\[2K/g, '').match(/[\u0000-\u0008\u000b-\u000c\u000e-\u001f\u007f-\u009f]/g);
-      expect(foreign).toBeNull();
-      expect(shown).not.toContain('\u001b]0;');
-    },
-  );
-});
-
-describe('input size', () => {
-  test('--input @/dev/zero ends in a clear usage error instead of filling memory', async () => {
-    const run = await cli(['run', '--input', '@/dev/zero', '--', process.execPath, RAW_AGENT]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/--input \/dev\/zero is over the 64 MiB limit/);
+      expect(run.stderr).toMatch(/--input \/dev\/zero is over the 64 MiB limit/);
+    });
   });
 });
 

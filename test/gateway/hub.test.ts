@@ -73,6 +73,16 @@ describe('the gateway on a running hub', () => {
     expect(health.json).toMatchObject({ status: 'ok', runs_on: `hub ${hub.socket}`, tasks: { running: 0, queued: 0 } });
   });
 
+  test('a 2 MB prompt is answered on the hub as in the gateway (the hub takes what the gateway takes)', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const gateway = await startGateway(hub);
+    const prompt = 'big prompt '.repeat(200_000); // 2.2 MB
+    const res = await raw(`${gateway.baseURL}/chat/completions`, { model: 'echo', messages: userMessage(prompt) });
+    expect(res.status, JSON.stringify(res.json)?.slice(0, 300)).toBe(200);
+    expect(res.json.choices[0].message.content).toBe(`Hello: ${prompt}`);
+  });
+
   test('a client that leaves cancels its hub task; a gateway killed mid-request makes the hub cancel it', async () => {
     const hub = hubEnv();
     await startHub(hub);

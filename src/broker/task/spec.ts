@@ -13,6 +13,7 @@ export function validateSpec(spec: TaskSpec): void {
   }
   checkDuration('timeoutMs', spec.timeoutMs);
   checkDuration('heartbeatTimeoutMs', spec.heartbeatTimeoutMs);
+  checkDuration('askTimeoutMs', spec.askTimeoutMs);
   const tokens = spec.estimatedTokens;
   if (tokens !== undefined && (typeof tokens !== 'number' || !Number.isFinite(tokens) || tokens < 0)) {
     throw new BrokerError('invalid_option', `Expected \`estimatedTokens\` to be a non-negative finite number, got \`${String(tokens)}\``);

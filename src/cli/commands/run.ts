@@ -119,6 +119,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ...(input !== undefined ? { input } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs } : {}),
+      ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}),
       ...(retries !== undefined ? { retries: Math.floor(retries) } : {}),
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
     };
@@ -188,7 +189,7 @@ export const command: CliCommand = {
     const local = options.local || Object.values(flags).some((value) => value !== undefined);
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
-    const brokerOptions = { concurrency: 1, logger, ...flags, ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}) };
+    const brokerOptions = { concurrency: 1, logger, ...flags };
     return reportFailure(async () => {
       const opened = await openTasks({ local, broker: brokerOptions });
       try {
