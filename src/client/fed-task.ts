@@ -22,6 +22,7 @@ export class FedTask implements TaskRun {
   #id: string;
   #snapshot: TaskSnapshot | undefined;
   #settled = false;
+  #stopFeed: (() => void) | undefined;
   readonly #listeners = new Set<(update: TaskUpdate) => void>();
   readonly result: Promise<FinalPayload>;
   readonly finished: Promise<void>;
@@ -40,6 +41,16 @@ export class FedTask implements TaskRun {
 
   get id(): string {
     return this.#id;
+  }
+
+  /** What ends the feed when the owner calls `stop()`. */
+  feedBy(stop: () => void): void {
+    this.#stopFeed = stop;
+  }
+
+  stop(): void {
+    this.#listeners.clear();
+    this.#stopFeed?.();
   }
 
   /** One event of the task's stream, in order. */

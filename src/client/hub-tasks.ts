@@ -72,6 +72,7 @@ export class HubTasks implements TaskService {
     };
     const task = new FedTask(controls, id);
     const stream = start(hub, task);
+    task.feedBy(() => stream.close());
     stream.ended.then(
       () => task.end(),
       (error: Error) => {

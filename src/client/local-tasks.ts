@@ -14,7 +14,7 @@ export function localTasks(broker: TaskBroker): TaskService {
     where: { kind: 'local' },
     async submit(spec) {
       const handle = broker.submit(spec);
-      return { ...handle, answer: (askId, text) => answer(handle.id, askId, text) };
+      return { ...handle, answer: (askId, text) => answer(handle.id, askId, text), stop: () => {} };
     },
     async follow(id) {
       const snapshot = broker.get(id);
@@ -27,6 +27,7 @@ export function localTasks(broker: TaskBroker): TaskService {
         if (update.kind === 'exited') broker.off('update', onUpdate);
       };
       task.receive({ task: snapshot });
+      task.feedBy(() => broker.off('update', onUpdate));
       if (isFinished(snapshot.state)) task.end();
       else broker.on('update', onUpdate);
       return task;

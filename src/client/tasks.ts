@@ -19,12 +19,18 @@ export interface TaskCounts {
 export interface TaskRun extends TaskHandle {
   /** Answers the agent's pending question `askId`; rejects when it no longer waits for it. */
   answer(askId: string, text: string): Promise<void>;
+  /**
+   * Stops following: no more updates reach this handle. The task goes on — except one this handle
+   * submitted to the hub, which the hub then cancels (nobody is left to hear it; see `submit`).
+   */
+  stop(): void;
 }
 
 /** Where a front-end's tasks run. */
 export interface TaskService {
   /** `'hub'` with the control endpoint's path, or `'local'` (a broker in this process). */
   readonly where: { kind: 'hub'; path: string } | { kind: 'local' };
+  /** Starts a task attached to this front-end: on the hub, one whose front-end goes away is cancelled. */
   submit(spec: TaskSpec): Promise<TaskRun>;
   /** The handle of an existing task (rejects with a `not_found` BridgeError for an unknown id). */
   follow(id: string): Promise<TaskRun>;

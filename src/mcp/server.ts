@@ -13,6 +13,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
 import type { TaskSnapshot } from '../model/task.js';
 import { isFinished } from '../model/task.js';
+import type { TaskService } from '../client/tasks.js';
 import { BridgeTaskStore } from './task-store.js';
 import { registerTools, START_SHAPE, startTask, type StartArgs } from './tools.js';
 import { statusMessage } from './snapshots.js';
@@ -29,7 +30,8 @@ interface Tracked {
   askedId?: string;
 }
 
-export function createMcpServer(bridge: BackchannelBridge, version: string): BackchannelMcp {
+/** `bridge` answers the calls (list, get, cancel, answer); `tasks` is the seam that follows a task. */
+export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, version: string): BackchannelMcp {
   const tracked = new Map<string, Tracked>();
   const store = new BridgeTaskStore(
     bridge,
@@ -63,7 +65,7 @@ export function createMcpServer(bridge: BackchannelBridge, version: string): Bac
   }
 
   const elicits = (task: TaskSnapshot): boolean => tracked.has(task.id) && server.server.getClientCapabilities()?.elicitation !== undefined;
-  registerTools(server, { bridge, track, progress, elicits });
+  registerTools(server, { bridge, tasks, track, progress, elicits });
 
   server.experimental.tasks.registerToolTask(
     'run_task',

@@ -4,8 +4,9 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import type { BackchannelBridge, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
-import type { HubClient } from '../client/hub-client.js';
+import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
+import { HubLostError } from '../client/hub-client.js';
+import type { TaskService } from '../client/tasks.js';
 import { resolveTaskId } from '../client/task-ids.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
@@ -66,10 +67,11 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs): Pro
 
 /**
  * Resolves with the task's snapshot once it has ended, asks a question, or `timeoutMs` passed (then with its latest
- * snapshot); `onChange` sees every change meanwhile.
+ * snapshot); `onChange` sees every change meanwhile. The task is followed through the seam (its own stream on the
+ * hub, never the panel's all-task stream); a hub that goes away fails the wait at once with its message.
  */
-export function waitForTask(
-  bridge: BackchannelBridge,
+export async function waitForTask(
+  tasks: TaskService,
   id: string,
   timeoutMs: number,
   onChange?: (task: TaskSnapshot) => void,
@@ -77,57 +79,36 @@ export function waitForTask(
   /** False while the question is being put to the person some other way (elicitation): keep waiting. */
   returnOnQuestion: (task: TaskSnapshot) => boolean = () => true,
 ): Promise<TaskSnapshot> {
+  const task = await tasks.follow(id);
   return new Promise((resolve, reject) => {
-    let latest: TaskSnapshot | undefined;
-    const subscription: { stop?: () => void } = {};
     let done = false;
-    const finish = (): void => {
+    const finish = (error?: Error): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      subscription.stop?.();
-      stopLost?.();
-      if (latest) resolve(latest);
-      else bridge.getTask(id).then((details) => resolve(details.task), reject);
+      task.stop();
+      if (error) reject(error);
+      else resolve(task.snapshot());
     };
-    const timer = setTimeout(finish, timeoutMs);
-    signal?.addEventListener('abort', finish, { once: true });
-    // The hub went away (killed, stopped): fail now with its message instead of waiting out the timeout.
-    const stopLost = (bridge as Partial<HubClient>).onLost?.((error) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      subscription.stop?.();
-      reject(error);
-    });
-    subscription.stop = watchTask(bridge, id, (task) => {
-      latest = task;
-      onChange?.(task);
+    const look = (snapshot: TaskSnapshot): void => {
+      onChange?.(snapshot);
       // A question needs the caller (answer_question): return it instead of waiting it out.
-      if (isFinished(task.state) || (task.pendingQuestion && returnOnQuestion(task))) finish();
+      if (isFinished(snapshot.state) || (snapshot.pendingQuestion && returnOnQuestion(snapshot))) finish();
+    };
+    const timer = setTimeout(() => finish(), timeoutMs);
+    signal?.addEventListener('abort', () => finish(), { once: true });
+    task.result.catch((error: unknown) => {
+      if (error instanceof HubLostError) finish(error);
     });
-    if (done) subscription.stop();
+    task.on('update', () => look(task.snapshot()));
+    look(task.snapshot());
   });
-}
-
-/** What both bridges an MCP server runs over (the hub's client, an own hub's) have: one task's own stream. */
-interface TaskWatching {
-  watch?(id: string, listener: (event: TaskFeedEvent) => void): { stop?(): void; close?(): void };
-}
-
-/**
- * Calls `listener` with every picture of task `id` from the task's own stream (in order, not
- * coalesced; never the panel's all-task stream); returns the function that stops it.
- */
-function watchTask(bridge: BackchannelBridge, id: string, listener: (task: TaskSnapshot) => void): () => void {
-  const watching = bridge as BackchannelBridge & TaskWatching;
-  if (!watching.watch) throw new Error('This bridge cannot follow one task');
-  const stream = watching.watch(id, (event) => listener(event.task));
-  return () => (stream.close ? stream.close() : stream.stop?.());
 }
 
 export interface ToolContext {
   bridge: BackchannelBridge;
+  /** The task seam: the same handles as every other front-end (src/client/tasks.ts). */
+  tasks: TaskService;
   /** Remembers a task started by this session (progress notifications, elicitation of its questions). */
   track(taskId: string, progressToken?: string | number): void;
   /** True when this session puts the task's questions to the client itself (elicitation). */
@@ -189,7 +170,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       const token = extra._meta?.progressToken;
       const waitMs = (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
       const onChange = (t: TaskSnapshot): void => context.progress(token, t);
-      const task = await waitForTask(bridge, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
+      const task = await waitForTask(context.tasks, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
       if (task.pendingQuestion) return jsonResult(summarize(task));
       return isFinished(task.state) ? finalResult(await withWholeResult(bridge, task)) : jsonResult(summarize(task));
     },

@@ -1,7 +1,10 @@
 /** `backchannel mcp`: the MCP server on stdio, over the running hub or an own broker. */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { findHub } from '../../client/discover.js';
+import { findHub, type HubClient } from '../../client/discover.js';
+import { HubTasks } from '../../client/hub-tasks.js';
+import { localTasks } from '../../client/local-tasks.js';
+import type { TaskService } from '../../client/tasks.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
@@ -26,14 +29,14 @@ export const command: CliCommand = {
   async run(argv) {
     const parsed = parseCommandLine('mcp', argv, {}, HELP);
     if (typeof parsed === 'number') return parsed;
-    let own: { bridge: BackchannelBridge; close(): Promise<void> };
+    let own: McpBackend;
     try {
       own = await ownOrHubBridge();
     } catch (error) {
       process.stderr.write(`backchannel mcp: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
-    const mcp = createMcpServer(own.bridge, readOwnVersion());
+    const mcp = createMcpServer(own.bridge, own.tasks, readOwnVersion());
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = resolve;
@@ -53,21 +56,33 @@ export const command: CliCommand = {
  * when this process can take the data directory's lock; a directory held by a broker whose hub
  * cannot be reached is refused with its holder's pid (data_dir_in_use), never opened twice.
  */
-async function ownOrHubBridge(): Promise<{ bridge: BackchannelBridge; close(): Promise<void> }> {
+async function ownOrHubBridge(): Promise<McpBackend> {
   const hub = await findHub();
-  if (hub) return { bridge: hub, close: async () => hub.close() };
+  if (hub) return onHub(hub);
   const { startHeadless } = await import('../../hub/headless/start.js');
   try {
     const headless = await startHeadless({ consoleLevel: false });
-    return { bridge: headless.bridge, close: () => headless.close() };
+    return { bridge: headless.bridge, tasks: localTasks(headless.broker), close: () => headless.close() };
   } catch (error) {
     // Another hub started meanwhile: use it. One that holds the data directory may not listen yet.
     const deadline = Date.now() + ((error as { code?: unknown }).code === 'data_dir_in_use' ? 3000 : 0);
     for (;;) {
       const late = await findHub();
-      if (late) return { bridge: late, close: async () => late.close() };
+      if (late) return onHub(late);
       if (Date.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
+}
+
+/** Where this MCP server's tasks are: a bridge for the calls and the seam that follows a task. */
+interface McpBackend {
+  bridge: BackchannelBridge;
+  tasks: TaskService;
+  close(): Promise<void>;
+}
+
+function onHub(hub: HubClient): McpBackend {
+  const tasks = new HubTasks(hub, () => findHub());
+  return { bridge: hub, tasks, close: () => tasks.close() };
 }
