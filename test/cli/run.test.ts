@@ -165,12 +165,16 @@ describe('backchannel send', () => {
 });
 
 /** Runs the CLI on a pseudo-terminal (util-linux `script`), answering prompts as they appear. */
-function onTerminal(args: string[], answers: Record<string, string> = {}): Promise<{ code: number | null; screen: string }> {
+function onTerminal(
+  args: string[],
+  answers: Record<string, string> = {},
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; screen: string }> {
   return new Promise((resolve) => {
     const commandLine = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const child = spawn('script', ['-qfec', commandLine, '/dev/null'], {
       cwd: ROOT,
-      env: { ...process.env, CURSOR_IPC_DIR: path.join(tempDir(), 'ipc'), COLUMNS: '120' },
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(tempDir(), 'ipc'), COLUMNS: '120', ...extraEnv },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let screen = '';
@@ -188,10 +192,12 @@ function onTerminal(args: string[], answers: Record<string, string> = {}): Promi
   });
 }
 
-describe('backchannel run on a terminal', () => {
+describe.each(RUN_MODES)('backchannel run on a terminal (%s)', (mode) => {
+  const where = runMode(mode);
+
   test('draws a live progress line and prints the result', async () => {
     const demo = path.join(ROOT, 'scripts/demo-agents/agent.mjs');
-    const run = await onTerminal(['run', '--label', 'demo', '--', demo, '--mode=progress', '--steps=6', '--interval=150']);
+    const run = await onTerminal(['run', '--label', 'demo', '--', demo, '--mode=progress', '--steps=6', '--interval=150'], {}, where.env());
     expect(run.code).toBe(0);
     expect(run.screen).toContain('"status": "success"');
     // The status line is redrawn in place (carriage return, erase line) with a bar and a percentage.
@@ -199,7 +205,11 @@ describe('backchannel run on a terminal', () => {
   });
 
   test("prompts for a sub-agent's question and sends the answer", async () => {
-    const run = await onTerminal(['run', '--json', '--', fixture('asker.mjs')], { 'Which branch should I use? [main/dev]': 'dev' });
+    const run = await onTerminal(
+      ['run', '--json', '--', fixture('asker.mjs')],
+      { 'Which branch should I use? [main/dev]': 'dev' },
+      where.env(),
+    );
     expect(run.code).toBe(0);
     expect(run.screen).toContain('"data":{"answer":"dev"}');
   });
