@@ -28,4 +28,17 @@ describe.each(RUN_MODES)('a question from the agent (%s)', (mode) => {
     child.kill('SIGINT');
     expect(await exited).toBe(130);
   });
+
+  test('--ask-timeout is the time the question waits, wherever the task runs', async () => {
+    const child = spawn(process.execPath, [BIN, 'run', '--json', '--ask-timeout', '1500', '--', fixture('asker.mjs')], {
+      cwd: ROOT,
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(tempDir(), 'ipc'), ...where.env() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout).data.unanswered).toMatch(/1500 ms|timed out|no answer/i);
+  }, 60_000);
 });
