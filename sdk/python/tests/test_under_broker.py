@@ -164,7 +164,7 @@ def test_an_agent_whose_broker_is_killed_keeps_logging_and_printing_exits_0_and_
 ) -> None:
     # A shell between broker and agent records the agent's exit code: nobody else can see it once the broker is gone.
     record = tmp_path / "exit-code"
-    command = ["sh", "-c", f'"$@"; echo $? > {shlex.quote(str(record))}', "sh", *agent("outlive_chatty")]
+    command = ["sh", "-c", f'"$@"; echo $? > {shlex.quote(str(record))}', "sh", *agent("outlive"), "--chatty"]
     first = start_broker()
     task_id = first.submit(command, env=agent_env, heartbeatTimeoutMs=600)  # a heartbeat every 200 ms
     pid = first.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "partial")["payload"]["data"]["pid"]
