@@ -7,6 +7,7 @@ import * as z from 'zod';
 import type { BackchannelBridge, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
 import type { HubClient } from '../client/hub-client.js';
 import { resolveTaskId } from '../client/task-ids.js';
+import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
 
@@ -201,18 +202,16 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       title: 'List tasks',
       description: 'Lists recent Backchannel tasks (newest first) and the templates start_task can run.',
       inputSchema: {
-        state: z.enum(['running', 'queued', 'finished', 'failed']).optional().describe('Only tasks in this state.'),
+        state: z
+          .enum(STATE_FILTER_NAMES as [StateFilter, ...StateFilter[]])
+          .optional()
+          .describe('Only tasks in this state.'),
         limit: z.number().int().positive().max(200).optional().describe('At most this many tasks (default 20).'),
       },
       annotations: { readOnlyHint: true },
     },
     async ({ state, limit }) => {
-      const keep = (task: TaskSnapshot): boolean =>
-        state === undefined ||
-        (state === 'running' && (task.state === 'running' || task.state === 'retrying')) ||
-        (state === 'queued' && task.state === 'queued') ||
-        (state === 'finished' && isFinished(task.state)) ||
-        (state === 'failed' && (task.state === 'failed' || task.state === 'interrupted'));
+      const keep = (task: TaskSnapshot): boolean => state === undefined || STATE_FILTERS[state](task.state);
       const tasks = (await bridge.listTasks())
         .filter(keep)
         .reverse()

@@ -6,6 +6,9 @@ import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol
  */
 export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
 
+/** Every state, in lifecycle order (for validating a state sent from outside). */
+export const TASK_STATES: readonly TaskState[] = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'interrupted'];
+
 /** The states a task never leaves: "finished" is defined here and nowhere else. */
 export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 

@@ -1,6 +1,6 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { isFinished, type FailureReason, type TaskState } from '../model/task.js';
-import { isActive } from '../bridge/summary.js';
+import { isActive } from '../model/states.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
   queued: 'Queued',
@@ -40,7 +40,8 @@ export function modelName(meta: Record<string, unknown> | undefined): string | u
 }
 
 export { isFinished } from '../model/task.js';
-export { countsText, isActive } from '../bridge/summary.js';
+export { countsText } from '../bridge/summary.js';
+export { isActive } from '../model/states.js';
 
 /** 0 = running (and retrying), 1 = queued, 2 = finished: the list's group order. */
 function group(state: TaskState): number {
