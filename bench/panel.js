@@ -65,7 +65,7 @@ async function startBridgeAt(flushIntervalMs, options) {
     mode: 'headless',
     version: 'bench',
     logPath: path.join(options.dataDir, 'log'),
-    templates: [],
+    presets: [],
     flushIntervalMs,
   });
   const server = await startPanelServer({ bridge, port: 0 });

@@ -3,6 +3,7 @@
  * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
  */
 import { MAX_TASK_PAGE_SIZE, type InsightsQuery, type SubmitRequest, type TaskPageQuery, type TaskState } from './contract.js';
+import { TASK_STATES } from '../model/task.js';
 import { BridgeError, isRecord } from './errors.js';
 import { checkInputSize } from './limits.js';
 
@@ -146,8 +147,6 @@ export function checkInsightsQuery(value: unknown): InsightsQuery {
   }
   return query;
 }
-
-const TASK_STATES: readonly TaskState[] = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'interrupted'];
 
 function checkState(value: unknown, what: string): TaskState {
   if (typeof value !== 'string' || !(TASK_STATES as readonly string[]).includes(value)) {

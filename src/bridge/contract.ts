@@ -25,7 +25,7 @@ export type {
 };
 export { MAX_TASK_PAGE_SIZE, RESULT_INLINE_MAX_BYTES, TASK_PAGE_SIZE } from '../model/task.js';
 
-/** What the panel may start: a command line (never a shell string), or a template by name. */
+/** What the panel may start: a command line (never a shell string). */
 export interface SubmitRequest {
   command: string;
   args?: string[];
@@ -52,10 +52,14 @@ export interface SubmitRequest {
   tags?: Record<string, string>;
 }
 
-export interface TemplateInfo {
+/**
+ * A preset: what the panel's "New task" offers to start with one click (a demo agent, or the agent
+ * of a sub-agent template). Not a template: templates are the scaffolds of `backchannel new`.
+ */
+export interface PresetInfo {
   name: string;
   description: string;
-  /** A ready-to-run request for this template (the panel's "new task from template"). */
+  /** The ready-to-run request this preset starts. */
   request: SubmitRequest;
 }
 
@@ -74,7 +78,8 @@ export interface BridgeInfo {
   /** Where the app log is written (shown in the panel). */
   logPath: string;
   paused: boolean;
-  templates: TemplateInfo[];
+  /** What "New task" offers to start (see PresetInfo). */
+  presets: PresetInfo[];
   /** Most recent distinct command lines, newest first. */
   recent: SubmitRequest[];
 }

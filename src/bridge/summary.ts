@@ -1,9 +1,6 @@
-/** Small task summaries shared by the panel and the tray (no Node or DOM imports). "Finished" is `isFinished` in model/task.ts. */
-import type { TaskSnapshot, TaskState } from '../model/task.js';
-
-export function isActive(state: TaskState): boolean {
-  return state === 'running' || state === 'retrying';
-}
+/** Small task summaries shared by the panel and the tray (no Node or DOM imports); the words come from model/states.ts. */
+import { isActive, isFault } from '../model/states.js';
+import type { TaskSnapshot } from '../model/task.js';
 
 /** The tray-style summary: "2 running, 1 queued, 1 failed". */
 export function countsText(tasks: Iterable<TaskSnapshot>): string {
@@ -13,7 +10,7 @@ export function countsText(tasks: Iterable<TaskSnapshot>): string {
   for (const task of tasks) {
     if (isActive(task.state)) running++;
     else if (task.state === 'queued') queued++;
-    else if (task.state === 'failed' || task.state === 'interrupted') failed++;
+    else if (isFault(task.state)) failed++;
   }
   const parts: string[] = [];
   if (running) parts.push(`${running} running`);

@@ -6,10 +6,16 @@ const BRAND = Symbol.for('backchannel.TaskError');
 /**
  * The one error a task's `result` promise rejects with. `reason` says what happened;
  * `payload` is the agent's own final payload when it sent one (status `error` or `cancelled`).
+ * `message` is for people (the broker's starts with the task's label); programs read `taskMessage`
+ * (the task's own message, as its snapshot has it) and `detail` (see `TaskSnapshot.detail`).
  */
 export class TaskError extends Error {
   override readonly name = 'TaskError';
   readonly [BRAND] = true;
+  /** The task's failure message without any prefix. @default message */
+  readonly taskMessage: string;
+  /** The failure's own words without the framing the reason says, when it has some. */
+  readonly detail?: string;
 
   constructor(
     readonly taskId: string,
@@ -17,9 +23,11 @@ export class TaskError extends Error {
     message: string,
     readonly payload?: FinalPayload,
     readonly stderrTail?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; taskMessage?: string; detail?: string },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.taskMessage = options?.taskMessage ?? message;
+    if (options?.detail !== undefined) this.detail = options.detail;
   }
 
   /** Works across realms and duplicated module copies, unlike `instanceof`. */

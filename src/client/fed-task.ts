@@ -107,6 +107,7 @@ export class FedTask implements TaskRun {
     }
     const failure = failureOf(task)!;
     this.#settled = true;
-    this.#settle.reject(new TaskError(task.id, failure.reason, failure.message, task.result, task.stderrTail));
+    const detail = task.detail !== undefined ? { detail: task.detail } : {};
+    this.#settle.reject(new TaskError(task.id, failure.reason, failure.message, task.result, task.stderrTail, detail));
   }
 }

@@ -8,6 +8,7 @@
  * the next submission looks for a hub again: a restarted hub is picked up, none is a clear error.
  */
 import { HubLostError, type FollowedSubmission, type HubClient } from './hub-client.js';
+import { isActive } from '../model/states.js';
 import type { TaskSpec } from '../model/task.js';
 import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
@@ -49,7 +50,7 @@ export class HubTasks implements TaskService {
     try {
       const page = await hub.listTasks();
       return {
-        running: page.filter((t) => t.state === 'running').length,
+        running: page.filter((t) => isActive(t.state)).length,
         queued: page.filter((t) => t.state === 'queued').length,
       };
     } catch (error) {

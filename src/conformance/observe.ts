@@ -94,5 +94,5 @@ export async function observe(broker: TaskBroker, agent: AgentUnderTest, plan: R
 
 /** A broker log line saying a line arrived (the broker runs with `traceLines`). */
 export function isReceived(line: LogLine | undefined): boolean {
-  return line?.stream === 'broker' && line.text.startsWith('received via ');
+  return line?.event?.kind === 'received';
 }

@@ -6,7 +6,10 @@
  */
 import { ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ID } from '../protocol/index.js';
 import type { Payload } from '../protocol/index.js';
+import type { LogEvent, ProblemKind } from '../model/task.js';
 import type { Observation, RunPlan } from './observe.js';
+
+type Problem = Extract<LogEvent, { kind: 'problem' }>;
 
 export type Verdict = { status: 'pass'; detail?: string } | { status: 'fail' | 'warn'; detail: string; line?: string };
 
@@ -37,14 +40,19 @@ const pass = (detail?: string): Verdict => (detail ? { status: 'pass', detail } 
 const fail = (detail: string, line?: string): Verdict => (line ? { status: 'fail', detail, line } : { status: 'fail', detail });
 const warn = (detail: string): Verdict => ({ status: 'warn', detail });
 
-/** Broker log lines of one kind of problem (`malformed: …`, `rejected: …`, `ignored: …`). */
-function problems(run: Observation, kind: 'malformed' | 'rejected' | 'ignored'): string[] {
-  return run.log.filter((l) => l.stream === 'broker' && l.text.startsWith(`${kind}: `)).map((l) => l.text.slice(kind.length + 2));
+/** The broker's notes of one kind of problem (malformed, rejected, ignored), from their events. */
+function problems(run: Observation, kind: ProblemKind): Problem[] {
+  return run.log.flatMap((l) => (l.event?.kind === 'problem' && l.event.problem === kind ? [l.event] : []));
 }
 
-function received(run: Observation, via: 'socket' | 'stdout'): string[] {
-  const prefix = `received via ${via}: `;
-  return run.log.filter((l) => l.stream === 'broker' && l.text.startsWith(prefix)).map((l) => l.text.slice(prefix.length));
+/** How many lines arrived over `via` (the broker traces each one). */
+function received(run: Observation, via: 'socket' | 'stdout'): number {
+  return run.log.filter((l) => l.event?.kind === 'received' && l.event.via === via).length;
+}
+
+/** Whether the broker noted an event of this kind for the run. */
+function noted(run: Observation, kind: LogEvent['kind']): boolean {
+  return run.log.some((l) => l.event?.kind === kind);
 }
 
 function finalOf(run: Observation): Payload | undefined {
@@ -57,9 +65,9 @@ function ended(run: Observation): string {
 }
 
 function taskIdRun(run: Observation, how: string): Verdict | undefined {
-  const rejected = problems(run, 'rejected').find((p) => p.includes('message for task'));
+  const rejected = problems(run, 'rejected').find((p) => p.cause === 'task-id')?.detail;
   if (rejected) return fail(`with the task id only in ${how}, the agent sent a wrong one: ${rejected}`, rejected);
-  if (received(run, 'socket').length + received(run, 'stdout').length === 0) {
+  if (received(run, 'socket') + received(run, 'stdout') === 0) {
     return fail(`with the task id only in ${how}, the agent sent nothing; ${ended(run)}`, lastStderr(run));
   }
   return undefined;
@@ -81,10 +89,9 @@ export const SCENARIOS: Scenario[] = [
     rule: '§3: connect to CURSOR_IPC_PATH and authenticate the first line with CURSOR_IPC_TOKEN',
     runs: { main: MAIN },
     judge: ({ main }) => {
-      const tokenProblem = problems(main!, 'rejected').find((p) => /token|no authenticated message/.test(p));
+      const tokenProblem = problems(main!, 'rejected').find((p) => p.cause === 'auth')?.detail;
       if (tokenProblem) return fail(`the broker refused the connection: ${tokenProblem}`, tokenProblem);
-      if (received(main!, 'socket').length === 0)
-        return fail('nothing arrived over the socket (the agent did not connect, or only used stdout)');
+      if (received(main!, 'socket') === 0) return fail('nothing arrived over the socket (the agent did not connect, or only used stdout)');
       return pass();
     },
   },
@@ -110,8 +117,8 @@ export const SCENARIOS: Scenario[] = [
     rule: '§2, §4: one JSON object per line ending in "\\n"; a final payload with task_id, status, data and meta.timestamp (ISO 8601)',
     runs: { main: MAIN },
     judge: ({ main }) => {
-      const malformed = problems(main!, 'malformed');
-      if (malformed.length > 0) return fail(`a line broke the framing or the message rules: ${malformed[0]}`, malformed[0]);
+      const malformed = problems(main!, 'malformed')[0]?.detail;
+      if (malformed !== undefined) return fail(`a line broke the framing or the message rules: ${malformed}`, malformed);
       const final = finalOf(main!);
       if (!final) return fail(`no final payload arrived; ${ended(main!)}`);
       for (const payload of main!.payloads) {
@@ -148,8 +155,8 @@ export const SCENARIOS: Scenario[] = [
     rule: '§5: send exactly one final payload (success, error or cancelled) and nothing after it',
     runs: { main: MAIN },
     judge: ({ main }) => {
-      const ignored = problems(main!, 'ignored');
-      return ignored.length > 0 ? fail(`the agent wrote after its final payload: ${ignored[0]}`, ignored[0]) : pass();
+      const ignored = problems(main!, 'ignored')[0]?.detail;
+      return ignored !== undefined ? fail(`the agent wrote after its final payload: ${ignored}`, ignored) : pass();
     },
   },
   {
@@ -171,12 +178,12 @@ export const SCENARIOS: Scenario[] = [
     runs: { cancelled: { conformance: { scenario: 'cancel', busy_ms: CANCEL_BUSY_MS }, cancel: true } },
     judge: ({ cancelled }) => {
       const run = cancelled!;
-      const finishedFirst = problems(run, 'ignored').some((p) => /^(success|error) payload/.test(p));
+      const finishedFirst = problems(run, 'ignored').some((p) => p.status === 'success' || p.status === 'error');
       if (run.cancelAt === undefined || run.snapshot.state === 'succeeded' || finishedFirst) {
         return warn('not verified: the agent finished before it could be cancelled; honour `conformance.busy_ms` to test cancel');
       }
-      const confirmed = run.log.some((l) => l.stream === 'broker' && l.text === 'the agent confirmed the cancel');
-      if (!confirmed) return fail(`no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`);
+      if (!noted(run, 'cancel-confirmed'))
+        return fail(`no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`);
       if (run.snapshot.signal === 'SIGKILL') return fail('the agent reported `cancelled` but did not exit until SIGKILL');
       return pass(`cancelled and gone ${run.endedAt - run.cancelAt} ms after the cancel`);
     },
@@ -196,7 +203,7 @@ export const SCENARIOS: Scenario[] = [
     rule: '§5: exit after the final payload (and its ack), leaving no processes behind',
     runs: { main: MAIN },
     judge: ({ main }) => {
-      const leftover = main!.log.find((l) => l.stream === 'broker' && l.text.includes('left processes running'));
+      const leftover = main!.log.find((l) => l.event?.kind === 'leftover-processes');
       if (leftover) return fail('processes the agent started were still running after it exited', leftover.text);
       const code = main!.snapshot.exitCode;
       if (main!.snapshot.state === 'succeeded' && code !== 0) return warn(`exited with ${code ?? main!.snapshot.signal} after a success`);

@@ -1,6 +1,6 @@
 /**
  * The commands a worker runs: never arbitrary shell from the queue. An entry is a command line
- * prefix registered on the worker (`--allow "node /opt/agents/review.mjs"`, or each template of
+ * prefix registered on the worker (`--allow "node /opt/agents/review.mjs"`, or each preset of
  * `--templates <dir>`, which also gives the directory it runs in); a job's command line must start
  * with one, else the worker refuses it and says how to allow it.
  */

@@ -67,7 +67,7 @@ export class RemoteAttempt implements RunningAttempt {
   stop(reason: StopReason, message: string): void {
     if (this.done) return;
     this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
-    this.sink.log('broker', `stopping: ${message}`);
+    this.sink.log('broker', `stopping: ${message}`, { kind: 'stopping', reason });
     void this.hub.stop(this.jobId, reason, message).then(
       (removed) => removed && this.end(),
       () => {},
@@ -103,8 +103,8 @@ export class RemoteAttempt implements RunningAttempt {
     for (const event of events ?? []) {
       if (event.t === 'placed') this.sink.placed?.(event.worker);
       else if (event.t === 'partial' && !this.decided) this.sink.partial(event.payload);
-      else if (event.t === 'log') this.sink.log(event.stream, event.text);
-      else if (event.t === 'problem') this.sink.problem(event.kind, event.detail);
+      else if (event.t === 'log') this.sink.log(event.stream, event.text, event.event);
+      else if (event.t === 'problem') this.sink.problem(event.kind, event.detail, event.facts);
       else if (event.t === 'ask') this.sink.ask(event.message, (message) => this.hub.send({ t: 'reply', jobId: this.jobId, message }));
     }
   }

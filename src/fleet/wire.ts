@@ -5,6 +5,8 @@
  */
 import type { AskMessage, BrokerMessage, Payload } from '../protocol/index.js';
 import type { AttemptOutcome, StopReason } from '../broker/task/attempt.js';
+import type { ProblemFacts } from '../broker/task/task.js';
+import type { LogEvent, ProblemKind } from '../model/task.js';
 import type { ConnectionOptions } from 'bullmq';
 
 /** BullMQ key prefix: every key of a fleet starts with `backchannel:<queue>:`. */
@@ -27,8 +29,8 @@ export interface AttemptJob {
 export type WorkerEvent =
   | { t: 'placed'; worker: string }
   | { t: 'partial'; payload: Payload }
-  | { t: 'log'; stream: 'stdout' | 'stderr' | 'broker'; text: string }
-  | { t: 'problem'; kind: 'malformed' | 'rejected' | 'ignored'; detail: string }
+  | { t: 'log'; stream: 'stdout' | 'stderr' | 'broker'; text: string; event?: LogEvent }
+  | { t: 'problem'; kind: ProblemKind; detail: string; facts?: ProblemFacts }
   | { t: 'ask'; message: AskMessage };
 
 /** One job-progress message: a worker's events in order; `seq` counts a job's messages from 0. */

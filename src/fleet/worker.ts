@@ -208,8 +208,8 @@ export class FleetWorker {
 function forwardingSink(reporter: Reporter, replies: Map<string, (message: BrokerMessage) => void>): AttemptSink {
   return {
     partial: (payload) => reporter.push({ t: 'partial', payload }),
-    log: (stream, text) => reporter.push({ t: 'log', stream, text }),
-    problem: (kind, detail) => reporter.push({ t: 'problem', kind, detail }),
+    log: (stream, text, event) => reporter.push(event ? { t: 'log', stream, text, event } : { t: 'log', stream, text }),
+    problem: (kind, detail, facts) => reporter.push(facts ? { t: 'problem', kind, detail, facts } : { t: 'problem', kind, detail }),
     ask: (message, reply) => {
       replies.set(message.ask_id, reply);
       reporter.push({ t: 'ask', message }, true);

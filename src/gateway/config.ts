@@ -83,13 +83,16 @@ export const DEFAULT_ENV_ALLOW = [
   'ANTHROPIC_*',
 ];
 
-/** The built-in templates a model can name. */
-export type TemplateName = 'cursor-cli' | 'claude-code';
+/**
+ * The built-in agents a model can be served by: the agents of the shipped templates of these names
+ * (a model's config says `template: <name>`, the name of the template whose agent runs).
+ */
+export type BuiltInAgent = 'cursor-cli' | 'claude-code';
 
 /** How one model name is served. */
 export type ModelRoute =
   | {
-      kind: TemplateName;
+      kind: BuiltInAgent;
       /** `--model` for the CLI; absent = the CLI's own default. */
       cliModel?: string;
       /** Passes `--force` (commands and writes without approval). @default false */
@@ -171,14 +174,14 @@ export function defaultKeyFile(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'backchannel', 'gateway-key');
 }
 
-/** A built-in template's entry point (src|dist/gateway → ../../templates). */
-export function templatePath(name: TemplateName): string {
+/** A built-in agent's entry point: its template's agent.mjs (src|dist/gateway → ../../templates). */
+export function builtInAgentPath(name: BuiltInAgent): string {
   return fileURLToPath(new URL(`../../templates/${name}/agent.mjs`, import.meta.url));
 }
 
-/** The cursor-cli template's entry point. */
-export function cursorTemplatePath(): string {
-  return templatePath('cursor-cli');
+/** The cursor-cli agent's entry point. */
+export function cursorAgentPath(): string {
+  return builtInAgentPath('cursor-cli');
 }
 
 /**

@@ -14,7 +14,7 @@
  * route's `allow_writes` says otherwise.
  */
 import type { TaskSpec } from '../model/task.js';
-import { templatePath, type GatewayConfig, type ModelRoute } from './config.js';
+import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
 
 /** Longest label shown in the panel for a request. */
@@ -61,5 +61,5 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     return { ...common, command: route.command, args: route.args, input };
   }
   if (route.kind === 'cursor-cli') input.bin = config.cursorCliPath;
-  return { ...common, command: templatePath(route.kind), args: [], input };
+  return { ...common, command: builtInAgentPath(route.kind), args: [], input };
 }

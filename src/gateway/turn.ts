@@ -193,7 +193,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       return typeof id === 'string' ? id : undefined;
     } catch (error) {
       if (run.why === 'disconnect') return undefined; // nobody is listening; the task is cancelled
-      const failure = describeFailure(error, { why: run.why, timeoutMs: config.requestTimeoutMs, label: spec.label, name: 'gateway' });
+      const failure = describeFailure(error, { why: run.why, timeoutMs: config.requestTimeoutMs, name: 'gateway' });
       writer.fail(httpErrorFor(failure), run.task);
       return undefined;
     } finally {

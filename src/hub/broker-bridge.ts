@@ -5,7 +5,7 @@
  * Events go through an `UpdateCoalescer` (./update-coalescer.ts); the calls are below, each a few
  * lines over the broker, with broker errors translated into the bridge's error codes.
  */
-import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, TemplateInfo } from '../bridge/contract.js';
+import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, PresetInfo } from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
@@ -52,7 +52,8 @@ export interface BrokerBridgeOptions {
   mode: BridgeInfo['mode'];
   version: string;
   logPath: string;
-  templates?: TemplateInfo[];
+  /** What the panel's "New task" offers. @default [] */
+  presets?: PresetInfo[];
   /**
    * Minimum time between two events: one frame (16 ms), so a change reaches the panel by its next
    * frame. @default 16
@@ -211,7 +212,7 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
         mode: options.mode,
         logPath: options.logPath,
         paused: broker.paused,
-        templates: options.templates ?? [],
+        presets: options.presets ?? [],
         recent: recentCommands(broker.tasks(), recentLimit),
       };
     },

@@ -18,7 +18,7 @@ import type { TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
 import { controlSocketPath } from '../hub/control/paths.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
-import { defaultTemplatesDir, loadTemplates } from '../templates/catalog.js';
+import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
 import { Notifier } from './notifier.js';
@@ -30,7 +30,7 @@ const here = (relative: string): string => fileURLToPath(new URL(relative, impor
 /** Packaged: templates and icons are extra resources; in a checkout they sit in the repository. */
 const resources = app.isPackaged ? process.resourcesPath : here('../../');
 const ASSETS_DIR = join(resources, 'assets');
-const DEMO_AGENTS_DIR = app.isPackaged ? join(process.resourcesPath, 'demo-agents') : defaultTemplatesDir();
+const DEMO_AGENTS_DIR = app.isPackaged ? join(process.resourcesPath, 'demo-agents') : defaultDemoAgentsDir();
 /** Sub-agent templates (packaged: an extra resource; in a checkout: templates/). */
 const TEMPLATES_DIR = app.isPackaged ? join(process.resourcesPath, 'templates') : undefined;
 const RENDERER_DIR = here('../renderer/');
@@ -152,7 +152,7 @@ function createBridge(broker: TaskBroker, logger: Logger, logPath: string): Brok
     mode: 'electron',
     version: app.getVersion(),
     logPath,
-    templates: loadTemplates(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR),
+    presets: loadPresets(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR),
     openLog: async (path) => {
       const error = await shell.openPath(path);
       if (error) throw new Error(`Could not open the log (${error}); it is at ${path}`);

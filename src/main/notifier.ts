@@ -3,6 +3,7 @@
  * in the panel. Muted once the app quits (tasks cancelled by quitting are not news).
  */
 import { Notification } from 'electron';
+import { failureOf } from '../model/states.js';
 import type { TaskSnapshot } from '../model/task.js';
 
 export class Notifier {
@@ -20,7 +21,7 @@ export class Notifier {
     const ok = task.state === 'succeeded';
     this.#notify(task.id, {
       title: `${ok ? 'Done' : task.state === 'cancelled' ? 'Cancelled' : 'Failed'}: ${task.label}`,
-      body: ok ? 'The sub-agent finished. Click to see the result.' : (task.message ?? task.reason ?? task.state),
+      body: ok ? 'The sub-agent finished. Click to see the result.' : (failureOf(task)?.message ?? task.message ?? task.state),
       silent: ok,
     });
   }

@@ -6,6 +6,7 @@
 import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
+import { describePartial, failureOf } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
@@ -41,7 +42,8 @@ export function summarize(task: TaskSnapshot): TaskSummary {
   }
   if (task.state === 'succeeded') summary.result = task.result?.data ?? null;
   else if (summary.done) {
-    summary.failure = { reason: task.reason ?? task.state, message: task.message ?? `task ${task.state}` };
+    const { reason, message } = failureOf(task)!;
+    summary.failure = { reason, message };
     if (task.stderrTail) summary.failure.stderr_tail = task.stderrTail;
     if (task.result?.data !== undefined) summary.result = task.result.data;
   }
@@ -77,7 +79,7 @@ export function statusMessage(task: TaskSnapshot): string | undefined {
   if (task.pendingQuestion) return `The sub-agent asks: ${task.pendingQuestion.question}`;
   if (isFinished(task.state)) return task.message;
   if (task.state === 'queued') return 'queued';
-  const partial = describe(task.lastPartial);
+  const partial = describePartial(task.lastPartial);
   const progress = task.progress === undefined ? '' : `${Math.round(task.progress)}%`;
   return [progress, partial].filter(Boolean).join(' · ') || task.state;
 }
@@ -102,15 +104,4 @@ export function toMcpTask(task: TaskSnapshot, ttl: number | null = null): McpTas
     ttl,
     pollInterval: POLL_INTERVAL_MS,
   };
-}
-
-function describe(data: unknown): string {
-  if (typeof data === 'string') return data.slice(0, 200);
-  if (data && typeof data === 'object') {
-    for (const key of ['message', 'step', 'text', 'status']) {
-      const value = (data as Record<string, unknown>)[key];
-      if (typeof value === 'string') return value.slice(0, 200);
-    }
-  }
-  return '';
 }

@@ -8,6 +8,7 @@ import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
 import { HubLostError } from '../client/hub-client.js';
 import type { TaskService } from '../client/tasks.js';
 import { resolveTaskId } from '../client/task-ids.js';
+import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
 
@@ -17,10 +18,11 @@ const DEFAULT_WAIT_SECONDS = 60;
 const DEFAULT_LOG_LINES = 100;
 
 export const START_SHAPE = {
-  template: z
+  preset: z
     .string()
     .optional()
-    .describe('Name of a Backchannel template to run (see list_tasks → templates). Give either `template` or `command`.'),
+    .describe('Name of a Backchannel preset to run (see list_tasks → presets). Give either `preset` or `command`.'),
+  template: z.string().optional().describe('Deprecated: the old name of `preset`.'),
   command: z
     .string()
     .optional()
@@ -32,6 +34,8 @@ export const START_SHAPE = {
   timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
 };
 export type StartArgs = {
+  preset?: string;
+  /** Deprecated: the old name of `preset`, still accepted. */
   template?: string;
   command?: string;
   args?: string[];
@@ -46,22 +50,23 @@ const TASK_ID = z.string().min(1).describe('The task id returned by start_task (
 /** Submits a task from the tools' arguments; returns its id. */
 export async function startTask(bridge: BackchannelBridge, args: StartArgs): Promise<string> {
   let request: SubmitRequest;
-  if (args.template) {
-    const template = (await bridge.info()).templates.find((t) => t.name === args.template);
-    if (!template) throw new Error(`No template named "${args.template}"`);
-    request = { ...template.request };
+  const presetName = args.preset ?? args.template;
+  if (presetName) {
+    const preset = (await bridge.info()).presets.find((p) => p.name === presetName);
+    if (!preset) throw new Error(`No preset named "${presetName}" (list_tasks lists them)`);
+    request = { ...preset.request };
   } else if (args.command) {
     request = { command: args.command, args: args.args ?? [] };
   } else {
-    throw new Error('Give either `template` (a template name) or `command` (the sub-agent to run)');
+    throw new Error('Give either `preset` (a preset name) or `command` (the sub-agent to run)');
   }
-  if (args.args && args.template) request.args = [...(request.args ?? []), ...args.args];
+  if (args.args && presetName) request.args = [...(request.args ?? []), ...args.args];
   if (args.input !== undefined) request.input = args.input;
   if (args.label) request.label = args.label;
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
   request.tags = { source: 'mcp' };
-  request.label ??= args.template ? `mcp: ${args.template}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
+  request.label ??= presetName ? `mcp: ${presetName}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
   return (await bridge.submit(request)).id;
 }
 
@@ -180,27 +185,25 @@ export function registerTools(server: McpServer, context: ToolContext): void {
     'list_tasks',
     {
       title: 'List tasks',
-      description: 'Lists recent Backchannel tasks (newest first) and the templates start_task can run.',
+      description: 'Lists recent Backchannel tasks (newest first) and the presets start_task can run.',
       inputSchema: {
-        state: z.enum(['running', 'queued', 'finished', 'failed']).optional().describe('Only tasks in this state.'),
+        state: z
+          .enum(STATE_FILTER_NAMES as [StateFilter, ...StateFilter[]])
+          .optional()
+          .describe('Only tasks in this state.'),
         limit: z.number().int().positive().max(200).optional().describe('At most this many tasks (default 20).'),
       },
       annotations: { readOnlyHint: true },
     },
     async ({ state, limit }) => {
-      const keep = (task: TaskSnapshot): boolean =>
-        state === undefined ||
-        (state === 'running' && (task.state === 'running' || task.state === 'retrying')) ||
-        (state === 'queued' && task.state === 'queued') ||
-        (state === 'finished' && isFinished(task.state)) ||
-        (state === 'failed' && (task.state === 'failed' || task.state === 'interrupted'));
+      const keep = (task: TaskSnapshot): boolean => state === undefined || STATE_FILTERS[state](task.state);
       const tasks = (await bridge.listTasks())
         .filter(keep)
         .reverse()
         .slice(0, limit ?? 20)
         .map(summarize);
-      const templates = (await bridge.info()).templates.map((t) => ({ name: t.name, description: t.description }));
-      return jsonResult({ tasks, templates });
+      const presets = (await bridge.info()).presets.map((p) => ({ name: p.name, description: p.description }));
+      return jsonResult({ tasks, presets });
     },
   );
 

@@ -6,6 +6,9 @@ import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol
  */
 export type TaskState = 'queued' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
 
+/** Every state, in lifecycle order (for validating a state sent from outside). */
+export const TASK_STATES: readonly TaskState[] = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'interrupted'];
+
 /** The states a task never leaves: "finished" is defined here and nowhere else. */
 export const FINISHED_STATES: readonly TaskState[] = ['succeeded', 'failed', 'cancelled', 'interrupted'];
 
@@ -71,8 +74,43 @@ export interface LogLine {
   /** ISO 8601. */
   time: string;
   stream: 'stdout' | 'stderr' | 'broker';
+  /** For people: the agent's output line, or the broker's note in words (stable; docs and tests quote it). */
   text: string;
+  /**
+   * For programs: what a broker note is, and its facts. Read this, never `text`. Absent on the
+   * agent's own output, on notes that are only for people, and on lines from brokers before 0.3.
+   */
+  event?: LogEvent;
 }
+
+/** A line the broker could not use: it did not parse or break the rules, was refused, or came after the final payload. */
+export type ProblemKind = 'malformed' | 'rejected' | 'ignored';
+
+/**
+ * Why a line or a connection was rejected: `auth` (no token, a wrong one, no first line in time),
+ * `task-id` (a message for another task), `limit` (too many connections, an unauthenticated line
+ * too long). Absent for other refusals (a first line that did not parse, an endpoint error).
+ */
+export type RejectCause = 'auth' | 'task-id' | 'limit';
+
+/** The broker's own notes in a task's log, as data (see `LogLine.event`). */
+export type LogEvent =
+  /** A line arrived (logged only with `traceLines`; the text holds its first 100 characters, token redacted). */
+  | { kind: 'received'; via: 'socket' | 'stdout' }
+  /** A line the broker could not use (counted in `counters`); `status` is an ignored payload's status. */
+  | { kind: 'problem'; problem: ProblemKind; detail: string; cause?: RejectCause; status?: Payload['status'] }
+  /** The attempt broke the protocol (a line over the limit, bytes it could not frame); it fails with reason `protocol`. */
+  | { kind: 'protocol-error'; detail: string }
+  /** The broker stops the attempt: cancel, then SIGTERM, then SIGKILL. */
+  | { kind: 'stopping'; reason: 'timeout' | 'stalled' | 'cancelled' }
+  /** After a stop, the agent sent its `cancelled` payload. */
+  | { kind: 'cancel-confirmed' }
+  /** The agent's process group outlived it and was killed. */
+  | { kind: 'leftover-processes' }
+  /** The attempt failed and attempt `attempt + 1` starts after `delayMs`. */
+  | { kind: 'retrying'; attempt: number; delayMs: number }
+  /** The attempt runs on a fleet worker. */
+  | { kind: 'placed'; worker: string };
 
 export interface PendingQuestion {
   askId: string;
@@ -87,8 +125,15 @@ export interface TaskSnapshot {
   label: string;
   state: TaskState;
   reason?: FailureReason;
-  /** One-line explanation of a failure. */
+  /** One-line explanation of a failure, for people (e.g. "failed: rate limited", "timed out after 500 ms"). */
   message?: string;
+  /**
+   * The failure's own words without the framing `reason` already says: the agent's message for
+   * `error` (`message` is "failed: <detail>"), what broke the protocol for `protocol` ("protocol
+   * error: <detail>"). Absent for the other reasons, whose message is plain, and in history written
+   * before 0.3 (show `message` then).
+   */
+  detail?: string;
   command: string;
   args: string[];
   cwd: string;

@@ -16,6 +16,7 @@ import {
   taskTime,
 } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
+import { isFailedOrRetrying } from '../model/states.js';
 
 export interface DetailsActions {
   close(): void;
@@ -197,7 +198,7 @@ export class Details {
   }
 
   private renderFailure(task: TaskSnapshot): void {
-    const failed = task.state === 'failed' || task.state === 'interrupted' || task.state === 'cancelled' || task.state === 'retrying';
+    const failed = isFailedOrRetrying(task.state);
     const payloadMessage = messageOf(task.result?.data);
     const key = failed ? `${task.id}:${task.state}:${task.attempt}:${task.message ?? ''}:${task.stderrTail?.length ?? 0}` : '';
     if (key === this.keys.failure) return;

@@ -1,6 +1,6 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { isFinished, type FailureReason, type TaskState } from '../model/task.js';
-import { isActive } from '../bridge/summary.js';
+import { isActive } from '../model/states.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
   queued: 'Queued',
@@ -23,13 +23,13 @@ export const REASON_LABEL: Record<FailureReason, string> = {
 };
 
 /**
- * One line saying why a task failed: "The sub-agent crashed: exited with code 3 without a result".
- * The broker's messages for reported errors start with "failed: " (protocol errors with "protocol
- * error: "), which the label already says.
+ * One line saying why a task failed: "The sub-agent crashed: the agent exited with code 3 without
+ * sending a final payload". The label says the reason, so the snapshot's `detail` (the message
+ * without the broker's "failed: " framing) follows it; history without one shows its `message`.
  */
-export function failureText(task: Pick<TaskSnapshot, 'reason' | 'message' | 'state'>, fallback?: string): string {
+export function failureText(task: Pick<TaskSnapshot, 'reason' | 'message' | 'detail' | 'state'>, fallback?: string): string {
   const label = task.reason ? REASON_LABEL[task.reason] : task.state === 'interrupted' ? 'Interrupted' : 'Failed';
-  const message = (task.message ?? fallback)?.replace(/^(failed|protocol error): /, '');
+  const message = task.detail ?? task.message ?? fallback;
   return message ? `${label}: ${message}` : label;
 }
 
@@ -40,7 +40,8 @@ export function modelName(meta: Record<string, unknown> | undefined): string | u
 }
 
 export { isFinished } from '../model/task.js';
-export { countsText, isActive } from '../bridge/summary.js';
+export { countsText } from '../bridge/summary.js';
+export { isActive } from '../model/states.js';
 
 /** 0 = running (and retrying), 1 = queued, 2 = finished: the list's group order. */
 function group(state: TaskState): number {

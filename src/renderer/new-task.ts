@@ -1,6 +1,6 @@
 /**
- * "New task" dialog: start from a template or a recent command line, or type one. The command is
- * an executable plus one argument per line, never a shell string.
+ * "New task" dialog: start from a preset (a demo agent, a template's agent) or a recent command line,
+ * or type one. The command is an executable plus one argument per line, never a shell string.
  */
 import type { BridgeInfo, SubmitRequest } from '../bridge/contract.js';
 import { h } from './dom.js';
@@ -58,11 +58,11 @@ export class NewTaskDialog {
   open(info: BridgeInfo): void {
     this.choices = [];
     const options: HTMLElement[] = [h('option', { text: 'Empty', attrs: { value: '-1' } })];
-    const templates = info.templates.map((template) => {
-      this.choices.push(template.request);
-      return h('option', { text: `${template.name} — ${template.description}`, attrs: { value: String(this.choices.length - 1) } });
+    const presets = info.presets.map((preset) => {
+      this.choices.push(preset.request);
+      return h('option', { text: `${preset.name} — ${preset.description}`, attrs: { value: String(this.choices.length - 1) } });
     });
-    if (templates.length) options.push(h('optgroup', { attrs: { 'aria-label': 'Templates' } }, templates));
+    if (presets.length) options.push(h('optgroup', { attrs: { 'aria-label': 'Presets' } }, presets));
     const recent = info.recent.map((request) => {
       this.choices.push(request);
       return h('option', { text: commandLine(request.command, request.args ?? []), attrs: { value: String(this.choices.length - 1) } });
@@ -71,7 +71,7 @@ export class NewTaskDialog {
     for (const group of options.filter((o) => o.tagName === 'OPTGROUP'))
       (group as HTMLOptGroupElement).label = group.getAttribute('aria-label') ?? '';
     this.source.replaceChildren(...options);
-    const first = info.templates.length ? 0 : info.recent.length ? 0 : -1;
+    const first = info.presets.length ? 0 : info.recent.length ? 0 : -1;
     this.source.value = String(first);
     this.fill(this.choices[first]);
     this.error.textContent = '';

@@ -4,6 +4,7 @@
  */
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { h, setText } from './dom.js';
+import { describePartial, isFault } from '../model/states.js';
 import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 
 interface Row {
@@ -293,7 +294,7 @@ function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
 /** The second line of a row: what the task is doing or why it ended. */
 function subline(task: TaskSnapshot, paused: boolean): string {
   if (task.pendingQuestion) return `Asks: ${task.pendingQuestion.question}`;
-  if (task.state === 'failed' || task.state === 'interrupted') return failureText(task);
+  if (isFault(task.state)) return failureText(task);
   if (task.state === 'cancelled') return task.message ?? 'Cancelled';
   if (task.state === 'retrying') return task.message ? `Retrying after: ${failureText(task)}` : 'Waiting to retry';
   if (task.state === 'queued') return paused ? 'Waiting: the queue is paused' : 'Waiting for a free slot';
@@ -313,12 +314,7 @@ function subline(task: TaskSnapshot, paused: boolean): string {
     }
     return bits.length ? bits.join(' · ') : 'Done';
   }
-  const partial = task.lastPartial;
-  if (partial && typeof partial === 'object') {
-    const record = partial as Record<string, unknown>;
-    for (const key of ['step', 'message', 'status', 'phase']) {
-      if (typeof record[key] === 'string') return String(record[key]).slice(0, 200);
-    }
-  }
+  const partial = describePartial(task.lastPartial);
+  if (partial) return partial;
   return typeof task.progress === 'number' ? `${Math.round(task.progress)}%` : 'Working…';
 }

@@ -1,15 +1,11 @@
 /**
- * The one catalog of templates:
- * - the sub-agent templates shipped in `templates/`: each directory with a `template.json` manifest,
- *   scaffolded by `backchannel new` (./scaffold.ts) and offered by the panel;
- * - the demo agents the panel offers first under "New task", read from a directory's
- *   `templates.json` (`[{name, description, args, command?}]`, `command` defaulting to `agent.mjs`
- *   in that directory; Backchannel ships scripts/demo-agents this way).
+ * The one catalog of templates: the sub-agent scaffolds shipped in `templates/`, each directory with
+ * a `template.json` manifest, scaffolded by `backchannel new` (./scaffold.ts). What the panel can
+ * start (its presets, some made from these templates) is ./presets.ts.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TemplateInfo } from '../bridge/contract.js';
 
 /** `templates/<name>/template.json`. */
 export interface TemplateManifest {
@@ -55,11 +51,6 @@ export function templatesRoot(): string {
 /** The package root of this installation (the parent of `templates/`): what `vendor[].from` is relative to. */
 export function packageRoot(): string {
   return path.resolve(templatesRoot(), '..');
-}
-
-/** scripts/demo-agents in a checkout (dist/templates → ../../scripts/demo-agents). */
-export function defaultTemplatesDir(): string {
-  return fileURLToPath(new URL('../../scripts/demo-agents/', import.meta.url));
 }
 
 /** A relative path that stays inside its base: no absolute path, no `..` segment. */
@@ -124,63 +115,4 @@ export function listTemplates(root: string = templatesRoot()): Template[] {
 
 export function findTemplate(name: string, root: string = templatesRoot()): Template | undefined {
   return listTemplates(root).find((template) => template.name === name);
-}
-
-/** A template as the panel offers it: a ready-to-run request in the template's own directory. */
-export function toTemplateInfo(template: Template): TemplateInfo {
-  const [command, ...args] = template.run as [string, ...string[]];
-  return {
-    name: template.name,
-    description: template.description,
-    request: {
-      command,
-      args,
-      cwd: template.dir,
-      label: `${template.name} (template)`,
-      ...(template.input !== undefined ? { input: template.input } : {}),
-    },
-  };
-}
-
-interface DemoAgentEntry {
-  name: string;
-  description: string;
-  command?: string;
-  args?: string[];
-}
-
-/**
- * What the panel offers under "New task": the demo agents from `dir`, then the sub-agent templates
- * under `templatesDir` (default: this installation's `templates/`). A missing or broken file gives
- * fewer entries, never an error.
- */
-export function loadTemplates(dir: string, onError?: (message: string) => void, templatesDir?: string): TemplateInfo[] {
-  let fromCatalog: TemplateInfo[] = [];
-  try {
-    fromCatalog = listTemplates(templatesDir).map(toTemplateInfo);
-  } catch (error) {
-    onError?.(`could not read the sub-agent templates: ${(error as Error).message}`);
-  }
-  return [...loadDemoAgents(dir, onError), ...fromCatalog];
-}
-
-/** Reads `templates.json`; a missing or broken file gives no demo agents (the panel still works). */
-function loadDemoAgents(dir: string, onError?: (message: string) => void): TemplateInfo[] {
-  const file = path.join(dir, 'templates.json');
-  if (!existsSync(file)) return [];
-  try {
-    const entries = JSON.parse(readFileSync(file, 'utf8')) as DemoAgentEntry[];
-    return entries.map((entry) => ({
-      name: entry.name,
-      description: entry.description,
-      request: {
-        command: path.resolve(dir, entry.command ?? 'agent.mjs'),
-        args: entry.args ?? [],
-        label: `${entry.name} (demo agent)`,
-      },
-    }));
-  } catch (error) {
-    onError?.(`could not read templates from ${file}: ${(error as Error).message}`);
-    return [];
-  }
 }

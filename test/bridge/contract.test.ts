@@ -80,10 +80,10 @@ describe('both bridges answer the same calls the same way', () => {
     expect(details.log.some((line) => line.text.includes('demo agent started'))).toBe(true);
   });
 
-  test('info lists the demo templates and the recent command', async () => {
+  test('info lists the presets (the demo agents first) and the recent command', async () => {
     const info = await ipc.info();
     expect(info.mode).toBe('headless');
-    expect(info.templates.map((t) => t.name)).toContain('progress');
+    expect(info.presets.map((p) => p.name)).toContain('progress');
     expect(info.recent[0]).toMatchObject({ command: finished.command, args: finished.args });
   });
 });

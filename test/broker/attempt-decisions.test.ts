@@ -37,7 +37,9 @@ describe('Attempt decisions (in memory)', () => {
     expect(await attempt.outcome).toMatchObject({ kind: 'final', channel: 'socket', payload: { data: 'first' } });
     expect(recorded.partials).toHaveLength(1);
     expect(endpoint.sent.filter((m) => m.type === 'ack')).toHaveLength(2);
-    expect(recorded.problems).toEqual([{ kind: 'ignored', detail: 'error payload via socket after the task was decided' }]);
+    expect(recorded.problems).toEqual([
+      { kind: 'ignored', detail: 'error payload via socket after the task was decided', status: 'error' },
+    ]);
     // An agent that lingers after its final payload is stopped after the cancel grace.
     expect(recorded.terminations).toEqual([{ pid: 4242, options: expect.objectContaining({ delayMs: 3000, graceMs: 1000 }) }]);
     child.exit(0);
@@ -60,7 +62,7 @@ describe('Attempt decisions (in memory)', () => {
     child.stdout.write(`data: ${JSON.stringify({ ...final('success'), task_id: 'someone-else' })}\n`);
     child.exit(0);
     expect(await attempt.outcome).toMatchObject({ kind: 'failure', reason: 'crashed', retryable: true });
-    expect(recorded.problems.map((p) => p.kind)).toEqual(['rejected']);
+    expect(recorded.problems.map((p) => [p.kind, p.cause])).toEqual([['rejected', 'task-id']]);
     await attempt.finished;
   });
 
@@ -110,6 +112,7 @@ describe('Attempt decisions (in memory)', () => {
     // The agent's own `cancelled` after the decision is a confirmation, not a problem.
     endpoint.agentSends(final('cancelled'));
     expect(recorded.logs).toContain('broker: the agent confirmed the cancel');
+    expect(recorded.events).toEqual([{ kind: 'stopping', reason: 'cancelled' }, { kind: 'cancel-confirmed' }]);
     expect(recorded.problems).toEqual([]);
     child.exit(null, 'SIGTERM');
     await attempt.finished;
@@ -159,9 +162,16 @@ describe('Attempt decisions (in memory)', () => {
   });
 
   test('a line over the limit on the socket is a protocol failure (never retried)', async () => {
-    const { attempt, endpoint, child } = await started();
+    const { attempt, endpoint, child, recorded } = await started();
     endpoint.handlers.overflow('line of 99+ bytes exceeds the 10-byte limit');
-    expect(await attempt.outcome).toMatchObject({ kind: 'failure', reason: 'protocol', retryable: false });
+    expect(await attempt.outcome).toMatchObject({
+      kind: 'failure',
+      reason: 'protocol',
+      message: 'protocol error: line of 99+ bytes exceeds the 10-byte limit',
+      detail: 'line of 99+ bytes exceeds the 10-byte limit',
+      retryable: false,
+    });
+    expect(recorded.events).toEqual([{ kind: 'protocol-error', detail: 'line of 99+ bytes exceeds the 10-byte limit' }]);
     expect(endpoint.sent).toContainEqual({ type: 'cancel', task_id: TASK_ID, reason: 'protocol' });
     child.exit(0);
     await attempt.finished;

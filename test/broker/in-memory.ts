@@ -11,6 +11,7 @@ import type { ChannelHandlers } from '../../src/broker/transport/channel.js';
 import { DEFAULT_CHANNEL_LIMITS } from '../../src/broker/transport/channel.js';
 import type { TaskEndpoint } from '../../src/broker/transport/task-endpoint.js';
 import type { TerminateOptions } from '../../src/broker/process/kill-tree.js';
+import type { LogEvent } from '../../src/model/task.js';
 import type { AgentProcess } from '../../src/broker/process/spawn-agent.js';
 
 export const TASK_ID = 'task-under-test';
@@ -71,11 +72,14 @@ export interface Recorded {
   /** Questions the attempt passed on to the broker. */
   asks: AskMessage[];
   logs: string[];
-  problems: Array<{ kind: string; detail: string }>;
+  /** The events of the broker's notes, in order. */
+  events: LogEvent[];
+  /** Each problem with its facts (cause, status), when it has some. */
+  problems: Array<{ kind: string; detail: string; cause?: string; status?: string }>;
 }
 
 export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink; recorded: Recorded } {
-  const recorded: Recorded = { terminations: [], reaped: [], partials: [], asks: [], logs: [], problems: [] };
+  const recorded: Recorded = { terminations: [], reaped: [], partials: [], asks: [], logs: [], events: [], problems: [] };
   const io: AttemptIO = {
     endpoint: (_settings, _token, handlers) => (recorded.endpoint = new FakeEndpoint(handlers)),
     checkCwd: () => {},
@@ -88,8 +92,11 @@ export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink
   };
   const sink: AttemptSink = {
     partial: (payload) => recorded.partials.push(payload),
-    log: (stream, text) => recorded.logs.push(`${stream}: ${text}`),
-    problem: (kind, detail) => recorded.problems.push({ kind, detail }),
+    log: (stream, text, event) => {
+      recorded.logs.push(`${stream}: ${text}`);
+      if (event) recorded.events.push(event);
+    },
+    problem: (kind, detail, facts) => recorded.problems.push({ kind, detail, ...facts }),
     ask: (message) => recorded.asks.push(message),
     spawned: () => {},
   };

@@ -1,7 +1,7 @@
 /** Task transitions, the retry-versus-final decision and the ask/answer exchange, in memory. */
 import { describe, expect, test, vi } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { decide } from '../../src/broker/task/decision.js';
+import { decide, settle } from '../../src/broker/task/decision.js';
 import { PendingQuestion } from '../../src/broker/task/questions.js';
 import { Task } from '../../src/broker/task/task.js';
 import type { BrokerMessage } from '../../src/protocol/index.js';
@@ -37,6 +37,7 @@ describe('decide: retry or settle', () => {
       kind: 'fail',
       reason: 'error',
       message: 'failed: rate limited',
+      detail: 'rate limited',
     });
     const final_ = final('error', 'bad input', { retryable: false });
     expect(decide({ kind: 'final', payload: final_, channel: 'socket' }, true, false)).toMatchObject({ kind: 'fail', reason: 'error' });
@@ -73,15 +74,40 @@ describe('Task transitions', () => {
     expect(TaskError.is(error)).toBe(true);
     expect(error).toMatchObject({ reason: 'crashed', stderrTail: 'Traceback: boom' });
     expect(task.snapshot()).toMatchObject({ state: 'failed', reason: 'crashed', stderrTail: 'Traceback: boom' });
+    expect(error).toMatchObject({ message: 'agent: the agent exited with code 1', taskMessage: 'the agent exited with code 1' });
+    expect(task.snapshot()).not.toHaveProperty('detail');
+  });
+
+  test("a reported error keeps the agent's own words as fields: the snapshot's detail and the TaskError's", async () => {
+    const { task } = makeTask();
+    task.startAttempt(1);
+    const decision = decide(
+      { kind: 'final', payload: final('error', { message: 'failed: upstream said no' }), channel: 'socket' },
+      false,
+      false,
+    );
+    expect(decision).toMatchObject({ kind: 'fail', message: 'failed: failed: upstream said no', detail: 'failed: upstream said no' });
+    settle(task, decision as Exclude<typeof decision, { kind: 'retry' }>);
+    expect(task.snapshot()).toMatchObject({ message: 'failed: failed: upstream said no', detail: 'failed: upstream said no' });
+    expect(await task.result.catch((e: unknown) => e)).toMatchObject({
+      reason: 'error',
+      taskMessage: 'failed: failed: upstream said no',
+      detail: 'failed: upstream said no',
+    });
   });
 
   test('problems are counted and logged without an update; the log stays bounded', () => {
     const { task, updates } = makeTask();
     task.recordProblem('malformed', 'not JSON');
     task.recordProblem('ignored', 'late partial');
-    for (let i = 0; i < 10; i++) task.log('stdout', `line ${i}`);
     expect(task.snapshot().counters).toEqual({ malformed: 1, rejected: 0, ignored: 1 });
+    expect(task.logLines().map((l) => l.event)).toEqual([
+      { kind: 'problem', problem: 'malformed', detail: 'not JSON' },
+      { kind: 'problem', problem: 'ignored', detail: 'late partial' },
+    ]);
+    for (let i = 0; i < 10; i++) task.log('stdout', `line ${i}`);
     expect(task.logLines().map((l) => l.text)).toEqual(['line 5', 'line 6', 'line 7', 'line 8', 'line 9']);
+    expect(task.logLines()[0]).not.toHaveProperty('event');
     expect(updates.map((u) => u.kind)).toEqual(Array(10).fill('log'));
   });
 
@@ -91,7 +117,10 @@ describe('Task transitions', () => {
     task.spawned(111);
     task.retrying('agent error: flaky', 1000);
     expect(task.snapshot()).toMatchObject({ state: 'retrying', message: 'agent error: flaky', attempt: 1 });
-    expect(task.logLines().at(-1)?.text).toBe('attempt 1 failed (agent error: flaky); retrying in 1000 ms');
+    expect(task.logLines().at(-1)).toMatchObject({
+      text: 'attempt 1 failed (agent error: flaky); retrying in 1000 ms',
+      event: { kind: 'retrying', attempt: 1, delayMs: 1000 },
+    });
     task.startAttempt(2);
     expect(task.snapshot()).not.toHaveProperty('pid');
     task.spawned(222);

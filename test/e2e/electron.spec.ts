@@ -83,7 +83,7 @@ test('tray menu opens the panel, a task runs in it, the tray counts it, and quit
   ).toEqual(['object', 'undefined', 'undefined', 'undefined']);
   expect((await page.evaluate(() => window.backchannel.info())).mode).toBe('electron');
 
-  // A task from a template, through the panel.
+  // A task from a preset, through the panel.
   await page.locator('#new-task').click();
   await page.locator('#new-args').fill('--mode=progress\n--steps=5\n--interval=100');
   await page.locator('#new-label').fill('electron task');

@@ -54,7 +54,7 @@ async function progressOf(r: Locator): Promise<number> {
   return Number((await r.locator('.progress').getAttribute('aria-valuenow')) ?? -1);
 }
 
-test('a new user sees an empty state, then starts a task from a template and watches its progress bar move', async ({ page }) => {
+test('a new user sees an empty state, then starts a task from a preset and watches its progress bar move', async ({ page }) => {
   await page.goto(serve.url);
   await expect(page.locator('#empty')).toBeVisible();
   await expect(page.locator('#empty')).toContainText('No tasks yet');
@@ -62,7 +62,7 @@ test('a new user sees an empty state, then starts a task from a template and wat
   await page.locator('#new-task').click();
   const dialog = page.locator('#new-task-dialog');
   await expect(dialog).toBeVisible();
-  await expect(page.locator('#new-source')).toHaveValue('0'); // the first template
+  await expect(page.locator('#new-source')).toHaveValue('0'); // the first preset
   await page.locator('#new-args').fill('--mode=progress\n--steps=40\n--interval=250');
   await page.locator('#new-label').fill('ui progress');
   await dialog.getByRole('button', { name: 'Start task' }).click();

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { AnswerStream, finalText, usageOf } from '../../src/gateway/answer.js';
-import { cursorTemplatePath, GatewayConfigError, loadGatewayConfig, resolveGatewayConfig } from '../../src/gateway/config.js';
+import { cursorAgentPath, GatewayConfigError, loadGatewayConfig, resolveGatewayConfig } from '../../src/gateway/config.js';
 import { parseModelList } from '../../src/gateway/cursor-cli.js';
 import { buildPrompt, InvalidRequest, parseChatRequest } from '../../src/gateway/request.js';
 import { tempDir } from '../helpers/core.js';
@@ -39,7 +39,7 @@ describe('config', () => {
     expect(loadGatewayConfig(undefined, { XDG_CONFIG_HOME: path.join(dir, 'x') }).keyFile).toBe(
       path.join(dir, 'x/backchannel/gateway-key'),
     );
-    expect(fs.existsSync(cursorTemplatePath())).toBe(true);
+    expect(fs.existsSync(cursorAgentPath())).toBe(true);
   });
 
   test('a generated key file others can read, or a symlink, is refused; auth: none turns the key off', () => {

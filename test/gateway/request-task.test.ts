@@ -76,7 +76,7 @@ describe('running one task per request', () => {
     expect(TaskError.is(outcome.ok ? undefined : outcome.error)).toBe(true);
     expect(run.why).toBe('timeout');
     expect(run.task!.snapshot().message).toContain('the gateway request timed out after 500 ms');
-    expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 500, label: 'x' })).toEqual({
+    expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 500 })).toEqual({
       kind: 'timeout',
       message: 'The sub-agent did not answer within 500 ms; its task was cancelled.',
     });
@@ -93,7 +93,7 @@ describe('running one task per request', () => {
       const outcome = await settle(run.result);
       expect(outcome.ok).toBe(false);
       expect(run.why).toBe('shutdown');
-      expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 1, label: 'x', name: 'gateway' })).toEqual({
+      expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 1, name: 'gateway' })).toEqual({
         kind: 'unavailable',
         message: 'The gateway is shutting down; the request was cancelled.',
       });
@@ -108,14 +108,32 @@ describe('running one task per request', () => {
     const run = runner.start({ spec, abort: new AbortController() });
     const outcome = await settle(run.result);
     expect(outcome.ok).toBe(false);
-    expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 1, label: spec.label })).toEqual({
+    expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 1 })).toEqual({
       kind: 'agent',
       reason: 'error',
       message: 'The sub-agent failed (error): the model is on fire',
     });
-    expect(describeFailure(new Error('no such file'), { why: undefined, timeoutMs: 1, label: undefined })).toEqual({
+    expect(describeFailure(new Error('no such file'), { why: undefined, timeoutMs: 1 })).toEqual({
       kind: 'internal',
       message: 'The server could not run the sub-agent: no such file',
     });
+  });
+
+  test("the description reads the failure's fields, never its text: the label and the framing stay out, a message that looks framed is kept", () => {
+    const crashed = new TaskError('t1', 'crashed', 'failed: x: the agent exited with code 3', undefined, undefined, {
+      taskMessage: 'the agent exited with code 3',
+    });
+    expect(describeFailure(crashed, { why: undefined, timeoutMs: 1 })).toEqual({
+      kind: 'agent',
+      reason: 'crashed',
+      message: 'The sub-agent failed (crashed): the agent exited with code 3',
+    });
+    const framed = new TaskError('t2', 'error', 'review: failed: failed: upstream said no', undefined, undefined, {
+      taskMessage: 'failed: failed: upstream said no',
+      detail: 'failed: upstream said no',
+    });
+    expect(describeFailure(framed, { why: undefined, timeoutMs: 1 }).message).toBe(
+      'The sub-agent failed (error): failed: upstream said no',
+    );
   });
 });

@@ -254,7 +254,7 @@ describe('the Electron shell (stand-in Electron)', () => {
     Object.defineProperty(panel.sender, 'id', { value: win.webContents.id });
     bridge = createIpcBridge(panel);
     expect(await bridge.info()).toMatchObject({ mode: 'electron', version: '0.1.0-test', logPath: '/tmp/backchannel-test/main.log' });
-    expect((await bridge.info()).templates.length).toBeGreaterThan(0);
+    expect((await bridge.info()).presets.length).toBeGreaterThan(0);
 
     const { id } = await bridge.submit({
       command: DEMO_AGENT,

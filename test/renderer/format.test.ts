@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { commandLine, compareTasks, countsText, formatDuration, taskTime } from '../../src/renderer/format.js';
+import { commandLine, compareTasks, countsText, failureText, formatDuration, taskTime } from '../../src/renderer/format.js';
 import type { TaskSnapshot, TaskState } from '../../src/model/task.js';
 
 function task(id: string, state: TaskState, times: Partial<Pick<TaskSnapshot, 'createdAt' | 'startedAt' | 'endedAt'>> = {}): TaskSnapshot {
@@ -66,5 +66,32 @@ describe('formatting', () => {
       countsText([task('a', 'running'), task('b', 'retrying'), task('c', 'queued'), task('d', 'failed'), task('e', 'succeeded')]),
     ).toBe('2 running, 1 queued, 1 failed');
     expect(countsText([])).toBe('Idle');
+  });
+});
+
+describe('failureText', () => {
+  test("the reason's words, then the failure's detail (the broker's framing is a field apart, not stripped from text)", () => {
+    const failed = { ...task('a', 'failed'), reason: 'error' as const, message: 'failed: rate limited', detail: 'rate limited' };
+    expect(failureText(failed)).toBe('The sub-agent reported an error: rate limited');
+    const protocol = {
+      ...task('b', 'failed'),
+      reason: 'protocol' as const,
+      message: 'protocol error: line too long',
+      detail: 'line too long',
+    };
+    expect(failureText(protocol)).toBe('The sub-agent broke the protocol: line too long');
+  });
+
+  test('an agent message that happens to start with "failed: " is shown whole', () => {
+    const failed = { ...task('a', 'failed'), reason: 'error' as const, message: 'failed: failed: 3 tests', detail: 'failed: 3 tests' };
+    expect(failureText(failed)).toBe('The sub-agent reported an error: failed: 3 tests');
+  });
+
+  test('a history line from before the detail field shows its message as it was written', () => {
+    const old = { ...task('a', 'failed'), reason: 'error' as const, message: 'failed: rate limited' };
+    expect(failureText(old)).toBe('The sub-agent reported an error: failed: rate limited');
+    const crashed = { ...task('c', 'failed'), reason: 'crashed' as const, message: 'the agent exited with code 3' };
+    expect(failureText(crashed)).toBe('The sub-agent crashed: the agent exited with code 3');
+    expect(failureText(task('d', 'interrupted'))).toBe('Interrupted');
   });
 });

@@ -4,14 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import {
-  findTemplate,
-  listTemplates,
-  templatesRoot,
-  TemplateError,
-  toTemplateInfo,
-  validateManifest,
-} from '../../src/templates/catalog.js';
+import { findTemplate, listTemplates, templatesRoot, TemplateError, validateManifest } from '../../src/templates/catalog.js';
+import { loadPresets, presetOf } from '../../src/templates/presets.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -28,9 +22,9 @@ describe('the template catalog', () => {
     }
   });
 
-  it('turns a template into a ready-to-run panel request', () => {
+  it("turns a template's agent into a preset: a ready-to-run panel request", () => {
     const python = findTemplate('python')!;
-    expect(toTemplateInfo(python)).toEqual({
+    expect(presetOf(python)).toEqual({
       name: 'python',
       description: python.description,
       request: { command: 'python3', args: ['agent.py'], cwd: python.dir, label: 'python (template)', input: python.input },
@@ -62,6 +56,26 @@ describe('the template catalog', () => {
       expect(() => listTemplates(dir)).toThrow(/"name" is "two" but the directory is "one"/);
       fs.writeFileSync(path.join(dir, 'one/template.json'), JSON.stringify({ name: 'one', description: 'x', run: ['a'] }));
       expect(listTemplates(dir).map((t) => t.name)).toEqual(['one']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("offers the demo agents first, then the templates' agents, as presets", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-presets-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'templates.json'), JSON.stringify([{ name: 'demo', description: 'a demo', args: ['--x'] }]));
+      const presets = loadPresets(dir);
+      expect(presets[0]).toEqual({
+        name: 'demo',
+        description: 'a demo',
+        request: { command: path.join(dir, 'agent.mjs'), args: ['--x'], label: 'demo (demo agent)' },
+      });
+      expect(presets.slice(1).map((p) => p.name)).toEqual(listTemplates().map((t) => t.name));
+      const warnings: string[] = [];
+      fs.writeFileSync(path.join(dir, 'templates.json'), '{ not json');
+      expect(loadPresets(dir, (message) => warnings.push(message)).map((p) => p.name)).toEqual(listTemplates().map((t) => t.name));
+      expect(warnings).toEqual([expect.stringContaining('could not read the demo agents from')]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

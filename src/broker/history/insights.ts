@@ -10,6 +10,7 @@
  * at least p % of the values at or below it.
  */
 import path from 'node:path';
+import { failureReasonOf } from '../../model/states.js';
 import { resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
@@ -39,7 +40,7 @@ export function agentOf(task: Pick<TaskSnapshot, 'command' | 'args' | 'tags'>): 
 }
 
 export function outcomeOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): Outcome {
-  return task.state === 'succeeded' ? 'success' : (task.reason ?? 'error');
+  return task.state === 'succeeded' ? 'success' : (failureReasonOf(task) ?? 'error');
 }
 
 const UTC_ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { LogLine, TaskSnapshot } from '../../model/task.js';
+import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
 import type { Logger } from '../log.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 
@@ -122,7 +122,7 @@ export class Journal {
     });
     for (const entry of entries.values()) {
       const s = entry.snapshot;
-      if (s.state === 'queued' || s.state === 'running' || s.state === 'retrying') {
+      if (!isFinished(s.state)) {
         s.state = 'interrupted';
         s.reason = 'crashed';
         s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';

@@ -155,7 +155,8 @@ function adopt(context: RecoveryContext, payload: FinalPayload): boolean {
   if (payload.status === 'success') task.succeed(payload, 'spool');
   else {
     const reason = payload.status === 'cancelled' ? 'cancelled' : 'error';
-    task.fail(reason, `failed: ${errorMessageOf(payload)} (result recovered from the spool)`, payload, 'spool');
+    const detail = `${errorMessageOf(payload)} (result recovered from the spool)`;
+    task.fail(reason, `failed: ${detail}`, payload, 'spool', detail);
   }
   entry.snapshot = task.snapshot();
   const summary = task.final && context.results?.store.write(task.id, withoutContent(task.final));

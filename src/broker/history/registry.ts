@@ -14,8 +14,10 @@ import {
   type TaskPageQuery,
   type TaskSnapshot,
   type TaskSpec,
+  type TaskState,
 } from '../../model/task.js';
 import type { Insights, InsightsQuery } from '../../model/insights.js';
+import { isActive } from '../../model/states.js';
 import { computeInsights, foldTasks } from './insights.js';
 import type { HistoryEntry } from './journal.js';
 import { withSummary } from './results.js';
@@ -149,8 +151,8 @@ export class TaskRegistry<Live extends Registered> {
   stats(paused: boolean): BrokerStats {
     const stats: BrokerStats = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, interrupted: 0, paused };
     for (const snapshot of this.tasks()) {
-      if (snapshot.state === 'retrying') stats.running += 1;
-      else stats[snapshot.state] += 1;
+      if (isActive(snapshot.state)) stats.running += 1;
+      else stats[snapshot.state as Exclude<TaskState, 'running' | 'retrying'>] += 1;
     }
     return stats;
   }

@@ -32,13 +32,15 @@ import { traceable } from '../transport/inbound.js';
 import { ChannelTally } from './tally.js';
 import { readStderr, readStdout, type OutputHandlers } from '../transport/stdout.js';
 import type { TaskEndpoint } from '../transport/task-endpoint.js';
-import type { DeliveryChannel, FailureReason } from '../../model/task.js';
+import type { DeliveryChannel, FailureReason, LogEvent, ProblemKind, RejectCause } from '../../model/task.js';
+import type { ProblemFacts } from './task.js';
 
 export type StopReason = 'timeout' | 'stalled' | 'cancelled';
 
 export type AttemptOutcome =
   | { kind: 'final'; payload: FinalPayload; channel: DeliveryChannel }
-  | { kind: 'failure'; reason: FailureReason; message: string; retryable: boolean };
+  /** `detail`: the message without the framing the reason says (see `TaskSnapshot.detail`). */
+  | { kind: 'failure'; reason: FailureReason; message: string; detail?: string; retryable: boolean };
 
 export interface AttemptSettings {
   taskId: string;
@@ -68,8 +70,9 @@ export interface AttemptSettings {
 /** What an attempt reports upward while it runs. */
 export interface AttemptSink {
   partial(payload: Payload): void;
-  log(stream: 'stdout' | 'stderr' | 'broker', text: string): void;
-  problem(kind: 'malformed' | 'rejected' | 'ignored', detail: string): void;
+  /** `event`: what a broker note is, for programs (see `LogLine.event`). */
+  log(stream: 'stdout' | 'stderr' | 'broker', text: string, event?: LogEvent): void;
+  problem(kind: ProblemKind, detail: string, facts?: ProblemFacts): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
   spawned(pid: number): void;
   /** The attempt runs on a fleet worker (only attempts sent through a remote queue report this). */
@@ -158,7 +161,7 @@ export class Attempt {
     this.stopReason = reason;
     this.timers?.stop();
     if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
-    this.sink.log('broker', `stopping: ${message}`);
+    this.sink.log('broker', `stopping: ${message}`, { kind: 'stopping', reason });
     const told = this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
     this.terminate(told > 0 ? this.settings.cancelGraceMs : 0);
   }
@@ -194,8 +197,8 @@ export class Attempt {
           ? reply({ type: 'answer', task_id: s.taskId, ask_id: message.ask_id, error: 'the task has ended' })
           : this.sink.ask(message, reply),
       activity: () => this.timers?.alive(),
-      ...(s.traceLines ? { trace: (text: string) => this.sink.log('broker', `received via socket: ${traceable(text, this.token)}`) } : {}),
-      problem: (kind, detail) => this.problem(kind, detail),
+      ...(s.traceLines ? { trace: (text: string) => this.trace('socket', text) } : {}),
+      problem: (kind, detail, cause) => this.problem(kind, detail, cause),
       refused: (reason) => this.tally.refused(reason),
       overflow: (detail) => this.protocolFailure(detail),
     };
@@ -261,18 +264,21 @@ export class Attempt {
         this.timers?.alive();
         this.sink.log(stream, text);
       },
-      problem: (kind: 'malformed' | 'rejected', detail: string) => this.problem(kind, detail),
+      problem: (kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause) => this.problem(kind, detail, cause),
       overflow: (detail: string) => this.protocolFailure(detail),
-      ...(this.settings.traceLines
-        ? { trace: (text: string) => this.sink.log('broker', `received via stdout: ${traceable(text, this.token)}`) }
-        : {}),
+      ...(this.settings.traceLines ? { trace: (text: string) => this.trace('stdout', text) } : {}),
     };
   }
 
+  /** Notes a received line (with `traceLines`): its first 100 characters, token redacted. */
+  private trace(via: 'socket' | 'stdout', text: string): void {
+    this.sink.log('broker', `received via ${via}: ${traceable(text, this.token)}`, { kind: 'received', via });
+  }
+
   /** Records a channel problem; the token never reaches a log, even inside a line that did not parse. */
-  private problem(kind: 'malformed' | 'rejected', detail: string): void {
+  private problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void {
     if (kind === 'malformed') this.tally.malformed(detail);
-    this.sink.problem(kind, this.token ? detail.split(this.token).join('[redacted]') : detail);
+    this.sink.problem(kind, this.token ? detail.split(this.token).join('[redacted]') : detail, cause ? { cause } : {});
   }
 
   private terminate(graceMs: number): void {
@@ -285,9 +291,9 @@ export class Attempt {
     this.timers?.alive();
     if (this.decided) {
       if (payload.status === 'cancelled' && this.stopReason) {
-        this.sink.log('broker', 'the agent confirmed the cancel');
+        this.sink.log('broker', 'the agent confirmed the cancel', { kind: 'cancel-confirmed' });
       } else if (payload.status !== 'heartbeat') {
-        this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`);
+        this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`, { status: payload.status });
       }
       // Still acknowledge a late final (typically the agent's answer to our cancel): the ack tells
       // the agent it may exit now, instead of waiting for one and spooling.
@@ -306,9 +312,9 @@ export class Attempt {
   }
 
   private protocolFailure(detail: string): void {
-    this.sink.log('broker', `protocol error: ${detail}`);
+    this.sink.log('broker', `protocol error: ${detail}`, { kind: 'protocol-error', detail });
     if (this.decided) return;
-    this.settle({ kind: 'failure', reason: 'protocol', message: `protocol error: ${detail}`, retryable: false });
+    this.settle({ kind: 'failure', reason: 'protocol', message: `protocol error: ${detail}`, detail, retryable: false });
     this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason: 'protocol' });
     this.terminate(this.settings.cancelGraceMs);
   }
@@ -344,7 +350,7 @@ export class Attempt {
     for (const cancel of this.pendingKills) cancel();
     this.timers?.stop();
     const pid = this.child?.pid;
-    if (pid !== undefined && this.io.reap(pid) === true) this.sink.log('broker', LEFTOVER_PROCESSES);
+    if (pid !== undefined && this.io.reap(pid) === true) this.sink.log('broker', LEFTOVER_PROCESSES, { kind: 'leftover-processes' });
     this.child?.stdout.destroy();
     this.child?.stderr.destroy();
     // An agent whose ack came late spools a result we already have: the file must not pile up.
@@ -354,7 +360,7 @@ export class Attempt {
   }
 }
 
-/** Logged when the agent's process group outlived it (`backchannel check` looks for this line). */
+/** Logged (with the `leftover-processes` event) when the agent's process group outlived it. */
 export const LEFTOVER_PROCESSES = 'the agent left processes running in its process group; killed them';
 
 function delay(ms: number): Promise<void> {

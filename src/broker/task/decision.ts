@@ -11,7 +11,7 @@ import type { Task } from './task.js';
 export type Decision =
   | { kind: 'retry'; why: string }
   | { kind: 'succeed'; payload: FinalPayload; channel: DeliveryChannel }
-  | { kind: 'fail'; reason: FailureReason; message: string; payload?: FinalPayload; channel?: DeliveryChannel };
+  | { kind: 'fail'; reason: FailureReason; message: string; detail?: string; payload?: FinalPayload; channel?: DeliveryChannel };
 
 /** `canRetry`: attempts are left and nobody asked to stop. `cancelRequested`: a cancel is under way. */
 export function decide(outcome: AttemptOutcome, canRetry: boolean, cancelRequested: boolean): Decision {
@@ -22,16 +22,18 @@ export function decide(outcome: AttemptOutcome, canRetry: boolean, cancelRequest
       return { kind: 'fail', reason: 'cancelled', message: 'was cancelled by the agent', payload, channel };
     const message = errorMessageOf(payload);
     if (canRetry && isRetryable('error', payload.retryable)) return { kind: 'retry', why: `agent error: ${message}` };
-    return { kind: 'fail', reason: 'error', message: `failed: ${message}`, payload, channel };
+    return { kind: 'fail', reason: 'error', message: `failed: ${message}`, detail: message, payload, channel };
   }
   if (canRetry && outcome.retryable && isRetryable(outcome.reason, undefined)) return { kind: 'retry', why: outcome.message };
-  return { kind: 'fail', reason: cancelRequested ? 'cancelled' : outcome.reason, message: outcome.message };
+  if (cancelRequested) return { kind: 'fail', reason: 'cancelled', message: outcome.message };
+  const detail = outcome.detail !== undefined ? { detail: outcome.detail } : {};
+  return { kind: 'fail', reason: outcome.reason, message: outcome.message, ...detail };
 }
 
 /** Applies a settling decision to the task. */
 export function settle(task: Task, decision: Exclude<Decision, { kind: 'retry' }>): void {
   if (decision.kind === 'succeed') task.succeed(decision.payload, decision.channel);
-  else task.fail(decision.reason, decision.message, decision.payload, decision.channel);
+  else task.fail(decision.reason, decision.message, decision.payload, decision.channel, decision.detail);
 }
 
 /** The one-line message of an `error` (or `cancelled`) payload. */

@@ -21,12 +21,12 @@ export function attemptSink(task: Task, logger: Logger, hooks: SinkHooks): Attem
       task.recordPartial(payload);
       hooks.partial();
     },
-    log: (stream, text) => {
-      task.log(stream, text);
+    log: (stream, text, event) => {
+      task.log(stream, text, event);
       if (stream === 'broker') logger.info(`task ${task.id}: ${text}`);
     },
-    problem: (kind, detail) => {
-      task.recordProblem(kind, detail);
+    problem: (kind, detail, facts) => {
+      task.recordProblem(kind, detail, facts);
       // Output after the task was decided is expected noise (stdout agents, shutdown); keep it out of warnings.
       if (kind === 'ignored') logger.debug(`task ${task.id}: ${kind}: ${detail}`);
       else logger.warn(`task ${task.id}: ${kind}: ${detail}`);

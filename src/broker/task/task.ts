@@ -14,8 +14,10 @@ import {
   type BrokerMeta,
   type DeliveryChannel,
   type FailureReason,
+  type LogEvent,
   type LogLine,
   type PendingQuestion,
+  type ProblemKind,
   type TaskSnapshot,
   type TaskSpec,
   type TaskState,
@@ -28,7 +30,8 @@ const STDERR_TAIL_LINES = 20;
 
 const NO_EXTRA = {};
 
-export type ProblemKind = 'malformed' | 'rejected' | 'ignored';
+/** The facts of a problem beyond its kind and detail (see the `problem` LogEvent). */
+export type ProblemFacts = Pick<Extract<LogEvent, { kind: 'problem' }>, 'cause' | 'status'>;
 
 export interface TaskIdentity {
   id: string;
@@ -49,6 +52,7 @@ export class Task {
   private currentState: TaskState = 'queued';
   private reason: FailureReason | undefined;
   private message: string | undefined;
+  private detail: string | undefined;
   private attemptNumber = 0;
   private currentProgress: number | undefined;
   private partialData: unknown;
@@ -182,7 +186,7 @@ export class Task {
   /** The attempt runs on fleet worker `worker` (announced as a log line). */
   placed(worker: string): void {
     this.worker = worker;
-    this.log('broker', `attempt ${this.attemptNumber} runs on worker ${worker}`);
+    this.log('broker', `attempt ${this.attemptNumber} runs on worker ${worker}`, { kind: 'placed', worker });
   }
 
   recordPartial(payload: Payload): void {
@@ -192,17 +196,17 @@ export class Task {
     this.update('partial', { payload });
   }
 
-  /** A log line, announced as a `log` update. */
-  log(stream: LogLine['stream'], text: string): LogLine {
-    const line = this.addLog(stream, text);
+  /** A log line, announced as a `log` update; `event` says what a broker note is, for programs. */
+  log(stream: LogLine['stream'], text: string, event?: LogEvent): LogLine {
+    const line = this.addLog(stream, text, event);
     this.update('log', { line });
     return line;
   }
 
   /** Counts a line the broker could not use and notes it in the log (no update: these can be many). */
-  recordProblem(kind: ProblemKind, detail: string): void {
+  recordProblem(kind: ProblemKind, detail: string, facts: ProblemFacts = {}): void {
     this.counters[kind] += 1;
-    this.addLog('broker', `${kind}: ${detail}`);
+    this.addLog('broker', `${kind}: ${detail}`, { kind: 'problem', problem: kind, detail, ...facts });
   }
 
   ask(question: Omit<PendingQuestion, 'askedAt'>): void {
@@ -221,7 +225,11 @@ export class Task {
   retrying(why: string, delayMs: number): void {
     this.currentState = 'retrying';
     this.message = why;
-    this.addLog('broker', `attempt ${this.attemptNumber} failed (${why}); retrying in ${delayMs} ms`);
+    this.addLog('broker', `attempt ${this.attemptNumber} failed (${why}); retrying in ${delayMs} ms`, {
+      kind: 'retrying',
+      attempt: this.attemptNumber,
+      delayMs,
+    });
     this.update('retrying');
   }
 
@@ -242,14 +250,20 @@ export class Task {
     this.resolveResult(this.finalPayload);
   }
 
-  fail(reason: FailureReason, message: string, payload?: FinalPayload, channel?: DeliveryChannel): void {
+  /** `detail`: the message without the framing the reason says (see `TaskSnapshot.detail`). */
+  fail(reason: FailureReason, message: string, payload?: FinalPayload, channel?: DeliveryChannel, detail?: string): void {
     if (!this.open) return;
     this.reason = reason;
     this.message = message;
+    this.detail = detail;
     if (payload) this.finalPayload = this.withBrokerMeta(payload, channel ?? 'socket');
     this.currentState = reason === 'cancelled' ? 'cancelled' : 'failed';
     this.end();
-    this.rejectResult(new TaskError(this.id, reason, `${this.label}: ${message}`, this.finalPayload, this.stderrTail()));
+    const error = new TaskError(this.id, reason, `${this.label}: ${message}`, this.finalPayload, this.stderrTail(), {
+      taskMessage: message,
+      ...(detail !== undefined ? { detail } : {}),
+    });
+    this.rejectResult(error);
   }
 
   /** The content of one attachment of the final payload (snapshots carry only its name and size). */
@@ -262,8 +276,8 @@ export class Task {
   }
 
   /** Adds a line to the bounded log without announcing it. */
-  addLog(stream: LogLine['stream'], text: string): LogLine {
-    const line: LogLine = { time: isoNow(), stream, text };
+  addLog(stream: LogLine['stream'], text: string, event?: LogEvent): LogLine {
+    const line: LogLine = event ? { time: isoNow(), stream, text, event } : { time: isoNow(), stream, text };
     this.lines.push(line);
     if (this.lines.length > this.maxLogLines) this.lines.splice(0, this.lines.length - this.maxLogLines);
     if (stream === 'stderr') {
@@ -288,6 +302,7 @@ export class Task {
     };
     if (this.reason) snap.reason = this.reason;
     if (this.message) snap.message = this.message;
+    if (this.detail !== undefined) snap.detail = this.detail;
     if (this.currentProgress !== undefined) snap.progress = this.currentProgress;
     if (this.partialData !== undefined) snap.lastPartial = this.partialData;
     if (this.startedAt) snap.startedAt = this.startedAt;

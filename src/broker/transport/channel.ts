@@ -22,6 +22,7 @@ import {
 } from '../../protocol/index.js';
 import { readInbound } from './inbound.js';
 import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
+import type { RejectCause } from '../../model/task.js';
 
 export interface ChannelLimits {
   /** Max bytes of one line from an authenticated connection. */
@@ -71,8 +72,8 @@ export interface ChannelHandlers {
   trace?(text: string): void;
   /** What to send right after a connection authenticates (welcome, input). */
   greeting(): BrokerMessage[];
-  /** Anything worth recording about the channel: malformed lines, rejected senders. */
-  problem(kind: 'malformed' | 'rejected', detail: string): void;
+  /** Anything worth recording about the channel: malformed lines, rejected senders (with the cause, when known). */
+  problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void;
   /** A connection was refused; `reason` is short ("wrong token"), for the task's failure message. */
   refused(reason: string): void;
   /** A line exceeded the limit on an authenticated connection: the result would be lost. */
@@ -206,7 +207,7 @@ export class TaskChannel implements TaskEndpoint {
 
   private accept(socket: Socket): void {
     if (this.closed || this.connections.size >= this.limits.maxConnections) {
-      this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`);
+      this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`, 'limit');
       this.handlers.refused('too many connections');
       socket.destroy();
       return;
@@ -229,7 +230,7 @@ export class TaskChannel implements TaskEndpoint {
       ),
     };
     connection.authTimer = setTimeout(() => {
-      this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`);
+      this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`, 'auth');
       this.handlers.refused('no first line in time');
       socket.destroy();
     }, this.limits.authTimeoutMs);
@@ -354,7 +355,7 @@ export class TaskChannel implements TaskEndpoint {
     this.reject(connection, detail);
     if (connection.authenticated) this.handlers.overflow(detail);
     else {
-      this.handlers.problem('rejected', `unauthenticated ${detail}`);
+      this.handlers.problem('rejected', `unauthenticated ${detail}`, 'limit');
       this.handlers.refused('first line too long');
     }
   }
@@ -392,8 +393,8 @@ export class TaskChannel implements TaskEndpoint {
     this.handlers.trace?.(text);
     const inbound = readInbound(text, this.taskId, 'socket');
     if (!inbound.ok) {
-      if (!connection.authenticated) return this.refuse(connection, inbound.detail);
-      if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail);
+      if (!connection.authenticated) return this.refuse(connection, inbound.detail, inbound.cause);
+      if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail, inbound.cause);
       // Its raw bytes would be read as lines: the connection cannot go on.
       const detail = `refused a message whose attachment bytes follow: ${inbound.detail}`;
       this.reject(connection, detail);
@@ -447,8 +448,8 @@ export class TaskChannel implements TaskEndpoint {
     this.dispatch(connection, resolved.payload);
   }
 
-  private refuse(connection: Connection, detail: string): void {
-    this.handlers.problem('rejected', `first message refused: ${detail}`);
+  private refuse(connection: Connection, detail: string, cause: RejectCause | undefined): void {
+    this.handlers.problem('rejected', `first message refused: ${detail}`, cause);
     this.handlers.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
     this.reject(connection, AUTH_REQUIRED);
   }
@@ -458,7 +459,7 @@ export class TaskChannel implements TaskEndpoint {
     const wrong = given !== undefined && (given.length !== this.tokenBytes.length || !timingSafeEqual(given, this.tokenBytes));
     if (wrong || (given === undefined && this.options.requireToken)) {
       const reason = wrong ? 'wrong token' : 'no token on its first line';
-      this.handlers.problem('rejected', reason);
+      this.handlers.problem('rejected', reason, 'auth');
       this.handlers.refused(reason);
       this.reject(connection, wrong ? reason : AUTH_REQUIRED);
       return false;

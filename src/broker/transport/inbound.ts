@@ -16,6 +16,7 @@ import {
   resolveAttachments,
   type AgentMessage,
 } from '../../protocol/index.js';
+import type { RejectCause } from '../../model/task.js';
 
 /**
  * `fatal`: the refused line announced raw attachment bytes, which cannot be told from lines once the
@@ -23,7 +24,7 @@ import {
  */
 export type Inbound =
   | { ok: true; message: AgentMessage; token: string | undefined }
-  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; fatal?: boolean };
+  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; cause?: RejectCause; fatal?: boolean };
 
 /** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
@@ -44,6 +45,7 @@ export function readInbound(text: string, taskId: string, via: 'socket' | 'stdou
       ok: false,
       kind: 'rejected',
       detail: `${from}message for task ${preview(message.task_id, 40)} on the channel of ${taskId}`,
+      cause: 'task-id',
       fatal,
     };
   }

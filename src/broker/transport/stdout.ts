@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { LineDecoder, STDOUT_PREFIX, ownCopy, preview, isPayload, type Payload } from '../../protocol/index.js';
 import { readInbound } from './inbound.js';
+import type { RejectCause } from '../../model/task.js';
 
 /** Longest log line kept; the rest is cut (a log is for people, not for results). */
 const MAX_LOG_LINE_CHARS = 4000;
@@ -13,7 +14,7 @@ const MAX_LOG_LINE_CHARS = 4000;
 export interface OutputHandlers {
   payload(payload: Payload): void;
   log(stream: 'stdout' | 'stderr', text: string): void;
-  problem(kind: 'malformed' | 'rejected', detail: string): void;
+  problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void;
   overflow(detail: string): void;
   /** Debugging aid (BACKCHANNEL_DEBUG=1): sees every `data:` line before it is parsed. */
   trace?(text: string): void;
@@ -35,7 +36,7 @@ export function readStdout(stream: Readable, taskId: string, handlers: OutputHan
         handlers.trace?.(text);
         const body = dataOf(text);
         const inbound = readInbound(body, taskId, 'stdout');
-        if (!inbound.ok) return handlers.problem(inbound.kind, inbound.detail);
+        if (!inbound.ok) return handlers.problem(inbound.kind, inbound.detail, inbound.cause);
         const message = inbound.message;
         if (!isPayload(message)) return handlers.problem('malformed', `stdout: only payloads are read here: ${preview(body)}`);
         handlers.payload(message);

@@ -24,7 +24,7 @@ ${BROKER_FLAGS_HELP.replace(/^ {2}(--\S+( <\S+>)?) +/gm, (_, flag: string) => ` 
 Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and history is kept.`;
 
 /** Demo tasks started by --demo: one of each kind, so every state shows up within seconds. */
-const DEMO_TEMPLATES = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
+const DEMO_PRESETS = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
 
 export const command: CliCommand = {
   async run(argv) {
@@ -99,9 +99,9 @@ export const command: CliCommand = {
         process.stdout.write(`History already holds ${known} task(s); not adding demo tasks.\n`);
       } else {
         const info = await headless.bridge.info();
-        for (const name of DEMO_TEMPLATES) {
-          const template = info.templates.find((t) => t.name === name);
-          if (template) await headless.bridge.submit(template.request);
+        for (const name of DEMO_PRESETS) {
+          const preset = info.presets.find((p) => p.name === name);
+          if (preset) await headless.bridge.submit(preset.request);
         }
       }
     }

@@ -1,5 +1,5 @@
 /** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
-import { isFinished, type TaskSnapshot } from '../../model/task.js';
+import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { EXIT, usageError } from '../command.js';
 import { taskCommand } from '../run/task-command.js';
 
@@ -14,13 +14,6 @@ Options:
   --json        one JSON array of task snapshots
   -h, --help    show this help`;
 
-const FILTERS: Record<string, (task: TaskSnapshot) => boolean> = {
-  running: (task) => task.state === 'running' || task.state === 'retrying',
-  queued: (task) => task.state === 'queued',
-  finished: (task) => isFinished(task.state),
-  failed: (task) => task.state === 'failed' || task.state === 'interrupted',
-};
-
 export const command = taskCommand({
   name: 'tasks',
   help: HELP,
@@ -29,15 +22,15 @@ export const command = taskCommand({
   history: true,
   async run({ line, open }) {
     const { state, limit: limitText, json } = line.values;
-    if (state !== undefined && !Object.hasOwn(FILTERS, state)) {
-      return usageError(`backchannel tasks: Expected \`--state\` to be one of ${Object.keys(FILTERS).join(', ')}, got \`${state}\``, HELP);
+    if (state !== undefined && !isStateFilter(state)) {
+      return usageError(`backchannel tasks: Expected \`--state\` to be one of ${STATE_FILTER_NAMES.join(', ')}, got \`${state}\``, HELP);
     }
     const limit = limitText === undefined ? 20 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1) {
       return usageError(`backchannel tasks: Expected \`--limit\` to be a positive integer, got \`${limitText}\``, HELP);
     }
     const tasks = (await open.bridge.listTasks())
-      .filter(state ? FILTERS[state]! : () => true)
+      .filter((task) => state === undefined || STATE_FILTERS[state](task.state))
       .reverse()
       .slice(0, limit);
     if (json) {

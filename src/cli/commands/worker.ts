@@ -4,14 +4,14 @@ import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { createHeadlessLogger } from '../../broker/log.js';
 import { AllowList, FleetWorker, type AllowedCommand } from '../../fleet/index.js';
-import { loadTemplates } from '../../templates/catalog.js';
+import { loadPresets } from '../../templates/presets.js';
 
 const HELP = `Usage: backchannel worker --redis <url> [options]
 
 Takes sub-agent tasks from a Redis queue (filled by \`backchannel serve --redis\` or a TaskBroker with
 a Redis queue) and runs each here, with the same socket protocol, guards and process-tree kill as a
 local broker. Only allowed commands run: a task whose command line does not start with an entry of
---allow or a template of --templates is refused.
+--allow or a preset of --templates is refused.
 
 Options:
   --redis <url>          redis://[user:password@]host[:port][/db], or rediss:// for TLS (required)
@@ -19,7 +19,8 @@ Options:
   --queue <name>         queue name, as the broker's (default: agents)
   --concurrency <n>      sub-agents at once (default: 2 per CPU core)
   --allow <command>      an allowed command line prefix, e.g. "node /opt/agents/review.mjs" (repeatable)
-  --templates <dir>      allow the demo templates of <dir>/templates.json, each run in its directory
+  --templates <dir>      allow the presets the panel would offer: the demo agents of <dir>/templates.json
+                         and the built-in templates' agents, each run in its directory
   --lock-timeout <ms>    a job whose worker is silent this long is failed as stalled (default: 30000)
   -h, --help             show this help
 
@@ -57,8 +58,9 @@ export const command: CliCommand = {
     const entries: AllowedCommand[] = AllowList.parse(values.allow ?? []);
     if (values.templates) {
       const dir = path.resolve(values.templates);
-      const templates = loadTemplates(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`));
-      for (const { request } of templates) entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir });
+      // The same presets the panel offers (the directory's demo agents, then the templates' agents).
+      const presets = loadPresets(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`));
+      for (const { request } of presets) entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir });
     }
     if (entries.length === 0)
       return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);

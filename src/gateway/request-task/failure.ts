@@ -21,8 +21,6 @@ export interface DescribeFailureContext {
   why: CancelWhy | undefined;
   /** The request deadline, for the timeout message. */
   timeoutMs: number;
-  /** The task's label: the broker prefixes its messages with it, the description does not. */
-  label: string | undefined;
   /** Who is speaking: "The gateway is shutting down". @default 'server' */
   name?: string;
 }
@@ -41,8 +39,9 @@ export function describeFailure(error: unknown, context: DescribeFailureContext)
   if (!TaskError.is(error)) {
     return { kind: 'internal', message: `The ${name} could not run the sub-agent: ${(error as Error).message}` };
   }
+  // The agent's own words (whole, from its payload), else the failure's without the broker's framing.
   const data = error.payload?.data as { message?: unknown } | undefined;
-  const own = typeof data?.message === 'string' ? data.message : error.message.replace(`${context.label ?? ''}: `, '');
+  const own = typeof data?.message === 'string' ? data.message : (error.detail ?? error.taskMessage);
   const tail =
     error.stderrTail && !own.includes(error.stderrTail) ? error.stderrTail.split('\n').slice(-STDERR_LINES_IN_ERRORS).join('\n') : '';
   return {

@@ -10,7 +10,7 @@ import { ensureDataDir } from '../../broker/history/data-dir.js';
 import { lockDataDir } from '../../broker/history/data-dir-lock.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
-import { defaultTemplatesDir, loadTemplates } from '../../templates/catalog.js';
+import { defaultDemoAgentsDir, loadPresets } from '../../templates/presets.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import { defaultDataDir } from '../paths.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
@@ -23,8 +23,8 @@ export interface HeadlessOptions {
   port?: number;
   /** History and logs. @default $XDG_STATE_HOME/backchannel or ~/.local/state/backchannel */
   dataDir?: string;
-  /** Directory with templates.json for "New task". @default scripts/demo-agents */
-  templatesDir?: string;
+  /** Directory whose demo agents (its templates.json) the panel's "New task" offers first. @default scripts/demo-agents */
+  demoAgentsDir?: string;
   rendererDir?: string;
   concurrency?: number;
   /** Endpoint directory for the task sockets (tests use a private one). */
@@ -90,12 +90,12 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     await broker.close();
     throw error;
   }
-  const templates = loadTemplates(options.templatesDir ?? defaultTemplatesDir(), (message) => logger.warn(message));
+  const presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), (message) => logger.warn(message));
   const bridge = createBrokerBridge(broker, {
     mode: 'headless',
     version: readOwnVersion(),
     logPath,
-    templates,
+    presets,
     onListenerError: (error) => logger.error('panel event listener failed', error),
   });
   let server: PanelServer | undefined;

@@ -1,0 +1,80 @@
+/**
+ * The panel's presets: what "New task" offers to start with one click, each a name, a line of
+ * description and a ready-to-run request. Two sources, in this order:
+ * - the demo agents of a directory, listed in its `templates.json` (`[{name, description, args,
+ *   command?}]`, `command` defaulting to `agent.mjs` in that directory; Backchannel ships
+ *   scripts/demo-agents this way, and `backchannel worker --templates <dir>` allows the same list);
+ * - the agent of each sub-agent template in the catalog (./catalog.ts), run in its own directory.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PresetInfo } from '../bridge/contract.js';
+import { listTemplates, type Template } from './catalog.js';
+
+/** The file that lists a directory's demo agents (its name predates presets; the worker's `--templates` reads it too). */
+export const DEMO_AGENTS_FILE = 'templates.json';
+
+/** scripts/demo-agents in a checkout (dist/templates → ../../scripts/demo-agents). */
+export function defaultDemoAgentsDir(): string {
+  return fileURLToPath(new URL('../../scripts/demo-agents/', import.meta.url));
+}
+
+/** A template's agent as a preset: a ready-to-run request in the template's own directory. */
+export function presetOf(template: Template): PresetInfo {
+  const [command, ...args] = template.run as [string, ...string[]];
+  return {
+    name: template.name,
+    description: template.description,
+    request: {
+      command,
+      args,
+      cwd: template.dir,
+      label: `${template.name} (template)`,
+      ...(template.input !== undefined ? { input: template.input } : {}),
+    },
+  };
+}
+
+interface DemoAgentEntry {
+  name: string;
+  description: string;
+  command?: string;
+  args?: string[];
+}
+
+/**
+ * What the panel offers under "New task": the demo agents of `demoAgentsDir`, then the agents of the
+ * sub-agent templates under `templatesDir` (default: this installation's `templates/`). A missing or
+ * broken file gives fewer presets, never an error.
+ */
+export function loadPresets(demoAgentsDir: string, onError?: (message: string) => void, templatesDir?: string): PresetInfo[] {
+  let fromCatalog: PresetInfo[] = [];
+  try {
+    fromCatalog = listTemplates(templatesDir).map(presetOf);
+  } catch (error) {
+    onError?.(`could not read the sub-agent templates: ${(error as Error).message}`);
+  }
+  return [...loadDemoAgents(demoAgentsDir, onError), ...fromCatalog];
+}
+
+/** Reads the directory's demo-agent list; a missing or broken file gives no demo agents (the panel still works). */
+function loadDemoAgents(dir: string, onError?: (message: string) => void): PresetInfo[] {
+  const file = path.join(dir, DEMO_AGENTS_FILE);
+  if (!existsSync(file)) return [];
+  try {
+    const entries = JSON.parse(readFileSync(file, 'utf8')) as DemoAgentEntry[];
+    return entries.map((entry) => ({
+      name: entry.name,
+      description: entry.description,
+      request: {
+        command: path.resolve(dir, entry.command ?? 'agent.mjs'),
+        args: entry.args ?? [],
+        label: `${entry.name} (demo agent)`,
+      },
+    }));
+  } catch (error) {
+    onError?.(`could not read the demo agents from ${file}: ${(error as Error).message}`);
+    return [];
+  }
+}
