@@ -1,6 +1,7 @@
 /** `backchannel logs [-f] <id>`: a task's log lines; `-f` follows them until the task ends. */
 import { EXIT } from '../command.js';
-import { followTask, LogPrinter } from '../run/remote.js';
+import { HubLostError } from '../../client/hub-client.js';
+import { LogPrinter, taskRunOf } from '../run/remote.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel logs [-f] <id>
@@ -24,8 +25,14 @@ export const command = taskCommand({
     if (!line.values.follow || !open.hub) return EXIT.ok;
     // One pull at a time, in order: a change during a pull schedules one more.
     let pulling = Promise.resolve();
-    await followTask(open.hub, taskId, () => {
+    const task = await taskRunOf(open, taskId);
+    task.on('update', () => {
       pulling = pulling.then(() => printer.pull());
+    });
+    await task.finished;
+    // A hub that went away ends the following with its message (a finished task's own outcome does not matter here).
+    await task.result.catch((error: unknown) => {
+      if (error instanceof HubLostError) throw error;
     });
     await pulling;
     await printer.pull();

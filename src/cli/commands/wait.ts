@@ -1,7 +1,8 @@
 /** `backchannel wait <id>`: waits for a task to end; prints its result and exits like `run`. */
 import { isFinished } from '../../model/task.js';
 import { EXIT } from '../command.js';
-import { followTask, NO_HUB, printSnapshotOutcome } from '../run/remote.js';
+import { printOutcome } from '../run/outcome.js';
+import { NO_HUB, taskRunOf } from '../run/remote.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel wait <id> [--json]
@@ -23,12 +24,12 @@ export const command = taskCommand({
     const taskId = await id();
     const { task } = await open.bridge.getTask(taskId);
     // Without a hub an interrupted task is not settled yet: the next hub may still recover its result.
-    if (isFinished(task.state) && (open.hub || task.state !== 'interrupted'))
-      return printSnapshotOutcome(task, line.values.json === true, open.bridge);
-    if (!open.hub) {
+    const settled = isFinished(task.state) && (open.hub || task.state !== 'interrupted');
+    if (!settled && !open.hub) {
       process.stderr.write(`backchannel wait: task ${taskId} has not finished (${task.state} in the history on disk); ${NO_HUB}\n`);
       return EXIT.failed;
     }
-    return printSnapshotOutcome(await followTask(open.hub, taskId), line.values.json === true, open.bridge);
+    // Printed as `run` prints it: the same handle, the same outcome.
+    return printOutcome(await taskRunOf(open, taskId), line.values.json === true);
   },
 });

@@ -51,8 +51,8 @@ function printFailure(taskId: string, error: TaskError, json: boolean, saveDir: 
   printFailureFields({ taskId, reason: error.reason, message: error.message, payload, stderrTail: error.stderrTail }, json);
 }
 
-/** What a failed task says; from a TaskError here, from a snapshot for a task on the hub. */
-export interface FailureFields {
+/** What a failed task says (from its TaskError, wherever it ran). */
+interface FailureFields {
   taskId: string;
   reason: FailureReason;
   message: string;
@@ -61,7 +61,7 @@ export interface FailureFields {
 }
 
 /** A failure on stderr (the error payload on stdout), or with `--json` one error object on stdout. */
-export function printFailureFields(failure: FailureFields, json: boolean): void {
+function printFailureFields(failure: FailureFields, json: boolean): void {
   const { taskId, reason, message, payload, stderrTail } = failure;
   if (json) {
     const body = {

@@ -1,14 +1,13 @@
 /**
  * The task commands' side of the hub: open it (or the history on disk), resolve an abbreviated id,
- * follow one task on its own stream until it ends, and print how it ended with `run`'s exit codes.
+ * and the seam's handle of one task (its own stream on the hub), which `wait` prints as `run` does.
  */
-import { writeText } from '../terminal-text.js';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { findHub, HubLostError, openHistory, type HubClient } from '../../client/discover.js';
-import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
-import { EXIT } from '../command.js';
-import { EXIT_BY_REASON, printFailureFields } from './outcome.js';
-import { failureOf } from '../../model/states.js';
+import { findHub, openHistory, type HubClient } from '../../client/discover.js';
+import { FedTask } from '../../client/fed-task.js';
+import { HubTasks } from '../../client/hub-tasks.js';
+import type { TaskRun } from '../../client/tasks.js';
+import type { LogLine } from '../../model/task.js';
 
 export const NO_HUB = 'no Backchannel hub is running (start the desktop app or `backchannel serve`); this command needs one';
 
@@ -28,34 +27,20 @@ export async function openCommandBridge(options: { history: boolean }): Promise<
 }
 
 /**
- * Calls `onSnapshot` with each picture of task `id`, from its own stream on the hub (in order, not
- * coalesced), and resolves with its last one once it has ended. Rejects with `HubLostError` when the
- * hub goes away first.
+ * The seam's handle of task `id` for a task command: followed on its own stream on the hub, or — from
+ * the history on disk, without a hub — its last picture, settled when it had finished (a big result
+ * is fetched whole from the bridge either way).
  */
-export async function followTask(hub: HubClient, id: string, onSnapshot?: (task: TaskSnapshot) => void): Promise<TaskSnapshot> {
-  let last: TaskSnapshot | undefined;
-  const stream = hub.watch(id, ({ task }) => {
-    last = task;
-    onSnapshot?.(task);
-  });
-  await stream.ended;
-  if (!last || !isFinished(last.state)) throw new HubLostError(hub.path, "the task's stream ended before the task did");
-  return last;
-}
-
-/**
- * Prints how a finished task ended (as `run` does) and returns the exit code. A big result, of which
- * the snapshot holds only a summary, is fetched whole from `bridge`.
- */
-export async function printSnapshotOutcome(task: TaskSnapshot, json: boolean, bridge?: BackchannelBridge): Promise<number> {
-  const failure = failureOf(task);
-  if (!failure) {
-    const payload = task.result ?? (task.resultSummary && bridge ? await bridge.taskResult(task.id) : null);
-    writeText(process.stdout, json ? JSON.stringify(payload) + '\n' : JSON.stringify(payload, null, 2) + '\n');
-    return EXIT.ok;
-  }
-  printFailureFields({ taskId: task.id, ...failure, payload: task.result, stderrTail: task.stderrTail }, json);
-  return EXIT_BY_REASON[failure.reason];
+export async function taskRunOf(open: CommandBridge, id: string): Promise<TaskRun> {
+  if (open.hub) return new HubTasks(open.hub, async () => undefined).follow(id);
+  const { task } = await open.bridge.getTask(id);
+  const noHub = async (): Promise<never> => {
+    throw new Error(NO_HUB);
+  };
+  const run = new FedTask({ cancel: noHub, answer: noHub, result: (taskId) => open.bridge.taskResult(taskId) }, id);
+  run.receive({ task });
+  run.end();
+  return run;
 }
 
 /** Prints a task's log lines past the ones already printed; call it again on every change. */
