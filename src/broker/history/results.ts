@@ -18,6 +18,7 @@ import {
   type TaskSnapshot,
 } from '../../model/task.js';
 import type { FinalPayload } from '../../protocol/index.js';
+import { payloadJson } from '../../model/payload-json.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 
 export const RESULTS_DIR = 'results';
@@ -142,7 +143,8 @@ export class ResultStore {
    * inline too, in memory, and the warning says why).
    */
   write(id: string, payload: FinalPayload): ResultSummary | undefined {
-    const json = JSON.stringify(payload);
+    // Usually serialized already, for the task's follower (../../model/payload-json.ts).
+    const json = payloadJson(payload);
     // A string longer than the limit is over it in UTF-8 too (never fewer bytes than UTF-16 units):
     // a 10 MB result is not measured twice.
     if (json.length <= RESULT_INLINE_MAX_BYTES && Buffer.byteLength(json) <= RESULT_INLINE_MAX_BYTES) return undefined;
