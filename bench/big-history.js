@@ -69,12 +69,12 @@ main(async ({ quick }) => {
       }),
       row({
         fig: 'BH',
-        name: 'Panel first paint over that history (navigation → first task row)',
+        name: 'Panel first paint over that history (navigation → first task row painted)',
         unit: 'ms',
         value: big.paintMs,
         baseline: small.paintMs,
         target: { op: '<=', ratio: 500 / small.paintMs },
-        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium; the page itself is ready (DOMContentLoaded) after ${big.pageReadyMs.toFixed(0)} ms, before any task reaches it; all ${TASKS} rows after ${big.allRowsMs.toFixed(0)} ms; ${same}`,
+        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium, timed in the page from navigation start to the frame after the first row (in the DOM at ${big.rowInDomMs.toFixed(0)} ms); the page's script has run (DOMContentLoaded) at ${big.pageReadyMs.toFixed(0)} ms; all ${TASKS} rows at ${big.allRowsMs.toFixed(0)} ms (small: ${small.allRowsMs.toFixed(0)} ms); Playwright's polling waitForSelector saw the row after ${big.polledMs.toFixed(0)} ms (small: ${small.polledMs.toFixed(0)} ms); ${same}`,
       }),
       row({
         fig: 'BH',
@@ -126,6 +126,8 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
       listMs: median(lists),
       listBytes,
       paintMs: paint.first,
+      rowInDomMs: paint.inDom,
+      polledMs: paint.polled,
       allRowsMs: paint.all,
       pageReadyMs: paint.ready,
       resultMs,
@@ -150,32 +152,61 @@ async function timed(call) {
   return { ms: performance.now() - t0, bytes: Buffer.byteLength(text) };
 }
 
+/**
+ * Page loads of the panel, timed in the page from navigation start (performance.timeOrigin): when the
+ * first task row is in the DOM, when the frame after it starts (the row has been painted by then),
+ * and when all rows are. Playwright's own waits only synchronise: `waitForSelector` polls from Node
+ * with a growing interval (0, 20, 50, 100, 100, then 500 ms), so what it sees is up to 500 ms late —
+ * shown beside, as `polledMs`.
+ */
 async function panelPaint(url, runs) {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   try {
     const firsts = [];
+    const inDom = [];
     const alls = [];
     const readies = [];
+    const polled = [];
     for (let i = 0; i < runs + 1; i++) {
       const page = await browser.newPage();
+      await page.addInitScript((tasks) => {
+        const marks = (window.__benchMarks = {});
+        new MutationObserver((_, observer) => {
+          if (marks.row === undefined && document.querySelector('li.task')) {
+            marks.row = performance.now();
+            // Asked for from within the frame that added the row: runs in the next one, after it painted.
+            requestAnimationFrame(() => (marks.painted = performance.now()));
+          }
+          if (marks.row !== undefined && document.querySelectorAll('li.task').length >= tasks) {
+            marks.all = performance.now();
+            observer.disconnect();
+          }
+        }).observe(document, { childList: true, subtree: true });
+      }, TASKS);
       const t0 = performance.now();
       await page.goto(url, { waitUntil: 'commit' });
       await page.waitForSelector('li.task', { timeout: 30_000 });
-      const first = performance.now() - t0;
-      await page.waitForFunction((n) => document.querySelectorAll('li.task').length >= n, TASKS, { timeout: 30_000 });
-      const all = performance.now() - t0;
-      // When the page itself was ready (its script run), before any task reached it.
-      const ready = await page.evaluate(() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd);
+      const seen = performance.now() - t0;
+      await page.waitForFunction(() => window.__benchMarks.all !== undefined && window.__benchMarks.painted !== undefined, null, {
+        timeout: 30_000,
+      });
+      const marks = await page.evaluate(() => ({
+        ...window.__benchMarks,
+        // When the page itself was ready (its script run), before any task reached it.
+        ready: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
+      }));
       await page.close();
       // The first load also warms the browser: not counted.
       if (i > 0) {
-        firsts.push(first);
-        alls.push(all);
-        readies.push(ready);
+        firsts.push(marks.painted);
+        inDom.push(marks.row);
+        alls.push(marks.all);
+        readies.push(marks.ready);
+        polled.push(seen);
       }
     }
-    return { first: median(firsts), all: median(alls), ready: median(readies) };
+    return { first: median(firsts), inDom: median(inDom), all: median(alls), ready: median(readies), polled: median(polled) };
   } finally {
     await browser.close();
   }

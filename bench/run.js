@@ -19,6 +19,7 @@ const MODULES = [
   { name: 'many-tasks', title: 'Many tasks' },
   { name: 'panel', title: 'Panel under load' },
   { name: 'big-history', title: 'Big history (results out of memory)' },
+  { name: 'hub-run', title: '`run` through a hub' },
 ];
 
 const args = process.argv.slice(2);

@@ -26,6 +26,18 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
+// The chart library on its own, loaded when Insights first draws (src/renderer/uplot-entry.ts).
+await build({
+  entryPoints: [join(src, 'uplot-entry.ts')],
+  outfile: join(out, 'uplot.js'),
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['chrome120'],
+  sourcemap: 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+});
 await copyFile(join(src, 'index.html'), join(out, 'index.html'));
 await copyFile(join(src, 'panel.css'), join(out, 'panel.css'));
 await copyFile(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), join(out, 'uPlot.min.css'));

@@ -12,6 +12,7 @@ import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } fro
 import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from '../bridge/http-routes.js';
 import { isFinished } from '../model/task.js';
+import { LineDecoder } from '../protocol/framing.js';
 
 /** A call that gets no reply within this long fails (the hub answers every call at once; waits happen over events). */
 export const HUB_CALL_TIMEOUT_MS = 30_000;
@@ -98,10 +99,11 @@ export function connectHub(path: string): HubClient {
     const req = request({ socketPath: path, method: 'GET', path: EVENTS_PATH }, (res) => {
       current = res;
       streams.add(res);
-      readRecords(res, '\n\n', (block) => {
-        for (const line of block.split('\n')) {
-          if (line.startsWith('data: ')) listener(JSON.parse(line.slice(6)) as BridgeEvent);
-        }
+      // Server-sent events: an event's `data:` lines count once the blank line ending it has come.
+      const data: string[] = [];
+      readLines(res, (line) => {
+        if (line.startsWith('data: ')) data.push(line.slice(6));
+        else if (line === '') for (const text of data.splice(0)) listener(JSON.parse(text) as BridgeEvent);
       });
       res.on('close', () => {
         streams.delete(res);
@@ -161,7 +163,7 @@ export function connectHub(path: string): HubClient {
     req.on('response', (res) => {
       if (res.statusCode !== 200) return refused(res, fail);
       streams.add(res);
-      readRecords(res, '\n', (line) => {
+      readLines(res, (line) => {
         if (done) return;
         let event: TaskFeedEvent;
         try {
@@ -233,17 +235,13 @@ function refused(res: IncomingMessage, fail: (error: Error) => void): void {
   });
 }
 
-/** Calls `onRecord` with each `separator`-terminated record of a response body (UTF-8). */
-function readRecords(res: IncomingMessage, separator: string, onRecord: (record: string) => void): void {
-  let pending = '';
-  res.setEncoding('utf8');
-  res.on('data', (chunk: string) => {
-    pending += chunk;
-    let end: number;
-    while ((end = pending.indexOf(separator)) >= 0) {
-      const record = pending.slice(0, end);
-      pending = pending.slice(end + separator.length);
-      onRecord(record);
-    }
-  });
+/**
+ * Calls `onLine` with each line of a response body (UTF-8, without its `\n`). Framed on bytes, with
+ * the pending line kept as a list of chunks (../protocol/framing.ts): a 10 MB result is one line of
+ * 150 chunks, which `pending += chunk` and a search from 0 per chunk made quadratic (1.2 s of CPU).
+ */
+function readLines(res: IncomingMessage, onLine: (line: string) => void): void {
+  // No limit of its own: the hub bounds what it sends (and how far a reader may lag behind).
+  const decoder = new LineDecoder({ line: onLine, overflow: () => {} }, Number.POSITIVE_INFINITY);
+  res.on('data', (chunk: Buffer) => decoder.push(chunk));
 }

@@ -12,7 +12,7 @@ import type { FinalPayload } from '../protocol/index.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
-import { recentCommands } from './recent-commands.js';
+import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
 /** The part of `TaskBroker` the bridge uses (structural, so tests and adapters can provide it). */
@@ -213,7 +213,7 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
         logPath: options.logPath,
         paused: broker.paused,
         presets: options.presets ?? [],
-        recent: recentCommands(broker.tasks(), recentLimit),
+        recent: recentCommands(newestTasks(broker, recentLimit), recentLimit),
       };
     },
     async listTasks() {
@@ -277,6 +277,26 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
       return broker.insights(query);
     },
   };
+}
+
+/**
+ * The newest tasks, page by page, until they hold `distinct` command lines (or history ends): what
+ * `info`'s recent commands need, without a copy of every task in a long history (the panel asks for
+ * `info` as it opens).
+ */
+function newestTasks(broker: BrokerLike, distinct: number): TaskSnapshot[] {
+  if (!broker.taskPage) return broker.tasks();
+  const tasks: TaskSnapshot[] = [];
+  const commands = new Set<string>();
+  for (let before: string | undefined; ;) {
+    const page = broker.taskPage(before === undefined ? { limit: TASK_PAGE_SIZE } : { limit: TASK_PAGE_SIZE, before });
+    for (const task of page.tasks) {
+      tasks.push(task);
+      commands.add(commandKey(task));
+    }
+    if (commands.size >= distinct || page.next === undefined) return tasks;
+    before = page.next;
+  }
 }
 
 /** A page of `tasks` (oldest first) for a broker without `taskPage`: newest first, cursor = the last task's id. */

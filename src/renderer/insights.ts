@@ -5,7 +5,7 @@
  * chart shows its numbers in the legend; clicking a point, or a heatmap cell, lists the tasks behind
  * it, each of which opens.
  */
-import uPlot from 'uplot';
+import type uPlot from 'uplot';
 import type { BackchannelBridge, Figures, Insights, InsightsQuery } from '../bridge/contract.js';
 import { h } from './dom.js';
 import { formatDuration } from './format.js';
@@ -22,6 +22,31 @@ const HEAT_LEVELS = 5;
 export interface InsightsActions {
   open(taskId: string): void;
   error(error: unknown): void;
+}
+
+let chartLibrary: Promise<typeof uPlot> | undefined;
+
+/**
+ * uPlot, from its own file (./uplot-entry.ts → uplot.js), fetched the first time a chart is drawn:
+ * not part of the panel's first paint. The headless server wants its token on every file.
+ */
+export function loadChartLibrary(): Promise<typeof uPlot> {
+  chartLibrary ??= new Promise<typeof uPlot>((resolve, reject) => {
+    const token = new URLSearchParams(location.search).get('token');
+    const script = document.createElement('script');
+    script.src = token ? `./uplot.js?token=${encodeURIComponent(token)}` : './uplot.js';
+    script.onload = () => {
+      const library = (window as unknown as { backchannelUPlot?: typeof uPlot }).backchannelUPlot;
+      if (library) resolve(library);
+      else reject(new Error('The chart library did not load'));
+    };
+    script.onerror = () => reject(new Error('The chart library could not be loaded'));
+    document.head.append(script);
+  }).catch((error: unknown) => {
+    chartLibrary = undefined; // the next refresh tries again
+    throw error;
+  });
+  return chartLibrary;
 }
 
 const ms = (value: number | null): string => (value === null ? '–' : formatDuration(value));
@@ -71,7 +96,8 @@ export class InsightsView {
     while (this.loading) await this.loading;
     this.loading = (async () => {
       try {
-        this.draw(await this.bridge.insights(this.query()));
+        const [insights, library] = await Promise.all([this.bridge.insights(this.query()), loadChartLibrary()]);
+        this.draw(insights, library);
       } catch (error) {
         this.actions.error(error);
       }
@@ -86,7 +112,7 @@ export class InsightsView {
     this.plots = [];
   }
 
-  private draw(insights: Insights): void {
+  private draw(insights: Insights, library: typeof uPlot): void {
     this.current = insights;
     fillOptions(this.agent, 'all agents', insights.agents);
     fillOptions(this.model, 'all models', insights.models);
@@ -98,9 +124,9 @@ export class InsightsView {
       this.tables.replaceChildren();
       return;
     }
-    this.plots.push(this.chart('Duration p95', insights, (s) => s.p95, ms));
+    this.plots.push(this.chart(library, 'Duration p95', insights, (s) => s.p95, ms));
     const tokens = (s: Insights['series'][number]) => s.tokensIn.map((n, i) => (s.count[i] ? n + (s.tokensOut[i] ?? 0) : null));
-    this.plots.push(this.chart('Tokens (input + output)', insights, tokens, (v) => (v === null ? '–' : String(v))));
+    this.plots.push(this.chart(library, 'Tokens (input + output)', insights, tokens, (v) => (v === null ? '–' : String(v))));
     this.tables.replaceChildren(
       section('Per ' + insights.by, groupsTable(insights)),
       insights.ab.length > 0 ? section('A/B: the same label, side by side', abTable(insights)) : '',
@@ -109,6 +135,7 @@ export class InsightsView {
   }
 
   private chart(
+    library: typeof uPlot,
     title: string,
     insights: Insights,
     values: (series: Insights['series'][number]) => (number | null)[],
@@ -146,7 +173,7 @@ export class InsightsView {
       cursor: { focus: { prox: 24 } },
       legend: { live: true },
     };
-    const plot = new uPlot(options, data, box);
+    const plot = new library(options, data, box);
     let focused: number | null = null;
     plot.over.addEventListener('click', () => {
       const index = plot.cursor.idx;

@@ -4,7 +4,8 @@
  * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
  * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskSnapshot } from '../bridge/contract.js';
+import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskSnapshot, TaskState } from '../bridge/contract.js';
+import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../bridge/contract.js';
 import { Details } from './details.js';
 import { byId, setText } from './dom.js';
 import { countsText, isFinished } from './format.js';
@@ -17,9 +18,22 @@ import { TaskList } from './task-list.js';
 const LOG_REFRESH_MS = 1000;
 /** How often open insights are fetched again (the broker aggregates; one small request). */
 const INSIGHTS_REFRESH_MS = 5000;
+/** How often the footer's fleet line (workers, load, heartbeat age) is refreshed. */
+const FLEET_REFRESH_MS = 2000;
 
 installHttpBridge();
 const bridge = window.backchannel;
+
+/** The states of tasks that are not finished: every one of them is in the first paint (running first). */
+const LIVE_STATES: TaskState[] = ['running', 'retrying', 'queued'];
+/**
+ * The first paint's tasks (see `start` below), asked for before anything else is built, so the hub
+ * answers while this script still runs: every live task, and the newest TASK_PAGE_SIZE of all.
+ */
+const firstPages = Promise.all([
+  bridge.listTaskPage({ state: LIVE_STATES, limit: MAX_TASK_PAGE_SIZE }),
+  bridge.listTaskPage({ limit: TASK_PAGE_SIZE }),
+]);
 
 const tasks = new Map<string, TaskSnapshot>();
 let changed = new Set<string>();
@@ -60,22 +74,35 @@ const details = new Details({
   saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
 });
 detailsPane.append(details.root);
-const dialog = new NewTaskDialog(async (request) => {
-  const { id } = await bridge.submit(request);
-  toast('Task started');
-  openTask(id);
-});
-document.body.append(dialog.dialog);
 const insightsPane = byId('insights-pane');
 const insightsButton = byId<HTMLButtonElement>('insights-toggle');
-const insights = new InsightsView(bridge, {
-  open: (id) => {
-    showInsights(false);
+// The new-task dialog and the insights view are built when first wanted, not before the first paint.
+let dialog: NewTaskDialog | undefined;
+let insights: InsightsView | undefined;
+
+function newTaskDialog(): NewTaskDialog {
+  if (dialog) return dialog;
+  dialog = new NewTaskDialog(async (request) => {
+    const { id } = await bridge.submit(request);
+    toast('Task started');
     openTask(id);
-  },
-  error: (error) => showError(error),
-});
-insightsPane.append(insights.root);
+  });
+  document.body.append(dialog.dialog);
+  return dialog;
+}
+
+function insightsView(): InsightsView {
+  if (insights) return insights;
+  insights = new InsightsView(bridge, {
+    open: (id) => {
+      showInsights(false);
+      openTask(id);
+    },
+    error: (error) => showError(error),
+  });
+  insightsPane.append(insights.root);
+  return insights;
+}
 
 function onEvent(event: BridgeEvent): void {
   if (event.full) {
@@ -213,9 +240,9 @@ function showInsights(show: boolean): void {
   insightsButton.setAttribute('aria-pressed', String(show));
   if (show) {
     if (location.hash !== '#insights') history.replaceState(null, '', '#insights');
-    void insights.refresh();
+    void insightsView().refresh();
   } else {
-    insights.hide();
+    insights?.hide();
     if (location.hash === '#insights') history.replaceState(null, '', location.pathname + location.search);
   }
 }
@@ -240,7 +267,7 @@ function retryTask(id: string): void {
 async function openNewTask(): Promise<void> {
   try {
     info = await bridge.info();
-    dialog.open(info);
+    newTaskDialog().open(info);
   } catch (error) {
     showError(error);
   }
@@ -307,12 +334,13 @@ document.addEventListener('keydown', (event) => {
   if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement;
   const typing = target.closest('input, textarea, select, [contenteditable="true"]') !== null;
-  if (event.key === 'Escape' && !dialog.dialog.open && details.taskId) {
+  const dialogOpen = dialog?.dialog.open === true;
+  if (event.key === 'Escape' && !dialogOpen && details.taskId) {
     closeTask();
     event.preventDefault();
     return;
   }
-  if (typing || dialog.dialog.open) return;
+  if (typing || dialogOpen) return;
   const inDetails = detailsPane.contains(target);
   switch (event.key) {
     case 'n':
@@ -348,32 +376,74 @@ setInterval(() => {
   details.tick(now);
   void refreshLog();
 }, LOG_REFRESH_MS);
-setInterval(() => !insightsPane.hidden && void insights.refresh(), INSIGHTS_REFRESH_MS);
+setInterval(() => !insightsPane.hidden && void insights?.refresh(), INSIGHTS_REFRESH_MS);
 
-bridge.subscribe(onEvent);
-bridge
-  .info()
-  .then((value) => {
-    info = value;
-    paused = value.paused;
-    list.paused = paused;
-    setText(byId('mode'), value.mode === 'electron' ? `Backchannel ${value.version}` : `Backchannel ${value.version} (headless)`);
-    setText(byId('log-path'), value.logPath);
-    scheduleRender();
-  })
-  .catch((error: unknown) => {
-    // Typically a missing or stale token (the server was restarted): say so where it stays visible.
-    connected = false;
-    setText(byId('empty-title'), 'Cannot reach Backchannel');
-    setText(byId('empty-text'), error instanceof Error ? error.message : String(error));
-    emptyEl.hidden = false;
-    showError(error);
-  });
+/* ---------- start: first paint from pages, then the event stream ---------- */
+
+/**
+ * The first paint comes from two small pages asked for at once — every live task, and the newest
+ * TASK_PAGE_SIZE of all — not from the event stream, whose first event is the full picture: with
+ * 1,000 tasks in history that is ~0.6 MB the hub builds and the page parses before any row shows
+ * (issue 22). Once those rows are on screen the stream opens; its full picture replaces them, so
+ * every task is listed and nothing the pages missed or got stale stays wrong.
+ */
+function start(): void {
+  firstPages.then(
+    ([live, newest]) => {
+      if (connected) return; // the full picture came first
+      for (const task of [...live.tasks, ...newest.tasks]) tasks.set(task.id, task);
+      everything = true;
+      scheduleRender();
+      afterPaint(goLive);
+    },
+    () => goLive(), // the stream says what is wrong (or brings the tasks after all)
+  );
+}
+
+/** Calls `fn` once the next frame has been painted; at once while the page is hidden (no frames then). */
+function afterPaint(fn: () => void): void {
+  let done = false;
+  const once = (): void => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  if (document.hidden) return once();
+  requestAnimationFrame(() => setTimeout(once, 0));
+  setTimeout(once, 250);
+}
+
+let live = false;
+/** Opens the event stream and asks for what the panel shows besides tasks. */
+function goLive(): void {
+  if (live) return;
+  live = true;
+  bridge.subscribe(onEvent);
+  bridge
+    .info()
+    .then((value) => {
+      info = value;
+      paused = value.paused;
+      list.paused = paused;
+      setText(byId('mode'), value.mode === 'electron' ? `Backchannel ${value.version}` : `Backchannel ${value.version} (headless)`);
+      setText(byId('log-path'), value.logPath);
+      scheduleRender();
+    })
+    .catch((error: unknown) => {
+      // Typically a missing or stale token (the server was restarted): say so where it stays visible.
+      connected = false;
+      setText(byId('empty-title'), 'Cannot reach Backchannel');
+      setText(byId('empty-text'), error instanceof Error ? error.message : String(error));
+      emptyEl.hidden = false;
+      showError(error);
+    });
+  refreshFleet();
+  setInterval(refreshFleet, FLEET_REFRESH_MS);
+}
+
+start();
 routeFromHash();
 scheduleRender();
-
-/** How often the footer's fleet line (workers, load, heartbeat age) is refreshed. */
-const FLEET_REFRESH_MS = 2000;
 
 /** The workers of a Redis queue, in the footer; hidden when tasks run locally. */
 function refreshFleet(): void {
@@ -386,5 +456,3 @@ function refreshFleet(): void {
     () => {},
   );
 }
-refreshFleet();
-setInterval(refreshFleet, FLEET_REFRESH_MS);

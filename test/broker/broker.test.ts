@@ -1,5 +1,5 @@
 import { createConnection } from 'node:net';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { TaskError, type TaskUpdate } from '../../src/broker/index.js';
 import { fixture, leftovers, makeBroker, settle, isAlive, waitUntilGone } from '../helpers/core.js';
 
@@ -27,6 +27,35 @@ describe('TaskBroker delivery', () => {
     const snap = task.snapshot();
     expect(snap).toMatchObject({ state: 'succeeded', progress: 100, attempt: 1, exitCode: 0 });
     expect(leftovers(ipcDir)).toEqual([]);
+  });
+
+  test('no timer of the task outlives it: a process that only ran a task exits right after it (run --local did 1 s later)', async () => {
+    // A drain period no other timer uses, so each of its timers can be told apart.
+    const drainMs = 54_321;
+    const timers: unknown[] = [];
+    const cleared = new Set<unknown>();
+    const realSet = globalThis.setTimeout;
+    const realClear = globalThis.clearTimeout;
+    const set = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number, ...args: unknown[]) => {
+      const timer = realSet(fn, ms, ...args);
+      if (ms === drainMs) timers.push(timer);
+      return timer;
+    }) as typeof setTimeout);
+    const clear = vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer?: NodeJS.Timeout) => {
+      cleared.add(timer);
+      realClear(timer);
+    }) as typeof clearTimeout);
+    try {
+      const { broker } = makeBroker({ drainMs });
+      const task = broker.submit({ command: fixture('quick.mjs') });
+      await task.result;
+      await task.finished;
+      expect(timers.length).toBeGreaterThan(0);
+      expect(timers.filter((timer) => !cleared.has(timer))).toEqual([]);
+    } finally {
+      set.mockRestore();
+      clear.mockRestore();
+    }
   });
 
   test('a 10 MB input and a 10 MB result arrive intact', async () => {

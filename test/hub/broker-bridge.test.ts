@@ -7,7 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
-import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
+import { createBrokerBridge, type BrokerLike } from '../../src/hub/broker-bridge.js';
+import { recentCommands } from '../../src/hub/recent-commands.js';
+import type { TaskSnapshot } from '../../src/model/task.js';
 import { fixture, makeBroker, waitFor } from '../helpers/core.js';
 import { connectHub } from '../../src/client/hub-client.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
@@ -131,5 +133,54 @@ describe('big results', () => {
       await headless.stop();
       headless = undefined;
     }
+  });
+});
+
+describe('info over a long history', () => {
+  test('recent commands come from the newest pages of tasks, not from a copy of every task', async () => {
+    // 450 tasks, oldest first: the newest 250 run one command, the older ones nine others.
+    const all = Array.from(
+      { length: 450 },
+      (_, i) =>
+        ({
+          id: `t-${String(i).padStart(4, '0')}`,
+          command: 'node',
+          args: [i >= 200 ? 'same.mjs' : `other-${i % 9}.mjs`],
+          cwd: '/tmp',
+          label: `task ${i}`,
+          state: 'succeeded',
+          createdAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+        }) as unknown as TaskSnapshot,
+    );
+    let copiedAll = 0;
+    let pages = 0;
+    const broker = {
+      tasks: () => (copiedAll++, [...all]),
+      get: (id: string) => all.find((task) => task.id === id),
+      taskPage: ({ limit = 200, before }: { limit?: number; before?: string }) => {
+        pages++;
+        const newest = [...all].reverse();
+        const start = before === undefined ? 0 : newest.findIndex((task) => task.id === before) + 1;
+        const slice = newest.slice(start, start + limit);
+        return { tasks: slice, total: all.length, ...(start + limit < all.length ? { next: slice.at(-1)!.id } : {}) };
+      },
+      on: () => () => {},
+      paused: false,
+    } as unknown as BrokerLike;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    const info = await bridge.info();
+    expect(info.recent).toEqual(recentCommands(all, 8));
+    expect(info.recent.map((request) => request.args?.[0])).toEqual([
+      'same.mjs',
+      'other-1.mjs',
+      'other-0.mjs',
+      'other-8.mjs',
+      'other-7.mjs',
+      'other-6.mjs',
+      'other-5.mjs',
+      'other-4.mjs',
+    ]);
+    expect(copiedAll).toBe(0);
+    expect(pages).toBe(2);
   });
 });

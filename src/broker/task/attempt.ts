@@ -332,7 +332,10 @@ export class Attempt {
     // Output the agent wrote just before exiting is still in the pipes and the socket: drain it, but
     // do not wait forever on pipes a grandchild keeps open. The socket is read for as long as it
     // keeps delivering (see drained()): what it holds may be many lines a busy broker reads slowly.
-    await Promise.all([Promise.race([streamsClosed, delay(s.drainMs)]), channel.drained(s.drainMs)]);
+    const drainCap = delay(s.drainMs);
+    await Promise.all([Promise.race([streamsClosed, drainCap.elapsed]), channel.drained(s.drainMs)]);
+    // Cleared, not left to run out: a pending timer kept a CLI process (`run --local`) alive for a second after its task.
+    drainCap.cancel();
     if (!this.decided) {
       // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
       const spooled = readSpooled(s.spoolDir, s.taskId);
@@ -363,6 +366,9 @@ export class Attempt {
 /** Logged (with the `leftover-processes` event) when the agent's process group outlived it. */
 export const LEFTOVER_PROCESSES = 'the agent left processes running in its process group; killed them';
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves `elapsed` after `ms`; `cancel` clears the timer (and leaves `elapsed` pending). */
+function delay(ms: number): { elapsed: Promise<void>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return { elapsed, cancel: () => clearTimeout(timer) };
 }

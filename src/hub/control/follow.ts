@@ -14,6 +14,7 @@ import type { TaskFeedEvent } from '../../bridge/contract.js';
 import { checkSubmitRequest } from '../../bridge/checks.js';
 import { HTTP_STATUS, toErrorBody } from '../../bridge/errors.js';
 import { isFinished } from '../../model/task.js';
+import { payloadJson } from '../../model/payload-json.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { readJsonBody, REFUSED } from '../http/api.js';
 import { sendJson } from '../http/responses.js';
@@ -42,12 +43,26 @@ function feedWriter(res: ServerResponse, stop: () => void): { write(event: TaskF
       // A big result or partial is one line the reader takes in its stride: the backlog allowed grows with it.
       if (res.writableLength > MAX_FOLLOW_BACKLOG_BYTES + largest) return void res.destroy();
       if (!res.headersSent) res.writeHead(200, { 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store' });
-      const line = JSON.stringify(event) + '\n';
+      const line = feedLine(event);
       largest = Math.max(largest, line.length);
       res.write(line);
       if (event.update?.kind === 'exited' || (!event.update && isFinished(event.task.state))) end();
     },
   };
+}
+
+/**
+ * One event as its NDJSON line: `JSON.stringify(event)`, except that a result is spliced in as the
+ * text `payloadJson` made for it (or makes now, for the result file to reuse): the same JSON, with
+ * `result` as the task's last field.
+ */
+export function feedLine(event: TaskFeedEvent): string {
+  const { result, ...task } = event.task;
+  if (!result) return JSON.stringify(event) + '\n';
+  const head = JSON.stringify(task);
+  const taskJson = `${head.slice(0, -1)}${head === '{}' ? '' : ','}"result":${payloadJson(result)}}`;
+  const update = event.update === undefined ? '' : `,"update":${JSON.stringify(event.update)}`;
+  return `{"task":${taskJson}${update}}\n`;
 }
 
 export async function handleWatch(bridge: BrokerBridge, id: string, res: ServerResponse): Promise<void> {

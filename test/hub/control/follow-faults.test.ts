@@ -6,7 +6,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { FOLLOW_PATH } from '../../../src/bridge/http-routes.js';
+import { EVENTS_PATH, FOLLOW_PATH } from '../../../src/bridge/http-routes.js';
 import { connectHub, HubLostError } from '../../../src/client/hub-client.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
@@ -116,4 +116,44 @@ describe('the follow stream', () => {
       hub.close();
     }
   });
+
+  test('a 10 MB line in small writes that cut characters in two arrives whole, and so do split server-sent events', async () => {
+    const text = '🙂é'.repeat(1024 * 1024) + 'x'.repeat(4 * 1024 * 1024) + 'THE-END';
+    const ended = JSON.stringify({
+      task: { id: 't-3', state: 'succeeded', result: { status: 'success', data: text } },
+      update: { kind: 'ended' },
+    });
+    const exited = JSON.stringify({ task: { id: 't-3', state: 'succeeded' }, update: { kind: 'exited' } });
+    const feed = Buffer.from(`${picture('t-3')}\n${ended}\n${exited}\n`);
+    const events = Buffer.from(`: hello\n\ndata: {"type":"a","n":"${'é'.repeat(100_000)}"}\n\ndata: {"type":"b"}\r\n\r\n`);
+    const socketPath = path.join(tempDir(), 'control.sock');
+    const server = http.createServer(async (req, res) => {
+      req.resume();
+      const body = req.url === EVENTS_PATH ? events : feed;
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      // 4,099-byte writes: odd, so that many of them end inside a multibyte character.
+      for (let at = 0; at < body.length; at += 4099) {
+        if (!res.write(body.subarray(at, at + 4099))) await new Promise((resolve) => res.once('drain', resolve));
+      }
+      if (req.url !== EVENTS_PATH) res.end();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const hub = connectHub(socketPath);
+    try {
+      const seen: Array<{ kind?: string; data?: unknown }> = [];
+      const followed = hub.follow({ command: 'x' }, (event) => seen.push({ kind: event.update?.kind, data: event.task.result?.data }));
+      await followed.ended;
+      expect(seen.map((event) => event.kind)).toEqual([undefined, 'ended', 'exited']);
+      expect(seen[1]!.data === text).toBe(true);
+      const received: Array<{ type: string; n?: string }> = [];
+      const unsubscribe = hub.subscribe((event) => received.push(event as unknown as { type: string; n?: string }));
+      await waitFor(() => received.length === 2, 'both events');
+      unsubscribe();
+      expect(received.map((event) => event.type)).toEqual(['a', 'b']);
+      expect(received[0]!.n).toBe('é'.repeat(100_000));
+    } finally {
+      hub.close();
+    }
+  }, 60_000);
 });
