@@ -208,3 +208,17 @@ describe('PendingQuestion', () => {
     }
   });
 });
+
+describe('a retried attempt', () => {
+  test('names no worker until it is placed: the previous attempt’s worker is not reported for it', () => {
+    const { task } = makeTask(2);
+    task.startAttempt(1);
+    task.placed('q-w1');
+    expect(task.snapshot().worker).toBe('q-w1');
+    task.startAttempt(2);
+    expect(task.snapshot()).toMatchObject({ attempt: 2 });
+    expect(task.snapshot().worker).toBeUndefined();
+    task.placed('q-w2');
+    expect(task.snapshot().worker).toBe('q-w2');
+  });
+});

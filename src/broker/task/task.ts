@@ -172,6 +172,8 @@ export class Task {
     this.pid = undefined;
     this.exitCode = undefined;
     this.exitSignal = undefined;
+    // The worker is the attempt's: until the new attempt is placed, no snapshot names the old one.
+    this.worker = undefined;
   }
 
   /** The attempt is set up and announced. */
