@@ -15,29 +15,23 @@ const out = join(root, 'dist', 'renderer');
 await rm(out, { recursive: true, force: true });
 await mkdir(out, { recursive: true });
 
-await build({
-  entryPoints: [join(src, 'panel.ts')],
-  outfile: join(out, 'panel.js'),
-  bundle: true,
-  format: 'iife',
-  platform: 'browser',
-  target: ['chrome120'],
-  sourcemap: 'linked',
-  legalComments: 'none',
-  logLevel: 'warning',
-});
+/** One browser bundle of the panel's (an IIFE for the strict CSP: no modules, no eval). */
+const browserBundle = (entry, file) =>
+  build({
+    entryPoints: [join(src, entry)],
+    outfile: join(out, file),
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome120'],
+    sourcemap: 'linked',
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+
+await browserBundle('panel.ts', 'panel.js');
 // The chart library on its own, loaded when Insights first draws (src/renderer/uplot-entry.ts).
-await build({
-  entryPoints: [join(src, 'uplot-entry.ts')],
-  outfile: join(out, 'uplot.js'),
-  bundle: true,
-  format: 'iife',
-  platform: 'browser',
-  target: ['chrome120'],
-  sourcemap: 'linked',
-  legalComments: 'none',
-  logLevel: 'warning',
-});
+await browserBundle('uplot-entry.ts', 'uplot.js');
 await copyFile(join(src, 'index.html'), join(out, 'index.html'));
 await copyFile(join(src, 'panel.css'), join(out, 'panel.css'));
 await copyFile(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), join(out, 'uPlot.min.css'));
