@@ -4,8 +4,9 @@
  * - a hub runs (the desktop app, `serve`, or an `mcp` that became it): tasks go to it;
  * - none runs: the front-end's tasks run in a broker of its own process, privately (not in a panel
  *   or the shared history) — `run`, the gateway. A front-end whose tasks must outlive its own
- *   requests (MCP: a client comes back for a task's result) starts the hub itself instead, and the
- *   others find it (./become-hub is that front-end's business: `mcp`).
+ *   requests (MCP: a client comes back for a task's result) starts the hub itself instead, when it
+ *   can take the data directory, and the others find it (src/cli/commands/mcp.ts);
+ * - the task commands read the history on disk, read-only (./history.ts).
  * - `--local` (or options only a broker of one's own can have) skips the hub.
  */
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';

@@ -1,8 +1,9 @@
 /**
  * The one task seam every front-end uses (`run`, `wait`, `logs -f`, MCP, the gateway): start a task,
  * or follow one, and get the same handle — result promise, updates in order, cancel, answer — whether
- * it runs in this process (`localTasks`, ./local-tasks.ts) or on the hub (./hub-tasks.ts). On the hub a handle is fed by
- * the task's own follow stream (uncoalesced, in order), never by the panel's all-task stream.
+ * it runs in this process (`localTasks`, ./local-tasks.ts) or on the hub (./hub-tasks.ts). On the
+ * hub a handle is fed by the task's own follow stream (uncoalesced, in order), never by the panel's
+ * all-task stream.
  *
  * Which one a front-end gets is one policy, `openTasks` (./open.ts): the hub when one runs, else a
  * broker in this process.
