@@ -65,6 +65,14 @@ test('opening tasks one after another never shows anything of the task opened be
   const killed = await startServe(dataDir);
   const doomed = await submit(killed, 'interrupted', 'forever');
   await expect.poll(async () => (await killed.api<{ task: { state: string } }>('GET', `/api/tasks/${doomed}`)).task.state).toBe('running');
+  // Killed once the journal holds the attempt: what history can show of a task is what reached the disk
+  // (the journal is written in batches; on a loaded machine the kill came first and the row never showed).
+  const journal = path.join(dataDir, 'journal.ndjson');
+  await expect
+    .poll(() => fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').includes(`"e":"attempt","id":"${doomed}"`), {
+      message: 'the attempt in the journal',
+    })
+    .toBe(true);
   await killed.stop('SIGKILL');
 
   serve = await startServe(dataDir, ['--concurrency', '8']);
