@@ -25,8 +25,11 @@ const MAX_FOLLOW_BACKLOG_BYTES = 8 * 1024 * 1024;
 
 const FRONT_END_GONE = 'the front-end that started it went away';
 
-/** Writes feed events as NDJSON on `res` until `exited` (or `endNow`); `stop` is called once it ended. */
-function feedWriter(res: ServerResponse, stop: () => void): { write(event: TaskFeedEvent): void; readonly ended: boolean } {
+/**
+ * Writes feed events as NDJSON on `res` until `exited` (or, watching, the picture of a task that had
+ * already ended); `stop` is called once it ended.
+ */
+function feedWriter(res: ServerResponse, stop: () => void): { write(event: TaskFeedEvent): void } {
   let ended = false;
   let largest = 0;
   const end = (): void => {
@@ -35,9 +38,6 @@ function feedWriter(res: ServerResponse, stop: () => void): { write(event: TaskF
     res.end();
   };
   return {
-    get ended() {
-      return ended;
-    },
     write(event) {
       if (ended) return;
       // A big result or partial is one line the reader takes in its stride: the backlog allowed grows with it.
@@ -92,9 +92,8 @@ export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, r
     ended = true;
     following?.stop();
   });
-  const write = (event: TaskFeedEvent): void => feed.write(event);
   try {
-    following = bridge.follow(checkSubmitRequest(body), write);
+    following = bridge.follow(checkSubmitRequest(body), (event) => feed.write(event));
   } catch (error) {
     // Refused as a `submit` call is: a bad request, a closed broker.
     const refusal = toErrorBody(error);
