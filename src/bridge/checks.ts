@@ -16,6 +16,11 @@ const MAX_MAP_ENTRIES = 64;
 /** An environment variable or tag name: what a shell accepts, plus the `.`/`-` some tools use. */
 const NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
+/** A name a submission's `env`, `callerEnv` or `tags` may carry (one a shell would accept). */
+export function isPlainName(name: string): boolean {
+  return NAME.test(name) && name.length <= MAX_ID;
+}
+
 export function invalid(message: string): BridgeError {
   return new BridgeError('invalid_request', message);
 }
@@ -77,8 +82,7 @@ function checkStringMap(
   if (entries.length > maxEntries) throw invalid(`Expected at most ${maxEntries} entries in \`${what}\`, got ${entries.length}`);
   const clean: Record<string, string> = {};
   for (const [name, text] of entries) {
-    if (!NAME.test(name) || name.length > MAX_ID)
-      throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
+    if (!isPlainName(name)) throw invalid(`Expected the names in \`${what}\` to be like FOO_BAR, got ${describe(name)}`);
     clean[name] = checkString(text, `${what}.${name}`, { allowEmpty: true, max: maxValue });
   }
   return clean;

@@ -1,5 +1,6 @@
 /** An in-process task spec as the hub's `SubmitRequest`, for front-ends that hand their tasks to a hub. */
 import { resolve } from 'node:path';
+import { isPlainName } from '../bridge/checks.js';
 import type { SubmitRequest } from '../bridge/contract.js';
 import type { TaskSpec } from '../model/task.js';
 
@@ -22,9 +23,17 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
     request.retries = spec.retries;
   }
   if (spec.env !== undefined) request.env = definedEnv(spec.env);
-  if (spec.baseEnv !== undefined) request.callerEnv = { ...spec.baseEnv };
+  if (spec.baseEnv !== undefined) request.callerEnv = carriedEnv(spec.baseEnv);
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
   return request;
+}
+
+/**
+ * The caller's environment as a request carries it: names a shell would not accept (Bash's exported
+ * functions, `BASH_FUNC_f%%`) stay behind; an in-process run keeps them.
+ */
+function carriedEnv(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => isPlainName(name)));
 }
 
 function definedEnv(env: Record<string, string | undefined>): Record<string, string> {

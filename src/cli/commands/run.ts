@@ -226,13 +226,7 @@ async function reportFailure(run: () => Promise<number>, json: boolean): Promise
   }
 }
 
-/** This process's environment as a submission can carry it (names a shell accepts). */
+/** This process's environment (the agent starts from it, in-process or on the hub). */
 function callerEnvironment(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && ENV_NAME.test(name)) env[name] = value;
-  }
-  return env;
+  return Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
