@@ -9,7 +9,7 @@
  */
 import { HubLostError, type FollowedSubmission, type HubClient } from './hub-client.js';
 import { isActive } from '../model/states.js';
-import type { TaskSpec } from '../model/task.js';
+import { TASK_STATES, type TaskSpec } from '../model/task.js';
 import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
 import type { TaskCounts, TaskRun, TaskService } from './tasks.js';
@@ -48,11 +48,12 @@ export class HubTasks implements TaskService {
   async counts(): Promise<TaskCounts> {
     const hub = await this.#connected();
     try {
-      const page = await hub.listTasks();
-      return {
-        running: page.filter((t) => isActive(t.state)).length,
-        queued: page.filter((t) => t.state === 'queued').length,
-      };
+      // Counted by the hub (a page's `total`), not by fetching every task of a long history.
+      const [running, queued] = await Promise.all([
+        hub.listTaskPage({ state: TASK_STATES.filter(isActive), limit: 1 }),
+        hub.listTaskPage({ state: 'queued', limit: 1 }),
+      ]);
+      return { running: running.total, queued: queued.total };
     } catch (error) {
       this.#forgetIfLost(hub, error);
       throw error;
