@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { writeHistory } from '../../bench/lib/history.js';
 import { isAlive, ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 
 const BIN = path.join(ROOT, 'bin', 'backchannel.js');
@@ -21,6 +22,36 @@ describe('backchannel serve', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('Expected `--port` to be an integer from 0 to 65535, got `abc`');
   });
+
+  test('a bad --history-limit is a usage error (exit 2) that names the option', () => {
+    const result = spawnSync(process.execPath, [BIN, 'serve', '--history-limit', '0'], { encoding: 'utf8' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('Expected `--history-limit` to be a positive integer, got `0`');
+  });
+
+  test('--history-limit keeps that many of the newest finished tasks', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));
+    const dataDir = path.join(dir, 'data');
+    const ids: string[] = writeHistory(dataDir, { count: 5 });
+    const child = spawn(process.execPath, [BIN, 'serve', '--history-limit', '3', '--data-dir', dataDir], {
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(dir, 'ipc') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await waitFor(() => /Backchannel panel: \S+/.test(out) || child.exitCode !== null, 'serve to print the panel URL', 30_000);
+      const { origin, searchParams } = new URL(/Backchannel panel: (\S+)/.exec(out)![1]!);
+      const res = await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } });
+      const tasks = (await res.json()) as { id: string }[];
+      expect(tasks.map((t) => t.id)).toEqual(ids.slice(2));
+    } finally {
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   test('prints the panel URL, starts demo tasks on an empty history, and Ctrl+C stops them and exits 0', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));

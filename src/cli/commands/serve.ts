@@ -13,6 +13,8 @@ Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
   --data-dir <dir>    where history and logs live (default: ${defaultDataDir()})
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
+  --history-limit <n> finished tasks kept in history (default: 1000); older ones leave it and
+                      only their counts stay in the insights
   --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
@@ -35,6 +37,7 @@ export const command: CliCommand = {
         port: { type: 'string' },
         'data-dir': { type: 'string' },
         concurrency: { type: 'string' },
+        'history-limit': { type: 'string' },
         demo: { type: 'boolean' },
         redis: { type: 'string' },
         queue: { type: 'string' },
@@ -46,7 +49,7 @@ export const command: CliCommand = {
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
     // Unset options come from the `serve:` section of the one config file (backchannel config path).
-    let file: { port?: unknown; dataDir?: unknown; concurrency?: unknown; keepToken?: unknown; redis?: unknown; queue?: unknown };
+    let file: Record<'port' | 'dataDir' | 'concurrency' | 'historyLimit' | 'keepToken' | 'redis' | 'queue', unknown>;
     try {
       const { loadConfig, setting } = await import('../../config/file.js');
       const config = loadConfig();
@@ -54,6 +57,7 @@ export const command: CliCommand = {
         port: setting(config, 'serve', 'port', 'integer'),
         dataDir: setting(config, 'serve', 'data_dir', 'string'),
         concurrency: setting(config, 'serve', 'concurrency', 'integer'),
+        historyLimit: setting(config, 'serve', 'history_limit', 'integer'),
         keepToken: setting(config, 'serve', 'keep_token', 'boolean'),
         redis: setting(config, 'serve', 'redis', 'string'),
         queue: setting(config, 'serve', 'queue', 'string'),
@@ -65,6 +69,7 @@ export const command: CliCommand = {
     values.port ??= file.port === undefined ? undefined : String(file.port);
     values['data-dir'] ??= file.dataDir as string | undefined;
     values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
+    values['history-limit'] ??= file.historyLimit === undefined ? undefined : String(file.historyLimit);
     values['keep-token'] ??= file.keepToken as boolean | undefined;
     values.redis ??= file.redis as string | undefined;
     values.queue ??= file.queue as string | undefined;
@@ -76,6 +81,13 @@ export const command: CliCommand = {
     if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
       return usageError(`backchannel serve: Expected \`--concurrency\` to be a positive integer, got \`${values.concurrency}\``, HELP);
     }
+    const historyLimit = values['history-limit'] === undefined ? undefined : Number(values['history-limit']);
+    if (historyLimit !== undefined && (!Number.isInteger(historyLimit) || historyLimit < 1)) {
+      return usageError(
+        `backchannel serve: Expected \`--history-limit\` to be a positive integer, got \`${values['history-limit']}\``,
+        HELP,
+      );
+    }
 
     const { startHeadless } = await import('../../hub/headless/start.js');
     let headless;
@@ -85,6 +97,7 @@ export const command: CliCommand = {
         port,
         dataDir: values['data-dir'],
         concurrency,
+        historyLimit,
         redis,
         broker: brokerFlagOptions(values),
         keepToken: values['keep-token'],

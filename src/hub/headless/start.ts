@@ -27,6 +27,8 @@ export interface HeadlessOptions {
   demoAgentsDir?: string;
   rendererDir?: string;
   concurrency?: number;
+  /** Finished tasks kept in history. @default the broker's (1,000) */
+  historyLimit?: number;
   /** Endpoint directory for the task sockets (tests use a private one). */
   ipcDir?: string;
   /** Run tasks on a worker fleet through this Redis queue instead of locally (docs/scale-out.md). */
@@ -78,7 +80,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     const queue = options.redis ? redisQueue(options.redis) : undefined;
     // The broker takes the lock over (and releases it on close).
     lock.handOver();
-    broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, ipcDir: options.ipcDir, queue });
+    broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, historyLimit: options.historyLimit, ipcDir: options.ipcDir, queue });
   } catch (error) {
     await lock.release();
     throw error;
