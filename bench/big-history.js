@@ -6,17 +6,13 @@
  * and time), the whole list, the panel's first paint (headless Chromium), one whole 10 MB result.
  * Baseline, same run: a hub over 1,000 tasks whose results are all small.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { log, REPO_DIR, scratchDir } from './lib/env.js';
+import { log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { writeHistory } from './lib/history.js';
+import { startServe } from './lib/hub.js';
+import { panelPaint } from './lib/panel-paint.js';
 import { median } from './lib/stats.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 const TASKS = 1000;
 const BIG_EVERY = 10;
 const BIG_CHARS = 10 * 1024 * 1024;
@@ -88,9 +84,9 @@ main(async ({ quick }) => {
 });
 
 async function measureHub(dataDir, ipcDir, runs, bigId) {
-  const hub = await startServe(dataDir, ipcDir);
+  const hub = await startServe(dataDir, { ...process.env, CURSOR_IPC_DIR: ipcDir });
   try {
-    const rssStartMb = rssOf(hub.pid);
+    const rssStartMb = hub.rssMb();
     const pages = [];
     const lists = [];
     let pageBytes = 0;
@@ -103,7 +99,7 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
       lists.push(list.ms);
       listBytes = list.bytes;
     }
-    const paint = await panelPaint(hub.url, runs);
+    const paint = await panelPaint(hub.url, runs, TASKS);
     let resultMs;
     let resultBytes;
     if (bigId) {
@@ -119,8 +115,8 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     return {
       rssStartMb,
-      rssMb: rssOf(hub.pid),
-      peakMb: peakOf(hub.pid),
+      rssMb: hub.rssMb(),
+      peakMb: hub.peakMb(),
       pageMs: median(pages),
       pageBytes,
       listMs: median(lists),
@@ -138,130 +134,8 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
   }
 }
 
-function rssOf(pid) {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
-}
-
-function peakOf(pid) {
-  return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
-}
-
 async function timed(call) {
   const t0 = performance.now();
   const text = await call();
   return { ms: performance.now() - t0, bytes: Buffer.byteLength(text) };
-}
-
-/**
- * Page loads of the panel, timed in the page from navigation start (performance.timeOrigin): when the
- * first task row is in the DOM, when the frame after it starts (the row has been painted by then),
- * and when all rows are. Playwright's own waits only synchronise: `waitForSelector` polls from Node
- * with a growing interval (0, 20, 50, 100, 100, then 500 ms), so what it sees is up to 500 ms late —
- * shown beside, as `polledMs`.
- */
-async function panelPaint(url, runs) {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-  try {
-    const firsts = [];
-    const inDom = [];
-    const alls = [];
-    const readies = [];
-    const polled = [];
-    for (let i = 0; i < runs + 1; i++) {
-      const page = await browser.newPage();
-      await page.addInitScript((tasks) => {
-        const marks = (window.__benchMarks = {});
-        new MutationObserver((_, observer) => {
-          if (marks.row === undefined && document.querySelector('li.task')) {
-            marks.row = performance.now();
-            // Asked for from within the frame that added the row: runs in the next one, after it painted.
-            requestAnimationFrame(() => (marks.painted = performance.now()));
-          }
-          if (marks.row !== undefined && document.querySelectorAll('li.task').length >= tasks) {
-            marks.all = performance.now();
-            observer.disconnect();
-          }
-        }).observe(document, { childList: true, subtree: true });
-      }, TASKS);
-      const t0 = performance.now();
-      await page.goto(url, { waitUntil: 'commit' });
-      await page.waitForSelector('li.task', { timeout: 30_000 });
-      const seen = performance.now() - t0;
-      await page.waitForFunction(() => window.__benchMarks.all !== undefined && window.__benchMarks.painted !== undefined, null, {
-        timeout: 30_000,
-      });
-      const marks = await page.evaluate(() => ({
-        ...window.__benchMarks,
-        // When the page itself was ready (its script run), before any task reached it.
-        ready: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
-      }));
-      await page.close();
-      // The first load also warms the browser: not counted.
-      if (i > 0) {
-        firsts.push(marks.painted);
-        inDom.push(marks.row);
-        alls.push(marks.all);
-        readies.push(marks.ready);
-        polled.push(seen);
-      }
-    }
-    return { first: median(firsts), inDom: median(inDom), all: median(alls), ready: median(readies), polled: median(polled) };
-  } finally {
-    await browser.close();
-  }
-}
-
-/** `backchannel serve` over `dataDir`, in its own process (its RSS is the hub's alone). */
-async function startServe(dataDir, ipcDir) {
-  const child = spawn(process.execPath, [path.join(REPO_DIR, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir], {
-    env: { ...process.env, CURSOR_IPC_DIR: ipcDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const match = /Backchannel panel: (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-  });
-  const parsed = new URL(url);
-  const token = parsed.searchParams.get('token');
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  return {
-    url,
-    pid: child.pid,
-    api(method, route, body) {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      return new Promise((resolve, reject) => {
-        const req = http.request(
-          parsed.origin + route,
-          {
-            method,
-            agent: false,
-            headers: { 'x-backchannel-token': token, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-          },
-          (res) => {
-            const chunks = [];
-            res.on('data', (chunk) => chunks.push(chunk));
-            res.on('end', () => {
-              const text = Buffer.concat(chunks).toString('utf8');
-              if (res.statusCode >= 400) reject(new Error(`${method} ${route} → ${res.statusCode} ${text.slice(0, 200)}`));
-              else resolve(text);
-            });
-          },
-        );
-        req.on('error', reject);
-        req.end(payload);
-      });
-    },
-    async stop() {
-      child.kill('SIGINT');
-      await exited;
-    },
-  };
 }

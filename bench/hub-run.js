@@ -6,13 +6,11 @@
  * per-task overhead of going through the hub). Each sample is one whole CLI process, spawn → exit,
  * with its stdout read to the end; the variants are interleaved.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { agentPath, log, REPO_DIR, scratchDir } from './lib/env.js';
+import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
+import { runCli, startServe } from './lib/hub.js';
 import { interleave, summarize } from './lib/stats.js';
-
-const CLI = path.join(REPO_DIR, 'bin', 'backchannel.js');
 const MB = 1024 * 1024;
 
 main(async ({ quick }) => {
@@ -27,7 +25,7 @@ main(async ({ quick }) => {
   const hub = await startServe(path.join(dir, 'data'), { ...env, CURSOR_IPC_DIR: path.join(dir, 'ipc-hub') });
   try {
     const cliEnv = { ...env, CURSOR_IPC_DIR: path.join(dir, 'ipc-cli') };
-    const run = (agent, local) => () => runCli(agent, local, cliEnv);
+    const run = (agent, local) => () => runAgentCli(agent, local, cliEnv);
     // Warm-up: page cache, the hub's first task.
     for (const local of [true, false]) {
       await run('sdk-return.mjs', local)();
@@ -71,49 +69,10 @@ main(async ({ quick }) => {
 });
 
 /** One `backchannel run --json [--local] -- node <agent>`: spawn → exit, stdout read to its end and checked. */
-function runCli(agent, local, env) {
-  const args = [CLI, 'run', '--json', ...(local ? ['--local'] : []), '--', process.execPath, agentPath(agent)];
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const chunks = [];
-    let bytes = 0;
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      chunks.push(chunk);
-      bytes += chunk.length;
-    });
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const ms = performance.now() - t0;
-      if (code !== 0) return reject(new Error(`run ${local ? '--local ' : ''}${agent} exited with ${code}: ${stderr.slice(-500)}`));
-      const printed = JSON.parse(Buffer.concat(chunks, bytes).toString('utf8'));
-      if (printed?.status !== 'success') return reject(new Error(`run ${agent}: printed ${JSON.stringify(printed).slice(0, 200)}`));
-      resolve({ ms, bytes });
-    });
-  });
-}
-
-/** `backchannel serve --data-dir <dataDir>` in its own process; resolves once its control endpoint answers. */
-async function startServe(dataDir, env) {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (/Backchannel panel: http/.test(out)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-  });
-  child.stdout.resume();
-  return {
-    async stop() {
-      child.kill('SIGINT');
-      await exited;
-    },
-  };
+async function runAgentCli(agent, local, env) {
+  const args = ['run', '--json', ...(local ? ['--local'] : []), '--', process.execPath, agentPath(agent)];
+  const { ms, stdout } = await runCli(args, env);
+  const printed = JSON.parse(stdout.toString('utf8'));
+  if (printed?.status !== 'success') throw new Error(`run ${agent}: printed ${JSON.stringify(printed).slice(0, 200)}`);
+  return { ms, bytes: stdout.length };
 }

@@ -8,6 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { writeHistory } from '../../bench/lib/history.js';
 import { tempDir } from '../helpers/core.js';
 import { leaveStaleSocket } from '../helpers/processes.js';
 import { cli } from '../hub/control/hub-process.js';
@@ -146,5 +147,21 @@ describe('the history without a hub, read-only', () => {
       stderr: 'backchannel show: No task with an id starting with "abc"\n',
     });
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  test('tasks pages a long history, newest first: --limit past one page, --state across pages', async () => {
+    const dir = tempDir('bc-ro-');
+    const env = { ...process.env, XDG_STATE_HOME: path.join(dir, 'state'), XDG_RUNTIME_DIR: '', CURSOR_IPC_DIR: path.join(dir, 'ipc') };
+    delete env.BACKCHANNEL_CONTROL;
+    const ids: string[] = writeHistory(path.join(dir, 'state', 'backchannel'), {
+      count: 1200,
+      states: (i: number) => (i % 100 === 7 ? 'failed' : 'succeeded'),
+    });
+    const newestFirst = [...ids].reverse();
+    const listed = await cli(['tasks', '--json', '--limit', '1100'], env);
+    expect(listed.stderr).toBe('');
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((t) => t.id)).toEqual(newestFirst.slice(0, 1100));
+    const failed = await cli(['tasks', '--json', '--state', 'failed', '--limit', '50'], env);
+    expect((JSON.parse(failed.stdout) as { id: string }[]).map((t) => t.id)).toEqual(newestFirst.filter((_, i) => (1199 - i) % 100 === 7));
   });
 });

@@ -1,5 +1,6 @@
 /** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
 import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
+import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
 import { EXIT, usageError } from '../command.js';
 import { taskCommand } from '../run/task-command.js';
 
@@ -29,10 +30,15 @@ export const command = taskCommand({
     if (!Number.isInteger(limit) || limit < 1) {
       return usageError(`backchannel tasks: Expected \`--limit\` to be a positive integer, got \`${limitText}\``, HELP);
     }
-    const tasks = (await open.bridge.listTasks())
-      .filter((task) => state === undefined || STATE_FILTERS[state](task.state))
-      .reverse()
-      .slice(0, limit);
+    // Pages, newest first, as many as the limit needs: never every task of a long history.
+    const states = state === undefined ? undefined : TASK_STATES.filter(STATE_FILTERS[state]);
+    const tasks: TaskSnapshot[] = [];
+    let before: string | undefined;
+    do {
+      const page = await open.bridge.listTaskPage({ state: states, before, limit: Math.min(limit - tasks.length, MAX_TASK_PAGE_SIZE) });
+      tasks.push(...page.tasks);
+      before = page.next;
+    } while (before !== undefined && tasks.length < limit);
     if (json) {
       process.stdout.write(JSON.stringify(tasks) + '\n');
       return EXIT.ok;
