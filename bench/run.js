@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: runs every benchmark module in its own process, one after another, and prints one
  * table; writes it to bench/results/latest.md and latest.json. `--quick` for a short run while
- * developing; `--only=stream,framing` to run some modules.
+ * developing; `--only=stream,framing` to run some modules; `--repeat=n` (or `--repeat n`) runs each
+ * module n times and reports, per row, the run with the median ratio and the min/median/max of the
+ * ratio and value over the repeats (a shared machine's noise, shown instead of hidden).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,6 +22,9 @@ const MODULES = [
   { name: 'panel', title: 'Panel under load' },
   { name: 'big-history', title: 'Big history (results out of memory)' },
   { name: 'hub-run', title: '`run` through a hub' },
+  { name: 'hub-path', title: 'The hub path: many tasks, MCP' },
+  { name: 'gateway', title: "The gateway's own cost" },
+  { name: 'growth', title: 'How cost grows with history' },
 ];
 
 const args = process.argv.slice(2);
@@ -28,6 +33,12 @@ const only = args
   .find((a) => a.startsWith('--only='))
   ?.slice(7)
   .split(',');
+const repeatArg = args.find((a) => a.startsWith('--repeat'));
+const repeat = Number(repeatArg?.includes('=') ? repeatArg.slice(9) : repeatArg ? args[args.indexOf(repeatArg) + 1] : 1);
+if (!Number.isInteger(repeat) || repeat < 1) {
+  process.stderr.write('bench: Expected `--repeat` to be a positive integer\n');
+  process.exit(2);
+}
 /** Bound on each module, so a hung benchmark cannot hang the suite. */
 const MODULE_LIMIT_MS = quick ? 240_000 : 480_000;
 
@@ -79,8 +90,13 @@ for (const { name, title } of MODULES) {
   if (only && !only.includes(name)) continue;
   process.stderr.write(`▶ ${title}\n`);
   const loadBefore = load();
-  const result = await runModule(name);
-  results[name] = { ...result, date: new Date().toISOString(), mode: machine.mode, load: `${loadBefore} → ${load()}` };
+  const runs = [];
+  for (let i = 0; i < repeat; i++) {
+    if (repeat > 1) process.stderr.write(`  repeat ${i + 1} of ${repeat}\n`);
+    runs.push(await runModule(name));
+  }
+  const result = repeat === 1 ? runs[0] : combineRepeats(runs);
+  results[name] = { ...result, date: new Date().toISOString(), mode: machine.mode, repeat, load: `${loadBefore} → ${load()}` };
   process.stderr.write(`  done in ${result.seconds.toFixed(0)} s\n`);
 }
 machine.loadAfter = load();
@@ -92,8 +108,9 @@ for (const { name, title } of MODULES) {
   rows.push(...result.rows);
 }
 
+const growth = results.growth?.table ? `\n\nHow cost grows with history (bench/growth.js):\n\n${results.growth.table}\n` : '';
 const table = consoleTable(rows);
-process.stdout.write(`\n${table}\n\nload average before ${machine.loadBefore}, after ${machine.loadAfter}\n`);
+process.stdout.write(`\n${table}\n${growth}\nload average before ${machine.loadBefore}, after ${machine.loadAfter}\n`);
 
 mkdirSync(dir, { recursive: true });
 const perModule = Object.entries(results)
@@ -103,6 +120,30 @@ const perModule = Object.entries(results)
   )
   .join('\n');
 const header = `# Backchannel benchmark results\n\nTable assembled ${machine.date} · Node ${machine.node} · ${machine.platform} · ${machine.cpus} · ${machine.memoryGb} GB · load average ${machine.loadBefore} → ${machine.loadAfter}\n\nProduced by \`npm run bench${quick ? ' -- --quick' : ''}\`; see docs/performance.md for what each row means.\n\nModules (date, mode, duration, load average before → after):\n\n${perModule}\n\n`;
-writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n`);
+writeFileSync(path.join(dir, 'latest.md'), `${header}${markdownTable(rows)}\n${growth}`);
 writeFileSync(jsonPath, `${JSON.stringify({ machine, rows, results }, null, 2)}\n`);
 process.stderr.write(`wrote bench/results/latest.md and latest.json\n`);
+
+/**
+ * One result from `repeat` runs of a module: each row is the run whose ratio (else value) is the
+ * median, with the min/median/max over the runs in `spread` and its notes. A run that failed counts
+ * as an error of the module.
+ */
+function combineRepeats(runs) {
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+  const failed = runs.find((r) => r.error);
+  if (failed) return { ...failed, seconds };
+  const key = (r) => `${r.fig} ${r.name}`;
+  const rows = runs[0].rows.map((first) => {
+    const same = runs.map((r) => r.rows.find((x) => key(x) === key(first))).filter(Boolean);
+    const by = Number.isFinite(first.ratio) ? 'ratio' : 'value';
+    const sorted = [...same].sort((a, b) => a[by] - b[by]);
+    const mid = sorted[Math.floor((sorted.length - 1) / 2)];
+    if (!Number.isFinite(mid[by])) return mid;
+    const spread = { of: by, min: sorted[0][by], median: mid[by], max: sorted[sorted.length - 1][by] };
+    const shown = (v) => (by === 'ratio' ? `${v.toFixed(2)}×` : v.toFixed(2));
+    const note = `${same.length} repeats, ${by} min/median/max ${shown(spread.min)} / ${shown(spread.median)} / ${shown(spread.max)}`;
+    return { ...mid, spread, detail: mid.detail ? `${note}; ${mid.detail}` : note };
+  });
+  return { ...runs[Math.floor((runs.length - 1) / 2)], rows, repeats: runs.length, seconds };
+}

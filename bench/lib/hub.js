@@ -41,8 +41,8 @@ export async function startServe(dataDir, env = process.env, args = []) {
     url,
     pid: child.pid,
     startMs,
-    /** The control endpoint (derived from the data directory). */
-    control: path.join(dataDir, 'control.sock'),
+    /** The control endpoint: BACKCHANNEL_CONTROL when set, else derived from the data directory. */
+    control: env.BACKCHANNEL_CONTROL || path.join(dataDir, 'control.sock'),
     rssMb: () => procStatusMb(child.pid, 'VmRSS'),
     peakMb: () => procStatusMb(child.pid, 'VmHWM'),
     /** CPU (user + system) of the hub's process so far, in ms. */

@@ -1,0 +1,202 @@
+/**
+ * The hub path (issue 27 item 1), each beside its in-process baseline in the same run:
+ *   (a) many tasks: `count` SDK agents that return at once, 50 at a time, submitted through the one
+ *       task seam (dist/client/open.js) to a hub (`backchannel serve`, its own process) over its
+ *       control endpoint — against the same seam's in-process broker (`openTasks({ local: true })`),
+ *       the same agent, concurrency and history limit. Tasks/s, and the hub's RSS after the run
+ *       against after a warm-up batch (flat), its CPU per task;
+ *   (b) MCP: `start_task` then `wait_for_task` on an open `backchannel mcp` session whose tasks run
+ *       on that hub, against `backchannel run --json` of the same agent on the same hub (a whole CLI
+ *       process, spawn → exit), interleaved.
+ */
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { openTasks } from '../dist/client/open.js';
+import { agentPath, log, rssMb, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { CLI, runCli, startServe } from './lib/hub.js';
+import { cpuMicros, interleave, summarize } from './lib/stats.js';
+
+const CONCURRENCY = 50;
+const HISTORY_LIMIT = 100;
+const AGENT = agentPath('sdk-return.mjs');
+
+main(async ({ quick }) => {
+  const count = quick ? 200 : 1000;
+  const mcpRuns = quick ? 6 : 20;
+  const dir = scratchDir();
+  const env = { ...process.env, XDG_STATE_HOME: path.join(dir, 'state'), BACKCHANNEL_CONTROL: path.join(dir, 'control.sock') };
+
+  // (a) in process first: the same seam over a broker of this process.
+  log(`hub path: ${count} tasks @ ${CONCURRENCY} in process, then through the hub`);
+  const local = await openTasks({
+    local: true,
+    broker: {
+      concurrency: CONCURRENCY,
+      historyLimit: HISTORY_LIMIT,
+      dataDir: path.join(dir, 'local-data'),
+      ipcDir: path.join(dir, 'ipc-local'),
+    },
+  });
+  let inProcess;
+  try {
+    await local.broker.ready;
+    inProcess = await measurePool(
+      local.tasks,
+      count,
+      () => rssMb(),
+      () => cpuMicros() / 1000,
+    );
+  } finally {
+    await local.close();
+  }
+
+  const hub = await startServe(path.join(dir, 'data'), { ...env, CURSOR_IPC_DIR: path.join(dir, 'ipc-hub') }, [
+    '--concurrency',
+    String(CONCURRENCY),
+    '--history-limit',
+    String(HISTORY_LIMIT),
+  ]);
+  let viaHub;
+  let mcp;
+  try {
+    process.env.BACKCHANNEL_CONTROL = hub.control;
+    const remote = await openTasks();
+    if (remote.tasks.where.kind !== 'hub') throw new Error('openTasks() did not find the hub');
+    try {
+      viaHub = await measurePool(
+        remote.tasks,
+        count,
+        () => hub.rssMb(),
+        () => hub.cpuMs(),
+      );
+    } finally {
+      await remote.close();
+    }
+    mcp = await measureMcp(env, hub.control, mcpRuns);
+  } finally {
+    await hub.stop();
+  }
+
+  const same =
+    'baseline column = the same seam (dist/client/open.js) over a broker in this process, same agent, concurrency and history limit, same run';
+  return {
+    figure: 'hub-path',
+    count,
+    inProcess,
+    viaHub,
+    mcp,
+    rows: [
+      row({
+        fig: 'HP',
+        name: `Through the hub: ${count} tasks @ ${CONCURRENCY}, tasks/s`,
+        unit: 'tasks/s',
+        value: viaHub.rate,
+        baseline: inProcess.rate,
+        target: { op: '>=', ratio: 0.85 },
+        detail: `start → result p50 ${viaHub.latency.p50.toFixed(0)} vs ${inProcess.latency.p50.toFixed(0)} ms, p99 ${viaHub.latency.p99.toFixed(0)} vs ${inProcess.latency.p99.toFixed(0)} ms; ${viaHub.failures + inProcess.failures} failed; ${same}`,
+      }),
+      row({
+        fig: 'HP',
+        name: "Through the hub: the hub's RSS after the run vs after warm-up",
+        unit: 'MB',
+        value: viaHub.rssEnd,
+        baseline: viaHub.rssAfterWarmup,
+        target: { op: '<=', ratio: 1.1 },
+        detail: `hub RSS at start ${viaHub.rssStart.toFixed(0)} MB; in process (this process, for comparison): ${inProcess.rssAfterWarmup.toFixed(0)} → ${inProcess.rssEnd.toFixed(0)} MB; target: flat (within 10%)`,
+      }),
+      row({
+        fig: 'HP',
+        name: 'Through the hub: CPU per task of the broker process',
+        unit: 'ms',
+        value: viaHub.cpuMsPerTask,
+        baseline: inProcess.cpuMsPerTask,
+        detail: `the hub's process (broker, control endpoint, follow streams) vs this process running the broker and the seam, over the timed batch; ${same}`,
+      }),
+      row({
+        fig: 'HP',
+        name: 'MCP start_task → wait_for_task result vs `run --json`, on the hub, p50',
+        unit: 'ms',
+        value: mcp.mcp.p50,
+        baseline: mcp.run.p50,
+        target: { op: '<=', ratio: 1.2 },
+        detail: `${mcp.mcp.n} of each, interleaved; p90 ${mcp.mcp.p90.toFixed(0)} vs ${mcp.run.p90.toFixed(0)} ms; MCP: two tool calls on an open \`backchannel mcp\` session; baseline column = \`run --json\` (a whole CLI process, spawn → exit) of the same agent on the same hub`,
+      }),
+    ],
+  };
+});
+
+/** A warm-up batch of a fifth, then `count` tasks, `CONCURRENCY` in flight, through `tasks`. */
+async function measurePool(tasks, count, rss, cpuMs) {
+  let failures = 0;
+  const batch = async (size) => {
+    const latencies = [];
+    let submitted = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (submitted < size) {
+          submitted += 1;
+          const s0 = performance.now();
+          const task = await tasks.submit({ command: AGENT });
+          try {
+            await task.result;
+            latencies.push(performance.now() - s0);
+          } catch {
+            failures += 1;
+          }
+        }
+      }),
+    );
+    return { seconds: (performance.now() - t0) / 1000, latencies };
+  };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
+  await (
+    await tasks.submit({ command: AGENT })
+  ).result;
+  await settle();
+  const rssStart = rss();
+  await batch(count / 5);
+  await settle();
+  const rssAfterWarmup = rss();
+  const cpu0 = cpuMs();
+  const run = await batch(count);
+  const cpuMsPerTask = (cpuMs() - cpu0) / count;
+  await settle();
+  return {
+    rate: count / run.seconds,
+    latency: summarize(run.latencies),
+    cpuMsPerTask,
+    rssStart,
+    rssAfterWarmup,
+    rssEnd: rss(),
+    failures,
+  };
+}
+
+async function measureMcp(env, control, runs) {
+  const client = new Client({ name: 'backchannel-bench', version: '1.0.0' });
+  const childEnv = Object.fromEntries(Object.entries({ ...env, BACKCHANNEL_CONTROL: control }).filter(([, v]) => typeof v === 'string'));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env: childEnv, stderr: 'ignore' }));
+  try {
+    const viaMcp = async () => {
+      const t0 = performance.now();
+      const started = await client.callTool({ name: 'start_task', arguments: { command: process.execPath, args: [AGENT] } });
+      if (started.isError) throw new Error(`start_task: ${JSON.stringify(started.content).slice(0, 300)}`);
+      const { task_id } = started.structuredContent;
+      const done = await client.callTool({ name: 'wait_for_task', arguments: { task_id } });
+      if (done.isError || done.structuredContent?.state !== 'succeeded')
+        throw new Error(`wait_for_task: ${JSON.stringify(done.structuredContent ?? done.content).slice(0, 300)}`);
+      return performance.now() - t0;
+    };
+    const viaRun = async () =>
+      (await runCli(['run', '--json', '--', process.execPath, AGENT], { ...env, BACKCHANNEL_CONTROL: control })).ms;
+    await viaMcp();
+    await viaRun();
+    const samples = await interleave(runs, { mcp: viaMcp, run: viaRun });
+    return { mcp: summarize(samples.mcp), run: summarize(samples.run) };
+  } finally {
+    await client.close();
+  }
+}
