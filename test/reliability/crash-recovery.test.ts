@@ -191,6 +191,44 @@ describe('journal size', () => {
     expect(again.tasks()).toHaveLength(201);
   });
 
+  test('a journal over 16 MiB that is already compact (one record per task) is not rewritten at start', async () => {
+    const { dataDir } = dirs();
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const journal = path.join(dataDir, 'journal.ndjson');
+    const text = 't'.repeat(9000);
+    const lines: string[] = [];
+    for (let n = 0; n < 2000; n++) {
+      const id = `0190f3c2-7a4b-7c1e-9d2a-${String(n).padStart(12, '0')}`;
+      const at = new Date(Date.UTC(2026, 10, 1, 0, 0, n)).toISOString();
+      const spec = { command: 'agent', args: [], cwd: '/', label: `task ${n}` };
+      const task = {
+        id,
+        label: spec.label,
+        state: 'succeeded',
+        command: 'agent',
+        args: [],
+        cwd: '/',
+        attempt: 1,
+        maxAttempts: 1,
+        createdAt: at,
+        endedAt: at,
+        counters: { malformed: 0, rejected: 0, ignored: 0 },
+        result: { task_id: id, status: 'success', data: { n, text } },
+      };
+      lines.push(JSON.stringify({ e: 'ended', id, at, task, spec }));
+    }
+    writeFileSync(journal, lines.join('\n') + '\n', { mode: 0o600 });
+    const before = statSync(journal);
+    expect(before.size).toBeGreaterThan(16 * 1024 * 1024);
+
+    const { broker } = makeBroker({ dataDir, historyLimit: 5000 });
+    await broker.ready;
+    expect(broker.tasks()).toHaveLength(2000);
+    await broker.close();
+    // The same file (a compaction writes a new one and renames it over this one), not a byte more.
+    expect(statSync(journal)).toMatchObject({ ino: before.ino, size: before.size });
+  });
+
   test('progress is journalled at most about once a second per task, however often it comes', async () => {
     const root = tempDir();
     const ipcDir = path.join(root, 'ipc');

@@ -65,6 +65,9 @@ export interface LoadResult {
   skippedLines: number;
 }
 
+/** A journal over the size limit is compacted when it holds more than this many records per task. */
+const COMPACTION_RATIO = 2;
+
 export class Journal {
   readonly file: string;
   private handle: FileHandle | undefined;
@@ -73,6 +76,8 @@ export class Journal {
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private bytes = 0;
+  /** Records and tasks the last `load()` read: how much a compaction would shrink the file. */
+  private loaded = { records: 0, tasks: 0 };
   private failed: string | undefined;
 
   constructor(
@@ -91,6 +96,7 @@ export class Journal {
   /** Reads history. Tasks without an `ended` record were running when the broker died: `interrupted`. */
   load(): LoadResult {
     const entries = new Map<string, HistoryEntry>();
+    this.loaded = { records: 0, tasks: 0 };
     let skippedLines = 0;
     let text: string;
     try {
@@ -119,7 +125,9 @@ export class Journal {
         return;
       }
       applyRecord(entries, record);
+      this.loaded.records += 1;
     });
+    this.loaded.tasks = entries.size;
     for (const entry of entries.values()) {
       const s = entry.snapshot;
       if (!isFinished(s.state)) {
@@ -155,8 +163,13 @@ export class Journal {
     }
   }
 
+  /**
+   * Over the size limit, and not already compact: more than COMPACTION_RATIO records per task (a
+   * compacted journal has one). A long history kept whole (`historyLimit` of 100,000) is over the
+   * limit by itself, and used to be rewritten at every start.
+   */
   get needsCompaction(): boolean {
-    return this.bytes > this.maxBytes;
+    return this.bytes > this.maxBytes && this.loaded.records > COMPACTION_RATIO * this.loaded.tasks;
   }
 
   append(record: JournalRecord, sync = false): void {
