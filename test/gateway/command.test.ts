@@ -1,9 +1,9 @@
 /** `backchannel gateway` as a user runs it: the real CLI (bin/backchannel.js, built to dist/). */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ROOT, tempDir, waitFor } from '../helpers/core.js';
+import { fixture, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { raw, standinModels } from './helpers.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
@@ -28,7 +28,63 @@ function start(args: string[], dir: string) {
   return { child, exited, out: () => stdout, err: () => stderr };
 }
 
+/** The README's gateway block, as written: the fenced block that names this file as its test. */
+function readmeBlock(): string {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const block = /^```sh tested-by=test\/gateway\/command\.test\.ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+  if (block === undefined) throw new Error('README.md has no block tested by test/gateway/command.test.ts');
+  return block;
+}
+
+/**
+ * Runs a bash script in a private network namespace when this machine allows one (root here): the
+ * README's fixed port 8976 is then ours alone, whatever else runs on the machine.
+ */
+function privateNetwork(script: string): [string, string[]] {
+  const probe = spawnSync('unshare', ['--net', 'ip', 'link', 'set', 'lo', 'up'], { stdio: 'ignore' });
+  return probe.status === 0 ? ['unshare', ['--net', 'bash', '-c', `ip link set lo up\n${script}`]] : ['bash', ['-c', script]];
+}
+
 describe('backchannel gateway', () => {
+  test("the README block runs as written on a fresh, empty HOME: no config file, a key generated at the first start", async () => {
+    const [start, ...curl] = readmeBlock().trimEnd().split('\n');
+    expect(start).toBe('npx backchannel gateway');
+    const dir = tempDir('bc-gwreadme-');
+    const home = path.join(dir, 'home');
+    fs.mkdirSync(home);
+    // `backchannel` is this checkout's bin and `npx backchannel` runs it (as test/docs does); the
+    // Cursor CLI is its recorded stand-in. Nothing else: no XDG variables, no hub, no config.
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    fs.symlinkSync(BIN, path.join(bin, 'backchannel'));
+    fs.writeFileSync(path.join(bin, 'npx'), '#!/usr/bin/env bash\n[ "$1" = backchannel ] && shift && exec backchannel "$@"\nexit 127\n', {
+      mode: 0o755,
+    });
+    const script = [
+      'set -e',
+      `${start} > gateway.log 2>&1 &`,
+      'for i in $(seq 600); do grep -q "Press Ctrl+C" gateway.log && break; kill -0 $! 2>/dev/null || break; sleep 0.1; done',
+      ...curl,
+      'kill -INT $!',
+      'wait $!',
+    ].join('\n');
+    const [command, args] = privateNetwork(script);
+    const env = { PATH: [bin, fixture('gateway/bin'), path.dirname(process.execPath), '/usr/bin', '/bin'].join(':'), HOME: home };
+    const child = spawn(command, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const log = fs.existsSync(path.join(dir, 'gateway.log')) ? fs.readFileSync(path.join(dir, 'gateway.log'), 'utf8') : '';
+    expect(code, `${output}\n--- gateway ---\n${log}`).toBe(0);
+    const keyFile = path.join(home, '.config/backchannel/gateway-key');
+    expect(log).toContain('Config: defaults (no config file)');
+    expect(log).toContain(`API key (new; saved in ${keyFile}, shown only this once)`);
+    expect(output).toContain('"object":"chat.completion.chunk"');
+    expect(output).toContain('data: [DONE]');
+  }, 60_000);
+
+
   test('--help prints the options and exits 0', async () => {
     const run = start(['--help'], tempDir());
     expect(await run.exited).toBe(0);
