@@ -98,8 +98,7 @@ export function readTrustedFile(file: string): string {
     const stat = fstatSync(fd);
     if (!stat.isFile()) refuse('it is not a regular file');
     if (!ours(stat.uid)) refuse(`it belongs to uid ${stat.uid} (chown it to yourself)`);
-    if ((stat.mode & 0o022) !== 0)
-      refuse(`it is writable by ${stat.mode & 0o002 ? 'everyone' : 'its group'} (chmod go-w ${at})`);
+    if ((stat.mode & 0o022) !== 0) refuse(`it is writable by ${stat.mode & 0o002 ? 'everyone' : 'its group'} (chmod go-w ${at})`);
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);
