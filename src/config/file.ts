@@ -81,13 +81,21 @@ export function readTrustedFile(file: string): string {
   const refuse = (why: string): never => {
     throw new ConfigError(`refusing ${file}: ${why}; a config file must be yours and writable only by you`);
   };
-  let at = path.resolve(file);
-  for (let hop = 0; ; hop++) {
-    const link = lstatSync(at);
-    if (!link.isSymbolicLink()) break;
-    if (!ours(link.uid)) refuse(`it is reached through ${at}, a symlink of uid ${link.uid}`);
-    if (hop === MAX_LINK_HOPS) refuse('too many symlinks');
-    at = path.resolve(path.dirname(at), readlinkSync(at));
+  // Resolve the path one component at a time, judging every symlink on the way (not only the last).
+  const pending = path.resolve(file).split(path.sep).filter(Boolean);
+  let at = path.parse(path.resolve(file)).root;
+  for (let hops = 0; pending.length > 0;) {
+    const next = path.join(at, pending.shift()!);
+    const link = lstatSync(next);
+    if (!link.isSymbolicLink()) {
+      at = next;
+      continue;
+    }
+    if (!ours(link.uid)) refuse(`it is reached through ${next}, a symlink of uid ${link.uid}`);
+    if (++hops > MAX_LINK_HOPS) refuse('too many symlinks');
+    const target = readlinkSync(next);
+    pending.unshift(...target.split(path.sep).filter(Boolean));
+    if (path.isAbsolute(target)) at = path.parse(target).root;
   }
   const dir = statSync(path.dirname(at));
   if (!ours(dir.uid)) refuse(`its directory ${path.dirname(at)} belongs to uid ${dir.uid}`);

@@ -7,6 +7,7 @@ import { fixture, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { raw, standinModels } from './helpers.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
+const NOBODY = 65534;
 
 function start(args: string[], dir: string, more: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = {
@@ -171,7 +172,7 @@ describe('backchannel gateway', () => {
 
   /** Ways another user's config reaches us; each must be refused with one line saying why. */
   const FOREIGN: Array<[string, (file: string, dir: string) => string, RegExp]> = [
-    ['owned by nobody', (file) => (fs.chownSync(file, 65534, 65534), file), /belongs to uid 65534/],
+    ['owned by nobody', (file) => (fs.chownSync(file, NOBODY, NOBODY), file), /belongs to uid 65534/],
     ['writable by everyone', (file) => (fs.chmodSync(file, 0o666), file), /writable by everyone/],
     ['writable by its group', (file) => (fs.chmodSync(file, 0o620), file), /writable by its group/],
     [
@@ -179,10 +180,23 @@ describe('backchannel gateway', () => {
       (file, dir) => {
         const link = path.join(dir, 'link.yaml');
         fs.symlinkSync(file, link);
-        fs.lchownSync(link, 65534, 65534);
+        fs.lchownSync(link, NOBODY, NOBODY);
         return link;
       },
       /through .*link\.yaml, a symlink of uid 65534/,
+    ],
+    [
+      "reached through nobody's symlink to its directory",
+      (file, dir) => {
+        const real = path.join(dir, 'real');
+        fs.mkdirSync(real, { mode: 0o700 });
+        fs.renameSync(file, path.join(real, 'gw.yaml'));
+        const via = path.join(dir, 'via');
+        fs.symlinkSync(real, via);
+        fs.lchownSync(via, NOBODY, NOBODY);
+        return path.join(via, 'gw.yaml');
+      },
+      /through .*via, a symlink of uid 65534/,
     ],
     [
       'in a directory others can write',
