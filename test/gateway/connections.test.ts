@@ -37,15 +37,15 @@ const owner = { Authorization: `Bearer ${KEY}` };
 describe('connections without the key', () => {
   test('keep-alive GET /health without the key is answered once and closed; the owner gets in past a full max_connections of them', async () => {
     const gw = await gateway();
-    // The attack: as many keep-alive health probes as max_connections, and a crowd of silent sockets.
+    // The attack: more keep-alive health probes than max_connections, then a crowd of silent sockets.
     const probes = [0, 1, 2].map(() => connection(gw.port, [health(gw.port)]));
-    const silent = Array.from({ length: UNAUTHENTICATED_CONNECTIONS * 2 }, () => connection(gw.port));
-    await Promise.all([...probes, ...silent].map((c) => c.opened));
     await waitFor(() => probes.every((p) => p.closed()), 'the server to close each unauthenticated keep-alive connection');
     for (const probe of probes) {
       expect(probe.text()).toMatch(/^HTTP\/1\.1 200/);
       expect(probe.text()).toMatch(/\r\nConnection: close\r\n/i);
     }
+    const silent = Array.from({ length: UNAUTHENTICATED_CONNECTIONS * 2 }, () => connection(gw.port));
+    await Promise.all(silent.map((c) => c.opened));
     await waitFor(() => silent.filter((s) => s.closed()).length >= UNAUTHENTICATED_CONNECTIONS, 'the oldest silent sockets to be closed');
 
     const res = await raw(`${gw.baseURL}/chat/completions`, { model: 'echo', messages: userMessage('mine') }, { headers: owner });
