@@ -10,7 +10,7 @@
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -46,8 +46,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   if (!existsSync(file)) return { path: file, exists: false, sections: {} };
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(file, 'utf8')) ?? {};
+    raw = parseYaml(readTrustedFile(file)) ?? {};
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
   }
   if (!isMapping(raw)) throw new ConfigError(`${file} must be a mapping of sections (${SECTIONS.join(', ')})`);
@@ -61,6 +62,55 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
     sections[name as SectionName] = value;
   }
   return { path: file, exists: true, sections };
+}
+
+/** Symlink hops followed before a chain is refused (the kernel's own limit is 40). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * The text of a config file, read only when no other user could have written it: the file, every
+ * symlink on the way to it and the directory holding it belong to us (or root), and neither the file
+ * nor that directory is writable by others (a sticky directory such as /tmp may be). A config names
+ * the commands the gateway runs and whether it asks for a key: another user's would run theirs as us.
+ * Throws a one-line `ConfigError` saying why and what to do.
+ */
+export function readTrustedFile(file: string): string {
+  if (process.platform === 'win32' || typeof process.getuid !== 'function') return readFileSync(file, 'utf8');
+  const me = process.getuid();
+  const ours = (uid: number) => uid === me || uid === 0;
+  const refuse = (why: string): never => {
+    throw new ConfigError(`refusing ${file}: ${why}; a config file must be yours and writable only by you`);
+  };
+  // Resolve the path one component at a time, judging every symlink on the way (not only the last).
+  const pending = path.resolve(file).split(path.sep).filter(Boolean);
+  let at = path.parse(path.resolve(file)).root;
+  for (let hops = 0; pending.length > 0;) {
+    const next = path.join(at, pending.shift()!);
+    const link = lstatSync(next);
+    if (!link.isSymbolicLink()) {
+      at = next;
+      continue;
+    }
+    if (!ours(link.uid)) refuse(`it is reached through ${next}, a symlink of uid ${link.uid}`);
+    if (++hops > MAX_LINK_HOPS) refuse('too many symlinks');
+    const target = readlinkSync(next);
+    pending.unshift(...target.split(path.sep).filter(Boolean));
+    if (path.isAbsolute(target)) at = path.parse(target).root;
+  }
+  const dir = statSync(path.dirname(at));
+  if (!ours(dir.uid)) refuse(`its directory ${path.dirname(at)} belongs to uid ${dir.uid}`);
+  if ((dir.mode & 0o022) !== 0 && (dir.mode & 0o1000) === 0)
+    refuse(`its directory ${path.dirname(at)} is writable by others (mode ${(dir.mode & 0o777).toString(8)})`);
+  const fd = openSync(at, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) refuse('it is not a regular file');
+    if (!ours(stat.uid)) refuse(`it belongs to uid ${stat.uid} (chown it to yourself)`);
+    if ((stat.mode & 0o022) !== 0) refuse(`it is writable by ${stat.mode & 0o002 ? 'everyone' : 'its group'} (chmod go-w ${at})`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Reads one key of a section, checked: a non-negative number (`integer` for counts), a boolean or a string. */

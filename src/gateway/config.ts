@@ -35,6 +35,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../hub/paths.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
@@ -220,6 +221,7 @@ export function readOrCreateKey(file: string): { key: string; created: boolean }
 /**
  * Reads and validates a config file. A missing file at the default path means "all defaults"; a
  * missing file the caller named explicitly is an error (a typo should not silently run defaults).
+ * A file another user could have written is refused (`readTrustedFile`).
  */
 export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const target = file ?? defaultConfigPath();
@@ -230,14 +232,32 @@ export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = proces
   } else {
     let raw: unknown;
     try {
-      raw = parseYaml(readFileSync(target, 'utf8'));
+      raw = parseYaml(readTrustedFile(target));
     } catch (error) {
+      if (error instanceof ConfigError) throw error;
       throw new GatewayConfigError(`cannot read ${target}: ${(error as Error).message}`);
     }
     config = resolveGatewayConfig(raw ?? {}, env, path.dirname(target));
     config.source = path.resolve(target);
   }
-  // Safe by default on a machine with other users: they reach 127.0.0.1 too.
+  return withKey(config, env);
+}
+
+/**
+ * The `gateway:` section of the one config file (src/config/file.ts) as a config: the same schema
+ * and the same key rule as a file of its own.
+ */
+export function gatewayConfigFromSection(section: unknown, file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const config = resolveGatewayConfig(section, env, path.dirname(file));
+  config.source = `${file} (gateway section)`;
+  return withKey(config, env);
+}
+
+/**
+ * Safe by default on a machine with other users (they reach 127.0.0.1 too): without `api_key`, the
+ * generated key is required unless the owner wrote `auth: none`.
+ */
+function withKey(config: GatewayConfig, env: NodeJS.ProcessEnv): GatewayConfig {
   if (config.apiKey === undefined && config.auth === 'key') {
     const keyFile = nonEmpty(env.BACKCHANNEL_GATEWAY_KEY_FILE) ?? defaultKeyFile(env);
     const { key, created } = readOrCreateKey(keyFile);

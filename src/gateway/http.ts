@@ -77,15 +77,20 @@ export async function readJson(req: IncomingMessage, timeoutMs: number): Promise
 }
 
 /**
- * Throws a 401 unless the request carries the key, as `Authorization: Bearer <key>` (OpenAI clients)
- * or `x-api-key: <key>` (Anthropic clients), compared in constant time. No key configured: passes.
+ * Whether the request carries the key, as `Authorization: Bearer <key>` (OpenAI clients) or
+ * `x-api-key: <key>` (Anthropic clients), compared in constant time. No key configured: it does.
  */
-export function checkKey(apiKey: string | undefined, headers: IncomingHttpHeaders): void {
-  if (apiKey === undefined) return;
+export function hasKey(apiKey: string | undefined, headers: IncomingHttpHeaders): boolean {
+  if (apiKey === undefined) return true;
   const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1];
   const xApiKey = headers['x-api-key'];
   const given = [bearer, Array.isArray(xApiKey) ? xApiKey[0] : xApiKey];
-  if (given.some((value) => value !== undefined && sameKey(value.trim(), apiKey))) return;
+  return given.some((value) => value !== undefined && sameKey(value.trim(), apiKey));
+}
+
+/** Throws a 401 unless the request carries the key (`hasKey`). */
+export function checkKey(apiKey: string | undefined, headers: IncomingHttpHeaders): void {
+  if (hasKey(apiKey, headers)) return;
   throw new HttpError(
     401,
     'Invalid or missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>` with the gateway key ' +

@@ -86,7 +86,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     includeUsage: b.stream === true && (options as { include_usage?: unknown } | undefined)?.include_usage === true,
     json: wantsJson(b.response_format, 'response_format'),
     tools,
-    sessionIds: stringsOf([b.conversation_id, b.prompt_cache_key, b.user]),
+    // Not `user`: it names the end user, whose separate conversations are separate sessions.
+    sessionIds: stringsOf([b.conversation_id, b.prompt_cache_key]),
   };
 }
 

@@ -12,11 +12,12 @@
  * Every request passes, in order: `Host` is a loopback name and our port, a browser `Origin`, if
  * any, is ours, and `Sec-Fetch-Site`, if any, is not cross-site (403: no DNS rebinding, no
  * cross-site calls); then the key (401); a POST must be `application/json` (415). Bounds: headers
- * within 10 s, a body within 30 s (408) and 16 MiB (413), at most `max_connections` connections,
- * at most `max_queued` requests waiting (429 with `Retry-After`).
+ * within 10 s, a body within 30 s (408) and 16 MiB (413), at most `max_connections` connections
+ * that sent the key (503 beyond; connections without it have a small pool of their own and no
+ * keep-alive: ./connections.ts), at most `max_queued` requests waiting (429 with `Retry-After`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { isAllowedHost, isAllowedOrigin } from '../hub/http/security.js';
 import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type TaskService } from './request-task/index.js';
 import type { Logger } from '../broker/log.js';
@@ -24,7 +25,8 @@ import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from '.
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
 import type { GatewayConfig } from './config.js';
 import { CliModelCache, findExecutable } from './cursor-cli.js';
-import { checkKey, HttpError, readJson, sendJson } from './http.js';
+import { ConnectionBudget } from './connections.js';
+import { checkKey, hasKey, HttpError, readJson, sendJson } from './http.js';
 import { modelEntry, openAIError } from './openai-shapes.js';
 import { InvalidRequest, type Turn } from './request.js';
 import { responsesTurn, responsesWriter, sendResponsesError } from './responses.js';
@@ -105,6 +107,17 @@ function asHttpError(error: unknown): HttpError {
   return new HttpError(500, `internal error: ${(error as Error).message}`, 'api', 'internal_error');
 }
 
+function tooManyConnections(max: number): HttpError {
+  return new HttpError(
+    503,
+    `This gateway already has max_connections (${max}) connections that sent the key; close one or raise max_connections.`,
+    'unavailable',
+    'too_many_connections',
+    null,
+    { 'Retry-After': '1' },
+  );
+}
+
 export async function startGatewayServer(options: GatewayServerOptions): Promise<GatewayServer> {
   const { tasks, config, logger } = options;
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
@@ -123,13 +136,15 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   });
   let port = 0;
   let closing: Promise<void> | undefined;
+  const connections = new ConnectionBudget(config.maxConnections);
 
   const server = createServer({ noDelay: true }, (req, res) => {
     req.socket.setNoDelay(true);
     const started = Date.now();
     res.on('finish', () => logger.info(`${req.method} ${req.url} → ${res.statusCode} in ${Date.now() - started} ms`));
     const anthropic = (req.url ?? '').startsWith('/v1/messages');
-    handle(req, res).catch((error: unknown) => {
+    const admitted = connections.admit(req.socket, res, hasKey(config.apiKey, req.headers));
+    (admitted ? handle(req, res) : Promise.reject(tooManyConnections(config.maxConnections))).catch((error: unknown) => {
       const e = asHttpError(error);
       if (!(error instanceof HttpError) && !(error instanceof InvalidRequest)) logger.error('gateway: unexpected error', error);
       if (e.status === 408 || e.status === 413) res.setHeader('Connection', 'close');
@@ -141,7 +156,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   // is readJson's; headers must come quickly.
   server.requestTimeout = 0;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.maxConnections = config.maxConnections;
+  server.on('connection', (socket: Socket) => connections.accept(socket));
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const fetchSite = req.headers['sec-fetch-site'];

@@ -32,7 +32,7 @@ import { HttpError, sendJson } from './http.js';
 import type { Usage } from './openai-shapes.js';
 import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
-import { sessionKey, SessionRegistry } from './sessions.js';
+import { sessionClaim, SessionRegistry, transcriptHash } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
 
 export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
@@ -127,9 +127,10 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable');
     if (abort.signal.aborted) return; // the client left while the body or the model list was read
 
-    const key = sessionKey(turn.sessionIds, turn.messages, model, side ? 'side' : 'main');
-    const session = key === undefined ? undefined : registry.acquire(key);
+    const purpose = side ? 'side' : 'main';
+    const session = registry.acquire(sessionClaim(turn.sessionIds, turn.messages, model, purpose));
     let agentSession: string | undefined;
+    let answered: string | undefined;
     try {
       const resume = session?.agentSession;
       const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
@@ -144,9 +145,17 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
         ...(resume ? { resume } : {}),
         ...(session && options.workspaces ? { cwd: options.workspaces.forSession(session.key) } : {}),
       });
-      agentSession = await runTask(spec, prompt, abort, writer, turn.json);
+      agentSession = await runTask(
+        spec,
+        prompt,
+        abort,
+        noticingAnswer(writer, (text) => (answered = text)),
+        turn.json,
+      );
     } finally {
-      if (session) registry.done(session, agentSession);
+      const transcript =
+        answered === undefined ? undefined : transcriptHash([...turn.messages, { role: 'assistant', content: answered }], model, purpose);
+      if (session) registry.done(session, agentSession, transcript);
     }
   }
 
@@ -246,6 +255,19 @@ function httpErrorFor(failure: TaskFailure): HttpError {
 /** A title/summary request a client makes on the side of the real one. */
 export function isSideRequest(messages: ChatMessage[]): boolean {
   return messages.some((m) => (m.role === 'system' || m.role === 'developer') && SIDE_REQUEST.test(m.content.slice(0, 500)));
+}
+
+/** `writer`, telling `onAnswer` the text it finished with (what the client will send back as the assistant's turn). */
+function noticingAnswer(writer: TurnWriter, onAnswer: (text: string) => void): TurnWriter {
+  return {
+    delta: (text, task) => writer.delta(text, task),
+    finish(answer, task) {
+      onAnswer(answer.text);
+      writer.finish(answer, task);
+    },
+    fail: (error, task) => writer.fail(error, task),
+    close: () => writer.close(),
+  };
 }
 
 /** The local side path: the last user text's first line, unquoted, as a title. */

@@ -29,26 +29,19 @@ Stop with Ctrl+C: running requests are cancelled and their processes stopped.`;
 
 /**
  * Without --config: the `gateway:` section of the one config file (src/config), else the gateway's
- * old file ~/.backchannel/config.yaml (with a notice to move it), else the defaults.
+ * old file ~/.backchannel/config.yaml (with a notice to move it), else the defaults; a key either way.
  */
 async function gatewayConfigFromOneFile() {
   const { existsSync } = await import('node:fs');
-  const { dirname } = await import('node:path');
   const { loadConfig, legacyGatewayConfigPath } = await import('../../config/file.js');
-  const { loadGatewayConfig, resolveGatewayConfig } = await import('../../gateway/config.js');
+  const { gatewayConfigFromSection, loadGatewayConfig } = await import('../../gateway/config.js');
   const one = loadConfig();
-  const section = one.sections.gateway;
-  if (section) {
-    const config = resolveGatewayConfig(section, process.env, dirname(one.path));
-    config.source = `${one.path} (gateway section)`;
-    return config;
-  }
+  if (one.sections.gateway) return gatewayConfigFromSection(one.sections.gateway, one.path);
   const legacy = legacyGatewayConfigPath();
-  if (existsSync(legacy)) {
-    process.stderr.write(
-      `backchannel gateway: reading ${legacy}, the gateway's old config file; move its settings under \`gateway:\` in ${one.path}\n`,
-    );
-  }
+  if (!existsSync(legacy)) return loadGatewayConfig(undefined);
+  process.stderr.write(
+    `backchannel gateway: reading ${legacy}, the gateway's old config file; move its settings under \`gateway:\` in ${one.path}\n`,
+  );
   return loadGatewayConfig(legacy);
 }
 

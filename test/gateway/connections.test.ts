@@ -1,0 +1,73 @@
+/**
+ * Who holds the gateway's connections (src/gateway/connections.ts), tried from outside over real
+ * sockets: another local user without the key cannot take the owner's `max_connections`.
+ */
+import net from 'node:net';
+import { describe, expect, test } from 'vitest';
+import { tempDir, waitFor } from '../helpers/core.js';
+import { raw, standinModels, startTestGateway, userMessage } from './helpers.js';
+import { UNAUTHENTICATED_CONNECTIONS } from '../../src/gateway/connections.js';
+
+const KEY = 'k-owner';
+
+async function gateway(extra: Record<string, unknown> = {}) {
+  const dir = tempDir('bc-gwconn-');
+  return startTestGateway({ models: standinModels(dir), api_key: KEY, max_connections: 2, ...extra }, { dir });
+}
+
+/** A raw connection that sends `requests` (keep-alive) and records what comes back and whether it closed. */
+function connection(port: number, requests: string[] = []) {
+  const socket = net.connect(port, '127.0.0.1');
+  let text = '';
+  let closed = false;
+  const opened = new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  socket.on('data', (chunk) => (text += chunk));
+  socket.on('error', () => {});
+  socket.on('close', () => (closed = true));
+  void opened.then(() => {
+    for (const request of requests) socket.write(request);
+  });
+  return { socket, opened, text: () => text, closed: () => closed };
+}
+
+const health = (port: number, headers = '') =>
+  `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n${headers}\r\n`;
+const owner = { Authorization: `Bearer ${KEY}` };
+
+describe('connections without the key', () => {
+  test('keep-alive GET /health without the key is answered once and closed; the owner gets in past a full max_connections of them', async () => {
+    const gw = await gateway();
+    // The attack: more keep-alive health probes than max_connections, then a crowd of silent sockets.
+    const probes = [0, 1, 2].map(() => connection(gw.port, [health(gw.port)]));
+    await waitFor(() => probes.every((p) => p.closed()), 'the server to close each unauthenticated keep-alive connection');
+    for (const probe of probes) {
+      expect(probe.text()).toMatch(/^HTTP\/1\.1 200/);
+      expect(probe.text()).toMatch(/\r\nConnection: close\r\n/i);
+    }
+    const silent = Array.from({ length: UNAUTHENTICATED_CONNECTIONS * 2 }, () => connection(gw.port));
+    await Promise.all(silent.map((c) => c.opened));
+    await waitFor(() => silent.filter((s) => s.closed()).length >= UNAUTHENTICATED_CONNECTIONS, 'the oldest silent sockets to be closed');
+
+    const res = await raw(`${gw.baseURL}/chat/completions`, { model: 'echo', messages: userMessage('mine') }, { headers: owner });
+    expect(res.status).toBe(200);
+    expect(res.json.choices[0].message.content).toBe('Hello: mine');
+    for (const s of silent) s.socket.destroy();
+  });
+
+  test('a connection that sent the key keeps alive; beyond max_connections such connections get a 503 and are closed', async () => {
+    const gw = await gateway();
+    const keyed = [0, 1].map(() => connection(gw.port, [health(gw.port, `Authorization: Bearer ${KEY}\r\n`)]));
+    await waitFor(() => keyed.every((c) => /^HTTP\/1\.1 200/.test(c.text())), 'both owner connections to be answered');
+    expect(keyed.some((c) => c.closed())).toBe(false);
+    expect(keyed[0]!.text()).toMatch(/\r\nConnection: keep-alive\r\n/i);
+
+    const third = connection(gw.port, [health(gw.port, `Authorization: Bearer ${KEY}\r\n`)]);
+    await waitFor(() => third.closed(), 'the third owner connection to be refused and closed');
+    expect(third.text()).toMatch(/^HTTP\/1\.1 503/);
+    expect(third.text()).toContain('"code":"too_many_connections"');
+
+    keyed[0]!.socket.destroy();
+    await waitFor(async () => (await raw(`${gw.baseURL}/models`, undefined, { headers: owner })).status === 200, 'a slot to free');
+    keyed[1]!.socket.destroy();
+  });
+});
