@@ -80,7 +80,15 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     const queue = options.redis ? redisQueue(options.redis) : undefined;
     // The broker takes the lock over (and releases it on close).
     lock.handOver();
-    broker = new TaskBroker({ ...options.broker, dataDir, logger, concurrency: options.concurrency, historyLimit: options.historyLimit, ipcDir: options.ipcDir, queue });
+    broker = new TaskBroker({
+      ...options.broker,
+      dataDir,
+      logger,
+      concurrency: options.concurrency,
+      historyLimit: options.historyLimit,
+      ipcDir: options.ipcDir,
+      queue,
+    });
   } catch (error) {
     await lock.release();
     throw error;
