@@ -69,7 +69,6 @@ export class BridgeTaskStore implements TaskStore {
   async updateTaskStatus(taskId: string, status: McpTask['status']): Promise<void> {
     if (status !== 'cancelled') return; // working/input_required follow the broker's own state
     this.#cancelling.add(taskId);
-    this.#reported.delete(taskId); // the SDK reports the cancel itself, right after this
     const task = await this.snapshot(taskId);
     if (!isFinished(task.state)) await this.bridge.cancel(taskId, 'cancelled by the MCP client');
   }
