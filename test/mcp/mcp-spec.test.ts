@@ -156,7 +156,8 @@ describe('backchannel mcp, exact to the MCP specification 2025-11-25', () => {
       100,
     );
     expect(asking.ttl).toBeNull();
-    expect(new Date(asking.lastUpdatedAt).getTime()).toBeGreaterThan(new Date(asking.createdAt).getTime());
+    // The status moved (working → input_required), so lastUpdatedAt did: to when the question was asked.
+    expect(Date.parse(asking.lastUpdatedAt)).toBeGreaterThan(Date.parse(created.task.lastUpdatedAt));
     expect((await cli(['answer', created.task.taskId, 'main'], hub.env)).code).toBe(0);
     const working = await waitFor(
       async () => {
