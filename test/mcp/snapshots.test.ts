@@ -1,23 +1,10 @@
 /** How a Backchannel task looks to an MCP client: the MCP Tasks status mapping and the tool summary. */
 import { describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
+import { taskSnapshot } from './task-snapshot.js';
 import { snapshotUpdatedAt, summarize, toMcpTask } from '../../src/mcp/snapshots.js';
 
-function snapshot(fields: Partial<TaskSnapshot>): TaskSnapshot {
-  return {
-    id: '01a2-task',
-    label: 'label',
-    state: 'running',
-    command: 'agent',
-    args: [],
-    cwd: '/',
-    attempt: 1,
-    maxAttempts: 1,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    counters: { malformed: 0, rejected: 0, ignored: 0 },
-    ...fields,
-  };
-}
+const snapshot = taskSnapshot;
 
 describe('MCP Tasks status', () => {
   test.each([

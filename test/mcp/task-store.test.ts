@@ -2,23 +2,15 @@
 import { describe, expect, test } from 'vitest';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
+import { taskSnapshot } from './task-snapshot.js';
 import { BridgeTaskStore, TTL_TAG } from '../../src/mcp/task-store.js';
 
 function store(): { store: BridgeTaskStore; task: TaskSnapshot; cancelled: string[] } {
-  const task: TaskSnapshot = {
+  const task = taskSnapshot({
     id: 't1',
-    label: 'l',
-    state: 'running',
-    command: 'agent',
-    args: [],
-    cwd: '/',
-    attempt: 1,
-    maxAttempts: 1,
-    createdAt: '2026-01-01T00:00:00.000Z',
     startedAt: '2026-01-01T00:00:01.000Z',
     tags: { source: 'mcp', [TTL_TAG]: '60000' },
-    counters: { malformed: 0, rejected: 0, ignored: 0 },
-  };
+  });
   const cancelled: string[] = [];
   const bridge = {
     getTask: async () => ({ task: structuredClone(task), log: [] }),
