@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './core.js';
 
@@ -95,8 +96,10 @@ export function ensurePythonClient(pkg: string, version: string): PythonClient |
       ['python3', ['-m', 'venv', '--clear', venv]],
       [python, ['-m', 'pip', 'install', '--quiet', '--retries', '1', `${pkg}==${version}`]], // an index that cannot be reached fails fast
     ];
+    // pip reads the user's index configuration from ~/.config/pip; the tests' global set-up points XDG_CONFIG_HOME elsewhere.
+    const env = { ...process.env, XDG_CONFIG_HOME: path.join(os.homedir(), '.config') };
     for (const [command, args] of steps) {
-      const run = spawnSync(command, args, { encoding: 'utf8', timeout: 300_000 });
+      const run = spawnSync(command, args, { encoding: 'utf8', timeout: 300_000, env });
       if (run.status === 0) continue;
       const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
       const reason = `${pkg}==${version} (Python) cannot be installed here: ${why}`;
