@@ -7,13 +7,18 @@
  * - MCP Tasks: `run_task` accepts a task-augmented `tools/call` and returns a task handle that IS the
  *   Backchannel task (./task-store.ts); called plainly, it waits for the result.
  * - For tasks this session started: progress notifications from partials, and a sub-agent's question
- *   (`ask`) goes to the client as an elicitation when the client supports it.
+ *   (`ask`) goes to the client as an elicitation when the client supports it (tied to its MCP task by
+ *   `_meta["io.modelcontextprotocol/related-task"]`); for its MCP tasks, `notifications/tasks/status`
+ *   on every status change.
+ * - The checks the SDK leaves to the server (./request-guards.ts); docs/mcp.md lists the spec points.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
 import type { TaskSnapshot } from '../model/task.js';
 import { isFinished } from '../model/task.js';
 import type { TaskService } from '../client/tasks.js';
+import { guardRequests } from './request-guards.js';
 import { BridgeTaskStore } from './task-store.js';
 import { registerTools, START_SHAPE, startTask, type StartArgs } from './tools.js';
 import { statusMessage } from './snapshots.js';
@@ -33,9 +38,11 @@ interface Tracked {
 /** `bridge` answers the calls (list, get, cancel, answer); `tasks` is the seam that follows a task. */
 export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, version: string): BackchannelMcp {
   const tracked = new Map<string, Tracked>();
+  /** Why a task-augmented call created no task, by request id (request-guards.ts reports it). */
+  const startFailures = new Map<unknown, Error>();
   const store = new BridgeTaskStore(
     bridge,
-    (args) => startTask(bridge, args),
+    (args, tags) => startTask(bridge, args, tags),
     (id, request) => track(id, (request.params as { _meta?: { progressToken?: string | number } } | undefined)?._meta?.progressToken),
   );
   const server = new McpServer(
@@ -78,17 +85,42 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
       execution: { taskSupport: 'optional' },
     },
     {
-      createTask: async (_args, extra) => ({ task: await extra.taskStore.createTask({ ttl: null }) }),
+      createTask: async (_args, extra) => {
+        let task;
+        try {
+          task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl });
+        } catch (error) {
+          startFailures.set(extra.requestId, error as Error);
+          throw error;
+        }
+        // A plain call waits here until the task ends; the client cancelling it (notifications/cancelled) cancels the task.
+        const cancel = (): void => void bridge.cancel(task.taskId, 'cancelled by the MCP client').catch(() => {});
+        if (extra.signal.aborted) cancel();
+        else extra.signal.addEventListener('abort', cancel, { once: true });
+        return { task };
+      },
       getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
       getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as never,
     },
   );
+  guardRequests(server, { run_task: { shape: START_SHAPE } }, (requestId) => {
+    const failure = startFailures.get(requestId);
+    startFailures.delete(requestId);
+    return failure;
+  });
 
-  // One subscription for every task this session started: progress and questions.
+  function notifyStatus(task: TaskSnapshot): void {
+    const changed = store.statusChange(task);
+    if (!changed) return;
+    void server.server.notification({ method: 'notifications/tasks/status', params: changed }).catch(() => {});
+  }
+
+  // One subscription for every task this session started: progress, questions, MCP task statuses.
   const unsubscribe = bridge.subscribe((event: BridgeEvent) => {
     for (const task of event.tasks) {
       const entry = tracked.get(task.id);
       if (!entry) continue;
+      notifyStatus(task);
       const key = `${task.progress}:${JSON.stringify(task.lastPartial ?? null).slice(0, 200)}`;
       if (key !== entry.lastProgress) {
         entry.lastProgress = key;
@@ -107,7 +139,9 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
     const question = task.pendingQuestion;
     if (!question || !server.server.getClientCapabilities()?.elicitation) return;
     try {
+      const relatedTask = store.isMcpTask(task.id) ? { _meta: { [RELATED_TASK_META_KEY]: { taskId: task.id } } } : {};
       const reply = await server.server.elicitInput({
+        ...relatedTask,
         message: `Sub-agent "${task.label}" asks: ${question.question}`,
         requestedSchema: {
           type: 'object',

@@ -84,23 +84,34 @@ export function statusMessage(task: TaskSnapshot): string | undefined {
   return [progress, partial].filter(Boolean).join(' · ') || task.state;
 }
 
-export function toMcpTask(task: TaskSnapshot, ttl: number | null = null): McpTask {
-  const status: McpTask['status'] = task.pendingQuestion
-    ? 'input_required'
-    : task.state === 'succeeded'
-      ? 'completed'
-      : task.state === 'cancelled'
-        ? 'cancelled'
-        : isFinished(task.state)
-          ? 'failed'
-          : 'working';
-  const message = statusMessage(task);
+/** The MCP Tasks status of a Backchannel task (the table in docs/mcp.md). */
+export function mcpStatus(task: TaskSnapshot): McpTask['status'] {
+  if (task.pendingQuestion) return 'input_required';
+  if (task.state === 'succeeded') return 'completed';
+  if (task.state === 'cancelled') return 'cancelled';
+  return isFinished(task.state) ? 'failed' : 'working';
+}
+
+/**
+ * When `task` last changed as the snapshot alone tells: its end, its pending question, its (latest) start, its creation.
+ * A status change the snapshot has no time for (an answered question) is stamped by the task store's clock.
+ */
+export function snapshotUpdatedAt(task: TaskSnapshot): string {
+  return task.endedAt ?? task.pendingQuestion?.askedAt ?? task.startedAt ?? task.createdAt;
+}
+
+/** `ttl`: the retention the client asked for (ms), or null — unlimited by time: the hub's history keeps the task. */
+export function toMcpTask(
+  task: TaskSnapshot,
+  { ttl, lastUpdatedAt, status = mcpStatus(task) }: { ttl: number | null; lastUpdatedAt: string; status?: McpTask['status'] },
+): McpTask {
+  const message = status === 'cancelled' && !isFinished(task.state) ? 'cancelling' : statusMessage(task);
   return {
     taskId: task.id,
     status,
     ...(message ? { statusMessage: message } : {}),
     createdAt: task.createdAt,
-    lastUpdatedAt: task.endedAt ?? task.startedAt ?? task.createdAt,
+    lastUpdatedAt,
     ttl,
     pollInterval: POLL_INTERVAL_MS,
   };

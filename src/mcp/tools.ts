@@ -17,6 +17,22 @@ export const MAX_WAIT_SECONDS = 600;
 const DEFAULT_WAIT_SECONDS = 60;
 const DEFAULT_LOG_LINES = 100;
 
+/**
+ * A typed argument that a client may also send as JSON text (a CLI that reads `input={"path":"."}` as a string): the
+ * text is parsed, and a value that still does not fit — a string that is not JSON of that type — is refused with the
+ * schema's message. The JSON Schema clients see is the declared type's.
+ */
+function jsonArgument<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => {
+    if (typeof value !== 'string') return value;
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  }, schema);
+}
+
 export const START_SHAPE = {
   preset: z
     .string()
@@ -27,8 +43,12 @@ export const START_SHAPE = {
     .string()
     .optional()
     .describe('Executable or script to run as the sub-agent (a .js/.mjs/.ts file runs with Node). Not a shell string.'),
-  args: z.array(z.string()).optional().describe('Arguments for `command`.'),
-  input: z.unknown().optional().describe('Any JSON value handed to the sub-agent as its task input (e.g. {"prompt": "…"}).'),
+  args: jsonArgument(z.array(z.string(), { error: 'must be an array of strings' }))
+    .optional()
+    .describe('Arguments for `command`.'),
+  input: jsonArgument(z.record(z.string(), z.unknown(), { error: 'must be a JSON object, e.g. {"prompt": "…"}' }))
+    .optional()
+    .describe('A JSON object handed to the sub-agent as its task input (e.g. {"prompt": "…"}).'),
   label: z.string().optional().describe('Short name shown in the task list and the panel.'),
   cwd: z.string().optional().describe('Working directory (absolute path). Default: where the Backchannel hub runs.'),
   timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
@@ -39,7 +59,7 @@ export type StartArgs = {
   template?: string;
   command?: string;
   args?: string[];
-  input?: unknown;
+  input?: Record<string, unknown>;
   label?: string;
   cwd?: string;
   timeout_seconds?: number;
@@ -47,8 +67,8 @@ export type StartArgs = {
 
 const TASK_ID = z.string().min(1).describe('The task id returned by start_task (a unique prefix is enough).');
 
-/** Submits a task from the tools' arguments; returns its id. */
-export async function startTask(bridge: BackchannelBridge, args: StartArgs): Promise<string> {
+/** Submits a task from the tools' arguments (with `tags` besides the source); returns its id. */
+export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags: Record<string, string> = {}): Promise<string> {
   let request: SubmitRequest;
   const presetName = args.preset ?? args.template;
   if (presetName) {
@@ -65,7 +85,7 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs): Pro
   if (args.label) request.label = args.label;
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
-  request.tags = { source: 'mcp' };
+  request.tags = { ...tags, source: 'mcp' };
   request.label ??= presetName ? `mcp: ${presetName}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
   return (await bridge.submit(request)).id;
 }
@@ -250,12 +270,10 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async ({ task_id, lines }) => {
-      const { log } = await bridge.getTask(await resolveTaskId(bridge, task_id));
-      const text = log
-        .slice(-(lines ?? DEFAULT_LOG_LINES))
-        .map((line) => `${line.time} [${line.stream}] ${line.text}`)
-        .join('\n');
-      return { content: [{ type: 'text', text: text || '(no log lines)' }] };
+      const id = await resolveTaskId(bridge, task_id);
+      const { log } = await bridge.getTask(id);
+      const tail = log.slice(-(lines ?? DEFAULT_LOG_LINES)).map(({ time, stream, text }) => ({ time, stream, text }));
+      return jsonResult({ task_id: id, lines: tail });
     },
   );
 }

@@ -4,4 +4,10 @@ export const PINS = {
   codex: ['@openai/codex', '0.171.0'], // speaks only the Responses API
   opencode: ['opencode-ai', '1.18.33'],
   anthropicSdk: ['@anthropic-ai/sdk', '0.71.0'],
+  mcpInspector: ['@modelcontextprotocol/inspector', '2.12.0'], // its CLI mode runs on Node 20 (npm warns: engines asks for 22)
+} as const;
+
+/** Python packages the suite pins (pip, from the configured index, each in a venv of its own). */
+export const PYTHON_PINS = {
+  mcp: ['mcp', '2.3.0'], // the official Python MCP SDK; it has the 2025-11-25 Tasks types
 } as const;

@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './core.js';
 
@@ -72,4 +73,39 @@ export function clientFor(pin: readonly [string, string]): { bin: string; dir: s
   const skip = 'skip' in client ? client.skip : undefined;
   const found = 'skip' in client ? { bin: '', dir: '' } : { bin: client.bin ?? '', dir: client.dir };
   return { ...found, skip, title: `${pin[0]}@${pin[1]}${skip ? ` (skipped: ${skip})` : ''}` };
+}
+
+/** An installed Python client: the venv's `python`. */
+export interface PythonClient {
+  python: string;
+}
+
+/**
+ * Installs one pinned Python package into its own venv at `.cache/clients/py-<pkg>@<version>/` (`python3 -m venv`,
+ * then `pip install <pkg>==<version>` from the package index pip is configured with), once; later calls reuse it.
+ * Like `ensureClient`, the reason when it cannot be had, or an error with `BACKCHANNEL_REQUIRE_CLIENTS=1`.
+ */
+export function ensurePythonClient(pkg: string, version: string): PythonClient | { skip: string } {
+  const venv = path.join(CLIENTS_DIR, `py-${pkg}@${version}`);
+  const python = path.join(venv, 'bin', 'python');
+  const installed = (): boolean =>
+    spawnSync(python, ['-m', 'pip', 'show', pkg], { encoding: 'utf8' }).stdout?.includes(`Version: ${version}\n`) === true;
+  if (!installed()) {
+    fs.mkdirSync(CLIENTS_DIR, { recursive: true });
+    const steps: Array<[string, string[]]> = [
+      ['python3', ['-m', 'venv', '--clear', venv]],
+      [python, ['-m', 'pip', 'install', '--quiet', '--retries', '1', `${pkg}==${version}`]], // an index that cannot be reached fails fast
+    ];
+    // pip reads the user's index configuration from ~/.config/pip; the tests' global set-up points XDG_CONFIG_HOME elsewhere.
+    const env = { ...process.env, XDG_CONFIG_HOME: path.join(os.homedir(), '.config') };
+    for (const [command, args] of steps) {
+      const run = spawnSync(command, args, { encoding: 'utf8', timeout: 300_000, env });
+      if (run.status === 0) continue;
+      const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
+      const reason = `${pkg}==${version} (Python) cannot be installed here: ${why}`;
+      if (process.env.BACKCHANNEL_REQUIRE_CLIENTS === '1') throw new Error(reason);
+      return { skip: reason };
+    }
+  }
+  return { python };
 }

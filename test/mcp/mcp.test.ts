@@ -4,45 +4,11 @@
  * tasks/get until terminal, tasks/result, tasks/cancel), a client that reconnects to another mcp
  * process before the result is ready, and a hub killed under a waiting call.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, test } from 'vitest';
-import { fixture, ROOT, waitFor } from '../helpers/core.js';
-import { BIN, cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
-
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const client of clients.splice(0)) await client.close().catch(() => {});
-});
-
-async function connect(hub: HubEnv, options: { elicit?: (question: string) => string } = {}): Promise<Client> {
-  const client = new Client({ name: 'backchannel-test', version: '1.0.0' }, { capabilities: options.elicit ? { elicitation: {} } : {} });
-  if (options.elicit) {
-    const answer = options.elicit;
-    client.setRequestHandler(ElicitRequestSchema, async (request) => ({
-      action: 'accept',
-      content: { answer: answer((request.params as { message: string }).message) },
-    }));
-  }
-  const env = Object.fromEntries(Object.entries(hub.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: ROOT, stderr: 'pipe' }));
-  clients.push(client);
-  return client;
-}
-
-/** The JSON a tool returned. */
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; value: any }> {
-  const result = await client.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 60_000 });
-  const text = (result.content[0] as { text: string }).text;
-  let value: unknown = text;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    // plain text (the log)
-  }
-  return { isError: result.isError === true, value };
-}
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, test } from 'vitest';
+import { fixture, waitFor } from '../helpers/core.js';
+import { cli, hubEnv, startHub } from '../hub/control/hub-process.js';
+import { call, connect } from './mcp-client.js';
 
 describe('backchannel mcp (SDK client over stdio)', () => {
   test('lists its tools; starts a sub-agent and waits for it; cancels another; answers a question; reads a log', async () => {
@@ -82,7 +48,9 @@ describe('backchannel mcp (SDK client over stdio)', () => {
 
     const crash = (await call(client, 'start_task', { command: fixture('crash.mjs') })).value.task_id as string;
     expect((await call(client, 'wait_for_task', { task_id: crash })).value.failure.reason).toBe('crashed');
-    expect((await call(client, 'get_task_log', { task_id: crash, lines: 60 })).value).toContain('working on item 30');
+    const log = (await call(client, 'get_task_log', { task_id: crash, lines: 60 })).value;
+    expect(log.task_id).toBe(crash);
+    expect(log.lines.map((line: { text: string }) => line.text)).toContain('working on item 30');
     expect((await call(client, 'get_task', { task_id: 'no-such-task' })).isError).toBe(true);
   });
 
@@ -103,7 +71,7 @@ describe('backchannel mcp (SDK client over stdio)', () => {
     const created = await client.request(
       {
         method: 'tools/call',
-        params: { name: 'run_task', arguments: { command: fixture('sdk-progress.mjs'), input: 5 }, task: { ttl: 60_000 } },
+        params: { name: 'run_task', arguments: { command: fixture('sdk-progress.mjs'), input: { n: 5 } }, task: { ttl: 60_000 } },
       },
       CreateTaskResultSchema,
     );
@@ -115,7 +83,7 @@ describe('backchannel mcp (SDK client over stdio)', () => {
     }, 'the task to complete');
     expect(done.taskId).toBe(taskId);
     const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-    expect(result.structuredContent).toMatchObject({ task_id: taskId, state: 'succeeded', result: { echo: 5 } });
+    expect(result.structuredContent).toMatchObject({ task_id: taskId, state: 'succeeded', result: { echo: { n: 5 } } });
 
     const slow = await client.request(
       { method: 'tools/call', params: { name: 'run_task', arguments: { command: fixture('cancellable.mjs') }, task: {} } },
@@ -131,8 +99,8 @@ describe('backchannel mcp (SDK client over stdio)', () => {
     expect(listed.tasks.map((t) => t.taskId)).toEqual(expect.arrayContaining([taskId, slow.task.taskId]));
 
     // Without task augmentation, run_task waits and returns the result itself.
-    const plain = await call(client, 'run_task', { command: fixture('sdk-progress.mjs'), input: 'plain' });
-    expect(plain.value).toMatchObject({ state: 'succeeded', result: { echo: 'plain' } });
+    const plain = await call(client, 'run_task', { command: fixture('sdk-progress.mjs'), input: { plain: true } });
+    expect(plain.value).toMatchObject({ state: 'succeeded', result: { echo: { plain: true } } });
   });
 
   test('a client that disconnects and reconnects (to a new mcp process) before the result is ready still gets it', async () => {

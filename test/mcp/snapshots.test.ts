@@ -1,23 +1,10 @@
 /** How a Backchannel task looks to an MCP client: the MCP Tasks status mapping and the tool summary. */
 import { describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
-import { summarize, toMcpTask } from '../../src/mcp/snapshots.js';
+import { taskSnapshot } from './task-snapshot.js';
+import { snapshotUpdatedAt, summarize, toMcpTask } from '../../src/mcp/snapshots.js';
 
-function snapshot(fields: Partial<TaskSnapshot>): TaskSnapshot {
-  return {
-    id: '01a2-task',
-    label: 'label',
-    state: 'running',
-    command: 'agent',
-    args: [],
-    cwd: '/',
-    attempt: 1,
-    maxAttempts: 1,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    counters: { malformed: 0, rejected: 0, ignored: 0 },
-    ...fields,
-  };
-}
+const snapshot = taskSnapshot;
 
 describe('MCP Tasks status', () => {
   test.each([
@@ -35,7 +22,8 @@ describe('MCP Tasks status', () => {
     [{ state: 'interrupted', reason: 'crashed', message: 'the broker stopped' }, 'failed', 'the broker stopped'],
     [{ state: 'cancelled', reason: 'cancelled', message: 'cancelled' }, 'cancelled', 'cancelled'],
   ] as const)('%o → %s', (fields, status, message) => {
-    const task = toMcpTask(snapshot(fields as Partial<TaskSnapshot>));
+    const backchannel = snapshot(fields as Partial<TaskSnapshot>);
+    const task = toMcpTask(backchannel, { ttl: null, lastUpdatedAt: snapshotUpdatedAt(backchannel) });
     expect(task.status).toBe(status);
     expect(task.statusMessage).toBe(message);
     expect(task.taskId).toBe('01a2-task');
