@@ -6,7 +6,8 @@
  * nothing (404).
  *
  * What an agent receives as its task input:
- *   cursor-cli / claude-code template: `{prompt, model?, bin?, allow_writes, resume?}` (their documented input);
+ *   cursor-cli / claude-code template: `{prompt, model?, allow_writes, resume?}` (their documented input; the
+ *     CLI's path goes in the environment, CURSOR_AGENT_BIN, never in input);
  *   a configured command: `{prompt, messages, allow_writes, model?, gateway_model, resume?}` — the prompt
  *     built from `messages`, the messages themselves for agents that want the roles.
  * `model` is only set when the config maps one (`cli_model`): the name a client asked for is the
@@ -52,6 +53,7 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     // One request, one run: a retry would re-spend tokens the client never sees (it retries itself).
     retries: 0,
     tags: { source: 'gateway', model: request.model, stream: String(request.stream), ...request.tags },
+    origin: 'gateway' as const,
   };
   const input: Record<string, unknown> = { prompt: request.prompt, allow_writes: route.allowWrites };
   if (route.cliModel) input.model = route.cliModel;
@@ -60,6 +62,7 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     Object.assign(input, { messages: request.messages, gateway_model: request.model });
     return { ...common, command: route.command, args: route.args, input };
   }
-  if (route.kind === 'cursor-cli') input.bin = config.cursorCliPath;
-  return { ...common, command: builtInAgentPath(route.kind), args: [], input };
+  // The template takes its program from the owner's configuration (its environment), never from input.
+  const env = route.kind === 'cursor-cli' ? { ...route.env, CURSOR_AGENT_BIN: config.cursorCliPath } : route.env;
+  return { ...common, env, command: builtInAgentPath(route.kind), args: [], input };
 }
