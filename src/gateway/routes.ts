@@ -14,6 +14,7 @@
  * gateway's route, not the agent's model (it goes in `gateway_model`). Writes are off unless the
  * route's `allow_writes` says otherwise.
  */
+import type { RunRule } from '../broker/run-policy.js';
 import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
@@ -39,6 +40,16 @@ export interface RequestTask {
   cwd?: string;
   /** Extra tags (the API, the hashed session key). */
   tags?: Record<string, string>;
+}
+
+/**
+ * The configured `command` models as run-policy rules, for a broker of the gateway's own (a hub reads
+ * them from the config file itself). The built-in models run the shipped templates, which are presets.
+ */
+export function modelRunRules(config: GatewayConfig): RunRule[] {
+  return Object.entries(config.models).flatMap(([name, route]) =>
+    route.kind === 'command' ? [{ name: `gateway model ${name}`, command: route.command, args: route.args }] : [],
+  );
 }
 
 export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
