@@ -98,8 +98,8 @@ export class RunPolicy {
     const door = DOOR_WORDS[request.origin!];
     const line = shown([request.command, ...request.args].join(' '));
     // Environment from an untrusted door could turn an allowed command into another (NODE_OPTIONS,
-    // CLAUDE_BIN); the gateway's comes from the owner's model config.
-    if (request.setsEnv && request.origin !== 'gateway') {
+    // CLAUDE_BIN); the gateway's comes from the owner's model config, and `*` allows anything anyway.
+    if (request.setsEnv && request.origin !== 'gateway' && rule?.command !== '*') {
       return { allowed: false, message: `refused \`${line}\` from ${door}: only \`backchannel run\` may set environment variables` };
     }
     if (rule) return { allowed: true, rule };

@@ -38,13 +38,14 @@ function anyCommandConfig(): string {
   return file;
 }
 
-export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<Serve> {
+/** `env` goes on top (a spec about the run policy points BACKCHANNEL_CONFIG at the owner's defaults). */
+export async function startServe(dataDir: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Serve> {
   const child = spawn(
     process.execPath,
     [path.join(ROOT, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs],
     {
       cwd: ROOT,
-      env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc'), BACKCHANNEL_CONFIG: anyCommandConfig() },
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc'), BACKCHANNEL_CONFIG: anyCommandConfig(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
