@@ -30,6 +30,8 @@ export interface RunRule {
   base?: string;
   /** Working directories it may run in, each with everything below it. @default any */
   dirs?: readonly string[];
+  /** Only tasks from these doors (a gateway model: the gateway). @default every door */
+  origins?: readonly TaskOrigin[];
 }
 
 /** A task as the policy sees it. */
@@ -85,16 +87,16 @@ export class RunPolicy {
     readonly source = 'the config file',
   ) {}
 
-  /** The first rule that allows this command line in this directory. */
-  match(command: string, args: readonly string[], cwd: string): RunRule | undefined {
+  /** The first rule that allows this command line in this directory (from `origin`, when given). */
+  match(command: string, args: readonly string[], cwd: string, origin?: TaskOrigin): RunRule | undefined {
     const argv = effectiveArgv(command, args, cwd);
-    return this.rules.find((rule) => allows(rule, argv, cwd));
+    return this.rules.find((rule) => (!origin || !rule.origins || rule.origins.includes(origin)) && allows(rule, argv, cwd));
   }
 
   /** Whether the task may run: always from a trusted origin (`rule` then only names it), else only as a rule allows. */
   judge(request: RunRequest): Verdict {
-    const rule = this.match(request.command, request.args, request.cwd);
-    if (isTrustedOrigin(request.origin)) return { allowed: true, rule };
+    if (isTrustedOrigin(request.origin)) return { allowed: true, rule: this.match(request.command, request.args, request.cwd) };
+    const rule = this.match(request.command, request.args, request.cwd, request.origin);
     const door = DOOR_WORDS[request.origin!];
     const line = shown([request.command, ...request.args].join(' '));
     // Environment from an untrusted door could turn an allowed command into another (NODE_OPTIONS,

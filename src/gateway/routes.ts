@@ -48,7 +48,9 @@ export interface RequestTask {
  */
 export function modelRunRules(config: GatewayConfig): RunRule[] {
   return Object.entries(config.models).flatMap(([name, route]) =>
-    route.kind === 'command' ? [{ name: `gateway model ${name}`, command: route.command, args: route.args }] : [],
+    route.kind === 'command'
+      ? [{ name: `gateway model ${name}`, command: route.command, args: route.args, origins: ['gateway' as const] }]
+      : [],
   );
 }
 

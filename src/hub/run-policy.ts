@@ -40,7 +40,7 @@ export function presetRule(preset: PresetInfo): RunRule {
 }
 
 /**
- * The `command` models of the config file's `gateway:` section, as the gateway runs them (the
+ * The `command` models of the config file's `gateway:` section, for the gateway's tasks, as it runs them (the
  * command resolved against the file's directory, the arguments as written). The built-in
  * `cursor-cli` and `claude-code` models run the shipped templates, which are presets already.
  */
@@ -53,7 +53,7 @@ function gatewayModelRules(config: LoadedConfig): RunRule[] {
     if (typeof command !== 'string' || command === '') continue;
     const list = Array.isArray(args) && args.every((a) => typeof a === 'string') ? (args as string[]) : [];
     const program = command.includes('/') ? expandPath(command, path.dirname(config.path)) : command;
-    rules.push({ name: `gateway model ${name}`, command: program, args: list });
+    rules.push({ name: `gateway model ${name}`, command: program, args: list, origins: ['gateway'] });
   }
   return rules;
 }

@@ -7,6 +7,8 @@
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { connectHub } from '../../src/client/hub-client.js';
+import { resolveGatewayConfig } from '../../src/gateway/config.js';
+import { taskSpecFor } from '../../src/gateway/routes.js';
 import { ownerRunPolicy } from '../../src/hub/run-policy.js';
 import { fixture, tempDir } from '../helpers/core.js';
 import { startTestHeadless, type TestHeadless } from '../helpers/panel.js';
@@ -63,5 +65,32 @@ describe("the hub's doors", () => {
     } finally {
       client.close();
     }
+  });
+
+  test("the gateway's configured models run from the config file's gateway section; the built-in ones are the shipped templates", () => {
+    const dir = tempDir();
+    const gateway = { models: { mine: { command: './agents/mine.mjs', args: ['--fast'] }, 'cursor-cli': {} } };
+    const config = { path: path.join(dir, 'config.yaml'), exists: true, sections: { gateway } };
+    const policy = ownerRunPolicy({ config });
+    const routes = resolveGatewayConfig(gateway, {}, dir);
+    for (const model of ['mine', 'cursor-cli']) {
+      const spec = taskSpecFor(routes, { model, route: routes.models[model]!, prompt: 'hi', messages: [], stream: false });
+      expect(spec.origin).toBe('gateway');
+      const verdict = policy.judge({ command: spec.command, args: spec.args ?? [], cwd: spec.cwd!, origin: 'gateway', setsEnv: true });
+      expect(verdict, model).toMatchObject({ allowed: true });
+      // The same command line from MCP: only the template is a preset.
+      const fromMcp = policy.judge({ command: spec.command, args: spec.args ?? [], cwd: spec.cwd!, origin: 'mcp' });
+      expect(fromMcp.allowed, model).toBe(model === 'cursor-cli');
+    }
+    // The CLI's path travels in the environment, never in the template's input.
+    const cursor = taskSpecFor(routes, {
+      model: 'cursor-cli',
+      route: routes.models['cursor-cli']!,
+      prompt: 'hi',
+      messages: [],
+      stream: false,
+    });
+    expect(cursor.input).not.toHaveProperty('bin');
+    expect(cursor.env).toMatchObject({ CURSOR_AGENT_BIN: 'agent' });
   });
 });
