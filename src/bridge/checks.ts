@@ -3,7 +3,7 @@
  * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
  */
 import { MAX_TASK_PAGE_SIZE, type InsightsQuery, type SubmitRequest, type TaskPageQuery, type TaskState } from './contract.js';
-import { TASK_STATES } from '../model/task.js';
+import { TASK_ORIGINS, TASK_STATES, type TaskOrigin } from '../model/task.js';
 import { BridgeError, isRecord } from './errors.js';
 import { checkInputSize } from './limits.js';
 
@@ -97,6 +97,14 @@ function checkInput(input: unknown): unknown {
   return input;
 }
 
+/**
+ * A submission as a door with a fixed origin passes it on (the panel's server and the app's IPC:
+ * `panel`, whatever the body says); a body that is no object is left for `checkSubmitRequest` to refuse.
+ */
+export function withOrigin(body: unknown, door: TaskOrigin): unknown {
+  return isRecord(body) ? { ...body, origin: door } : body;
+}
+
 /** Checks a submit request and returns a clean copy holding only the known fields. */
 export function checkSubmitRequest(value: unknown): SubmitRequest {
   if (!isRecord(value)) throw invalid(`Expected the request to be an object, got ${describe(value)}`);
@@ -117,6 +125,12 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
   if (value.env !== undefined) request.env = checkStringMap(value.env, 'env');
   if (value.callerEnv !== undefined) request.callerEnv = checkStringMap(value.callerEnv, 'callerEnv', ENVIRONMENT_LIMITS);
   if (value.tags !== undefined) request.tags = checkStringMap(value.tags, 'tags');
+  if (value.origin !== undefined) {
+    if (!TASK_ORIGINS.includes(value.origin as TaskOrigin)) {
+      throw invalid(`Expected \`origin\` to be one of ${TASK_ORIGINS.join(', ')}, got ${describe(value.origin)}`);
+    }
+    request.origin = value.origin as TaskOrigin;
+  }
   if (value.retries !== undefined) {
     const retries = checkNonNegative(value.retries, 'retries');
     if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);

@@ -5,7 +5,7 @@
  * suite checks that. Everything crossing it is plain JSON.
  */
 import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, ResultSummary, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
+import type { LogLine, ResultSummary, TaskOrigin, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
 
@@ -50,6 +50,12 @@ export interface SubmitRequest {
   callerEnv?: Record<string, string>;
   /** Tags shown in the panel and history; `source` says who started the task. @default { source: 'panel' } */
   tags?: Record<string, string>;
+  /**
+   * The door the request came through, judged by the run policy (`TaskOrigin`). Declared by clients
+   * of the control endpoint (`backchannel run` says `cli`); the panel's server sets `panel` whatever
+   * the request says. @default 'control'
+   */
+  origin?: TaskOrigin;
 }
 
 /**
@@ -159,7 +165,8 @@ export interface TaskFeedEvent {
 
 /** Error shape both bridges use for a refused call. */
 export interface BridgeErrorBody {
-  error: { code: 'not_found' | 'invalid_request' | 'conflict' | 'internal'; message: string };
+  /** `refused`: the run policy does not allow the submitted command line from its door (docs/run-policy.md). */
+  error: { code: 'not_found' | 'invalid_request' | 'conflict' | 'refused' | 'internal'; message: string };
 }
 
 declare global {

@@ -34,6 +34,7 @@ export const HTTP_STATUS: Record<BridgeErrorCode, number> = {
   not_found: 404,
   invalid_request: 400,
   conflict: 409,
+  refused: 403,
   internal: 500,
 };
 
@@ -47,7 +48,7 @@ export function toErrorBody(error: unknown): BridgeErrorBody {
 export function errorFromBody(body: unknown): BridgeError {
   if (isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string') {
     const code = body.error.code;
-    const known = code === 'not_found' || code === 'invalid_request' || code === 'conflict' || code === 'internal';
+    const known = code === 'not_found' || code === 'invalid_request' || code === 'conflict' || code === 'refused' || code === 'internal';
     return new BridgeError(known ? code : 'internal', body.error.message);
   }
   return new BridgeError('internal', 'Malformed error from the bridge host');

@@ -26,6 +26,7 @@ import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/att
 import { decide, settle } from './task/decision.js';
 import { PendingQuestion } from './task/questions.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
+import { RunPolicy } from './run-policy.js';
 import { attemptSink } from './task/sink.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
@@ -34,6 +35,9 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
+
+/** The policy of a broker given none: only trusted origins run. */
+const NO_RULES = new RunPolicy([]);
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
 export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
@@ -126,6 +130,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   submit(spec: TaskSpec): TaskHandle {
     if (this.closing) throw new BrokerError('closed', 'The broker is closed; create a new TaskBroker to run more tasks.');
     validateSpec(spec);
+    spec = this.admitted(spec);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const identity = { id, spec, label: labelOf(spec), cwd: path.resolve(spec.cwd ?? process.cwd()), maxAttempts: policy.max + 1 };
@@ -150,6 +155,28 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
         markFinished();
       });
     return this.handle(entry);
+  }
+
+  /**
+   * The spec as the run policy admits it, named after the template or preset it is; throws a
+   * `refused` BrokerError (nothing registered, nothing run) when its origin may not run it.
+   */
+  private admitted(spec: TaskSpec): TaskSpec {
+    const verdict = (this.options.runPolicy ?? NO_RULES).judge({
+      command: spec.command,
+      args: spec.args ?? [],
+      cwd: path.resolve(spec.cwd ?? process.cwd()),
+      origin: spec.origin,
+      setsEnv: spec.baseEnv !== undefined || Object.keys(spec.env ?? {}).length > 0,
+    });
+    if (!verdict.allowed) {
+      this.logger.warn(verdict.message);
+      throw new BrokerError('refused', verdict.message);
+    }
+    const preset = verdict.rule?.preset;
+    if (preset === spec.preset) return spec;
+    const { preset: _claimed, ...rest } = spec;
+    return preset === undefined ? rest : { ...rest, preset };
   }
 
   private handle({ task, finished }: LiveTask): TaskHandle {

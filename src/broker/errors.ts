@@ -40,7 +40,16 @@ export class TaskError extends Error {
 export class BrokerError extends Error {
   override readonly name = 'BrokerError';
   constructor(
-    readonly code: 'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint' | 'data_dir' | 'data_dir_in_use',
+    readonly code:
+      | 'closed'
+      | 'invalid_option'
+      | 'unknown_task'
+      | 'not_retryable'
+      | 'endpoint'
+      | 'data_dir'
+      | 'data_dir_in_use'
+      /** The run policy does not allow the task's command line from its origin (nothing was registered). */
+      | 'refused',
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import { ARG_TASK_ID } from '../protocol/index.js';
+import type { RunPolicy } from './run-policy.js';
 import { BrokerError } from './errors.js';
 import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
@@ -80,6 +81,11 @@ export interface BrokerOptions {
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
   /**
+   * What a task from a door other than the owner's own `backchannel run` may start (see
+   * ./run-policy.ts). @default no rules: such a task is refused (the hub passes the owner's policy)
+   */
+  runPolicy?: RunPolicy;
+  /**
    * Refuse socket connections whose first line carries no token. @default false on POSIX, where the
    * socket is private to our user (a wrong token is refused either way); named pipes always require it.
    */
@@ -149,6 +155,7 @@ export function attemptSettings(
     attempt,
     command: spec.command,
     args,
+    ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
     cwd: task.cwd,
     env: mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env),
     input: spec.input,

@@ -10,6 +10,8 @@
  * - `--local` (or options only a broker of one's own can have) skips the hub.
  */
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
+import type { RunRule } from '../broker/run-policy.js';
+import { ownerRunPolicy } from '../hub/run-policy.js';
 import { findHub } from './discover.js';
 import { HubTasks } from './hub-tasks.js';
 import { localTasks } from './local-tasks.js';
@@ -20,6 +22,8 @@ export interface OpenTasksOptions {
   local?: boolean;
   /** The private broker's options, when one is made. */
   broker?: BrokerOptions;
+  /** What the private broker's tasks may run beyond the owner's run policy (a gateway's own models). */
+  runRules?: readonly RunRule[];
 }
 
 export interface OpenedTasks {
@@ -37,6 +41,6 @@ export async function openTasks(options: OpenTasksOptions = {}): Promise<OpenedT
     return { tasks, broker: undefined, close: () => tasks.close() };
   }
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  const broker = new TaskBroker(options.broker);
+  const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), ...options.broker });
   return { tasks: localTasks(broker), broker, close: () => broker.close() };
 }

@@ -7,6 +7,7 @@
  *   serve:    { port: 8977, data_dir: ~/work/backchannel, concurrency: 4, keep_token: true,
  *               redis: redis://host:6379, queue: agents }
  *   gateway:  { … the gateway's own schema, src/gateway/config.ts }
+ *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
@@ -16,7 +17,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
 export const CONFIG_ENV = 'BACKCHANNEL_CONFIG';
-export const SECTIONS = ['run', 'serve', 'gateway'] as const;
+export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy'] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 export class ConfigError extends Error {

@@ -53,6 +53,7 @@ export class RemoteAttempt implements RunningAttempt {
       input: s.input ?? null,
       timeoutMs: s.timeoutMs,
       heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+      ...(s.preset !== undefined ? { preset: s.preset } : {}),
     };
   }
 

@@ -18,8 +18,14 @@ export interface AttemptJob {
   taskId: string;
   attempt: number;
   command: string;
-  /** Including `--task-id=<id>` unless the spec turned it off. */
+  /** Including `--task-id=<id>` (last) unless the spec turned it off. */
   args: string[];
+  /**
+   * The template or preset this command line is (the broker's run policy named it): a worker runs
+   * its own copy of that preset, or refuses the job. Absent: an exact command line, run only when
+   * a worker's `--allow` prefix allows it.
+   */
+  preset?: string;
   input: unknown;
   timeoutMs: number;
   heartbeatTimeoutMs: number;

@@ -14,7 +14,7 @@ import { DEFAULTS } from '../broker/settings.js';
 import { Attempt, type AttemptSettings, type AttemptSink } from '../broker/task/attempt.js';
 import { DEFAULT_CHANNEL_LIMITS } from '../broker/transport/channel.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from '../broker/transport/endpoint.js';
-import type { AllowList } from './allow-list.js';
+import type { Admitted, AllowList } from './allow-list.js';
 import type { FleetEntry } from './redis-queue.js';
 import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptJob, type AttemptReport, type ControlMessage } from './wire.js';
 import { Reporter } from './reporter.js';
@@ -143,10 +143,10 @@ export class FleetWorker {
       exitCode: undefined,
       exitSignal: undefined,
     });
-    const allowed = this.options.allow.match(data.command, data.args);
+    const allowed = this.options.allow.admit(data);
     if (typeof allowed === 'string') {
       this.logger.warn(`worker ${this.name}: task ${data.taskId}: ${allowed}`);
-      return report({ kind: 'failure', reason: 'crashed', message: `worker ${this.name} ${allowed}`, retryable: false });
+      return report({ kind: 'failure', reason: 'refused', message: `worker ${this.name} ${allowed}`, retryable: false });
     }
     const client = await this.worker.client;
     const stopped = await client.get(this.keys.stop(job.id!));
@@ -158,7 +158,7 @@ export class FleetWorker {
     const reporter = new Reporter(job, (chars) => attempt.stop('cancelled', `${behind(chars)}; stopping it`));
     reporter.push({ t: 'placed', worker: this.name });
     const replies = new Map<string, (message: BrokerMessage) => void>();
-    const attempt = new Attempt(this.settings(data, allowed.cwd), forwardingSink(reporter, replies));
+    const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies));
     this.running.set(job.id!, { attempt, replies });
     try {
       await attempt.start();
@@ -181,13 +181,14 @@ export class FleetWorker {
     }
   }
 
-  private settings(job: AttemptJob, cwd: string | undefined): AttemptSettings {
+  /** The job's attempt as admitted: the worker's own command line and directory for it. */
+  private settings(job: AttemptJob, admitted: Admitted): AttemptSettings {
     return {
       taskId: job.taskId,
       attempt: job.attempt,
-      command: job.command,
-      args: job.args,
-      cwd: cwd ?? process.cwd(),
+      command: admitted.command,
+      args: admitted.args,
+      cwd: admitted.cwd ?? process.cwd(),
       env: this.baseEnv,
       input: job.input,
       timeoutMs: job.timeoutMs,

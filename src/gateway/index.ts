@@ -17,6 +17,8 @@ import { resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';
 import { Workspaces } from './workspaces.js';
+import { modelRunRules } from './routes.js';
+import { ownerRunPolicy } from '../hub/run-policy.js';
 
 export {
   defaultConfigPath,
@@ -27,6 +29,7 @@ export {
   type ModelRoute,
 } from './config.js';
 export { GATEWAY_HOST, gatewayProblems } from './server.js';
+export { modelRunRules } from './routes.js';
 import { gatewayProblems } from './server.js';
 
 export interface StartGatewayOptions {
@@ -72,7 +75,13 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
   const broker = hub
     ? undefined
-    : (options.broker ?? new TaskBroker({ concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } }));
+    : (options.broker ??
+      new TaskBroker({
+        concurrency: config.maxConcurrent,
+        logger,
+        env: { allow: config.envAllow },
+        runPolicy: ownerRunPolicy({ extra: modelRunRules(config) }),
+      }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   const closeTasks = async (): Promise<void> => {
     await hub?.close();

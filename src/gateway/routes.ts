@@ -6,13 +6,15 @@
  * nothing (404).
  *
  * What an agent receives as its task input:
- *   cursor-cli / claude-code template: `{prompt, model?, bin?, allow_writes, resume?}` (their documented input);
+ *   cursor-cli / claude-code template: `{prompt, model?, allow_writes, resume?}` (their documented input; the
+ *     CLI's path goes in the environment, CURSOR_AGENT_BIN, never in input);
  *   a configured command: `{prompt, messages, allow_writes, model?, gateway_model, resume?}` — the prompt
  *     built from `messages`, the messages themselves for agents that want the roles.
  * `model` is only set when the config maps one (`cli_model`): the name a client asked for is the
  * gateway's route, not the agent's model (it goes in `gateway_model`). Writes are off unless the
  * route's `allow_writes` says otherwise.
  */
+import type { RunRule } from '../broker/run-policy.js';
 import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
@@ -40,6 +42,18 @@ export interface RequestTask {
   tags?: Record<string, string>;
 }
 
+/**
+ * The configured `command` models as run-policy rules, for a broker of the gateway's own (a hub reads
+ * them from the config file itself). The built-in models run the shipped templates, which are presets.
+ */
+export function modelRunRules(config: GatewayConfig): RunRule[] {
+  return Object.entries(config.models).flatMap(([name, route]) =>
+    route.kind === 'command'
+      ? [{ name: `gateway model ${name}`, command: route.command, args: route.args, origins: ['gateway' as const] }]
+      : [],
+  );
+}
+
 export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
   const { route } = request;
   const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? request.prompt;
@@ -52,6 +66,7 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     // One request, one run: a retry would re-spend tokens the client never sees (it retries itself).
     retries: 0,
     tags: { source: 'gateway', model: request.model, stream: String(request.stream), ...request.tags },
+    origin: 'gateway' as const,
   };
   const input: Record<string, unknown> = { prompt: request.prompt, allow_writes: route.allowWrites };
   if (route.cliModel) input.model = route.cliModel;
@@ -60,6 +75,7 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     Object.assign(input, { messages: request.messages, gateway_model: request.model });
     return { ...common, command: route.command, args: route.args, input };
   }
-  if (route.kind === 'cursor-cli') input.bin = config.cursorCliPath;
-  return { ...common, command: builtInAgentPath(route.kind), args: [], input };
+  // The template takes its program from the owner's configuration (its environment), never from input.
+  const env = route.kind === 'cursor-cli' ? { ...route.env, CURSOR_AGENT_BIN: config.cursorCliPath } : route.env;
+  return { ...common, env, command: builtInAgentPath(route.kind), args: [], input };
 }

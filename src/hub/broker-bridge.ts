@@ -326,6 +326,8 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.env !== undefined) spec.env = request.env;
   if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;
   spec.tags = { source: 'panel', ...request.tags };
+  // A request that does not say which door it came through is judged as any other program's.
+  spec.origin = request.origin ?? 'control';
   return spec;
 }
 
@@ -337,6 +339,7 @@ function translate(error: unknown): never {
   if (code === 'unknown_task') throw new BridgeError('not_found', message);
   if (code === 'not_retryable' || code === 'closed') throw new BridgeError('conflict', message);
   if (code === 'invalid_option') throw new BridgeError('invalid_request', message);
+  if (code === 'refused') throw new BridgeError('refused', message);
   throw new BridgeError('internal', message);
 }
 

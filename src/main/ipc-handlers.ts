@@ -6,6 +6,7 @@
  */
 import type { BackchannelBridge } from '../bridge/contract.js';
 import { BRIDGE_METHODS, dispatch, type BridgeReply } from '../bridge/calls.js';
+import { withOrigin } from '../bridge/checks.js';
 import { callChannel, EVENT, RESET, SUBSCRIBE, UNSUBSCRIBE } from '../bridge/ipc-channels.js';
 
 export interface SenderLike {
@@ -59,7 +60,9 @@ export function registerBridgeHandlers(ipc: IpcMainLike, bridge: BackchannelBrid
 
   for (const method of BRIDGE_METHODS) {
     const channel = callChannel(method);
-    ipc.handle(channel, (event, ...args) => (trusted(channel, event) ? dispatch(bridge, method, args) : UNTRUSTED_SENDER));
+    // The panel's submissions are judged by the run policy as the panel's, whatever they say.
+    const doorArgs = (args: unknown[]) => (method === 'submit' ? [withOrigin(args[0], 'panel'), ...args.slice(1)] : args);
+    ipc.handle(channel, (event, ...args) => (trusted(channel, event) ? dispatch(bridge, method, doorArgs(args)) : UNTRUSTED_SENDER));
   }
 
   const endAll = (senderId: number): void => {

@@ -19,6 +19,8 @@ import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
 import { controlSocketPath } from '../hub/control/paths.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
+import { ownerRunPolicy } from '../hub/run-policy.js';
+import type { PresetInfo } from '../bridge/contract.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
 import { Notifier } from './notifier.js';
@@ -137,11 +139,16 @@ function initLog(): { logger: Logger; logPath: string } {
   return { logger: electronLog.scope('main'), logPath: electronLog.transports.file.getFile().path };
 }
 
+/** What the panel's New task offers (and, with the config file's run policy, what other doors may run). */
+function appPresets(logger: Logger): PresetInfo[] {
+  return loadPresets(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR);
+}
+
 /** The broker with its history in the app's user data, logging through electron-log (passed explicitly). */
 async function startBroker(logger: Logger): Promise<TaskBroker> {
   const dataDir = join(app.getPath('userData'), 'state');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const broker = new TaskBroker({ dataDir, logger });
+  const broker = new TaskBroker({ dataDir, logger, runPolicy: ownerRunPolicy({ presets: appPresets(logger) }) });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   return broker;
@@ -152,7 +159,7 @@ function createBridge(broker: TaskBroker, logger: Logger, logPath: string): Brok
     mode: 'electron',
     version: app.getVersion(),
     logPath,
-    presets: loadPresets(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR),
+    presets: appPresets(logger),
     openLog: async (path) => {
       const error = await shell.openPath(path);
       if (error) throw new Error(`Could not open the log (${error}); it is at ${path}`);

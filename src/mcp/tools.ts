@@ -86,6 +86,8 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
   request.tags = { ...tags, source: 'mcp' };
+  // A model's tool call: the hub runs only what the owner's run policy allows (else a `refused` error).
+  request.origin = 'mcp';
   request.label ??= presetName ? `mcp: ${presetName}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
   return (await bridge.submit(request)).id;
 }

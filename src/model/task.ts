@@ -17,8 +17,22 @@ export function isFinished(state: TaskState): boolean {
   return FINISHED_STATES.includes(state);
 }
 
-/** Why a task did not succeed; recorded once. */
-export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol';
+/**
+ * Why a task did not succeed; recorded once. `refused`: the run policy (docs/run-policy.md) or a
+ * worker's allow-list did not allow its command line, so nothing ran.
+ */
+export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol' | 'refused';
+
+/**
+ * The door a task came through, judged by the run policy: `cli` is the owner's own `backchannel run`
+ * (trusted, as is a spec without an origin: the owner's own program using the broker); every other
+ * door runs only what the policy allows — `mcp` (a model's tool call), `panel` (New task, Retry),
+ * `gateway` (a model API request), `control` (anything else over the hub's control endpoint).
+ */
+export type TaskOrigin = 'cli' | 'mcp' | 'panel' | 'gateway' | 'control';
+
+/** Every origin (for validating one sent from outside). */
+export const TASK_ORIGINS: readonly TaskOrigin[] = ['cli', 'mcp', 'panel', 'gateway', 'control'];
 
 /** Which path delivered the final payload. */
 export type DeliveryChannel = 'socket' | 'stdout' | 'spool' | 'broker';
@@ -68,6 +82,13 @@ export interface TaskSpec {
   estimatedTokens?: number;
   /** Free-form tags (e.g. `{source: 'gateway'}`), kept in the snapshot. */
   tags?: Record<string, string>;
+  /** The door it came through; the run policy judges every origin but `cli`. @default trusted (the caller's own program) */
+  origin?: TaskOrigin;
+  /**
+   * The template or preset this command line is (set by the broker from the run policy's match): a
+   * fleet worker runs its own copy of it by this name, never a command line from the queue.
+   */
+  preset?: string;
 }
 
 export interface LogLine {

@@ -20,6 +20,7 @@ export const REASON_LABEL: Record<FailureReason, string> = {
   cancelled: 'It was cancelled',
   crashed: 'The sub-agent crashed',
   protocol: 'The sub-agent broke the protocol',
+  refused: 'Refused (not allowed to run)',
 };
 
 /**

@@ -20,9 +20,14 @@ export function defaultDemoAgentsDir(): string {
   return fileURLToPath(new URL('../../scripts/demo-agents/', import.meta.url));
 }
 
-/** A template's agent as a preset: a ready-to-run request in the template's own directory. */
+/**
+ * A template's agent as a preset: a ready-to-run request in the template's own directory, its
+ * script given by absolute path (so the same agent runs when a front-end starts it in another
+ * directory, and the run policy judges the agent, not whatever `agent.mjs` lies there).
+ */
 export function presetOf(template: Template): PresetInfo {
-  const [command, ...args] = template.run as [string, ...string[]];
+  const [command, ...run] = template.run as [string, ...string[]];
+  const args = run.map((arg) => (!arg.startsWith('-') && existsSync(path.join(template.dir, arg)) ? path.join(template.dir, arg) : arg));
   return {
     name: template.name,
     description: template.description,

@@ -19,6 +19,41 @@ export class AgentFailure extends Error {
 }
 
 /**
+ * What only the owner may choose — the program a template starts, the arguments it adds, how much
+ * the CLI may do without asking — comes from the agent's environment (the broker's, the worker's, a
+ * gateway model's `env`), never from the task's input, which any door that may start the template
+ * sends (an MCP client, a job in a shared Redis). Input naming one fails the task, saying where it goes.
+ * @param {Record<string, unknown>} options the task's input
+ * @param {Record<string, string>} ownerOnly input field → the environment variable that sets it
+ */
+export function refuseOwnerOnlyInput(options, ownerOnly) {
+  for (const [field, variable] of Object.entries(ownerOnly)) {
+    if (options[field] !== undefined) {
+      throw new AgentFailure(
+        `input "${field}" is not accepted: only the owner sets it, as ${variable} in the environment the agent runs with`,
+        { retryable: false },
+      );
+    }
+  }
+}
+
+/** A JSON array of strings from the environment variable `name` (undefined or empty: none). */
+export function argsFromEnv(name) {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === '') return [];
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (!Array.isArray(value) || !value.every((arg) => typeof arg === 'string')) {
+    throw new AgentFailure(`${name} must be a JSON array of strings, e.g. ["--max-turns", "5"]`, { retryable: false });
+  }
+  return value;
+}
+
+/**
  * @param {import('backchannel-agents/agent-runtime').Task} task
  * @param {{
  *   product: string,               // "the Cursor CLI", for messages

@@ -12,13 +12,15 @@
  * stopped with SIGTERM and a grace longer than the ~1.5 s it takes to stop its own shells.
  *
  * Input: a prompt string, or
- *   {"prompt": "…", "model": "sonnet", "allow_writes": false, "permission_mode": "…", "max_turns": 20,
- *    "bin": "claude", "resume": "<session id>", "partial_output": false, "extra_args": [], "idle_timeout_ms": 600000}
- * Environment: CLAUDE_BIN (default `claude`), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
+ *   {"prompt": "…", "model": "sonnet", "allow_writes": false, "max_turns": 20, "resume": "<session id>",
+ *    "partial_output": false, "idle_timeout_ms": 600000}
+ * Environment (the owner's; never input): CLAUDE_BIN (default `claude`), CLAUDE_PERMISSION_MODE (one of
+ * default, acceptEdits, plan, bypassPermissions), CLAUDE_EXTRA_ARGS (a JSON array of arguments added to
+ * Claude Code's), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
+import { AgentFailure, argsFromEnv, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
@@ -34,7 +36,7 @@ const FATAL_OUTPUT = [
     pattern: /cannot be used with root\/sudo privileges/,
     message:
       'Claude Code refuses bypassPermissions (--dangerously-skip-permissions) when run as root: ' +
-      'use "permission_mode": "acceptEdits", or run the broker as a normal user',
+      'set CLAUDE_PERMISSION_MODE=acceptEdits, or run the broker as a normal user',
   },
 ];
 
@@ -43,23 +45,22 @@ function readOptions(input) {
   if (typeof options.prompt !== 'string' || options.prompt.trim() === '') {
     throw new AgentFailure('input needs a "prompt" (a non-empty string), e.g. {"prompt": "Explain src/"}', { retryable: false });
   }
-  if (options.extra_args !== undefined && !(Array.isArray(options.extra_args) && options.extra_args.every((a) => typeof a === 'string'))) {
-    throw new AgentFailure('"extra_args" must be an array of strings', { retryable: false });
-  }
-  if (options.permission_mode !== undefined && !PERMISSION_MODES.includes(options.permission_mode)) {
-    throw new AgentFailure(`"permission_mode" must be one of ${PERMISSION_MODES.join(', ')}`, { retryable: false });
-  }
+  refuseOwnerOnlyInput(options, { bin: 'CLAUDE_BIN', extra_args: 'CLAUDE_EXTRA_ARGS', permission_mode: 'CLAUDE_PERMISSION_MODE' });
   const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
+  const permissionMode = text(process.env.CLAUDE_PERMISSION_MODE);
+  if (permissionMode !== undefined && !PERMISSION_MODES.includes(permissionMode)) {
+    throw new AgentFailure(`CLAUDE_PERMISSION_MODE must be one of ${PERMISSION_MODES.join(', ')}`, { retryable: false });
+  }
   return {
     prompt: options.prompt,
-    bin: text(options.bin) ?? text(process.env.CLAUDE_BIN) ?? 'claude',
+    bin: text(process.env.CLAUDE_BIN) ?? 'claude',
     model: text(options.model) ?? text(process.env.CLAUDE_MODEL),
     allowWrites: options.allow_writes === true,
-    permissionMode: options.permission_mode,
+    permissionMode,
     maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
     resume: text(options.resume),
     partialOutput: options.partial_output === true,
-    extraArgs: options.extra_args ?? [],
+    extraArgs: argsFromEnv('CLAUDE_EXTRA_ARGS'),
     idleTimeoutMs:
       Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
   };
@@ -79,7 +80,7 @@ runAgent(async (task) => {
     translator: createClaudeTranslator({ partialOutput: options.partialOutput }),
     looksLikeAuthFailure,
     loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
-    installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN / input "bin".',
+    installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN.',
     idleTimeoutMs: options.idleTimeoutMs,
   });
 });

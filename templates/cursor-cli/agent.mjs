@@ -7,9 +7,9 @@
  * Prompts over 100 KiB are written to the CLI's stdin instead of argv (E2BIG).
  *
  * Input: a prompt string, or
- *   {"prompt": "…", "model": "…", "allow_writes": false, "bin": "agent", "resume": "<session id>",
- *    "extra_args": [], "idle_timeout_ms": 600000}
- * Environment: CURSOR_AGENT_BIN (default: `agent`, else `cursor-agent`, from PATH), CURSOR_AGENT_MODEL,
+ *   {"prompt": "…", "model": "…", "allow_writes": false, "resume": "<session id>", "idle_timeout_ms": 600000}
+ * Environment (the owner's; never input): CURSOR_AGENT_BIN (default: `agent`, else `cursor-agent`, from
+ * PATH), CURSOR_AGENT_EXTRA_ARGS (a JSON array of arguments added to the CLI's), CURSOR_AGENT_MODEL,
  * CURSOR_API_KEY (passed through).
  *
  * Progress: system/init → {phase:'init', model, session_id}; assistant text → {text};
@@ -19,7 +19,7 @@ import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
+import { AgentFailure, argsFromEnv, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
@@ -46,17 +46,15 @@ function readOptions(input) {
   if (typeof options.prompt !== 'string' || options.prompt.trim() === '') {
     throw new AgentFailure('input needs a "prompt" (a non-empty string), e.g. {"prompt": "Explain src/"}', { retryable: false });
   }
-  if (options.extra_args !== undefined && !(Array.isArray(options.extra_args) && options.extra_args.every((a) => typeof a === 'string'))) {
-    throw new AgentFailure('"extra_args" must be an array of strings', { retryable: false });
-  }
+  refuseOwnerOnlyInput(options, { bin: 'CURSOR_AGENT_BIN', extra_args: 'CURSOR_AGENT_EXTRA_ARGS' });
   const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
   return {
     prompt: options.prompt,
-    bin: text(options.bin) ?? text(process.env.CURSOR_AGENT_BIN) ?? defaultBin(),
+    bin: text(process.env.CURSOR_AGENT_BIN) ?? defaultBin(),
     model: text(options.model) ?? text(process.env.CURSOR_AGENT_MODEL),
     allowWrites: options.allow_writes === true,
     resume: text(options.resume),
-    extraArgs: options.extra_args ?? [],
+    extraArgs: argsFromEnv('CURSOR_AGENT_EXTRA_ARGS'),
     idleTimeoutMs:
       Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
   };
@@ -72,7 +70,7 @@ runAgent(async (task) => {
     translator: createCursorTranslator(),
     looksLikeAuthFailure,
     loginHint: 'the Cursor CLI is not logged in: run `agent login`, or give the broker CURSOR_API_KEY',
-    installHint: 'Install it (curl https://cursor.com/install -fsS | bash) or set CURSOR_AGENT_BIN / input "bin".',
+    installHint: 'Install it (curl https://cursor.com/install -fsS | bash) or set CURSOR_AGENT_BIN.',
     idleTimeoutMs: options.idleTimeoutMs,
   });
 });

@@ -18,6 +18,7 @@ import { BrokerHost } from '../helpers/broker-host.js';
 import { fixture, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { BIN, cli, printed, start, type Proc } from '../hub/control/hub-process.js';
 import { standinModels } from '../gateway/helpers.js';
+import { anyCommandConfig } from '../helpers/run-policy.js';
 
 const TICKS = path.join(ROOT, 'test/cli/fixtures/ticks.mjs');
 
@@ -37,6 +38,11 @@ function home(): Home {
   const run = path.join(dir, 'run');
   const tmp = path.join(dir, 'tmp');
   for (const d of [homeDir, run, tmp]) mkdirSync(d, { mode: 0o700 });
+  // Both config homes (XDG_CONFIG_HOME, ~/.config) allow the fixtures MCP starts (docs/run-policy.md).
+  for (const d of [path.join(dir, 'config', 'backchannel'), path.join(homeDir, '.config', 'backchannel')]) {
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+    anyCommandConfig(d);
+  }
   const { XDG_STATE_HOME: _state, BACKCHANNEL_CONTROL: _control, CURSOR_IPC_DIR: _ipc, ...rest } = process.env;
   return {
     dir,

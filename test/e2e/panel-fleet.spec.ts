@@ -40,4 +40,13 @@ test('the panel shows the worker of each task and the fleet', async ({ page }) =
   expect(shown.every((text) => /^on (laptop-a|ci-b)$/.test(text))).toBe(true);
   await expect(page.locator('#fleet')).toContainText('ci-b');
   await expect(page.locator('#fleet')).toContainText('laptop-a');
+
+  // A command line no worker allows: the hub's policy lets it through (this config allows anything),
+  // the worker refuses it — shown as a refusal, not as a crash.
+  await serve.api('POST', '/api/tasks', { command: 'sh', args: ['-c', 'echo pwned'], label: 'not allowed' });
+  const refused = page.locator('li.task', { has: page.locator('.task-label', { hasText: /^not allowed$/ }) });
+  await expect(refused.locator('.badge')).toHaveText('Failed');
+  await expect(refused).toContainText('Refused (not allowed to run): worker');
+  await expect(refused).toContainText('refuses `sh -c echo pwned`: not an allowed command');
+  await expect(refused).not.toContainText('crashed');
 });

@@ -28,13 +28,24 @@ export function scratchDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'bc-e2e-'));
 }
 
-export async function startServe(dataDir: string, extraArgs: string[] = []): Promise<Serve> {
+/**
+ * A config file whose run policy allows any command line: the specs submit test agents with their
+ * own arguments through the panel's API, which the owner's default policy refuses (docs/run-policy.md).
+ */
+function anyCommandConfig(): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bc-e2e-config-')), 'config.yaml');
+  fs.writeFileSync(file, 'run_policy:\n  allow:\n    - command: "*"\n');
+  return file;
+}
+
+/** `env` goes on top (a spec about the run policy points BACKCHANNEL_CONFIG at the owner's defaults). */
+export async function startServe(dataDir: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Serve> {
   const child = spawn(
     process.execPath,
     [path.join(ROOT, 'bin', 'backchannel.js'), 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs],
     {
       cwd: ROOT,
-      env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc') },
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(dataDir, '..', 'ipc'), BACKCHANNEL_CONFIG: anyCommandConfig(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

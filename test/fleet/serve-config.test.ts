@@ -27,15 +27,9 @@ describe('serve with a worker fleet from the config file', () => {
     redis = await startRedis();
     worker = await startWorker(redis.url, { queue: 'from-config', name: 'w-config', allow: [AGENT], ipcDir: path.join(dir, 'wipc') });
     const config = path.join(dir, 'config.yaml');
-    fs.writeFileSync(config, `serve:\n  redis: ${redis.url}\n  queue: from-config\n`);
-    const saved = process.env.BACKCHANNEL_CONFIG;
-    process.env.BACKCHANNEL_CONFIG = config;
-    try {
-      serve = await startServe(path.join(dir, 'data'));
-    } finally {
-      if (saved === undefined) delete process.env.BACKCHANNEL_CONFIG;
-      else process.env.BACKCHANNEL_CONFIG = saved;
-    }
+    // The run policy lets the panel's API start the demo agent with its own arguments (docs/run-policy.md).
+    fs.writeFileSync(config, `serve:\n  redis: ${redis.url}\n  queue: from-config\nrun_policy:\n  allow:\n    - command: "*"\n`);
+    serve = await startServe(path.join(dir, 'data'), [], { BACKCHANNEL_CONFIG: config });
     const id = await serve.submit('progress', ['--steps=2', '--interval=50']);
     const task = await waitFor(async () => {
       const { task } = await serve!.api<{ task: { state: string; worker?: string } }>('GET', `/api/tasks/${id}`);

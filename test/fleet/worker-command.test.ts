@@ -26,16 +26,47 @@ describe('backchannel worker', () => {
 });
 
 describe('the allow-list', () => {
-  const list = new AllowList([...AllowList.parse(['node /opt/review.mjs']), { argv: ['/opt/agent'], cwd: '/opt' }]);
+  const list = new AllowList([
+    ...AllowList.parse(['node /opt/review.mjs']),
+    { argv: ['/opt/agent'], cwd: '/opt' },
+    { argv: ['node', '/srv/tpl/b/agent.mjs'], cwd: '/srv/tpl/b', preset: 'b' },
+  ]);
+  const job = (command: string, args: string[], preset?: string) => ({ taskId: 'abc', command, args, ...(preset ? { preset } : {}) });
 
-  test('a command line that starts with an entry is allowed (the task-id argument aside)', () => {
-    expect(list.match('node', ['/opt/review.mjs', '--fast', '--task-id=abc'])).toEqual({ argv: ['node', '/opt/review.mjs'] });
-    expect(list.match('/opt/agent', ['--task-id=abc'])).toEqual({ argv: ['/opt/agent'], cwd: '/opt' });
+  test('a command line that starts with an entry is allowed; the one `--task-id=` the broker appends last is kept', () => {
+    expect(list.admit(job('node', ['/opt/review.mjs', '--fast', '--task-id=abc']))).toEqual({
+      command: 'node',
+      args: ['/opt/review.mjs', '--fast', '--task-id=abc'],
+      cwd: undefined,
+    });
+    expect(list.admit(job('/opt/agent', ['--task-id=abc']))).toEqual({ command: '/opt/agent', args: ['--task-id=abc'], cwd: '/opt' });
+  });
+
+  test('any other `--task-id=` argument is judged like every argument (it was skipped wherever it stood)', () => {
+    expect(list.admit(job('node', ['--task-id=x', '/opt/review.mjs', '--task-id=abc']))).toMatch(
+      /^refuses `node --task-id=x \/opt\/review.mjs`/,
+    );
+    expect(list.admit(job('/opt/agent', ['--task-id=other']))).toEqual({ command: '/opt/agent', args: ['--task-id=other'], cwd: '/opt' });
+    expect(list.admit(job('node', ['--task-id=abc', '/opt/review.mjs']))).toMatch(/^refuses/);
+  });
+
+  test("a job naming a preset runs the worker's own copy of it, if its command line is that preset's", () => {
+    expect(list.admit(job('node', ['/elsewhere/b/agent.mjs', '--task-id=abc'], 'b'))).toEqual({
+      command: 'node',
+      args: ['/srv/tpl/b/agent.mjs', '--task-id=abc'],
+      cwd: '/srv/tpl/b',
+    });
+    expect(list.admit(job('sh', ['-c', 'id'], 'b'))).toMatch(/^refuses `sh -c id`: not the command line of preset "b"/);
+    expect(list.admit(job('node', ['/x/agent.mjs'], 'cursor-cli'))).toMatch(/nor does this worker hold preset "cursor-cli"/);
   });
 
   test('anything else is refused with the way to allow it', () => {
-    expect(list.match('node', ['-e', 'process.exit()'])).toMatch(/^refuses `node -e process.exit\(\)`: not an allowed command.*--allow/);
-    expect(list.match('node', [])).toMatch(/refuses `node`/);
-    expect(list.match('/opt/agentx', [])).toMatch(/refuses/);
+    expect(list.admit(job('node', ['-e', 'process.exit()']))).toMatch(
+      /^refuses `node -e process.exit\(\)`: not an allowed command.*--allow/,
+    );
+    expect(list.admit(job('node', []))).toMatch(/refuses `node`/);
+    expect(list.admit(job('/opt/agentx', []))).toMatch(/refuses/);
+    // The script Node runs is the command: `node review.mjs` elsewhere is another program.
+    expect(list.admit(job('node', ['review.mjs']))).toMatch(/refuses/);
   });
 });

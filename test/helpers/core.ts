@@ -8,6 +8,7 @@ import { TaskBroker, type BrokerOptions } from '../../src/broker/index.js';
 import { silentLogger } from '../../src/broker/log.js';
 
 import { isAlive } from './processes.js';
+import { ANY_COMMAND } from './run-policy.js';
 
 export { isAlive };
 
@@ -58,7 +59,7 @@ export function createTestBroker(options: BrokerOptions = {}, { scope = 'test', 
   const dir = scope === 'test' ? tempDir() : mkdtempSync(path.join(os.tmpdir(), 'bc-'));
   const ipcDir = options.ipcDir ?? path.join(dir, 'ipc');
   const grace = shortGrace ? { cancelGraceMs: 200, killGraceMs: 200, drainMs: 300 } : {};
-  const broker = new TaskBroker({ logger: silentLogger, ...grace, ...options, ipcDir });
+  const broker = new TaskBroker({ logger: silentLogger, runPolicy: ANY_COMMAND, ...grace, ...options, ipcDir });
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {

@@ -13,6 +13,7 @@ import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/main/ipc-h
 import type { IpcRendererLike } from '../../src/bridge/ipc-client.js';
 import type { EventSourceLike } from '../../src/renderer/http-bridge.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
+import { ANY_COMMAND } from './run-policy.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const DEMO_AGENT = path.join(ROOT, 'scripts', 'demo-agents', 'agent.mjs');
@@ -39,6 +40,7 @@ export async function startTestHeadless(options: HeadlessOptions & { dir?: strin
     ipcDir: path.join(dir, 'ipc'),
     rendererDir: rendererDir(),
     consoleLevel: false,
+    runPolicy: ANY_COMMAND,
     ...options,
   });
   return {

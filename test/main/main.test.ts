@@ -12,6 +12,7 @@ import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
 import { waitFor, waitUntilGone } from '../helpers/core.js';
 import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
+import { anyCommandConfig } from '../helpers/run-policy.js';
 
 interface Fake {
   ipc: FakeIpc;
@@ -191,6 +192,8 @@ beforeAll(async () => {
   process.env.BACKCHANNEL_USER_DATA = userData;
   process.env.BACKCHANNEL_TEST_HOOKS = '1';
   process.env.CURSOR_IPC_DIR = path.join(userData, 'ipc');
+  // The panel's New task submits demo agents with their own arguments (docs/run-policy.md).
+  process.env.BACKCHANNEL_CONFIG = anyCommandConfig(userData);
   await import('../../src/main/main.js');
   fake = (globalThis as unknown as { __fakeElectron: Fake }).__fakeElectron;
   const started = (): Hooks | undefined => (globalThis as unknown as { __backchannelTest?: Hooks }).__backchannelTest;
@@ -202,6 +205,7 @@ afterAll(() => {
   delete process.env.BACKCHANNEL_USER_DATA;
   delete process.env.BACKCHANNEL_TEST_HOOKS;
   delete process.env.CURSOR_IPC_DIR;
+  delete process.env.BACKCHANNEL_CONFIG;
   fs.rmSync(userData, { recursive: true, force: true });
 });
 

@@ -27,7 +27,14 @@ describe('the template catalog', () => {
     expect(presetOf(python)).toEqual({
       name: 'python',
       description: python.description,
-      request: { command: 'python3', args: ['agent.py'], cwd: python.dir, label: 'python (template)', input: python.input },
+      // The script by absolute path: started in another directory, it is still the template's agent.
+      request: {
+        command: 'python3',
+        args: [path.join(python.dir, 'agent.py')],
+        cwd: python.dir,
+        label: 'python (template)',
+        input: python.input,
+      },
     });
     expect(findTemplate('nope')).toBeUndefined();
   });

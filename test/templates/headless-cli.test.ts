@@ -169,7 +169,10 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
     });
 
     it('reports the refusal of bypassPermissions as root as a clear, final error', async () => {
-      const run = await runTask(tb.broker, { ...spec('root', { prompt: 'x', permission_mode: 'bypassPermissions' }), retries: 2 });
+      const run = await runTask(tb.broker, {
+        ...spec('root', { prompt: 'x' }, { CLAUDE_PERMISSION_MODE: 'bypassPermissions' }),
+        retries: 2,
+      });
       expect(run.error?.payload?.retryable).toBe(false);
       expect(String((run.error?.payload?.data as { message?: string })?.message)).toMatch(/refuses bypassPermissions .* as root/);
       expect(run.snapshot.attempt).toBe(1);

@@ -26,7 +26,7 @@ export function backoffDelay(policy: RetryPolicy, retry: number): number {
 
 /** Failures worth another attempt: the agent may do better next time. Cancel and protocol bugs are final. */
 export function isRetryable(reason: FailureReason, agentSaysRetryable: boolean | undefined): boolean {
-  if (reason === 'cancelled' || reason === 'protocol') return false;
+  if (reason === 'cancelled' || reason === 'protocol' || reason === 'refused') return false;
   if (reason === 'error') return agentSaysRetryable !== false;
   return true;
 }

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { isFinished, type LogLine, type TaskSnapshot } from '../../model/task.js';
+import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot } from '../../model/task.js';
 import type { Logger } from '../log.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 
@@ -34,6 +34,8 @@ export interface StoredSpec {
   tags?: Record<string, string>;
   /** Kept only when small (see MAX_STORED_INPUT_BYTES). */
   input?: unknown;
+  /** The door it came through: a Retry is judged by the run policy as the first run was. */
+  origin?: TaskOrigin;
 }
 
 export type JournalRecord =

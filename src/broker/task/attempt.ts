@@ -47,6 +47,8 @@ export interface AttemptSettings {
   attempt: number;
   command: string;
   args: string[];
+  /** The template or preset the command line is (`TaskSpec.preset`): a fleet worker runs its own copy. */
+  preset?: string;
   cwd: string;
   env: Record<string, string>;
   input: unknown;

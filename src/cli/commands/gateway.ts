@@ -64,7 +64,7 @@ export const command: CliCommand = {
       return usageError(`backchannel gateway: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
     }
 
-    const { loadGatewayConfig, startGateway, gatewayBanner } = await import('../../gateway/index.js');
+    const { loadGatewayConfig, startGateway, gatewayBanner, modelRunRules } = await import('../../gateway/index.js');
     const { createHeadlessLogger } = await import('../../broker/log.js');
     const { openTasks } = await import('../../client/open.js');
     const { HubTasks } = await import('../../client/hub-tasks.js');
@@ -79,6 +79,7 @@ export const command: CliCommand = {
       const opened = await openTasks({
         local: values.local === true,
         broker: { concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } },
+        runRules: modelRunRules(config),
       });
       const hub = opened.tasks instanceof HubTasks ? opened.tasks : undefined;
       hubPath = hub?.path;

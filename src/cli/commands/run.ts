@@ -182,8 +182,9 @@ export const command: CliCommand = {
     if (typeof options === 'number') return options;
     const { askTimeoutMs, json, verbose, broker: flags, saveAttachments } = options;
     if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
-    // The agent starts from this terminal's environment wherever it runs (the broker's env rules apply).
-    const spec: TaskSpec & { label: string } = { ...options.spec, baseEnv: callerEnvironment(), tags: { source: 'cli' } };
+    // The agent starts from this terminal's environment wherever it runs (the broker's env rules apply);
+    // the owner's own terminal is the one door the run policy trusts.
+    const spec: TaskSpec & { label: string } = { ...options.spec, baseEnv: callerEnvironment(), tags: { source: 'cli' }, origin: 'cli' };
     if (options.detach) return reportFailure(() => detach(spec, json), json);
     // The broker flags shape a broker of our own: with them, the task runs here.
     const local = options.local || Object.values(flags).some((value) => value !== undefined);

@@ -10,8 +10,9 @@ const HELP = `Usage: backchannel worker --redis <url> [options]
 
 Takes sub-agent tasks from a Redis queue (filled by \`backchannel serve --redis\` or a TaskBroker with
 a Redis queue) and runs each here, with the same socket protocol, guards and process-tree kill as a
-local broker. Only allowed commands run: a task whose command line does not start with an entry of
---allow or a preset of --templates is refused.
+local broker. Only allowed commands run: a job naming a preset runs this worker's own copy of a
+preset of --templates (and nothing else); any other job runs only when its command line starts
+with an entry of --allow. A refused job fails its task with reason \`refused\`.
 
 Options:
   --redis <url>          redis://[user:password@]host[:port][/db], or rediss:// for TLS (required)
@@ -19,8 +20,8 @@ Options:
   --queue <name>         queue name, as the broker's (default: agents)
   --concurrency <n>      sub-agents at once (default: 2 per CPU core)
   --allow <command>      an allowed command line prefix, e.g. "node /opt/agents/review.mjs" (repeatable)
-  --templates <dir>      allow the presets the panel would offer: the demo agents of <dir>/templates.json
-                         and the built-in templates' agents, each run in its directory
+  --templates <dir>      allow the presets <dir> holds: the demo agents of <dir>/templates.json and
+                         the templates <dir>/<name>/template.json, each run in its own directory
   --lock-timeout <ms>    a job whose worker is silent this long is failed as stalled (default: 30000)
   -h, --help             show this help
 
@@ -58,9 +59,12 @@ export const command: CliCommand = {
     const entries: AllowedCommand[] = AllowList.parse(values.allow ?? []);
     if (values.templates) {
       const dir = path.resolve(values.templates);
-      // The same presets the panel offers (the directory's demo agents, then the templates' agents).
-      const presets = loadPresets(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`));
-      for (const { request } of presets) entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir });
+      // What the directory holds, and nothing else: its demo agents (templates.json) and its
+      // templates (<name>/template.json), each a preset that jobs name.
+      const presets = loadPresets(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`), dir);
+      for (const { name, request } of presets) {
+        entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir, preset: name });
+      }
     }
     if (entries.length === 0)
       return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);

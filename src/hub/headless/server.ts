@@ -95,7 +95,7 @@ async function handleRequest(context: ServerContext, req: IncomingMessage, res: 
   const url = admit(context, req, res);
   if (!url) return;
   if (url.pathname === EVENTS_PATH && req.method === 'GET') return context.streams.open(req, res);
-  if (url.pathname.startsWith(API_PREFIX)) return handleApi(context.bridge, req, res, url.pathname);
+  if (url.pathname.startsWith(API_PREFIX)) return handleApi(context.bridge, req, res, url.pathname, 'panel');
   if (url.pathname === LOG_PATH && req.method === 'GET') return serveLog(context, res);
   return serveFile(context, req, res, url.pathname);
 }

@@ -17,6 +17,9 @@ import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { controlSocketPath } from '../control/paths.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
+import { ownerRunPolicy } from '../run-policy.js';
+import type { RunPolicy } from '../../broker/run-policy.js';
+import type { PresetInfo } from '../../bridge/contract.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -44,6 +47,8 @@ export interface HeadlessOptions {
   keepToken?: boolean;
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
+  /** What other doors than `backchannel run` may start. @default the owner's (./run-policy.ts): presets and the config file's */
+  runPolicy?: RunPolicy;
 }
 
 export interface Headless {
@@ -68,6 +73,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   let logger: Logger;
   let logPath: string;
   let token: string;
+  let presets: PresetInfo[];
   try {
     // The log gets the journal's rules: a directory of our own, and no symlink in place of the file.
     ensureDataDir(join(dataDir, 'logs'), 'Log directory');
@@ -78,6 +84,8 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     token = panelToken({ dataDir, keep: options.keepToken });
     logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
     const queue = options.redis ? redisQueue(options.redis) : undefined;
+    presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), (message) => logger.warn(message));
+    const runPolicy = options.runPolicy ?? ownerRunPolicy({ presets });
     // The broker takes the lock over (and releases it on close).
     lock.handOver();
     broker = new TaskBroker({
@@ -88,6 +96,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
       historyLimit: options.historyLimit,
       ipcDir: options.ipcDir,
       queue,
+      runPolicy,
     });
   } catch (error) {
     await lock.release();
@@ -100,7 +109,6 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     await broker.close();
     throw error;
   }
-  const presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), (message) => logger.warn(message));
   const bridge = createBrokerBridge(broker, {
     mode: 'headless',
     version: readOwnVersion(),

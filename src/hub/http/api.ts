@@ -6,15 +6,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
+import { withOrigin } from '../../bridge/checks.js';
 import { parseRequest } from '../../bridge/http-routes.js';
 import { formatLimit, MAX_SUBMIT_BYTES } from '../../bridge/limits.js';
+import type { TaskOrigin } from '../../model/task.js';
 import { readBody, sendError, sendJson } from './responses.js';
 
-export async function handleApi(bridge: BackchannelBridge, req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
+/**
+ * `door`: the origin every submission through this server has, whatever its body says (the panel's
+ * server: `panel`); without it a request declares its own (the control endpoint, private to the owner).
+ */
+export async function handleApi(
+  bridge: BackchannelBridge,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
+  door?: TaskOrigin,
+): Promise<void> {
   const body = await readJsonBody(req, res, MAX_SUBMIT_BYTES);
   if (body === REFUSED) return;
   const call = parseRequest(req.method ?? 'GET', pathname, body);
   if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
+  if (door && call.method === 'submit') call.args = [withOrigin(call.args[0], door)];
   const reply = await dispatch(bridge, call.method, call.args);
   if (reply.ok) return sendJson(res, 200, reply.value);
   return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });

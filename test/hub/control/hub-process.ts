@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { ROOT, tempDir, waitFor } from '../../helpers/core.js';
+import { anyCommandConfig } from '../../helpers/run-policy.js';
 
 export const BIN = path.join(ROOT, 'bin', 'backchannel.js');
 
@@ -27,6 +28,8 @@ export function hubEnv(): HubEnv {
     XDG_STATE_HOME: path.join(dir, 'state'),
     XDG_RUNTIME_DIR: '',
     CURSOR_IPC_DIR: path.join(dir, 'ipc'),
+    // The fixtures are arbitrary command lines sent over the control endpoint (MCP, the gateway).
+    BACKCHANNEL_CONFIG: anyCommandConfig(dir),
   };
   return { dir, env, socket };
 }

@@ -1,0 +1,200 @@
+/**
+ * The one run policy: which command lines a task may start, with which arguments, in which
+ * directories, when it did not come from the owner's own `backchannel run` (docs/run-policy.md).
+ * The broker judges every submitted spec by its `origin`; a fleet worker judges every job by the
+ * same rules (src/fleet/allow-list.ts). What is judged is the *effective* command line — the
+ * program the broker starts and the script it hands to Node, resolved against the working
+ * directory — so `node agent.mjs` in another directory is another command.
+ *
+ * The rules come from the owner (templates, presets, the config file's `run_policy:` section, the
+ * gateway's configured models; src/hub/run-policy.ts collects them); this file only decides.
+ */
+import { realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import type { TaskOrigin } from '../model/task.js';
+
+/** One allowed command line. */
+export interface RunRule {
+  /** What allows it, for people: `template cursor-cli`, `preset echo`, `run_policy.allow[0]`. */
+  name: string;
+  /** A template's or preset's name: the task carries it, and a fleet worker runs its own copy by it. */
+  preset?: string;
+  /** The program: a name looked up on PATH, a path, or `*` (any program, any arguments). */
+  command: string;
+  /** The first arguments, exactly. @default [] */
+  args?: readonly string[];
+  /** Further arguments may follow. @default false */
+  moreArgs?: boolean;
+  /** Relative paths in `command` and in Node's script argument resolve here. @default the task's working directory */
+  base?: string;
+  /** Working directories it may run in, each with everything below it. @default any */
+  dirs?: readonly string[];
+  /** Only tasks from these doors (a gateway model: the gateway). @default every door */
+  origins?: readonly TaskOrigin[];
+}
+
+/** A task as the policy sees it. */
+export interface RunRequest {
+  command: string;
+  args: readonly string[];
+  cwd: string;
+  origin?: TaskOrigin;
+  /** The task sets environment variables (`env`, or a whole caller environment). */
+  setsEnv?: boolean;
+}
+
+export type Verdict = { allowed: true; rule: RunRule | undefined } | { allowed: false; message: string };
+
+/** Who sent it, in the words of a refusal. */
+const DOOR_WORDS: Record<TaskOrigin, string> = {
+  cli: '`backchannel run`',
+  mcp: 'an MCP client',
+  panel: 'the panel',
+  gateway: 'the gateway',
+  control: 'the control endpoint',
+};
+
+/** The owner's own terminal (and a spec without an origin: the owner's own program) is trusted. */
+export function isTrustedOrigin(origin: TaskOrigin | undefined): boolean {
+  return origin === undefined || origin === 'cli';
+}
+
+const SCRIPT = /\.(mjs|cjs|js|ts|mts|cts)$/i;
+const isNode = (command: string) => command === 'node' || command === 'node.exe';
+
+/**
+ * The command line the broker really starts, for comparing: `node` and a script run by Node both
+ * become `node <absolute script> …`; a program given as a path becomes absolute; other arguments
+ * stay as they are (only Node's script is known to be a path).
+ */
+export function effectiveArgv(command: string, args: readonly string[], cwd: string): string[] {
+  if (isNode(command)) {
+    const [first, ...rest] = args;
+    return first === undefined || first.startsWith('-') ? ['node', ...args] : ['node', path.resolve(cwd, first), ...rest];
+  }
+  if (SCRIPT.test(command)) return ['node', path.resolve(cwd, command), ...args];
+  return [command.includes('/') ? path.resolve(cwd, command) : command, ...args];
+}
+
+export class RunPolicy {
+  /**
+   * @param rules what may run
+   * @param source where the owner changes it, for refusals (the config file's path)
+   */
+  constructor(
+    readonly rules: readonly RunRule[],
+    readonly source = 'the config file',
+  ) {}
+
+  /** The first rule that allows this command line in this directory (from `origin`, when given). */
+  match(command: string, args: readonly string[], cwd: string, origin?: TaskOrigin): RunRule | undefined {
+    const argv = effectiveArgv(command, args, cwd);
+    return this.rules.find((rule) => (!origin || !rule.origins || rule.origins.includes(origin)) && allows(rule, argv, cwd));
+  }
+
+  /** Whether the task may run: always from a trusted origin (`rule` then only names it), else only as a rule allows. */
+  judge(request: RunRequest): Verdict {
+    if (isTrustedOrigin(request.origin)) return { allowed: true, rule: this.match(request.command, request.args, request.cwd) };
+    const rule = this.match(request.command, request.args, request.cwd, request.origin);
+    const door = DOOR_WORDS[request.origin!];
+    const line = shown([request.command, ...request.args].join(' '));
+    // Environment from an untrusted door could turn an allowed command into another (NODE_OPTIONS,
+    // CLAUDE_BIN); the gateway's comes from the owner's model config, and `*` allows anything anyway.
+    if (request.setsEnv && request.origin !== 'gateway' && rule?.command !== '*') {
+      return { allowed: false, message: `refused \`${line}\` from ${door}: only \`backchannel run\` may set environment variables` };
+    }
+    if (rule) return { allowed: true, rule };
+    return {
+      allowed: false,
+      message:
+        `refused \`${line}\` (in ${request.cwd}) from ${door}: not a template, a preset or a command the run policy allows ` +
+        `(the owner allows more under \`run_policy: allow:\` in ${this.source}; see docs/run-policy.md)`,
+    };
+  }
+}
+
+function allows(rule: RunRule, argv: readonly string[], cwd: string): boolean {
+  if (rule.dirs && !rule.dirs.some((dir) => isWithin(cwd, dir))) return false;
+  if (rule.command === '*') return true;
+  const wanted = effectiveArgv(rule.command, rule.args ?? [], rule.base ?? cwd);
+  if (argv.length < wanted.length || (!rule.moreArgs && argv.length !== wanted.length)) return false;
+  return wanted.every((part, i) => argv[i] === part);
+}
+
+/** `dir` or below it, symlinks resolved (a link inside an allowed directory does not lead out of it). */
+function isWithin(cwd: string, dir: string): boolean {
+  const relative = path.relative(realOrResolved(dir), realOrResolved(cwd));
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+function realOrResolved(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+function shown(line: string): string {
+  const flat = line.replace(/[\u0000-\u001f\u007f]/g, ' ');
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat;
+}
+
+/** A wrong `run_policy` section: the message names the file and the field. */
+export class RunPolicyError extends Error {
+  override readonly name = 'RunPolicyError';
+}
+
+/**
+ * The rules of the config file's `run_policy:` section:
+ *
+ *   run_policy:
+ *     allow:
+ *       - { command: node, args: [/opt/agents/review.mjs], more_args: true, dirs: [~/projects] }
+ *       - { command: "*", dirs: [~/sandbox] }     # anything, but only in ~/sandbox
+ *
+ * `~/` is the home directory; other relative paths are relative to the config file's directory.
+ */
+export function parseRunPolicy(section: Record<string, unknown> | undefined, file: string): RunRule[] {
+  if (section === undefined) return [];
+  const fail = (what: string, got: unknown): never => {
+    throw new RunPolicyError(`${file}: run_policy.${what}, got ${JSON.stringify(got) ?? String(got)}`);
+  };
+  for (const key of Object.keys(section)) if (key !== 'allow') fail(`has no key "${key}" (expected allow)`, section[key]);
+  const allow = section.allow ?? [];
+  if (!Array.isArray(allow)) return fail('allow must be a list of {command, args, more_args, dirs}', allow);
+  const base = path.dirname(file);
+  return allow.map((entry: unknown, i): RunRule => {
+    const where = `allow[${i}]`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return fail(`${where} must be a mapping`, entry);
+    const e = entry as Record<string, unknown>;
+    for (const key of Object.keys(e)) {
+      if (!['command', 'args', 'more_args', 'dirs'].includes(key))
+        fail(`${where} has no key "${key}" (expected command, args, more_args, dirs)`, e[key]);
+    }
+    if (typeof e.command !== 'string' || e.command.trim() === '')
+      fail(`${where}.command must be a program (a name, a path or "*")`, e.command);
+    const strings = (value: unknown, key: string): string[] | undefined => {
+      if (value === undefined) return undefined;
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+        return fail(`${where}.${key} must be a list of strings`, value);
+      return value as string[];
+    };
+    const args = strings(e.args, 'args');
+    const dirs = strings(e.dirs, 'dirs');
+    if (e.more_args !== undefined && typeof e.more_args !== 'boolean') fail(`${where}.more_args must be true or false`, e.more_args);
+    const command = e.command as string;
+    const rule: RunRule = { name: `run_policy.${where}`, command: command.includes('/') ? expandPath(command, base) : command, base };
+    if (args) rule.args = args.map((arg, n) => (n === 0 && isNode(command) && !arg.startsWith('-') ? expandPath(arg, base) : arg));
+    if (e.more_args === true || command === '*') rule.moreArgs = true;
+    if (dirs) rule.dirs = dirs.map((dir) => expandPath(dir, base));
+    return rule;
+  });
+}
+
+/** `~/x` → the home directory's x; a relative path → against `base`. */
+export function expandPath(value: string, base: string): string {
+  if (value === '~' || value.startsWith('~/')) return path.join(homedir(), value.slice(1));
+  return path.resolve(base, value);
+}
