@@ -23,11 +23,15 @@ main(async ({ quick }) => {
   const latencyRuns = quick ? 15 : 60;
   const wholeRuns = quick ? 6 : 20;
   const dir = scratchDir();
-  const config = path.join(dir, 'gateway.yaml');
+  // The one config file, read by the hub and the gateway alike: the hub runs the gateway's models
+  // because that file configures them (docs/run-policy.md).
+  const config = path.join(dir, 'config.yaml');
   const model = (mode) => ({ command: process.execPath, args: [AGENT], env: { BENCH_GATEWAY_MODE: mode } });
-  writeFileSync(config, `default_model: quick\nmodels: ${JSON.stringify({ latency: model('latency'), quick: model('quick') })}\n`);
+  const models = JSON.stringify({ latency: model('latency'), quick: model('quick') });
+  writeFileSync(config, `gateway:\n  default_model: quick\n  models: ${models}\n`, { mode: 0o600 });
   const env = {
     ...process.env,
+    BACKCHANNEL_CONFIG: config,
     HOME: dir,
     XDG_CONFIG_HOME: path.join(dir, 'config'),
     XDG_STATE_HOME: path.join(dir, 'state'),
@@ -39,7 +43,7 @@ main(async ({ quick }) => {
     for (const where of ['local', 'hub']) {
       const local = where === 'local';
       const gwEnv = { ...env, CURSOR_IPC_DIR: path.join(dir, `ipc-gw-${where}`) };
-      const gateway = await startGateway(['--port', '0', '--config', config, ...(local ? ['--local'] : [])], gwEnv);
+      const gateway = await startGateway(['--port', '0', ...(local ? ['--local'] : [])], gwEnv);
       try {
         // Warm-up: the gateway's and the hub's first task, page cache.
         await gateway.chat('quick', false);

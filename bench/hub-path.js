@@ -9,6 +9,7 @@
  *       on that hub, against `backchannel run --json` of the same agent on the same hub (a whole CLI
  *       process, spawn → exit), interleaved.
  */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -26,7 +27,21 @@ main(async ({ quick }) => {
   const count = quick ? 200 : 1000;
   const mcpRuns = quick ? 6 : 20;
   const dir = scratchDir();
-  const env = { ...process.env, XDG_STATE_HOME: path.join(dir, 'state'), BACKCHANNEL_CONTROL: path.join(dir, 'control.sock') };
+  // The run policy lets MCP run this one agent (docs/run-policy.md); the seam's tasks say they are `run`'s.
+  const config = path.join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `run_policy:\n  allow:\n    - { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(AGENT)}] }\n`,
+    {
+      mode: 0o600,
+    },
+  );
+  const env = {
+    ...process.env,
+    BACKCHANNEL_CONFIG: config,
+    XDG_STATE_HOME: path.join(dir, 'state'),
+    BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
+  };
 
   // (a) in process first: the same seam over a broker of this process.
   log(`hub path: ${count} tasks @ ${CONCURRENCY} in process, then through the hub`);
@@ -139,7 +154,7 @@ async function measurePool(tasks, count, rss, cpuMs) {
         while (submitted < size) {
           submitted += 1;
           const s0 = performance.now();
-          const task = await tasks.submit({ command: AGENT });
+          const task = await tasks.submit({ command: AGENT, origin: 'cli' });
           try {
             await task.result;
             latencies.push(performance.now() - s0);
@@ -153,7 +168,7 @@ async function measurePool(tasks, count, rss, cpuMs) {
   };
   const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
   await (
-    await tasks.submit({ command: AGENT })
+    await tasks.submit({ command: AGENT, origin: 'cli' })
   ).result;
   await settle();
   const rssStart = rss();
