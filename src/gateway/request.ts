@@ -37,6 +37,8 @@ export interface Turn {
   tools: string[];
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
+  /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
+  echo?: Record<string, unknown>;
 }
 
 export interface ChatRequest extends Turn {
