@@ -18,6 +18,7 @@ import { SseResponder } from './request-task/index.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
+import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
@@ -75,6 +76,7 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     json: false,
     tools,
     sessionIds: [...headerSessionIds(headers), ...stringsOf([userId])],
+    identity: turnIdentity('messages', body, headers),
   };
 }
 

@@ -18,6 +18,7 @@ import { sendJson, type HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
+import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 const ROLES = ['user', 'assistant', 'system', 'developer'];
@@ -47,6 +48,7 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     tools,
     sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key, b.user])],
     echo: echoOf(b),
+    identity: turnIdentity('responses', body, headers),
   };
 }
 
