@@ -73,3 +73,31 @@ export function clientFor(pin: readonly [string, string]): { bin: string; dir: s
   const found = 'skip' in client ? { bin: '', dir: '' } : { bin: client.bin ?? '', dir: client.dir };
   return { ...found, skip, title: `${pin[0]}@${pin[1]}${skip ? ` (skipped: ${skip})` : ''}` };
 }
+
+/**
+ * A venv under `.cache/clients/` with pinned Python packages (`pip install name==version`, from the
+ * package index pip is set up with), for `test.skipIf`; like `ensureClient`, an install that fails is
+ * an error under `BACKCHANNEL_REQUIRE_CLIENTS=1`.
+ */
+export function ensurePythonClients(pins: ReadonlyArray<readonly [string, string]>): { python: string } | { skip: string } {
+  const specs = pins.map(([name, version]) => `${name}==${version}`);
+  const venv = path.join(CLIENTS_DIR, `python-${specs.join('-')}`);
+  const python = path.join(venv, 'bin', 'python');
+  const check = `import importlib.metadata as m; assert all(m.version(n) == v for n, v in ${JSON.stringify(pins)})`;
+  if (spawnSync(python, ['-c', check], { stdio: 'ignore' }).status === 0) return { python };
+  fs.rmSync(venv, { recursive: true, force: true });
+  const steps: Array<[string, string[]]> = [
+    ['python3', ['-m', 'venv', venv]],
+    [python, ['-m', 'pip', 'install', '--quiet', '--retries', '0', '--timeout', '10', ...specs]],
+  ];
+  for (const [command, args] of steps) {
+    const run = spawnSync(command, args, { encoding: 'utf8', timeout: 600_000 });
+    if (run.status !== 0) {
+      const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
+      const reason = `${specs.join(' ')} cannot be installed here: ${why}`;
+      if (process.env.BACKCHANNEL_REQUIRE_CLIENTS === '1') throw new Error(reason);
+      return { skip: reason };
+    }
+  }
+  return { python };
+}

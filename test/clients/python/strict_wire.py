@@ -1,14 +1,15 @@
 """The gateway's wire values against the official Python SDKs' pydantic models, in strict mode.
 
-Usage: python strict_wire.py SAMPLES.json BASE_URL KEY
+Usage: python strict_wire.py SAMPLES.json BASE_URL KEY FAILING_MODEL
 
 1. Every sample (`{"kind", "label", "value"}`, written by test/gateway/wire.ts) is validated with
    `model_validate(value, strict=True)` (an event against the member of the SDK's event union that
    its `type` names): a missing required field or a wrong type fails. The models allow extra fields; the TypeScript check
    (test/helpers/sdk-types.ts) is the one that refuses those.
 2. The SDK clients themselves, with their defaults, call each API streamed and not.
+3. Each SDK, with its default retries, calls FAILING_MODEL (the caller counts the agent's runs).
 
-Prints one JSON object: {"errors": [...], "texts": {...}}.
+Prints one JSON object: {"errors": [...], "texts": {...}, "failures": {...}}.
 """
 
 import json
@@ -86,11 +87,35 @@ def sdk_texts(base_url, key):
     return texts
 
 
+def sdk_failures(base_url, key, model):
+    """A failing model through each SDK with its default retries: the status, and the x-should-retry it was told."""
+    user = [{"role": "user", "content": "fail"}]
+    calls = {
+        "openai": lambda: openai.OpenAI(base_url=base_url, api_key=key).chat.completions.create(model=model, messages=user),
+        "anthropic": lambda: anthropic.Anthropic(base_url=base_url[: -len("/v1")], api_key=key).messages.create(
+            model=model, max_tokens=8, messages=user
+        ),
+    }
+    failures = {}
+    for name, call in calls.items():
+        try:
+            call()
+            failures[name] = {"status": 200}
+        except (openai.APIStatusError, anthropic.APIStatusError) as error:
+            failures[name] = {"status": error.status_code, "should_retry": error.response.headers.get("x-should-retry")}
+    return failures
+
+
 def main():
-    samples_file, base_url, key = sys.argv[1:4]
+    samples_file, base_url, key, failing_model = sys.argv[1:5]
     with open(samples_file, encoding="utf-8") as f:
         samples = json.load(f)
-    print(json.dumps({"errors": strict_errors(samples), "texts": sdk_texts(base_url, key)}))
+    report = {
+        "errors": strict_errors(samples),
+        "texts": sdk_texts(base_url, key),
+        "failures": sdk_failures(base_url, key, failing_model),
+    }
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":
