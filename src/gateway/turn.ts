@@ -35,8 +35,8 @@ import type { Usage } from './openai-shapes.js';
 import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { sessionKey, SessionRegistry } from './sessions.js';
-import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 import type { Workspaces } from './workspaces.js';
+import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 
 export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
 
