@@ -10,7 +10,8 @@
  * headers and the body byte for byte — or, when the client sends an `Idempotency-Key`, that key.
  * The SDKs' own `x-stainless-retry-count` header says which attempt a request is: `0` is a new
  * logical request (two separate calls with the same body both run), above 0 is a retry (it joins).
- * A client that sends neither is joined on the body alone.
+ * A copy from a client that sends neither joins a run still going or one that failed, not a
+ * finished answer: the same question asked again later is a new question.
  *
  * What is remembered: runs that reached an answer or a failure of the agent. A request refused before
  * any agent ran (unknown model, a full queue) is forgotten at once, and so is a run every client left
@@ -116,7 +117,7 @@ export function createTurnDedupe(options: TurnDedupeOptions = {}): TurnDedupe {
     run(identity, abort, writer, produce) {
       if (identity === undefined) return produce(abort, writer);
       const joined = identity.attempt === 'first' ? undefined : runs.get(identity.key);
-      if (joined?.joinable) return joined.join(writer, abort, identity.attempt);
+      if (joined?.joinableBy(identity.attempt)) return joined.join(writer, abort, identity.attempt);
       const run = new SharedTurn(graceMs);
       runs.set(identity.key, run);
       const done = run.join(writer, abort, identity.attempt);
@@ -155,12 +156,21 @@ class SharedTurn {
   private readonly members = new Set<Member>();
   private outcome: { error: unknown } | undefined;
   private grace: NodeJS.Timeout | undefined;
+  private failed = false;
 
   constructor(private readonly graceMs: number) {}
 
   /** False once every client left and the run is being cancelled: it will answer nobody. */
   get joinable(): boolean {
     return this.abort.signal.reason !== ('disconnect' satisfies CancelWhy);
+  }
+
+  /**
+   * Whether a copy joins: a retry joins any joinable run; a copy that does not say it is one joins a
+   * running run or a failed one, never a finished answer (asking the same again is a new question).
+   */
+  joinableBy(attempt: Attempt): boolean {
+    return this.joinable && (attempt === 'retry' || !this.settled || this.failed);
   }
 
   /** Runs `produce`; resolves with whether copies may still join (an answer or a failure was written). */
@@ -218,7 +228,10 @@ class SharedTurn {
     return {
       delta: (text, task) => send((w) => w.delta(text, task)),
       finish: (answer, task) => send((w) => w.finish(answer, task)),
-      fail: (error, task) => send((w) => w.fail(error, task)),
+      fail: (error, task) => {
+        this.failed = true;
+        send((w) => w.fail(error, task));
+      },
       close: () => send((w) => w.close()),
     };
   }

@@ -47,6 +47,11 @@ describe('one logical turn runs once', () => {
     // Another body is another request.
     await raw(`${gateway.baseURL}/chat/completions`, { ...body, messages: userMessage('another') });
     expect(count()).toBe(2);
+    // A finished answer is not replayed to a copy that does not say it is a retry: it asks again.
+    const question = { model: 'echo', messages: userMessage('again') };
+    await raw(`${gateway.baseURL}/chat/completions`, question);
+    await raw(`${gateway.baseURL}/chat/completions`, question);
+    expect(count()).toBe(4);
   });
 
   test("an SDK's first attempts are separate requests; its retry joins the last one", async () => {
