@@ -37,7 +37,7 @@ const TYPES: Record<ErrorKind, string> = {
 };
 
 export function anthropicError(error: HttpError) {
-  return { type: 'error', error: { type: TYPES[error.kind], message: error.message } };
+  return { type: 'error', error: { type: TYPES[error.kind], message: error.message }, request_id: null };
 }
 
 export function sendAnthropicError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {

@@ -73,11 +73,15 @@ describe.skipIf(sdk.skip !== undefined)(sdk.title, () => {
   test("every Anthropic object and stream event fits the SDK's TypeScript types", async () => {
     const gw = await gateway();
     const samples = (await wireSamples(gw.baseURL, 'k-sdk')).filter((s) => NODE_SDK_TYPES[s.kind].sdk === 'anthropic');
-    expect(new Set(samples.map((s) => s.kind))).toEqual(new Set(['message', 'message.event', 'count_tokens']));
-    const values = samples.map((s) => ({ type: `Messages.${NODE_SDK_TYPES[s.kind].type}`, value: s.value, label: s.label }));
+    expect(new Set(samples.map((s) => s.kind))).toEqual(new Set(['message', 'message.event', 'message.error', 'count_tokens']));
+    const values = samples.map((s) => {
+      const { namespace, type } = NODE_SDK_TYPES[s.kind];
+      return { type: `${namespace}.${type}`, value: s.value, label: s.label };
+    });
     const { usage: _usage, ...usageless } = values.find((v) => v.type === 'Messages.Message')!.value as Record<string, unknown>;
     values.push({ type: 'Messages.Message', value: usageless, label: 'control: no usage' });
-    const errors = typeErrors({ Messages: path.join(sdk.dir, NODE_SDK_FILES.Messages!) }, values);
+    const imports = Object.fromEntries(['Messages', 'Shared'].map((ns) => [ns, path.join(sdk.dir, NODE_SDK_FILES[ns]!)]));
+    const errors = typeErrors(imports, values);
     expect(errors).toEqual([expect.stringMatching(/^control: no usage: .*'usage'/)]);
   });
 });

@@ -64,7 +64,11 @@ describe('Anthropic Messages API', () => {
     expect(viaBearer.status).toBe(200);
     const wrong = await raw(`${gw.url}/v1/messages`, body, { headers: { 'x-api-key': 'nope' } });
     expect(wrong.status).toBe(401);
-    expect(wrong.json).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } });
+    expect(wrong.json).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') },
+      request_id: null,
+    });
   });
 
   test("errors are in Anthropic's shape; a claude-* model Claude Code picks by itself runs the default model", async () => {

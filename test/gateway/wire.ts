@@ -7,7 +7,15 @@ import { raw, type RawResponse } from './helpers.js';
 
 /** What the value is, in the SDKs' terms (each check maps these to its own type names). */
 export type WireKind =
-  'chat.completion' | 'chat.completion.chunk' | 'response' | 'response.event' | 'message' | 'message.event' | 'model' | 'count_tokens';
+  | 'chat.completion'
+  | 'chat.completion.chunk'
+  | 'response'
+  | 'response.event'
+  | 'message'
+  | 'message.event'
+  | 'message.error'
+  | 'model'
+  | 'count_tokens';
 
 export interface WireSample {
   kind: WireKind;
@@ -48,6 +56,10 @@ export async function wireSamples(url: string, key: string): Promise<WireSample[
   events('response.event', 'responses failing stream', await post('/responses', { model: 'fail-streaming', input: 'x', stream: true }));
 
   whole('message', 'messages', await post('/messages', { model: 'echo', max_tokens: 64, messages: user }));
+  for (const model of ['fail', 'no-such-model']) {
+    const failed = await post('/messages', { model, max_tokens: 64, messages: user });
+    samples.push({ kind: 'message.error', label: `messages ${model} (${failed.status})`, value: failed.json });
+  }
   events('message.event', 'messages stream', await post('/messages', { model: 'echo', max_tokens: 64, messages: user, stream: true }));
 
   const models = await raw(`${url}/models`, undefined, { headers });
@@ -65,6 +77,7 @@ export const NODE_SDK_TYPES: Record<WireKind, { sdk: 'openai' | 'anthropic'; nam
   model: { sdk: 'openai', namespace: 'Models', type: 'Model' },
   message: { sdk: 'anthropic', namespace: 'Messages', type: 'Message' },
   'message.event': { sdk: 'anthropic', namespace: 'Messages', type: 'RawMessageStreamEvent' },
+  'message.error': { sdk: 'anthropic', namespace: 'Shared', type: 'ErrorResponse' },
   count_tokens: { sdk: 'anthropic', namespace: 'Messages', type: 'MessageTokensCount' },
 };
 
@@ -74,4 +87,5 @@ export const NODE_SDK_FILES: Record<string, string> = {
   Responses: 'resources/responses/responses.d.ts',
   Models: 'resources/models.d.ts',
   Messages: 'resources/messages/messages.d.ts',
+  Shared: 'resources/shared.d.ts',
 };

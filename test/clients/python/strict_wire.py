@@ -18,7 +18,7 @@ import typing
 
 import anthropic
 import openai
-from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
+from anthropic.types import ErrorResponse, Message, MessageTokensCount, RawMessageStreamEvent
 from openai.types import Model
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
@@ -41,6 +41,7 @@ MODELS = {
     "response": Response,
     "model": Model,
     "message": Message,
+    "message.error": ErrorResponse,
     "count_tokens": MessageTokensCount,
 }
 
