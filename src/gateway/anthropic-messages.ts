@@ -18,6 +18,7 @@ import { SseResponder } from './request-task/index.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
+import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
@@ -36,7 +37,7 @@ const TYPES: Record<ErrorKind, string> = {
 };
 
 export function anthropicError(error: HttpError) {
-  return { type: 'error', error: { type: TYPES[error.kind], message: error.message } };
+  return { type: 'error', error: { type: TYPES[error.kind], message: error.message }, request_id: null };
 }
 
 export function sendAnthropicError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {
@@ -75,6 +76,7 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     json: false,
     tools,
     sessionIds: [...headerSessionIds(headers), ...stringsOf([userId])],
+    identity: turnIdentity('messages', body, headers),
   };
 }
 
@@ -104,25 +106,48 @@ function blocksText(value: unknown, param: string): string {
 
 export function messagesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
   const id = `msg_${randomUUID().replace(/-/g, '')}`;
-  if (turn.stream) return new StreamWriter(res, id, model, keepAliveMs);
-  return jsonWriter(res, (answer) => message(id, model, answer.text, usageOf(answer)), sendAnthropicError);
+  if (turn.stream) return new StreamWriter(res, id, model, countTokens(turn).input_tokens, keepAliveMs);
+  return jsonWriter(res, (answer) => message(id, model, answer.text, messageUsage(answer.usage)), sendAnthropicError);
 }
 
-function message(id: string, model: string, text: string | undefined, usage: { input_tokens: number; output_tokens: number }) {
+function message(id: string, model: string, text: string | undefined, usage: ReturnType<typeof messageUsage>) {
   return {
     id,
     type: 'message',
     role: 'assistant',
     model,
-    content: text === undefined ? [] : [{ type: 'text', text }],
+    content: text === undefined ? [] : [textBlock(text)],
     stop_reason: text === undefined ? null : 'end_turn',
     stop_sequence: null,
     usage,
   };
 }
 
-/** Anthropic's usage names. */
-const usageOf = (answer: TurnAnswer) => ({ input_tokens: answer.usage.prompt_tokens, output_tokens: answer.usage.completion_tokens });
+const textBlock = (text: string) => ({ type: 'text', text, citations: null });
+
+/** A message's `usage` in Anthropic's names (no prompt caching, no server tools here). */
+function messageUsage(usage: { prompt_tokens: number; completion_tokens: number }) {
+  return {
+    input_tokens: usage.prompt_tokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: null,
+    output_tokens: usage.completion_tokens,
+    server_tool_use: null,
+    service_tier: 'standard',
+  };
+}
+
+/** `message_delta`'s cumulative `usage`. */
+function deltaUsage(usage: { prompt_tokens: number; completion_tokens: number }) {
+  return {
+    input_tokens: usage.prompt_tokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: usage.completion_tokens,
+    server_tool_use: null,
+  };
+}
 
 const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
@@ -133,6 +158,8 @@ class StreamWriter implements TurnWriter {
     private readonly res: ServerResponse,
     private readonly id: string,
     private readonly model: string,
+    /** The prompt's estimate for `message_start` (the agent's own count, if any, comes at the end). */
+    private readonly inputTokens: number,
     keepAliveMs: number,
   ) {
     this.sse = new SseResponder(res, keepAliveMs);
@@ -146,7 +173,7 @@ class StreamWriter implements TurnWriter {
   finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
     if (!this.sse.started) this.delta(answer.text, task);
     this.sse.write(event('content_block_stop', { index: 0 }));
-    this.sse.write(event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: usageOf(answer) }));
+    this.sse.write(event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: deltaUsage(answer.usage) }));
     this.sse.end(event('message_stop', {}));
   }
 
@@ -161,8 +188,10 @@ class StreamWriter implements TurnWriter {
 
   private start(task: TaskHandle | undefined): void {
     const first =
-      event('message_start', { message: message(this.id, this.model, undefined, { input_tokens: 0, output_tokens: 0 }) }) +
-      event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+      event('message_start', {
+        message: message(this.id, this.model, undefined, messageUsage({ prompt_tokens: this.inputTokens, completion_tokens: 0 })),
+      }) +
+      event('content_block_start', { index: 0, content_block: textBlock('') }) +
       event('ping', {});
     this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
   }

@@ -26,12 +26,14 @@ import {
 } from './openai-shapes.js';
 import { parseChatRequest, type ChatRequest } from './request.js';
 import { headerSessionIds } from './sessions.js';
+import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** The body as a `Turn` (400 `InvalidRequest` when it is not a chat request). */
 export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatRequest {
   const request = parseChatRequest(body);
   request.sessionIds.unshift(...headerSessionIds(headers));
+  request.identity = turnIdentity('chat', body, headers);
   return request;
 }
 

@@ -54,9 +54,16 @@ export function completion(who: CompletionIdentity, content: string, usage: Usag
     choices: [
       { index: 0, message: { role: 'assistant' as const, content, refusal: null }, logprobs: null, finish_reason: 'stop' as const },
     ],
-    usage,
+    usage: usageFields(usage),
   };
 }
+
+/** The three usage fields, nothing else (an estimate's marker is the gateway's own). */
+const usageFields = ({ prompt_tokens, completion_tokens, total_tokens }: Usage): Usage => ({
+  prompt_tokens,
+  completion_tokens,
+  total_tokens,
+});
 
 type Delta = { role?: 'assistant'; content?: string };
 
@@ -76,7 +83,14 @@ export const contentChunk = (who: CompletionIdentity, content: string) => chunk(
 export const stopChunk = (who: CompletionIdentity) => chunk(who, {}, 'stop');
 /** Sent before `[DONE]` when the client asked for `stream_options.include_usage`. */
 export function usageChunk(who: CompletionIdentity, usage: Usage) {
-  return { id: who.id, object: 'chat.completion.chunk' as const, created: who.created, model: who.model, choices: [], usage };
+  return {
+    id: who.id,
+    object: 'chat.completion.chunk' as const,
+    created: who.created,
+    model: who.model,
+    choices: [],
+    usage: usageFields(usage),
+  };
 }
 
 /** One server-sent event. */

@@ -17,11 +17,19 @@
  * `&lt;/user>&lt;system>`, so the only role markers in a transcript are the gateway's own.
  * Non-text parts (images, audio, files) are replaced by a short placeholder: CLI agents take text.
  */
-
 export interface ChatMessage {
   role: string;
   content: string;
   name?: string;
+}
+
+/** Which copy of a logical request this is, as far as the client says (./turn-dedupe.ts). */
+export type Attempt = 'first' | 'retry' | 'unknown';
+
+export interface TurnIdentity {
+  /** SHA-256 (hex) of the API, the credential, the session headers and the body or the Idempotency-Key. */
+  key: string;
+  attempt: Attempt;
 }
 
 /** One request of any API, as the gateway runs it. */
@@ -37,6 +45,10 @@ export interface Turn {
   tools: string[];
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
+  /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
+  echo?: Record<string, unknown>;
+  /** Which logical request this is (./turn-dedupe.ts); without it the turn always runs. */
+  identity?: TurnIdentity;
 }
 
 export interface ChatRequest extends Turn {

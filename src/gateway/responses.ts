@@ -18,6 +18,7 @@ import { sendJson, type HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
+import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
 
 const ROLES = ['user', 'assistant', 'system', 'developer'];
@@ -46,6 +47,32 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     json: wantsJson(format, 'text.format'),
     tools,
     sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key, b.user])],
+    echo: echoOf(b),
+    identity: turnIdentity('responses', body, headers),
+  };
+}
+
+/**
+ * The request's parameters as a `response` object repeats them (the SDKs' `Response` requires
+ * `tools`, `tool_choice`, `parallel_tool_calls`, `instructions`, `temperature`, `top_p`, `metadata`):
+ * what the client sent, else the API's defaults.
+ */
+function echoOf(b: Record<string, unknown>): Record<string, unknown> {
+  const given = <T>(value: unknown, is: (v: unknown) => boolean, fallback: T) => (is(value) ? value : fallback);
+  const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+  const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  return {
+    instructions: given(b.instructions, (v) => typeof v === 'string', null),
+    max_output_tokens: given(b.max_output_tokens, isNumber, null),
+    metadata: given(b.metadata, isObject, {}),
+    parallel_tool_calls: given(b.parallel_tool_calls, (v) => typeof v === 'boolean', true),
+    previous_response_id: null,
+    temperature: given(b.temperature, isNumber, null),
+    text: given(b.text, (v) => isObject(v) && isObject((v as { format?: unknown }).format), { format: { type: 'text' } }),
+    tool_choice: given(b.tool_choice, (v) => typeof v === 'string' || isObject(v), 'auto'),
+    tools: given(b.tools, Array.isArray, []),
+    top_p: given(b.top_p, isNumber, null),
+    truncation: given(b.truncation, (v) => v === 'auto' || v === 'disabled', 'disabled'),
   };
 }
 
@@ -78,14 +105,21 @@ function partsText(content: unknown, param: string): string {
 }
 
 export function responsesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
-  const ids = { response: `resp_${randomUUID().replace(/-/g, '')}`, item: `msg_${randomUUID().replace(/-/g, '')}` };
-  if (turn.stream) return new StreamWriter(res, ids, model, keepAliveMs);
-  return jsonWriter(res, (answer) => response(ids, model, 'completed', answer), sendResponsesError);
+  const ids = {
+    response: `resp_${randomUUID().replace(/-/g, '')}`,
+    item: `msg_${randomUUID().replace(/-/g, '')}`,
+    created: Math.floor(Date.now() / 1000),
+  };
+  const echo = turn.echo ?? {};
+  if (turn.stream) return new StreamWriter(res, ids, model, echo, keepAliveMs);
+  return jsonWriter(res, (answer) => response(ids, model, echo, 'completed', answer), sendResponsesError);
 }
 
 interface Ids {
   response: string;
   item: string;
+  /** Unix seconds. */
+  created: number;
 }
 
 function outputItem(ids: Ids, text: string | undefined) {
@@ -98,10 +132,11 @@ function outputItem(ids: Ids, text: string | undefined) {
   };
 }
 
-function response(ids: Ids, model: string, status: string, answer?: TurnAnswer, error?: HttpError) {
+/** A `response` object; `usage` only once known (the SDKs' type has no `null` for it). */
+function response(ids: Ids, model: string, echo: Record<string, unknown>, status: string, answer?: TurnAnswer, error?: HttpError) {
   const usage = answer && {
     input_tokens: answer.usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
     output_tokens: answer.usage.completion_tokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: answer.usage.total_tokens,
@@ -109,14 +144,17 @@ function response(ids: Ids, model: string, status: string, answer?: TurnAnswer, 
   return {
     id: ids.response,
     object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
+    created_at: ids.created,
     status,
+    background: false,
+    completed_at: status === 'completed' ? Math.floor(Date.now() / 1000) : null,
+    error: error ? { code: error.kind === 'rate_limit' ? 'rate_limit_exceeded' : 'server_error', message: error.message } : null,
+    incomplete_details: null,
     model,
     output: answer ? [outputItem(ids, answer.text)] : [],
     output_text: answer?.text ?? '',
-    error: error ? { code: error.code ?? 'server_error', message: error.message } : null,
-    incomplete_details: null,
-    usage: usage ?? null,
+    ...echo,
+    ...(usage ? { usage } : {}),
   };
 }
 
@@ -128,6 +166,7 @@ class StreamWriter implements TurnWriter {
     private readonly res: ServerResponse,
     private readonly ids: Ids,
     private readonly model: string,
+    private readonly echo: Record<string, unknown>,
     keepAliveMs: number,
   ) {
     this.sse = new SseResponder(res, keepAliveMs);
@@ -144,12 +183,12 @@ class StreamWriter implements TurnWriter {
     this.sse.write(this.event('response.output_text.done', { ...this.where(), text: answer.text, logprobs: [] }));
     this.sse.write(this.event('response.content_part.done', { ...this.where(), part }));
     this.sse.write(this.event('response.output_item.done', { output_index: 0, item: outputItem(this.ids, answer.text) }));
-    this.sse.end(this.event('response.completed', { response: response(this.ids, this.model, 'completed', answer) }));
+    this.sse.end(this.event('response.completed', { response: response(this.ids, this.model, this.echo, 'completed', answer) }));
   }
 
   fail(error: HttpError, task: TaskHandle | undefined): void {
     if (this.sse.started)
-      this.sse.end(this.event('response.failed', { response: response(this.ids, this.model, 'failed', undefined, error) }));
+      this.sse.end(this.event('response.failed', { response: response(this.ids, this.model, this.echo, 'failed', undefined, error) }));
     else sendResponsesError(this.res, error, task);
   }
 
@@ -167,7 +206,7 @@ class StreamWriter implements TurnWriter {
 
   private start(task: TaskHandle | undefined): void {
     if (this.sse.started) return;
-    const created = response(this.ids, this.model, 'in_progress');
+    const created = response(this.ids, this.model, this.echo, 'in_progress');
     const first =
       this.event('response.created', { response: created }) +
       this.event('response.in_progress', { response: created }) +

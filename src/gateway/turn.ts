@@ -13,7 +13,9 @@
  * - client system prompts and tools are handled by the documented policy (docs/gateway.md, "Tools
  *   and system prompts");
  * - a follow-up turn of a known session resumes the agent's session and sends only the new turn;
- * - a full queue is a 429 with `Retry-After`.
+ * - a full queue is a 429 with `Retry-After`;
+ * - one logical turn runs once: identical copies of a request (SDK retries) join its run
+ *   (./turn-dedupe.ts), and failures a retry cannot fix say `x-should-retry: false`.
  */
 import type { TaskHandle } from '../broker/broker.js';
 import {
@@ -34,6 +36,7 @@ import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { sessionClaim, SessionRegistry, transcriptHash } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
+import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 
 export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
 
@@ -93,6 +96,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     slots: config.maxConcurrent,
     ...(options.limitConcurrency ? { maxConcurrent: config.maxConcurrent } : {}),
   });
+  const dedupe = createTurnDedupe();
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
 
   const unavailable = (route: ModelRoute) => unavailableRoute(config, route);
@@ -124,7 +128,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     const wanted = side && typeof config.sideRequests === 'object' ? config.sideRequests.model : (turn.model ?? config.defaultModel);
     const [model, route] = await findRoute(wanted);
     const missing = unavailable(route);
-    if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable');
+    if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable', null, NO_RETRY);
     if (abort.signal.aborted) return; // the client left while the body or the model list was read
 
     const purpose = side ? 'side' : 'main';
@@ -187,11 +191,13 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       const task = run.task!;
       const rest = answer.complete(final.data);
       if (rest === undefined) {
-        writer.fail(new HttpError(502, 'The sub-agent finished without an answer (no text, no data).', 'api', 'empty_answer'), task);
+        const error = 'The sub-agent finished without an answer (no text, no data).';
+        writer.fail(new HttpError(502, error, 'api', 'empty_answer', null, NO_RETRY), task);
         return undefined;
       }
       if (json && !isJson(answer.text)) {
-        writer.fail(new HttpError(502, 'The sub-agent was asked for JSON but its answer is not valid JSON.', 'api', 'invalid_json'), task);
+        const error = 'The sub-agent was asked for JSON but its answer is not valid JSON.';
+        writer.fail(new HttpError(502, error, 'api', 'invalid_json', null, NO_RETRY), task);
         return undefined;
       }
       if (rest !== '') writer.delta(rest, task);
@@ -211,7 +217,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
   }
 
   return {
-    run,
+    run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => run(turn, own, shared, api)),
     unavailable,
     get inFlight() {
       return runner.inFlight;
@@ -221,6 +227,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     },
     async shutdown() {
       await runner.shutdown();
+      dedupe.clear();
       registry.clear();
     },
   };
@@ -238,17 +245,21 @@ export function unavailableRoute(config: GatewayConfig, route: ModelRoute): stri
   return undefined;
 }
 
-/** A task failure as a status the clients of every API understand. */
+/**
+ * A task failure as a status the clients of every API understand. Only `unavailable` (the gateway
+ * is shutting down, the hub went away) may go better on a retry; the agent's own failure or
+ * deadline would only repeat, spending again.
+ */
 function httpErrorFor(failure: TaskFailure): HttpError {
   switch (failure.kind) {
     case 'timeout':
-      return new HttpError(504, failure.message, 'timeout', 'timeout');
+      return new HttpError(504, failure.message, 'timeout', 'timeout', null, NO_RETRY);
     case 'unavailable':
       return new HttpError(503, failure.message, 'unavailable', 'unavailable');
     case 'internal':
-      return new HttpError(500, failure.message, 'api', 'internal_error');
+      return new HttpError(500, failure.message, 'api', 'internal_error', null, NO_RETRY);
     case 'agent':
-      return new HttpError(500, failure.message, 'api', `agent_${failure.reason}`);
+      return new HttpError(500, failure.message, 'api', `agent_${failure.reason}`, null, NO_RETRY);
   }
 }
 

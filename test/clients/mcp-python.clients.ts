@@ -7,13 +7,13 @@
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { fixture, ROOT } from '../helpers/core.js';
-import { ensurePythonClient, runCli } from '../helpers/real-clients.js';
+import { ensurePythonClients, runCli } from '../helpers/real-clients.js';
 import { BIN, cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
 import { TASKS_PAGE_SIZE } from '../../src/mcp/task-store.js';
-import { PYTHON_PINS } from './pins.js';
+import { PINS } from './pins.js';
 
-const [pkg, version] = PYTHON_PINS.mcp;
-const client = ensurePythonClient(pkg, version);
+const version = PINS.pythonMcp[1];
+const client = ensurePythonClients([PINS.pythonMcp]);
 const skip = 'skip' in client ? client.skip : undefined;
 const SCRIPT = path.join(ROOT, 'test', 'clients', 'python', 'mcp_tasks_client.py');
 

@@ -5,9 +5,9 @@ export const PINS = {
   opencode: ['opencode-ai', '1.18.33'],
   anthropicSdk: ['@anthropic-ai/sdk', '0.71.0'],
   mcpInspector: ['@modelcontextprotocol/inspector', '2.12.0'], // its CLI mode runs on Node 20 (npm warns: engines asks for 22)
-} as const;
-
-/** Python packages the suite pins (pip, from the configured index, each in a venv of its own). */
-export const PYTHON_PINS = {
-  mcp: ['mcp', '2.3.0'], // the official Python MCP SDK; it has the 2025-11-25 Tasks types
+  // Python packages (pip, from the configured index, into a venv): the official MCP SDK (it has the
+  // 2025-11-25 Tasks types) and the SDKs whose pydantic models check the gateway's wire values in strict mode.
+  pythonMcp: ['mcp', '2.3.0'],
+  pythonOpenai: ['openai', '3.22.1'],
+  pythonAnthropic: ['anthropic', '1.13.0'],
 } as const;

@@ -343,8 +343,9 @@ describe('concurrency and visibility', () => {
     const dir = tempDir('bc-gw-');
     const { broker } = makeBroker({ concurrency: 10 });
     const gateway = await startTestGateway({ models: standinModels(dir), max_concurrent: 2 }, { dir, broker });
-    const requests = Array.from({ length: 3 }, () =>
-      raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage('x') }),
+    // Three different requests: identical copies would join one run (test/gateway/turn-dedupe.test.ts).
+    const requests = Array.from({ length: 3 }, (_, i) =>
+      raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`x${i}`) }),
     );
     await waitFor(() => slowPids(dir).length === 2, 'two agents to start');
     await waitFor(() => gateway.broker!.stats().running === 2, 'two running tasks');

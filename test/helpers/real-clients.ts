@@ -75,34 +75,29 @@ export function clientFor(pin: readonly [string, string]): { bin: string; dir: s
   return { ...found, skip, title: `${pin[0]}@${pin[1]}${skip ? ` (skipped: ${skip})` : ''}` };
 }
 
-/** An installed Python client: the venv's `python`. */
-export interface PythonClient {
-  python: string;
-}
-
 /**
- * Installs one pinned Python package into its own venv at `.cache/clients/py-<pkg>@<version>/` (`python3 -m venv`,
- * then `pip install <pkg>==<version>` from the package index pip is configured with), once; later calls reuse it.
- * Like `ensureClient`, the reason when it cannot be had, or an error with `BACKCHANNEL_REQUIRE_CLIENTS=1`.
+ * A venv under `.cache/clients/` with pinned Python packages (`pip install name==version`, from the
+ * package index pip is set up with), for `test.skipIf`; like `ensureClient`, an install that fails is
+ * an error under `BACKCHANNEL_REQUIRE_CLIENTS=1`.
  */
-export function ensurePythonClient(pkg: string, version: string): PythonClient | { skip: string } {
-  const venv = path.join(CLIENTS_DIR, `py-${pkg}@${version}`);
+export function ensurePythonClients(pins: ReadonlyArray<readonly [string, string]>): { python: string } | { skip: string } {
+  const specs = pins.map(([name, version]) => `${name}==${version}`);
+  const venv = path.join(CLIENTS_DIR, `python-${specs.join('-')}`);
   const python = path.join(venv, 'bin', 'python');
-  const installed = (): boolean =>
-    spawnSync(python, ['-m', 'pip', 'show', pkg], { encoding: 'utf8' }).stdout?.includes(`Version: ${version}\n`) === true;
-  if (!installed()) {
-    fs.mkdirSync(CLIENTS_DIR, { recursive: true });
-    const steps: Array<[string, string[]]> = [
-      ['python3', ['-m', 'venv', '--clear', venv]],
-      [python, ['-m', 'pip', 'install', '--quiet', '--retries', '1', `${pkg}==${version}`]], // an index that cannot be reached fails fast
-    ];
-    // pip reads the user's index configuration from ~/.config/pip; the tests' global set-up points XDG_CONFIG_HOME elsewhere.
-    const env = { ...process.env, XDG_CONFIG_HOME: path.join(os.homedir(), '.config') };
-    for (const [command, args] of steps) {
-      const run = spawnSync(command, args, { encoding: 'utf8', timeout: 300_000, env });
-      if (run.status === 0) continue;
+  const check = `import importlib.metadata as m; assert all(m.version(n) == v for n, v in ${JSON.stringify(pins)})`;
+  if (spawnSync(python, ['-c', check], { stdio: 'ignore' }).status === 0) return { python };
+  fs.rmSync(venv, { recursive: true, force: true });
+  const steps: Array<[string, string[]]> = [
+    ['python3', ['-m', 'venv', venv]],
+    [python, ['-m', 'pip', 'install', '--quiet', '--retries', '0', '--timeout', '10', ...specs]],
+  ];
+  // pip reads the user's index configuration from ~/.config/pip; the tests' global set-up points XDG_CONFIG_HOME elsewhere.
+  const env = { ...process.env, XDG_CONFIG_HOME: path.join(os.homedir(), '.config') };
+  for (const [command, args] of steps) {
+    const run = spawnSync(command, args, { encoding: 'utf8', timeout: 600_000, env });
+    if (run.status !== 0) {
       const why = (run.stderr || run.error?.message || `exit ${run.status}`).trim().split('\n').slice(-3).join(' / ');
-      const reason = `${pkg}==${version} (Python) cannot be installed here: ${why}`;
+      const reason = `${specs.join(' ')} cannot be installed here: ${why}`;
       if (process.env.BACKCHANNEL_REQUIRE_CLIENTS === '1') throw new Error(reason);
       return { skip: reason };
     }
