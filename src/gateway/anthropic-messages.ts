@@ -69,16 +69,21 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
   const tools = toolNames(b.tools, 'tools');
   checkToolChoice(b.tool_choice, tools);
   const userId = (b.metadata as { user_id?: unknown } | undefined)?.user_id;
+  // `metadata.user_id` names the end user; only Claude Code's carries its session (`…_session_<uuid>`).
+  const session = typeof userId === 'string' ? CLAUDE_CODE_SESSION.exec(userId)?.[1] : undefined;
   return {
     model: typeof b.model === 'string' ? b.model : undefined,
     messages,
     stream: b.stream === true,
     json: false,
     tools,
-    sessionIds: [...headerSessionIds(headers), ...stringsOf([userId])],
+    sessionIds: [...headerSessionIds(headers), ...stringsOf([session])],
     identity: turnIdentity('messages', body, headers),
   };
 }
+
+/** Claude Code's `metadata.user_id`: `user_<hash>_account_<uuid or empty>_session_<uuid>`. */
+const CLAUDE_CODE_SESSION = /_session_([0-9a-f-]{36})$/;
 
 /** `count_tokens`: an estimate of the prompt's tokens (about four characters per token). */
 export function countTokens(turn: Turn): { input_tokens: number } {

@@ -46,7 +46,8 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     stream: b.stream === true,
     json: wantsJson(format, 'text.format'),
     tools,
-    sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key, b.user])],
+    // Not `user`: it names the end user, whose separate conversations are separate sessions.
+    sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key])],
     echo: echoOf(b),
     identity: turnIdentity('responses', body, headers),
   };

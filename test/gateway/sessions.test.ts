@@ -128,4 +128,24 @@ describe('through the gateway', () => {
     const sessions = gw.broker!.tasks().map((t) => t.tags?.session);
     expect(new Set(sessions).size).toBe(5);
   });
+
+  test("an end user's id (Responses `user`, Anthropic `metadata.user_id`) does not join that user's conversations; Claude Code's session in user_id does", async () => {
+    const dir = tempDir('bc-gwsess-');
+    const gw = await startTestGateway({ models: standinModels(dir) }, { dir });
+    const seen = async (route: string, body: Record<string, unknown>) => {
+      const res = await raw(`${gw.baseURL}${route}`, { model: 'inputs', ...body });
+      expect(res.status).toBe(200);
+      const text: string = route === '/responses' ? res.json.output[0].content[0].text : res.json.content[0].text;
+      return JSON.parse(text).input as { resume?: string };
+    };
+    await seen('/responses', { input: 'Fix the build', user: 'carol' });
+    expect(await seen('/responses', { input: 'Write a poem', user: 'carol' })).not.toHaveProperty('resume');
+    const anthropic = (content: string, userId: string) =>
+      seen('/messages', { max_tokens: 100, messages: [{ role: 'user', content }], metadata: { user_id: userId } });
+    await anthropic('Fix the build', 'dave');
+    expect(await anthropic('Write a poem', 'dave')).not.toHaveProperty('resume');
+    const claudeCode = 'user_0123abcd_account__session_6f1c2d3e-4b5a-4c6d-8e7f-901234567890';
+    await anthropic('Fix the build', claudeCode);
+    expect(await anthropic('And the tests?', claudeCode)).toMatchObject({ resume: 'agent-session-1' });
+  });
 });
