@@ -22,9 +22,25 @@ describe.each(RUN_MODES)('a question from the agent (%s)', (mode) => {
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     // Long before the 2-minute ask timeout: the notice comes with the question.
     await waitFor(() => stderr.includes('Answer from another shell'), 'the unanswered-question notice', 15_000);
-    expect(stderr).toContain('The agent asks: Which branch should I use? [main/dev]');
+    expect(stderr).toContain('The agent asks: Which branch should I use? (choices: "main", "dev")');
     expect(stderr).toContain('the question waits 2 min (--ask-timeout)');
     expect(stderr).toMatch(/backchannel answer [0-9a-f-]{36} <text>/);
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+  });
+
+  test.skipIf(process.platform === 'win32')('a choice holding a slash reads as one choice', async () => {
+    const choices = JSON.stringify(['JavaScript/TypeScript', 'Python', 'C, C++']);
+    const child = spawn(process.execPath, [BIN, 'run', '--', fixture('asker.mjs'), choices], {
+      cwd: ROOT,
+      env: { ...process.env, CURSOR_IPC_DIR: path.join(tempDir(), 'ipc'), ...where.env() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await waitFor(() => stderr.includes('Answer from another shell'), 'the unanswered-question notice', 15_000);
+    expect(stderr).toContain('The agent asks: Which branch should I use? (choices: "JavaScript/TypeScript", "Python", "C, C++")');
     child.kill('SIGINT');
     expect(await exited).toBe(130);
   });
