@@ -50,6 +50,8 @@ export interface SubmitRequest {
   callerEnv?: Record<string, string>;
   /** Tags shown in the panel and history; `source` says who started the task. @default { source: 'panel' } */
   tags?: Record<string, string>;
+  /** `false`: the command's arguments get no `--task-id=<id>` (`run --no-task-id-arg`). @default true */
+  taskIdArg?: boolean;
 }
 
 /**

@@ -25,6 +25,7 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
   if (spec.env !== undefined) request.env = definedEnv(spec.env);
   if (spec.baseEnv !== undefined) request.callerEnv = carriedEnv(spec.baseEnv);
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
+  if (spec.taskIdArg !== undefined) request.taskIdArg = spec.taskIdArg;
   return request;
 }
 
