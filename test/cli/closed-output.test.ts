@@ -5,41 +5,22 @@
  * `interrupted`; its control socket removed; its agent gone — instead of dying on the EPIPE of its
  * own "stopping…" line. The reader here is the test closing its end of the child's pipes.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { fixture, isAlive, waitFor } from '../helpers/core.js';
 import { cli, hubEnv, printed, start } from '../hub/control/hub-process.js';
+import { writeJournal } from '../insights/generate.js';
 
-/** A history of `count` finished tasks, each with a result of about 1 KB: well over a pipe's 64 KiB. */
+/** A history of `count` finished tasks: its listing is well over a pipe's 64 KiB. */
 function bigHistory(dataDir: string, count: number): string[] {
-  const at = '2026-01-02T03:04:05.000Z';
-  const ids = Array.from({ length: count }, (_, i) => `01900000-0000-7000-8000-${String(i).padStart(12, '0')}`);
-  const lines = ids.map((id, i) =>
-    JSON.stringify({
-      e: 'ended',
-      id,
-      at,
-      task: {
-        id,
-        label: `task ${i}`,
-        state: 'succeeded',
-        command: 'node',
-        args: ['agent.mjs'],
-        cwd: '/',
-        attempt: 1,
-        maxAttempts: 1,
-        createdAt: at,
-        startedAt: at,
-        endedAt: at,
-        counters: { malformed: 0, rejected: 0, ignored: 0 },
-        result: { task_id: id, status: 'success', data: { text: 'x'.repeat(1000), lines: Array.from({ length: 40 }, (_, n) => n) } },
-      },
-    }),
-  );
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  writeFileSync(path.join(dataDir, 'journal.ndjson'), lines.join('\n') + '\n', { mode: 0o600 });
-  return ids;
+  const tasks = Array.from({ length: count }, (_, i) => ({
+    agent: `agent-${i}.mjs`,
+    label: `task ${i} `.padEnd(200, '·'),
+    endedAt: new Date(Date.UTC(2026, 0, 2, 3, 4, 5) + i * 1000).toISOString(),
+    durationMs: 1200,
+  }));
+  return writeJournal(dataDir, tasks).map((task) => task.id);
 }
 
 describe('a closed stdout ends a command normally', () => {
