@@ -131,6 +131,10 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
     }
     request.origin = value.origin as TaskOrigin;
   }
+  if (value.taskIdArg !== undefined) {
+    if (typeof value.taskIdArg !== 'boolean') throw invalid(`Expected \`taskIdArg\` to be a boolean, got ${describe(value.taskIdArg)}`);
+    request.taskIdArg = value.taskIdArg;
+  }
   if (value.retries !== undefined) {
     const retries = checkNonNegative(value.retries, 'retries');
     if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);

@@ -56,6 +56,8 @@ export interface SubmitRequest {
    * the request says. @default 'control'
    */
   origin?: TaskOrigin;
+  /** `false`: the command's arguments get no `--task-id=<id>` (`run --no-task-id-arg`). @default true */
+  taskIdArg?: boolean;
 }
 
 /**

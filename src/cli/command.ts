@@ -67,13 +67,20 @@ function describeParseError(error: Error & { code?: string }, argv: readonly str
  */
 export function runUntilSignal(name: string, what: string, close: () => Promise<void>): Promise<number> {
   return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (signal: NodeJS.Signals): void => {
+    // What started the shutdown: a second signal exits at once; the closed output's own signal (Ctrl-C
+    // reaches `tee` and us together) is not a second one.
+    let stopping: 'signal' | 'closed output' | undefined;
+    const stop = (signal: NodeJS.Signals | 'closed output'): void => {
+      const cause = signal === 'closed output' ? signal : 'signal';
+      if (stopping && (cause === 'closed output' || stopping === 'closed output')) {
+        stopping = cause === 'signal' ? cause : stopping;
+        return;
+      }
       if (stopping) {
         process.stderr.write(`backchannel ${name}: ${signal} again, exiting now\n`);
         process.exit(EXIT.cancelled);
       }
-      stopping = true;
+      stopping = cause;
       process.stderr.write(`backchannel ${name}: stopping (cancelling ${what})…\n`);
       close().then(
         () => resolve(EXIT.ok),
@@ -85,7 +92,26 @@ export function runUntilSignal(name: string, what: string, close: () => Promise<
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // `serve | tee log` and the reader went away (Ctrl-C reaches tee too): the same shutdown.
+    whenOutputCloses(() => stop('closed output'));
   });
+}
+
+let outputClosed: (() => void) | undefined;
+
+/**
+ * What a reader that went away (EPIPE on stdout or stderr) means for this command; main.ts calls it.
+ * Without one the command ends at once with 0, as any Unix tool in `| head`; a server sets its
+ * shutdown, so its tasks are cancelled and its endpoints removed rather than left.
+ */
+export function whenOutputCloses(stop: () => void): void {
+  outputClosed = stop;
+}
+
+/** main.ts: the output was closed. Ends the command (exit 0) unless it set a shutdown of its own. */
+export function outputWasClosed(): void {
+  if (outputClosed) outputClosed();
+  else process.exit(EXIT.ok);
 }
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;

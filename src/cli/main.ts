@@ -2,7 +2,7 @@
  * `backchannel` command dispatcher. Each subcommand lives in ./commands/<name>.ts and exports
  * `command: CliCommand`; they are loaded lazily so `backchannel send` starts fast inside an agent.
  */
-import { setJsonErrors, wantsJson, type CliCommand } from './command.js';
+import { outputWasClosed, setJsonErrors, wantsJson, type CliCommand } from './command.js';
 import { readOwnVersion } from '../version.js';
 
 const SUMMARIES: Record<string, string> = {
@@ -45,14 +45,19 @@ export function usage(): string {
 }
 
 /**
- * A reader that went away (`backchannel tasks | head`) ends the command quietly, as in any Unix tool,
- * instead of an unhandled EPIPE with a stack; other stream errors end it with one line.
+ * A reader that went away (`backchannel tasks | head`, `serve | tee log` and Ctrl-C) ends the command
+ * normally, as in any Unix tool, instead of an unhandled EPIPE with a stack: at once (exit 0), or, for
+ * a server, through its own shutdown (command.ts `whenOutputCloses`). What is written to the closed
+ * stream afterwards (the shutdown's own lines) is dropped. Another error on an open stream exits 1.
  */
 function quietOnClosedPipes(): void {
   for (const stream of [process.stdout, process.stderr]) {
+    let closed = false;
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EPIPE') process.exit(0);
-      process.exit(1);
+      if (closed) return;
+      if (error.code !== 'EPIPE') process.exit(1);
+      closed = true;
+      outputWasClosed();
     });
   }
 }

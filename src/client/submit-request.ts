@@ -26,6 +26,7 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
   if (spec.baseEnv !== undefined) request.callerEnv = carriedEnv(spec.baseEnv);
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
   if (spec.origin !== undefined) request.origin = spec.origin;
+  if (spec.taskIdArg !== undefined) request.taskIdArg = spec.taskIdArg;
   return request;
 }
 

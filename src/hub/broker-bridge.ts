@@ -325,6 +325,7 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.retries !== undefined) spec.retries = request.retries;
   if (request.env !== undefined) spec.env = request.env;
   if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;
+  if (request.taskIdArg !== undefined) spec.taskIdArg = request.taskIdArg;
   spec.tags = { source: 'panel', ...request.tags };
   // A request that does not say which door it came through is judged as any other program's.
   spec.origin = request.origin ?? 'control';

@@ -7,17 +7,19 @@
  *
  *   electron dist/main/main.js
  */
-import { app, ipcMain, protocol, shell } from 'electron';
+import { app, dialog, ipcMain, protocol, shell } from 'electron';
 import electronLog from 'electron-log/main.js';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TaskBroker } from '../broker/broker.js';
+import { BrokerError } from '../broker/errors.js';
 import type { Logger } from '../broker/log.js';
 import type { TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
 import { controlSocketPath } from '../hub/control/paths.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
+import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import type { PresetInfo } from '../bridge/contract.js';
@@ -55,7 +57,15 @@ async function start(): Promise<void> {
   await app.whenReady();
   if (process.platform === 'darwin') app.dock?.hide();
 
-  const broker = await startBroker(logger);
+  const broker = await startBroker(logger).catch((error: unknown) => {
+    // The one history home is taken (a `backchannel serve` runs on it): say so and quit, never a second broker.
+    if (!(error instanceof BrokerError) || error.code !== 'data_dir_in_use') throw error;
+    logger.error(error.message);
+    dialog.showErrorBox('Backchannel', `${error.message}\nStop \`backchannel serve\` first, or use its panel.`);
+    app.exit(1);
+    return undefined;
+  });
+  if (!broker) return;
   const bridge = createBridge(broker, logger, logPath);
   const control = await startControl(bridge, logger);
   protocol.handle(PANEL_SCHEME, panelRequestHandler(RENDERER_DIR));
@@ -144,10 +154,20 @@ function appPresets(logger: Logger): PresetInfo[] {
   return loadPresets(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR);
 }
 
-/** The broker with its history in the app's user data, logging through electron-log (passed explicitly). */
+/**
+ * The broker with its history in the one home every headless command reads (../hub/history-home.ts;
+ * an earlier version's history in the app's user data is moved there once), logging through
+ * electron-log (passed explicitly).
+ */
 async function startBroker(logger: Logger): Promise<TaskBroker> {
-  const dataDir = join(app.getPath('userData'), 'state');
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const { dataDir, legacy } = desktopHistory(app.getPath('userData'));
+  if (legacy) {
+    const moved = await moveLegacyHistory(legacy, dataDir).catch((error: unknown) => {
+      logger.warn(`the earlier history in ${legacy} was not moved: ${(error as Error).message}`);
+      return undefined;
+    });
+    if (moved?.kind === 'moved' || moved?.kind === 'kept') logger.warn(moved.notice);
+  }
   const broker = new TaskBroker({ dataDir, logger, runPolicy: ownerRunPolicy({ presets: appPresets(logger) }) });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;

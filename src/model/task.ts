@@ -91,6 +91,14 @@ export interface TaskSpec {
   preset?: string;
 }
 
+/** The tag `serve --demo` (the first `npm start`) puts on its demo tasks: `{demo: 'true'}`. */
+export const DEMO_TAG = 'demo';
+
+/** A demo task: shown in the panel and `tasks` as any other, never counted in `stats` or Insights. */
+export function isDemoTask(task: { tags?: Record<string, string> }): boolean {
+  return task.tags?.[DEMO_TAG] === 'true';
+}
+
 export interface LogLine {
   /** ISO 8601. */
   time: string;

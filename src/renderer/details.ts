@@ -364,14 +364,25 @@ export class Details {
     ]);
   }
 
+  /** The command line, its directory, and the task's tags (the gateway's `source`, `model`, `stream`, `api`, …). */
   private renderCommand(task: TaskSnapshot): void {
-    const key = `${task.id}`;
+    const tags = Object.entries(task.tags ?? {});
+    const key = `${task.id}:${safeStringify(task.tags)}`;
     if (key === this.keys.command) return;
     this.keys.command = key;
     this.command.replaceChildren(
       h('h3', { text: 'Command' }),
       h('pre', { class: 'command-line', text: commandLine(task.command, task.args) }),
       h('p', { class: 'cwd' }, ['in ', h('code', { text: task.cwd })]),
+    );
+    if (tags.length === 0) return;
+    this.command.append(
+      h('h4', { text: 'Tags' }),
+      h(
+        'dl',
+        { class: 'facts tags' },
+        tags.flatMap(([name, value]) => [h('dt', { text: name }), h('dd', { text: value })]),
+      ),
     );
   }
 }

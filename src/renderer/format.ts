@@ -1,6 +1,9 @@
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { isFinished, type FailureReason, type TaskState } from '../model/task.js';
 import { isActive } from '../model/states.js';
+import { formatDuration } from '../model/duration.js';
+
+export { formatDuration } from '../model/duration.js';
 
 export const STATE_LABEL: Record<TaskState, string> = {
   queued: 'Queued',
@@ -71,7 +74,6 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** "4s", "2m 05s", "1h 02m". */
 /** A byte count for people: 512 B, 9.8 KiB, 10.0 MiB. */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -83,16 +85,6 @@ export function formatBytes(bytes: number): string {
     unit += 1;
   }
   return `${value.toFixed(1)} ${units[unit]}`;
-}
-
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '–';
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const s = Math.floor(ms / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
 }
 
 /** Elapsed time for an active task, total time for a finished one, time waiting for a queued one. */

@@ -10,6 +10,8 @@ import type { BackchannelBridge, Figures, Insights, InsightsQuery } from '../bri
 import { h } from './dom.js';
 import { formatDuration } from './format.js';
 
+const HOUR_S = 3600;
+
 const RANGES: Array<[string, number | undefined]> = [
   ['Last 24 hours', 24],
   ['Last 7 days', 24 * 7],
@@ -51,6 +53,9 @@ export function loadChartLibrary(): Promise<typeof uPlot> {
 
 const ms = (value: number | null): string => (value === null ? '–' : formatDuration(value));
 const percent = (rate: number): string => `${(rate * 100).toFixed(1)}%`;
+const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
+/** A token count for the axis and legend: 950, 12.5K, 2.5M. */
+const count = (value: number | null): string => (value === null ? '–' : compact.format(value));
 
 export class InsightsView {
   readonly root = h('section', { class: 'insights', attrs: { 'aria-label': 'Insights' } });
@@ -81,11 +86,11 @@ export class InsightsView {
     this.root.append(filters, this.charts, this.picked, this.tables);
   }
 
-  /** The query the filters describe. */
-  query(): InsightsQuery {
+  /** The query the filters describe (`now` ends the time range). */
+  query(now = Date.now()): InsightsQuery {
     const hours = RANGES[Number(this.range.value)]?.[1];
     const query: InsightsQuery = { by: this.by.value === 'model' ? 'model' : 'agent' };
-    if (hours !== undefined) query.since = new Date(Date.now() - hours * 3_600_000).toISOString();
+    if (hours !== undefined) query.since = new Date(now - hours * 3_600_000).toISOString();
     if (this.agent.value) query.agent = this.agent.value;
     if (this.model.value) query.model = this.model.value;
     return query;
@@ -96,8 +101,10 @@ export class InsightsView {
     while (this.loading) await this.loading;
     this.loading = (async () => {
       try {
-        const [insights, library] = await Promise.all([this.bridge.insights(this.query()), loadChartLibrary()]);
-        this.draw(insights, library);
+        const now = Date.now();
+        const query = this.query(now);
+        const [insights, library] = await Promise.all([this.bridge.insights(query), loadChartLibrary()]);
+        this.draw(insights, library, timeWindow(query, insights.hours, now));
       } catch (error) {
         this.actions.error(error);
       }
@@ -112,7 +119,7 @@ export class InsightsView {
     this.plots = [];
   }
 
-  private draw(insights: Insights, library: typeof uPlot): void {
+  private draw(insights: Insights, library: typeof uPlot, window: TimeWindow): void {
     this.current = insights;
     fillOptions(this.agent, 'all agents', insights.agents);
     fillOptions(this.model, 'all models', insights.models);
@@ -124,9 +131,9 @@ export class InsightsView {
       this.tables.replaceChildren();
       return;
     }
-    this.plots.push(this.chart(library, 'Duration p95', insights, (s) => s.p95, ms));
+    this.plots.push(this.chart(library, 'Duration p95', insights, window, (s) => s.p95, ms));
     const tokens = (s: Insights['series'][number]) => s.tokensIn.map((n, i) => (s.count[i] ? n + (s.tokensOut[i] ?? 0) : null));
-    this.plots.push(this.chart(library, 'Tokens (input + output)', insights, tokens, (v) => (v === null ? '–' : String(v))));
+    this.plots.push(this.chart(library, 'Tokens (input + output)', insights, window, tokens, count));
     this.tables.replaceChildren(
       section('Per ' + insights.by, groupsTable(insights)),
       insights.ab.length > 0 ? section('A/B: the same label, side by side', abTable(insights)) : '',
@@ -138,6 +145,7 @@ export class InsightsView {
     library: typeof uPlot,
     title: string,
     insights: Insights,
+    window: TimeWindow,
     values: (series: Insights['series'][number]) => (number | null)[],
     format: (value: number | null) => string,
   ): uPlot {
@@ -167,11 +175,12 @@ export class InsightsView {
       width,
       height: 200,
       series,
-      // One hour of data would otherwise span years: keep at least two hours around it.
-      scales: { x: { time: true, range: (_u, min, max) => (max - min < 7200 ? [min - 3600, max + 3600] : [min, max]) } },
-      axes: [{}, { size: 64, values: (_u, ticks) => ticks.map((t) => format(t)) }],
+      // The range asked for, not uPlot's own span: for a single point that is a thousand days.
+      scales: { x: { time: true, range: () => [window.from, window.to] } },
+      axes: [{}, { size: axisWidth, values: (_u, ticks) => tickLabels(ticks, format) }],
       cursor: { focus: { prox: 24 } },
       legend: { live: true },
+      hooks: { setScale: [(u, key) => key === 'x' && markRange(box, u.scales.x)] },
     };
     const plot = new library(options, data, box);
     let focused: number | null = null;
@@ -191,7 +200,7 @@ export class InsightsView {
     const head = h('tr', {}, [h('th', { text: 'agent' }), ...insights.hours.map((hour) => h('th', { text: hourLabel(hour) }))]);
     const rows = insights.heatmap.agents.map((agent, row) =>
       h('tr', {}, [
-        h('th', { text: agent }),
+        h('th', { class: 'key', text: agent, title: agent }),
         ...insights.hours.map((hour, column) => {
           const value = insights.heatmap.p95[row]?.[column] ?? null;
           if (value === null) return h('td', { class: 'heat-none' });
@@ -236,6 +245,43 @@ export class InsightsView {
   }
 }
 
+/** Labels for the y-axis' ticks; where the short form would repeat a label (3.8M, 3.8M), whole numbers. */
+function tickLabels(ticks: number[], format: (value: number | null) => string): string[] {
+  const labels = ticks.map((t) => format(t));
+  return new Set(labels).size === labels.length ? labels : ticks.map((t) => t.toLocaleString('en'));
+}
+
+/** The y-axis' width: its longest label (about 7 px a character at the panel's 13 px font) and room for the ticks. */
+function axisWidth(_u: uPlot, values: string[] | null): number {
+  return Math.max(48, 20 + 7 * Math.max(0, ...(values ?? []).map((v) => v.length)));
+}
+
+/** The x-axis' span in seconds since the epoch (uPlot's time unit). */
+interface TimeWindow {
+  from: number;
+  to: number;
+}
+
+/**
+ * What the charts' x-axis spans: the chosen range (its first hour whole, so the bucket of that hour
+ * is drawn) up to now; for "All time", the hours with data plus one, and at least two hours.
+ */
+function timeWindow(query: InsightsQuery, hours: readonly string[], now: number): TimeWindow {
+  const to = Math.ceil(now / 1000);
+  if (query.since !== undefined) return { from: Math.floor(Date.parse(query.since) / 1000 / HOUR_S) * HOUR_S, to };
+  const first = hours.length > 0 ? Date.parse(hours[0]!) / 1000 : to - HOUR_S;
+  const last = hours.length > 0 ? Date.parse(hours[hours.length - 1]!) / 1000 + HOUR_S : to;
+  const pad = Math.max(0, 2 * HOUR_S - (last - first)) / 2;
+  return { from: first - pad, to: last + pad };
+}
+
+/** The x-axis' span as ISO times on the figure (`data-x-from`, `data-x-to`): what the canvas shows, readable by tests. */
+function markRange(box: HTMLElement, scale: uPlot.Scale | undefined): void {
+  if (typeof scale?.min !== 'number' || typeof scale.max !== 'number') return;
+  box.dataset.xFrom = new Date(scale.min * 1000).toISOString();
+  box.dataset.xTo = new Date(scale.max * 1000).toISOString();
+}
+
 function select(name: string, options: Array<[string, string]>): HTMLSelectElement {
   const el = h('select', { attrs: { name, 'aria-label': name } });
   for (const [value, label] of options) el.append(h('option', { text: label, attrs: { value } }));
@@ -257,35 +303,25 @@ function hourLabel(iso: string): string {
   return `${date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${String(date.getHours()).padStart(2, '0')}:00`;
 }
 
-const FIGURE_COLUMNS = [
-  'tasks',
-  'success',
-  'p50',
-  'p95',
-  'p99',
-  'error',
-  'timeout',
-  'stalled',
-  'crashed',
-  'cancelled',
-  'tokens in',
-  'tokens out',
-  'tokens/task',
-];
+const FIGURE_COLUMNS = ['tasks', 'success', 'p50', 'p95', 'p99', 'failures', 'tokens in', 'tokens out', 'tokens/task'];
+/** The failure reasons a figures row names (`protocol` is counted with `error`). */
+const FAILURES = ['error', 'timeout', 'stalled', 'crashed', 'cancelled'] as const;
+
+/** "11 timeout · 7 error": the reasons that occurred, most frequent first; "–" for none. */
+function failuresText(f: Figures): string {
+  const counts = FAILURES.map((reason) => [reason, f.outcomes[reason] + (reason === 'error' ? f.outcomes.protocol : 0)] as const);
+  const occurred = counts.filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  return occurred.length > 0 ? occurred.map(([reason, n]) => `${n} ${reason}`).join(' · ') : '–';
+}
 
 function figureCells(f: Figures): string[] {
-  const o = f.outcomes;
   return [
     String(f.count),
     percent(f.successRate),
     ms(f.p50),
     ms(f.p95),
     ms(f.p99),
-    String(o.error + o.protocol),
-    String(o.timeout),
-    String(o.stalled),
-    String(o.crashed),
-    String(o.cancelled),
+    failuresText(f),
     String(f.tokensIn),
     String(f.tokensOut),
     f.tokensPerTask.toFixed(0),
@@ -298,14 +334,17 @@ function table(head: string[], rows: Array<{ key: string; cells: string[] }>): H
       h(
         'tr',
         {},
-        head.map((text) => h('th', { text })),
+        head.map((text) => h('th', { text, attrs: { 'data-column': text } })),
       ),
     ]),
     h(
       'tbody',
       {},
       rows.map((row) =>
-        h('tr', { attrs: { 'data-key': row.key } }, [h('th', { text: row.key }), ...row.cells.map((text) => h('td', { text }))]),
+        h('tr', { attrs: { 'data-key': row.key } }, [
+          h('th', { class: 'key', text: row.key, title: row.key }),
+          ...row.cells.map((text, i) => h('td', { text, attrs: { 'data-column': head[i + 1] ?? '' } })),
+        ]),
       ),
     ),
   ]);

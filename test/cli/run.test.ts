@@ -207,7 +207,7 @@ describe.each(RUN_MODES)('backchannel run on a terminal (%s)', (mode) => {
   test("prompts for a sub-agent's question and sends the answer", async () => {
     const run = await onTerminal(
       ['run', '--json', '--', fixture('asker.mjs')],
-      { 'Which branch should I use? [main/dev]': 'dev' },
+      { 'Which branch should I use? (choices: "main", "dev")': 'dev' },
       where.env(),
     );
     expect(run.code).toBe(0);

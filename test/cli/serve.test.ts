@@ -53,7 +53,7 @@ describe('backchannel serve', () => {
     }
   }, 60_000);
 
-  test('prints the panel URL, starts demo tasks on an empty history, and Ctrl+C stops them and exits 0', async () => {
+  test('prints the panel URL, starts demo tasks (tagged demo, counted by no stats) on an empty history, and Ctrl+C stops them and exits 0', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));
     let started: ChildProcess | undefined;
     try {
@@ -75,8 +75,12 @@ describe('backchannel serve', () => {
         (await (await fetch(`${origin}/api/tasks`, { headers: { 'x-backchannel-token': searchParams.get('token')! } })).json()) as {
           pid?: number;
           state: string;
+          tags?: Record<string, string>;
         }[];
-      expect((await listTasks()).length).toBeGreaterThanOrEqual(5);
+      const demos = await listTasks();
+      expect(demos.length).toBeGreaterThanOrEqual(5);
+      // Marked as demo tasks, so they never count among the user's own agents (below: stats).
+      expect(demos.map((t) => t.tags?.demo)).toEqual(demos.map(() => 'true'));
 
       // Wait for some to run (one listing in flight at a time), then stop: their processes must be gone afterwards.
       let pids: number[] = [];
@@ -107,6 +111,10 @@ describe('backchannel serve', () => {
       );
       expect(await exited).toBe(0);
       await waitUntilGone(pids);
+      // Every demo task has ended (the running ones cancelled), and stats counts none of them.
+      const stats = spawnSync(process.execPath, [BIN, 'stats', '--json', '--data-dir', path.join(dir, 'data')], { encoding: 'utf8' });
+      expect(stats.stderr).toBe('');
+      expect((JSON.parse(stats.stdout) as { total: { count: number } }).total.count).toBe(0);
     } finally {
       // A failed assertion must not leave serve (and its forever-running demo tasks) behind.
       if (started && started.exitCode === null && started.signalCode === null) started.kill('SIGINT');

@@ -68,8 +68,8 @@ test('insights chart real tasks and show the aggregates the broker computed', as
     const row = view.locator('.figures').first().locator(`tr[data-key="${figures.key}"]`);
     await expect(row.locator('td').nth(0)).toHaveText(String(figures.count));
     await expect(row.locator('td').nth(1)).toHaveText(`${(figures.successRate * 100).toFixed(1)}%`);
-    await expect(row.locator('td').nth(10)).toHaveText(String(figures.tokensIn));
-    await expect(row.locator('td').nth(11)).toHaveText(String(figures.tokensOut));
+    await expect(row.locator('td[data-column="tokens in"]')).toHaveText(String(figures.tokensIn));
+    await expect(row.locator('td[data-column="tokens out"]')).toHaveText(String(figures.tokensOut));
   }
   // The A/B table puts gpt-a and gpt-b side by side on "summarise".
   const ab = byModel.ab.filter((row) => row.label === 'summarise');

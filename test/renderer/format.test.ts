@@ -42,12 +42,16 @@ describe('compareTasks', () => {
 });
 
 describe('formatting', () => {
-  test('durations read like a clock', () => {
-    expect([formatDuration(450), formatDuration(4_200), formatDuration(125_000), formatDuration(3_720_000)]).toEqual([
+  test('durations read like a clock, with tenths of a second below a minute and no space inside', () => {
+    expect([450, 999.7, 4_200, 6_500, 42_000, 59_960, 125_000, 3_720_000].map(formatDuration)).toEqual([
       '450ms',
-      '4s',
-      '2m 05s',
-      '1h 02m',
+      '1s',
+      '4.2s',
+      '6.5s',
+      '42s',
+      '1m00s',
+      '2m05s',
+      '1h02m',
     ]);
   });
 

@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import { failureReasonOf } from '../../model/states.js';
-import { resultMetaOf, type TaskSnapshot } from '../../model/task.js';
+import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
 export interface Bucket {
@@ -66,10 +66,13 @@ function tokensOf(task: TaskSnapshot): { input: number; output: number } {
   return { input: count(usage?.input), output: count(usage?.output) };
 }
 
-/** Folds finished tasks into `into` (keyed by hour, agent, model and label); `withIds` keeps their ids. */
+/**
+ * Folds finished tasks into `into` (keyed by hour, agent, model and label); `withIds` keeps their ids.
+ * Demo tasks (`serve --demo`) are not figures of the user's agents: they are left out.
+ */
 export function foldTasks(tasks: Iterable<TaskSnapshot>, into = new Map<string, Bucket>(), withIds = true): Map<string, Bucket> {
   for (const task of tasks) {
-    if (!task.endedAt) continue;
+    if (!task.endedAt || isDemoTask(task)) continue;
     const modelUsed = resultMetaOf(task)?.model_used;
     const model = typeof modelUsed === 'string' ? modelUsed : NO_MODEL;
     const bucket = bucketFor(into, { hour: hourOf(task.endedAt), agent: agentOf(task), model, label: task.label });

@@ -37,12 +37,13 @@ Options:
   --local                   run in this process even when a hub (desktop app, \`serve\`) is running
 ${BROKER_FLAGS_HELP}
   --json                    print exactly one JSON line (the final payload, or an error object)
-  --save-attachments <dir>  write the result's attachments to <dir>/<name> (printed as name and size; runs locally)
+  --save-attachments <dir>  write the result's attachments to <dir>/<name> (printed as name and size);
+                            the task runs in this process, not on a hub
   -v, --verbose             show the agent's log lines as they come
   -h, --help                show this help
 
 When a hub runs (the desktop app or \`backchannel serve\`), the task is submitted to it and shows in
-its panel and history; otherwise it runs in this process. --no-task-id-arg always runs locally.
+its panel and history; otherwise it runs in this process.
 
 Exit codes: 0 success, 1 error/crash/protocol error, 2 usage, 124 timeout or stall, 130 cancelled.
 Ctrl-C cancels the task cleanly (cancel message, grace period, then the process group is killed).
@@ -76,6 +77,8 @@ interface RunOptions {
   verbose: boolean;
   detach: boolean;
   local: boolean;
+  /** `--local` itself was given (not implied by another flag). */
+  explicitLocal: boolean;
   saveAttachments: string | undefined;
 }
 
@@ -130,7 +133,9 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       json: values.json === true,
       verbose: values.verbose === true,
       detach: values.detach === true,
-      local: values.local === true || values['no-task-id-arg'] === true || values['save-attachments'] !== undefined,
+      // A hub's result carries attachments as name and size only: saving them runs the task here (said on stderr).
+      local: values.local === true || values['save-attachments'] !== undefined,
+      explicitLocal: values.local === true,
       saveAttachments: values['save-attachments'],
     };
   } catch (error) {
@@ -181,11 +186,21 @@ export const command: CliCommand = {
     const options = parseRunOptions(argv);
     if (typeof options === 'number') return options;
     const { askTimeoutMs, json, verbose, broker: flags, saveAttachments } = options;
-    if (options.detach && options.local) return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
+    // Each refusal names the flag the user gave.
+    if (options.detach && options.explicitLocal)
+      return usageError('backchannel run: --detach needs the hub; it cannot be used with --local', HELP);
+    if (options.detach && saveAttachments !== undefined) {
+      return usageError('backchannel run: --detach returns before the result; it cannot be used with --save-attachments', HELP);
+    }
     // The agent starts from this terminal's environment wherever it runs (the broker's env rules apply);
     // the owner's own terminal is the one door the run policy trusts.
     const spec: TaskSpec & { label: string } = { ...options.spec, baseEnv: callerEnvironment(), tags: { source: 'cli' }, origin: 'cli' };
     if (options.detach) return reportFailure(() => detach(spec, json), json);
+    if (saveAttachments !== undefined && !options.explicitLocal) {
+      process.stderr.write(
+        "backchannel run: --save-attachments runs the task in this process, not on a hub (a hub's result carries attachments as name and size only)\n",
+      );
+    }
     // The broker flags shape a broker of our own: with them, the task runs here.
     const local = options.local || Object.values(flags).some((value) => value !== undefined);
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).

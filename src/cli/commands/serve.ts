@@ -1,6 +1,7 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
+import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../hub/paths.js';
 
@@ -20,6 +21,7 @@ Options:
   --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
                       a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
+                      (tagged demo, so stats and Insights do not count them)
 ${BROKER_FLAGS_HELP.replace(/^ {2}(--\S+( <\S+>)?) +/gm, (_, flag: string) => `  ${flag.padEnd(20)}`)}
   -h, --help          show this help
 
@@ -114,7 +116,8 @@ export const command: CliCommand = {
         const info = await headless.bridge.info();
         for (const name of DEMO_PRESETS) {
           const preset = info.presets.find((p) => p.name === name);
-          if (preset) await headless.bridge.submit(preset.request);
+          // Tagged, so stats and Insights never count them among the user's own agents.
+          if (preset) await headless.bridge.submit({ ...preset.request, tags: { ...preset.request.tags, [DEMO_TAG]: 'true' } });
         }
       }
     }

@@ -3,6 +3,7 @@ import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
 import { defaultDataDir } from '../../hub/paths.js';
 import { readInsights } from '../../broker/history/rollup.js';
+import { formatDuration } from '../../model/duration.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';
 
 const HELP = `Usage: backchannel stats [options]
@@ -32,11 +33,9 @@ export function parseWhen(text: string, now = Date.now()): string | undefined {
   return Number.isFinite(time) ? new Date(time).toISOString() : undefined;
 }
 
+/** A duration as the panel writes it (one formatter for both); `-` for none. */
 export function formatMs(ms: number | null): string {
-  if (ms === null) return '-';
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  return `${(ms / 60_000).toFixed(1)}m`;
+  return ms === null ? '-' : formatDuration(ms);
 }
 
 const COLUMNS = ['tasks', 'ok%', 'p50', 'p95', 'p99', ...OUTCOMES.filter((o) => o !== 'success'), 'tokens_in', 'tokens_out', 'tokens/task'];

@@ -76,8 +76,7 @@ export async function askOnTerminal(
   }
   line?.stop();
   const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const choices = question.choices?.length ? ` [${question.choices.join('/')}]` : '';
-  const answer = await rl.question(neutralise(`? ${question.question}${choices} `));
+  const answer = await rl.question(neutralise(`? ${question.question}${choicesText(question.choices)} `));
   rl.close();
   line?.start();
   return answer;
@@ -85,12 +84,19 @@ export async function askOnTerminal(
 
 /** What `run` says when the agent asks and stdin is not a terminal. */
 export function unansweredNotice(taskId: string, question: string, choices: string[] | undefined, askTimeoutMs: number): string {
-  const options = choices?.length ? ` [${choices.join('/')}]` : '';
   return [
-    `The agent asks: ${question}${options}`,
+    `The agent asks: ${question}${choicesText(choices)}`,
     `  No terminal to answer on (stdin is not a TTY): the question waits ${formatWait(askTimeoutMs)} (--ask-timeout), then the agent gets no answer.`,
     `  Answer from another shell: backchannel answer ${taskId} <text>`,
   ].join('\n');
+}
+
+/**
+ * ` (choices: "JavaScript/TypeScript", "Python")`: each choice quoted, so one holding a `/` or a
+ * comma still reads as one; empty without choices.
+ */
+export function choicesText(choices: readonly string[] | undefined): string {
+  return choices?.length ? ` (choices: ${choices.map((choice) => JSON.stringify(choice)).join(', ')})` : '';
 }
 
 function formatWait(ms: number): string {

@@ -1,0 +1,17 @@
+/**
+ * Durations for people, the one way the panel (task times, Insights) and the terminal (`stats`,
+ * `tasks`) write them, so the same figure reads the same everywhere: "450ms", "6.5s", "42s",
+ * "2m05s", "1h02m". Seconds keep one decimal below a minute (a p95 of 6.5 s is not 6 s), a
+ * trailing ".0" is dropped, and there is no space inside, so a terminal table's columns stay
+ * split by whitespace (as kubectl's ages).
+ */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '–';
+  if (Math.round(ms) < 1000) return `${Math.round(ms)}ms`;
+  const tenths = Math.round(ms / 100);
+  if (tenths < 600) return `${tenths / 10}s`;
+  const s = Math.round(ms / 1000);
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
