@@ -9,7 +9,6 @@
  */
 import { z } from 'zod';
 import { TASK_STATES } from '../../model/task.js';
-import type { JournalRecord } from './journal.js';
 
 const text = z.string();
 const count = z.number().finite();
@@ -68,7 +67,7 @@ export function recordProblem(value: unknown): string | undefined {
     const issue = parsed.error.issues[0];
     return issue ? `${issue.path.join('.') || 'record'}: ${issue.message}` : 'not a journal record';
   }
-  const record = value as JournalRecord;
+  const record = parsed.data;
   if (record.e === 'ended' && record.task.id !== record.id) return `task.id: not the record's id ${record.id}`;
   return undefined;
 }
