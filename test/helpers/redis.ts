@@ -57,13 +57,14 @@ export function outputOf(child: ChildProcess, text: string, what: string, timeou
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+/** `args` are added to redis-server's command line (e.g. `--requirepass`). */
+export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
   if (REDIS_MISSING) throw new Error(REDIS_MISSING);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-redis-'));
   const port = await freePort();
   let child: ChildProcess | undefined;
   const launch = async () => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', ...extraArgs];
     const started = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     await outputOf(started, 'Ready to accept connections', `redis-server on port ${port}`);

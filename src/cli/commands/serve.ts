@@ -3,6 +3,7 @@ import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../hub/paths.js';
+import { takeRedisUrl } from '../../fleet/redis-url.js';
 
 const HELP = `Usage: backchannel serve [options]
 
@@ -13,7 +14,8 @@ Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
   --data-dir <dir>    where history and logs live (default: ${defaultDataDir()})
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
-  --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
+  --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS; or
+                      BACKCHANNEL_REDIS_URL; a password only in REDIS_PASSWORD or the config file)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
                       a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
@@ -66,7 +68,10 @@ export const command: CliCommand = {
     values['data-dir'] ??= file.dataDir as string | undefined;
     values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
     values['keep-token'] ??= file.keepToken as boolean | undefined;
-    values.redis ??= file.redis as string | undefined;
+    // A password on the command line is readable by every user (ps): from the file or REDIS_PASSWORD only.
+    const redisUrl = takeRedisUrl(values.redis, file.redis as string | undefined);
+    if ('problem' in redisUrl) return usageError(`backchannel serve: ${redisUrl.problem}`, HELP);
+    values.redis = redisUrl.url;
     values.queue ??= file.queue as string | undefined;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
