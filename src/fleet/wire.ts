@@ -96,6 +96,8 @@ export function keys(queueName: string) {
     control: `${base}:control`,
     fleet: `${base}:fleet`,
     stop: (jobId: string) => `${base}:stop:${jobId}`,
+    /** A worker's finished report, kept apart from the job: BullMQ refuses it once the job's lock expired. */
+    report: (jobId: string) => `${base}:report:${jobId}`,
   };
 }
 

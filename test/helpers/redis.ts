@@ -17,8 +17,8 @@ export const REDIS_MISSING =
 export interface TestRedis {
   readonly url: string;
   readonly port: number;
-  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory. */
-  restart(): Promise<void>;
+  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory, `downMs` later. */
+  restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,8 +86,9 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    restart: async () => {
+    restart: async (downMs = 0) => {
       await halt();
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
       await launch();
     },
     stop: async () => {
