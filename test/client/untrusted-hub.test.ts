@@ -56,17 +56,23 @@ function clientEnv(dir: string, extra: Record<string, string>): NodeJS.ProcessEn
   return env;
 }
 
+/** A test directory nobody can enter, holding `name` with `mode` (chmod: the umask would narrow it). */
+function openDirs(name: string, mode: number): { dir: string; shared: string } {
+  const dir = tempDir('bc-untrusted-');
+  chmodSync(dir, 0o755);
+  const shared = path.join(dir, name);
+  mkdirSync(shared);
+  chmodSync(shared, mode);
+  return { dir, shared };
+}
+
 const SECRET_RUN = ['run', '--input', '{"secret":"hunter2"}', '--', process.execPath, fixture('quick.mjs')];
 
 describe.skipIf(cannotSwitch)(
   `a control socket another user could have put there${cannotSwitch ? ` (skipped: ${cannotSwitch})` : ''}`,
   () => {
     test('in a directory others can write (0777): run, tasks and mcp refuse it with one line; the fake hub gets nothing', async () => {
-      const dir = tempDir('bc-untrusted-');
-      chmodSync(dir, 0o755);
-      const shared = path.join(dir, 'shared');
-      mkdirSync(shared);
-      chmodSync(shared, 0o777);
+      const { dir, shared } = openDirs('shared', 0o777);
       const socket = path.join(shared, 'control.sock');
       const fake = await fakeHub(socket, true);
       const env = clientEnv(dir, { BACKCHANNEL_CONTROL: socket });
@@ -82,11 +88,7 @@ describe.skipIf(cannotSwitch)(
     });
 
     test('in XDG_RUNTIME_DIR shared with another user, who made backchannel/control.sock there: refused, naming the owner', async () => {
-      const dir = tempDir('bc-untrusted-');
-      chmodSync(dir, 0o755);
-      const runtime = path.join(dir, 'runtime');
-      mkdirSync(runtime);
-      chmodSync(runtime, 0o1777);
+      const { dir, shared: runtime } = openDirs('runtime', 0o1777);
       const theirs = path.join(runtime, 'backchannel');
       mkdirSync(theirs, { mode: 0o755 });
       chownSync(theirs, NOBODY, NOBODY);
