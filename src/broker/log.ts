@@ -23,6 +23,8 @@ export interface HeadlessLoggerOptions {
 }
 
 let counter = 0;
+/** The name electron-log would otherwise look for in a package.json. */
+const APP_NAME = 'backchannel';
 
 /** An electron-log instance for plain Node (each call gets its own, so tests and servers do not share). */
 export function createHeadlessLogger(options: HeadlessLoggerOptions = {}): Logger & { filePath: string | undefined } {
@@ -30,6 +32,9 @@ export function createHeadlessLogger(options: HeadlessLoggerOptions = {}): Logge
   log.transports.console.level = options.console ?? 'warn';
   const file = options.file;
   if (file) {
+    // electron-log reads the app's name from the nearest package.json even when the path is given;
+    // without one (serve started in an empty directory) it threw inside and wrote nothing, silently.
+    log.transports.file.setAppName(APP_NAME);
     log.transports.file.resolvePathFn = () => file;
     log.transports.file.level = options.fileLevel ?? 'info';
   } else {

@@ -9,19 +9,30 @@ import { connectHub, type HubClient } from './hub-client.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../hub/paths.js';
-import { probeEndpoint } from '../hub/control/endpoint.js';
+import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
 import { CONTROL_ENV, controlSocketCandidates } from '../hub/control/paths.js';
 import { readOnlyHistory } from './history.js';
 
 export { HubLostError, type HubClient } from './hub-client.js';
+export { UntrustedEndpointError } from '../hub/control/endpoint.js';
 
-/** The running hub's endpoint, or undefined when none answers. */
+/**
+ * The running hub's endpoint, or undefined when none answers. Throws `UntrustedEndpointError` for a
+ * socket another user could have put there (see `untrustedEndpoint`), before connecting to it: a
+ * fake hub in a shared directory received a task and its secret input, and ran it.
+ */
 export async function findHubPath(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  for (const path of controlSocketCandidates(env)) if ((await probeEndpoint(path)) === 'live') return path;
+  for (const path of controlSocketCandidates(env)) if (await answers(path)) return path;
   if (env[CONTROL_ENV]) return undefined;
   // A hub listening elsewhere (its own BACKCHANNEL_CONTROL) still holds the data directory, and says where.
   const control = (await readLockHolder(defaultDataDir(env)))?.control;
-  return control && (await probeEndpoint(control)) === 'live' ? control : undefined;
+  return control && (await answers(control)) ? control : undefined;
+}
+
+async function answers(path: string): Promise<boolean> {
+  const problem = untrustedEndpoint(path);
+  if (problem !== undefined) throw new UntrustedEndpointError(path, problem);
+  return (await probeEndpoint(path)) === 'live';
 }
 
 /** The running hub's client, or undefined when none answers at the control endpoint. */

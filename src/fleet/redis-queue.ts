@@ -40,6 +40,12 @@ export interface FleetEntry {
 /** Workers beat every second; one silent for 5 minutes is dropped from the fleet view. */
 const FORGET_WORKER_AFTER_MS = 5 * 60_000;
 
+/** A failed job's report is looked for at least this long before its attempt counts as crashed. */
+const LOST_JOB_GRACE_MS = 3_000;
+/** A worker that has not beaten (every second) for this long is gone. */
+const WORKER_SILENT_MS = 5_000;
+const LOST_JOB_POLL_MS = 250;
+
 /** How long close() waits for BullMQ's graceful close before cutting the connections. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -84,9 +90,44 @@ class RedisQueue implements AttemptQueue, AttemptHub {
     events.on('progress', ({ jobId, data }) => this.pending.get(jobId)?.onEvents((data ?? {}) as unknown as ProgressBatch));
     events.on('completed', ({ jobId, returnvalue }) => {
       this.pending.get(jobId)?.onCompleted(returnvalue as unknown as AttemptReport);
+      void this.queue.client.then((client) => client.del(this.keys.report(jobId))).catch(() => {});
     });
-    events.on('failed', ({ jobId, failedReason }) => this.pending.get(jobId)?.failed(`the worker lost the job: ${failedReason}`));
+    events.on('failed', ({ jobId, failedReason }) => {
+      const attempt = this.pending.get(jobId);
+      if (attempt) void this.lostOrKept(attempt, failedReason);
+    });
     events.on('removed', ({ jobId }) => this.pending.get(jobId)?.failed('the job was removed from the queue', false));
+  }
+
+  /**
+   * A job BullMQ failed (its lock expired: the worker died, or could not renew it while Redis was
+   * down). A worker that is alive finishes the attempt and keeps its report under its own key; so
+   * while the job's worker still beats, the report is waited for, and only a worker gone (no beat for
+   * WORKER_SILENT_MS, past LOST_JOB_GRACE_MS) makes the attempt count as crashed. Nothing runs twice.
+   */
+  private async lostOrKept(attempt: RemoteAttempt, failedReason: string): Promise<void> {
+    const since = Date.now();
+    for (;;) {
+      if (attempt.isDone) return;
+      try {
+        const client = await this.queue.client;
+        const kept = await client.get(this.keys.report(attempt.jobId));
+        if (kept) {
+          attempt.onCompleted(JSON.parse(kept) as AttemptReport);
+          await client.del(this.keys.report(attempt.jobId));
+          return;
+        }
+        const beat = attempt.worker ? await client.hget(this.keys.fleet, attempt.worker) : null;
+        const silentFor = beat ? Date.now() - (JSON.parse(beat) as FleetEntry).at : Infinity;
+        if (Date.now() - since >= LOST_JOB_GRACE_MS && silentFor > WORKER_SILENT_MS) {
+          attempt.failed(`the worker lost the job: ${failedReason}`);
+          return;
+        }
+      } catch {
+        // Redis is away again: ask once it is back.
+      }
+      await new Promise((resolve) => setTimeout(resolve, LOST_JOB_POLL_MS));
+    }
   }
 
   attempt(...[settings, sink]: Parameters<AttemptQueue['attempt']>): RemoteAttempt {

@@ -30,6 +30,8 @@ export class RemoteAttempt implements RunningAttempt {
   private finish!: () => void;
   private done = false;
   private giveUp: NodeJS.Timeout | undefined;
+  /** The worker that took the job, once it said so. */
+  worker: string | undefined;
   /** The `seq` of the worker's next progress message. */
   private nextSeq = 0;
 
@@ -102,12 +104,19 @@ export class RemoteAttempt implements RunningAttempt {
       this.nextSeq = seq + 1;
     }
     for (const event of events ?? []) {
-      if (event.t === 'placed') this.sink.placed?.(event.worker);
-      else if (event.t === 'partial' && !this.decided) this.sink.partial(event.payload);
+      if (event.t === 'placed') {
+        this.worker = event.worker;
+        this.sink.placed?.(event.worker);
+      } else if (event.t === 'partial' && !this.decided) this.sink.partial(event.payload);
       else if (event.t === 'log') this.sink.log(event.stream, event.text, event.event);
       else if (event.t === 'problem') this.sink.problem(event.kind, event.detail, event.facts);
       else if (event.t === 'ask') this.sink.ask(event.message, (message) => this.hub.send({ t: 'reply', jobId: this.jobId, message }));
     }
+  }
+
+  /** True once the attempt ended (its job is over for the broker). */
+  get isDone(): boolean {
+    return this.done;
   }
 
   /** The job's return value: the worker's outcome (first final wins: a cancel decided here stays). */

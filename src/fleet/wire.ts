@@ -8,6 +8,7 @@ import type { AttemptOutcome, StopReason } from '../broker/task/attempt.js';
 import type { ProblemFacts } from '../broker/task/task.js';
 import type { LogEvent, ProblemKind } from '../model/task.js';
 import type { ConnectionOptions } from 'bullmq';
+import { redactedUrl } from './redis-url.js';
 
 /** BullMQ key prefix: every key of a fleet starts with `backchannel:<queue>:`. */
 export const PREFIX = 'backchannel';
@@ -101,6 +102,8 @@ export function keys(queueName: string) {
     control: `${base}:control`,
     fleet: `${base}:fleet`,
     stop: (jobId: string) => `${base}:stop:${jobId}`,
+    /** A worker's finished report, kept apart from the job: BullMQ refuses it once the job's lock expired. */
+    report: (jobId: string) => `${base}:report:${jobId}`,
   };
 }
 
@@ -113,10 +116,10 @@ export function connectionOf(url: string, tls?: Record<string, unknown>): Connec
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`Expected a Redis URL such as redis://127.0.0.1:6379, got \`${url}\``);
+    throw new Error(`Expected a Redis URL such as redis://127.0.0.1:6379, got \`${redactedUrl(url)}\``);
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new Error(`Expected a redis:// or rediss:// URL, got \`${url}\``);
+    throw new Error(`Expected a redis:// or rediss:// URL, got \`${redactedUrl(url)}\``);
   }
   const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
   return {

@@ -40,6 +40,8 @@ export interface FleetWorkerOptions {
 }
 
 const HEARTBEAT_MS = 1000;
+/** How long a finished report waits in Redis for its broker (one that is down longer loses it). */
+const REPORT_KEPT_SECONDS = 24 * 3600;
 
 interface RunningJob {
   attempt: Attempt;
@@ -175,7 +177,13 @@ export class FleetWorker {
       }
       await reporter.flush();
       if (outcome.kind === 'final') outcome.payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
-      return { worker: this.name, outcome, exitCode: attempt.exitCode, exitSignal: attempt.exitSignal };
+      const finished: AttemptReport = { worker: this.name, outcome, exitCode: attempt.exitCode, exitSignal: attempt.exitSignal };
+      // Kept under its own key first (ioredis holds the command until Redis is back): after an outage
+      // longer than the lock, BullMQ refuses the job's completion, and the broker takes the report from here.
+      await client.set(this.keys.report(job.id!), JSON.stringify(finished), 'EX', REPORT_KEPT_SECONDS).catch((error: Error) => {
+        this.logger.warn(`worker ${this.name}: could not keep the report of job ${job.id}: ${error.message}`);
+      });
+      return finished;
     } finally {
       this.running.delete(job.id!);
     }

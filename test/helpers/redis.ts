@@ -17,8 +17,8 @@ export const REDIS_MISSING =
 export interface TestRedis {
   readonly url: string;
   readonly port: number;
-  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory. */
-  restart(): Promise<void>;
+  /** Stops the server (SIGTERM; it writes its data) and starts it again on the same port and directory, `downMs` later. */
+  restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -57,13 +57,14 @@ export function outputOf(child: ChildProcess, text: string, what: string, timeou
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+/** `args` are added to redis-server's command line (e.g. `--requirepass`). */
+export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
   if (REDIS_MISSING) throw new Error(REDIS_MISSING);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-redis-'));
   const port = await freePort();
   let child: ChildProcess | undefined;
   const launch = async () => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', ...extraArgs];
     const started = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     await outputOf(started, 'Ready to accept connections', `redis-server on port ${port}`);
@@ -85,8 +86,9 @@ export async function startRedis(): Promise<TestRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    restart: async () => {
+    restart: async (downMs = 0) => {
       await halt();
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
       await launch();
     },
     stop: async () => {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot } from '../../model/task.js';
 import type { Logger } from '../log.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
+import { recordProblem } from './record-shape.js';
 
 const { O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_WRONLY } = constants;
 /** The journal and its temp file: never through a symlink; the temp file always new (O_EXCL). */
@@ -117,16 +118,20 @@ export class Journal {
     const lines = text.split('\n');
     lines.forEach((line, index) => {
       if (line.trim() === '') return;
-      let record: JournalRecord;
+      let record: unknown;
       try {
-        record = JSON.parse(line) as JournalRecord;
-        if (typeof record !== 'object' || record === null || typeof record.id !== 'string') throw new Error('not a record');
+        record = JSON.parse(line);
       } catch {
+        record = undefined;
+      }
+      // Valid JSON of the wrong shape counts as corrupt too: applying it bricked the broker (record-shape.ts).
+      const problem = record === undefined ? 'not JSON' : recordProblem(record);
+      if (problem !== undefined) {
         skippedLines += 1;
-        this.logger.warn(`history: skipped a corrupt line ${index + 1} of ${this.file} (${line.length} chars)`);
+        this.logger.warn(`history: skipped a corrupt line ${index + 1} of ${this.file} (${line.length} chars; ${problem})`);
         return;
       }
-      applyRecord(entries, record);
+      applyRecord(entries, record as JournalRecord);
       this.loaded.records += 1;
     });
     this.loaded.tasks = entries.size;

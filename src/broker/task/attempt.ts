@@ -28,7 +28,7 @@ import {
 } from '../process/spawn-agent.js';
 import { TaskChannel, type ChannelHandlers, type ChannelLimits } from '../transport/channel.js';
 import { IS_WINDOWS, newEndpointAddress } from '../transport/endpoint.js';
-import { traceable } from '../transport/inbound.js';
+import { redactToken, traceable } from '../transport/inbound.js';
 import { ChannelTally } from './tally.js';
 import { readStderr, readStdout, type OutputHandlers } from '../transport/stdout.js';
 import type { TaskEndpoint } from '../transport/task-endpoint.js';
@@ -279,8 +279,10 @@ export class Attempt {
 
   /** Records a channel problem; the token never reaches a log, even inside a line that did not parse. */
   private problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void {
-    if (kind === 'malformed') this.tally.malformed(detail);
-    this.sink.problem(kind, this.token ? detail.split(this.token).join('[redacted]') : detail, cause ? { cause } : {});
+    // Redacted before anything keeps it: the tally's last detail becomes the failure message.
+    const shown = this.token ? redactToken(detail, this.token) : detail;
+    if (kind === 'malformed') this.tally.malformed(shown);
+    this.sink.problem(kind, shown, cause ? { cause } : {});
   }
 
   private terminate(graceMs: number): void {

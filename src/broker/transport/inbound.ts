@@ -83,5 +83,29 @@ export function traceable(text: string, token: string): string {
     const found = takeToken(parsed.value);
     return redactedPreview(parsed.value, found);
   }
-  return preview(text.split(token).join('[redacted]'));
+  return redactToken(preview(text), token);
+}
+
+/**
+ * Pieces of the token this long or longer are redacted wherever they stand. A preview cut at 100
+ * characters, or the few characters of source JSON.parse quotes in its message, can hold part of the
+ * token: replacing only the whole token left 22–40 of its 64 characters in the log.
+ */
+const MIN_TOKEN_PIECE = 8;
+
+/** `text` (a short one: a preview, a problem's detail) with every run of MIN_TOKEN_PIECE or more characters of `token` replaced. */
+export function redactToken(text: string, token: string): string {
+  if (token === '') return text;
+  if (token.length < MIN_TOKEN_PIECE) return text.split(token).join('[redacted]');
+  let shown = '';
+  let at = 0;
+  while (at < text.length) {
+    let piece = 0;
+    for (let length = Math.min(token.length, text.length - at); length >= MIN_TOKEN_PIECE && piece === 0; length--) {
+      if (token.includes(text.slice(at, at + length))) piece = length;
+    }
+    shown += piece > 0 ? '[redacted]' : text[at];
+    at += piece > 0 ? piece : 1;
+  }
+  return shown;
 }

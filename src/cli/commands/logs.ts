@@ -1,5 +1,6 @@
 /** `backchannel logs [-f] <id>`: a task's log lines; `-f` follows them until the task ends. */
 import { EXIT } from '../command.js';
+import { writeText } from '../terminal-text.js';
 import { HubLostError } from '../../client/hub-client.js';
 import { LogPrinter, taskRunOf } from '../run/remote.js';
 import { taskCommand } from '../run/task-command.js';
@@ -20,7 +21,7 @@ export const command = taskCommand({
   history: true,
   async run({ line, open, id }) {
     const taskId = await id();
-    const printer = new LogPrinter(open.bridge, taskId, (text) => process.stdout.write(text + '\n'));
+    const printer = new LogPrinter(open.bridge, taskId, (text) => writeText(process.stdout, text + '\n'));
     await printer.pull();
     if (!line.values.follow || !open.hub) return EXIT.ok;
     // One pull at a time, in order: a change during a pull schedules one more.

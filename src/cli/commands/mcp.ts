@@ -1,11 +1,11 @@
 /** `backchannel mcp`: the MCP server on stdio, over the running hub or an own broker. */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { findHub, type HubClient } from '../../client/discover.js';
 import { HubTasks } from '../../client/hub-tasks.js';
 import { localTasks } from '../../client/local-tasks.js';
 import type { TaskService } from '../../client/tasks.js';
 import { createMcpServer } from '../../mcp/server.js';
+import { guardedStdioTransport } from '../../mcp/stdio-guard.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
 
@@ -37,7 +37,8 @@ export const command: CliCommand = {
       return EXIT.failed;
     }
     const mcp = createMcpServer(own.bridge, own.tasks, readOwnVersion());
-    const transport = new StdioServerTransport();
+    // The SDK's transport behind a size guard: a message over 10 MiB is an error reply, not the end of the session.
+    const transport = guardedStdioTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = resolve;
       process.stdin.once('end', resolve);

@@ -4,6 +4,7 @@ import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.j
 import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../hub/paths.js';
+import { takeRedisUrl } from '../../fleet/redis-url.js';
 
 const HELP = `Usage: backchannel serve [options]
 
@@ -16,7 +17,8 @@ Options:
   --concurrency <n>   tasks running at once (default: 2 per CPU core)
   --history-limit <n> finished tasks kept in history (default: 1000); older ones leave it and
                       only their counts stay in the insights
-  --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS)
+  --redis <url>       run tasks on \`backchannel worker\`s through this Redis (redis://…, rediss:// for TLS; or
+                      BACKCHANNEL_REDIS_URL; a password only in REDIS_PASSWORD or the config file)
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
                       a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
@@ -73,7 +75,10 @@ export const command: CliCommand = {
     values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
     values['history-limit'] ??= file.historyLimit === undefined ? undefined : String(file.historyLimit);
     values['keep-token'] ??= file.keepToken as boolean | undefined;
-    values.redis ??= file.redis as string | undefined;
+    // A password on the command line is readable by every user (ps): from the file or REDIS_PASSWORD only.
+    const redisUrl = takeRedisUrl(values.redis, file.redis as string | undefined);
+    if ('problem' in redisUrl) return usageError(`backchannel serve: ${redisUrl.problem}`, HELP);
+    values.redis = redisUrl.url;
     values.queue ??= file.queue as string | undefined;
     const port = values.port === undefined ? 0 : Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) {

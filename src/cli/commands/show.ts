@@ -1,5 +1,6 @@
 /** `backchannel show <id>`: one task's details. */
 import { EXIT } from '../command.js';
+import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel show <id> [--json]
@@ -41,10 +42,12 @@ export const command = taskCommand({
       ],
       ['last partial', task.lastPartial === undefined || task.endedAt ? undefined : JSON.stringify(task.lastPartial)],
     ];
-    for (const [name, value] of fields) if (value !== undefined) process.stdout.write(`${name.padEnd(12)} ${String(value)}\n`);
+    // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
+    const print = (text: string): void => writeText(process.stdout, text);
+    for (const [name, value] of fields) if (value !== undefined) print(`${name.padEnd(12)} ${String(value)}\n`);
     const result = task.result ?? (task.resultSummary ? await open.bridge.taskResult(task.id) : undefined);
-    if (result) process.stdout.write(`result\n${JSON.stringify(result, null, 2)}\n`);
-    if (task.stderrTail) process.stdout.write(`stderr (last lines)\n${task.stderrTail}\n`);
+    if (result) print(`result\n${JSON.stringify(result, null, 2)}\n`);
+    if (task.stderrTail) print(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;
   },
 });

@@ -1,6 +1,7 @@
 /** `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker needed). */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
+import { writeText } from '../terminal-text.js';
 import { defaultDataDir } from '../../hub/paths.js';
 import { readInsights } from '../../broker/history/rollup.js';
 import { formatDuration } from '../../model/duration.js';
@@ -144,8 +145,9 @@ export const command: CliCommand = {
     if (values.model !== undefined) query.model = values.model;
     const insights = readInsights(values['data-dir'] ?? defaultDataDir(), query);
     if (values.json) process.stdout.write(JSON.stringify(insights) + '\n');
-    else if (values.csv) process.stdout.write(toCsv(insights));
-    else process.stdout.write(toText(insights));
+    // Labels and model names are agent text: neutralised on a terminal (--json stays exact).
+    else if (values.csv) writeText(process.stdout, toCsv(insights));
+    else writeText(process.stdout, toText(insights));
     return EXIT.ok;
   },
 };

@@ -2,6 +2,7 @@
 import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
 import { EXIT, usageError } from '../command.js';
+import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel tasks [--json] [--state running|queued|finished|failed] [--limit n]
@@ -56,8 +57,9 @@ export const command = taskCommand({
     ]);
     const header = ['ID', 'STATE', 'PROGRESS', 'CREATED', 'LABEL'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    // Labels are agent text: neutralised on a terminal (one character for one, so the columns hold).
     for (const row of [header, ...rows]) {
-      process.stdout.write(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
+      writeText(process.stdout, row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
     }
     return EXIT.ok;
   },

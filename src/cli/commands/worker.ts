@@ -3,10 +3,10 @@ import path from 'node:path';
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { createHeadlessLogger } from '../../broker/log.js';
-import { AllowList, FleetWorker, type AllowedCommand } from '../../fleet/index.js';
+import { AllowList, takeRedisUrl, FleetWorker, redactedUrl, REDIS_URL_ENV, type AllowedCommand } from '../../fleet/index.js';
 import { loadPresets } from '../../templates/presets.js';
 
-const HELP = `Usage: backchannel worker --redis <url> [options]
+const HELP = `Usage: backchannel worker [--redis <url>] [options]
 
 Takes sub-agent tasks from a Redis queue (filled by \`backchannel serve --redis\` or a TaskBroker with
 a Redis queue) and runs each here, with the same socket protocol, guards and process-tree kill as a
@@ -15,7 +15,8 @@ preset of --templates (and nothing else); any other job runs only when its comma
 with an entry of --allow. A refused job fails its task with reason \`refused\`.
 
 Options:
-  --redis <url>          redis://[user:password@]host[:port][/db], or rediss:// for TLS (required)
+  --redis <url>          redis://[user@]host[:port][/db], or rediss:// for TLS (required, or BACKCHANNEL_REDIS_URL);
+                         no password here (ps shows it to every user): give it in REDIS_PASSWORD
   --name <name>          this worker's name in the panel (default: <host>-<pid>)
   --queue <name>         queue name, as the broker's (default: agents)
   --concurrency <n>      sub-agents at once (default: 2 per CPU core)
@@ -51,7 +52,9 @@ export const command: CliCommand = {
     );
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
-    if (!values.redis) return usageError('backchannel worker: `--redis <url>` is required', HELP);
+    const redis = takeRedisUrl(values.redis, undefined);
+    if ('problem' in redis) return usageError(`backchannel worker: ${redis.problem}`, HELP);
+    if (!redis.url) return usageError(`backchannel worker: \`--redis <url>\` is required (or ${REDIS_URL_ENV})`, HELP);
     const concurrency = positiveInteger(values.concurrency, undefined);
     if (concurrency === false) return usageError(`backchannel worker: Expected \`--concurrency\` to be a positive integer`, HELP);
     const lockDurationMs = positiveInteger(values['lock-timeout'], undefined);
@@ -72,7 +75,7 @@ export const command: CliCommand = {
     let worker: FleetWorker;
     try {
       worker = new FleetWorker({
-        redis: values.redis,
+        redis: redis.url,
         name: values.queue,
         workerName: values.name,
         concurrency,
@@ -87,19 +90,8 @@ export const command: CliCommand = {
     }
     const stopped = runUntilSignal('worker', 'running sub-agents', () => worker.close(true));
     process.stdout.write(
-      `Backchannel worker ${worker.name}: taking tasks from ${redacted(values.redis)} (${entries.length} allowed commands)\n`,
+      `Backchannel worker ${worker.name}: taking tasks from ${redactedUrl(redis.url)} (${entries.length} allowed commands)\n`,
     );
     return stopped;
   },
 };
-
-/** The URL without its password, for printing. */
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url;
-  }
-}

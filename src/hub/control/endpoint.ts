@@ -3,8 +3,10 @@
  * the probe that tells a live hub from a stale socket file left by a crashed one (connect →
  * `ECONNREFUSED` → unlink). Who may connect is decided here, by the kernel: only the owner can
  * traverse a 0700 directory, so another user's `connect()` fails with `EACCES` before we see it.
+ * Clients check the other direction (`untrustedEndpoint`): that whatever listens there can only be
+ * the owner's own hub, before they send it a task and its input.
  */
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, unlinkSync, type Stats } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import { STALE_SOCKET_RECHECK_MS } from '../../broker/transport/endpoint.js';
@@ -32,6 +34,47 @@ export function preparePrivateDir(socketPath: string): void {
     throw new Error(`The control endpoint's directory ${dir} is not a directory owned by this user; refusing to listen there`);
   }
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** A client found a control endpoint that another user could have put there; it talks to none. */
+export class UntrustedEndpointError extends Error {
+  readonly code = 'untrusted_endpoint';
+  constructor(
+    readonly path: string,
+    problem: string,
+  ) {
+    super(`refusing the hub's control endpoint ${path}: ${problem}, so another user could be the one listening there`);
+    this.name = 'UntrustedEndpointError';
+  }
+}
+
+/**
+ * Why a client must not talk to the socket at `socketPath`, or undefined when only this user can
+ * have put it there (nothing there counts as trusted: there is nobody to talk to). The rule `serve`
+ * keeps for its own endpoint: the directory is a real directory, ours, that no one else can write
+ * (so no one else can replace the socket), and the socket is ours. Symlinks are not followed.
+ */
+export function untrustedEndpoint(socketPath: string): string | undefined {
+  const uid = process.getuid?.();
+  if (process.platform === 'win32' || uid === undefined) return undefined;
+  let socket: Stats;
+  try {
+    socket = lstatSync(socketPath);
+  } catch {
+    return undefined;
+  }
+  const dir = dirname(socketPath);
+  const parent = lstatSync(dir, { throwIfNoEntry: false });
+  if (!parent?.isDirectory()) return `its directory ${dir} is not a directory (a symlink?)`;
+  if (parent.uid !== uid) return `its directory ${dir} belongs to uid ${parent.uid}, not to this user (uid ${uid})`;
+  if ((parent.mode & 0o022) !== 0) return `its directory ${dir} is writable by others (mode ${modeOf(parent)})`;
+  if (!socket.isSocket()) return `it is not a socket (a ${socket.isSymbolicLink() ? 'symlink' : 'file'})`;
+  if (socket.uid !== uid) return `the socket belongs to uid ${socket.uid}, not to this user (uid ${uid})`;
+  return undefined;
+}
+
+function modeOf(stat: Stats): string {
+  return (stat.mode & 0o7777).toString(8).padStart(4, '0');
 }
 
 /** `live`: a hub accepts connections there. `stale`: a socket file nobody listens on. `none`: nothing there. */

@@ -42,6 +42,15 @@ export interface PanelServer {
 export const HOST = '127.0.0.1';
 /** Longer than browsers keep idle connections around, so a reused socket is not closed under a request. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/**
+ * Open connections the panel's port holds at most; more are closed as they come. A panel tab holds
+ * its event stream and a few requests, so this is room for many tabs and scripts, while a flood of
+ * idle connections (a red team reached 17,500 descriptors) can no longer use up the hub's file
+ * descriptors, which its tasks' sockets and pipes need too.
+ */
+export const MAX_PANEL_CONNECTIONS = 256;
+/** A connection must send its request headers this soon (Node's default is 60 s): idle ones free their slot. */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 /** Where the panel's "Open" shows the app log (headless: there is no OS viewer to hand it to). */
 export const LOG_PATH = '/log';
@@ -74,6 +83,8 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     });
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.maxConnections = MAX_PANEL_CONNECTIONS;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
   const port = await listen(server, options.port ?? 0);
   context.port = port;
   return {
@@ -103,6 +114,9 @@ async function handleRequest(context: ServerContext, req: IncomingMessage, res: 
 /** The three checks of ../http/security.ts, in order; answers a refused request itself and returns undefined. */
 function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | undefined {
   const { port, token } = context;
+  // A refused request's connection is closed with the answer: without the token it holds no slot.
+  const keepAlive = res.shouldKeepAlive;
+  res.shouldKeepAlive = false;
   if (!isAllowedHost(req.headers.host, port)) {
     sendError(res, 421, 'invalid_request', 'This server only answers to 127.0.0.1, localhost or [::1] on its own port');
     return undefined;
@@ -119,6 +133,7 @@ function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse
     else sendError(res, 401, 'invalid_request', message);
     return undefined;
   }
+  res.shouldKeepAlive = keepAlive;
   return url;
 }
 
