@@ -40,7 +40,8 @@ export class TaskError extends Error {
 export class BrokerError extends Error {
   override readonly name = 'BrokerError';
   constructor(
-    readonly code: 'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint' | 'data_dir' | 'data_dir_in_use',
+    readonly code:
+      'closed' | 'invalid_option' | 'unknown_task' | 'not_retryable' | 'endpoint' | 'data_dir' | 'data_dir_in_use' | 'worktree',
     message: string,
     options?: { cause?: unknown },
   ) {

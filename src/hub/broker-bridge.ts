@@ -335,7 +335,7 @@ function translate(error: unknown): never {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'unknown_task') throw new BridgeError('not_found', message);
-  if (code === 'not_retryable' || code === 'closed') throw new BridgeError('conflict', message);
+  if (code === 'not_retryable' || code === 'closed' || code === 'worktree') throw new BridgeError('conflict', message);
   if (code === 'invalid_option') throw new BridgeError('invalid_request', message);
   throw new BridgeError('internal', message);
 }

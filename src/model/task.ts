@@ -1,4 +1,5 @@
 import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
+import type { ChangeSummary, WorktreeInfo, WorktreeRequest } from './change.js';
 
 /**
  * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
@@ -68,6 +69,13 @@ export interface TaskSpec {
   estimatedTokens?: number;
   /** Free-form tags (e.g. `{source: 'gateway'}`), kept in the snapshot. */
   tags?: Record<string, string>;
+  /**
+   * Run in a git worktree of its own, on a new branch from a base of the repository containing
+   * `cwd` (docs/coding-agents.md); its change is recorded when it ends. `true` is `{}`.
+   */
+  worktree?: WorktreeRequest | boolean;
+  /** The task this one follows up (set with `worktree.reuse`: the same worktree, one thread). */
+  parent?: string;
 }
 
 export interface LogLine {
@@ -169,6 +177,12 @@ export interface TaskSnapshot {
   worker?: string;
   pendingQuestion?: PendingQuestion;
   tags?: Record<string, string>;
+  /** The worktree the task runs in (a coding task, `TaskSpec.worktree`), once it was made. */
+  worktree?: WorktreeInfo;
+  /** What the agent changed there, recorded once its processes are gone (the whole diff: `taskChange`). */
+  change?: ChangeSummary;
+  /** The task this one follows up (one thread, one worktree). */
+  parent?: string;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
   counters: { malformed: number; rejected: number; ignored: number };
 }
