@@ -25,6 +25,8 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
   if (spec.env !== undefined) request.env = definedEnv(spec.env);
   if (spec.baseEnv !== undefined) request.callerEnv = carriedEnv(spec.baseEnv);
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
+  if (spec.worktree !== undefined) request.worktree = spec.worktree;
+  if (spec.parent !== undefined) request.parent = spec.parent;
   return request;
 }
 
