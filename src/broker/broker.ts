@@ -234,9 +234,20 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     }
   }
 
-  /** A coding task's change and its whole diff; throws BrokerError('unknown_task') when it has none. */
-  change(id: string): TaskChange {
+  /**
+   * A coding task's change and its whole diff; rejects with BrokerError('unknown_task') when it has
+   * none. A task that has ended but whose processes are still going is waited for: its change is
+   * recorded once they are gone (a caller that saw `ended` must not get an empty diff).
+   */
+  async change(id: string): Promise<TaskChange> {
+    await this.changeSettled(id);
     return this.requireWorktrees().change(id);
+  }
+
+  /** Waits until the coding task `id` (when it ended) has its change recorded. */
+  private async changeSettled(id: string): Promise<void> {
+    const entry = this.live.get(id);
+    if (entry?.worktree && entry.task.finished) await entry.finished;
   }
 
   /** Every worktree this broker's registry lists (made by Backchannel), oldest first. */
@@ -246,18 +257,21 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   /** Applies the changes of `ids`, in order, into the user's checkout: all or none (see Worktrees.apply). */
   async applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
+    for (const id of ids) await this.changeSettled(id);
     return this.requireWorktrees().apply(ids);
   }
 
   /** Removes a finished task's worktree and branch. */
   async discardChange(id: string): Promise<WorktreeRecord> {
     this.refuseWhileWorking(id);
+    await this.changeSettled(id);
     return this.requireWorktrees().discard(id);
   }
 
   /** Removes a finished task's worktree, keeping its branch. */
   async keepBranch(id: string): Promise<WorktreeRecord> {
     this.refuseWhileWorking(id);
+    await this.changeSettled(id);
     return this.requireWorktrees().keepBranch(id);
   }
 

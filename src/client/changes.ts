@@ -7,7 +7,6 @@
 import path from 'node:path';
 import { BridgeError } from '../bridge/calls.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
-import { Worktrees } from '../broker/worktree/worktrees.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { defaultDataDir } from '../hub/paths.js';
 
@@ -42,16 +41,17 @@ export function bridgeChanges(bridge: () => Promise<BackchannelBridge>): ChangeS
   return service;
 }
 
-/**
- * The changes in a worktree registry of this process (a broker's, or the one on disk when no hub
- * runs). `isWorking` says whether a task still runs in this process (its worktree is then refused).
- */
-export function registryChanges(worktrees: Worktrees, isWorking: (id: string) => boolean = () => false): ChangeService {
-  const refuseWhileWorking = (id: string): void => {
-    const record = worktrees.find(id);
-    const busy = record && [record.taskId, ...(record.followUps ?? [])].find(isWorking);
-    if (busy) throw new BridgeError('conflict', `task ${busy} still works in that worktree; cancel it or wait for it to end`);
-  };
+/** What `registryChanges` works on: a worktree registry (`Worktrees`), or a broker's view of one. */
+export interface ChangeSource {
+  change(id: string): TaskChange | Promise<TaskChange>;
+  apply(ids: readonly string[]): Promise<ApplyOutcome>;
+  discard(id: string): Promise<WorktreeRecord>;
+  keepBranch(id: string): Promise<WorktreeRecord>;
+  list(): WorktreeRecord[];
+}
+
+/** The changes of a worktree registry in this process (a broker's, or the one on disk when no hub runs). */
+export function registryChanges(source: ChangeSource): ChangeService {
   const translated = async <T>(run: () => T | Promise<T>): Promise<T> => {
     try {
       return await run();
@@ -62,23 +62,14 @@ export function registryChanges(worktrees: Worktrees, isWorking: (id: string) =>
       throw new BridgeError(bridgeCode, (error as Error).message);
     }
   };
-  const service: ChangeService = {
-    change: (id) => translated(() => worktrees.change(id)),
-    apply: (ids) => translated(() => worktrees.apply(ids)),
-    discard: (id) =>
-      translated(() => {
-        refuseWhileWorking(id);
-        return worktrees.discard(id);
-      }),
-    keepBranch: (id) =>
-      translated(() => {
-        refuseWhileWorking(id);
-        return worktrees.keepBranch(id);
-      }),
-    list: async () => worktrees.list(),
-    resolve: async (prefix) => resolveAmong(worktrees.list(), prefix),
+  return {
+    change: (id) => translated(() => source.change(id)),
+    apply: (ids) => translated(() => source.apply(ids)),
+    discard: (id) => translated(() => source.discard(id)),
+    keepBranch: (id) => translated(() => source.keepBranch(id)),
+    list: async () => source.list(),
+    resolve: async (prefix) => resolveAmong(source.list(), prefix),
   };
-  return service;
 }
 
 function resolveAmong(records: WorktreeRecord[], prefix: string): string {

@@ -38,7 +38,13 @@ export function localTasks(broker: TaskBroker): TaskService {
       return { running, queued };
     },
     changes: broker.worktrees
-      ? registryChanges(broker.worktrees, (id) => broker.get(id)?.state !== undefined && !isFinished(broker.get(id)!.state))
+      ? registryChanges({
+          change: (id) => broker.change(id),
+          apply: (ids) => broker.applyChanges(ids),
+          discard: (id) => broker.discardChange(id),
+          keepBranch: (id) => broker.keepBranch(id),
+          list: () => broker.worktreeList(),
+        })
       : noChanges(),
     close: async () => {},
   };

@@ -42,7 +42,7 @@ export interface BrokerLike {
   /** Figures of finished tasks; a broker without it answers `insights` with an internal error. */
   insights?(query: InsightsQuery): Insights;
   /** A coding task's change (throws a BrokerError('unknown_task') without one); absent: a broker keeping no worktrees. */
-  change?(id: string): TaskChange;
+  change?(id: string): Promise<TaskChange>;
   applyChanges?(ids: readonly string[]): Promise<ApplyOutcome>;
   discardChange?(id: string): Promise<WorktreeRecord>;
   keepBranch?(id: string): Promise<WorktreeRecord>;

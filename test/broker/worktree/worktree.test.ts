@@ -55,7 +55,7 @@ describe('a task in a worktree', () => {
       { path: 'src/app.ts', status: 'modified', insertions: 1, deletions: 0 },
       { path: 'src/new.ts', status: 'added', insertions: 1, deletions: 0 },
     ]);
-    const { diff } = broker.change(handle.id);
+    const { diff } = await broker.change(handle.id);
     expect(diff).toContain('+export const added = 1;');
     expect(diff).toContain('deleted file mode');
     // The worktree's own index was not touched by the recording: the agent's edits are still unstaged there.
