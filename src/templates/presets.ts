@@ -23,6 +23,7 @@ export function defaultDemoAgentsDir(): string {
 /** A template's agent as a preset: a ready-to-run request in the template's own directory. */
 export function presetOf(template: Template): PresetInfo {
   const [command, ...args] = template.run as [string, ...string[]];
+  if (template.worktree) return codingPresetOf(template, command, args);
   return {
     name: template.name,
     description: template.description,
@@ -31,6 +32,25 @@ export function presetOf(template: Template): PresetInfo {
       args,
       cwd: template.dir,
       label: `${template.name} (template)`,
+      ...(template.input !== undefined ? { input: template.input } : {}),
+    },
+  };
+}
+
+/**
+ * A coding agent's preset: it runs where the user points it (the New task form's directory, a
+ * repository) in a worktree of its own, so its files are named by absolute path and it has no cwd.
+ */
+function codingPresetOf(template: Template, command: string, args: string[]): PresetInfo {
+  const inTemplate = (arg: string) => (existsSync(path.join(template.dir, arg)) ? path.join(template.dir, arg) : arg);
+  return {
+    name: template.name,
+    description: template.description,
+    request: {
+      command: inTemplate(command),
+      args: args.map(inTemplate),
+      label: `${template.name} (template)`,
+      worktree: true,
       ...(template.input !== undefined ? { input: template.input } : {}),
     },
   };

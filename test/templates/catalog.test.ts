@@ -32,6 +32,19 @@ describe('the template catalog', () => {
     expect(findTemplate('nope')).toBeUndefined();
   });
 
+  it('a coding-agent template ("worktree": true) becomes a preset that runs in a worktree of the repository the user picks', () => {
+    const claude = findTemplate('claude-code')!;
+    expect(claude.worktree).toBe(true);
+    expect(presetOf(claude).request).toEqual({
+      command: 'node',
+      args: [path.join(claude.dir, 'agent.mjs')],
+      label: 'claude-code (template)',
+      worktree: true,
+      input: claude.input,
+    });
+    expect(() => validateManifest({ name: 'ok', description: 'x', run: ['a'], worktree: 'yes' }, 'x/template.json')).toThrow(/"worktree"/);
+  });
+
   it('rejects broken manifests with the file and the field in the message', () => {
     const bad: Array<[unknown, RegExp]> = [
       [[], /expected a JSON object/],
