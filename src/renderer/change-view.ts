@@ -48,6 +48,8 @@ export class ChangeSection {
       `Branch ${where.branch} from ${where.base} (${where.baseSha.slice(0, 8)}) · `,
       task.change ? describeChange(task.change) : 'working…',
       task.change && task.change.commits.length > 0 ? ` · ${task.change.commits.length} commit(s)` : '',
+      // A follow-up continues the thread of its parent, in the same worktree.
+      task.parent ? ` · follow-up of ${this.actions.tasks().find((t) => t.id === task.parent)?.label ?? task.parent}` : '',
     ]);
     this.root.replaceChildren(head, facts);
     if (!task.change || !isFinished(task.state)) return;
