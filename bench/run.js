@@ -26,6 +26,7 @@ const MODULES = [
   { name: 'hub-path', title: 'The hub path: many tasks, MCP' },
   { name: 'gateway', title: "The gateway's own cost" },
   { name: 'growth', title: 'How cost grows with history' },
+  { name: 'worktree', title: 'Coding tasks: worktree and diff' },
 ];
 
 const args = process.argv.slice(2);

@@ -13,6 +13,7 @@ import {
   checkAnswer,
   checkBoolean,
   checkId,
+  checkIds,
   checkInsightsQuery,
   checkReason,
   checkSubmitRequest,
@@ -72,6 +73,11 @@ export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
     args: ['id', 'name'],
     check: (a) => [checkId(a[0]), checkId(a[1], 'name')],
   },
+  taskChange: { verb: 'GET', path: 'tasks/:id/change', args: ['id'], check: (a) => [checkId(a[0])] },
+  applyChanges: { verb: 'POST', path: 'changes/apply', args: ['ids'], check: (a) => [checkIds(a[0])] },
+  discardChange: { verb: 'POST', path: 'tasks/:id/change/discard', args: ['id'], check: (a) => [checkId(a[0])] },
+  keepBranch: { verb: 'POST', path: 'tasks/:id/change/keep', args: ['id'], check: (a) => [checkId(a[0])] },
+  listWorktrees: { verb: 'GET', path: 'worktrees', args: [], check: () => [] },
 };
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];

@@ -45,6 +45,29 @@ export function checkId(value: unknown, what = 'id'): string {
   return checkString(value, what, { max: MAX_ID });
 }
 
+/** A list of task ids (the changes to apply, in order). */
+export function checkIds(value: unknown, what = 'ids'): string[] {
+  if (!Array.isArray(value) || value.length === 0)
+    throw invalid(`Expected \`${what}\` to be a non-empty array of task ids, got ${describe(value)}`);
+  if (value.length > MAX_ARGS) throw invalid(`Expected at most ${MAX_ARGS} \`${what}\`, got ${value.length}`);
+  return value.map((id, i) => checkId(id, `${what}[${i}]`));
+}
+
+/** A submission's `worktree`: true, or {base?, includeUncommitted?, reuse?}. */
+function checkWorktreeRequest(value: unknown): SubmitRequest['worktree'] {
+  if (typeof value === 'boolean') return value;
+  if (!isRecord(value)) throw invalid(`Expected \`worktree\` to be true or an object, got ${describe(value)}`);
+  const request: Exclude<SubmitRequest['worktree'], boolean | undefined> = {};
+  for (const key of Object.keys(value)) {
+    if (!['base', 'includeUncommitted', 'reuse'].includes(key)) throw invalid(`Unexpected \`worktree.${key.slice(0, 40)}\``);
+  }
+  if (value.base !== undefined) request.base = checkString(value.base, 'worktree.base', { max: 256 });
+  if (value.includeUncommitted !== undefined)
+    request.includeUncommitted = checkBoolean(value.includeUncommitted, 'worktree.includeUncommitted');
+  if (value.reuse !== undefined) request.reuse = checkId(value.reuse, 'worktree.reuse');
+  return request;
+}
+
 /** The text of an answer (may be empty). */
 export function checkAnswer(value: unknown): string {
   return checkString(value, 'answer', { allowEmpty: true, max: MAX_ANSWER });
@@ -135,6 +158,8 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
     if (typeof value.taskIdArg !== 'boolean') throw invalid(`Expected \`taskIdArg\` to be a boolean, got ${describe(value.taskIdArg)}`);
     request.taskIdArg = value.taskIdArg;
   }
+  if (value.worktree !== undefined) request.worktree = checkWorktreeRequest(value.worktree);
+  if (value.parent !== undefined) request.parent = checkId(value.parent, 'parent');
   if (value.retries !== undefined) {
     const retries = checkNonNegative(value.retries, 'retries');
     if (!Number.isInteger(retries) || retries > 100) throw invalid(`Expected \`retries\` to be an integer from 0 to 100, got ${retries}`);

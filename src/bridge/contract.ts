@@ -8,6 +8,7 @@ import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, ResultSummary, TaskOrigin, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
+import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
 
 export type {
   FinalPayload,
@@ -22,6 +23,10 @@ export type {
   TaskState,
   TaskUpdate,
   WorkerInfo,
+  ApplyOutcome,
+  TaskChange,
+  WorktreeRecord,
+  WorktreeRequest,
 };
 export { MAX_TASK_PAGE_SIZE, RESULT_INLINE_MAX_BYTES, TASK_PAGE_SIZE } from '../model/task.js';
 
@@ -58,6 +63,10 @@ export interface SubmitRequest {
   origin?: TaskOrigin;
   /** `false`: the command's arguments get no `--task-id=<id>` (`run --no-task-id-arg`). @default true */
   taskIdArg?: boolean;
+  /** Run in a git worktree of its own (a coding task, docs/coding-agents.md). */
+  worktree?: WorktreeRequest | boolean;
+  /** The task this one follows up. */
+  parent?: string;
 }
 
 /**
@@ -140,6 +149,22 @@ export interface BackchannelBridge {
   insights(query: InsightsQuery): Promise<Insights>;
   /** One attachment of a task's final payload, for download (snapshots carry only name and size). */
   attachment(id: string, name: string): Promise<AttachmentDownload>;
+  /**
+   * A coding task's change (`task.change` is its summary) with the whole diff against its base;
+   * `not_found` for a task without a worktree.
+   */
+  taskChange(id: string): Promise<TaskChange>;
+  /**
+   * Applies the changes of `ids`, in that order, into the user's checkout they were made from: all,
+   * or none (the tree unchanged) and the first that conflicts with its files (`ok: false`).
+   */
+  applyChanges(ids: string[]): Promise<ApplyOutcome>;
+  /** Removes a finished coding task's worktree and branch (`conflict` while it runs). */
+  discardChange(id: string): Promise<WorktreeRecord>;
+  /** Removes a finished coding task's worktree and keeps its branch, uncommitted work committed onto it. */
+  keepBranch(id: string): Promise<WorktreeRecord>;
+  /** The worktrees Backchannel made, oldest first. */
+  listWorktrees(): Promise<WorktreeRecord[]>;
 }
 
 /** An attachment's bytes, base64-encoded so they travel as JSON over IPC and HTTP. */

@@ -35,6 +35,8 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
+import { Worktrees, type WorktreePlan } from './worktree/worktrees.js';
+import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
 
 /** The policy of a broker given none: only trusted origins run. */
 const NO_RULES = new RunPolicy([]);
@@ -54,7 +56,12 @@ interface LiveTask {
   lastProgressJournal: number;
   /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
   resultSummary?: ResultSummary;
+  /** A coding task's worktree: planned at submit, made before the first attempt, its change recorded at the end. */
+  worktree?: { plan: WorktreePlan; record?: WorktreeRecord; captured?: boolean };
 }
+
+/** How often worktrees past `worktreeMaxAgeMs` are looked for (besides at start). */
+const WORKTREE_SWEEP_MS = 60 * 60_000;
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
@@ -73,6 +80,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
+  private worktreeSweep: NodeJS.Timeout | undefined;
+  /** Coding tasks' worktrees (`TaskSpec.worktree`), when the broker has a place for them. */
+  readonly worktrees: Worktrees | undefined;
   /** This broker's hold on its data directory: one broker per history (see history/data-dir-lock.ts). */
   private dataDirLock: DataDirLock | undefined;
   /** Why the broker could not start (endpoint directory refused, …): every task then fails with it. */
@@ -89,6 +99,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
+    const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
+    this.worktrees = worktreeDir ? new Worktrees(worktreeDir) : undefined;
     this.baseEnv = filterEnv(process.env, options.env);
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
@@ -123,7 +135,23 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
       this.spoolCheck = await restoreHistory(recovery, timing);
     }
+    this.startWorktreeSweep();
     this.queue.start();
+  }
+
+  private startWorktreeSweep(): void {
+    const maxAge = this.options.worktreeMaxAgeMs;
+    if (!this.worktrees || maxAge === undefined) return;
+    const sweep = () => {
+      const inUse = (id: string) => this.live.get(id)?.task.finished === false;
+      this.worktrees!.sweep(maxAge, inUse).then(
+        (swept) => swept.length > 0 && this.logger.info(`discarded ${swept.length} worktree(s) older than ${maxAge} ms`),
+        (error: unknown) => this.warn(`worktree sweep: ${(error as Error).message}`),
+      );
+    };
+    sweep();
+    this.worktreeSweep = setInterval(sweep, WORKTREE_SWEEP_MS);
+    this.worktreeSweep.unref();
   }
 
   /** Registers a task and queues it. Returns at once; the endpoint opens when the task starts. */
@@ -133,12 +161,20 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     spec = this.admitted(spec);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
-    const identity = { id, spec, label: labelOf(spec), cwd: path.resolve(spec.cwd ?? process.cwd()), maxAttempts: policy.max + 1 };
+    const cwd = path.resolve(spec.cwd ?? process.cwd());
+    const plan = this.planWorktree(spec, cwd);
+    if (plan?.reuse) spec = this.followUpSpec(spec, plan.reuse);
+    const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     let markFinished!: () => void;
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs);
+    const record = () => entry.worktree?.record;
+    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => {
+      const made = record();
+      return made && this.worktrees ? { branch: made.branch, files: this.worktrees.changedSoFar(made) } : undefined;
+    });
     const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0 };
+    if (plan) entry.worktree = { plan };
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
@@ -177,6 +213,126 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (preset === spec.preset) return spec;
     const { preset: _claimed, ...rest } = spec;
     return preset === undefined ? rest : { ...rest, preset };
+  }
+
+  /** The worktree a spec asks for, checked now (a bad request is refused here, one line). */
+  private planWorktree(spec: TaskSpec, cwd: string): WorktreePlan | undefined {
+    if (spec.worktree === undefined || spec.worktree === false) return undefined;
+    if (!this.worktrees) {
+      throw new BrokerError('invalid_option', 'This broker has no directory for worktrees (give it a `dataDir` or a `worktreeDir`).');
+    }
+    const request: WorktreeRequest = spec.worktree === true ? {} : spec.worktree;
+    const plan = this.worktrees.plan(cwd, request);
+    const reused = plan.reuse;
+    if (reused) {
+      const thread = [reused.taskId, ...(reused.followUps ?? [])];
+      const busy = thread.find((taskId) => this.live.get(taskId)?.task.finished === false);
+      if (busy) throw new BrokerError('invalid_option', `task ${busy} still works in that worktree; follow up once it ended`);
+    }
+    return plan;
+  }
+
+  /**
+   * A follow-up: linked to the last task of the thread (`parent`), and — when that task's agent
+   * reported its own session (`meta.session_id`, as the claude-code, cursor-cli and codex templates
+   * do) and the input does not say otherwise — resuming it (`input.resume`).
+   */
+  private followUpSpec(spec: TaskSpec, record: WorktreeRecord): TaskSpec {
+    const last = record.followUps?.at(-1) ?? record.taskId;
+    const session = record.session;
+    const next: TaskSpec = { ...spec, parent: spec.parent ?? last };
+    if (session === undefined || session === '') return next;
+    const input: unknown = spec.input;
+    if (typeof input === 'string') next.input = { prompt: input, resume: session };
+    else if (typeof input === 'object' && input !== null && !Array.isArray(input) && !('resume' in input))
+      next.input = { ...input, resume: session };
+    return next;
+  }
+
+  /** Makes the task's worktree before its first attempt; false when it could not (the task then failed). */
+  private async prepareWorktree(entry: LiveTask): Promise<boolean> {
+    const { task } = entry;
+    const worktree = entry.worktree;
+    if (!worktree || !this.worktrees) return true;
+    try {
+      worktree.record = await this.worktrees.create(task.id, worktree.plan, task.label);
+    } catch (error) {
+      this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
+      return false;
+    }
+    const { repo, base, baseSha, branch, worktree: dir } = worktree.record;
+    const info = { repo, base, baseSha, branch, worktree: dir };
+    task.setWorktree(info);
+    this.journal?.append({ e: 'worktree', id: task.id, at: isoNow(), worktree: info });
+    task.log('broker', `works in ${dir} on branch ${branch} (from ${base}, ${baseSha.slice(0, 8)})`);
+    return true;
+  }
+
+  /** Records a coding task's change once its processes are gone (before `exited` is announced). */
+  private async captureChange(entry: LiveTask): Promise<void> {
+    const worktree = entry.worktree;
+    if (!worktree?.record || worktree.captured || !this.worktrees) return;
+    worktree.captured = true;
+    try {
+      const session = entry.task.final?.meta?.session_id;
+      const change = await this.worktrees.capture(worktree.record, typeof session === 'string' ? session : undefined);
+      entry.task.setChange(change);
+      this.journal?.append({ e: 'worktree', id: entry.task.id, at: isoNow(), change }, true);
+    } catch (error) {
+      entry.task.log('broker', `the change could not be recorded: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * A coding task's change and its whole diff; rejects with BrokerError('unknown_task') when it has
+   * none. A task that has ended but whose processes are still going is waited for: its change is
+   * recorded once they are gone (a caller that saw `ended` must not get an empty diff).
+   */
+  async change(id: string): Promise<TaskChange> {
+    await this.changeSettled(id);
+    return this.requireWorktrees().change(id);
+  }
+
+  /** Waits until the coding task `id` (when it ended) has its change recorded. */
+  private async changeSettled(id: string): Promise<void> {
+    const entry = this.live.get(id);
+    if (entry?.worktree && entry.task.finished) await entry.finished;
+  }
+
+  /** Every worktree this broker's registry lists (made by Backchannel), oldest first. */
+  worktreeList(): WorktreeRecord[] {
+    return this.worktrees?.list() ?? [];
+  }
+
+  /** Applies the changes of `ids`, in order, into the user's checkout: all or none (see Worktrees.apply). */
+  async applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
+    for (const id of ids) await this.changeSettled(id);
+    return this.requireWorktrees().apply(ids);
+  }
+
+  /** Removes a finished task's worktree and branch. */
+  async discardChange(id: string): Promise<WorktreeRecord> {
+    this.refuseWhileWorking(id);
+    await this.changeSettled(id);
+    return this.requireWorktrees().discard(id);
+  }
+
+  /** Removes a finished task's worktree, keeping its branch. */
+  async keepBranch(id: string): Promise<WorktreeRecord> {
+    this.refuseWhileWorking(id);
+    await this.changeSettled(id);
+    return this.requireWorktrees().keepBranch(id);
+  }
+
+  private requireWorktrees(): Worktrees {
+    if (!this.worktrees) throw new BrokerError('unknown_task', 'This broker keeps no worktrees');
+    return this.worktrees;
+  }
+
+  private refuseWhileWorking(id: string): void {
+    const record = this.requireWorktrees().find(id);
+    const busy = record && [record.taskId, ...(record.followUps ?? [])].find((taskId) => this.live.get(taskId)?.task.finished === false);
+    if (busy) throw new BrokerError('worktree', `task ${busy} still works in that worktree; cancel it or wait for it to end`);
   }
 
   private handle({ task, finished }: LiveTask): TaskHandle {
@@ -314,6 +470,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.closing ??= (async () => {
       await this.ready.catch(() => {});
       clearInterval(this.spoolCheck);
+      clearInterval(this.worktreeSweep);
       this.queue.clear();
       for (const entry of this.live.values()) {
         if (!entry.task.finished) this.cancel(entry.task.id, 'the broker is shutting down');
@@ -333,7 +490,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (task.finished) return entry.markFinished();
     const estimate = task.spec.estimatedTokens ?? 0;
     if (this.budget && estimate > 0) await this.budget.acquire(estimate);
-    for (let number = 1; !task.finished; number++) {
+    const prepared = await this.prepareWorktree(entry);
+    for (let number = 1; prepared && !task.finished; number++) {
       const retry = await this.runAttempt(entry, number);
       if (retry === undefined) break;
       // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
@@ -344,6 +502,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       }
       await this.backoff(entry, number, retry);
     }
+    await this.captureChange(entry);
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
     this.retireIfOnDisk(entry);
     this.evict();
@@ -375,8 +534,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
     const { task } = entry;
     task.startAttempt(number);
+    const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
+    // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
+    if (entry.worktree?.record) settings.cwd = entry.worktree.record.cwd;
     const attempt = this.attempts.attempt(
-      attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv }),
+      settings,
       attemptSink(task, this.logger, {
         partial: () => this.journalProgress(entry),
         ask: (message, reply) => entry.question.ask(message, reply),
@@ -395,6 +557,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     await attempt.finished;
     entry.attempt = undefined;
     if (retry !== undefined) return retry;
+    await this.captureChange(entry);
     task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
     // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
     this.journal?.append({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null });

@@ -49,7 +49,8 @@ export class BrokerError extends Error {
       | 'data_dir'
       | 'data_dir_in_use'
       /** The run policy does not allow the task's command line from its origin (nothing was registered). */
-      | 'refused',
+      | 'refused'
+      | 'worktree',
     message: string,
     options?: { cause?: unknown },
   ) {

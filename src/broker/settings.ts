@@ -51,6 +51,13 @@ export interface BrokerOptions {
   ipcDir?: string;
   /** Where the history journal lives; no history without it. */
   dataDir?: string;
+  /**
+   * Where coding tasks' worktrees are made (`TaskSpec.worktree`, docs/coding-agents.md).
+   * @default `<dataDir>/worktrees`; without either, a task asking for a worktree is refused
+   */
+  worktreeDir?: string;
+  /** Worktrees older than this are discarded (at start, then hourly); never one of a live task. @default none (kept until discarded) */
+  worktreeMaxAgeMs?: number;
   /** Framing and connection limits (see docs/protocol.md §2). */
   limits?: Partial<ChannelLimits>;
   cancelGraceMs?: number;

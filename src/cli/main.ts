@@ -22,6 +22,10 @@ const SUMMARIES: Record<string, string> = {
   cancel: 'cancel a task',
   retry: 'run an ended task again',
   answer: "answer a sub-agent's question",
+  diff: "show a coding task's change (several: together, overlaps flagged)",
+  apply: "bring coding tasks' changes into the checkout (all or none)",
+  discard: "remove a coding task's worktree and branch (--keep-branch keeps the branch)",
+  worktrees: 'list the worktrees Backchannel made for coding tasks',
   completion: 'print a shell completion script (bash, zsh or fish)',
   config: 'where the config file is (config path) and what it holds (config show)',
 };

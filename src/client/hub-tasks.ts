@@ -13,6 +13,7 @@ import { TASK_STATES, type TaskSpec } from '../model/task.js';
 import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
 import type { TaskCounts, TaskRun, TaskService } from './tasks.js';
+import { bridgeChanges, type ChangeService } from './changes.js';
 
 export class HubTasks implements TaskService {
   #hub: HubClient | undefined;
@@ -36,6 +37,8 @@ export class HubTasks implements TaskService {
   get where(): { kind: 'hub'; path: string } {
     return { kind: 'hub', path: this.path };
   }
+
+  readonly changes: ChangeService = bridgeChanges(() => this.#connected());
 
   async submit(spec: TaskSpec): Promise<TaskRun> {
     return this.#open((hub, task) => hub.follow(requestForHub(spec), (event) => task.receive(event)));

@@ -4,6 +4,7 @@ import { BridgeError } from '../bridge/calls.js';
 import { isFinished, type TaskUpdate } from '../model/task.js';
 import { FedTask } from './fed-task.js';
 import type { TaskService } from './tasks.js';
+import { registryChanges } from './changes.js';
 
 /** A broker in this process as a `TaskService`. */
 export function localTasks(broker: TaskBroker): TaskService {
@@ -36,6 +37,23 @@ export function localTasks(broker: TaskBroker): TaskService {
       const { running, queued } = broker.stats();
       return { running, queued };
     },
+    changes: broker.worktrees
+      ? registryChanges({
+          change: (id) => broker.change(id),
+          apply: (ids) => broker.applyChanges(ids),
+          discard: (id) => broker.discardChange(id),
+          keepBranch: (id) => broker.keepBranch(id),
+          list: () => broker.worktreeList(),
+        })
+      : noChanges(),
     close: async () => {},
   };
+}
+
+/** A broker without a place for worktrees has no changes: every call says so. */
+function noChanges(): TaskService['changes'] {
+  const refuse = async (): Promise<never> => {
+    throw new BridgeError('not_found', 'This broker keeps no worktrees');
+  };
+  return { change: refuse, apply: refuse, discard: refuse, keepBranch: refuse, list: async () => [], resolve: refuse };
 }

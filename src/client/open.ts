@@ -16,6 +16,8 @@ import { findHub } from './discover.js';
 import { HubTasks } from './hub-tasks.js';
 import { localTasks } from './local-tasks.js';
 import type { TaskService } from './tasks.js';
+import { bridgeChanges, defaultWorktreeDir, registryChanges, type ChangeService } from './changes.js';
+import { Worktrees } from '../broker/worktree/worktrees.js';
 
 export interface OpenTasksOptions {
   /** Run in this process even when a hub runs. */
@@ -43,4 +45,14 @@ export async function openTasks(options: OpenTasksOptions = {}): Promise<OpenedT
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
   const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), ...options.broker });
   return { tasks: localTasks(broker), broker, close: () => broker.close() };
+}
+
+/**
+ * Coding tasks' changes for a front-end (`diff`, `apply`, `discard`, MCP): the hub's when one runs,
+ * else the worktree registry on disk that tasks run without a hub used (the same directory).
+ */
+export async function openChanges(): Promise<{ changes: ChangeService; close(): void }> {
+  const hub = await findHub();
+  if (hub) return { changes: bridgeChanges(async () => hub), close: () => hub.close() };
+  return { changes: registryChanges(new Worktrees(defaultWorktreeDir())), close: () => {} };
 }

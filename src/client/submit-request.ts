@@ -27,6 +27,8 @@ export function requestForHub(spec: TaskSpec): SubmitRequest {
   if (spec.tags !== undefined) request.tags = { ...spec.tags };
   if (spec.origin !== undefined) request.origin = spec.origin;
   if (spec.taskIdArg !== undefined) request.taskIdArg = spec.taskIdArg;
+  if (spec.worktree !== undefined) request.worktree = spec.worktree;
+  if (spec.parent !== undefined) request.parent = spec.parent;
   return request;
 }
 

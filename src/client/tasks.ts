@@ -10,6 +10,7 @@
  */
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
+import type { ChangeService } from './changes.js';
 
 export interface TaskCounts {
   running: number;
@@ -37,6 +38,8 @@ export interface TaskService {
   follow(id: string): Promise<TaskRun>;
   /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
   counts(): Promise<TaskCounts>;
+  /** Coding tasks' changes: diff, apply, discard, keep branch (docs/coding-agents.md). */
+  readonly changes: ChangeService;
   /** Lets go of the hub connection (a local service leaves its broker to its owner). */
   close(): Promise<void>;
 }

@@ -11,6 +11,7 @@ import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
+import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
@@ -40,6 +41,12 @@ export interface BrokerLike {
   fleet?(): Promise<WorkerInfo[]>;
   /** Figures of finished tasks; a broker without it answers `insights` with an internal error. */
   insights?(query: InsightsQuery): Insights;
+  /** A coding task's change (throws a BrokerError('unknown_task') without one); absent: a broker keeping no worktrees. */
+  change?(id: string): Promise<TaskChange>;
+  applyChanges?(ids: readonly string[]): Promise<ApplyOutcome>;
+  discardChange?(id: string): Promise<WorktreeRecord>;
+  keepBranch?(id: string): Promise<WorktreeRecord>;
+  worktreeList?(): WorktreeRecord[];
   on(event: 'update', listener: (update: TaskUpdate) => void): unknown;
   on(event: 'paused', listener: (paused: boolean) => void): unknown;
   on(event: 'removed', listener: (taskIds: string[]) => void): unknown;
@@ -276,6 +283,28 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
       if (!broker.insights) throw new BridgeError('internal', 'This broker keeps no insights');
       return broker.insights(query);
     },
+    ...changeCalls(broker),
+  };
+}
+
+/** The calls on coding tasks' changes (docs/coding-agents.md), each one broker call with its errors translated. */
+function changeCalls(
+  broker: BrokerLike,
+): Pick<BackchannelBridge, 'taskChange' | 'applyChanges' | 'discardChange' | 'keepBranch' | 'listWorktrees'> {
+  const call = async <T>(run: ((broker: BrokerLike) => T | Promise<T>) | undefined): Promise<T> => {
+    if (!run) throw new BridgeError('not_found', 'This hub keeps no worktrees');
+    try {
+      return await run(broker);
+    } catch (error) {
+      return translate(error);
+    }
+  };
+  return {
+    taskChange: (id) => call(broker.change && ((b) => b.change!(id))),
+    applyChanges: (ids) => call(broker.applyChanges && ((b) => b.applyChanges!(ids))),
+    discardChange: (id) => call(broker.discardChange && ((b) => b.discardChange!(id))),
+    keepBranch: (id) => call(broker.keepBranch && ((b) => b.keepBranch!(id))),
+    listWorktrees: () => call((b) => b.worktreeList?.() ?? []),
   };
 }
 
@@ -326,6 +355,8 @@ function toSpec(request: SubmitRequest): TaskSpec {
   if (request.env !== undefined) spec.env = request.env;
   if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;
   if (request.taskIdArg !== undefined) spec.taskIdArg = request.taskIdArg;
+  if (request.worktree !== undefined) spec.worktree = request.worktree;
+  if (request.parent !== undefined) spec.parent = request.parent;
   spec.tags = { source: 'panel', ...request.tags };
   // A request that does not say which door it came through is judged as any other program's.
   spec.origin = request.origin ?? 'control';
@@ -338,7 +369,7 @@ function translate(error: unknown): never {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'unknown_task') throw new BridgeError('not_found', message);
-  if (code === 'not_retryable' || code === 'closed') throw new BridgeError('conflict', message);
+  if (code === 'not_retryable' || code === 'closed' || code === 'worktree') throw new BridgeError('conflict', message);
   if (code === 'invalid_option') throw new BridgeError('invalid_request', message);
   if (code === 'refused') throw new BridgeError('refused', message);
   throw new BridgeError('internal', message);

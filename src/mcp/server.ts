@@ -21,6 +21,7 @@ import type { TaskService } from '../client/tasks.js';
 import { guardRequests } from './request-guards.js';
 import { BridgeTaskStore } from './task-store.js';
 import { registerTools, START_SHAPE, startTask, type StartArgs } from './tools.js';
+import { registerChangeTools } from './change-tools.js';
 import { statusMessage } from './snapshots.js';
 
 export interface BackchannelMcp {
@@ -73,6 +74,7 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
 
   const elicits = (task: TaskSnapshot): boolean => tracked.has(task.id) && server.server.getClientCapabilities()?.elicitation !== undefined;
   registerTools(server, { bridge, tasks, track, progress, elicits });
+  registerChangeTools(server, tasks);
 
   server.experimental.tasks.registerToolTask(
     'run_task',

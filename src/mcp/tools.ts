@@ -11,6 +11,7 @@ import { resolveTaskId } from '../client/task-ids.js';
 import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
+import { WORKTREE_SHAPE, worktreeRequest } from './change-tools.js';
 
 /** The longest one `wait_for_task` call blocks; the model calls it again for longer work. */
 export const MAX_WAIT_SECONDS = 600;
@@ -52,6 +53,7 @@ export const START_SHAPE = {
   label: z.string().optional().describe('Short name shown in the task list and the panel.'),
   cwd: z.string().optional().describe('Working directory (absolute path). Default: where the Backchannel hub runs.'),
   timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
+  ...WORKTREE_SHAPE,
 };
 export type StartArgs = {
   preset?: string;
@@ -63,6 +65,8 @@ export type StartArgs = {
   label?: string;
   cwd?: string;
   timeout_seconds?: number;
+  worktree?: boolean;
+  base?: string;
 };
 
 const TASK_ID = z.string().min(1).describe('The task id returned by start_task (a unique prefix is enough).');
@@ -85,6 +89,7 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags
   if (args.label) request.label = args.label;
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
+  Object.assign(request, worktreeRequest(args));
   request.tags = { ...tags, source: 'mcp' };
   // A model's tool call: the hub runs only what the owner's run policy allows (else a `refused` error).
   request.origin = 'mcp';

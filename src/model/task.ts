@@ -1,4 +1,5 @@
 import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
+import type { ChangeSummary, WorktreeInfo, WorktreeRequest } from './change.js';
 
 /**
  * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
@@ -89,6 +90,13 @@ export interface TaskSpec {
    * fleet worker runs its own copy of it by this name, never a command line from the queue.
    */
   preset?: string;
+  /**
+   * Run in a git worktree of its own, on a new branch from a base of the repository containing
+   * `cwd` (docs/coding-agents.md); its change is recorded when it ends. `true` is `{}`.
+   */
+  worktree?: WorktreeRequest | boolean;
+  /** The task this one follows up (set with `worktree.reuse`: the same worktree, one thread). */
+  parent?: string;
 }
 
 /** The tag `serve --demo` (the first `npm start`) puts on its demo tasks: `{demo: 'true'}`. */
@@ -146,6 +154,8 @@ export interface PendingQuestion {
   question: string;
   choices?: string[];
   askedAt: string;
+  /** A coding task's question says where it stands: its branch and the files it has changed so far. */
+  worktree?: { branch: string; files: string[] };
 }
 
 /** A plain, JSON-safe picture of one task (what the panel and the CLI show). */
@@ -198,6 +208,12 @@ export interface TaskSnapshot {
   worker?: string;
   pendingQuestion?: PendingQuestion;
   tags?: Record<string, string>;
+  /** The worktree the task runs in (a coding task, `TaskSpec.worktree`), once it was made. */
+  worktree?: WorktreeInfo;
+  /** What the agent changed there, recorded once its processes are gone (the whole diff: `taskChange`). */
+  change?: ChangeSummary;
+  /** The task this one follows up (one thread, one worktree). */
+  parent?: string;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
   counters: { malformed: number; rejected: number; ignored: number };
 }

@@ -17,6 +17,7 @@ import {
 } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying } from '../model/states.js';
+import { ChangeSection, type ChangeActions } from './change-view.js';
 
 export interface DetailsActions {
   close(): void;
@@ -30,6 +31,8 @@ export interface DetailsActions {
   loadResult(id: string): Promise<FinalPayload | null>;
   /** Saves `text` as a file named `name`. */
   saveText(name: string, text: string): void;
+  /** A coding task's change: the diff, Apply, Keep branch, Discard (./change-view.ts). */
+  changes: ChangeActions;
 }
 
 /** Lines of the task log shown (the broker bounds the log too). */
@@ -63,8 +66,10 @@ export class Details {
   private task: TaskSnapshot | undefined;
   private keys = unrendered();
   private fetched: Fetched | undefined;
+  private readonly change: ChangeSection;
 
   constructor(private readonly actions: DetailsActions) {
+    this.change = new ChangeSection(actions.changes);
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
     this.cancelButton.addEventListener('click', () => this.task && this.actions.cancel(this.task.id));
     this.retryButton.addEventListener('click', () => this.task && this.actions.retry(this.task.id));
@@ -79,6 +84,7 @@ export class Details {
       this.summary,
       this.failure,
       this.result,
+      this.change.root,
       this.meta,
       this.command,
       h('section', { class: 'section' }, [h('h3', { text: 'Log' }), this.log]),
@@ -110,6 +116,7 @@ export class Details {
     this.renderSummary(task, now);
     this.renderFailure(task);
     this.renderResult(task);
+    this.change.show(task);
     this.renderMeta(task);
     this.renderCommand(task);
   }
@@ -159,6 +166,12 @@ export class Details {
     appendAll(this.question, [
       h('h3', { text: 'The sub-agent asks' }),
       h('p', { class: 'question-text', text: q.question }),
+      q.worktree
+        ? h('p', {
+            class: 'question-context',
+            text: `On branch ${q.worktree.branch}; changed so far: ${q.worktree.files.length ? q.worktree.files.join(', ') : 'nothing'}`,
+          })
+        : null,
       q.choices?.length
         ? h(
             'div',

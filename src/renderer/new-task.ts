@@ -21,6 +21,10 @@ export class NewTaskDialog {
   });
   private readonly input = h('textarea', { attrs: { id: 'new-input', rows: '2', spellcheck: 'false', placeholder: 'optional JSON' } });
   private readonly retries = h('input', { attrs: { id: 'new-retries', type: 'number', min: '0', max: '10', step: '1', value: '0' } });
+  private readonly worktree = h('input', { attrs: { id: 'new-worktree', type: 'checkbox' } });
+  private readonly base = h('input', {
+    attrs: { id: 'new-base', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: HEAD' },
+  });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
   private choices: SubmitRequest[] = [];
 
@@ -36,6 +40,13 @@ export class NewTaskDialog {
       field('new-label', 'Label', this.label),
       field('new-input', 'Input', this.input),
       field('new-retries', 'Retries', this.retries),
+      field(
+        'new-worktree',
+        'Own git worktree',
+        this.worktree,
+        'A coding agent: runs on a new branch of the repository in the working directory; review its change before applying it',
+      ),
+      field('new-base', 'Base', this.base, 'With a worktree: the branch, tag or commit to start from'),
       this.error,
       h('div', { class: 'dialog-buttons' }, [
         h('button', {
@@ -86,6 +97,8 @@ export class NewTaskDialog {
     this.label.value = request?.label ?? '';
     this.input.value = request?.input === undefined ? '' : JSON.stringify(request.input);
     this.retries.value = String(request?.retries ?? 0);
+    this.worktree.checked = request?.worktree !== undefined && request.worktree !== false;
+    this.base.value = typeof request?.worktree === 'object' ? (request.worktree.base ?? '') : '';
   }
 
   private async onSubmit(): Promise<void> {
@@ -104,6 +117,12 @@ export class NewTaskDialog {
     }
     const retries = Number(this.retries.value || 0);
     if (retries > 0) request.retries = retries;
+    const base = this.base.value.trim();
+    if (this.worktree.checked) request.worktree = base ? { base } : true;
+    else if (base) {
+      this.error.textContent = 'A base needs "Own git worktree".';
+      return;
+    }
     try {
       await this.submit(request);
       this.dialog.close();

@@ -72,6 +72,13 @@ const details = new Details({
   },
   loadResult: (id) => bridge.taskResult(id),
   saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
+  changes: {
+    loadChange: (id) => bridge.taskChange(id),
+    apply: (ids) => bridge.applyChanges(ids),
+    keepBranch: async (id) => void (await bridge.keepBranch(id)),
+    discard: async (id) => void (await bridge.discardChange(id)),
+    tasks: () => [...tasks.values()],
+  },
 });
 detailsPane.append(details.root);
 const insightsPane = byId('insights-pane');

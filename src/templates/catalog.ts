@@ -24,6 +24,11 @@ export interface TemplateManifest {
    * the project, rewriting those imports: one source, no committed copies.
    */
   vendor?: VendorEntry[];
+  /**
+   * A coding agent: started from the panel (or MCP) it runs in a git worktree of its own in the
+   * repository the user picks as cwd (docs/coding-agents.md), not in the template's directory.
+   */
+  worktree?: boolean;
 }
 
 /** One vendored file or directory: `from` relative to the package root, `to` relative to the project. */
@@ -70,6 +75,7 @@ export function validateManifest(value: unknown, file: string): TemplateManifest
   if (!Array.isArray(m.run) || m.run.length === 0 || !m.run.every((part) => typeof part === 'string' && part !== '')) {
     fail('"run" must be a non-empty array of strings, e.g. ["node", "agent.mjs"]');
   }
+  if (m.worktree !== undefined && typeof m.worktree !== 'boolean') fail('"worktree" must be true or false');
   if (m.requires !== undefined && !(Array.isArray(m.requires) && m.requires.every((r) => typeof r === 'string'))) {
     fail('"requires" must be an array of strings');
   }

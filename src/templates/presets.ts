@@ -27,7 +27,8 @@ export function defaultDemoAgentsDir(): string {
  */
 export function presetOf(template: Template): PresetInfo {
   const [command, ...run] = template.run as [string, ...string[]];
-  const args = run.map((arg) => (!arg.startsWith('-') && existsSync(path.join(template.dir, arg)) ? path.join(template.dir, arg) : arg));
+  const args = run.map((arg) => inTemplate(template, arg));
+  if (template.worktree) return codingPresetOf(template, command, args);
   return {
     name: template.name,
     description: template.description,
@@ -36,6 +37,29 @@ export function presetOf(template: Template): PresetInfo {
       args,
       cwd: template.dir,
       label: `${template.name} (template)`,
+      ...(template.input !== undefined ? { input: template.input } : {}),
+    },
+  };
+}
+
+/**
+ * A coding agent's preset: it runs where the user points it (the New task form's directory, a
+ * repository) in a worktree of its own, so its files are named by absolute path and it has no cwd.
+ */
+/** An argument naming a file of the template (its script), as an absolute path: what the run policy matches. */
+function inTemplate(template: Template, arg: string): string {
+  return !arg.startsWith('-') && existsSync(path.join(template.dir, arg)) ? path.join(template.dir, arg) : arg;
+}
+
+function codingPresetOf(template: Template, command: string, args: string[]): PresetInfo {
+  return {
+    name: template.name,
+    description: template.description,
+    request: {
+      command: inTemplate(template, command),
+      args,
+      label: `${template.name} (template)`,
+      worktree: true,
       ...(template.input !== undefined ? { input: template.input } : {}),
     },
   };

@@ -19,6 +19,11 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   fleet: [],
   insights: [{ by: 'model', since: '2026-11-02T10:00:00.000Z', pick: { hour: '2026-11-02T10:00:00.000Z', key: 'm' } }],
   attachment: ['t1', 'report 1.md'],
+  taskChange: ['t1'],
+  applyChanges: [['t1', 't2']],
+  discardChange: ['t1'],
+  keepBranch: ['t1'],
+  listWorktrees: [],
 };
 
 describe('http routes', () => {

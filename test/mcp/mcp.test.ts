@@ -18,8 +18,11 @@ describe('backchannel mcp (SDK client over stdio)', () => {
     const names = (await client.listTools()).tools.map((tool) => tool.name).sort();
     expect(names).toEqual([
       'answer_question',
+      'apply_task_change',
       'cancel_task',
+      'discard_task_change',
       'get_task',
+      'get_task_diff',
       'get_task_log',
       'list_tasks',
       'run_task',

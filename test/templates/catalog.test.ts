@@ -13,7 +13,7 @@ describe('the template catalog', () => {
   it('finds every shipped template, each with a README, a test and the file its run command names', () => {
     expect(templatesRoot()).toBe(path.join(root, 'templates') + path.sep);
     const templates = listTemplates();
-    expect(templates.map((t) => t.name)).toEqual(['basic', 'claude-code', 'cursor-cli', 'llm-agent', 'python', 'raw-node']);
+    expect(templates.map((t) => t.name)).toEqual(['basic', 'claude-code', 'codex', 'cursor-cli', 'llm-agent', 'python', 'raw-node']);
     for (const template of templates) {
       expect(fs.existsSync(path.join(template.dir, 'README.md')), `${template.name} README`).toBe(true);
       expect(fs.existsSync(path.join(template.dir, 'test/agent.test.mjs')), `${template.name} test`).toBe(true);
@@ -37,6 +37,19 @@ describe('the template catalog', () => {
       },
     });
     expect(findTemplate('nope')).toBeUndefined();
+  });
+
+  it('a coding-agent template ("worktree": true) becomes a preset that runs in a worktree of the repository the user picks', () => {
+    const claude = findTemplate('claude-code')!;
+    expect(claude.worktree).toBe(true);
+    expect(presetOf(claude).request).toEqual({
+      command: 'node',
+      args: [path.join(claude.dir, 'agent.mjs')],
+      label: 'claude-code (template)',
+      worktree: true,
+      input: claude.input,
+    });
+    expect(() => validateManifest({ name: 'ok', description: 'x', run: ['a'], worktree: 'yes' }, 'x/template.json')).toThrow(/"worktree"/);
   });
 
   it('rejects broken manifests with the file and the field in the message', () => {

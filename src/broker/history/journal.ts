@@ -9,8 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot } from '../../model/task.js';
+import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot, type TaskSpec } from '../../model/task.js';
 import type { Logger } from '../log.js';
+import type { ChangeSummary, WorktreeInfo } from '../../model/change.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 import { recordProblem } from './record-shape.js';
 
@@ -37,6 +38,9 @@ export interface StoredSpec {
   input?: unknown;
   /** The door it came through: a Retry is judged by the run policy as the first run was. */
   origin?: TaskOrigin;
+  /** A coding task runs again in a worktree of its own, never in the user's checkout. */
+  worktree?: TaskSpec['worktree'];
+  parent?: string;
 }
 
 export type JournalRecord =
@@ -48,7 +52,9 @@ export type JournalRecord =
    * The decided attempt's processes are gone. Only what changed since `ended` — the exit code and
    * signal — not the snapshot again: writing it again wrote every result twice.
    */
-  | { e: 'exited'; id: string; at: string; exitCode?: number | null; signal?: string | null };
+  | { e: 'exited'; id: string; at: string; exitCode?: number | null; signal?: string | null }
+  /** A coding task's worktree was made (`worktree`), or its change recorded (`change`, before `exited`). */
+  | { e: 'worktree'; id: string; at: string; worktree?: WorktreeInfo; change?: ChangeSummary };
 
 export interface HistoryEntry {
   snapshot: TaskSnapshot;
@@ -337,6 +343,13 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       delete entry.snapshot.pid;
       if (record.exitCode !== undefined) entry.snapshot.exitCode = record.exitCode;
       if (record.signal !== undefined) entry.snapshot.signal = record.signal;
+      return;
+    }
+    case 'worktree': {
+      const entry = entries.get(record.id);
+      if (!entry) return;
+      if (record.worktree) entry.snapshot.worktree = record.worktree;
+      if (record.change) entry.snapshot.change = record.change;
       return;
     }
     case 'ended': {

@@ -51,6 +51,15 @@ const snapshot = z.object({
   counters: z.object({ malformed: count, rejected: count, ignored: count }),
 });
 
+const worktreeInfo = { repo: text, base: text, baseSha: text, branch: text, worktree: text };
+const change = z.object({
+  ...worktreeInfo,
+  commits: z.array(z.object({ sha: text, subject: text })),
+  files: z.array(z.object({ path: text, insertions: count, deletions: count })),
+  insertions: count,
+  deletions: count,
+});
+
 const base = { id: text, at: text };
 const RECORD = z.discriminatedUnion('e', [
   z.object({ e: z.literal('queued'), ...base, spec: storedSpec, maxAttempts: count }),
@@ -58,6 +67,7 @@ const RECORD = z.discriminatedUnion('e', [
   z.object({ e: z.literal('progress'), ...base, progress: count.optional() }),
   z.object({ e: z.literal('ended'), ...base, task: snapshot, spec: storedSpec.optional() }),
   z.object({ e: z.literal('exited'), ...base, exitCode: count.nullable().optional(), signal: text.nullable().optional() }),
+  z.object({ e: z.literal('worktree'), ...base, worktree: z.object(worktreeInfo).optional(), change: change.optional() }),
 ]);
 
 /** Why `value` is not a journal record the broker can apply, or undefined when it is one. */

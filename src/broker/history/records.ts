@@ -16,6 +16,8 @@ export function storedSpec(task: Task): StoredSpec {
   if (task.maxAttempts > 1) stored.retries = task.maxAttempts - 1;
   if (spec.tags) stored.tags = spec.tags;
   if (spec.origin) stored.origin = spec.origin;
+  if (spec.worktree !== undefined && spec.worktree !== false) stored.worktree = spec.worktree;
+  if (spec.parent !== undefined) stored.parent = spec.parent;
   if (spec.input !== undefined) {
     const json = JSON.stringify(spec.input);
     if (json !== undefined && json.length <= MAX_STORED_INPUT_BYTES) stored.input = spec.input;

@@ -14,6 +14,10 @@ export function validateSpec(spec: TaskSpec): void {
   checkDuration('timeoutMs', spec.timeoutMs);
   checkDuration('heartbeatTimeoutMs', spec.heartbeatTimeoutMs);
   checkDuration('askTimeoutMs', spec.askTimeoutMs);
+  checkWorktree(spec.worktree);
+  if (spec.parent !== undefined && (typeof spec.parent !== 'string' || spec.parent === '')) {
+    throw new BrokerError('invalid_option', 'Expected `parent` to be a task id.');
+  }
   const tokens = spec.estimatedTokens;
   if (tokens !== undefined && (typeof tokens !== 'number' || !Number.isFinite(tokens) || tokens < 0)) {
     throw new BrokerError('invalid_option', `Expected \`estimatedTokens\` to be a non-negative finite number, got \`${String(tokens)}\``);
@@ -41,4 +45,18 @@ export function abortReason(signal: AbortSignal): string {
   if (typeof reason === 'string' && reason) return reason;
   if (reason instanceof Error && reason.name !== 'AbortError' && reason.message) return reason.message;
   return 'aborted by the caller';
+}
+
+function checkWorktree(worktree: TaskSpec['worktree']): void {
+  if (worktree === undefined || typeof worktree === 'boolean') return;
+  const refuse = (what: string): never => {
+    throw new BrokerError('invalid_option', `Expected \`worktree${what}`);
+  };
+  if (typeof worktree !== 'object' || worktree === null || Array.isArray(worktree))
+    refuse('` to be true or {base?, includeUncommitted?, reuse?}.');
+  for (const key of Object.keys(worktree)) if (!['base', 'includeUncommitted', 'reuse'].includes(key)) refuse(`\` to have no \`${key}\`.`);
+  if (worktree.base !== undefined && (typeof worktree.base !== 'string' || worktree.base === '')) refuse('.base` to be a git revision.');
+  if (worktree.includeUncommitted !== undefined && typeof worktree.includeUncommitted !== 'boolean')
+    refuse('.includeUncommitted` to be a boolean.');
+  if (worktree.reuse !== undefined && (typeof worktree.reuse !== 'string' || worktree.reuse === '')) refuse('.reuse` to be a task id.');
 }

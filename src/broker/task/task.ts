@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { isoNow, progressOf, withoutContent, type FinalPayload, type Payload } from '../../protocol/index.js';
 import { TaskError } from '../errors.js';
+import type { ChangeSummary, WorktreeInfo } from '../../model/change.js';
 import {
   isFinished,
   type BrokerMeta,
@@ -65,6 +66,8 @@ export class Task {
   private exitCode: number | null | undefined;
   private exitSignal: string | null | undefined;
   private question: PendingQuestion | undefined;
+  private worktreeInfo: WorktreeInfo | undefined;
+  private changeSummary: ChangeSummary | undefined;
   private readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
   private readonly lines: LogLine[] = [];
   private readonly stderr: string[] = [];
@@ -107,6 +110,8 @@ export class Task {
     task.exitCode = snapshot.exitCode;
     task.exitSignal = snapshot.signal;
     task.question = snapshot.pendingQuestion;
+    task.worktreeInfo = snapshot.worktree;
+    task.changeSummary = snapshot.change;
     Object.assign(task.counters, snapshot.counters);
     if (snapshot.stderrTail) task.stderr.push(...snapshot.stderrTail.split('\n'));
     return task;
@@ -289,6 +294,16 @@ export class Task {
     return line;
   }
 
+  /** The worktree the task runs in (made before its first attempt); shown from now on. */
+  setWorktree(info: WorktreeInfo): void {
+    this.worktreeInfo = info;
+  }
+
+  /** The change recorded after its processes are gone; announced by the `exited` update that follows. */
+  setChange(change: ChangeSummary): void {
+    this.changeSummary = change;
+  }
+
   snapshot(): TaskSnapshot {
     const snap: TaskSnapshot = {
       id: this.id,
@@ -318,6 +333,9 @@ export class Task {
     if (this.worker !== undefined) snap.worker = this.worker;
     if (this.question) snap.pendingQuestion = this.question;
     if (this.spec.tags) snap.tags = this.spec.tags;
+    if (this.worktreeInfo) snap.worktree = this.worktreeInfo;
+    if (this.changeSummary) snap.change = this.changeSummary;
+    if (this.spec.parent !== undefined) snap.parent = this.spec.parent;
     return snap;
   }
 

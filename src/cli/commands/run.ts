@@ -15,7 +15,9 @@ import { showUpdates } from '../run/updates.js';
 import { findHub } from '../../client/discover.js';
 import { openTasks } from '../../client/open.js';
 import { requestForHub } from '../../client/submit-request.js';
-import type { TaskRun } from '../../client/tasks.js';
+import type { TaskRun, TaskService } from '../../client/tasks.js';
+import { defaultWorktreeDir } from '../../client/changes.js';
+import { describeChange } from '../../model/change.js';
 import { writeText } from '../terminal-text.js';
 import { NO_HUB } from '../run/remote.js';
 
@@ -35,6 +37,11 @@ Options:
   --ask-timeout <ms>        how long a question from the agent waits for an answer (default: 300000)
   --detach                  submit to the running hub, print the task id and return at once
   --local                   run in this process even when a hub (desktop app, \`serve\`) is running
+  --worktree                run in a git worktree of its own, on a new branch (a coding agent; see
+                            \`backchannel diff\`, \`apply\`, \`discard\`)
+  --base <ref>              the commit the worktree starts from (default: HEAD of the repository)
+  --include-uncommitted     start the worktree from the checkout as it is, uncommitted files included
+  --follow-up <id>          continue in the worktree of an ended coding task (linked to it)
 ${BROKER_FLAGS_HELP}
   --json                    print exactly one JSON line (the final payload, or an error object)
   --save-attachments <dir>  write the result's attachments to <dir>/<name> (printed as name and size);
@@ -64,6 +71,10 @@ const OPTIONS = {
   json: { type: 'boolean' },
   detach: { type: 'boolean' },
   local: { type: 'boolean' },
+  worktree: { type: 'boolean' },
+  base: { type: 'string' },
+  'include-uncommitted': { type: 'boolean' },
+  'follow-up': { type: 'string' },
   'save-attachments': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   ...BROKER_FLAGS,
@@ -125,6 +136,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}),
       ...(retries !== undefined ? { retries: Math.floor(retries) } : {}),
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
+      ...worktreeOption(values),
     };
     return {
       spec,
@@ -141,6 +153,28 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   } catch (error) {
     return usageError(`backchannel run: ${(error as Error).message}`, HELP);
   }
+}
+
+/** `--worktree`, `--base`, `--include-uncommitted` as the spec's `worktree` (throws a usage message). */
+function worktreeOption(values: {
+  worktree?: boolean;
+  base?: string;
+  'include-uncommitted'?: boolean;
+  'follow-up'?: string;
+}): Pick<TaskSpec, 'worktree'> {
+  const { worktree, base } = values;
+  const includeUncommitted = values['include-uncommitted'] === true;
+  if (values['follow-up'] !== undefined) {
+    if (base !== undefined || includeUncommitted) throw new Error('--follow-up continues in the worktree it had; it takes no --base');
+    return { worktree: { reuse: values['follow-up'] } };
+  }
+  if (!worktree) {
+    if (base !== undefined || includeUncommitted)
+      throw new Error(`${base !== undefined ? '--base' : '--include-uncommitted'} needs --worktree`);
+    return {};
+  }
+  if (base === undefined && !includeUncommitted) return { worktree: true };
+  return { worktree: { ...(base !== undefined ? { base } : {}), ...(includeUncommitted ? { includeUncommitted } : {}) } };
 }
 
 /**
@@ -205,7 +239,8 @@ export const command: CliCommand = {
     const local = options.local || Object.values(flags).some((value) => value !== undefined);
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
-    const brokerOptions = { concurrency: 1, logger, ...flags };
+    // A coding task run here keeps its worktree where a hub would (`backchannel diff` finds it either way).
+    const brokerOptions = { concurrency: 1, logger, worktreeDir: defaultWorktreeDir(), ...flags };
     return reportFailure(async () => {
       const opened = await openTasks({ local, broker: brokerOptions });
       try {
@@ -213,13 +248,15 @@ export const command: CliCommand = {
         if (where.kind === 'hub' && !json) {
           writeText(process.stderr, `backchannel run: the task runs on the hub (${where.path}); --local runs it here\n`);
         }
-        const task = await opened.tasks.submit(spec);
+        const task = await opened.tasks.submit(await withFollowUp(spec, opened.tasks));
         const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
         const stopSignals = cancelOnSignals(task, line);
         line?.start();
         showUpdates(task, { line, verbose, json, askTimeoutMs: askTimeoutMs ?? DEFAULTS.askTimeoutMs });
         try {
-          return await printOutcome(task, json, () => line?.stop(), saveAttachments);
+          const code = await printOutcome(task, json, () => line?.stop(), saveAttachments);
+          if (spec.worktree) await printChange(task, json);
+          return code;
         } finally {
           stopSignals();
         }
@@ -240,6 +277,26 @@ async function reportFailure(run: () => Promise<number>, json: boolean): Promise
     else process.stderr.write(`backchannel run: ${message}\n`);
     return EXIT.failed;
   }
+}
+
+/** A follow-up's abbreviated task id made whole (among the coding tasks of wherever tasks run). */
+async function withFollowUp<S extends TaskSpec>(spec: S, tasks: TaskService): Promise<S> {
+  const reuse = typeof spec.worktree === 'object' ? spec.worktree.reuse : undefined;
+  if (reuse === undefined) return spec;
+  return { ...spec, worktree: { reuse: await tasks.changes.resolve(reuse) } };
+}
+
+/** After a coding task: what it changed, on stderr (the payload stays alone on stdout). */
+async function printChange(task: TaskRun, json: boolean): Promise<void> {
+  await task.finished;
+  const { id, change } = task.snapshot();
+  if (json || !change) return;
+  const commits = change.commits.length > 0 ? `, ${change.commits.length} commit${change.commits.length === 1 ? '' : 's'}` : '';
+  writeText(
+    process.stderr,
+    `change: ${describeChange(change)}${commits} on branch ${change.branch} — review with \`backchannel diff ${id}\`, ` +
+      `then \`backchannel apply\` or \`backchannel discard\`\n`,
+  );
 }
 
 /** This process's environment (the agent starts from it, in-process or on the hub). */

@@ -1,0 +1,420 @@
+/**
+ * Coding tasks' worktrees (docs/coding-agents.md): made on request for a task, from a base commit of
+ * the repository containing its cwd, in a private directory under the data directory (./store.ts);
+ * the agent's change recorded as one diff against the base when it ends; applied into the user's
+ * checkout all-or-nothing; discarded, kept as a branch, or swept by age.
+ *
+ * The user's checkout is never touched except by `apply`: its files, its index and its HEAD stay as
+ * they are (git writes only objects, the worktree's metadata under .git/worktrees and our branch).
+ * Every index Backchannel builds is a temporary one of its own (GIT_INDEX_FILE), never the user's.
+ */
+import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type {
+  ApplyOutcome,
+  ChangedFile,
+  ChangedFileStatus,
+  ChangeSummary,
+  TaskChange,
+  WorktreeInfo,
+  WorktreeRecord,
+  WorktreeRequest,
+} from '../../model/change.js';
+import { BrokerError } from '../errors.js';
+import { git, GitError, gitSync } from './git.js';
+import { shortIdOf, TREE_DIR, WorktreeStore } from './store.js';
+
+export const BRANCH_PREFIX = 'backchannel/';
+/** A diff takes these so it applies whatever the user's diff settings are (noprefix, external diff, textconv). */
+const DIFF_ARGS = ['--binary', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '--src-prefix=a/', '--dst-prefix=b/'];
+
+/** Where a task's worktree comes from, checked at submit (before the task is registered). */
+export interface WorktreePlan extends Omit<WorktreeInfo, 'branch' | 'worktree'> {
+  /** cwd relative to the repository's top level ('' at the top). */
+  subdir: string;
+  /** A follow-up: the record whose worktree it continues in. */
+  reuse?: WorktreeRecord;
+}
+
+export class Worktrees {
+  readonly store: WorktreeStore;
+
+  constructor(root: string) {
+    this.store = new WorktreeStore(root);
+  }
+
+  /**
+   * Checks a task's request against its cwd: a git repository, an existing base. Throws a
+   * BrokerError('invalid_option') with one line saying what is wrong. Synchronous (a few git calls
+   * of milliseconds) so that a bad request is refused by `submit` itself.
+   */
+  plan(cwd: string, request: WorktreeRequest): WorktreePlan {
+    const refuse = (message: string): never => {
+      throw new BrokerError('invalid_option', message);
+    };
+    if (request.reuse !== undefined) {
+      const record = this.find(request.reuse);
+      if (!record) refuse(`task ${request.reuse} has no worktree to follow up in (not a coding task, or it was discarded)`);
+      if (record!.state === 'discarded' || record!.state === 'kept' || !existsSync(record!.worktree)) {
+        refuse(`the worktree of task ${request.reuse} is gone (${record!.state}); a follow-up needs it`);
+      }
+      const { repo, base, baseSha } = record!;
+      return { repo, base, baseSha, subdir: path.relative(record!.worktree, record!.cwd), reuse: record };
+    }
+    if (request.base !== undefined && request.includeUncommitted) {
+      refuse('`includeUncommitted` starts from the checkout as it is; it cannot be combined with a `base`');
+    }
+    const base = request.base ?? 'HEAD';
+    if (base.startsWith('-') || base.trim() === '' || /[\0\n]/.test(base)) refuse(`base "${base}" is not a git revision`);
+    if (!isDirectory(cwd)) refuse(`working directory ${cwd} does not exist`);
+    let repo: string;
+    try {
+      repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd }).trim());
+    } catch (error) {
+      return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
+    }
+    const subdir = path.relative(repo, realpathSync(cwd));
+    if (request.includeUncommitted)
+      return { repo, base: 'the checkout (with uncommitted changes)', baseSha: snapshotCheckout(repo, refuse), subdir };
+    let baseSha: string;
+    try {
+      baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], { cwd: repo }).trim();
+    } catch {
+      return refuse(
+        base === 'HEAD'
+          ? `the repository ${repo} has no commit yet; a worktree starts from one`
+          : `base "${base}" does not exist in ${repo}`,
+      );
+    }
+    return { repo, base, baseSha, subdir };
+  }
+
+  /** Makes the worktree of task `taskId` on branch `backchannel/<short id>` and records it. */
+  async create(taskId: string, plan: WorktreePlan, label: string): Promise<WorktreeRecord> {
+    if (plan.reuse) return this.resume(taskId, plan.reuse);
+    const short = shortIdOf(taskId);
+    const dir = this.store.createEntry(short);
+    const tree = path.join(dir, TREE_DIR);
+    const branch = `${BRANCH_PREFIX}${short}`;
+    try {
+      await git(['worktree', 'add', '--quiet', '-b', branch, tree, plan.baseSha], { cwd: plan.repo });
+    } catch (error) {
+      this.store.removeEntry(short);
+      throw new Error(`could not create the worktree: ${(error as Error).message}`, { cause: error });
+    }
+    const cwd = path.join(tree, plan.subdir);
+    mkdirSync(cwd, { recursive: true });
+    const record: WorktreeRecord = {
+      taskId,
+      repo: plan.repo,
+      base: plan.base,
+      baseSha: plan.baseSha,
+      branch,
+      worktree: tree,
+      dir,
+      cwd,
+      label,
+      createdAt: new Date().toISOString(),
+      state: 'working',
+    };
+    this.store.writeRecord(record);
+    return record;
+  }
+
+  private resume(taskId: string, record: WorktreeRecord): WorktreeRecord {
+    const next: WorktreeRecord = { ...record, state: 'working', followUps: [...(record.followUps ?? []), taskId] };
+    this.store.writeRecord(next);
+    return next;
+  }
+
+  /**
+   * Records what the agent changed: commits, uncommitted and untracked files, as one diff against the
+   * base (`change.diff` beside the record) with per-file figures. The worktree's own index is not
+   * touched: a copy of it takes the `git add -A`.
+   */
+  async capture(record: WorktreeRecord, session?: string): Promise<ChangeSummary> {
+    const cwd = record.worktree;
+    const index = path.join(record.dir, `.index-${randomBytes(6).toString('hex')}`);
+    try {
+      const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd })).trim();
+      const own = path.join(gitDir, 'index');
+      if (existsSync(own)) copyFileSync(own, index);
+      const env = { GIT_INDEX_FILE: index };
+      if (!existsSync(own)) await git(['read-tree', 'HEAD'], { cwd, env });
+      await git(['add', '-A', '--', '.'], { cwd, env });
+      const tree = (await git(['write-tree'], { cwd, env })).trim();
+      const [diff, numstat, status, log] = await Promise.all([
+        git(['diff', ...DIFF_ARGS, record.baseSha, tree], { cwd }),
+        git(['diff', '--numstat', '-z', '--no-renames', record.baseSha, tree], { cwd }),
+        git(['diff', '--name-status', '-z', '--no-renames', record.baseSha, tree], { cwd }),
+        git(['log', '--format=%H%x1f%s%x1e', `${record.baseSha}..HEAD`], { cwd }),
+      ]);
+      this.store.writeDiff(path.basename(record.dir), diff);
+      const files = changedFiles(numstat, status);
+      const change: ChangeSummary = {
+        repo: record.repo,
+        base: record.base,
+        baseSha: record.baseSha,
+        branch: record.branch,
+        worktree: record.worktree,
+        commits: log
+          .split('\x1e')
+          .map((entry) => entry.trim())
+          .filter(Boolean)
+          .map((entry) => {
+            const [sha = '', subject = ''] = entry.split('\x1f');
+            return { sha, subject };
+          }),
+        files,
+        insertions: files.reduce((sum, file) => sum + file.insertions, 0),
+        deletions: files.reduce((sum, file) => sum + file.deletions, 0),
+      };
+      this.store.writeRecord({ ...record, state: 'ready', change, ...(session ? { session } : {}) });
+      return change;
+    } finally {
+      rmSync(index, { force: true });
+      rmSync(`${index}.lock`, { force: true });
+    }
+  }
+
+  /**
+   * The files the agent has changed so far against the base (committed, uncommitted and untracked):
+   * what its question names. Synchronous (two git calls; a question is rare); empty when git fails.
+   */
+  changedSoFar(record: WorktreeRecord): string[] {
+    try {
+      const cwd = record.worktree;
+      const tracked = gitSync(['diff', '--name-only', '-z', '--no-renames', record.baseSha], { cwd });
+      const untracked = gitSync(['ls-files', '--others', '--exclude-standard', '-z'], { cwd });
+      return [...new Set([...tracked.split('\0'), ...untracked.split('\0')].filter(Boolean))].sort();
+    } catch {
+      return [];
+    }
+  }
+
+  /** The record of task `taskId` (the first task of a thread, or one of its follow-ups). */
+  find(taskId: string): WorktreeRecord | undefined {
+    return this.store.find(taskId) ?? this.store.list().find((record) => record.followUps?.includes(taskId));
+  }
+
+  list(): WorktreeRecord[] {
+    return this.store.list();
+  }
+
+  /** A task's change and its whole diff. */
+  change(taskId: string): TaskChange {
+    const record = this.require(taskId);
+    return { record, diff: this.store.readDiff(path.basename(record.dir)) ?? '' };
+  }
+
+  /**
+   * Brings the changes of `taskIds`, in that order, into the user's working tree (the repository they
+   * were made from): all of them, or — when one does not apply cleanly — none, the tree unchanged, and
+   * the first that did not with its conflicting files. The checks run against a temporary index
+   * holding the working tree as it is; the working tree is written once, by one `git apply` of the
+   * combined change (git applies a patch whole or not at all).
+   */
+  async apply(taskIds: readonly string[]): Promise<ApplyOutcome> {
+    if (taskIds.length === 0) throw new BrokerError('invalid_option', 'Expected at least one task whose change to apply');
+    const records = taskIds.map((id) => this.require(id));
+    const repo = records[0]!.repo;
+    const other = records.find((record) => record.repo !== repo);
+    if (other) throw new BrokerError('worktree', `task ${other.taskId} changed ${other.repo}, not ${repo}: apply them separately`);
+    for (const record of records) {
+      if (record.state === 'working')
+        throw new BrokerError('worktree', `task ${record.taskId} is still working; apply its change once it ended`);
+      if (!record.change) throw new BrokerError('worktree', `task ${record.taskId} has no recorded change`);
+    }
+    const index = path.join(this.store.root, `.apply-${randomBytes(6).toString('hex')}`);
+    const env = { GIT_INDEX_FILE: index };
+    try {
+      const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd: repo })).trim();
+      if (existsSync(path.join(gitDir, 'index'))) copyFileSync(path.join(gitDir, 'index'), index);
+      await git(['add', '-A', '--', '.'], { cwd: repo, env });
+      const before = (await git(['write-tree'], { cwd: repo, env })).trim();
+      for (const record of records) {
+        const diff = this.store.readDiff(path.basename(record.dir)) ?? '';
+        if (diff === '') continue;
+        try {
+          await git(['apply', '--cached', '--binary', '-'], { cwd: repo, env, input: diff });
+        } catch (error) {
+          const files = conflictingFiles((error as GitError).stderr ?? '');
+          const named = files.length > 0 ? files.join(', ') : (error as Error).message;
+          return {
+            ok: false,
+            applied: [],
+            conflict: { taskId: record.taskId, files },
+            message: `the change of task ${record.taskId} does not apply cleanly to ${repo} (${named}); nothing was changed`,
+          };
+        }
+      }
+      const after = (await git(['write-tree'], { cwd: repo, env })).trim();
+      const combined = await git(['diff', ...DIFF_ARGS, before, after], { cwd: repo });
+      const files = (await git(['diff', '--name-only', '-z', '--no-renames', before, after], { cwd: repo })).split('\0').filter(Boolean);
+      if (combined !== '') await git(['apply', '--binary', '-'], { cwd: repo, input: combined });
+      for (const record of records) this.store.writeRecord({ ...record, state: record.state === 'kept' ? 'kept' : 'applied' });
+      return { ok: true, applied: records.map((record) => record.taskId), files };
+    } finally {
+      rmSync(index, { force: true });
+      rmSync(`${index}.lock`, { force: true });
+    }
+  }
+
+  /**
+   * Removes a task's worktree and its branch, then its entry (diff included). A kept branch is the
+   * user's from then on: it stays (`git branch -D` removes it).
+   */
+  async discard(taskId: string): Promise<WorktreeRecord> {
+    const record = this.require(taskId);
+    await this.removeTree(record);
+    if (record.state !== 'kept') await this.deleteBranch(record);
+    this.store.removeEntry(path.basename(record.dir));
+    return { ...record, state: 'discarded' };
+  }
+
+  /**
+   * Removes a task's worktree and keeps its branch (and the diff, for `apply`). What the agent left
+   * uncommitted is committed onto the branch first, so the branch holds the whole change.
+   */
+  async keepBranch(taskId: string): Promise<WorktreeRecord> {
+    const record = this.require(taskId);
+    if (existsSync(record.worktree)) await this.commitLeftovers(record);
+    await this.removeTree(record);
+    const kept: WorktreeRecord = { ...record, state: 'kept' };
+    this.store.writeRecord(kept);
+    return kept;
+  }
+
+  /**
+   * Discards every worktree older than `maxAgeMs` that `inUse` does not name (a kept branch stays;
+   * its entry goes). Returns the task ids swept. Only what the registry lists is looked at.
+   */
+  async sweep(maxAgeMs: number, inUse: (taskId: string) => boolean, now = Date.now()): Promise<string[]> {
+    const swept: string[] = [];
+    for (const record of this.list()) {
+      if (now - Date.parse(record.createdAt) < maxAgeMs) continue;
+      if ([record.taskId, ...(record.followUps ?? [])].some(inUse)) continue;
+      try {
+        await this.discard(record.taskId);
+        swept.push(record.taskId);
+      } catch {
+        // Left for the next sweep (a repository on an unmounted disk, …).
+      }
+    }
+    return swept;
+  }
+
+  private async commitLeftovers(record: WorktreeRecord): Promise<void> {
+    const cwd = record.worktree;
+    await git(['add', '-A', '--', '.'], { cwd });
+    if ((await git(['diff', '--cached', '--name-only'], { cwd })) === '') return;
+    const subject = `backchannel: the uncommitted changes of task ${record.taskId}`;
+    await git(['commit', '--quiet', '--no-verify', '-m', subject], { cwd, env: BACKCHANNEL_IDENTITY });
+  }
+
+  private require(taskId: string): WorktreeRecord {
+    const record = this.find(taskId);
+    if (!record) throw new BrokerError('unknown_task', `Task ${taskId} has no worktree (not a coding task, or it was discarded)`);
+    return record;
+  }
+
+  private async removeTree(record: WorktreeRecord): Promise<void> {
+    if (existsSync(record.repo)) {
+      await git(['worktree', 'remove', '--force', '--force', record.worktree], { cwd: record.repo }).catch(() => undefined);
+      await git(['worktree', 'prune'], { cwd: record.repo }).catch(() => undefined);
+    }
+    rmSync(record.worktree, { recursive: true, force: true });
+  }
+
+  private async deleteBranch(record: WorktreeRecord): Promise<void> {
+    // Only a branch of ours: the name the record holds, with our prefix and the entry's own id.
+    if (record.branch !== `${BRANCH_PREFIX}${path.basename(record.dir)}` || !existsSync(record.repo)) return;
+    await git(['branch', '-D', '--', record.branch], { cwd: record.repo }).catch((error: Error) => {
+      if (!/not found/.test(error.message)) throw new BrokerError('worktree', `could not delete branch ${record.branch}: ${error.message}`);
+    });
+  }
+}
+
+/** A commit of the checkout as it is (tracked changes and untracked files), made without touching its index. */
+function snapshotCheckout(repo: string, refuse: (message: string) => never): string {
+  const gitDir = gitSync(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim();
+  const temp = path.join(gitDir, `backchannel-snapshot-${randomBytes(6).toString('hex')}`);
+  const env = { GIT_INDEX_FILE: temp };
+  try {
+    let head: string | undefined;
+    try {
+      head = gitSync(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: repo }).trim();
+    } catch {
+      head = undefined;
+    }
+    if (existsSync(path.join(gitDir, 'index'))) copyFileSync(path.join(gitDir, 'index'), temp);
+    const unmerged = gitSync(['ls-files', '--unmerged', '-z'], { cwd: repo, env });
+    if (unmerged !== '') refuse(`the checkout ${repo} has unresolved merge conflicts; resolve them before starting from it`);
+    gitSync(['add', '-A', '--', '.'], { cwd: repo, env });
+    const tree = gitSync(['write-tree'], { cwd: repo, env }).trim();
+    const parents = head ? ['-p', head] : [];
+    return gitSync(['commit-tree', tree, ...parents, '-m', 'backchannel: the checkout with its uncommitted changes'], {
+      cwd: repo,
+      env: BACKCHANNEL_IDENTITY,
+    }).trim();
+  } finally {
+    rmSync(temp, { force: true });
+    rmSync(`${temp}.lock`, { force: true });
+  }
+}
+
+/** Who the commits Backchannel makes itself are by (a snapshot of the checkout, a kept branch's leftovers). */
+const BACKCHANNEL_IDENTITY = {
+  GIT_AUTHOR_NAME: 'Backchannel',
+  GIT_AUTHOR_EMAIL: 'backchannel@localhost',
+  GIT_COMMITTER_NAME: 'Backchannel',
+  GIT_COMMITTER_EMAIL: 'backchannel@localhost',
+};
+
+const STATUS: Record<string, ChangedFileStatus> = { A: 'added', M: 'modified', D: 'deleted', T: 'type-changed' };
+
+/** Per-file figures from `--numstat -z` and `--name-status -z` (no renames: one path each). */
+function changedFiles(numstat: string, nameStatus: string): ChangedFile[] {
+  const statusOf = new Map<string, ChangedFileStatus>();
+  const parts = nameStatus.split('\0');
+  for (let i = 0; i + 1 < parts.length; i += 2) statusOf.set(parts[i + 1]!, STATUS[parts[i]!.charAt(0)] ?? 'modified');
+  const files: ChangedFile[] = [];
+  for (const entry of numstat.split('\0')) {
+    const match = /^(-|\d+)\t(-|\d+)\t([\s\S]+)$/.exec(entry);
+    if (!match) continue;
+    const [, added, removed, file] = match as unknown as [string, string, string, string];
+    const binary = added === '-';
+    const changed: ChangedFile = {
+      path: file,
+      status: statusOf.get(file) ?? 'modified',
+      insertions: binary ? 0 : Number(added),
+      deletions: binary ? 0 : Number(removed),
+    };
+    if (binary) changed.binary = true;
+    files.push(changed);
+  }
+  return files;
+}
+
+/** The files `git apply` names in its refusal ("error: patch failed: a.ts:3", "error: a.ts: patch does not apply", …). */
+export function conflictingFiles(stderr: string): string[] {
+  const files = new Set<string>();
+  for (const line of stderr.split('\n')) {
+    const match =
+      /^error: patch failed: (.+):\d+$/.exec(line) ??
+      /^error: (.+): (?:patch does not apply|already exists in (?:index|working directory)|does not exist in index|does not match index|No such file or directory)$/.exec(
+        line,
+      );
+    if (match) files.add(match[1]!);
+  }
+  return [...files];
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}

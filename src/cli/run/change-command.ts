@@ -1,0 +1,47 @@
+/**
+ * The shared shape of the change commands (`diff`, `apply`, `discard`, `worktrees`): parse the
+ * command line, open the changes (the hub's, or the worktree registry on disk), resolve abbreviated
+ * ids among the coding tasks, run, and turn a refusal into one line and exit 1.
+ */
+import type { ParseArgsConfig } from 'node:util';
+import { EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
+import { openChanges } from '../../client/open.js';
+import type { ChangeService } from '../../client/changes.js';
+
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+export interface ChangeCommandSpec<O extends OptionsConfig> {
+  name: string;
+  help: string;
+  options: O;
+  /** How many task ids: [min, max]. */
+  ids: [number, number];
+  run(context: { line: CommandLine<O>; changes: ChangeService; ids: string[] }): Promise<number>;
+}
+
+export function changeCommand<O extends OptionsConfig>(spec: ChangeCommandSpec<O>): CliCommand {
+  return {
+    async run(argv) {
+      const line = parseCommandLine(spec.name, argv, spec.options, spec.help, true);
+      if (typeof line === 'number') return line;
+      const [min, max] = spec.ids;
+      if (line.positionals.length < min) return usageError(`backchannel ${spec.name}: missing the task id`, spec.help);
+      if (line.positionals.length > max) {
+        return usageError(`backchannel ${spec.name}: unexpected argument "${line.positionals[max]}"`, spec.help);
+      }
+      const opened = await openChanges();
+      try {
+        const ids: string[] = [];
+        for (const prefix of line.positionals) ids.push(await opened.changes.resolve(prefix));
+        return await spec.run({ line, changes: opened.changes, ids });
+      } catch (error) {
+        const message = (error as Error).message;
+        if ((line.values as { json?: boolean }).json) process.stdout.write(JSON.stringify({ status: 'error', message }) + '\n');
+        else process.stderr.write(`backchannel ${spec.name}: ${message}\n`);
+        return EXIT.failed;
+      } finally {
+        opened.close();
+      }
+    },
+  };
+}
