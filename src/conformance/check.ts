@@ -22,6 +22,8 @@ export interface ReportCard {
   passed: number;
   failed: number;
   warnings: number;
+  /** Scenarios whose timing a busy machine spoilt: neither passed nor failed (run again when it is quieter). */
+  unjudged: number;
 }
 
 export const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
@@ -50,6 +52,7 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
       passed: count('pass'),
       failed: count('fail'),
       warnings: count('warn'),
+      unjudged: count('unjudged'),
     };
   } finally {
     await broker.close();
@@ -66,16 +69,20 @@ function judge(scenario: Scenario, observed: Map<string, Observation>): Verdict 
   }
 }
 
-const MARK = { pass: '✓', fail: '✗', warn: '!' } as const;
+const MARK: Record<Verdict['status'], string> = { pass: '✓', fail: '✗', warn: '!', unjudged: '?' };
+
+/** What goes before a verdict's detail (an unjudged verdict's detail says so itself). */
+const LABEL: Record<Verdict['status'], string> = { pass: '', fail: 'fail: ', warn: 'warn: ', unjudged: '' };
 
 export function formatReport(card: ReportCard): string {
   const width = Math.max(...card.results.map((r) => r.name.length));
   const lines = [`backchannel check: ${card.agent}`, ''];
   for (const { name, rule, verdict } of card.results) {
     lines.push(`${MARK[verdict.status]} ${name.padEnd(width)}  ${rule}`);
-    if (verdict.detail) lines.push(`  ${' '.repeat(width)}  ${verdict.status === 'pass' ? '' : `${verdict.status}: `}${verdict.detail}`);
+    if (verdict.detail) lines.push(`  ${' '.repeat(width)}  ${LABEL[verdict.status]}${verdict.detail}`);
     if (verdict.status !== 'pass' && verdict.line) lines.push(`  ${' '.repeat(width)}  line: ${verdict.line}`);
   }
-  lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)`);
+  const unjudged = card.unjudged > 0 ? `, ${card.unjudged} could not be judged (machine too busy: run again)` : '';
+  lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)${unjudged}`);
   return lines.join('\n') + '\n';
 }

@@ -25,7 +25,7 @@ const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.stat
 const BROKEN: Array<[string, string, RegExp]> = [
   ['no-newline', 'payloads', /closed mid-line/],
   ['wrong-task-id', 'task-id', /wrong one: .*message for task/],
-  ['no-heartbeat', 'heartbeat', /watchdog .* fired/],
+  ['no-heartbeat', 'heartbeat', /silent for \d+ ms while busy \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms/],
   ['ignores-cancel', 'cancel', /no `cancelled` payload .*SIGKILL/],
   ['leaves-grandchild', 'clean-exit', /still running after it exited/],
   ['writes-after-final', 'final-once', /wrote after its final payload/],
@@ -53,10 +53,13 @@ describe('backchannel check', () => {
   test.concurrent.each([
     ['raw-node', ['node', 'templates/raw-node/agent.mjs']],
     ['python', ['python3', 'templates/python/agent.py']],
-  ])('the %s template passes every scenario (warnings: it does not echo or stay busy on request)', (_name, agentCommand) => {
+    ['basic', ['templates/basic/agent.ts']],
+  ])('the %s template passes every scenario, echo, heartbeat and cancel included (no warnings)', (_name, agentCommand) => {
     // The command docs/protocol.md and docs/writing-sub-agents.md show.
     const run = cli('--', ...agentCommand);
-    expect(run.stdout).toMatch(/11 passed|, 0 failed/);
+    expect(run.stdout).not.toContain('warn:');
+    // On a machine too busy for its timing, a scenario may be unjudged; it never fails.
+    expect(run.stdout).toMatch(/\n(11 passed, 0 failed, 0 warning\(s\)\n|\d+ passed, 0 failed, 0 warning\(s\), \d+ could not be judged)/);
     expect(run.status, run.stdout).toBe(0);
   });
 
@@ -65,7 +68,8 @@ describe('backchannel check', () => {
     expect(spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'new', dir, '--template', 'raw-node']).status).toBe(0);
     const test = spawnSync('npm', ['test'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
     expect(test.stdout).toContain('backchannel check: node agent.mjs');
-    expect(test.stdout).toMatch(/\d+ passed, 0 failed/);
+    expect(test.stdout).toMatch(/\d+ passed, 0 failed, 0 warning\(s\)/);
+    expect(test.stdout).not.toContain('warn:');
     expect(test.status, test.stdout + test.stderr).toBe(0);
   }, 130_000);
 

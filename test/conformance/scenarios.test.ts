@@ -1,7 +1,8 @@
 /** The scenario judges read the broker's log events, never its text: a note is judged by its fields. */
 import { describe, expect, test } from 'vitest';
 import type { Observation } from '../../src/conformance/observe.js';
-import { SCENARIOS } from '../../src/conformance/scenarios.js';
+import { formatReport, type ReportCard } from '../../src/conformance/check.js';
+import { ALLOWED_SILENCE_MS, asSent, BUSY_DELAY_MS, HEARTBEAT_MS, judgeSilences, SCENARIOS } from '../../src/conformance/scenarios.js';
 import type { LogEvent, LogLine, TaskSnapshot } from '../../src/model/task.js';
 
 const TIME = '2026-11-30T08:00:00.000Z';
@@ -29,7 +30,9 @@ function run(log: LogLine[], snapshot: Partial<TaskSnapshot> = {}, extra: Partia
     },
     payloads: [],
     log,
+    receivedAt: [],
     endedAt: 100,
+    load: { delayMs: 5, perCore: 0.5 },
     ...extra,
   };
 }
@@ -92,6 +95,84 @@ describe('scenario judges', () => {
     expect(judge('final-once', { main: run([ignored]) })).toMatchObject({
       status: 'fail',
       line: 'partial payload via socket after the task was decided',
+    });
+  });
+});
+
+/** Lines arriving at these gaps (ms), starting at 100 ms: a run of the heartbeat scenario. */
+function beats(gaps: number[], load = { delayMs: 5, perCore: 0.5 }): Observation {
+  const receivedAt = [100];
+  for (const gap of gaps) receivedAt.push(receivedAt.at(-1)! + gap);
+  return run([], {}, { receivedAt, load });
+}
+
+const QUIET = { delayMs: 5, perCore: 0.5 };
+const BUSY_LOOP = { delayMs: BUSY_DELAY_MS + 1500, perCore: 0.5 };
+const LOADED = { delayMs: 40, perCore: 7.5 };
+
+describe('the heartbeat judge reads the gaps between the agent lines, with a margin and the machine load', () => {
+  // [case, gaps between lines (ms), machine load, verdict, words of its detail]
+  const CASES: Array<[string, number[], typeof QUIET, string, RegExp]> = [
+    [
+      'a beat every interval passes',
+      [5, 1000, 1010, 990, 1000, 1000],
+      QUIET,
+      'pass',
+      /the longest 1010 ms \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms\)/,
+    ],
+    ['two late beats are within the margin', [5, 2900, 1000, 1100], QUIET, 'pass', /the longest 2900 ms/],
+    ['silence over the margin on a quiet machine fails', [5, 1000, 1000, 3500], QUIET, 'fail', /silent for 3500 ms while busy/],
+    ['no heartbeat at all fails, however loaded the machine', [5, 5000], LOADED, 'fail', /silent for 5000 ms/],
+    [
+      'a long gap beside a kept cadence on a loaded machine cannot be judged',
+      [5, 1000, 1000, 3600],
+      LOADED,
+      'unjudged',
+      /^could not judge \(machine too busy\): .*3600 ms.*load average is 7\.5 per CPU/,
+    ],
+    ['a gap the checker’s own delay explains cannot be judged', [5, 4400], BUSY_LOOP, 'unjudged', /timers ran up to 1750 ms late/],
+    ['an agent that did not stay busy is not verified', [5, 10, 20], QUIET, 'warn', /not verified: .*busy_ms/],
+  ];
+  test.each(CASES)('%s', (_name, gaps, load, status, detail) => {
+    const verdict = judgeSilences(beats(gaps, load), 4000);
+    expect(verdict.status).toBe(status);
+    expect(verdict.detail).toMatch(detail);
+  });
+
+  test('the margin is three intervals, the broker watchdog rule', () => {
+    expect(ALLOWED_SILENCE_MS).toBe(3 * HEARTBEAT_MS);
+  });
+});
+
+describe('the report card', () => {
+  test('an unjudged scenario is marked and counted apart, and is not a failure', () => {
+    const card: ReportCard = {
+      agent: 'node agent.mjs',
+      results: [
+        { name: 'connect', rule: '§3: connect', verdict: { status: 'pass' } },
+        { name: 'heartbeat', rule: '§5: heartbeat', verdict: { status: 'unjudged', detail: 'could not judge (machine too busy): x' } },
+      ],
+      passed: 1,
+      failed: 0,
+      warnings: 0,
+      unjudged: 1,
+    };
+    const text = formatReport(card);
+    expect(text).toMatch(/\? heartbeat {2}§5: heartbeat\n {13}could not judge \(machine too busy\): x\n/);
+    expect(text).toContain('1 passed, 0 failed, 0 warning(s), 1 could not be judged (machine too busy: run again)');
+  });
+
+  test('a payload is shown as the agent sent it, without the meta the broker adds on receipt', () => {
+    const delivered = {
+      task_id: 't',
+      status: 'success' as const,
+      data: {},
+      meta: { timestamp: TIME, attempts: 1, channel: 'socket', exit_code: 0, received_at: TIME },
+    };
+    expect(asSent(delivered)).toEqual({ task_id: 't', status: 'success', data: {}, meta: { timestamp: TIME } });
+    expect(asSent({ task_id: 't', status: 'success', meta: { attempts: 1, received_at: TIME } })).toEqual({
+      task_id: 't',
+      status: 'success',
     });
   });
 });
