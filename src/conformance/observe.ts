@@ -4,7 +4,6 @@
  * broker's log of the task (problems, received-line trace), the final snapshot and the timing.
  */
 import os from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { TaskBroker } from '../broker/broker.js';
 import { resolveCommand } from '../broker/process/spawn-agent.js';
 import type { Payload } from '../protocol/index.js';
@@ -42,12 +41,41 @@ export interface Observation {
 
 /**
  * How busy the machine was while a run lasted: the timing a judge sees is only as good as this.
- * `delayMs` is how late this process's own event loop ran at worst (a line can arrive that much
- * later than the agent wrote it); `perCore` is the one-minute load average per CPU at the end.
+ * `late` lists the times this process's own timer ran late (a line can reach the broker that much
+ * after the agent wrote it): `at` ms since the start, `ms` how late; `delayMs` is the worst of them;
+ * `perCore` is the one-minute load average per CPU at the end.
  */
 export interface MachineLoad {
   delayMs: number;
   perCore: number;
+  late: Array<{ at: number; ms: number }>;
+}
+
+/** How often the run's own timer ticks to measure how late it runs, and the lateness worth recording. */
+const TICK_MS = 50;
+const LATE_MS = 20;
+
+/** How late this process ran at worst between `from` and `to` (ms since the start of the run). */
+export function delayDuring(load: MachineLoad, from: number, to: number): number {
+  return Math.max(0, ...load.late.filter((l) => l.at >= from && l.at - l.ms <= to).map((l) => l.ms));
+}
+
+/** Records how late a TICK_MS timer runs, until stopped. */
+function watchLateness(started: number): { stop(): MachineLoad } {
+  const late: MachineLoad['late'] = [];
+  let expected = Date.now() + TICK_MS;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    if (now - expected > LATE_MS) late.push({ at: now - started, ms: now - expected });
+    expected = now + TICK_MS;
+  }, TICK_MS);
+  return {
+    stop() {
+      clearInterval(timer);
+      const delayMs = Math.max(0, ...late.map((l) => l.ms));
+      return { delayMs, perCore: os.loadavg()[0]! / os.availableParallelism(), late };
+    },
+  };
 }
 
 export interface AgentUnderTest {
@@ -93,8 +121,7 @@ export function specOf(agent: AgentUnderTest, plan: RunPlan): TaskSpec {
 
 export async function observe(broker: TaskBroker, agent: AgentUnderTest, plan: RunPlan): Promise<Observation> {
   const started = Date.now();
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  delay.enable();
+  const lateness = watchLateness(started);
   const handle = broker.submit(specOf(agent, plan));
   const payloads: Payload[] = [];
   const receivedAt: number[] = [];
@@ -115,8 +142,7 @@ export async function observe(broker: TaskBroker, agent: AgentUnderTest, plan: R
   await handle.result.catch(() => {});
   await handle.finished;
   const endedAt = Date.now() - started;
-  delay.disable();
-  const load = { delayMs: Math.round(delay.max / 1e6), perCore: os.loadavg()[0]! / os.availableParallelism() };
+  const load = lateness.stop();
   const snapshot = handle.snapshot();
   if (snapshot.result) payloads.push(snapshot.result);
   const log = broker.logOf(handle.id);

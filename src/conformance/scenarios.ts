@@ -8,7 +8,7 @@
 import { ENV_HEARTBEAT_MS, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ID } from '../protocol/index.js';
 import type { Payload } from '../protocol/index.js';
 import { BROKER_META_KEYS, type LogEvent, type ProblemKind } from '../model/task.js';
-import type { MachineLoad, Observation, RunPlan } from './observe.js';
+import { delayDuring, type MachineLoad, type Observation, type RunPlan } from './observe.js';
 
 type Problem = Extract<LogEvent, { kind: 'problem' }>;
 
@@ -47,6 +47,8 @@ const HEARTBEAT_WATCHDOG_MS = 15_000;
  * (the agent's timers are starved as well).
  */
 export const BUSY_DELAY_MS = 250;
+/** A silence this share of the busy time or longer is the agent's own, however busy the machine. */
+const WHOLE_BUSY_TIME = 0.8;
 export const BUSY_LOAD_PER_CORE = 2;
 /** Grace a cancelled agent has to report `cancelled` (the broker's default), then SIGTERM, then SIGKILL. */
 export const CANCEL_GRACE_MS = 3000;
@@ -69,9 +71,10 @@ export function tooBusy(load: MachineLoad): string | undefined {
 /**
  * The heartbeat judge, from the gaps between the agent's own lines (any line proves it alive, as for
  * the broker's watchdog): every gap within ALLOWED_SILENCE_MS passes. A longer gap fails, unless the
- * machine was too busy to tell: the checker itself was late by enough to explain it, or the agent
- * kept a heartbeat's cadence elsewhere in the run (two or more gaps near the interval) so the long one
- * is a beat the machine delayed. An agent that sends nothing while busy has no such cadence.
+ * machine was too busy to tell: the checker itself ran late during that gap by enough to explain it,
+ * or the agent kept a heartbeat's cadence elsewhere in the run (two or more gaps near the interval),
+ * so the long one is a beat the machine delayed. An agent silent for (nearly) the whole busy time
+ * fails however busy the machine: no load delays every one of its beats that long.
  */
 export function judgeSilences(run: Observation, busyMs: number): Verdict {
   if (run.snapshot.reason === 'stalled')
@@ -83,11 +86,13 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
   }
   const gaps = times.slice(1).map((time, i) => time - times[i]!);
   const longest = Math.max(...gaps);
+  const after = gaps.indexOf(longest);
   const allowed = `allowed: 3 × ${ENV_HEARTBEAT_MS} = ${ALLOWED_SILENCE_MS} ms`;
   if (longest <= ALLOWED_SILENCE_MS) return pass(`${gaps.length} intervals between lines, the longest ${longest} ms (${allowed})`);
   const cadence = gaps.filter((gap) => gap >= HEARTBEAT_MS / 2 && gap <= 2 * HEARTBEAT_MS).length;
   const busy = tooBusy(run.load);
-  if (busy && (longest - run.load.delayMs <= ALLOWED_SILENCE_MS || cadence >= 2)) {
+  const ownDelay = delayDuring(run.load, times[after]!, times[after + 1]!);
+  if (busy && longest < WHOLE_BUSY_TIME * busyMs && (longest - ownDelay <= ALLOWED_SILENCE_MS || cadence >= 2)) {
     return unjudged(`the agent was silent for ${longest} ms (${allowed}) while ${busy}`);
   }
   return fail(`silent for ${longest} ms while busy (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);

@@ -1,6 +1,6 @@
 /** The scenario judges read the broker's log events, never its text: a note is judged by its fields. */
 import { describe, expect, test } from 'vitest';
-import type { Observation } from '../../src/conformance/observe.js';
+import type { MachineLoad, Observation } from '../../src/conformance/observe.js';
 import { formatReport, type ReportCard } from '../../src/conformance/check.js';
 import { ALLOWED_SILENCE_MS, asSent, BUSY_DELAY_MS, HEARTBEAT_MS, judgeSilences, SCENARIOS } from '../../src/conformance/scenarios.js';
 import type { LogEvent, LogLine, TaskSnapshot } from '../../src/model/task.js';
@@ -32,7 +32,7 @@ function run(log: LogLine[], snapshot: Partial<TaskSnapshot> = {}, extra: Partia
     log,
     receivedAt: [],
     endedAt: 100,
-    load: { delayMs: 5, perCore: 0.5 },
+    load: { delayMs: 0, perCore: 0.5, late: [] },
     ...extra,
   };
 }
@@ -100,19 +100,22 @@ describe('scenario judges', () => {
 });
 
 /** Lines arriving at these gaps (ms), starting at 100 ms: a run of the heartbeat scenario. */
-function beats(gaps: number[], load = { delayMs: 5, perCore: 0.5 }): Observation {
+function beats(gaps: number[], load: MachineLoad = QUIET): Observation {
   const receivedAt = [100];
   for (const gap of gaps) receivedAt.push(receivedAt.at(-1)! + gap);
   return run([], {}, { receivedAt, load });
 }
 
-const QUIET = { delayMs: 5, perCore: 0.5 };
-const BUSY_LOOP = { delayMs: BUSY_DELAY_MS + 1500, perCore: 0.5 };
-const LOADED = { delayMs: 40, perCore: 7.5 };
+const QUIET: MachineLoad = { delayMs: 0, perCore: 0.5, late: [] };
+/** This process ran 1750 ms late at 2500 ms into the run (inside the long gap of the cases below). */
+const BUSY_LOOP: MachineLoad = { delayMs: BUSY_DELAY_MS + 1500, perCore: 0.5, late: [{ at: 2500, ms: BUSY_DELAY_MS + 1500 }] };
+/** Late as much, but at 150 ms, outside the long gap. */
+const LATE_ELSEWHERE: MachineLoad = { ...BUSY_LOOP, late: [{ at: 150, ms: BUSY_DELAY_MS + 1500 }] };
+const LOADED: MachineLoad = { delayMs: 40, perCore: 7.5, late: [{ at: 900, ms: 40 }] };
 
 describe('the heartbeat judge reads the gaps between the agent lines, with a margin and the machine load', () => {
   // [case, gaps between lines (ms), machine load, verdict, words of its detail]
-  const CASES: Array<[string, number[], typeof QUIET, string, RegExp]> = [
+  const CASES: Array<[string, number[], MachineLoad, string, RegExp]> = [
     [
       'a beat every interval passes',
       [5, 1000, 1010, 990, 1000, 1000],
@@ -130,11 +133,19 @@ describe('the heartbeat judge reads the gaps between the agent lines, with a mar
       'unjudged',
       /^could not judge \(machine too busy\): .*3600 ms.*load average is 7\.5 per CPU/,
     ],
-    ['a gap the checker’s own delay explains cannot be judged', [5, 4400], BUSY_LOOP, 'unjudged', /timers ran up to 1750 ms late/],
+    [
+      'a gap the checker’s own delay during it explains cannot be judged',
+      [5, 1000, 3600],
+      BUSY_LOOP,
+      'unjudged',
+      /timers ran up to 1750 ms late/,
+    ],
+    ['the checker’s delay outside the gap explains nothing', [5, 1000, 3600], LATE_ELSEWHERE, 'fail', /silent for 3600 ms/],
+    ['silence for the whole busy time fails even when the checker ran late during it', [5, 4600], BUSY_LOOP, 'fail', /silent for 4600 ms/],
     ['an agent that did not stay busy is not verified', [5, 10, 20], QUIET, 'warn', /not verified: .*busy_ms/],
   ];
   test.each(CASES)('%s', (_name, gaps, load, status, detail) => {
-    const verdict = judgeSilences(beats(gaps, load), 4000);
+    const verdict = judgeSilences(beats(gaps, load), 5000);
     expect(verdict.status).toBe(status);
     expect(verdict.detail).toMatch(detail);
   });
