@@ -70,16 +70,17 @@ export function tooBusy(load: MachineLoad): string | undefined {
 
 /**
  * The heartbeat judge, from the gaps between the agent's own lines (any line proves it alive, as for
- * the broker's watchdog): every gap within ALLOWED_SILENCE_MS passes. A longer gap fails, unless the
- * machine was too busy to tell: the checker itself ran late during that gap by enough to explain it,
- * or the agent kept a heartbeat's cadence elsewhere in the run (two or more gaps near the interval),
- * so the long one is a beat the machine delayed. An agent silent for (nearly) the whole busy time
- * fails however busy the machine: no load delays every one of its beats that long.
+ * the broker's watchdog), from its second line on (the first authenticates, and the agent has nothing
+ * to say until the broker's input reaches it): every gap within ALLOWED_SILENCE_MS passes. A longer
+ * gap fails, unless the machine was too busy to tell (see `tooBusy`) and either the agent kept a
+ * heartbeat's cadence elsewhere in the run (two or more gaps near the interval: the long one is a beat
+ * the machine delayed) or this process itself ran late enough during that gap to explain it. An agent
+ * silent for most of the busy time with no cadence at all fails however busy the machine.
  */
 export function judgeSilences(run: Observation, busyMs: number): Verdict {
   if (run.snapshot.reason === 'stalled')
     return fail(`silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`);
-  const times = run.receivedAt;
+  const times = run.receivedAt.slice(1);
   const span = times.length > 0 ? times.at(-1)! - times[0]! : 0;
   if (span < busyMs * 0.9) {
     return warn(`not verified: the agent's lines spanned ${span} ms; honour \`conformance.busy_ms\` (${busyMs}) to test heartbeats`);
@@ -89,13 +90,17 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
   const after = gaps.indexOf(longest);
   const allowed = `allowed: 3 × ${ENV_HEARTBEAT_MS} = ${ALLOWED_SILENCE_MS} ms`;
   if (longest <= ALLOWED_SILENCE_MS) return pass(`${gaps.length} intervals between lines, the longest ${longest} ms (${allowed})`);
+  const where = `between its lines ${after + 2} and ${after + 3} of ${run.receivedAt.length}`;
   const cadence = gaps.filter((gap) => gap >= HEARTBEAT_MS / 2 && gap <= 2 * HEARTBEAT_MS).length;
-  const busy = tooBusy(run.load);
   const ownDelay = delayDuring(run.load, times[after]!, times[after + 1]!);
-  if (busy && longest < WHOLE_BUSY_TIME * busyMs && (longest - ownDelay <= ALLOWED_SILENCE_MS || cadence >= 2)) {
-    return unjudged(`the agent was silent for ${longest} ms (${allowed}) while ${busy}`);
+  const explained = longest - ownDelay <= ALLOWED_SILENCE_MS && longest < WHOLE_BUSY_TIME * busyMs;
+  const busy = tooBusy(run.load);
+  if (busy && (cadence >= 2 || explained)) {
+    return unjudged(
+      `the agent was silent for ${longest} ms ${where} (${allowed}; ${cadence} other gaps kept the beat; this process ran up to ${ownDelay} ms late meanwhile) while ${busy}`,
+    );
   }
-  return fail(`silent for ${longest} ms while busy (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);
+  return fail(`silent for ${longest} ms while busy, ${where} (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);
 }
 
 /** The broker's notes of one kind of problem (malformed, rejected, ignored), from their events. */

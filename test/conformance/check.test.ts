@@ -25,7 +25,11 @@ const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.stat
 const BROKEN: Array<[string, string, RegExp]> = [
   ['no-newline', 'payloads', /closed mid-line/],
   ['wrong-task-id', 'task-id', /wrong one: .*message for task/],
-  ['no-heartbeat', 'heartbeat', /silent for \d+ ms while busy \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms/],
+  [
+    'no-heartbeat',
+    'heartbeat',
+    /silent for \d+ ms while busy, between its lines \d+ and \d+ of \d+ \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms/,
+  ],
   ['ignores-cancel', 'cancel', /no `cancelled` payload .*SIGKILL/],
   ['leaves-grandchild', 'clean-exit', /still running after it exited/],
   ['writes-after-final', 'final-once', /wrote after its final payload/],
@@ -37,7 +41,8 @@ describe('backchannel check', () => {
   test('a conformant agent that honours the conformance input fields passes every scenario', async () => {
     const card = await checkAgent(agent('good'));
     expect(card.results.map((r) => r.name)).toEqual(SCENARIO_NAMES);
-    expect(card.results.filter((r) => r.verdict.status !== 'pass')).toEqual([]);
+    // On a machine too busy for its timing a scenario may be unjudged: neither a failure nor a warning.
+    expect(card.results.filter((r) => r.verdict.status === 'fail' || r.verdict.status === 'warn')).toEqual([]);
   });
 
   describe.concurrent('each broken agent fails exactly the scenario it breaks, naming the rule', () => {

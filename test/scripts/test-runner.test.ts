@@ -8,9 +8,10 @@ import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
 
-function summary(reports: { vitest?: unknown; playwright?: unknown; chromiumMissing?: boolean }) {
+function summary(reports: { vitest?: unknown; playwright?: unknown; pytest?: string; chromiumMissing?: boolean }) {
   const cwd = tempDir();
   mkdirSync(path.join(cwd, 'test-results'));
+  if (reports.pytest) writeFileSync(path.join(cwd, 'test-results/pytest.xml'), reports.pytest);
   if (reports.vitest) writeFileSync(path.join(cwd, 'test-results/vitest.json'), JSON.stringify(reports.vitest));
   if (reports.playwright) writeFileSync(path.join(cwd, 'test-results/playwright.json'), JSON.stringify(reports.playwright));
   if (reports.chromiumMissing) writeFileSync(path.join(cwd, 'test-results/chromium-missing'), 'none\n');
@@ -49,6 +50,58 @@ describe('the test summary', () => {
     const result = summary({ vitest: VITEST_OK, chromiumMissing: true });
     expect(result.stdout).toContain('playwright: did not run: no Chromium could be found or installed');
     expect(result.status).toBe(1);
+  });
+});
+
+describe('the test summary names the failed tests at its end', () => {
+  test('vitest tests, a vitest file that failed outside its tests, browser tests and pytest tests', () => {
+    const vitest = {
+      numPassedTests: 1,
+      numFailedTests: 1,
+      numPendingTests: 0,
+      testResults: [
+        {
+          name: '/somewhere/test/a.test.ts',
+          status: 'failed',
+          assertionResults: [
+            { status: 'passed', title: 'fine', fullName: 'a fine' },
+            { status: 'failed', title: 'breaks', fullName: 'a breaks' },
+          ],
+        },
+        { name: '/somewhere/test/b.test.ts', status: 'failed', message: '\nFailed to load url ./gone.js\n  at …', assertionResults: [] },
+      ],
+    };
+    const playwright = {
+      stats: { expected: 1, flaky: 0, unexpected: 1, skipped: 0 },
+      suites: [
+        {
+          title: 'panel.spec.ts',
+          specs: [{ title: 'loads', tests: [{ status: 'expected', results: [] }] }],
+          suites: [{ title: 'insights', specs: [{ title: 'draws the chart', tests: [{ status: 'unexpected', results: [] }] }] }],
+        },
+      ],
+    };
+    const pytest =
+      '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="2">' +
+      '<testcase classname="tests.test_package" name="test_ok" time="0.1" />' +
+      '<testcase classname="tests.test_package" name="test_attach" time="0.1"><failure message="assert 1 == 2">…</failure></testcase>' +
+      '</testsuite></testsuites>';
+    const result = summary({ vitest, playwright, pytest });
+    expect(result.status).toBe(1);
+    const tail = result.stdout.slice(result.stdout.indexOf('total:'));
+    expect(tail).toContain(
+      [
+        'failed (4):',
+        '  ✗ vitest /somewhere/test/a.test.ts › a breaks',
+        '  ✗ vitest /somewhere/test/b.test.ts: Failed to load url ./gone.js',
+        '  ✗ playwright panel.spec.ts › insights › draws the chart',
+        '  ✗ pytest tests.test_package::test_attach',
+      ].join('\n'),
+    );
+  });
+
+  test('a run without failures prints no list', () => {
+    expect(summary({ vitest: VITEST_OK }).stdout).not.toContain('failed (');
   });
 });
 
