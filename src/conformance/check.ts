@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { TaskBroker } from '../broker/broker.js';
 import { observe, type AgentUnderTest, type Observation } from './observe.js';
-import { CANCEL_GRACE_MS, KILL_GRACE_MS, SCENARIOS, type Scenario, type Verdict } from './scenarios.js';
+import { CANCEL_GRACE_MS, KILL_GRACE_MS, SCENARIOS, tooBusy, type Scenario, type Verdict } from './scenarios.js';
 
 export interface ScenarioResult {
   name: string;
@@ -44,7 +44,11 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
     const plans = new Map(scenarios.flatMap((s) => Object.entries(s.runs)));
     const observed = new Map<string, Observation>();
     await Promise.all([...plans].map(async ([key, plan]) => observed.set(key, await observe(broker, agent, plan))));
-    const results = scenarios.map((scenario) => ({ name: scenario.name, rule: scenario.rule, verdict: judge(scenario, observed) }));
+    const results = scenarios.map((scenario) => ({
+      name: scenario.name,
+      rule: scenario.rule,
+      verdict: judge(scenario, observed, agent.timeoutMs),
+    }));
     const count = (status: Verdict['status']): number => results.filter((r) => r.verdict.status === status).length;
     return {
       agent: [agent.command, ...agent.args].join(' '),
@@ -60,8 +64,15 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
   }
 }
 
-function judge(scenario: Scenario, observed: Map<string, Observation>): Verdict {
+/** One scenario's verdict on the runs observed for it. */
+export function judge(scenario: Scenario, observed: Map<string, Observation>, timeoutMs: number): Verdict {
   const runs = Object.fromEntries(Object.keys(scenario.runs).map((key) => [key, observed.get(key)!]));
+  // A run cut off by the check's own deadline while the machine was too busy says nothing of the agent.
+  for (const run of Object.values(runs)) {
+    const busy = run.snapshot.reason === 'timeout' ? tooBusy(run.load) : undefined;
+    if (busy)
+      return { status: 'unjudged', detail: `could not judge (machine too busy): the run hit the ${timeoutMs} ms deadline while ${busy}` };
+  }
   try {
     return scenario.judge(runs);
   } catch (error) {

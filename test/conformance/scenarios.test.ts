@@ -1,7 +1,7 @@
 /** The scenario judges read the broker's log events, never its text: a note is judged by its fields. */
 import { describe, expect, test } from 'vitest';
 import type { MachineLoad, Observation } from '../../src/conformance/observe.js';
-import { formatReport, type ReportCard } from '../../src/conformance/check.js';
+import { formatReport, judge as judgeScenario, type ReportCard } from '../../src/conformance/check.js';
 import { ALLOWED_SILENCE_MS, asSent, BUSY_DELAY_MS, HEARTBEAT_MS, judgeSilences, SCENARIOS } from '../../src/conformance/scenarios.js';
 import type { LogEvent, LogLine, TaskSnapshot } from '../../src/model/task.js';
 
@@ -184,6 +184,27 @@ describe('the report card', () => {
     expect(asSent({ task_id: 't', status: 'success', meta: { attempts: 1, received_at: TIME } })).toEqual({
       task_id: 't',
       status: 'success',
+    });
+  });
+});
+
+describe('a run cut off by the check deadline', () => {
+  const timedOut = { state: 'failed' as const, reason: 'timeout' as const, message: 'timed out after 20000 ms' };
+  const payloads = SCENARIOS.find((s) => s.name === 'payloads')!;
+
+  test('on a machine too busy for it, the scenarios reading that run are unjudged', () => {
+    const observed = new Map([['main', run([], timedOut, { load: LOADED })]]);
+    expect(judgeScenario(payloads, observed, 20_000)).toEqual({
+      status: 'unjudged',
+      detail: expect.stringMatching(/^could not judge \(machine too busy\): the run hit the 20000 ms deadline while .*7\.5 per CPU/),
+    });
+  });
+
+  test('on a quiet machine, the scenario judges it as usual (a hung agent fails)', () => {
+    const observed = new Map([['main', run([], timedOut, { load: QUIET })]]);
+    expect(judgeScenario(payloads, observed, 20_000)).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining('no final payload arrived'),
     });
   });
 });
