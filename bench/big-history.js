@@ -11,12 +11,11 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { log, REPO_DIR, scratchDir } from './lib/env.js';
+import { launchChromium } from './lib/browser.js';
 import { main, row } from './lib/harness.js';
 import { writeHistory } from './lib/history.js';
 import { median } from './lib/stats.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 const TASKS = 1000;
 const BIG_EVERY = 10;
 const BIG_CHARS = 10 * 1024 * 1024;
@@ -160,8 +159,7 @@ async function timed(call) {
  * shown beside, as `polledMs`.
  */
 async function panelPaint(url, runs) {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await launchChromium();
   try {
     const firsts = [];
     const inDom = [];

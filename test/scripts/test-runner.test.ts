@@ -3,7 +3,7 @@
  * and the summary never counts a skipped or not-run browser test as a pass, listing each skip's reason.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
@@ -123,4 +123,26 @@ describe('finding a Chromium', () => {
     expect(none.status).toBe(1);
     expect(none.stderr).toContain('No Chromium found');
   });
+
+  test('the panel benchmarks find their Chromium the same way (was: /usr/bin/chromium or nothing)', () => {
+    const launch = (env: Record<string, string>) =>
+      spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          "const { launchChromium } = await import('./bench/lib/browser.js'); const b = await launchChromium(); console.log('launched', b.version()); await b.close();",
+        ],
+        { cwd: ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } },
+      );
+    const bin = tempDir();
+    const found = spawnSync(process.execPath, [path.join(ROOT, 'scripts/find-chromium.mjs')], { encoding: 'utf8' }).stdout.trim();
+    const elsewhere = path.join(bin, 'my-chromium');
+    symlinkSync(found, elsewhere);
+    const ran = launch({ CHROMIUM_PATH: elsewhere });
+    expect(ran.stdout + ran.stderr).toMatch(/^launched \d+\./m);
+    const none = launch({ CHROMIUM_PATH: path.join(bin, 'none') });
+    expect(none.status).not.toBe(0);
+    expect(none.stderr).toContain('no Chromium found or installed (set CHROMIUM_PATH, or install the chromium package)');
+  }, 130_000);
 });
