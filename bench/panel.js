@@ -8,11 +8,9 @@
 import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { agentPath, log, scratchDir, REPO_DIR } from './lib/env.js';
+import { launchChromium } from './lib/browser.js';
 import { main, row } from './lib/harness.js';
 import { summarize, wallNow } from './lib/stats.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
 main(async ({ quick }) => {
   const windowMs = quick ? 5000 : 10_000;
@@ -82,7 +80,6 @@ async function startBridgeAt(flushIntervalMs, options) {
 
 async function measurePanel(windowMs, start) {
   const tasks = 200;
-  const { chromium } = await import('playwright-core');
   const dir = scratchDir();
   const headless = await start({
     port: 0,
@@ -91,7 +88,7 @@ async function measurePanel(windowMs, start) {
     concurrency: tasks,
     consoleLevel: false,
   });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.goto(headless.url);

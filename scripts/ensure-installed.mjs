@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // First step of `npm start` and `npm test`: on a fresh clone, or after a pull that changed
 // package-lock.json, install (`npm ci`, which also builds through the `prepare` script) and say so in
-// one line; otherwise return at once. Node built-ins only: it runs before anything is installed.
+// one line; otherwise return at once. With --tests (`npm test`), also the system programs the tests
+// need (TEST_TOOLS): installed with apt-get as root on Debian/Ubuntu, else named in one line each.
+// (Chromium is the browser suite's own step: scripts/find-chromium.mjs, run by scripts/test.mjs.)
+// Node built-ins only: it runs before anything is installed.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -68,4 +71,69 @@ export function ensureInstalled(root) {
   if (code !== 0) process.exit(code);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) ensureInstalled(fileURLToPath(new URL('..', import.meta.url)));
+/** Whether `name` is an executable file in one of PATH's directories. */
+function onPath(name, env) {
+  return (env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return Boolean(dir);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The system programs `npm test` needs beside node_modules and Chromium, each with the Debian package
+ * that provides it and what goes without it. `present(env)` looks for it with that environment's PATH.
+ */
+export const TEST_TOOLS = [
+  {
+    tool: 'redis-server',
+    package: 'redis-server',
+    without: 'the Redis fleet tests (test/fleet) are skipped',
+    present: (env) => onPath('redis-server', env),
+  },
+  {
+    tool: 'python3 with venv and ensurepip',
+    package: 'python3-venv',
+    without: "the Python SDK's tests cannot make .venv-test/ and fail",
+    present: (env) =>
+      onPath('python3', env) && spawnSync('python3', ['-c', 'import venv, ensurepip'], { env, stdio: 'ignore' }).status === 0,
+  },
+];
+
+/**
+ * What to do about the test tools missing from `env`'s PATH: `install` (the Debian packages, when
+ * this is root on Debian/Ubuntu with apt-get) or `tell` (one line per missing tool, naming its
+ * package); both empty when nothing is missing.
+ * @param {{ env?: NodeJS.ProcessEnv, isRoot?: boolean, debian?: boolean }} [where]
+ * @returns {{ install: string[], tell: string[] }}
+ */
+export function testToolsPlan({ env = process.env, isRoot = process.getuid?.() === 0, debian = existsSync('/etc/debian_version') } = {}) {
+  const missing = TEST_TOOLS.filter((t) => !t.present(env));
+  if (missing.length === 0) return { install: [], tell: [] };
+  if (isRoot && debian && onPath('apt-get', env)) return { install: missing.map((t) => t.package), tell: [] };
+  return {
+    install: [],
+    tell: missing.map((t) => `npm test: ${t.tool} is missing, so ${t.without}: install it with \`sudo apt-get install ${t.package}\``),
+  };
+}
+
+/** Installs (or names) the missing test tools; never stops the tests, whose summary counts what could not run. */
+export function ensureTestTools(log = (line) => console.log(line)) {
+  const { install, tell } = testToolsPlan();
+  for (const line of tell) log(line);
+  if (install.length === 0) return;
+  log(`npm test needs ${install.join(', ')}: installing with apt-get (once)…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  spawnSync('apt-get', ['install', '-y', '-qq', ...install], { stdio: 'inherit', env });
+  for (const t of TEST_TOOLS.filter((t) => !t.present(process.env)))
+    log(`npm test: apt-get could not install ${t.package}, so ${t.without}`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  ensureInstalled(fileURLToPath(new URL('..', import.meta.url)));
+  if (process.argv.includes('--tests')) ensureTestTools();
+}

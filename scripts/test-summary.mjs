@@ -3,14 +3,29 @@
 // runners wrote (vitest: test-results/vitest.json, Playwright: test-results/playwright.json, pytest:
 // test-results/pytest.xml, JUnit XML).
 // Every skipped test is listed with its reason; a skip without one, a browser suite that did not run,
-// or no test at all makes the run fail: a skip never counts as a pass.
+// or no test at all makes the run fail: a skip never counts as a pass. Last come the names of the
+// failed tests, so they need no search through the runners' output above.
 import { existsSync, readFileSync } from 'node:fs';
+
+/** A report's absolute test-file path, relative to the project (where the runners ran). */
+function relative(file) {
+  return file.startsWith(process.cwd() + '/') ? file.slice(process.cwd().length + 1) : file;
+}
+
+function firstLine(text) {
+  return String(text ?? '')
+    .split('\n')
+    .find((line) => line.trim() !== '')
+    ?.trim();
+}
 
 function read(file) {
   return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
 }
 
 const rows = [];
+/** The failed tests' names, runner first ("vitest test/x.test.ts › suite › test"). */
+const failures = [];
 /** Skips that gave no reason: each one fails the run. */
 let unexplained = 0;
 const vitest = read('test-results/vitest.json');
@@ -23,6 +38,13 @@ if (vitest) {
       if (!reason) unexplained += 1;
       console.log(`skipped (vitest) ${test.fullName ?? test.title}: ${reason ?? 'no reason given (counted as a failure)'}`);
     }
+  }
+  for (const file of vitest.testResults ?? []) {
+    const where = relative(file.name ?? '');
+    const failed = (file.assertionResults ?? []).filter((test) => test.status === 'failed');
+    for (const test of failed) failures.push(`vitest ${where} › ${test.fullName ?? test.title}`);
+    // A file that failed outside its tests (an import error, a failing hook) has no failed test to name.
+    if (failed.length === 0 && file.status === 'failed') failures.push(`vitest ${where}: ${firstLine(file.message) || 'the file failed'}`);
   }
   rows.push({
     name: 'vitest',
@@ -46,8 +68,18 @@ function skippedWithReasons(suite, out = []) {
   for (const child of suite.suites ?? []) skippedWithReasons(child, out);
   return out;
 }
+/** Browser tests whose outcome was unexpected (failed, timed out), as "file › describe › title". */
+function unexpected(suite, titles = [], out = []) {
+  const here = suite.title ? [...titles, suite.title] : titles;
+  for (const spec of suite.specs ?? []) {
+    if ((spec.tests ?? []).some((test) => test.status === 'unexpected')) out.push([...here, spec.title].join(' › '));
+  }
+  for (const child of suite.suites ?? []) unexpected(child, here, out);
+  return out;
+}
 if (playwright) {
   for (const suite of playwright.suites ?? []) for (const line of skippedWithReasons(suite)) console.log(`skipped (playwright) ${line}`);
+  for (const suite of playwright.suites ?? []) for (const name of unexpected(suite)) failures.push(`playwright ${name}`);
   const s = playwright.stats;
   rows.push({ name: 'playwright', passed: s.expected + s.flaky, failed: s.unexpected, skipped: s.skipped });
 }
@@ -58,6 +90,11 @@ if (pytestXml) {
   const count = (name) => Number(new RegExp(`\\b${name}="(\\d+)"`).exec(suite)?.[1] ?? 0);
   const failed = count('failures') + count('errors');
   rows.push({ name: 'pytest', passed: count('tests') - failed - count('skipped'), failed, skipped: count('skipped') });
+  for (const [, attributes, body] of pytestXml.matchAll(/<testcase\b([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    if (!/<(failure|error)\b/.test(body ?? '')) continue;
+    const attribute = (name) => new RegExp(`\\b${name}="([^"]*)"`).exec(attributes)?.[1] ?? '';
+    failures.push(`pytest ${[attribute('classname'), attribute('name')].filter(Boolean).join('::')}`);
+  }
 }
 if (existsSync('test-results/chromium-missing')) {
   console.log('playwright: did not run: no Chromium could be found or installed (counted as a failure)');
@@ -71,4 +108,8 @@ const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.fa
 for (const r of rows) console.log(`${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`);
 console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 if (unexplained > 0) console.log(`${unexplained} test(s) skipped or not run without a reason: counted as failures`);
+if (failures.length > 0) {
+  console.log(`failed (${failures.length}):`);
+  for (const name of failures) console.log(`  ✗ ${name}`);
+}
 process.exitCode = total.failed > 0 || total.passed === 0 || unexplained > 0 ? 1 : 0;

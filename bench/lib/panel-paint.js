@@ -2,10 +2,8 @@
  * The panel's first paint in headless Chromium (issue 22 item 4), shared by the big-history and
  * growth benches.
  */
+import { launchChromium } from './browser.js';
 import { median } from './stats.js';
-
-export const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
 /**
  * Page loads of the panel, timed in the page from navigation start (performance.timeOrigin): when the
@@ -15,8 +13,7 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-ne
  * shown beside, as `polledMs`.
  */
 export async function panelPaint(url, runs, tasks) {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await launchChromium();
   try {
     const firsts = [];
     const inDom = [];

@@ -182,6 +182,29 @@ export class AgentTask<Input = unknown> {
     else this.attachments[index] = attachment;
   }
 
+  /**
+   * Waits `ms` milliseconds (heartbeats go on); rejects with the cancel (a TaskCancelledError, the
+   * signal's reason) as soon as the task is cancelled. Between steps, `task.signal.throwIfAborted()`
+   * does the same without waiting.
+   */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.signal.aborted) return reject(this.signal.reason as Error);
+      const onCancel = () => {
+        clearTimeout(timer);
+        reject(this.signal.reason as Error);
+      };
+      const timer = setTimeout(
+        () => {
+          this.signal.removeEventListener('abort', onCancel);
+          resolve();
+        },
+        Math.max(0, ms),
+      );
+      this.signal.addEventListener('abort', onCancel, { once: true });
+    });
+  }
+
   /** A line in the task's log (stderr, which the broker keeps). */
   log(text: string): void {
     process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { TaskBroker } from '../broker/broker.js';
 import { observe, type AgentUnderTest, type Observation } from './observe.js';
-import { CANCEL_GRACE_MS, KILL_GRACE_MS, SCENARIOS, type Scenario, type Verdict } from './scenarios.js';
+import { CANCEL_GRACE_MS, KILL_GRACE_MS, SCENARIOS, tooBusy, type Scenario, type Verdict } from './scenarios.js';
 
 export interface ScenarioResult {
   name: string;
@@ -22,6 +22,8 @@ export interface ReportCard {
   passed: number;
   failed: number;
   warnings: number;
+  /** Scenarios whose timing a busy machine spoilt: neither passed nor failed (run again when it is quieter). */
+  unjudged: number;
 }
 
 export const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
@@ -42,7 +44,11 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
     const plans = new Map(scenarios.flatMap((s) => Object.entries(s.runs)));
     const observed = new Map<string, Observation>();
     await Promise.all([...plans].map(async ([key, plan]) => observed.set(key, await observe(broker, agent, plan))));
-    const results = scenarios.map((scenario) => ({ name: scenario.name, rule: scenario.rule, verdict: judge(scenario, observed) }));
+    const results = scenarios.map((scenario) => ({
+      name: scenario.name,
+      rule: scenario.rule,
+      verdict: judge(scenario, observed, agent.timeoutMs),
+    }));
     const count = (status: Verdict['status']): number => results.filter((r) => r.verdict.status === status).length;
     return {
       agent: [agent.command, ...agent.args].join(' '),
@@ -50,6 +56,7 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
       passed: count('pass'),
       failed: count('fail'),
       warnings: count('warn'),
+      unjudged: count('unjudged'),
     };
   } finally {
     await broker.close();
@@ -57,8 +64,15 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
   }
 }
 
-function judge(scenario: Scenario, observed: Map<string, Observation>): Verdict {
+/** One scenario's verdict on the runs observed for it. */
+export function judge(scenario: Scenario, observed: Map<string, Observation>, timeoutMs: number): Verdict {
   const runs = Object.fromEntries(Object.keys(scenario.runs).map((key) => [key, observed.get(key)!]));
+  // A run cut off by the check's own deadline while the machine was too busy says nothing of the agent.
+  for (const run of Object.values(runs)) {
+    const busy = run.snapshot.reason === 'timeout' ? tooBusy(run.load) : undefined;
+    if (busy)
+      return { status: 'unjudged', detail: `could not judge (machine too busy): the run hit the ${timeoutMs} ms deadline while ${busy}` };
+  }
   try {
     return scenario.judge(runs);
   } catch (error) {
@@ -66,16 +80,20 @@ function judge(scenario: Scenario, observed: Map<string, Observation>): Verdict 
   }
 }
 
-const MARK = { pass: '✓', fail: '✗', warn: '!' } as const;
+const MARK: Record<Verdict['status'], string> = { pass: '✓', fail: '✗', warn: '!', unjudged: '?' };
+
+/** What goes before a verdict's detail (an unjudged verdict's detail says so itself). */
+const LABEL: Record<Verdict['status'], string> = { pass: '', fail: 'fail: ', warn: 'warn: ', unjudged: '' };
 
 export function formatReport(card: ReportCard): string {
   const width = Math.max(...card.results.map((r) => r.name.length));
   const lines = [`backchannel check: ${card.agent}`, ''];
   for (const { name, rule, verdict } of card.results) {
     lines.push(`${MARK[verdict.status]} ${name.padEnd(width)}  ${rule}`);
-    if (verdict.detail) lines.push(`  ${' '.repeat(width)}  ${verdict.status === 'pass' ? '' : `${verdict.status}: `}${verdict.detail}`);
+    if (verdict.detail) lines.push(`  ${' '.repeat(width)}  ${LABEL[verdict.status]}${verdict.detail}`);
     if (verdict.status !== 'pass' && verdict.line) lines.push(`  ${' '.repeat(width)}  line: ${verdict.line}`);
   }
-  lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)`);
+  const unjudged = card.unjudged > 0 ? `, ${card.unjudged} could not be judged (machine too busy: run again)` : '';
+  lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)${unjudged}`);
   return lines.join('\n') + '\n';
 }

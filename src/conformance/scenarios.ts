@@ -1,17 +1,18 @@
 /**
  * The conformance scenarios: each names the protocol rule it checks (docs/protocol.md), the runs it
  * needs, and a judge that turns the observations into pass, fail (with the rule and the line that
- * broke it) or warning (could not be checked: the agent did not honour a `conformance` input field).
+ * broke it), warning (could not be checked: the agent did not honour a `conformance` input field) or
+ * unjudged (the timing a scenario reads was spoilt by a busy machine: neither a pass nor a failure).
  * Scenarios that read the same run share it (see ./check.ts).
  */
-import { ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ID } from '../protocol/index.js';
+import { ENV_HEARTBEAT_MS, ENV_IPC_PATH, ENV_IPC_TOKEN, ENV_TASK_ID } from '../protocol/index.js';
 import type { Payload } from '../protocol/index.js';
-import type { LogEvent, ProblemKind } from '../model/task.js';
-import type { Observation, RunPlan } from './observe.js';
+import { BROKER_META_KEYS, type LogEvent, type ProblemKind } from '../model/task.js';
+import { delayDuring, type MachineLoad, type Observation, type RunPlan } from './observe.js';
 
 type Problem = Extract<LogEvent, { kind: 'problem' }>;
 
-export type Verdict = { status: 'pass'; detail?: string } | { status: 'fail' | 'warn'; detail: string; line?: string };
+export type Verdict = { status: 'pass'; detail?: string } | { status: 'fail' | 'warn' | 'unjudged'; detail: string; line?: string };
 
 export interface Scenario {
   name: string;
@@ -25,10 +26,30 @@ export interface Scenario {
 /** 1 MB of text with 1-, 2-, 3- and 4-byte UTF-8 characters. */
 export const ECHO = 'aé漢🙂'.repeat(Math.ceil(1_048_576 / 10));
 /** How long a cooperating agent stays busy for the heartbeat and cancel scenarios. */
-const BUSY_MS = 4000;
+const BUSY_MS = 5000;
 const CANCEL_BUSY_MS = 15_000;
-/** The watchdog of the heartbeat run (the agent is told a third of it, CURSOR_HEARTBEAT_MS). */
-const HEARTBEAT_TIMEOUT_MS = 3000;
+/** The heartbeat interval the heartbeat run tells the agent (CURSOR_HEARTBEAT_MS). */
+export const HEARTBEAT_MS = 1000;
+/**
+ * The longest silence the heartbeat scenario accepts: three intervals, the broker's own rule (its
+ * watchdog is three times the CURSOR_HEARTBEAT_MS it tells), so one or two late beats pass.
+ */
+export const ALLOWED_SILENCE_MS = 3 * HEARTBEAT_MS;
+/**
+ * The watchdog of the heartbeat run, well beyond the allowed silence: the scenario judges the gaps it
+ * saw between the agent's lines instead of letting a watchdog kill an agent whose beat the machine
+ * delayed. (The hand-off would tell a third of it; the run tells HEARTBEAT_MS instead.)
+ */
+const HEARTBEAT_WATCHDOG_MS = 15_000;
+/**
+ * When timing is not to be trusted: this process's own timers ran this late (a line can reach the
+ * broker that much after the agent wrote it), or the one-minute load average per CPU is this high
+ * (the agent's timers are starved as well).
+ */
+export const BUSY_DELAY_MS = 250;
+/** A silence this share of the busy time or longer is the agent's own, however busy the machine. */
+const WHOLE_BUSY_TIME = 0.8;
+export const BUSY_LOAD_PER_CORE = 2;
 /** Grace a cancelled agent has to report `cancelled` (the broker's default), then SIGTERM, then SIGKILL. */
 export const CANCEL_GRACE_MS = 3000;
 export const KILL_GRACE_MS = 1000;
@@ -39,6 +60,48 @@ const ISO_8601 = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)$/
 const pass = (detail?: string): Verdict => (detail ? { status: 'pass', detail } : { status: 'pass' });
 const fail = (detail: string, line?: string): Verdict => (line ? { status: 'fail', detail, line } : { status: 'fail', detail });
 const warn = (detail: string): Verdict => ({ status: 'warn', detail });
+const unjudged = (detail: string): Verdict => ({ status: 'unjudged', detail: `could not judge (machine too busy): ${detail}` });
+
+/** Why the machine counts as too busy for timing during a run (figures in words), or undefined. */
+export function tooBusy(load: MachineLoad): string | undefined {
+  if (load.delayMs < BUSY_DELAY_MS && load.perCore < BUSY_LOAD_PER_CORE) return undefined;
+  return `this process's timers ran up to ${load.delayMs} ms late and the load average is ${load.perCore.toFixed(1)} per CPU`;
+}
+
+/**
+ * The heartbeat judge, from the gaps between the agent's own lines (any line proves it alive, as for
+ * the broker's watchdog), from its second line on (the first authenticates, and the agent has nothing
+ * to say until the broker's input reaches it): every gap within ALLOWED_SILENCE_MS passes. A longer
+ * gap fails, unless the machine was too busy to tell (see `tooBusy`) and either the agent kept a
+ * heartbeat's cadence elsewhere in the run (two or more gaps near the interval: the long one is a beat
+ * the machine delayed) or this process itself ran late enough during that gap to explain it. An agent
+ * silent for most of the busy time with no cadence at all fails however busy the machine.
+ */
+export function judgeSilences(run: Observation, busyMs: number): Verdict {
+  if (run.snapshot.reason === 'stalled')
+    return fail(`silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`);
+  const times = run.receivedAt.slice(1);
+  const span = times.length > 0 ? times.at(-1)! - times[0]! : 0;
+  if (span < busyMs * 0.9) {
+    return warn(`not verified: the agent's lines spanned ${span} ms; honour \`conformance.busy_ms\` (${busyMs}) to test heartbeats`);
+  }
+  const gaps = times.slice(1).map((time, i) => time - times[i]!);
+  const longest = Math.max(...gaps);
+  const after = gaps.indexOf(longest);
+  const allowed = `allowed: 3 × ${ENV_HEARTBEAT_MS} = ${ALLOWED_SILENCE_MS} ms`;
+  if (longest <= ALLOWED_SILENCE_MS) return pass(`${gaps.length} intervals between lines, the longest ${longest} ms (${allowed})`);
+  const where = `between its lines ${after + 2} and ${after + 3} of ${run.receivedAt.length}`;
+  const cadence = gaps.filter((gap) => gap >= HEARTBEAT_MS / 2 && gap <= 2 * HEARTBEAT_MS).length;
+  const ownDelay = delayDuring(run.load, times[after]!, times[after + 1]!);
+  const explained = longest - ownDelay <= ALLOWED_SILENCE_MS && longest < WHOLE_BUSY_TIME * busyMs;
+  const busy = tooBusy(run.load);
+  if (busy && (cadence >= 2 || explained)) {
+    return unjudged(
+      `the agent was silent for ${longest} ms ${where} (${allowed}; ${cadence} other gaps kept the beat; this process ran up to ${ownDelay} ms late meanwhile) while ${busy}`,
+    );
+  }
+  return fail(`silent for ${longest} ms while busy, ${where} (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);
+}
 
 /** The broker's notes of one kind of problem (malformed, rejected, ignored), from their events. */
 function problems(run: Observation, kind: ProblemKind): Problem[] {
@@ -162,15 +225,14 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'heartbeat',
     rule: '§5: while silent, send {"status":"heartbeat"} at least every CURSOR_HEARTBEAT_MS',
-    runs: { busy: { conformance: { scenario: 'heartbeat', busy_ms: BUSY_MS }, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS } },
-    judge: ({ busy }) => {
-      if (busy!.snapshot.reason === 'stalled')
-        return fail(`the watchdog (${HEARTBEAT_TIMEOUT_MS} ms) fired: ${busy!.snapshot.message ?? 'stalled'}`);
-      if (busy!.endedAt < HEARTBEAT_TIMEOUT_MS) {
-        return warn(`not verified: the agent finished in ${busy!.endedAt} ms; honour \`conformance.busy_ms\` to test heartbeats`);
-      }
-      return pass();
+    runs: {
+      busy: {
+        conformance: { scenario: 'heartbeat', busy_ms: BUSY_MS },
+        heartbeatTimeoutMs: HEARTBEAT_WATCHDOG_MS,
+        set: { [ENV_HEARTBEAT_MS]: String(HEARTBEAT_MS) },
+      },
     },
+    judge: ({ busy }) => judgeSilences(busy!, BUSY_MS),
   },
   {
     name: 'cancel',
@@ -184,7 +246,11 @@ export const SCENARIOS: Scenario[] = [
       }
       if (!noted(run, 'cancel-confirmed'))
         return fail(`no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`);
-      if (run.snapshot.signal === 'SIGKILL') return fail('the agent reported `cancelled` but did not exit until SIGKILL');
+      if (run.snapshot.signal === 'SIGKILL') {
+        const busy = tooBusy(run.load);
+        const late = `the agent reported \`cancelled\` but did not exit until SIGKILL (${CANCEL_GRACE_MS + KILL_GRACE_MS} ms after the cancel)`;
+        return busy ? unjudged(`${late} while ${busy}`) : fail(late);
+      }
       return pass(`cancelled and gone ${run.endedAt - run.cancelAt} ms after the cancel`);
     },
   },
@@ -226,6 +292,14 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** A payload as the agent sent it: the final one without the meta fields the broker added on receipt. */
+export function asSent(payload: Payload): Payload {
+  if (!payload.meta || !BROKER_META_KEYS.some((key) => key in payload.meta!)) return payload;
+  const meta = Object.fromEntries(Object.entries(payload.meta).filter(([key]) => !(BROKER_META_KEYS as readonly string[]).includes(key)));
+  const { meta: _decorated, ...rest } = payload;
+  return Object.keys(meta).length > 0 ? { ...rest, meta } : rest;
+}
+
 function preview(payload: Payload): string {
-  return JSON.stringify(payload).slice(0, 200);
+  return JSON.stringify(asSent(payload)).slice(0, 200);
 }

@@ -305,3 +305,6 @@ export interface BrokerMeta extends PayloadMeta {
   exit_code?: number | null;
   received_at: string;
 }
+
+/** The fields of `BrokerMeta` the broker adds (or overwrites) in a final payload's `meta`. */
+export const BROKER_META_KEYS = ['attempts', 'channel', 'exit_code', 'received_at'] as const satisfies ReadonlyArray<keyof BrokerMeta>;

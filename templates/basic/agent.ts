@@ -12,6 +12,8 @@ import { runAgent } from 'backchannel-agents/agent-runtime';
 interface Input {
   path?: string;
   maxFiles?: number;
+  /** Set by `backchannel check` (docs/protocol.md §10): stay busy this long, and return `echo` as it came. */
+  conformance?: { busy_ms?: number; echo?: string };
 }
 
 interface ExtensionStats {
@@ -57,5 +59,7 @@ runAgent<Input | null>(async (task) => {
       task.progress(Math.round((index / files.length) * 100), { step: path.relative(root, file) });
     }
   }
-  return { root, files: files.length, byExtension };
+  const check = task.input?.conformance ?? {};
+  if (check.busy_ms) await task.sleep(check.busy_ms); // silent but for heartbeats; a cancel ends it
+  return { root, files: files.length, byExtension, ...(check.echo !== undefined ? { echo: check.echo } : {}) };
 });

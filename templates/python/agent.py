@@ -96,7 +96,14 @@ def count_files(task):
 
     per_file.sort(key=lambda item: (-item["lines"], item["path"]))
     task.meta(files_scanned=len(files))
-    return dict(totals, extensions=extensions, largest=per_file[:5])
+    result = dict(totals, extensions=extensions, largest=per_file[:5])
+    # ``backchannel check`` (docs/protocol.md §10) asks for a long silence and an echo of its input.
+    check = options.get("conformance") or {}
+    if check.get("busy_ms"):
+        task.sleep(float(check["busy_ms"]) / 1000)  # silent but for heartbeats; a cancel ends it
+    if "echo" in check:
+        result["echo"] = check["echo"]
+    return result
 
 
 if __name__ == "__main__":

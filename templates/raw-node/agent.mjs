@@ -153,7 +153,16 @@ try {
       await new Promise((resolve) => setImmediate(resolve)); // let cancel messages in
     }
   }
-  await finish('success', { root, files: files.length, byExtension }, [
+  // 7. `backchannel check` (docs/protocol.md §10) asks for a long silence and an echo of its input.
+  const check = input?.conformance ?? {};
+  const busyUntil = Date.now() + (Number(check.busy_ms) || 0);
+  while (Date.now() < busyUntil && !cancelled) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (cancelled) {
+    await finish('cancelled', { message: `cancelled: ${cancelled}`, processed: files.length });
+    process.exit(130);
+  }
+  const echo = check.echo !== undefined ? { echo: check.echo } : {};
+  await finish('success', { root, files: files.length, byExtension, ...echo }, [
     { name: 'files.txt', text: files.map((file) => path.relative(root, file)).join('\n') },
   ]);
 } catch (error) {

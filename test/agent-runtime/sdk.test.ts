@@ -45,6 +45,21 @@ describe('agent runtime SDK', () => {
     expect(task.snapshot().exitCode).toBe(130);
   });
 
+  test('task.sleep() waits its time, and a cancel ends it at once with a cancelled payload', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 30_000 });
+    const done = broker.submit({ command: fixture('sleeper.mjs'), input: { ms: 300 } });
+    expect(((await done.result).data as { slept: number }).slept).toBeGreaterThanOrEqual(300);
+    const task = broker.submit({ command: fixture('sleeper.mjs'), input: { ms: 600_000 } });
+    await new Promise<void>((resolve) => task.on('update', (u) => u.kind === 'partial' && resolve()));
+    task.cancel('enough');
+    const error = ((await settle(task.result)) as { error: TaskError }).error;
+    expect(error.reason).toBe('cancelled');
+    await task.finished;
+    // The agent confirmed by itself (the grace is 30 s, the sleep 10 min): no signal was needed.
+    expect(task.snapshot().signal).toBeNull();
+    expect(task.snapshot().exitCode).toBe(130);
+  });
+
   test('a question still waiting when the task is cancelled rejects, so the agent ends by itself', async () => {
     const { broker } = makeBroker({ cancelGraceMs: 5000 });
     const task = broker.submit({ command: fixture('asker.mjs') });

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { ROOT } from '../helpers/core.js';
+import { ROOT, tempDir } from '../helpers/core.js';
 
 test('the package tarball holds what the CLI, library and app need and nothing of the tests', () => {
   const packed = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
@@ -39,3 +39,42 @@ test('the package tarball holds what the CLI, library and app need and nothing o
     .map(([name]) => name.replace(/^.*node_modules\//, ''));
   expect(withScripts.filter((name) => !(name in pkg.allowScripts))).toEqual([]);
 });
+
+test('the README install from a clone works: npm pack, then npm install --global of the tarball puts a working backchannel on PATH', () => {
+  // The README's commands as written (dist/ is built: npm test builds first, so pack skips `prepare`),
+  // with npm's global prefix in a temporary directory instead of the machine's.
+  const dir = tempDir();
+  const prefix = path.join(dir, 'global');
+  const env = {
+    ...process.env,
+    npm_config_prefix: prefix,
+    npm_config_prefer_offline: 'true',
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+  };
+  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', env });
+  expect(packed.status, packed.stderr).toBe(0);
+  const tarball = fs.readdirSync(dir).find((name) => /^backchannel-agents-.*\.tgz$/.test(name));
+  expect(tarball, packed.stdout).toBeDefined();
+  const installed = spawnSync('bash', ['-c', 'npm install --global ./backchannel-agents-*.tgz'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env,
+    timeout: 240_000,
+  });
+  expect(installed.status, installed.stderr).toBe(0);
+  const onPath = { ...env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH ?? ''}` };
+  const version = spawnSync('backchannel', ['--version'], { cwd: dir, encoding: 'utf8', env: onPath });
+  const own = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  expect(version.stdout.trim(), version.stderr).toContain(own);
+  // The installed command runs a sub-agent from the installed templates.
+  const agent = path.join(prefix, 'lib', 'node_modules', 'backchannel-agents', 'templates', 'raw-node', 'agent.mjs');
+  const run = spawnSync('backchannel', ['run', '--local', '--input', '{"path":"."}', '--', 'node', agent], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: onPath,
+    timeout: 60_000,
+  });
+  expect(run.status, run.stdout + run.stderr).toBe(0);
+  expect(run.stdout).toContain('"files"');
+}, 300_000);

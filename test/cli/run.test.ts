@@ -49,6 +49,18 @@ describe.each(RUN_MODES)('backchannel run (%s)', (mode) => {
     expect(payload).toMatchObject({ status: 'success', data: { echo: { x: 1 } } });
   });
 
+  test('a command that refuses the appended --task-id= (node -e) crashes with a pointer to --no-task-id-arg', async () => {
+    const run = await cli(['run', '--', 'node', '-e', 'console.log("hi")']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/node: bad option: --task-id=/);
+    expect(run.stderr).toContain(
+      'hint: the command refused the --task-id=<id> argument Backchannel appends; run it with `--no-task-id-arg`',
+    );
+    // A crash of another kind gets no such hint.
+    const other = await cli(['run', '--', fixture('crash.mjs')]);
+    expect(other.stderr).not.toContain('--no-task-id-arg');
+  });
+
   test('--json prints exactly one JSON line', async () => {
     const run = await cli(['run', '--json', '--', fixture('quick.mjs')]);
     expect(run.code).toBe(0);

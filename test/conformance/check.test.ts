@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { checkAgent, SCENARIO_NAMES, type ReportCard } from '../../src/conformance/check.js';
+import { checkAgent, formatReport, SCENARIO_NAMES, type ReportCard } from '../../src/conformance/check.js';
 import { ROOT, tempDir } from '../helpers/core.js';
 
 const agent = (name: string) => ({ command: 'node', args: [path.join(ROOT, 'test/conformance/agents', `${name}.mjs`)], timeoutMs: 20_000 });
@@ -15,7 +15,7 @@ function cli(...args: string[]) {
   return spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'check', ...args], {
     cwd: ROOT,
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout: 150_000,
   });
 }
 
@@ -25,7 +25,11 @@ const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.stat
 const BROKEN: Array<[string, string, RegExp]> = [
   ['no-newline', 'payloads', /closed mid-line/],
   ['wrong-task-id', 'task-id', /wrong one: .*message for task/],
-  ['no-heartbeat', 'heartbeat', /watchdog .* fired/],
+  [
+    'no-heartbeat',
+    'heartbeat',
+    /silent for \d+ ms while busy, between its lines \d+ and \d+ of \d+ \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms/,
+  ],
   ['ignores-cancel', 'cancel', /no `cancelled` payload .*SIGKILL/],
   ['leaves-grandchild', 'clean-exit', /still running after it exited/],
   ['writes-after-final', 'final-once', /wrote after its final payload/],
@@ -37,35 +41,48 @@ describe('backchannel check', () => {
   test('a conformant agent that honours the conformance input fields passes every scenario', async () => {
     const card = await checkAgent(agent('good'));
     expect(card.results.map((r) => r.name)).toEqual(SCENARIO_NAMES);
-    expect(card.results.filter((r) => r.verdict.status !== 'pass')).toEqual([]);
-  });
+    // On a machine too busy for its timing a scenario may be unjudged: neither a failure nor a warning.
+    expect(card.results.filter((r) => r.verdict.status === 'fail' || r.verdict.status === 'warn')).toEqual([]);
+  }, 180_000);
 
   describe.concurrent('each broken agent fails exactly the scenario it breaks, naming the rule', () => {
-    test.each(BROKEN)('%s fails %s', async (name, scenario, message) => {
-      const card = await checkAgent(agent(name));
-      expect(failedOf(card)).toEqual([scenario]);
-      const result = card.results.find((r) => r.name === scenario)!;
-      expect(result.rule).toMatch(/^§\d/);
-      expect(result.verdict.status === 'fail' && result.verdict.detail).toMatch(message);
-    });
+    test.each(BROKEN)(
+      '%s fails %s',
+      async (name, scenario, message) => {
+        const card = await checkAgent(agent(name));
+        expect(failedOf(card), formatReport(card)).toEqual([scenario]);
+        const result = card.results.find((r) => r.name === scenario)!;
+        expect(result.rule).toMatch(/^§\d/);
+        expect(result.verdict.status === 'fail' && result.verdict.detail).toMatch(message);
+      },
+      180_000,
+    );
   });
 
   test.concurrent.each([
     ['raw-node', ['node', 'templates/raw-node/agent.mjs']],
     ['python', ['python3', 'templates/python/agent.py']],
-  ])('the %s template passes every scenario (warnings: it does not echo or stay busy on request)', (_name, agentCommand) => {
-    // The command docs/protocol.md and docs/writing-sub-agents.md show.
-    const run = cli('--', ...agentCommand);
-    expect(run.stdout).toMatch(/11 passed|, 0 failed/);
-    expect(run.status, run.stdout).toBe(0);
-  });
+    ['basic', ['templates/basic/agent.ts']],
+  ])(
+    'the %s template passes every scenario, echo, heartbeat and cancel included (no warnings)',
+    (_name, agentCommand) => {
+      // The command docs/protocol.md and docs/writing-sub-agents.md show.
+      const run = cli('--', ...agentCommand);
+      expect(run.stdout).not.toContain('warn:');
+      // On a machine too busy for its timing, a scenario may be unjudged; it never fails.
+      expect(run.stdout).toMatch(/\n(11 passed, 0 failed, 0 warning\(s\)\n|\d+ passed, 0 failed, 0 warning\(s\), \d+ could not be judged)/);
+      expect(run.status, run.stdout).toBe(0);
+    },
+    160_000,
+  );
 
   test('a scaffolded project runs backchannel check in its own npm test', () => {
     const dir = path.join(tempDir(), 'my-agent');
     expect(spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'new', dir, '--template', 'raw-node']).status).toBe(0);
     const test = spawnSync('npm', ['test'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
     expect(test.stdout).toContain('backchannel check: node agent.mjs');
-    expect(test.stdout).toMatch(/\d+ passed, 0 failed/);
+    expect(test.stdout).toMatch(/\d+ passed, 0 failed, 0 warning\(s\)/);
+    expect(test.stdout).not.toContain('warn:');
     expect(test.status, test.stdout + test.stderr).toBe(0);
   }, 130_000);
 

@@ -1,7 +1,8 @@
 /** The scenario judges read the broker's log events, never its text: a note is judged by its fields. */
 import { describe, expect, test } from 'vitest';
-import type { Observation } from '../../src/conformance/observe.js';
-import { SCENARIOS } from '../../src/conformance/scenarios.js';
+import type { MachineLoad, Observation } from '../../src/conformance/observe.js';
+import { formatReport, judge as judgeScenario, type ReportCard } from '../../src/conformance/check.js';
+import { ALLOWED_SILENCE_MS, asSent, BUSY_DELAY_MS, HEARTBEAT_MS, judgeSilences, SCENARIOS } from '../../src/conformance/scenarios.js';
 import type { LogEvent, LogLine, TaskSnapshot } from '../../src/model/task.js';
 
 const TIME = '2026-11-30T08:00:00.000Z';
@@ -29,7 +30,9 @@ function run(log: LogLine[], snapshot: Partial<TaskSnapshot> = {}, extra: Partia
     },
     payloads: [],
     log,
+    receivedAt: [],
     endedAt: 100,
+    load: { delayMs: 0, perCore: 0.5, late: [] },
     ...extra,
   };
 }
@@ -92,6 +95,116 @@ describe('scenario judges', () => {
     expect(judge('final-once', { main: run([ignored]) })).toMatchObject({
       status: 'fail',
       line: 'partial payload via socket after the task was decided',
+    });
+  });
+});
+
+/** Lines arriving at these gaps (ms), starting at 100 ms: a run of the heartbeat scenario. */
+function beats(gaps: number[], load: MachineLoad = QUIET): Observation {
+  const receivedAt = [100];
+  for (const gap of gaps) receivedAt.push(receivedAt.at(-1)! + gap);
+  return run([], {}, { receivedAt, load });
+}
+
+const QUIET: MachineLoad = { delayMs: 0, perCore: 0.5, late: [] };
+/** This process ran 1750 ms late at 2500 ms into the run (inside the long gap of the cases below). */
+const BUSY_LOOP: MachineLoad = { delayMs: BUSY_DELAY_MS + 1500, perCore: 0.5, late: [{ at: 2500, ms: BUSY_DELAY_MS + 1500 }] };
+/** Late as much, but at 150 ms, outside the long gap. */
+const LATE_ELSEWHERE: MachineLoad = { ...BUSY_LOOP, late: [{ at: 150, ms: BUSY_DELAY_MS + 1500 }] };
+const LOADED: MachineLoad = { delayMs: 40, perCore: 7.5, late: [{ at: 900, ms: 40 }] };
+
+describe('the heartbeat judge reads the gaps between the agent lines, with a margin and the machine load', () => {
+  // [case, gaps between lines (ms), machine load, verdict, words of its detail]
+  const CASES: Array<[string, number[], MachineLoad, string, RegExp]> = [
+    [
+      'a beat every interval passes',
+      [5, 1000, 1010, 990, 1000, 1000],
+      QUIET,
+      'pass',
+      /the longest 1010 ms \(allowed: 3 × CURSOR_HEARTBEAT_MS = 3000 ms\)/,
+    ],
+    ['two late beats are within the margin', [5, 2900, 1000, 1100], QUIET, 'pass', /the longest 2900 ms/],
+    ['silence over the margin on a quiet machine fails', [5, 1000, 1000, 3500], QUIET, 'fail', /silent for 3500 ms while busy/],
+    ['no heartbeat at all fails, however loaded the machine', [5, 5000], LOADED, 'fail', /silent for 5000 ms/],
+    [
+      'a long gap beside a kept cadence on a loaded machine cannot be judged',
+      [5, 1000, 1000, 3600],
+      LOADED,
+      'unjudged',
+      /^could not judge \(machine too busy\): .*3600 ms.*load average is 7\.5 per CPU/,
+    ],
+    [
+      'a gap the checker’s own delay during it explains cannot be judged',
+      [5, 1000, 3600],
+      BUSY_LOOP,
+      'unjudged',
+      /timers ran up to 1750 ms late/,
+    ],
+    ['the checker’s delay outside the gap explains nothing', [5, 1000, 3600], LATE_ELSEWHERE, 'fail', /silent for 3600 ms/],
+    ['silence for the whole busy time fails even when the checker ran late during it', [5, 4600], BUSY_LOOP, 'fail', /silent for 4600 ms/],
+    ['an agent that did not stay busy is not verified', [5, 10, 20], QUIET, 'warn', /not verified: .*busy_ms/],
+  ];
+  test.each(CASES)('%s', (_name, gaps, load, status, detail) => {
+    const verdict = judgeSilences(beats(gaps, load), 5000);
+    expect(verdict.status).toBe(status);
+    expect(verdict.detail).toMatch(detail);
+  });
+
+  test('the margin is three intervals, the broker watchdog rule', () => {
+    expect(ALLOWED_SILENCE_MS).toBe(3 * HEARTBEAT_MS);
+  });
+});
+
+describe('the report card', () => {
+  test('an unjudged scenario is marked and counted apart, and is not a failure', () => {
+    const card: ReportCard = {
+      agent: 'node agent.mjs',
+      results: [
+        { name: 'connect', rule: '§3: connect', verdict: { status: 'pass' } },
+        { name: 'heartbeat', rule: '§5: heartbeat', verdict: { status: 'unjudged', detail: 'could not judge (machine too busy): x' } },
+      ],
+      passed: 1,
+      failed: 0,
+      warnings: 0,
+      unjudged: 1,
+    };
+    const text = formatReport(card);
+    expect(text).toMatch(/\? heartbeat {2}§5: heartbeat\n {13}could not judge \(machine too busy\): x\n/);
+    expect(text).toContain('1 passed, 0 failed, 0 warning(s), 1 could not be judged (machine too busy: run again)');
+  });
+
+  test('a payload is shown as the agent sent it, without the meta the broker adds on receipt', () => {
+    const delivered = {
+      task_id: 't',
+      status: 'success' as const,
+      data: {},
+      meta: { timestamp: TIME, attempts: 1, channel: 'socket', exit_code: 0, received_at: TIME },
+    };
+    expect(asSent(delivered)).toEqual({ task_id: 't', status: 'success', data: {}, meta: { timestamp: TIME } });
+    expect(asSent({ task_id: 't', status: 'success', meta: { attempts: 1, received_at: TIME } })).toEqual({
+      task_id: 't',
+      status: 'success',
+    });
+  });
+});
+
+describe('a run cut off by the check deadline', () => {
+  const timedOut = { state: 'failed' as const, reason: 'timeout' as const, message: 'timed out after 20000 ms' };
+  const payloads = SCENARIOS.find((s) => s.name === 'payloads')!;
+
+  test('on a machine too busy for it, the scenarios reading that run are unjudged', () => {
+    const observed = new Map([['main', run([], timedOut, { load: LOADED })]]);
+    expect(judgeScenario(payloads, observed, 20_000)).toEqual({
+      status: 'unjudged',
+      detail: expect.stringMatching(/^could not judge \(machine too busy\): the run hit the 20000 ms deadline while .*7\.5 per CPU/),
+    });
+  });
+
+  test('on a quiet machine, the scenario judges it as usual (a hung agent fails)', () => {
+    const observed = new Map([['main', run([], timedOut, { load: QUIET })]]);
+    expect(judgeScenario(payloads, observed, 20_000)).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining('no final payload arrived'),
     });
   });
 });

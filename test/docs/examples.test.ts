@@ -8,6 +8,7 @@
  *   `backchannel new my-agent`, land in the scratch directory). `backchannel` is on PATH, `npx backchannel`
  *   runs that same bin, and HOME and the XDG directories point into the scratch directory. Each block
  *   must exit 0 within BLOCK_TIMEOUT_MS.
+ * - `nc`, `ncat` and `socat` are not on PATH (a fresh machine lacks them): blocks must do without.
  * - A block whose first line is `# in a sub-agent's shell` is run as a sub-agent's script under a real
  *   broker (`backchannel run --no-task-id-arg -- bash -c <block>`), with every CURSOR_* variable set;
  *   the task must succeed.
@@ -92,6 +93,9 @@ const DOCS = [
     .map((name) => `docs/${name}`),
 ];
 
+/** Programs the docs may mention but not run: a fresh machine has none of them, and npm test installs none. */
+const NOT_ON_A_FRESH_MACHINE = ['nc', 'ncat', 'socat'];
+
 /** A scratch copy of the repo root made of symlinks, with `backchannel` (and an `npx` that runs it) on PATH. */
 function scratchRoot(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-docs-'));
@@ -109,6 +113,11 @@ function scratchRoot(): string {
     .find((p) => fs.existsSync(p));
   npx.push(`exec ${JSON.stringify(realNpx ?? 'npx')} "$@"`);
   fs.writeFileSync(path.join(bin, 'npx'), npx.join('\n') + '\n', { mode: 0o755 });
+  // What a fresh machine lacks (npm test installs none of it) is hidden, so no example can need it.
+  for (const tool of NOT_ON_A_FRESH_MACHINE) {
+    const refuse = `#!/bin/sh\necho "${tool}: not on a fresh machine (npm test does not install it); the docs must not need it" >&2\nexit 127\n`;
+    fs.writeFileSync(path.join(bin, tool), refuse, { mode: 0o755 });
+  }
   for (const sub of ['home', 'config', 'state', 'ipc']) fs.mkdirSync(path.join(dir, '.docs-env', sub), { recursive: true, mode: 0o700 });
   return dir;
 }

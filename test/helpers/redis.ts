@@ -12,7 +12,9 @@ import path from 'node:path';
 const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
 /** Why the Redis tests cannot run here, or undefined when they can. */
 export const REDIS_MISSING =
-  found.status === 0 ? undefined : 'redis-server is not installed (`apt-get install redis-server`; .ci/run does it)';
+  found.status === 0
+    ? undefined
+    : 'redis-server is not installed (`sudo apt-get install redis-server`; npm test installs it when run as root)';
 
 export interface TestRedis {
   readonly url: string;

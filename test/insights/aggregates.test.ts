@@ -67,6 +67,12 @@ describe('insights aggregates', () => {
     expect(agentOf({ command: 'node', args: ['--import', 'x', '/a/agent.mjs'], tags: { template: 'basic' } })).toBe('basic');
     expect(agentOf({ command: '/usr/bin/python3', args: ['-u', '/a/agent.py', '--task-id=1'] })).toBe('agent.py');
     expect(agentOf({ command: '/opt/bin/my-agent', args: ['x'] })).toBe('my-agent');
+    // Inline code is not a script name: the runtime and its option name the agent.
+    expect(agentOf({ command: 'node', args: ['-e', 'console.log("a long script")', '--task-id=1'] })).toBe('node -e');
+    expect(agentOf({ command: 'python3', args: ['-u', '-c', 'print(1)'] })).toBe('python3 -c');
+    expect(agentOf({ command: 'python3', args: ['-m', 'my_agent', '--task-id=1'] })).toBe('my_agent');
+    expect(agentOf({ command: 'node', args: ['--import', 'tsx', '/a/agent.ts'] })).toBe('agent.ts');
+    expect(agentOf({ command: 'node', args: ['--inspect'] })).toBe('node');
   });
 
   test('figures computed from a generated journal match hand-computed values', () => {

@@ -8,9 +8,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 // @ts-expect-error -- a plain Node script (node built-ins only, it runs before anything is installed), without types
-import { installState } from '../../scripts/ensure-installed.mjs';
+import { installState, testToolsPlan } from '../../scripts/ensure-installed.mjs';
 
 const decide = installState as (root: string) => { state: 'missing' | 'stale' | 'ok'; reason: string };
+const planTools = testToolsPlan as (where: { env: NodeJS.ProcessEnv; isRoot: boolean; debian: boolean }) => {
+  install: string[];
+  tell: string[];
+};
 
 interface Entry {
   version?: string;
@@ -82,5 +86,47 @@ describe('ensure-installed decides from the lock files', () => {
 
   it('finds this checkout installed (npm test has just used it)', () => {
     expect(decide(fileURLToPath(new URL('../..', import.meta.url)))).toMatchObject({ state: 'ok' });
+  });
+});
+
+/** A PATH of one directory holding these programs: each a shell script exiting with its code. */
+function pathWith(programs: Record<string, number>): string {
+  const dir = fs.mkdtempSync(path.join(root, 'bin-'));
+  for (const [name, code] of Object.entries(programs)) fs.writeFileSync(path.join(dir, name), `#!/bin/sh\nexit ${code}\n`, { mode: 0o755 });
+  return dir;
+}
+
+describe('ensure-installed --tests decides which system programs npm test must install', () => {
+  const everything = { 'redis-server': 0, python3: 0, 'apt-get': 0 };
+  const asRoot = { isRoot: true, debian: true };
+
+  it('installs nothing when every tool is on PATH (python3 with venv: its import check exits 0)', () => {
+    expect(planTools({ env: { PATH: pathWith(everything) }, ...asRoot })).toEqual({ install: [], tell: [] });
+  });
+
+  it('as root on Debian, apt-get installs the packages of the missing tools', () => {
+    expect(planTools({ env: { PATH: pathWith({ 'apt-get': 0 }) }, ...asRoot })).toEqual({
+      install: ['redis-server', 'python3-venv'],
+      tell: [],
+    });
+    const noVenv = pathWith({ ...everything, python3: 1 }); // python3 without venv/ensurepip, as Debian ships it
+    expect(planTools({ env: { PATH: noVenv }, ...asRoot }).install).toEqual(['python3-venv']);
+  });
+
+  it('when not root (or without apt-get), names each missing package in one line and installs nothing', () => {
+    const plan = planTools({ env: { PATH: pathWith({ python3: 1 }) }, isRoot: false, debian: true });
+    expect(plan.install).toEqual([]);
+    expect(plan.tell).toEqual([
+      'npm test: redis-server is missing, so the Redis fleet tests (test/fleet) are skipped: install it with `sudo apt-get install redis-server`',
+      "npm test: python3 with venv and ensurepip is missing, so the Python SDK's tests cannot make .venv-test/ and fail: install it with `sudo apt-get install python3-venv`",
+    ]);
+    expect(planTools({ env: { PATH: pathWith({ python3: 1 }) }, isRoot: true, debian: true }).tell).toHaveLength(2); // no apt-get
+  });
+
+  it('npm test runs the check (ensure-installed --tests)', () => {
+    const pkg = JSON.parse(fs.readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as {
+      scripts: { test: string };
+    };
+    expect(pkg.scripts.test).toMatch(/^node scripts\/ensure-installed\.mjs --tests && /);
   });
 });

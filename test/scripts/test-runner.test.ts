@@ -3,14 +3,15 @@
  * and the summary never counts a skipped or not-run browser test as a pass, listing each skip's reason.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
 
-function summary(reports: { vitest?: unknown; playwright?: unknown; chromiumMissing?: boolean }) {
+function summary(reports: { vitest?: unknown; playwright?: unknown; pytest?: string; chromiumMissing?: boolean }) {
   const cwd = tempDir();
   mkdirSync(path.join(cwd, 'test-results'));
+  if (reports.pytest) writeFileSync(path.join(cwd, 'test-results/pytest.xml'), reports.pytest);
   if (reports.vitest) writeFileSync(path.join(cwd, 'test-results/vitest.json'), JSON.stringify(reports.vitest));
   if (reports.playwright) writeFileSync(path.join(cwd, 'test-results/playwright.json'), JSON.stringify(reports.playwright));
   if (reports.chromiumMissing) writeFileSync(path.join(cwd, 'test-results/chromium-missing'), 'none\n');
@@ -52,6 +53,58 @@ describe('the test summary', () => {
   });
 });
 
+describe('the test summary names the failed tests at its end', () => {
+  test('vitest tests, a vitest file that failed outside its tests, browser tests and pytest tests', () => {
+    const vitest = {
+      numPassedTests: 1,
+      numFailedTests: 1,
+      numPendingTests: 0,
+      testResults: [
+        {
+          name: '/somewhere/test/a.test.ts',
+          status: 'failed',
+          assertionResults: [
+            { status: 'passed', title: 'fine', fullName: 'a fine' },
+            { status: 'failed', title: 'breaks', fullName: 'a breaks' },
+          ],
+        },
+        { name: '/somewhere/test/b.test.ts', status: 'failed', message: '\nFailed to load url ./gone.js\n  at …', assertionResults: [] },
+      ],
+    };
+    const playwright = {
+      stats: { expected: 1, flaky: 0, unexpected: 1, skipped: 0 },
+      suites: [
+        {
+          title: 'panel.spec.ts',
+          specs: [{ title: 'loads', tests: [{ status: 'expected', results: [] }] }],
+          suites: [{ title: 'insights', specs: [{ title: 'draws the chart', tests: [{ status: 'unexpected', results: [] }] }] }],
+        },
+      ],
+    };
+    const pytest =
+      '<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="2">' +
+      '<testcase classname="tests.test_package" name="test_ok" time="0.1" />' +
+      '<testcase classname="tests.test_package" name="test_attach" time="0.1"><failure message="assert 1 == 2">…</failure></testcase>' +
+      '</testsuite></testsuites>';
+    const result = summary({ vitest, playwright, pytest });
+    expect(result.status).toBe(1);
+    const tail = result.stdout.slice(result.stdout.indexOf('total:'));
+    expect(tail).toContain(
+      [
+        'failed (4):',
+        '  ✗ vitest /somewhere/test/a.test.ts › a breaks',
+        '  ✗ vitest /somewhere/test/b.test.ts: Failed to load url ./gone.js',
+        '  ✗ playwright panel.spec.ts › insights › draws the chart',
+        '  ✗ pytest tests.test_package::test_attach',
+      ].join('\n'),
+    );
+  });
+
+  test('a run without failures prints no list', () => {
+    expect(summary({ vitest: VITEST_OK }).stdout).not.toContain('failed (');
+  });
+});
+
 describe('finding a Chromium', () => {
   const find = (env: Record<string, string>) =>
     spawnSync(process.execPath, [path.join(ROOT, 'scripts/find-chromium.mjs')], {
@@ -70,4 +123,26 @@ describe('finding a Chromium', () => {
     expect(none.status).toBe(1);
     expect(none.stderr).toContain('No Chromium found');
   });
+
+  test('the panel benchmarks find their Chromium the same way (was: /usr/bin/chromium or nothing)', () => {
+    const launch = (env: Record<string, string>) =>
+      spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          "const { launchChromium } = await import('./bench/lib/browser.js'); const b = await launchChromium(); console.log('launched', b.version()); await b.close();",
+        ],
+        { cwd: ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } },
+      );
+    const bin = tempDir();
+    const found = spawnSync(process.execPath, [path.join(ROOT, 'scripts/find-chromium.mjs')], { encoding: 'utf8' }).stdout.trim();
+    const elsewhere = path.join(bin, 'my-chromium');
+    symlinkSync(found, elsewhere);
+    const ran = launch({ CHROMIUM_PATH: elsewhere });
+    expect(ran.stdout + ran.stderr).toMatch(/^launched \d+\./m);
+    const none = launch({ CHROMIUM_PATH: path.join(bin, 'none') });
+    expect(none.status).not.toBe(0);
+    expect(none.stderr).toContain('no Chromium found or installed (set CHROMIUM_PATH, or install the chromium package)');
+  }, 130_000);
 });

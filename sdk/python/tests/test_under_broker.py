@@ -209,3 +209,43 @@ def test_heartbeats_keep_a_silent_handler_alive_past_the_watchdog(broker: Broker
     snapshot = broker.finished(broker.submit(agent("silent"), env=agent_env, input={"seconds": 4.5}, heartbeatTimeoutMs=3000))
     assert snapshot["state"] == "succeeded", snapshot.get("message")
     assert snapshot["result"]["data"] == {"slept": 4.5}
+
+
+def test_attachments_arrive_whole_on_the_socket_and_on_stdout(agent_env: Dict[str, str], tmp_path: Path) -> None:
+    size = 40_000  # as agents/attacher.py: 400 KB of text and 10 MB of bytes, with newlines and every byte value
+    text = "# Report\n" + "é✓中\n" * size
+    for channel, prefix in (("socket", []), ("stdout", ["env", "-u", "CURSOR_IPC_PATH"])):
+        saved = tmp_path / channel
+        cli = [NODE, str(REPO / "bin" / "backchannel.js"), "run", "--json", "--save-attachments", str(saved)]
+        env = {**agent_env, "CURSOR_IPC_DIR": str(tmp_path / f"ipc-{channel}")}
+        done = subprocess.run([*cli, "--", *prefix, *agent("attacher")], capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+        payload = json.loads(done.stdout.decode("utf-8").strip().splitlines()[-1])
+        assert payload["meta"]["channel"] == channel
+        assert payload["data"] == {"summary": "two attachments"}
+        assert sorted(a["name"] for a in payload["attachments"]) == ["bytes.bin", "report.md"]
+        assert (saved / "report.md").read_bytes() == text.encode("utf-8")
+        assert (saved / "bytes.bin").read_bytes() == bytes(range(256)) * size
+
+
+def test_attach_refuses_a_name_that_is_not_a_plain_file_name_and_a_value_that_is_not_text_or_bytes(sdk_site: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(sdk_site))
+    from backchannel_subagent import AgentRuntimeError, Task
+    from backchannel_subagent._locate import TaskLocation
+
+    task = Task(TaskLocation(task_id="t", ipc_path=None, token=None, attempt=1, heartbeat_ms=None, spool_dir=None), agent="test", ack_timeout=0.1, heartbeat_ms=0)
+    for bad in ("", ".", "..", "a/b", "a\\b", "line\nbreak", "x" * 201):
+        try:
+            task.attach(bad, "x")
+        except AgentRuntimeError as error:
+            assert "not a plain file name" in str(error)
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
+    try:
+        task.attach("n.txt", 42)  # type: ignore[arg-type]
+    except AgentRuntimeError as error:
+        assert "str or bytes" in str(error)
+    else:
+        raise AssertionError("a number was accepted")

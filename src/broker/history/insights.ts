@@ -31,12 +31,27 @@ export const NO_MODEL = '(none)';
 const MAX_PICKED = 200;
 const RUNTIMES = /^(node|nodejs|python3?|tsx|deno|bun|bash|sh|ruby|perl)(\.exe)?$/;
 
-/** Which agent ran a task: its template, else its script (`node agent.mjs` → `agent.mjs`), else its command. */
+/** A runtime's options whose next argument is code to run: the agent is then named `node -e`, `python3 -c`. */
+const INLINE_CODE = new Set(['-e', '--eval', '-p', '--print', '-c']);
+/** A runtime's options whose next argument is their value, not the script (`node --import tsx agent.ts`). */
+const TAKES_VALUE = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader', '--env-file', '-W', '-X']);
+
+/**
+ * Which agent ran a task: its template, else its script (`node agent.mjs` → `agent.mjs`, `python3 -m
+ * pkg` → `pkg`), else the runtime and its inline-code option (`node -e "…"` → `node -e`), else its command.
+ */
 export function agentOf(task: Pick<TaskSnapshot, 'command' | 'args' | 'tags'>): string {
   if (task.tags?.template) return task.tags.template;
   const command = path.basename(task.command);
-  const script = task.args.find((arg) => !arg.startsWith('-'));
-  return RUNTIMES.test(command) && script ? path.basename(script) : command;
+  if (!RUNTIMES.test(command)) return command;
+  for (let i = 0; i < task.args.length; i++) {
+    const arg = task.args[i]!;
+    if (INLINE_CODE.has(arg)) return `${command} ${arg}`;
+    if (arg === '-m') return task.args[i + 1] ?? command;
+    if (TAKES_VALUE.has(arg)) i++;
+    else if (!arg.startsWith('-')) return path.basename(arg);
+  }
+  return command;
 }
 
 export function outcomeOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): Outcome {

@@ -5,7 +5,8 @@ import { EXIT, parseCommandLine, usageError } from '../command.js';
 const HELP = `Usage: backchannel check [options] -- <agent command> [args…]
 
 Runs a sub-agent under a real broker in a set of scenarios and prints a report card: each protocol
-rule passed, failed (with the rule and the line that broke it) or could not be checked (warning).
+rule passed, failed (with the rule and the line that broke it), could not be checked (warning), or
+could not be judged because the machine was too busy for its timing (neither a pass nor a failure).
 Scenarios that need the agent's help use the \`conformance\` input field (docs/protocol.md §10).
 
 Scenarios: task-id, connect, input, payloads, progress, final-once, heartbeat, cancel,
@@ -19,7 +20,8 @@ Options:
   --json              print the report card as one JSON object
   -h, --help          show this help
 
-Exit code: 0 when nothing failed (warnings allowed), 1 when a scenario failed, 2 usage error.`;
+Exit code: 0 when nothing failed (warnings and unjudged scenarios allowed), 1 when a scenario failed,
+2 usage error.`;
 
 export const command: CliCommand = {
   async run(argv) {

@@ -79,4 +79,21 @@ function printFailureFields(failure: FailureFields, json: boolean): void {
   writeText(process.stderr, `✖ ${message} [${reason}]\n`);
   if (payload) writeText(process.stdout, JSON.stringify(payload, null, 2) + '\n');
   if (stderrTail) writeText(process.stderr, `--- last lines of stderr ---\n${stderrTail}\n`);
+  if (refusedTaskIdArg(reason, stderrTail)) writeText(process.stderr, `${TASK_ID_ARG_HINT}\n`);
+}
+
+/** Said when the agent refused the `--task-id=<id>` argument the broker appends (`node -e "…"` does). */
+export const TASK_ID_ARG_HINT =
+  'hint: the command refused the --task-id=<id> argument Backchannel appends; run it with `--no-task-id-arg` (the agent can read CURSOR_TASK_ID instead)';
+
+/** Whether a crash reads like the command's own refusal of the appended `--task-id=` argument (`node: bad option: --task-id=…`). */
+export function refusedTaskIdArg(reason: FailureReason, stderrTail: string | undefined): boolean {
+  if (reason !== 'crashed' || !stderrTail) return false;
+  return stderrTail
+    .split('\n')
+    .some(
+      (line) =>
+        line.includes('--task-id=') &&
+        /\b(bad|unknown|unrecognized|invalid|illegal|unexpected) (option|argument|flag)|no such option/i.test(line),
+    );
 }

@@ -6,7 +6,7 @@ import json
 import socket
 import threading
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from ._wire import Message, encode
 
@@ -70,13 +70,16 @@ class Link:
         """Writes one message line; False when the connection is (or just went) down."""
         return self.send_encoded(encode(message))
 
-    def send_encoded(self, line: bytes) -> bool:
-        """Writes an already encoded message (without its newline); False when the connection is down."""
+    def send_encoded(self, line: bytes, after: Sequence[bytes] = ()) -> bool:
+        """Writes an already encoded message (without its newline), then ``after`` (an attachment's raw
+        bytes) with nothing between; False when the connection is down."""
         if self.closed:
             return False
         try:
             with self._write_lock:
                 self._sock.sendall(line + b"\n")
+                for body in after:
+                    self._sock.sendall(body)
             return True
         except OSError:
             self._mark_closed()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import re
 import sys
 import threading
 import time
 import traceback
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Sequence, Tuple, Type, Union
 
 from ._link import Link, connect_with_retry
 from ._locate import TaskLocation, locate_task, remove_hand_off
@@ -23,6 +25,19 @@ HANDSHAKE_TIMEOUT_S = 30.0
 ACK_TIMEOUT_S = 5.0
 #: How many characters of the traceback go into an ``error`` payload's ``data.traceback``.
 TRACEBACK_TAIL_CHARS = 2000
+#: Longest attachment name (docs/protocol.md §4.1): it becomes a file name where results are saved.
+MAX_ATTACHMENT_NAME = 200
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+def is_attachment_name(name: object) -> bool:
+    """A plain file name: 1–200 characters, no ``/``, ``\\`` or control characters, not ``.`` or ``..``."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= MAX_ATTACHMENT_NAME
+        and name not in (".", "..")
+        and not _NOT_IN_A_NAME.search(name)
+    )
 
 
 class Task:
@@ -61,6 +76,7 @@ class Task:
         self._asks: Dict[str, Dict[str, Any]] = {}
         self._ask_counter = 0
         self._cancel_callbacks: List[Callable[[], object]] = []
+        self._attachments: List[Tuple[str, bytes, str]] = []
 
     # --- state -------------------------------------------------------------------------------
 
@@ -151,6 +167,30 @@ class Task:
         """:meth:`ask` for ``async def`` handlers: waits on a worker thread, so the event loop keeps running."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, lambda: self.ask(question, choices, timeout))
+
+    def attach(self, name: str, value: Union[str, bytes, bytearray, memoryview]) -> None:
+        """Attaches a big value to the final payload, sent beside its JSON line at wire speed.
+
+        A ``str`` comes back to the caller as a string (UTF-8), bytes as bytes (a Node ``Buffer``).
+        Keep ``data`` small and put the bulk here (docs/protocol.md §4.1); on the stdout fallback the
+        bytes travel as base64 (slower, whole). Attaching a name again replaces it.
+
+        Raises:
+            AgentRuntimeError: after the final payload, for a name that is not a plain file name, or a
+                value that is neither text nor bytes.
+        """
+        if self._final_sent:
+            raise AgentRuntimeError("attach() after the final payload was sent")
+        if not is_attachment_name(name):
+            raise AgentRuntimeError(f"attachment name {name!r} is not a plain file name")
+        if isinstance(value, str):
+            entry = (name, value.encode("utf-8", "surrogatepass"), "utf8")
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            entry = (name, bytes(value), "binary")
+        else:
+            raise AgentRuntimeError("attach() takes a str or bytes")
+        with self._lock:
+            self._attachments = [a for a in self._attachments if a[0] != name] + [entry]
 
     # --- the final payload -------------------------------------------------------------------
 
@@ -321,16 +361,23 @@ class Task:
             }
             if retryable is not None:
                 payload["retryable"] = retryable
-            line = encode(payload)  # raises before anything is sent when the data is not JSON
+            attachments = list(self._attachments)
+            headers = [{"name": name, "bytes": len(body), "encoding": encoding} for name, body, encoding in attachments]
+            # Raises before anything is sent when the data is not JSON.
+            line = encode({**payload, "attachments": headers} if attachments else payload)
             self._final_sent = True
         self._closing.set()
         link = self._link
-        if link is not None and link.send_encoded(line):
+        if link is not None and link.send_encoded(line, [body for _, body, _ in attachments]):
             self._acked.wait(self._ack_timeout)
             if self._ack_received:
                 return True
             warn("no acknowledgement from the broker; writing the result to stdout and the spool")
         # No broker to confirm it: print it (a duplicate counts once) and spool it for the next broker.
+        # Raw bytes cannot follow a line there: the attachments travel inline, base64-encoded.
+        if attachments:
+            inline = [{**header, "base64": base64.b64encode(body).decode("ascii")} for header, (_, body, _) in zip(headers, attachments)]
+            line = encode({**payload, "attachments": inline})
         self._spool(line)
         print_to_stdout(line)
         return False
