@@ -32,6 +32,13 @@ export interface DetailsActions {
   saveText(name: string, text: string): void;
 }
 
+/** A section drawn from the shown task by its own module (the Change section of a coding task, review.ts). */
+export interface DetailsSection {
+  readonly root: HTMLElement;
+  show(task: TaskSnapshot): void;
+  reset(): void;
+}
+
 /** Lines of the task log shown (the broker bounds the log too). */
 const MAX_LOG_LINES = 500;
 /** A fetched result bigger than this is shown as text, cut at RESULT_TEXT_SHOWN: a tree of it would not help. */
@@ -64,7 +71,10 @@ export class Details {
   private keys = unrendered();
   private fetched: Fetched | undefined;
 
-  constructor(private readonly actions: DetailsActions) {
+  constructor(
+    private readonly actions: DetailsActions,
+    private readonly change?: DetailsSection,
+  ) {
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
     this.cancelButton.addEventListener('click', () => this.task && this.actions.cancel(this.task.id));
     this.retryButton.addEventListener('click', () => this.task && this.actions.retry(this.task.id));
@@ -77,6 +87,7 @@ export class Details {
       this.idLine,
       this.question,
       this.summary,
+      this.change?.root,
       this.failure,
       this.result,
       this.meta,
@@ -94,6 +105,7 @@ export class Details {
     this.task = undefined;
     this.keys = unrendered();
     this.fetched = undefined;
+    this.change?.reset();
   }
 
   show(task: TaskSnapshot, now: number): void {
@@ -108,6 +120,7 @@ export class Details {
     this.retryButton.hidden = !finished;
     this.renderQuestion(task);
     this.renderSummary(task, now);
+    this.change?.show(task);
     this.renderFailure(task);
     this.renderResult(task);
     this.renderMeta(task);

@@ -21,6 +21,11 @@ export class NewTaskDialog {
   });
   private readonly input = h('textarea', { attrs: { id: 'new-input', rows: '2', spellcheck: 'false', placeholder: 'optional JSON' } });
   private readonly retries = h('input', { attrs: { id: 'new-retries', type: 'number', min: '0', max: '10', step: '1', value: '0' } });
+  /** A coding task: run in a git worktree of its own (`SubmitRequest.worktree`, docs/coding-agents.md). */
+  private readonly worktree = h('input', { attrs: { id: 'new-worktree', type: 'checkbox' } });
+  private readonly base = h('input', {
+    attrs: { id: 'new-base', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: HEAD of the repository' },
+  });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
   private choices: SubmitRequest[] = [];
 
@@ -36,6 +41,16 @@ export class NewTaskDialog {
       field('new-label', 'Label', this.label),
       field('new-input', 'Input', this.input),
       field('new-retries', 'Retries', this.retries),
+      h('div', { class: 'field' }, [
+        h('div', { class: 'worktree-field' }, [
+          this.worktree,
+          h('label', { text: 'Run in a git worktree', attrs: { for: 'new-worktree' } }),
+        ]),
+        h('small', {
+          text: 'A branch of its own from the base, in a directory Backchannel owns; your checkout is not touched until you apply',
+        }),
+      ]),
+      field('new-base', 'Base ref', this.base, 'A branch, tag or commit of the repository containing the working directory'),
       this.error,
       h('div', { class: 'dialog-buttons' }, [
         h('button', {
@@ -52,6 +67,7 @@ export class NewTaskDialog {
       void this.onSubmit();
     });
     this.source.addEventListener('change', () => this.fill(this.choices[Number(this.source.value)]));
+    this.worktree.addEventListener('change', () => (this.base.disabled = !this.worktree.checked));
     this.dialog = h('dialog', { class: 'dialog', attrs: { id: 'new-task-dialog' } }, [form]);
   }
 
@@ -86,6 +102,10 @@ export class NewTaskDialog {
     this.label.value = request?.label ?? '';
     this.input.value = request?.input === undefined ? '' : JSON.stringify(request.input);
     this.retries.value = String(request?.retries ?? 0);
+    const worktree = request?.worktree;
+    this.worktree.checked = worktree !== undefined && worktree !== false;
+    this.base.value = typeof worktree === 'object' ? (worktree.base ?? '') : '';
+    this.base.disabled = !this.worktree.checked;
   }
 
   private async onSubmit(): Promise<void> {
@@ -104,6 +124,7 @@ export class NewTaskDialog {
     }
     const retries = Number(this.retries.value || 0);
     if (retries > 0) request.retries = retries;
+    if (this.worktree.checked) request.worktree = this.base.value.trim() ? { base: this.base.value.trim() } : true;
     try {
       await this.submit(request);
       this.dialog.close();
