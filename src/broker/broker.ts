@@ -158,7 +158,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const cwd = path.resolve(spec.cwd ?? process.cwd());
     const plan = this.planWorktree(spec, cwd);
-    if (plan?.reuse && spec.parent === undefined) spec = { ...spec, parent: plan.reuse.taskId };
+    if (plan?.reuse) spec = this.followUpSpec(spec, plan.reuse);
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     let markFinished!: () => void;
@@ -201,6 +201,23 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     return plan;
   }
 
+  /**
+   * A follow-up: linked to the last task of the thread (`parent`), and — when that task's agent
+   * reported its own session (`meta.session_id`, as the claude-code, cursor-cli and codex templates
+   * do) and the input does not say otherwise — resuming it (`input.resume`).
+   */
+  private followUpSpec(spec: TaskSpec, record: WorktreeRecord): TaskSpec {
+    const last = record.followUps?.at(-1) ?? record.taskId;
+    const session = record.session;
+    const next: TaskSpec = { ...spec, parent: spec.parent ?? last };
+    if (session === undefined || session === '') return next;
+    const input: unknown = spec.input;
+    if (typeof input === 'string') next.input = { prompt: input, resume: session };
+    else if (typeof input === 'object' && input !== null && !Array.isArray(input) && !('resume' in input))
+      next.input = { ...input, resume: session };
+    return next;
+  }
+
   /** Makes the task's worktree before its first attempt; false when it could not (the task then failed). */
   private async prepareWorktree(entry: LiveTask): Promise<boolean> {
     const { task } = entry;
@@ -226,7 +243,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (!worktree?.record || worktree.captured || !this.worktrees) return;
     worktree.captured = true;
     try {
-      const change = await this.worktrees.capture(worktree.record);
+      const session = entry.task.final?.meta?.session_id;
+      const change = await this.worktrees.capture(worktree.record, typeof session === 'string' ? session : undefined);
       entry.task.setChange(change);
       this.journal?.append({ e: 'worktree', id: entry.task.id, at: isoNow(), change }, true);
     } catch (error) {

@@ -65,6 +65,8 @@ export interface WorktreeRecord extends WorktreeInfo {
   state: ChangeState;
   /** Set once the agent ended. */
   change?: ChangeSummary;
+  /** The agent's own session as the thread's last task reported it (`meta.session_id`): a follow-up resumes it. */
+  session?: string;
   /** Later tasks that continued in this worktree (follow-ups), oldest first. */
   followUps?: string[];
 }

@@ -134,18 +134,22 @@ class FileBlock {
     this.showMore();
   }
 
-  /** Builds the next LINES_PER_CHUNK rows into one fragment, and a "Show more" button when rows remain. */
+  /** Builds the next LINES_PER_CHUNK lines (with their hunk headers) into one fragment, and "Show more" when lines remain. */
   private showMore(): void {
     const rows = this.rows!;
-    const end = Math.min(rows.length, this.shown + LINES_PER_CHUNK);
     const fragment = document.createDocumentFragment();
-    for (let i = this.shown; i < end; i++) fragment.append(rowElement(rows[i]!));
-    this.shown = end;
+    let lines = 0;
+    let i = this.shown;
+    for (; i < rows.length && lines < LINES_PER_CHUNK; i++) {
+      if (rows[i]!.kind === 'line') lines += 1;
+      fragment.append(rowElement(rows[i]!));
+    }
+    this.shown = i;
     this.more?.remove();
     this.more = undefined;
     this.body.append(fragment);
-    if (end < rows.length) {
-      const left = rows.length - end;
+    const left = rows.slice(i).filter((row) => row.kind === 'line').length;
+    if (left > 0) {
       this.more = h('button', {
         text: `Show ${Math.min(left, LINES_PER_CHUNK)} more lines (${left} left)`,
         class: 'diff-more quiet',

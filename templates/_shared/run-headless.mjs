@@ -6,7 +6,7 @@
  * `vendor`).
  */
 import { childEnvironment, startCli } from './cli-process.mjs';
-import { parseEventLine, stripAnsi } from './stream-json.mjs';
+import { describeStep, parseEventLine, stripAnsi } from './stream-json.mjs';
 
 /** An error the SDK turns into an `error` payload; `retryable: false` makes it final. */
 export class AgentFailure extends Error {
@@ -79,6 +79,8 @@ export async function runHeadless(task, run) {
           case 'tool':
             if (out.phase === 'started') steps += 1;
             task.partial({
+              // The step in words for the task row ("editing src/x.ts"); the tool's name when it is not known.
+              message: describeStep(out.name, out.args) ?? out.name,
               step: steps,
               tool: out.name,
               phase: out.phase,

@@ -42,3 +42,49 @@ export function textOf(message) {
     .map((part) => part.text)
     .join('');
 }
+
+/** Tool names (Claude Code's, the Cursor CLI's, Codex's items) by what they do to the workspace. */
+const STEP_VERBS = [
+  [/^(edit|multiedit|str_replace|apply_patch|file_change|notebookedit|search_replace)$/i, 'editing'],
+  [/^(write|create|create_file)$/i, 'writing'],
+  [/^(read|view|read_file|notebookread)$/i, 'reading'],
+  [/^(bash|shell|run_terminal_cmd|command_execution|exec_command|terminal)$/i, 'running'],
+  [/^(grep|search|codebase_search)$/i, 'searching for'],
+  [/^(glob|ls|list|list_dir)$/i, 'listing'],
+  [/^(webfetch|web_fetch|fetch)$/i, 'fetching'],
+  [/^(todowrite|update_plan)$/i, 'updating the plan'],
+];
+
+/**
+ * A tool call in words, for the task row ("editing src/x.ts", "running npm test"): its name and
+ * arguments (an object, or their shortened JSON) with a path made relative to `cwd`. Undefined for
+ * a tool it does not know (the row then shows the tool's name).
+ */
+export function describeStep(name, args, cwd = process.cwd()) {
+  const verb = STEP_VERBS.find(([pattern]) => pattern.test(String(name ?? '')))?.[1];
+  if (verb === undefined) return undefined;
+  const text = typeof args === 'string' ? args : (JSON.stringify(args ?? {}) ?? '');
+  const field = (names) => {
+    const match = new RegExp(`"(?:${names})"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)`).exec(text);
+    if (!match) return undefined;
+    try {
+      return JSON.parse(`"${match[1]}"`);
+    } catch {
+      return match[1];
+    }
+  };
+  const relative = (file) => (cwd && file.startsWith(`${cwd}/`) ? file.slice(cwd.length + 1) : file);
+  const target =
+    verb === 'running'
+      ? field('command|cmd')
+      : verb === 'searching for' || verb === 'listing'
+        ? field('pattern|query|path')
+        : verb === 'fetching'
+          ? field('url')
+          : verb === 'updating the plan'
+            ? ''
+            : field('file_path|path|notebook_path|target_file|file');
+  if (target === undefined) return verb === 'updating the plan' ? verb : undefined;
+  const shown = verb === 'running' ? target.replace(/^(?:bash|sh) -lc /, '') : relative(target);
+  return `${verb} ${shown}`.trim().slice(0, 120);
+}

@@ -107,6 +107,34 @@ describe.each(RUN_MODES)('coding tasks from the CLI (%s)', (mode) => {
     for (const cwd of cwds) expect(existsSync(cwd)).toBe(false);
   });
 
+  test('a follow-up continues in the same worktree, resuming the agent’s session; keep-branch keeps the whole thread’s work', async () => {
+    const repo = makeRepo();
+    const first = await cli(
+      ['run', '--worktree', '--json', '--input', edits({ path: 'one.txt', content: '1\n' }), '--', fixture('coder.mjs')],
+      repo,
+    );
+    expect(first.code, first.stderr).toBe(0);
+    const firstPayload = JSON.parse(first.stdout) as { data: { cwd: string }; meta: { session_id: string } };
+    const [record] = JSON.parse((await cli(['worktrees', '--json'])).stdout) as Array<{ taskId: string; branch: string }>;
+    const prefix = record!.taskId.slice(0, 30);
+    const next = await cli(
+      ['run', '--follow-up', prefix, '--json', '--input', edits({ path: 'two.txt', content: '2\n' }), '--', fixture('coder.mjs')],
+      repo,
+    );
+    expect(next.code, next.stderr).toBe(0);
+    const payload = JSON.parse(next.stdout) as { data: { cwd: string; resumed: string } };
+    expect(payload.data).toEqual({ cwd: firstPayload.data.cwd, resumed: firstPayload.meta.session_id });
+    const stat = await cli(['diff', '--stat', record!.taskId]);
+    expect(stat.stdout).toContain('one.txt');
+    expect(stat.stdout).toContain('two.txt');
+    const kept = await cli(['discard', '--keep-branch', record!.taskId]);
+    expect(kept.stdout).toBe(`Removed the worktree of ${record!.taskId}; kept branch ${record!.branch}\n`);
+    expect(ourBranches(repo)).toEqual([record!.branch]);
+    expect(linkedWorktrees(repo)).toEqual([]);
+    const noBase = await cli(['run', '--follow-up', prefix, '--base', 'main', '--', fixture('coder.mjs')], repo);
+    expect(noBase.code).toBe(2);
+  });
+
   test('clear one-line refusals: not a repository, a base that does not exist, an unknown task', async () => {
     const plain = tempDir('bc-plain-');
     const notRepo = await cli(['run', '--worktree', '--', fixture('coder.mjs')], plain);

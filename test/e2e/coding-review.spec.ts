@@ -116,15 +116,17 @@ test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, 
   );
   const b = await coding('Tweak line four', [{ path: 'src/app.ts', content: appTs({ 4: 'line four (B)' }) }], repo);
   const c = await coding('Add notes', [{ path: 'notes.txt', content: 'notes\n' }], repo);
+  const table = Array.from({ length: 5000 }, (_, i) => `row ${i + 1}\n`).join('');
+  const big = await coding('Generate the table', [{ path: 'table.ts', content: table }], repo);
   const plain = await serve.submit('progress', ['--steps=1', '--interval=10'], { label: 'Not a coding task' });
-  const [, , taskC] = await Promise.all([finishedWithChange(a), finishedWithChange(b), finishedWithChange(c)]);
+  const [, , taskC, taskBig] = await Promise.all([a, b, c, big].map(finishedWithChange));
   const pristine = checkoutHash(repo);
 
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
   page.on('console', (message) => /Content Security Policy/.test(message.text()) && errors.push(message.text()));
   await page.goto(serve.url);
-  await expect(page.locator('li.task')).toHaveCount(4);
+  await expect(page.locator('li.task')).toHaveCount(5);
 
   // A task that runs in no worktree has no Change section (and no Apply/Discard).
   await openTask(page, 'Not a coding task');
@@ -199,6 +201,21 @@ test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, 
   expect(fs.existsSync(taskC.worktree!.worktree)).toBe(false);
   expect(checkoutHash(repo)).toBe(withA);
 
+  // A 5,000-line file: built 400 lines at a time. Keep branch: the worktree goes, the branch stays.
+  await openTask(page, 'Generate the table');
+  const tableFile = change.locator('.diff-file[data-path="table.ts"]');
+  await expect(tableFile.locator('summary')).toContainText('+5000 −0');
+  await expect(tableFile.locator('.dl')).toHaveCount(400);
+  await tableFile.getByRole('button', { name: 'Show 400 more lines (4600 left)' }).click();
+  await expect(tableFile.locator('.dl')).toHaveCount(800);
+  await change.getByRole('button', { name: 'Keep branch' }).click();
+  await expect(change.locator('.change-state')).toHaveText('Worktree removed, branch kept.');
+  await expect(change.getByRole('button', { name: 'Keep branch' })).toBeDisabled();
+  await expect(change.getByRole('button', { name: 'Apply', exact: true })).toBeEnabled();
+  expect(git(repo, 'branch', '--list', taskBig.worktree!.branch)).toContain(taskBig.worktree!.branch);
+  expect(git(repo, 'worktree', 'list')).not.toContain(taskBig.worktree!.worktree);
+  expect(checkoutHash(repo)).toBe(withA);
+
   // New task: "Run in a git worktree" from a base sets the submission's worktree request.
   await page.getByRole('button', { name: 'New task' }).first().click();
   await page.locator('#new-source').selectOption('-1');
@@ -211,7 +228,7 @@ test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, 
   await page.getByRole('button', { name: 'Start task' }).click();
   await expect(page.locator('#details-title')).toHaveText('From the form');
   const listed = await serve.api<Snapshot[]>('GET', '/api/tasks');
-  const formed = await finishedWithChange(listed.find((task) => task.id !== a && task.id !== b && task.id !== c && task.id !== plain)!.id);
+  const formed = await finishedWithChange(listed.find((task) => ![a, b, c, big, plain].includes(task.id))!.id);
   expect(formed.worktree!.base).toBe('main');
   await expect(change.locator('.change-facts')).toContainText(`branch ${formed.worktree!.branch} from main`);
   expect(errors).toEqual([]);

@@ -133,7 +133,7 @@ export class Worktrees {
    * base (`change.diff` beside the record) with per-file figures. The worktree's own index is not
    * touched: a copy of it takes the `git add -A`.
    */
-  async capture(record: WorktreeRecord): Promise<ChangeSummary> {
+  async capture(record: WorktreeRecord, session?: string): Promise<ChangeSummary> {
     const cwd = record.worktree;
     const index = path.join(record.dir, `.index-${randomBytes(6).toString('hex')}`);
     try {
@@ -170,7 +170,7 @@ export class Worktrees {
         insertions: files.reduce((sum, file) => sum + file.insertions, 0),
         deletions: files.reduce((sum, file) => sum + file.deletions, 0),
       };
-      this.store.writeRecord({ ...record, state: 'ready', change });
+      this.store.writeRecord({ ...record, state: 'ready', change, ...(session ? { session } : {}) });
       return change;
     } finally {
       rmSync(index, { force: true });

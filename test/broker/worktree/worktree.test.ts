@@ -124,6 +124,31 @@ describe('a task in a worktree', () => {
   });
 });
 
+describe('a follow-up', () => {
+  test('continues in the same worktree, linked to the first task, resuming its session; the change is the thread’s', async () => {
+    const repo = makeRepo();
+    const { broker } = brokerWithWorktrees();
+    const first = coder(broker, repo, [{ path: 'one.txt', content: '1\n' }]);
+    const firstPayload = (await first.result) as { data: { cwd: string }; meta: { session_id: string } };
+    await first.finished;
+    const second = coder(broker, repo, [{ path: 'two.txt', content: '2\n' }], {}, { reuse: first.id });
+    const payload = (await second.result) as { data: { cwd: string; resumed: string | null } };
+    await second.finished;
+    expect(payload.data.cwd).toBe(firstPayload.data.cwd);
+    expect(payload.data.resumed).toBe(firstPayload.meta.session_id);
+    const snapshot = broker.get(second.id)!;
+    expect(snapshot.parent).toBe(first.id);
+    expect(snapshot.change!.branch).toBe(broker.get(first.id)!.worktree!.branch);
+    expect(snapshot.change!.files.map((file) => file.path)).toEqual(['one.txt', 'two.txt']);
+    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [second.id], state: 'ready' }]);
+    // The thread's change is one: either id names it.
+    expect((await broker.change(second.id)).diff).toBe((await broker.change(first.id)).diff);
+    await broker.discardChange(second.id);
+    expect(ourBranches(repo)).toEqual([]);
+    expect(() => coder(broker, repo, [], {}, { reuse: first.id })).toThrow(/has no worktree to follow up in/);
+  });
+});
+
 describe('applying changes', () => {
   test('three tasks on one repository: two apply in order, the third conflicts, nothing is half-applied', async () => {
     const repo = makeRepo({ 'a.txt': lines(10, 'a'), 'b.txt': lines(10, 'b') });
