@@ -37,11 +37,13 @@ main(async ({ quick }) => {
       hub,
       repo,
       'Rewrite every line',
-      Array.from({ length: FILES }, (_, f) => ({ path: `src/f${f}.ts`, content: fileText(f, 'new') })),
+      Array.from({ length: FILES }, (_, f) => ({ path: `src/f${f}.ts`, content: fileText(f, 'rewritten') })),
     );
     const small = await codingTask(hub, repo, 'One line', [
       { path: 'src/f0.ts', content: fileText(0, 'old').replace("compute(0, 'old')", "compute(0, 'one')") },
     ]);
+    // Every file must be in the change: a capture that missed some would pass for a fast render.
+    if (big.files !== FILES) throw new Error(`the recorded change has ${big.files} files, not ${FILES}`);
     const diffLines = big.lines;
     log(`diff render: ${diffLines} diff lines (${big.changed} changed) against ${small.lines}`);
     const bigTimes = await panelTimes(hub.url, big.id, 'Rewrite every line', runs);
@@ -111,7 +113,8 @@ async function codingTask(hub, repo, label, edits) {
       const text = await hub.api('GET', `/api/tasks/${id}/change`);
       const { diff } = JSON.parse(text);
       const lines = diff.split('\n').length - 1;
-      return { id, lines, changed: task.change.insertions + task.change.deletions, diffBytes: Buffer.byteLength(text) };
+      const changed = task.change.insertions + task.change.deletions;
+      return { id, lines, changed, files: task.change.files.length, diffBytes: Buffer.byteLength(text) };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
