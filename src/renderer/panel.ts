@@ -163,7 +163,8 @@ function renderNow(): void {
   const now = Date.now();
   const dirty = everything ? undefined : changed;
   const missingRows = list.render(tasks, dirty, now);
-  const selected = details.taskId ?? pendingOpen;
+  // A task asked for (a new one, not listed yet) wins over the one shown.
+  const selected = pendingOpen ?? details.taskId;
   if (selected) {
     const task = tasks.get(selected);
     if (task && (!dirty || dirty.has(selected) || pendingOpen)) showDetails(task, now);

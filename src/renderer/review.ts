@@ -287,7 +287,7 @@ export class ReviewBar {
 
 /** The combined review, shown in the details pane in place of one task's details. */
 export class CombinedReview {
-  readonly root = h('article', { class: 'details review', attrs: { 'aria-labelledby': 'review-title' }, tabIndex: -1, hidden: true });
+  readonly root = h('article', { class: 'review-pane', attrs: { 'aria-labelledby': 'review-title' }, tabIndex: -1, hidden: true });
   private order: string[] = [];
   private tasks: ReadonlyMap<string, TaskSnapshot> = new Map();
   private readonly orderList = h('ol', { class: 'review-order', attrs: { 'aria-label': 'Order to apply in' } });
@@ -307,7 +307,7 @@ export class CombinedReview {
     this.applyButton.addEventListener('click', () => void this.apply());
     this.root.append(
       h('header', { class: 'details-head' }, [
-        h('h2', { class: 'details-title', text: 'Review together', attrs: { id: 'review-title' } }),
+        h('h2', { class: 'review-title', text: 'Review together', attrs: { id: 'review-title' } }),
         h('div', { class: 'details-buttons' }, [closeButton]),
       ]),
       h('section', { class: 'section' }, [

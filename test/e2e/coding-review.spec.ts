@@ -154,14 +154,14 @@ test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, 
   await page.locator('li.task', { hasText: 'Tweak line four' }).click({ modifiers: ['Control'] });
   await expect(page.locator('.review-bar')).toContainText('2 selected');
   await page.getByRole('button', { name: 'Review together' }).click();
-  const review = page.locator('.details.review');
+  const review = page.locator('.review-pane');
   await expect(review.locator('.overlap')).toContainText('src/app.ts lines 3–4: Rename line three and Tweak line four');
   const flagged = review.locator('.diff-file.flagged[data-path="src/app.ts"]');
   await expect(flagged.locator('.diff-flag')).toHaveCount(2);
   await expect(flagged.locator('.diff-flag').first()).toContainText('Overlaps with Tweak line four');
   await expect(review.locator('.diff-file:not(.flagged)[data-path="docs/a.md"]')).toHaveCount(1);
-  fs.mkdirSync(path.join(ROOT, 'docs'), { recursive: true });
-  await page.screenshot({ path: path.join(ROOT, 'docs', 'coding-review.png') });
+  await page.screenshot({ path: path.join(ROOT, 'test-results', 'coding-review.png') });
+  if (process.env.UPDATE_DOCS_SCREENSHOT === '1') await page.screenshot({ path: path.join(ROOT, 'docs', 'coding-review.png') });
 
   // Order B, A: B goes in, A then conflicts, so nothing is applied and the checkout is as it was.
   await review.getByRole('button', { name: 'Move Tweak line four up' }).click();
