@@ -20,6 +20,7 @@ const MODULES = [
   { name: 'panel', title: 'Panel under load' },
   { name: 'big-history', title: 'Big history (results out of memory)' },
   { name: 'hub-run', title: '`run` through a hub' },
+  { name: 'worktree', title: 'Coding tasks: worktree and diff' },
   { name: 'diff-render', title: 'Diff render (a coding task in the panel)' },
 ];
 

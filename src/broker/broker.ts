@@ -163,7 +163,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     let markFinished!: () => void;
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs);
+    const record = () => entry.worktree?.record;
+    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => {
+      const made = record();
+      return made && this.worktrees ? { branch: made.branch, files: this.worktrees.changedSoFar(made) } : undefined;
+    });
     const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0 };
     if (plan) entry.worktree = { plan };
     this.live.set(id, entry);

@@ -125,6 +125,8 @@ export interface PendingQuestion {
   question: string;
   choices?: string[];
   askedAt: string;
+  /** A coding task's question says where it stands: its branch and the files it has changed so far. */
+  worktree?: { branch: string; files: string[] };
 }
 
 /** A plain, JSON-safe picture of one task (what the panel and the CLI show). */

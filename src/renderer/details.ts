@@ -172,6 +172,12 @@ export class Details {
     appendAll(this.question, [
       h('h3', { text: 'The sub-agent asks' }),
       h('p', { class: 'question-text', text: q.question }),
+      q.worktree
+        ? h('p', {
+            class: 'question-context',
+            text: `On branch ${q.worktree.branch}; changed so far: ${q.worktree.files.length ? q.worktree.files.join(', ') : 'nothing'}`,
+          })
+        : null,
       q.choices?.length
         ? h(
             'div',

@@ -82,7 +82,7 @@ const details = new Details(
     loadResult: (id) => bridge.taskResult(id),
     saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
   },
-  new ChangeSection(changes, notices),
+  new ChangeSection(changes, notices, (id) => tasks.get(id)?.label ?? id),
 );
 detailsPane.append(details.root, review.root);
 const insightsPane = byId('insights-pane');

@@ -120,6 +120,8 @@ export class ChangeSection {
   constructor(
     private readonly store: ChangeStore,
     private readonly notices: ReviewNotices,
+    /** The label of another task (the one a follow-up continues). */
+    private readonly labelOf: (id: string) => string = (id) => id,
   ) {
     this.root.append(
       h('div', { class: 'section-head' }, [h('h3', { text: 'Change' }), this.buttons]),
@@ -163,7 +165,9 @@ export class ChangeSection {
     const commits = task.change?.commits.length
       ? ` · ${task.change.commits.length} commit${task.change.commits.length === 1 ? '' : 's'}`
       : '';
-    this.facts.textContent = `${size}branch ${branch} from ${base} (${baseSha.slice(0, 8)})${commits} · ${repo}`;
+    // A follow-up continues the thread of its parent, in the same worktree.
+    const thread = task.parent ? ` · follow-up of ${this.labelOf(task.parent)}` : '';
+    this.facts.textContent = `${size}branch ${branch} from ${base} (${baseSha.slice(0, 8)})${commits}${thread} · ${repo}`;
     if (isReviewable(task) && !known) void this.store.load(task.id);
     const state = !isReviewable(task) ? 'working' : known?.state === 'gone' ? 'discarded' : knownState(known);
     this.stateLine.textContent =

@@ -13,7 +13,7 @@ describe('the template catalog', () => {
   it('finds every shipped template, each with a README, a test and the file its run command names', () => {
     expect(templatesRoot()).toBe(path.join(root, 'templates') + path.sep);
     const templates = listTemplates();
-    expect(templates.map((t) => t.name)).toEqual(['basic', 'claude-code', 'cursor-cli', 'llm-agent', 'python', 'raw-node']);
+    expect(templates.map((t) => t.name)).toEqual(['basic', 'claude-code', 'codex', 'cursor-cli', 'llm-agent', 'python', 'raw-node']);
     for (const template of templates) {
       expect(fs.existsSync(path.join(template.dir, 'README.md')), `${template.name} README`).toBe(true);
       expect(fs.existsSync(path.join(template.dir, 'test/agent.test.mjs')), `${template.name} test`).toBe(true);

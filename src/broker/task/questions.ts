@@ -4,8 +4,10 @@
  */
 import type { AskMessage, BrokerMessage } from '../../protocol/index.js';
 import type { Task } from './task.js';
+import type { PendingQuestion as PendingQuestionShown } from '../../model/task.js';
 
 type Reply = (message: BrokerMessage) => void;
+type PendingQuestionContext = NonNullable<PendingQuestionShown['worktree']>;
 
 export class PendingQuestion {
   private waiting: { askId: string; reply: Reply; timer: NodeJS.Timeout } | undefined;
@@ -13,6 +15,8 @@ export class PendingQuestion {
   constructor(
     private readonly task: Task,
     private readonly timeoutMs: number,
+    /** What a coding task's question carries besides its text (its branch and changed files), read when it asks. */
+    private readonly context: () => PendingQuestionContext | undefined = () => undefined,
   ) {}
 
   /** The agent asks. A second question while one waits is refused at once. */
@@ -35,7 +39,13 @@ export class PendingQuestion {
       this.task.answered(`question "${message.question.slice(0, 80)}" timed out`);
     }, this.timeoutMs);
     this.waiting = { askId: message.ask_id, reply, timer };
-    this.task.ask({ askId: message.ask_id, question: message.question, ...(message.choices ? { choices: message.choices } : {}) });
+    const worktree = this.context();
+    this.task.ask({
+      askId: message.ask_id,
+      question: message.question,
+      ...(message.choices ? { choices: message.choices } : {}),
+      ...(worktree ? { worktree } : {}),
+    });
   }
 
   /** A person answers. Returns false when no question with that id waits. */

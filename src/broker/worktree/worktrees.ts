@@ -178,6 +178,21 @@ export class Worktrees {
     }
   }
 
+  /**
+   * The files the agent has changed so far against the base (committed, uncommitted and untracked):
+   * what its question names. Synchronous (two git calls; a question is rare); empty when git fails.
+   */
+  changedSoFar(record: WorktreeRecord): string[] {
+    try {
+      const cwd = record.worktree;
+      const tracked = gitSync(['diff', '--name-only', '-z', '--no-renames', record.baseSha], { cwd });
+      const untracked = gitSync(['ls-files', '--others', '--exclude-standard', '-z'], { cwd });
+      return [...new Set([...tracked.split('\0'), ...untracked.split('\0')].filter(Boolean))].sort();
+    } catch {
+      return [];
+    }
+  }
+
   /** The record of task `taskId` (the first task of a thread, or one of its follow-ups). */
   find(taskId: string): WorktreeRecord | undefined {
     return this.store.find(taskId) ?? this.store.list().find((record) => record.followUps?.includes(taskId));

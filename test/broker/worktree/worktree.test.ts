@@ -247,6 +247,8 @@ describe('discard, keep, sweep', () => {
     const { broker } = brokerWithWorktrees();
     const handle = coder(broker, repo, [{ path: 'x.txt', content: 'x\n' }], { ask: 'go on?' });
     await waitFor(() => broker.get(handle.id)?.pendingQuestion !== undefined, 'the question');
+    // The question names the branch and what the agent changed so far.
+    expect(broker.get(handle.id)!.pendingQuestion!.worktree).toEqual({ branch: broker.get(handle.id)!.worktree!.branch, files: ['x.txt'] });
     await expect(broker.discardChange(handle.id)).rejects.toThrow(`task ${handle.id} still works in that worktree`);
     await expect(broker.keepBranch(handle.id)).rejects.toThrow(/still works in that worktree/);
     broker.answer(handle.id, 'q1', 'yes');

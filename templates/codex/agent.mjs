@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+/**
+ * Sub-agent that runs the Codex CLI headless and reports its progress and result:
+ *
+ *   codex exec --json [--model <m>] --sandbox read-only|workspace-write [resume <session id>] -- <prompt>
+ *
+ * Input: a prompt string, or
+ *   {"prompt": "…", "model": "…", "allow_writes": false, "bin": "codex", "resume": "<session id>",
+ *    "skip_git_repo_check": false, "extra_args": [], "idle_timeout_ms": 600000}
+ * Environment: CODEX_BIN (default `codex`), CODEX_MODEL, OPENAI_API_KEY / CODEX_HOME (passed through).
+ *
+ * Progress: thread.started → {phase:'init', session_id}; agent messages → {text}; commands and file
+ * changes → {message: "running npm test" | "editing src/x.ts", step, tool, phase, args, ok}.
+ * Final: turn.completed (the last agent message; usage in meta), or turn.failed.
+ * A follow-up in the same worktree resumes the thread (`resume`: meta.session_id of the last run).
+ */
+import { runAgent } from 'backchannel-agents/agent-runtime';
+import { promptViaStdin } from '../_shared/cli-process.mjs';
+import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
+import { buildCodexArgs, createCodexTranslator, looksLikeAuthFailure } from './translate.mjs';
+
+const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
+
+function readOptions(input) {
+  const options = typeof input === 'string' ? { prompt: input } : input && typeof input === 'object' ? input : {};
+  if (typeof options.prompt !== 'string' || options.prompt.trim() === '') {
+    throw new AgentFailure('input needs a "prompt" (a non-empty string), e.g. {"prompt": "Explain src/"}', { retryable: false });
+  }
+  if (options.extra_args !== undefined && !(Array.isArray(options.extra_args) && options.extra_args.every((a) => typeof a === 'string'))) {
+    throw new AgentFailure('"extra_args" must be an array of strings', { retryable: false });
+  }
+  const text = (value) => (typeof value === 'string' && value !== '' ? value : undefined);
+  return {
+    prompt: options.prompt,
+    bin: text(options.bin) ?? text(process.env.CODEX_BIN) ?? 'codex',
+    model: text(options.model) ?? text(process.env.CODEX_MODEL),
+    allowWrites: options.allow_writes === true,
+    resume: text(options.resume),
+    skipGitRepoCheck: options.skip_git_repo_check === true,
+    extraArgs: options.extra_args ?? [],
+    idleTimeoutMs:
+      Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
+  };
+}
+
+runAgent(async (task) => {
+  const options = readOptions(task.input);
+  return runHeadless(task, {
+    product: 'the Codex CLI',
+    bin: options.bin,
+    args: buildCodexArgs(options),
+    stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
+    translator: createCodexTranslator(),
+    looksLikeAuthFailure,
+    loginHint: 'the Codex CLI is not logged in: run `codex login`, or give the broker OPENAI_API_KEY',
+    installHint: 'Install it (npm install -g @openai/codex) or set CODEX_BIN / input "bin".',
+    idleTimeoutMs: options.idleTimeoutMs,
+  });
+});
