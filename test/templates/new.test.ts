@@ -158,6 +158,7 @@ describe.each(listTemplates(path.join(root, 'templates')).map((t) => t.name))('a
     let input = manifest.input;
     if (name === 'cursor-cli') env.CURSOR_AGENT_BIN = path.join(standins, 'agent');
     if (name === 'claude-code') env.CLAUDE_BIN = path.join(standins, 'claude');
+    if (name === 'codex') env.CODEX_BIN = path.join(standins, 'codex');
     if (name === 'llm-agent') {
       fake = await startFakeOpenAI([{ content: act('list_dir', {}) }, { content: answer('looked') }]);
       Object.assign(env, { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', OPENAI_MODEL: 'fake-model' });

@@ -52,6 +52,9 @@ function progressText(update: TaskUpdate): string {
 async function answerQuestion(task: TaskRun, line: ProgressLine | undefined, askTimeoutMs: number): Promise<void> {
   const question = task.snapshot().pendingQuestion;
   if (!question) return;
+  // A coding task's question says where it stands.
+  const where = question.worktree;
+  if (where) writeText(process.stderr, `(on branch ${where.branch}; changed so far: ${where.files.join(', ') || 'nothing'})\n`);
   if (!process.stdin.isTTY) {
     process.stderr.write(unansweredNotice(task.id, question.question, question.choices, askTimeoutMs) + '\n');
     return;
