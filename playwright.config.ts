@@ -28,7 +28,7 @@ export default defineConfig({
   projects: [
     {
       name: 'panel',
-      testMatch: /(panel.*|insights|hub)\.spec\.ts/,
+      testMatch: /(panel.*|insights|hub|coding-review)\.spec\.ts/,
       use: {
         browserName: 'chromium',
         launchOptions: {

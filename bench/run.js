@@ -27,6 +27,7 @@ const MODULES = [
   { name: 'gateway', title: "The gateway's own cost" },
   { name: 'growth', title: 'How cost grows with history' },
   { name: 'worktree', title: 'Coding tasks: worktree and diff' },
+  { name: 'diff-render', title: 'Diff render (a coding task in the panel)' },
 ];
 
 const args = process.argv.slice(2);

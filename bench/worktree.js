@@ -11,12 +11,12 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import { Worktrees } from '../dist/broker/worktree/worktrees.js';
 import { log, REPO_DIR, scratchDir } from './lib/env.js';
+import { launchChromium } from './lib/browser.js';
 import { main, row } from './lib/harness.js';
 import { median } from './lib/stats.js';
 
 const FILES = 10_000;
 const DIFF_LINES = 5000;
-const CHROMIUM = '/usr/bin/chromium';
 const IDENTITY = { GIT_AUTHOR_NAME: 'B', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'B', GIT_COMMITTER_EMAIL: 'b@b' };
 const git = (cwd, ...args) => execFileSync('git', args, { cwd, env: { ...process.env, ...IDENTITY }, stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -72,10 +72,10 @@ async function worktreeRows(quick) {
 }
 
 async function renderRow(quick) {
-  const { chromium } = await import('playwright-core');
   const bundle = await build({
     stdin: {
-      contents: "import { renderDiff } from './src/renderer/change-view.ts'; window.renderDiff = renderDiff;",
+      contents:
+        "import { diffView, singleDiffFiles } from './src/renderer/diff-view.ts'; import { parseUnifiedDiff } from './src/model/change-overlap.ts'; window.renderDiff = (text) => diffView(singleDiffFiles(parseUnifiedDiff(text)));",
       resolveDir: REPO_DIR,
       loader: 'ts',
     },
@@ -94,7 +94,7 @@ async function renderRow(quick) {
     ...Array.from({ length: DIFF_LINES }, (_, i) => `+export const row${i} = ${i};`),
     '',
   ].join('\n');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.setContent('<!doctype html><link rel="stylesheet" href="x"><body></body>');

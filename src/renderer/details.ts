@@ -17,7 +17,6 @@ import {
 } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying } from '../model/states.js';
-import { ChangeSection, type ChangeActions } from './change-view.js';
 
 export interface DetailsActions {
   close(): void;
@@ -31,8 +30,13 @@ export interface DetailsActions {
   loadResult(id: string): Promise<FinalPayload | null>;
   /** Saves `text` as a file named `name`. */
   saveText(name: string, text: string): void;
-  /** A coding task's change: the diff, Apply, Keep branch, Discard (./change-view.ts). */
-  changes: ChangeActions;
+}
+
+/** A section drawn from the shown task by its own module (the Change section of a coding task, review.ts). */
+export interface DetailsSection {
+  readonly root: HTMLElement;
+  show(task: TaskSnapshot): void;
+  reset(): void;
 }
 
 /** Lines of the task log shown (the broker bounds the log too). */
@@ -66,10 +70,11 @@ export class Details {
   private task: TaskSnapshot | undefined;
   private keys = unrendered();
   private fetched: Fetched | undefined;
-  private readonly change: ChangeSection;
 
-  constructor(private readonly actions: DetailsActions) {
-    this.change = new ChangeSection(actions.changes);
+  constructor(
+    private readonly actions: DetailsActions,
+    private readonly change?: DetailsSection,
+  ) {
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
     this.cancelButton.addEventListener('click', () => this.task && this.actions.cancel(this.task.id));
     this.retryButton.addEventListener('click', () => this.task && this.actions.retry(this.task.id));
@@ -82,9 +87,9 @@ export class Details {
       this.idLine,
       this.question,
       this.summary,
+      this.change?.root,
       this.failure,
       this.result,
-      this.change.root,
       this.meta,
       this.command,
       h('section', { class: 'section' }, [h('h3', { text: 'Log' }), this.log]),
@@ -100,6 +105,7 @@ export class Details {
     this.task = undefined;
     this.keys = unrendered();
     this.fetched = undefined;
+    this.change?.reset();
   }
 
   show(task: TaskSnapshot, now: number): void {
@@ -114,9 +120,9 @@ export class Details {
     this.retryButton.hidden = !finished;
     this.renderQuestion(task);
     this.renderSummary(task, now);
+    this.change?.show(task);
     this.renderFailure(task);
     this.renderResult(task);
-    this.change.show(task);
     this.renderMeta(task);
     this.renderCommand(task);
   }

@@ -21,9 +21,10 @@ export class NewTaskDialog {
   });
   private readonly input = h('textarea', { attrs: { id: 'new-input', rows: '2', spellcheck: 'false', placeholder: 'optional JSON' } });
   private readonly retries = h('input', { attrs: { id: 'new-retries', type: 'number', min: '0', max: '10', step: '1', value: '0' } });
+  /** A coding task: run in a git worktree of its own (`SubmitRequest.worktree`, docs/coding-agents.md). */
   private readonly worktree = h('input', { attrs: { id: 'new-worktree', type: 'checkbox' } });
   private readonly base = h('input', {
-    attrs: { id: 'new-base', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: HEAD' },
+    attrs: { id: 'new-base', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: HEAD of the repository' },
   });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
   private choices: SubmitRequest[] = [];
@@ -40,13 +41,16 @@ export class NewTaskDialog {
       field('new-label', 'Label', this.label),
       field('new-input', 'Input', this.input),
       field('new-retries', 'Retries', this.retries),
-      field(
-        'new-worktree',
-        'Own git worktree',
-        this.worktree,
-        'A coding agent: runs on a new branch of the repository in the working directory; review its change before applying it',
-      ),
-      field('new-base', 'Base', this.base, 'With a worktree: the branch, tag or commit to start from'),
+      h('div', { class: 'field' }, [
+        h('div', { class: 'worktree-field' }, [
+          this.worktree,
+          h('label', { text: 'Run in a git worktree', attrs: { for: 'new-worktree' } }),
+        ]),
+        h('small', {
+          text: 'A branch of its own from the base, in a directory Backchannel owns; your checkout is not touched until you apply',
+        }),
+      ]),
+      field('new-base', 'Base ref', this.base, 'A branch, tag or commit of the repository containing the working directory'),
       this.error,
       h('div', { class: 'dialog-buttons' }, [
         h('button', {
@@ -63,6 +67,7 @@ export class NewTaskDialog {
       void this.onSubmit();
     });
     this.source.addEventListener('change', () => this.fill(this.choices[Number(this.source.value)]));
+    this.worktree.addEventListener('change', () => (this.base.disabled = !this.worktree.checked));
     this.dialog = h('dialog', { class: 'dialog', attrs: { id: 'new-task-dialog' } }, [form]);
   }
 
@@ -97,8 +102,10 @@ export class NewTaskDialog {
     this.label.value = request?.label ?? '';
     this.input.value = request?.input === undefined ? '' : JSON.stringify(request.input);
     this.retries.value = String(request?.retries ?? 0);
-    this.worktree.checked = request?.worktree !== undefined && request.worktree !== false;
-    this.base.value = typeof request?.worktree === 'object' ? (request.worktree.base ?? '') : '';
+    const worktree = request?.worktree;
+    this.worktree.checked = worktree !== undefined && worktree !== false;
+    this.base.value = typeof worktree === 'object' ? (worktree.base ?? '') : '';
+    this.base.disabled = !this.worktree.checked;
   }
 
   private async onSubmit(): Promise<void> {
@@ -117,12 +124,7 @@ export class NewTaskDialog {
     }
     const retries = Number(this.retries.value || 0);
     if (retries > 0) request.retries = retries;
-    const base = this.base.value.trim();
-    if (this.worktree.checked) request.worktree = base ? { base } : true;
-    else if (base) {
-      this.error.textContent = 'A base needs "Own git worktree".';
-      return;
-    }
+    if (this.worktree.checked) request.worktree = this.base.value.trim() ? { base: this.base.value.trim() } : true;
     try {
       await this.submit(request);
       this.dialog.close();

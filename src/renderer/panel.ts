@@ -12,6 +12,7 @@ import { countsText, isFinished } from './format.js';
 import { installHttpBridge } from './http-bridge.js';
 import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
+import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
 import { TaskList } from './task-list.js';
 
 /** How often an open task's log is re-read while the task changes. */
@@ -58,29 +59,32 @@ const list = new TaskList(listEl, {
   open: (id) => openTask(id),
   cancel: (id) => cancelTask(id),
   retry: (id) => retryTask(id),
+  marked: (ids) => reviewBar.update(ids, tasks),
 });
-const details = new Details({
-  close: () => closeTask(),
-  cancel: (id) => cancelTask(id),
-  retry: (id) => retryTask(id),
-  answer: (id, askId, text) => {
-    bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
+// Coding tasks' changes (docs/coding-agents.md): the details' Change section and the combined review.
+const changes = new ChangeStore(bridge);
+const notices = { toast: (message: string) => toast(message), error: (error: unknown) => showError(error) };
+const reviewBar = new ReviewBar({ review: (ids) => openReview(ids), clear: () => list.clearMarks() });
+listEl.before(reviewBar.root);
+const review = new CombinedReview(changes, notices, () => closeTask());
+const details = new Details(
+  {
+    close: () => closeTask(),
+    cancel: (id) => cancelTask(id),
+    retry: (id) => retryTask(id),
+    answer: (id, askId, text) => {
+      bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
+    },
+    copy: (text) => copyText(text),
+    download: (id, name) => {
+      bridge.attachment(id, name).then(saveFile, showError);
+    },
+    loadResult: (id) => bridge.taskResult(id),
+    saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
   },
-  copy: (text) => copyText(text),
-  download: (id, name) => {
-    bridge.attachment(id, name).then(saveFile, showError);
-  },
-  loadResult: (id) => bridge.taskResult(id),
-  saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
-  changes: {
-    loadChange: (id) => bridge.taskChange(id),
-    apply: (ids) => bridge.applyChanges(ids),
-    keepBranch: async (id) => void (await bridge.keepBranch(id)),
-    discard: async (id) => void (await bridge.discardChange(id)),
-    tasks: () => [...tasks.values()],
-  },
-});
-detailsPane.append(details.root);
+  new ChangeSection(changes, notices, (id) => tasks.get(id)?.label ?? id),
+);
+detailsPane.append(details.root, review.root);
 const insightsPane = byId('insights-pane');
 const insightsButton = byId<HTMLButtonElement>('insights-toggle');
 // The new-task dialog and the insights view are built when first wanted, not before the first paint.
@@ -159,7 +163,8 @@ function renderNow(): void {
   const now = Date.now();
   const dirty = everything ? undefined : changed;
   const missingRows = list.render(tasks, dirty, now);
-  const selected = details.taskId ?? pendingOpen;
+  // A task asked for (a new one, not listed yet) wins over the one shown.
+  const selected = pendingOpen ?? details.taskId;
   if (selected) {
     const task = tasks.get(selected);
     if (task && (!dirty || dirty.has(selected) || pendingOpen)) showDetails(task, now);
@@ -187,6 +192,8 @@ function renderNow(): void {
 let pendingOpen: string | undefined;
 
 function openTask(id: string): void {
+  review.hide();
+  details.root.hidden = false;
   if (location.hash !== `#task=${encodeURIComponent(id)}`) history.replaceState(null, '', `#task=${encodeURIComponent(id)}`);
   pendingOpen = id;
   list.selectedId = id;
@@ -209,7 +216,23 @@ function showDetails(task: TaskSnapshot, now: number): void {
   }
 }
 
+/** The combined review of the marked tasks, in the details pane in place of one task's details. */
+function openReview(ids: string[]): void {
+  pendingOpen = undefined;
+  list.selectedId = undefined;
+  details.reset();
+  details.root.hidden = true;
+  detailsPane.hidden = false;
+  app.classList.add('has-details');
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+  void review.open(ids, tasks);
+  review.root.focus({ preventScroll: true });
+  scheduleRender();
+}
+
 function closeTask(): void {
+  review.hide();
+  details.root.hidden = false;
   pendingOpen = undefined;
   list.selectedId = undefined;
   detailsPane.hidden = true;
@@ -342,7 +365,7 @@ document.addEventListener('keydown', (event) => {
   const target = event.target as HTMLElement;
   const typing = target.closest('input, textarea, select, [contenteditable="true"]') !== null;
   const dialogOpen = dialog?.dialog.open === true;
-  if (event.key === 'Escape' && !dialogOpen && details.taskId) {
+  if (event.key === 'Escape' && !dialogOpen && (details.taskId || review.shown)) {
     closeTask();
     event.preventDefault();
     return;

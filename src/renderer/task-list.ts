@@ -6,6 +6,7 @@ import type { TaskSnapshot } from '../bridge/contract.js';
 import { h, setText } from './dom.js';
 import { describePartial, isFault } from '../model/states.js';
 import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
+import { isReviewable } from './review.js';
 
 interface Row {
   el: HTMLLIElement;
@@ -18,6 +19,8 @@ interface Row {
   fill: HTMLElement;
   sub: HTMLElement;
   action: HTMLButtonElement;
+  /** Marks a finished coding task for the combined review (shown on those rows only). */
+  mark: HTMLInputElement;
   /** What the row shows now, to skip untouched rows. */
   rendered?: TaskSnapshot;
   /** The newest snapshot, shown once the row scrolls into view. */
@@ -28,6 +31,8 @@ export interface TaskListActions {
   open(id: string): void;
   cancel(id: string): void;
   retry(id: string): void;
+  /** The tasks marked for review together changed (checkbox, Ctrl/Cmd-click or X on a row), in marking order. */
+  marked?(ids: string[]): void;
 }
 
 /**
@@ -40,6 +45,8 @@ export class TaskList {
   private readonly rows = new Map<string, Row>();
   private order: string[] = [];
   private focusedId: string | undefined;
+  /** Tasks marked for the combined review, in the order they were marked. */
+  private readonly marks = new Set<string>();
   /**
    * Rows known to be scrolled out of view (per IntersectionObserver): they skip the many
    * progress/time updates. Fails safe: a row the observer has not reported on yet counts as visible.
@@ -76,8 +83,9 @@ export class TaskList {
       const target = event.target as HTMLElement;
       const row = target.closest<HTMLElement>('li.task');
       if (!row?.dataset.id) return;
-      if (target.closest('button')) return;
+      if (target.closest('button, input')) return;
       this.focus(row.dataset.id);
+      if (event.ctrlKey || event.metaKey) return this.toggleMark(row.dataset.id);
       this.actions.open(row.dataset.id);
     });
   }
@@ -94,6 +102,7 @@ export class TaskList {
         row.el.remove();
         this.rows.delete(id);
         this.offscreen.delete(id);
+        if (this.marks.delete(id)) this.actions.marked?.([...this.marks]);
       }
     }
     const sorted = [...tasks.values()].sort(compareTasks);
@@ -133,6 +142,26 @@ export class TaskList {
     }
   }
 
+  /** Unmarks every task (the review bar's Clear). */
+  clearMarks(): void {
+    if (this.marks.size === 0) return;
+    for (const id of this.marks) {
+      const row = this.rows.get(id);
+      if (row) row.mark.checked = false;
+    }
+    this.marks.clear();
+    this.actions.marked?.([]);
+  }
+
+  private toggleMark(id: string): void {
+    const row = this.rows.get(id);
+    if (!row?.rendered || !isReviewable(row.rendered)) return;
+    if (this.marks.has(id)) this.marks.delete(id);
+    else this.marks.add(id);
+    row.mark.checked = this.marks.has(id);
+    this.actions.marked?.([...this.marks]);
+  }
+
   focusList(): void {
     const id = this.focusedId ?? this.order[0];
     if (id) this.focus(id);
@@ -158,12 +187,16 @@ export class TaskList {
       if (isFinished(task.state)) this.actions.retry(id);
       else this.actions.cancel(id);
     });
+    const mark = h('input', { class: 'task-mark', tabIndex: -1, hidden: true, attrs: { type: 'checkbox' } });
+    mark.addEventListener('change', () => {
+      if (mark.checked !== this.marks.has(id)) this.toggleMark(id);
+    });
     const el = h('li', { class: 'task', role: 'option', tabIndex: -1, attrs: { 'data-id': id, 'aria-selected': 'false' } }, [
-      h('div', { class: 'task-top' }, [badge, label, attempt, worker, time, action]),
+      h('div', { class: 'task-top' }, [mark, badge, label, attempt, worker, time, action]),
       bar,
       sub,
     ]);
-    return { el, badge, label, attempt, worker, time, bar, fill, sub, action };
+    return { el, badge, label, attempt, worker, time, bar, fill, sub, action, mark };
   }
 
   private fillRow(row: Row, task: TaskSnapshot, now: number): void {
@@ -181,9 +214,13 @@ export class TaskList {
       row.el.setAttribute('aria-label', `${task.label}, ${STATE_LABEL[task.state]}`);
       row.bar.hidden = finished;
     }
+    // The change is recorded once the agent's processes are gone: it may come after the last state.
+    const reviewable = isReviewable(task);
+    if (row.mark.hidden === reviewable) row.mark.hidden = !reviewable;
     if (!old || old.label !== task.label) {
       row.label.textContent = task.label;
       row.label.title = task.label;
+      row.mark.setAttribute('aria-label', `Select ${task.label} to review together`);
     }
     if (!old || old.attempt !== task.attempt || old.maxAttempts !== task.maxAttempts) {
       setText(row.attempt, task.maxAttempts > 1 || task.attempt > 1 ? `attempt ${task.attempt}/${task.maxAttempts}` : '');
@@ -274,6 +311,9 @@ export class TaskList {
         return;
       case 'r':
         if (this.focusedId) this.actions.retry(this.focusedId);
+        return;
+      case 'x':
+        if (this.focusedId) this.toggleMark(this.focusedId);
         return;
       default:
         return;

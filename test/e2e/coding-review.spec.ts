@@ -1,0 +1,235 @@
+/**
+ * Issue 26 items 3 and 4 in the panel: three fake coding agents (test/fixtures/coder.mjs) edit a real
+ * git repository made here, each in its own worktree under a real hub (`backchannel serve`). The
+ * details pane shows a task's diff file by file (collapsible); Apply brings it into the checkout;
+ * a conflicting Apply names the files and leaves the checkout byte-identical; Discard removes the
+ * worktree and the branch; two tasks marked in the list are reviewed together with their
+ * overlapping hunks flagged and applied in the order picked (stopping at the conflict, nothing
+ * changed); the New task form's "Run in a git worktree" sets the submission's worktree.
+ */
+import { expect, test, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
+
+const CODER = path.join(ROOT, 'test', 'fixtures', 'coder.mjs');
+const IDENTITY = { GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@test', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@test' };
+
+let dir: string;
+let serve: Serve | undefined;
+
+test.afterAll(async () => {
+  await serve?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, ...IDENTITY }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** The lines of the base file, "line 1" … "line 20", with some of them replaced. */
+function appTs(replace: Record<number, string> = {}): string {
+  return Array.from({ length: 20 }, (_, i) => `${replace[i + 1] ?? `line ${i + 1}`}\n`).join('');
+}
+
+/** What the user sees of a checkout: every file (names, modes, bytes), the index and HEAD. */
+function checkoutHash(repo: string): string {
+  const hash = createHash('sha256');
+  const walk = (at: string): void => {
+    for (const name of fs.readdirSync(at).sort()) {
+      const file = path.join(at, name);
+      if (path.relative(repo, file) === '.git') continue;
+      const stat = fs.lstatSync(file);
+      hash.update(`${path.relative(repo, file)}\0${stat.mode}\0`);
+      if (stat.isDirectory()) walk(file);
+      else hash.update(fs.readFileSync(file));
+    }
+  };
+  walk(repo);
+  hash.update(fs.readFileSync(path.join(repo, '.git', 'HEAD')));
+  hash.update(fs.readFileSync(path.join(repo, '.git', 'index')));
+  return hash.digest('hex');
+}
+
+interface Snapshot {
+  id: string;
+  state: string;
+  worktree?: { branch: string; worktree: string; base: string };
+  change?: { files: unknown[] };
+}
+
+async function coding(label: string, edits: Array<{ path: string; content: string }>, repo: string): Promise<string> {
+  const { id } = await serve!.api<{ id: string }>('POST', '/api/tasks', {
+    command: CODER,
+    cwd: repo,
+    worktree: true,
+    input: { edits },
+    label,
+  });
+  return id;
+}
+
+async function finishedWithChange(id: string): Promise<Snapshot> {
+  let task: Snapshot | undefined;
+  await expect
+    .poll(
+      async () => {
+        task = (await serve!.api<{ task: Snapshot }>('GET', `/api/tasks/${id}`)).task;
+        return `${task.state}:${task.change ? 'change' : ''}`;
+      },
+      { timeout: 30_000 },
+    )
+    .toBe('succeeded:change');
+  return task!;
+}
+
+async function openTask(page: Page, label: string): Promise<void> {
+  await page.locator('li.task', { hasText: label }).click();
+  await expect(page.locator('#details-title')).toHaveText(label);
+}
+
+test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, the combined review with overlaps flagged, and the worktree option', async ({
+  page,
+}) => {
+  test.setTimeout(180_000);
+  dir = scratchDir();
+  const repo = path.join(dir, 'repo');
+  fs.mkdirSync(path.join(repo, 'src'), { recursive: true });
+  git(repo, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(repo, 'README.md'), '# demo\n');
+  fs.writeFileSync(path.join(repo, 'src', 'app.ts'), appTs());
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'initial');
+  serve = await startServe(path.join(dir, 'data'));
+
+  // A changes line 3 and adds a file; B changes line 4 (adjacent: an overlap, and a conflict once A
+  // is in); C adds a note, to be discarded.
+  const a = await coding(
+    'Rename line three',
+    [
+      { path: 'src/app.ts', content: appTs({ 3: 'line three (A)' }) },
+      { path: 'docs/a.md', content: '# A\n' },
+    ],
+    repo,
+  );
+  const b = await coding('Tweak line four', [{ path: 'src/app.ts', content: appTs({ 4: 'line four (B)' }) }], repo);
+  const c = await coding('Add notes', [{ path: 'notes.txt', content: 'notes\n' }], repo);
+  const table = Array.from({ length: 5000 }, (_, i) => `row ${i + 1}\n`).join('');
+  const big = await coding('Generate the table', [{ path: 'table.ts', content: table }], repo);
+  const plain = await serve.submit('progress', ['--steps=1', '--interval=10'], { label: 'Not a coding task' });
+  const [, , taskC, taskBig] = await Promise.all([a, b, c, big].map(finishedWithChange));
+  const pristine = checkoutHash(repo);
+
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => /Content Security Policy/.test(message.text()) && errors.push(message.text()));
+  await page.goto(serve.url);
+  await expect(page.locator('li.task')).toHaveCount(5);
+
+  // A task that runs in no worktree has no Change section (and no Apply/Discard).
+  await openTask(page, 'Not a coding task');
+  await expect(page.locator('.details .section.change')).toBeHidden();
+  await expect(page.getByRole('button', { name: 'Apply', exact: true })).toHaveCount(0);
+  expect(plain).toBeTruthy();
+
+  // The diff of A: both files, each collapsible.
+  await openTask(page, 'Rename line three');
+  const change = page.locator('.details .section.change');
+  await expect(change.locator('.change-facts')).toContainText('2 files, +2 −1');
+  await expect(change.locator('.diff-file')).toHaveCount(2);
+  const appFile = change.locator('.diff-file[data-path="src/app.ts"]');
+  await expect(change.locator('.diff-file[data-path="docs/a.md"]')).toBeVisible();
+  await expect(appFile.locator('.dl-add')).toHaveText('line three (A)');
+  await expect(appFile.locator('.dl-del')).toHaveText('line 3');
+  await appFile.locator('summary').click();
+  await expect(appFile.locator('.dl-add')).toBeHidden();
+  await appFile.locator('summary').press('Enter');
+  await expect(appFile.locator('.dl-add')).toBeVisible();
+
+  // Review A and B together: marked by checkbox and by Ctrl-click; the adjacent edits are flagged.
+  await page.getByRole('checkbox', { name: 'Select Rename line three to review together' }).check();
+  await expect(page.locator('.review-bar')).toContainText('1 selected');
+  await page.locator('li.task', { hasText: 'Tweak line four' }).click({ modifiers: ['Control'] });
+  await expect(page.locator('.review-bar')).toContainText('2 selected');
+  await page.getByRole('button', { name: 'Review together' }).click();
+  const review = page.locator('.review-pane');
+  await expect(review.locator('.overlap')).toContainText('src/app.ts lines 3–4: Rename line three and Tweak line four');
+  const flagged = review.locator('.diff-file.flagged[data-path="src/app.ts"]');
+  await expect(flagged.locator('.diff-flag')).toHaveCount(2);
+  await expect(flagged.locator('.diff-flag').first()).toContainText('Overlaps with Tweak line four');
+  await expect(review.locator('.diff-file:not(.flagged)[data-path="docs/a.md"]')).toHaveCount(1);
+  await page.screenshot({ path: path.join(ROOT, 'test-results', 'coding-review.png') });
+  if (process.env.UPDATE_DOCS_SCREENSHOT === '1') await page.screenshot({ path: path.join(ROOT, 'docs', 'coding-review.png') });
+
+  // Order B, A: B goes in, A then conflicts, so nothing is applied and the checkout is as it was.
+  await review.getByRole('button', { name: 'Move Tweak line four up' }).click();
+  await expect(review.locator('.review-task-label')).toHaveText(['Tweak line four', 'Rename line three']);
+  await review.getByRole('button', { name: 'Apply 2 in this order' }).click();
+  const combinedConflict = review.locator('.change-conflict');
+  await expect(combinedConflict).toContainText('the change of Rename line three does not apply cleanly');
+  await expect(combinedConflict.locator('.conflict-files')).toHaveText('src/app.ts');
+  expect(checkoutHash(repo)).toBe(pristine);
+  await review.getByRole('button', { name: 'Close the review' }).click();
+
+  // Apply A alone: it is in the checkout.
+  await openTask(page, 'Rename line three');
+  await change.getByRole('button', { name: 'Apply', exact: true }).click();
+  await expect(change.locator('.change-state')).toHaveText('Applied to your checkout.');
+  await expect(change.getByRole('button', { name: 'Apply', exact: true })).toBeDisabled();
+  expect(fs.readFileSync(path.join(repo, 'src', 'app.ts'), 'utf8')).toBe(appTs({ 3: 'line three (A)' }));
+  expect(fs.readFileSync(path.join(repo, 'docs', 'a.md'), 'utf8')).toBe('# A\n');
+  const withA = checkoutHash(repo);
+
+  // B no longer applies: the files are named and the checkout is byte-identical.
+  await openTask(page, 'Tweak line four');
+  await change.getByRole('button', { name: 'Apply', exact: true }).click();
+  await expect(change.locator('.change-conflict')).toContainText('does not apply cleanly to your checkout, and nothing was changed');
+  await expect(change.locator('.conflict-files')).toHaveText('src/app.ts');
+  expect(checkoutHash(repo)).toBe(withA);
+
+  // Discard C: worktree and branch gone; the actions go with them.
+  await openTask(page, 'Add notes');
+  expect(git(repo, 'worktree', 'list')).toContain(taskC.worktree!.worktree);
+  expect(git(repo, 'branch', '--list', taskC.worktree!.branch)).toContain(taskC.worktree!.branch);
+  await change.getByRole('button', { name: 'Discard' }).click();
+  await expect(change.locator('.change-state')).toHaveText('Discarded: its worktree and branch are gone.');
+  await expect(change.locator('.change-buttons')).toBeHidden();
+  expect(git(repo, 'worktree', 'list')).not.toContain(taskC.worktree!.worktree);
+  expect(git(repo, 'branch', '--list', taskC.worktree!.branch)).toBe('');
+  expect(fs.existsSync(taskC.worktree!.worktree)).toBe(false);
+  expect(checkoutHash(repo)).toBe(withA);
+
+  // A 5,000-line file: built 400 lines at a time. Keep branch: the worktree goes, the branch stays.
+  await openTask(page, 'Generate the table');
+  const tableFile = change.locator('.diff-file[data-path="table.ts"]');
+  await expect(tableFile.locator('summary')).toContainText('+5000 −0');
+  await expect(tableFile.locator('.dl')).toHaveCount(400);
+  await tableFile.getByRole('button', { name: 'Show 400 more lines (4600 left)' }).click();
+  await expect(tableFile.locator('.dl')).toHaveCount(800);
+  await change.getByRole('button', { name: 'Keep branch' }).click();
+  await expect(change.locator('.change-state')).toHaveText('Worktree removed, branch kept.');
+  await expect(change.getByRole('button', { name: 'Keep branch' })).toBeDisabled();
+  await expect(change.getByRole('button', { name: 'Apply', exact: true })).toBeEnabled();
+  expect(git(repo, 'branch', '--list', taskBig.worktree!.branch)).toContain(taskBig.worktree!.branch);
+  expect(git(repo, 'worktree', 'list')).not.toContain(taskBig.worktree!.worktree);
+  expect(checkoutHash(repo)).toBe(withA);
+
+  // New task: "Run in a git worktree" from a base sets the submission's worktree request.
+  await page.getByRole('button', { name: 'New task' }).first().click();
+  await page.locator('#new-source').selectOption('-1');
+  await page.locator('#new-command').fill(CODER);
+  await page.locator('#new-cwd').fill(repo);
+  await page.locator('#new-label').fill('From the form');
+  await expect(page.locator('#new-base')).toBeDisabled();
+  await page.getByLabel('Run in a git worktree').check();
+  await page.locator('#new-base').fill('main');
+  await page.getByRole('button', { name: 'Start task' }).click();
+  await expect(page.locator('#details-title')).toHaveText('From the form');
+  const listed = await serve.api<Snapshot[]>('GET', '/api/tasks');
+  const formed = await finishedWithChange(listed.find((task) => ![a, b, c, big, plain].includes(task.id))!.id);
+  expect(formed.worktree!.base).toBe('main');
+  await expect(change.locator('.change-facts')).toContainText(`branch ${formed.worktree!.branch} from main`);
+  expect(errors).toEqual([]);
+});
