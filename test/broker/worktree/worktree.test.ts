@@ -66,6 +66,23 @@ describe('a task in a worktree', () => {
     expect(statSync(path.dirname(task.worktree!.worktree)).mode & 0o777).toBe(0o700);
   });
 
+  test("files rewritten at the same size within a second of the checkout are all in the change (git's racy-clean entries)", async () => {
+    const text = (f: number, word: string) => Array.from({ length: 20 }, (_, i) => `export const v${f}_${i} = '${word}';\n`).join('');
+    const files = Object.fromEntries(Array.from({ length: 30 }, (_, f) => [`src/f${f}.ts`, text(f, 'old')]));
+    const repo = makeRepo(files);
+    const { broker } = brokerWithWorktrees();
+    // Several tasks: the agent's rewrite lands in the checkout's second on some of them, not on all.
+    for (let n = 0; n < 5; n++) {
+      const handle = coder(
+        broker,
+        repo,
+        Object.keys(files).map((file, f) => ({ path: file, content: text(f, 'new') })),
+      );
+      await finished(handle);
+      expect(broker.get(handle.id)!.change!.files).toHaveLength(30);
+    }
+  });
+
   test('the worktree and the change are in history: a broker started again on the data directory has them', async () => {
     const repo = makeRepo();
     const dataDir = path.join(tempDir('bc-wt-'), 'data');
