@@ -76,14 +76,17 @@ main(async ({ quick }) => {
   const table = [
     `| Finished tasks in history | ${['0', ...sizes.map(fmt)].join(' | ')} |`,
     `|---|${['0', ...sizes].map(() => '---').join('|')}|`,
-    ...MEASURES.map(
-      ([key, name, unit]) =>
-        `| ${name} | ${[0, ...sizes].map((n) => `${at(n)[key].toFixed(unit === 'MB' ? 0 : 1)} ${unit}`).join(' | ')} |`,
-    ),
+    ...MEASURES.map(([key, name, unit]) => `| ${name} | ${[0, ...sizes].map((n) => cell(at(n), key, unit)).join(' | ')} |`),
     `| journal size | ${[0, ...sizes].map((n) => `${(at(n).journalBytes / 2 ** 20).toFixed(1)} MB`).join(' | ')} |`,
   ].join('\n');
   return { figure: 'growth', figures, table, rows };
 });
+
+function cell(figures, key, unit) {
+  const value = figures[key];
+  if (Number.isFinite(value)) return `${value.toFixed(unit === 'MB' ? 0 : 1)} ${unit}`;
+  return key === 'paintMs' && figures.paintError ? 'no first paint within 30 s' : '—';
+}
 
 /** Every figure of one hub over `n` finished tasks. */
 async function measure(dir, n, runs) {
@@ -110,7 +113,9 @@ async function measure(dir, n, runs) {
       }
       const cli = [];
       for (let j = 0; j < runs; j++) cli.push((await runCli(['tasks'], { ...env, BACKCHANNEL_CONTROL: hub.control })).ms);
-      const paint = n > 0 ? await panelPaint(hub.url, runs, 1) : { first: Number.NaN };
+      // A panel that cannot paint at all over this history is a finding, not a crash of the bench.
+      const paint = n > 0 ? await panelPaint(hub.url, runs, 1).catch((error) => ({ first: Number.NaN, error })) : { first: Number.NaN };
+      if (paint.error) log(`growth: the panel did not paint over ${n} tasks: ${paint.error.message.split('\n')[0]}`);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       figures = {
         rssStartMb,
@@ -119,6 +124,7 @@ async function measure(dir, n, runs) {
         pageMs: median(pages),
         cliMs: median(cli),
         paintMs: paint.first,
+        paintError: paint.error?.message.split('\n')[0],
       };
     } finally {
       await hub.stop();
