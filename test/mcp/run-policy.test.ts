@@ -81,7 +81,7 @@ describe('what backchannel mcp may run', () => {
     );
     await startHub(hub);
     const client = await connect(hub);
-    const ran = await call(client, 'run_task', { command: agent, args: ['--x'], cwd: allowed, input: 'hi' });
+    const ran = await call(client, 'run_task', { command: agent, args: ['--x'], cwd: allowed, input: { prompt: 'hi' } });
     expect(ran.isError).toBe(false);
     expect(JSON.parse(ran.text)).toMatchObject({ state: 'succeeded' });
     const elsewhere = await call(client, 'run_task', { command: agent, cwd: ROOT });
