@@ -142,6 +142,28 @@ describe('journal compaction', () => {
   });
 });
 
+/** Finished task `n` of a journal written by a test: its id, time, spec and `ended` snapshot. */
+function finishedTask(n: number, data: unknown) {
+  const id = `0190f3c2-7a4b-7c1e-9d2a-${String(n).padStart(12, '0')}`;
+  const at = new Date(Date.UTC(2026, 10, 1, 0, 0, n)).toISOString();
+  const spec = { command: 'agent', args: [], cwd: '/', label: `task ${n}` };
+  const task = {
+    id,
+    label: spec.label,
+    state: 'succeeded',
+    command: 'agent',
+    args: [],
+    cwd: '/',
+    attempt: 1,
+    maxAttempts: 1,
+    createdAt: at,
+    endedAt: at,
+    counters: { malformed: 0, rejected: 0, ignored: 0 },
+    result: { task_id: id, status: 'success', data },
+  };
+  return { id, at, spec, task };
+}
+
 describe('journal size', () => {
   test('a journal over 16 MiB is compacted at start, keeping every task', async () => {
     const { dataDir } = dirs();
@@ -150,29 +172,12 @@ describe('journal size', () => {
     const filler = 'p'.repeat(4000);
     const lines: string[] = [];
     for (let n = 0; n < 200; n++) {
-      const id = `0190f3c2-7a4b-7c1e-9d2a-${String(n).padStart(12, '0')}`;
-      const at = new Date(Date.UTC(2026, 10, 1, 0, 0, n)).toISOString();
-      const spec = { command: 'agent', args: [], cwd: '/', label: `task ${n}` };
+      const { id, at, spec, task } = finishedTask(n, { n });
       lines.push(JSON.stringify({ e: 'queued', id, at, spec, maxAttempts: 1 }));
       lines.push(JSON.stringify({ e: 'attempt', id, at, attempt: 1 }));
       // A chatty task: many throttled progress records, each with a (clipped) partial.
       for (let p = 0; p < 22; p++) lines.push(JSON.stringify({ e: 'progress', id, at, progress: p, partial: { filler } }));
-      const task = {
-        id,
-        label: spec.label,
-        state: 'succeeded',
-        command: 'agent',
-        args: [],
-        cwd: '/',
-        attempt: 1,
-        maxAttempts: 1,
-        createdAt: at,
-        endedAt: at,
-        progress: 100,
-        counters: { malformed: 0, rejected: 0, ignored: 0 },
-        result: { task_id: id, status: 'success', data: { n } },
-      };
-      lines.push(JSON.stringify({ e: 'ended', id, at, task }));
+      lines.push(JSON.stringify({ e: 'ended', id, at, task: { ...task, progress: 100 } }));
     }
     writeFileSync(journal, lines.join('\n') + '\n');
     const sizeBefore = statSync(journal).size;
@@ -198,23 +203,7 @@ describe('journal size', () => {
     const text = 't'.repeat(9000);
     const lines: string[] = [];
     for (let n = 0; n < 2000; n++) {
-      const id = `0190f3c2-7a4b-7c1e-9d2a-${String(n).padStart(12, '0')}`;
-      const at = new Date(Date.UTC(2026, 10, 1, 0, 0, n)).toISOString();
-      const spec = { command: 'agent', args: [], cwd: '/', label: `task ${n}` };
-      const task = {
-        id,
-        label: spec.label,
-        state: 'succeeded',
-        command: 'agent',
-        args: [],
-        cwd: '/',
-        attempt: 1,
-        maxAttempts: 1,
-        createdAt: at,
-        endedAt: at,
-        counters: { malformed: 0, rejected: 0, ignored: 0 },
-        result: { task_id: id, status: 'success', data: { n, text } },
-      };
+      const { id, at, spec, task } = finishedTask(n, { n, text });
       lines.push(JSON.stringify({ e: 'ended', id, at, task, spec }));
     }
     writeFileSync(journal, lines.join('\n') + '\n', { mode: 0o600 });
