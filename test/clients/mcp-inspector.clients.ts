@@ -14,7 +14,10 @@ describe.skipIf(inspector.skip !== undefined)(`${inspector.title} --cli`, () => 
   test('tools/list shows typed arguments; tools/call with input={"path":"."} hands the agent an object', async () => {
     const hub = hubEnv();
     await startHub(hub);
-    const server = ['--cli', process.execPath, BIN, 'mcp'];
+    // The Inspector starts the server with a default environment plus what `-e` names: the hub's
+    // endpoint and config (whose run policy lets this fixture run) go with it.
+    const passed = Object.entries(hub.env).filter(([name, value]) => /^(BACKCHANNEL_|XDG_|CURSOR_IPC_DIR$)/.test(name) && value);
+    const server = ['--cli', ...passed.flatMap(([name, value]) => ['-e', `${name}=${value}`]), process.execPath, BIN, 'mcp'];
     const run = (args: string[]) => runCli(inspector.bin, [...server, ...args], { cwd: hub.dir, env: hub.env });
 
     const listed = await run(['--method', 'tools/list']);
