@@ -5,8 +5,9 @@
  * the control endpoint answering), its RSS after start and after serving the list and the panel, the
  * first page of tasks (POST /api/tasks/page) and `backchannel tasks` (the CLI, spawn → exit, through
  * the hub), the panel's first paint in headless Chromium, and the journal's compaction (load + rewrite
- * of N records, in this process, as a start does when the journal has grown). Baseline: the same
- * figure over an empty history, same run; growth is judged per task against the 1,000-task figure.
+ * of N records, in this process, as a start does when the journal has grown). Growth is judged by
+ * the step from 10,000 to 100,000 against 10 × the step from 1,000 to 10,000; the 10,000 figures
+ * against the issue's limits. The empty history is in the table for the fixed costs.
  */
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -38,24 +39,24 @@ main(async ({ quick }) => {
     ['compactMs', 'journal load + compaction', 'ms'],
   ];
   for (const [key, name, unit, limitAt10k] of MEASURES) {
-    // The panel paints no row over an empty history: its growth is judged from zero.
-    const base = Number.isFinite(at(0)[key]) ? at(0)[key] : 0;
-    // What history adds beyond the empty one's cost grows at most linearly: N tasks may add N/1000 × what
-    // 1,000 added, plus a tenth of the empty figure for the noise of a shared machine.
-    const perThousand = Math.max(at(1000)[key] - base, 0);
-    for (const n of sizes.slice(1)) {
-      const added = at(n)[key] - base;
-      const allowed = perThousand * (n / 1000) + base / 10;
+    // At most linear: the step from 10,000 to 100,000 tasks may cost at most 10 × the step from
+    // 1,000 to 10,000 (both steps well above a shared machine's noise, unlike 0 → 1,000), with a
+    // fifth more for that noise.
+    const [small, middle, large] = sizes;
+    if (large !== undefined && Number.isFinite(at(large)[key]) && Number.isFinite(at(small)[key])) {
+      const step = at(middle)[key] - at(small)[key];
+      const next = at(large)[key] - at(middle)[key];
+      const allowed = Math.max(step, 0) * ((large - middle) / (middle - small));
       rows.push(
         row({
           fig: 'GR',
-          name: `History ${fmt(n)} vs 1,000: ${name}, added over an empty history`,
+          name: `Growth of ${name}: ${fmt(middle)} → ${fmt(large)} vs ${fmt(small)} → ${fmt(middle)} scaled`,
           unit,
-          value: added,
+          value: next,
           baseline: allowed,
-          ratio: allowed > 0 ? added / allowed : undefined,
-          target: { op: '<=', ratio: 1 },
-          detail: `at most linear: ${fmt(n)} tasks may add ${fmt(n / 1000)}× what 1,000 added (${perThousand.toFixed(1)} ${unit}) + a tenth of the empty figure; empty history ${base.toFixed(1)} ${unit}, ${fmt(n)}: ${at(n)[key].toFixed(1)} ${unit}`,
+          ratio: allowed > 0 ? next / allowed : undefined,
+          target: { op: '<=', ratio: 1.2 },
+          detail: `linear: the second step may cost ${((large - middle) / (middle - small)).toFixed(0)}× the first (${step.toFixed(1)} ${unit}); ${fmt(small)}: ${at(small)[key].toFixed(1)}, ${fmt(middle)}: ${at(middle)[key].toFixed(1)}, ${fmt(large)}: ${at(large)[key].toFixed(1)} ${unit}`,
         }),
       );
     }
@@ -68,7 +69,7 @@ main(async ({ quick }) => {
           value: at(10_000)[key],
           baseline: limitAt10k,
           target: { op: '<=', ratio: 1 },
-          detail: `baseline column = the target (${limitAt10k} ${unit} at 10,000); empty history ${base.toFixed(1)} ${unit}, 1,000: ${at(1000)[key].toFixed(1)} ${unit}`,
+          detail: `baseline column = the target (${limitAt10k} ${unit} at 10,000); empty history ${at(0)[key]?.toFixed(1)} ${unit}, 1,000: ${at(1000)[key].toFixed(1)} ${unit}`,
         }),
       );
     }
