@@ -32,6 +32,13 @@ export function wantsJson(argv: readonly string[]): boolean {
  * help text's `Usage: backchannel <command>` line) — and returns the usage exit code. With `--json`
  * the error is one JSON object on stdout instead.
  */
+/** A task command's ids: a usage error (exit 2) when fewer than `min` or more than `max`, else undefined. */
+export function checkTaskIds(name: string, ids: readonly string[], [min, max]: [number, number], help: string): number | undefined {
+  if (ids.length < min) return usageError(`backchannel ${name}: missing the task id`, help);
+  if (ids.length > max) return usageError(`backchannel ${name}: unexpected argument "${ids[max]}"`, help);
+  return undefined;
+}
+
 export function usageError(message: string, help: string): number {
   const command = /^Usage: (backchannel(?: [a-z][\w-]*)?)/.exec(help)?.[1] ?? 'backchannel';
   if (jsonErrors) {

@@ -16,6 +16,18 @@ function cli(args: string[], cwd = ROOT) {
 }
 
 describe('usage errors', () => {
+  test('a task or change command without its id, or with one too many, is a usage error naming it (exit 2)', () => {
+    for (const [args, first] of [
+      [['show'], 'backchannel show: missing the task id'],
+      [['show', 'a', 'b'], 'backchannel show: unexpected argument "b"'],
+      [['discard'], 'backchannel discard: missing the task id'],
+    ] as const) {
+      const run = cli([...args]);
+      expect(run.code).toBe(2);
+      expect(run.lines).toEqual([first, `Run \`backchannel ${args[0]} --help\` for usage.`]);
+    }
+  });
+
   test('an unknown option is one line plus a pointer to --help, exit 2, quotes balanced', () => {
     const run = cli(['run', '--bogus', '--', 'node', 'x.mjs']);
     expect(run.code).toBe(2);

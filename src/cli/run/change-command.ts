@@ -4,7 +4,7 @@
  * ids among the coding tasks, run, and turn a refusal into one line and exit 1.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
+import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
 import { openChanges } from '../../client/open.js';
 import type { ChangeService } from '../../client/changes.js';
 
@@ -24,11 +24,8 @@ export function changeCommand<O extends OptionsConfig>(spec: ChangeCommandSpec<O
     async run(argv) {
       const line = parseCommandLine(spec.name, argv, spec.options, spec.help, true);
       if (typeof line === 'number') return line;
-      const [min, max] = spec.ids;
-      if (line.positionals.length < min) return usageError(`backchannel ${spec.name}: missing the task id`, spec.help);
-      if (line.positionals.length > max) {
-        return usageError(`backchannel ${spec.name}: unexpected argument "${line.positionals[max]}"`, spec.help);
-      }
+      const wrong = checkTaskIds(spec.name, line.positionals, spec.ids, spec.help);
+      if (wrong !== undefined) return wrong;
       const opened = await openChanges();
       try {
         const ids: string[] = [];

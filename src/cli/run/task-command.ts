@@ -4,7 +4,7 @@
  * with it), resolve an abbreviated id, run, and turn a refusal into a one-line message and exit 1.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
+import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
 import { resolveTaskId } from '../../client/task-ids.js';
 import { NO_HUB, openCommandBridge, type CommandBridge } from './remote.js';
 
@@ -26,11 +26,8 @@ export function taskCommand<O extends OptionsConfig>(spec: TaskCommandSpec<O>): 
     async run(argv) {
       const line = parseCommandLine(spec.name, argv, spec.options, spec.help, true);
       if (typeof line === 'number') return line;
-      const [min, max] = spec.positionals;
-      if (line.positionals.length < min) return usageError(`backchannel ${spec.name}: missing the task id`, spec.help);
-      if (line.positionals.length > max) {
-        return usageError(`backchannel ${spec.name}: unexpected argument "${line.positionals[max]}"`, spec.help);
-      }
+      const wrong = checkTaskIds(spec.name, line.positionals, spec.positionals, spec.help);
+      if (wrong !== undefined) return wrong;
       let open: CommandBridge | undefined;
       try {
         open = await openCommandBridge({ history: spec.history });
