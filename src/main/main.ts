@@ -86,7 +86,11 @@ async function start(): Promise<void> {
     quit: () => app.quit(),
   });
   const trayController = new TrayController(appTray, broker);
-  const notifier = new Notifier((taskId) => panel.show(taskId));
+  const notifier = new Notifier({
+    openTask: (taskId) => panel.show(taskId),
+    // Answered in the notification: the panel may have answered first, which the bridge refuses in one line.
+    answer: (taskId, askId, text) => void bridge.answer(taskId, askId, text).catch((error: Error) => logger.warn(error.message)),
+  });
 
   broker.on('update', (update: TaskUpdate) => {
     if (update.kind === 'ended') notifier.taskEnded(broker.get(update.taskId));

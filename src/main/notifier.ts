@@ -1,42 +1,56 @@
 /**
- * Desktop notifications: a task ended, or a sub-agent asks a question. Clicking one opens that task
- * in the panel. Muted once the app quits (tasks cancelled by quitting are not news).
+ * Desktop notifications (what they say: ./notices.ts). Clicking one opens that task in the panel; a
+ * question's buttons or inline reply answer it on the spot. Muted once the app quits (tasks cancelled
+ * by quitting are not news).
  */
 import { Notification } from 'electron';
-import { failureOf } from '../model/states.js';
 import type { TaskSnapshot } from '../model/task.js';
+import { endedNotice, questionNotice, type Notice } from './notices.js';
+
+export interface NotifierActions {
+  openTask(taskId: string): void;
+  answer(taskId: string, askId: string, answer: string): void;
+}
 
 export class Notifier {
   #muted = false;
 
-  constructor(private readonly openTask: (taskId: string) => void) {}
+  constructor(private readonly actions: NotifierActions) {}
 
   mute(): void {
     this.#muted = true;
   }
 
-  /** A task ended: quiet for a success, with the reason for anything else. */
   taskEnded(task: TaskSnapshot | undefined): void {
-    if (!task || this.#muted) return;
-    const ok = task.state === 'succeeded';
-    this.#notify(task.id, {
-      title: `${ok ? 'Done' : task.state === 'cancelled' ? 'Cancelled' : 'Failed'}: ${task.label}`,
-      body: ok ? 'The sub-agent finished. Click to see the result.' : (failureOf(task)?.message ?? task.message ?? task.state),
-      silent: ok,
-    });
+    if (task) this.#notify(endedNotice(task));
   }
 
-  /** A sub-agent waits for an answer: say so, and open its task (with the answer box) on click. */
   question(task: TaskSnapshot | undefined): void {
-    const question = task?.pendingQuestion;
-    if (!task || !question || this.#muted) return;
-    this.#notify(task.id, { title: `Question from ${task.label}`, body: question.question, silent: false });
+    const notice = task && questionNotice(task);
+    if (notice) this.#notify(notice);
   }
 
-  #notify(taskId: string, options: { title: string; body: string; silent: boolean }): void {
-    if (!Notification.isSupported()) return;
-    const notification = new Notification(options);
-    notification.on('click', () => this.openTask(taskId));
+  #notify(notice: Notice): void {
+    if (this.#muted || !Notification.isSupported()) return;
+    const { taskId, title, body, silent, answers } = notice;
+    const choices = answers && 'choices' in answers ? answers.choices : [];
+    const notification = new Notification({
+      title,
+      body,
+      silent,
+      actions: choices.map((text) => ({ type: 'button' as const, text })),
+      ...(answers && 'reply' in answers ? { hasReply: true, replyPlaceholder: 'Answer the sub-agent…' } : {}),
+    });
+    notification.on('click', () => this.actions.openTask(taskId));
+    if (answers) {
+      notification.on('action', (details) => {
+        const choice = choices[details.actionIndex];
+        if (choice !== undefined) this.actions.answer(taskId, answers.askId, choice);
+      });
+      notification.on('reply', (details) => {
+        if (details.reply.trim()) this.actions.answer(taskId, answers.askId, details.reply);
+      });
+    }
     notification.show();
   }
 }

@@ -22,7 +22,7 @@ import { guardRequests } from './request-guards.js';
 import { BridgeTaskStore } from './task-store.js';
 import { registerTools, START_SHAPE, startTask, type StartArgs } from './tools.js';
 import { registerChangeTools } from './change-tools.js';
-import { statusMessage } from './snapshots.js';
+import { statusMessage, withContext } from './snapshots.js';
 
 export interface BackchannelMcp {
   readonly server: McpServer;
@@ -144,7 +144,7 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
       const relatedTask = store.isMcpTask(task.id) ? { _meta: { [RELATED_TASK_META_KEY]: { taskId: task.id } } } : {};
       const reply = await server.server.elicitInput({
         ...relatedTask,
-        message: `Sub-agent "${task.label}" asks: ${question.question}`,
+        message: withContext(`Sub-agent "${task.label}" asks: ${question.question}`, question),
         requestedSchema: {
           type: 'object',
           properties: {

@@ -7,7 +7,8 @@ import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import { describePartial, failureOf } from '../model/states.js';
-import { isFinished, type TaskSnapshot } from '../model/task.js';
+import { questionContext } from '../model/questions.js';
+import { isFinished, type PendingQuestion, type TaskSnapshot } from '../model/task.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
 export const POLL_INTERVAL_MS = 500;
@@ -19,7 +20,8 @@ export interface TaskSummary {
   done: boolean;
   progress?: number;
   last_partial?: unknown;
-  question?: { ask_id: string; question: string; choices?: string[] };
+  /** A pending question; a coding task's names where it stands (`worktree`: its branch and the files changed so far). */
+  question?: { ask_id: string; question: string; choices?: string[]; worktree?: { branch: string; files: string[] } };
   result?: unknown;
   failure?: { reason: string; message: string; stderr_tail?: string };
   created_at: string;
@@ -37,8 +39,8 @@ export function summarize(task: TaskSnapshot): TaskSummary {
   if (task.progress !== undefined) summary.progress = task.progress;
   if (task.lastPartial !== undefined && !summary.done) summary.last_partial = task.lastPartial;
   if (task.pendingQuestion) {
-    const { askId, question, choices } = task.pendingQuestion;
-    summary.question = { ask_id: askId, question, ...(choices ? { choices } : {}) };
+    const { askId, question, choices, worktree } = task.pendingQuestion;
+    summary.question = { ask_id: askId, question, ...(choices ? { choices } : {}), ...(worktree ? { worktree } : {}) };
   }
   if (task.state === 'succeeded') summary.result = task.result?.data ?? null;
   else if (summary.done) {
@@ -76,12 +78,18 @@ export function finalResult(task: TaskSnapshot): CallToolResult {
 }
 
 export function statusMessage(task: TaskSnapshot): string | undefined {
-  if (task.pendingQuestion) return `The sub-agent asks: ${task.pendingQuestion.question}`;
+  if (task.pendingQuestion) return withContext(`The sub-agent asks: ${task.pendingQuestion.question}`, task.pendingQuestion);
   if (isFinished(task.state)) return task.message;
   if (task.state === 'queued') return 'queued';
   const partial = describePartial(task.lastPartial);
   const progress = task.progress === undefined ? '' : `${Math.round(task.progress)}%`;
   return [progress, partial].filter(Boolean).join(' · ') || task.state;
+}
+
+/** `text`, then where a coding task stands when it asks (its branch and the files it changed so far). */
+export function withContext(text: string, question: PendingQuestion): string {
+  const context = questionContext(question);
+  return context ? `${text} (${context})` : text;
 }
 
 /** The MCP Tasks status of a Backchannel task (the table in docs/mcp.md). */

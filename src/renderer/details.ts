@@ -17,6 +17,7 @@ import {
 } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying } from '../model/states.js';
+import { questionContext } from '../model/questions.js';
 
 export interface DetailsActions {
   close(): void;
@@ -175,7 +176,7 @@ export class Details {
       q.worktree
         ? h('p', {
             class: 'question-context',
-            text: `On branch ${q.worktree.branch}; changed so far: ${q.worktree.files.length ? q.worktree.files.join(', ') : 'nothing'}`,
+            text: questionContext(q),
           })
         : null,
       q.choices?.length

@@ -140,7 +140,7 @@ describe.each(RUN_MODES)('coding tasks from the CLI (%s)', (mode) => {
     const input = JSON.stringify({ edits: [{ path: 'src/app.ts', content: 'changed\n' }], ask: 'Keep going?' });
     const run = await cli(['run', '--worktree', '--ask-timeout', '1000', '--input', input, '--', fixture('coder.mjs')], repo);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toMatch(/^\(on branch backchannel\/[0-9a-f]{12}; changed so far: src\/app\.ts\)$/m);
+    expect(run.stderr).toMatch(/^\(On branch backchannel\/[0-9a-f]{12}; changed so far: src\/app\.ts\)$/m);
   });
 
   test('clear one-line refusals: not a repository, a base that does not exist, an unknown task', async () => {

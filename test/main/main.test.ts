@@ -10,14 +10,24 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
-import { waitFor, waitUntilGone } from '../helpers/core.js';
+import { ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
 import { anyCommandConfig } from '../helpers/run-policy.js';
+
+const ASKER = path.join(ROOT, 'test', 'fixtures', 'asker.mjs');
+
+/** A notification the app showed: its options, and its handlers by event ('click', 'action', 'reply'). */
+interface FakeNotification {
+  title: string;
+  body: string;
+  options: Record<string, unknown>;
+  handlers: Map<string, (...args: unknown[]) => void>;
+}
 
 interface Fake {
   ipc: FakeIpc;
   windows: { options: Record<string, unknown>; urls: string[]; webContents: { id: number }; shown: boolean }[];
-  notifications: { title: string; body: string; click?: () => void }[];
+  notifications: FakeNotification[];
   protocolHandlers: Map<string, (request: Request) => Response | Promise<Response>>;
   appHandlers: Map<string, ((...args: unknown[]) => void)[]>;
   trayDestroyed: boolean;
@@ -100,12 +110,12 @@ vi.mock('electron', async () => {
   }
   class Notification {
     static isSupported = () => true;
-    record: Fake['notifications'][number];
+    record: FakeNotification;
     constructor(options: { title: string; body: string }) {
-      this.record = { title: options.title, body: options.body };
+      this.record = { title: options.title, body: options.body, options, handlers: new Map() };
     }
-    on(_event: string, handler: () => void) {
-      this.record.click = handler;
+    on(event: string, handler: (...args: unknown[]) => void) {
+      this.record.handlers.set(event, handler);
     }
     show() {
       fake.notifications.push(this.record);
@@ -269,7 +279,7 @@ describe('the Electron shell (stand-in Electron)', () => {
     const done = (): Fake['notifications'][number] | undefined => fake.notifications.find((n) => n.title === 'Done: from the panel');
     await waitFor(() => done() !== undefined, 'the notification', 20_000);
     const note = done()!;
-    note.click!();
+    note.handlers.get('click')!();
     expect(win.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
     await waitFor(() => hooks.tray().menu.includes('Recent tasks > ✓ from the panel'), 'the tray menu to list the task', 20_000);
   });
@@ -282,10 +292,26 @@ describe('the Electron shell (stand-in Electron)', () => {
     await waitFor(() => question() !== undefined, 'the question notification', 20_000);
     const note = question()!;
     expect(note.body).toBe(asking.pendingQuestion!.question);
-    note.click!();
+    note.handlers.get('click')!();
     expect(fake.windows[0]!.urls.at(-1)).toBe(`backchannel://panel/index.html#task=${id}`);
-    await bridge.answer(id, asking.pendingQuestion!.askId, asking.pendingQuestion!.choices?.[0] ?? 'yes');
+    // Its choices are the notification's buttons; pressing one answers the question.
+    expect(note.options.actions).toEqual([
+      { type: 'button', text: 'main' },
+      { type: 'button', text: 'dev' },
+    ]);
+    note.handlers.get('action')!({ actionIndex: 1 }, 1);
+    const answered = await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+    expect(answered.pendingQuestion).toBeUndefined();
+    expect((await bridge.taskResult(id))?.data).toMatchObject({ branch: 'dev' });
+  });
+
+  test('a free-text question is answered from the notification’s reply field', async () => {
+    const { id } = await bridge.submit({ command: ASKER, args: ['[]'], label: 'open question' });
+    const note = await waitFor(() => fake.notifications.find((n) => n.title === 'Question from open question'), 'the notification', 20_000);
+    expect(note.options).toMatchObject({ hasReply: true, actions: [] });
+    note.handlers.get('reply')!({ reply: 'the release branch' }, 'the release branch');
     await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
+    expect((await bridge.taskResult(id))?.data).toEqual({ answer: 'the release branch' });
   });
 
   test('"Pause queue" in the tray pauses and resumes the queue, and the tray shows it', async () => {

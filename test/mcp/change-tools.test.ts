@@ -75,4 +75,30 @@ describe('coding tasks over MCP', () => {
     const bad = await call(client, 'start_task', { command: fixture('coder.mjs'), cwd: repo, base: 'main' });
     expect(bad.isError).toBe(true);
   });
+
+  test('a coding task’s question names its branch and the files it changed so far, and answer_question answers it', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const env = Object.fromEntries(Object.entries(hub.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+    const client = new Client({ name: 'backchannel-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: ROOT, stderr: 'pipe' }));
+    clients.push(client);
+    const repo = makeRepo({ 'a.txt': lines(4, 'a') });
+    const { task_id } = (
+      await call(client, 'start_task', {
+        command: fixture('coder.mjs'),
+        cwd: repo,
+        worktree: true,
+        input: { edits: [{ path: 'a.txt', append: 'more\n' }], ask: 'Also the tests?' },
+      })
+    ).value as { task_id: string };
+    const asked = await call(client, 'wait_for_task', { task_id });
+    expect(asked.value).toMatchObject({
+      done: false,
+      question: { question: 'Also the tests?', worktree: { branch: expect.stringMatching(/^backchannel\//), files: ['a.txt'] } },
+    });
+    expect((await call(client, 'answer_question', { task_id, answer: 'no' })).value).toEqual({ task_id, answered: true });
+    expect((await call(client, 'wait_for_task', { task_id })).value).toMatchObject({ done: true, state: 'succeeded' });
+    await call(client, 'discard_task_change', { task_id });
+  });
 });

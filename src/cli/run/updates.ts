@@ -8,6 +8,7 @@ import type { TaskRun } from '../../client/tasks.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { neutralise, writeText } from '../terminal-text.js';
 import { describePartial } from '../../model/states.js';
+import { questionContext } from '../../model/questions.js';
 import type { ProgressLine } from './progress-line.js';
 
 export interface UpdateViewOptions {
@@ -53,8 +54,8 @@ async function answerQuestion(task: TaskRun, line: ProgressLine | undefined, ask
   const question = task.snapshot().pendingQuestion;
   if (!question) return;
   // A coding task's question says where it stands.
-  const where = question.worktree;
-  if (where) writeText(process.stderr, `(on branch ${where.branch}; changed so far: ${where.files.join(', ') || 'nothing'})\n`);
+  const where = questionContext(question);
+  if (where) writeText(process.stderr, `(${where})\n`);
   if (!process.stdin.isTTY) {
     process.stderr.write(unansweredNotice(task.id, question.question, question.choices, askTimeoutMs) + '\n');
     return;
