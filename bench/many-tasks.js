@@ -14,7 +14,8 @@ import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, openFds, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
-import { cpuMicros, summarize } from './lib/stats.js';
+import { childrenCpuMicros, cpuMicros, summarize } from './lib/stats.js';
+import os from 'node:os';
 
 const CONCURRENCY = 50;
 const HISTORY_LIMIT = 100;
@@ -78,8 +79,10 @@ main(async ({ quick }) => {
   const bareCount = count / 4;
   log(`many tasks: baseline, ${bareCount} bare node processes @ ${CONCURRENCY}`);
   const bareCpu0 = cpuMicros();
+  const bareChildCpu0 = childrenCpuMicros();
   const bare = await pool(bareCount, bareOne);
   const bareCpuMs = (cpuMicros() - bareCpu0) / 1000 / bareCount;
+  const bareChildCpuMs = perTask(bareChildCpu0, bareCount);
   server.close();
 
   const broker = new TaskBroker({
@@ -131,8 +134,10 @@ main(async ({ quick }) => {
   const heapAfterFirst = heapMb();
   const rssAfterFirst = rssMb();
   const cpu0 = cpuMicros();
+  const childCpu0 = childrenCpuMicros();
   const run = await batch(count);
   const brokerCpuMs = (cpuMicros() - cpu0) / 1000 / count;
+  const agentCpuMs = perTask(childCpu0, count);
   clearInterval(sampler);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const heapEnd = heapMb();
@@ -219,6 +224,9 @@ main(async ({ quick }) => {
         baseline: bareRate,
         detail: `CPU per task ${bareAfterCpuMs.toFixed(2)} vs ${bareCpuMs.toFixed(2)} ms before the broker ran (RSS then ${rssEnd.toFixed(0)} MB): what spawn() alone costs at the broker's size; the broker rows against this limit: tasks/s ${(rate / (bareCount / bareAfter.seconds)).toFixed(2)}×, CPU per task ${(brokerCpuMs / bareAfterCpuMs).toFixed(2)}×`,
       }),
+      ...(agentCpuMs === undefined || bareChildCpuMs === undefined
+        ? []
+        : [cpuBoundLimit({ rate, bareRate, agentCpuMs, brokerCpuMs, bareChildCpuMs, bareCpuMs })]),
       row({
         fig: '5',
         name: 'Many tasks: heap after GC, after the run vs after warm-up',
@@ -257,5 +265,34 @@ main(async ({ quick }) => {
     ],
   };
 });
+
+/** CPU per task of the children reaped since `before` (undefined without /proc). */
+function perTask(before, tasks) {
+  const now = childrenCpuMicros();
+  return before === undefined || now === undefined ? undefined : (now - before) / 1000 / tasks;
+}
+
+/**
+ * The CPU-bound limit (issue 27 item 4): with every core busy, tasks/s can be at most
+ * cores ÷ (the agent's own CPU + the broker's CPU per task). The SDK agent costs more CPU than a
+ * bare node process before the broker does anything; this row shows what that alone allows.
+ */
+function cpuBoundLimit({ rate, bareRate, agentCpuMs, brokerCpuMs, bareChildCpuMs, bareCpuMs }) {
+  const cores = os.availableParallelism();
+  const limitRate = (cores * 1000) / (agentCpuMs + brokerCpuMs);
+  const bareLimitRate = (cores * 1000) / (bareChildCpuMs + bareCpuMs);
+  return row({
+    fig: '5',
+    name: "(limit) Many tasks: the agents' own CPU per task, SDK agent vs bare node",
+    unit: 'ms',
+    value: agentCpuMs,
+    baseline: bareChildCpuMs,
+    detail:
+      `CPU of the reaped agent processes (cutime + cstime) per task; with the broker's ${brokerCpuMs.toFixed(1)} vs the pool's ` +
+      `${bareCpuMs.toFixed(1)} ms, ${cores} cores allow at most ${limitRate.toFixed(1)} vs ${bareLimitRate.toFixed(1)} tasks/s ` +
+      `(${(limitRate / bareLimitRate).toFixed(2)}×); measured ${rate.toFixed(1)} vs ${bareRate.toFixed(1)} (${(rate / bareRate).toFixed(2)}×), ` +
+      `${(rate / limitRate).toFixed(2)}× of the broker's CPU-bound limit`,
+  });
+}
 
 const BARE = `const s = require('node:net').createConnection(process.env.BENCH_SOCKET, () => s.end(JSON.stringify({ id: process.env.BENCH_ID, data: 'x'.repeat(2048) }) + '\\n'));`;

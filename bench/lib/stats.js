@@ -2,6 +2,8 @@
  * Shared statistics and clocks for every benchmark. Figures are medians over repeated runs; tails
  * (p99, p99.9) come from the pooled samples of one run.
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /** Wall clock in epoch milliseconds with sub-millisecond resolution, comparable across processes. */
 export function wallNow() {
@@ -12,6 +14,26 @@ export function wallNow() {
 export function cpuMicros() {
   const { user, system } = process.cpuUsage();
   return user + system;
+}
+
+let clockTicks;
+
+/**
+ * CPU time (user + system) of this process's ended, reaped children in microseconds (cutime + cstime
+ * of /proc/self/stat, in clock ticks), or undefined where there is no /proc. What the agents themselves
+ * cost, next to what the broker costs around them.
+ */
+export function childrenCpuMicros() {
+  let stat;
+  try {
+    stat = readFileSync('/proc/self/stat', 'utf8');
+  } catch {
+    return undefined;
+  }
+  // Fields after the command name (which may hold spaces) start at field 3; cutime and cstime are 16 and 17.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+  return ((Number(fields[13]) + Number(fields[14])) * 1e6) / clockTicks;
 }
 
 export function median(values) {
