@@ -173,6 +173,53 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} against a fake Respons
       await fake.close();
     }
   });
+
+  test('a dropped stream: Codex reconnects (an error line) and answers; under the template that is progress, not the end', async () => {
+    const dir = tempDir('bc-cxe-');
+    const fake = await startFakeResponses([
+      { drop: true },
+      { output: [say('Answered after a reconnect.')] },
+      { drop: true },
+      { output: [say('Answered after a reconnect.')] },
+    ]);
+    try {
+      const env = { ...codexEnv(dir, codexHome(dir, fake)), CODEX_BIN: codex.bin, BACKCHANNEL_CONTROL: path.join(dir, 'control.sock') };
+      const straight = await runCli(codex.bin, ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'read-only', '--', 'Say hi'], {
+        cwd: dir,
+        env,
+      });
+      expect(straight.code, straight.stderr).toBe(0);
+      expect(eventsOf(straight.stdout).filter((e) => e.type === 'error')).toHaveLength(1);
+      matchesRecording('codex-exec-json-reconnect.jsonl', straight.stdout, dir, fake);
+
+      const input = JSON.stringify({ prompt: 'Say hi', skip_git_repo_check: true });
+      const run = await backchannel(['run', '--json', '--input', input, '--', 'node', AGENT], dir, env);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ status: 'success', data: { text: 'Answered after a reconnect.' } });
+      expect(fake.requests).toHaveLength(4);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('under the template, a refused key fails at once with the login hint, without the five retries', async () => {
+    const dir = tempDir('bc-cxk-');
+    const fake = await startFakeResponses(Array.from({ length: 10 }, () => ({ status: 401, message: 'Incorrect API key provided' })));
+    try {
+      const env = { ...codexEnv(dir, codexHome(dir, fake)), CODEX_BIN: codex.bin, BACKCHANNEL_CONTROL: path.join(dir, 'control.sock') };
+      const input = JSON.stringify({ prompt: 'Say hi', skip_git_repo_check: true });
+      const run = await backchannel(['run', '--json', '--input', input, '--', 'node', AGENT], dir, env);
+      expect(run.code).toBe(1);
+      const payload = JSON.parse(run.stdout) as { status: string; data: { message: string } };
+      expect(payload.status).toBe('error');
+      expect(JSON.stringify(payload)).toMatch(
+        /the Codex CLI is not logged in: .*\(unexpected status 401 Unauthorized: Incorrect API key provided/,
+      );
+      expect(fake.requests.length).toBeLessThan(6);
+    } finally {
+      await fake.close();
+    }
+  });
 });
 
 describe.skipIf(codex.skip !== undefined).each(RUN_MODES)(`${codex.title} under the codex template (%s)`, (mode) => {

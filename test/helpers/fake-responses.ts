@@ -20,6 +20,8 @@ export interface ScriptedResponse {
   /** Answer with this HTTP status and an OpenAI-style error body instead (e.g. 401). */
   status?: number;
   message?: string;
+  /** End the stream after `response.created`, without `response.completed` (a dropped connection). */
+  drop?: boolean;
   /** Answer only once this settles: the client waits mid-turn (to look at a running task's step). */
   hold?: Promise<unknown>;
 }
@@ -136,6 +138,10 @@ function stream(res: http.ServerResponse, n: number, model: string, reply: Scrip
   };
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   send('response.created', { response });
+  if (reply.drop) {
+    res.end();
+    return;
+  }
   send('response.in_progress', { response });
   const done: unknown[] = [];
   (reply.output ?? []).forEach((out, index) => {
