@@ -137,7 +137,19 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} against a fake Respons
       expect(fs.readFileSync(path.join(project, 'README.md'), 'utf8')).toBe('# demo, edited\n');
       expect(fs.readFileSync(path.join(project, 'notes.txt'), 'utf8')).toBe('hello\n');
       const tools = fake.requests[0]!.body.tools!.map((tool) => tool.name ?? tool.type);
-      expect(tools).toContain('exec_command');
+      // What 0.171.0 offers a model it has no metadata for: a shell (`exec_command`), no apply_patch tool of
+      // its own — an `apply_patch` heredoc run through the shell is applied by Codex itself (a file_change item).
+      expect(tools).toEqual([
+        'exec_command',
+        'write_stdin',
+        'request_user_input',
+        'view_image',
+        'multi_agent_v1',
+        'get_goal',
+        'create_goal',
+        'update_goal',
+        'web_search',
+      ]);
       matchesRecording('codex-exec-json.jsonl', first.stdout.replaceAll(project, '/home/user/project'), dir, fake);
 
       const thread = (eventsOf(first.stdout)[0] as unknown as { thread_id: string }).thread_id;
