@@ -10,13 +10,16 @@
  * Environment: CODEX_BIN (default `codex`), CODEX_MODEL, OPENAI_API_KEY / CODEX_HOME (passed through).
  *
  * Progress: thread.started → {phase:'init', session_id}; agent messages → {text}; commands and file
- * changes → {message: "running npm test" | "editing src/x.ts", step, tool, phase, args, ok}.
- * Final: turn.completed (the last agent message; usage in meta), or turn.failed.
+ * changes → {message: "running npm test" | "editing src/x.ts", step, tool, phase, args, ok};
+ * reconnects and warnings → {status}.
+ * Final: turn.completed (the last agent message; this run's usage in meta), or turn.failed; a refused
+ * key (401) fails at once, without retries.
  * A follow-up in the same worktree resumes the thread (`resume`: meta.session_id of the last run).
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, runHeadless } from '../_shared/run-headless.mjs';
+import { threadUsage } from './sessions.mjs';
 import { buildCodexArgs, createCodexTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -50,7 +53,8 @@ runAgent(async (task) => {
     bin: options.bin,
     args: buildCodexArgs(options),
     stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
-    translator: createCodexTranslator(),
+    // A resumed thread's usage counts the earlier runs: the session file says how much that was.
+    translator: createCodexTranslator({ cwd: process.cwd(), baseline: options.resume ? threadUsage(options.resume) : undefined }),
     looksLikeAuthFailure,
     loginHint: 'the Codex CLI is not logged in: run `codex login`, or give the broker OPENAI_API_KEY',
     installHint: 'Install it (npm install -g @openai/codex) or set CODEX_BIN / input "bin".',

@@ -6,8 +6,17 @@
  *   init    {session_id}                                  — thread.started (its thread_id: `codex exec resume <id>`)
  *   text    {text, delta: false}                          — an agent_message item
  *   tool    {phase, call_id, name, args, ok?, result?}    — command_execution, file_change, mcp_tool_call, web_search items
- *   status  {message}                                     — reasoning, a todo list, a non-fatal error item
- *   result  {ok, text, session_id, meta}                  — turn.completed (ok) or turn.failed / error (not ok)
+ *   status  {message}                                     — reasoning, a todo list, an error item (a warning), an `error` event
+ *   fatal   {message, auth: true}                         — an `error` event that says the key was refused (401)
+ *   result  {ok, text, session_id, meta}                  — turn.completed (ok) or turn.failed (not ok)
+ *
+ * Mapped against the stream of the real Codex 0.171.0 (test/fixtures/recordings/codex-exec-json*.jsonl):
+ * - an `error` event is not the end: Codex prints one per reconnect ("Reconnecting... 2/5 (…)") and
+ *   ends a failed turn with `turn.failed`; only a refused key stops the run at once (the retries cannot help);
+ * - a command is the shell's whole command line (`/bin/bash -lc 'npm test'`): the step shows the script;
+ * - a file change starts and completes (`item.started`, then `item.completed`), with absolute paths;
+ * - `turn.completed.usage` is the thread's total so far: a resumed thread's includes the earlier runs'
+ *   (`baseline` subtracts them), and `input_tokens` counts the cached ones (`cached_input_tokens`).
  *
  * The format drifts between releases: unknown event and item types are ignored, never fatal.
  */
@@ -22,13 +31,29 @@ export function looksLikeAuthFailure(text) {
   return typeof text === 'string' && AUTH_FAILURE_PATTERN.test(text);
 }
 
+/**
+ * The script of a command that Codex runs through a shell (`/bin/bash -lc 'npm test'`, `bash -lc ls`, `/bin/bash -lc "…"`
+ * with `\"`, `\\`, `\$` and `` \` `` escaped); any other command as it is.
+ */
+export function commandScript(command) {
+  if (typeof command !== 'string') return command;
+  const match = /^(?:\/usr)?(?:\/bin\/)?(?:bash|sh|zsh) -lc (?:'([^']*)'|"((?:[^"\\]|\\.)*)"|([^\s'"\\]+))$/s.exec(command);
+  if (!match) return command;
+  return match[1] ?? match[3] ?? match[2].replace(/\\([\\"$`])/g, '$1');
+}
+
+/** A path inside `cwd` as relative to it. */
+function relativeTo(cwd, file) {
+  return cwd && typeof file === 'string' && file.startsWith(`${cwd}/`) ? file.slice(cwd.length + 1) : file;
+}
+
 /** An item as a tool call: its kind as the name, what it works on as the arguments. */
-function toolOf(item) {
+function toolOf(item, cwd) {
   switch (item.type) {
     case 'command_execution':
-      return { name: 'command_execution', args: { command: item.command } };
+      return { name: 'command_execution', args: { command: commandScript(item.command) } };
     case 'file_change': {
-      const changes = Array.isArray(item.changes) ? item.changes : [];
+      const changes = (Array.isArray(item.changes) ? item.changes : []).map((c) => ({ kind: c?.kind, path: relativeTo(cwd, c?.path) }));
       return { name: 'file_change', args: { path: changes[0]?.path, changes: changes.map((c) => `${c.kind} ${c.path}`) } };
     }
     case 'mcp_tool_call':
@@ -40,10 +65,43 @@ function toolOf(item) {
   }
 }
 
-export function createCodexTranslator() {
+/**
+ * Codex usage (its field names) less `baseline` (what the thread had used before this run), field by field.
+ */
+export function usageSince(usage, baseline) {
+  if (!usage || typeof usage !== 'object') return undefined;
+  if (!baseline || typeof baseline !== 'object') return { ...usage };
+  const out = {};
+  for (const [key, value] of Object.entries(usage)) {
+    out[key] = typeof value === 'number' && typeof baseline[key] === 'number' ? Math.max(0, value - baseline[key]) : value;
+  }
+  return out;
+}
+
+/**
+ * Codex usage → `meta.token_usage` (the protocol's `{input, output, total}`). `input_tokens` already
+ * counts the cached input, and `output_tokens` the reasoning; the splits are kept alongside.
+ */
+export function tokenUsageOf(usage) {
+  if (!usage || typeof usage !== 'object') return undefined;
+  const input = Number(usage.input_tokens) || 0;
+  const output = Number(usage.output_tokens) || 0;
+  const out = { input, output, total: input + output };
+  if (usage.cached_input_tokens !== undefined) out.cache_read = Number(usage.cached_input_tokens) || 0;
+  if (usage.cache_write_input_tokens !== undefined) out.cache_creation = Number(usage.cache_write_input_tokens) || 0;
+  if (usage.reasoning_output_tokens !== undefined) out.reasoning = Number(usage.reasoning_output_tokens) || 0;
+  return out;
+}
+
+/**
+ * @param {{cwd?: string, baseline?: object}} [options] `cwd`: paths of file changes are shown relative
+ *   to it; `baseline`: the thread's usage before this run (a resumed thread's `turn.completed` counts it).
+ */
+export function createCodexTranslator({ cwd, baseline } = {}) {
   const open = new Map();
   let sessionId;
   let lastText = '';
+  let lastError;
   let usage;
   let finished = false;
 
@@ -63,6 +121,7 @@ export function createCodexTranslator() {
           lastText = item.text;
           return [{ kind: 'text', text: item.text, delta: false }];
         }
+        // An error item is a warning ("Model metadata for `x` not found…"): the turn goes on.
         if (item.type === 'reasoning' || item.type === 'todo_list' || item.type === 'error') {
           if (event.type !== 'item.completed') return [];
           const message =
@@ -71,7 +130,7 @@ export function createCodexTranslator() {
               : String(item.text ?? item.message ?? '');
           return message ? [{ kind: 'status', message: shorten(message, 200) }] : [];
         }
-        const tool = toolOf(item);
+        const tool = toolOf(item, cwd);
         if (!tool) return [];
         const callId = String(item.id ?? '');
         if (event.type === 'item.started' && !open.has(callId)) {
@@ -83,7 +142,7 @@ export function createCodexTranslator() {
         open.delete(callId);
         const ok = item.status !== 'failed' && (item.exit_code === undefined || item.exit_code === null || item.exit_code === 0);
         const out = [];
-        // A file change arrives completed only: it starts and ends in one event.
+        // An item that arrives completed only (no item.started) starts and ends in one event.
         if (!started) out.push({ kind: 'tool', phase: 'started', call_id: callId, ...tool, args: shorten(tool.args, 200) });
         out.push({
           kind: 'tool',
@@ -101,10 +160,19 @@ export function createCodexTranslator() {
         if (event.usage && typeof event.usage === 'object') usage = event.usage;
         return [{ kind: 'result', ok: true, text: lastText, session_id: sessionId, meta: metaOf() }];
       }
-      case 'turn.failed':
       case 'error': {
+        // One per reconnect ("Reconnecting... 1/5 (…)") and one before `turn.failed`: progress, not the end,
+        // unless the key was refused, which no retry mends.
+        const message = typeof event.message === 'string' ? event.message : String(event.error?.message ?? 'Codex reported an error');
+        lastError = message;
+        if (/\b401 Unauthorized\b|invalid api key|incorrect api key|not logged in|login required/i.test(message)) {
+          return [{ kind: 'fatal', message: shorten(message.replace(/^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s, '$1'), 300), auth: true }];
+        }
+        return [{ kind: 'status', message: shorten(message, 200) }];
+      }
+      case 'turn.failed': {
         finished = true;
-        const message = String(event.error?.message ?? event.message ?? 'Codex reported an error');
+        const message = String(event.error?.message ?? lastError ?? 'Codex reported an error');
         return [{ kind: 'result', ok: false, text: '', error: message, subtype: event.type, session_id: sessionId, meta: metaOf() }];
       }
       default:
@@ -116,12 +184,10 @@ export function createCodexTranslator() {
     const meta = {};
     if (sessionId !== undefined) meta.session_id = sessionId;
     if (usage) {
-      meta.usage = usage;
-      meta.token_usage = {
-        input_tokens: usage.input_tokens ?? 0,
-        output_tokens: usage.output_tokens ?? 0,
-        ...(usage.cached_input_tokens !== undefined ? { cache_read_input_tokens: usage.cached_input_tokens } : {}),
-      };
+      const run = usageSince(usage, baseline);
+      meta.usage = run; // this run's, in Codex's names
+      if (baseline) meta.thread_usage = usage;
+      meta.token_usage = tokenUsageOf(run);
     }
     return meta;
   }
