@@ -20,7 +20,7 @@ import {
   type FakeMessagesBody,
   type FakeTurn,
 } from '../helpers/fake-anthropic.js';
-import { checkoutHash, linkedWorktrees, makeRepo, ourBranches } from '../helpers/git-repo.js';
+import { checkoutHash, gitIn, linkedWorktrees, makeRepo, ourBranches } from '../helpers/git-repo.js';
 import { clientFor } from '../helpers/real-clients.js';
 import { RUN_MODES, runMode } from '../helpers/run-modes.js';
 import type { ChangeSummary, WorktreeRecord } from '../../src/model/change.js';
@@ -84,6 +84,9 @@ const write =
 const edit =
   (file: string, from: string, to: string): Step =>
   (cwd) => ({ name: 'Edit', input: { file_path: path.join(cwd, file), old_string: from, new_string: to } });
+const bash =
+  (command: string): Step =>
+  () => ({ name: 'Bash', input: { command, description: 'Commit the change' } });
 
 /**
  * The model's side: a prompt the test registered gets its tool calls one by one (each after the
@@ -100,7 +103,7 @@ function scriptFor(jobs: Map<string, Step[]>): (request: { body: FakeMessagesBod
     const cwd = workingDirectoryOf(body);
     if (!cwd) throw new Error('the request does not say where Claude Code runs');
     const call = steps[results]!(cwd);
-    return { text: `${call.name} ${String(call.input.file_path)}.`, tool: call };
+    return { text: `${call.name} ${String(call.input.file_path ?? call.input.command)}.`, tool: call };
   };
 }
 
@@ -135,7 +138,7 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} edits files in its w
       DISABLE_AUTOUPDATER: '1',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     });
-    const cli = (args: string[], cwd: string = ROOT) => runCli(args, env(), cwd);
+    const cli = (args: string[], cwd: string = ROOT, more: Record<string, string> = {}) => runCli(args, { ...env(), ...more }, cwd);
     const input = (prompt: string) => JSON.stringify({ prompt, allow_writes: true });
     const show = async (id: string) => JSON.parse((await cli(['show', '--json', id])).stdout) as ShownTask;
 
@@ -268,6 +271,53 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} edits files in its w
       expect(ourBranches(repo)).toEqual([]);
       expect(linkedWorktrees(repo)).toEqual([]);
       expect(existsSync(record.cwd)).toBe(false);
+    });
+
+    test('a commit it makes with git through its Bash tool is on the task’s branch, once the owner allows git (refused otherwise)', async () => {
+      const repo = makeRepo();
+      const before = checkoutHash(repo);
+      const identity = {
+        GIT_AUTHOR_NAME: 'Agent',
+        GIT_AUTHOR_EMAIL: 'agent@test',
+        GIT_COMMITTER_NAME: 'Agent',
+        GIT_COMMITTER_EMAIL: 'agent@test',
+      };
+      const steps = [write('b.txt', 'b\n'), bash('git add -A && git commit -q -m "Add b.txt"')];
+      const refusedPrompt = `Add b.txt and commit it (${mode}, git not allowed)`;
+      const allowedPrompt = `Add b.txt and commit it (${mode})`;
+      jobs.set(refusedPrompt, steps);
+      jobs.set(allowedPrompt, steps);
+
+      // allow_writes is acceptEdits: file edits go through, a shell command that changes things does not.
+      const refused = await cli(['run', '--worktree', '--json', '--input', input(refusedPrompt), '--', 'node', AGENT], repo, identity);
+      expect(refused.code, refused.stderr + refused.stdout).toBe(0);
+      expect((JSON.parse(refused.stdout) as { meta: { permission_denials?: string[] } }).meta.permission_denials).toEqual(['Bash']);
+      const denied = (JSON.parse((await cli(['worktrees', '--json'])).stdout) as WorktreeRecord[]).find((r) => r.repo === repo)!;
+      expect(denied.change).toMatchObject({ commits: [], files: [{ path: 'b.txt', status: 'added' }] });
+      expect((await cli(['discard', denied.taskId])).code).toBe(0);
+
+      // The owner allows git add/commit (CLAUDE_EXTRA_ARGS, never the task's input).
+      const allowGit = JSON.stringify(['--allowedTools', 'Bash(git add:*)', 'Bash(git commit:*)']);
+      const allowed = await cli(['run', '--worktree', '--json', '--input', input(allowedPrompt), '--', 'node', AGENT], repo, {
+        ...identity,
+        CLAUDE_EXTRA_ARGS: allowGit,
+      });
+      expect(allowed.code, allowed.stderr + allowed.stdout).toBe(0);
+      expect((JSON.parse(allowed.stdout) as { meta: { permission_denials?: string[] } }).meta.permission_denials).toBeUndefined();
+      const record = (JSON.parse((await cli(['worktrees', '--json'])).stdout) as WorktreeRecord[]).find((r) => r.repo === repo)!;
+      expect(record.change).toMatchObject({
+        commits: [{ subject: 'Add b.txt' }],
+        files: [{ path: 'b.txt', status: 'added', insertions: 1, deletions: 0 }],
+      });
+      expect(gitIn(repo, 'log', '--format=%s', record.branch).split('\n')[0]).toBe('Add b.txt');
+      expect(gitIn(record.cwd, 'status', '--porcelain')).toBe('');
+      expect(checkoutHash(repo)).toBe(before);
+      const diff = await cli(['diff', record.taskId]);
+      expect(diff.stdout).toContain('+b');
+
+      expect((await cli(['discard', record.taskId])).code).toBe(0);
+      expect(ourBranches(repo)).toEqual([]);
+      expect(linkedWorktrees(repo)).toEqual([]);
     });
   });
 });
