@@ -164,8 +164,3 @@ export function systemText(body: FakeMessagesBody): string {
   if (typeof body.system === 'string') return body.system;
   return (body.system ?? []).map((part) => part.text ?? '').join('\n');
 }
-
-/** Whether the request's last message carries the result of a tool call (the client ran one). */
-export function answersToolCall(body: FakeMessagesBody): boolean {
-  return blocksOf(body.messages?.at(-1)).some((block) => block.type === 'tool_result');
-}
