@@ -32,6 +32,21 @@ export function shorten(value, max = 300) {
   return text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text;
 }
 
+/** The fields that name what a tool works on (describeStep reads them), in the order it looks for them. */
+const TARGET_FIELDS = ['command', 'cmd', 'file_path', 'path', 'notebook_path', 'target_file', 'file', 'pattern', 'query', 'url'];
+
+/**
+ * A tool call's arguments, shortened for a partial (at most `max` characters of JSON), with the
+ * fields that name its target first: a long `content` sent before `file_path` must not cut the path
+ * off, or the step would read "Write" instead of "writing notes.md".
+ */
+export function shortenArgs(args, max = 200) {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return shorten(args ?? {}, max);
+  const first = TARGET_FIELDS.filter((key) => key in args);
+  const ordered = Object.fromEntries([...first, ...Object.keys(args).filter((key) => !first.includes(key))].map((key) => [key, args[key]]));
+  return shorten(ordered, max);
+}
+
 /** The text parts of a `message.content` (a string, or an array of `{type:'text', text}` parts). */
 export function textOf(message) {
   const content = message?.content;

@@ -19,7 +19,7 @@
  * Unknown event types and fields are ignored.
  */
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
+import { parseEventLine, shorten, shortenArgs, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
 
@@ -153,7 +153,7 @@ export function createClaudeTranslator(options = {}) {
               phase: 'started',
               call_id: callId,
               name: String(part.name ?? 'tool'),
-              args: shorten(part.input ?? {}, 200),
+              args: shortenArgs(part.input ?? {}),
             });
           }
         }
@@ -172,7 +172,7 @@ export function createClaudeTranslator(options = {}) {
             phase: 'completed',
             call_id: callId,
             name: started?.name ?? 'tool',
-            args: shorten(started?.args ?? {}, 200),
+            args: shortenArgs(started?.args ?? {}),
             ok: part.is_error !== true,
             result: shorten(toolResultText(part.content)),
           });

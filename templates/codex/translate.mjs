@@ -21,7 +21,7 @@
  * The format drifts between releases: unknown event and item types are ignored, never fatal.
  */
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { parseEventLine, shorten } from '../_shared/stream-json.mjs';
+import { parseEventLine, shorten, shortenArgs } from '../_shared/stream-json.mjs';
 
 export { parseEventLine };
 
@@ -135,7 +135,7 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
         const callId = String(item.id ?? '');
         if (event.type === 'item.started' && !open.has(callId)) {
           open.set(callId, tool);
-          return [{ kind: 'tool', phase: 'started', call_id: callId, ...tool, args: shorten(tool.args, 200) }];
+          return [{ kind: 'tool', phase: 'started', call_id: callId, ...tool, args: shortenArgs(tool.args) }];
         }
         if (event.type !== 'item.completed') return [];
         const started = open.get(callId);
@@ -143,13 +143,13 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
         const ok = item.status !== 'failed' && (item.exit_code === undefined || item.exit_code === null || item.exit_code === 0);
         const out = [];
         // An item that arrives completed only (no item.started) starts and ends in one event.
-        if (!started) out.push({ kind: 'tool', phase: 'started', call_id: callId, ...tool, args: shorten(tool.args, 200) });
+        if (!started) out.push({ kind: 'tool', phase: 'started', call_id: callId, ...tool, args: shortenArgs(tool.args) });
         out.push({
           kind: 'tool',
           phase: 'completed',
           call_id: callId,
           ...tool,
-          args: shorten(tool.args, 200),
+          args: shortenArgs(tool.args),
           ok,
           result: item.aggregated_output === undefined ? undefined : shorten(item.aggregated_output, 200),
         });

@@ -13,7 +13,7 @@
  */
 
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { parseEventLine, shorten, stripAnsi, textOf } from '../_shared/stream-json.mjs';
+import { parseEventLine, shorten, shortenArgs, stripAnsi, textOf } from '../_shared/stream-json.mjs';
 
 export { parseEventLine, shorten, stripAnsi, textOf };
 
@@ -105,7 +105,7 @@ export function createCursorTranslator(options = {}) {
         const described = describeToolCall(event.tool_call);
         if (event.subtype === 'started') {
           open.set(callId, { name: described.name, args: described.args });
-          return [{ kind: 'tool', phase: 'started', call_id: callId, name: described.name, args: shorten(described.args ?? {}, 200) }];
+          return [{ kind: 'tool', phase: 'started', call_id: callId, name: described.name, args: shortenArgs(described.args ?? {}) }];
         }
         if (event.subtype === 'completed') {
           const started = open.get(callId);
@@ -117,7 +117,7 @@ export function createCursorTranslator(options = {}) {
               phase: 'completed',
               call_id: callId,
               name: started?.name ?? described.name,
-              args: shorten(started?.args ?? described.args ?? {}, 200),
+              args: shortenArgs(started?.args ?? described.args ?? {}),
               ok: outcome.ok,
               result: outcome.result,
             },

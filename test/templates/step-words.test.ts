@@ -39,6 +39,16 @@ describe('the current step in words', () => {
     expect(describeStep(name, args, '/repo')).toBe(words);
   });
 
+  test('a long argument sent before the path does not cut the path off the step (the translators put target fields first)', () => {
+    const translator = createClaudeTranslator();
+    const [started] = translator.push({
+      type: 'assistant',
+      message: { content: [{ type: 'tool_use', id: 'toolu_1', name: 'Write', input: { content: 'x'.repeat(5000), file_path: '/repo/notes.md' } }] },
+    }) as Array<{ name: string; args: string }>;
+    expect(started!.args.length).toBeLessThan(260);
+    expect(describeStep(started!.name, started!.args, '/repo')).toBe('writing notes.md');
+  });
+
   test('a tool it does not know says nothing (the row shows the tool name)', () => {
     expect(describeStep('mcp__linear__create_issue', { title: 'x' }, '/repo')).toBeUndefined();
   });
