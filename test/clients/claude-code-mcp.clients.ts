@@ -1,6 +1,6 @@
 /**
  * The real Claude Code CLI (pinned) with `backchannel mcp` as its MCP server, against the fake
- * Anthropic server of ./fake-anthropic.ts, which plays a model that calls start_task and then
+ * Anthropic server (test/helpers/fake-anthropic.ts) playing a model that calls start_task and then
  * wait_for_task: Claude Code starts a real sub-agent through Backchannel (on a running hub, so the
  * terminal sees it) and receives its result. Part of the real-client suite (`npm run test:clients`,
  * run by .ci/run, which installs the pinned CLI).
@@ -12,13 +12,14 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { fixture } from '../helpers/core.js';
 import { clientFor } from '../helpers/real-clients.js';
 import { BIN, cli, hubEnv, startHub } from '../hub/control/hub-process.js';
-import { startDelegatingModel, type DelegatingModel } from '../mcp/fake-delegating-model.js';
+import { delegation } from '../mcp/fake-delegating-model.js';
+import { startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { PINS } from './pins.js';
 
 const CLAUDE = clientFor(PINS.claudeCode);
 const PREFIX = 'mcp__backchannel__';
 
-let fake: DelegatingModel | undefined;
+let fake: FakeAnthropic | undefined;
 afterEach(async () => {
   await fake?.close();
   fake = undefined;
@@ -28,9 +29,11 @@ describe.skipIf(CLAUDE.skip !== undefined)(`${CLAUDE.title} over MCP`, () => {
   test('starts a real sub-agent through backchannel mcp and receives its result', async () => {
     const hub = hubEnv();
     await startHub(hub);
-    fake = await startDelegatingModel({
-      toolPrefix: PREFIX,
-      startArgs: { command: fixture('sdk-progress.mjs'), input: { from: 'claude-code' }, label: 'delegated by claude' },
+    fake = await startFakeAnthropic({
+      script: delegation({
+        toolPrefix: PREFIX,
+        startArgs: { command: fixture('sdk-progress.mjs'), input: { from: 'claude-code' }, label: 'delegated by claude' },
+      }),
     });
     const home = path.join(hub.dir, 'home');
     fs.mkdirSync(home);
@@ -78,7 +81,7 @@ describe.skipIf(CLAUDE.skip !== undefined)(`${CLAUDE.title} over MCP`, () => {
     expect(code, context).toBe(0);
     const init = lines.find((l) => l.type === 'system' && l.subtype === 'init');
     expect(init?.mcp_servers, context).toEqual([expect.objectContaining({ name: 'backchannel', status: 'connected' })]);
-    expect(fake.requests.some((r) => r.tools.includes(`${PREFIX}start_task`))).toBe(true);
+    expect(fake.requests.some((r) => r.body.tools?.some((tool) => tool.name === `${PREFIX}start_task`))).toBe(true);
     // Claude Code ran both tools and got the sub-agent's result back.
     const toolResults = lines
       .filter((l) => l.type === 'user')
