@@ -141,8 +141,9 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     let worktree: WorktreeTurn | undefined;
     let task: TaskHandle | undefined;
     try {
-      if (route.worktree && !side) {
-        // Sessions off: every request is a session of its own, in a worktree of its own.
+      if (route.worktree) {
+        // Nothing of a worktree model runs in the checkout: a side request's session (its own) gets
+        // a worktree of its own too. Sessions off: every request is one, in a worktree of its own.
         const shared = session ? (session.worktree ??= new SessionWorktree(route.worktree.base)) : new SessionWorktree(route.worktree.base);
         try {
           worktree = await shared.turn(abort.signal);

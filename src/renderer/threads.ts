@@ -8,7 +8,7 @@ import { describeChange } from '../model/change.js';
 import type { Thread } from '../model/threads.js';
 import type { DetailsSection } from './details.js';
 import { h } from './dom.js';
-import { STATE_LABEL, taskTime } from './format.js';
+import { isFinished, STATE_LABEL, taskTime } from './format.js';
 
 export type ThreadOf = (id: string) => Thread<TaskSnapshot> | undefined;
 
@@ -30,7 +30,9 @@ export class ThreadSection implements DetailsSection {
     const thread = this.threadOf(task.id);
     const runs = thread?.runs ?? [];
     const now = Date.now();
-    const key = `${task.id}|${runs.map((run) => `${run.id}:${run.state}:${run.label}:${run.change ? describeChange(run.change) : ''}:${taskTime(run, now)}`).join('|')}`;
+    // A run's time shows once it ended (its badge says it runs meanwhile): the list is not rebuilt every second.
+    const timeOf = (run: TaskSnapshot): string => (isFinished(run.state) ? taskTime(run, now) : '');
+    const key = `${task.id}|${runs.map((run) => `${run.id}:${run.state}:${run.label}:${run.change ? describeChange(run.change) : ''}:${timeOf(run)}`).join('|')}`;
     if (key === this.key) return;
     this.key = key;
     this.root.hidden = runs.length < 2;
@@ -56,7 +58,7 @@ export class ThreadSection implements DetailsSection {
           h('span', { class: 'thread-run-number', text: `Run ${i + 1}` }),
           h('span', { class: `badge badge-${run.state}`, text: STATE_LABEL[run.state] }),
           open,
-          h('span', { class: 'thread-run-time', text: taskTime(run, now) }),
+          h('span', { class: 'thread-run-time', text: timeOf(run) }),
           h('span', { class: 'thread-run-change', text: change }),
         ]);
       }),

@@ -144,6 +144,26 @@ describe('worktree: true models', () => {
     expect(checkoutHash(repo)).toBe(before);
   });
 
+  test('side requests a worktree model answers (`side_requests: run`) run in a worktree of their own, never in the checkout', async () => {
+    const repo = makeRepo();
+    const before = checkoutHash(repo);
+    const gw = await startTestGateway({ models: { coder: coder(repo) }, side_requests: 'run' });
+    const main = await turn(gw.baseURL, [{ role: 'user', content: 'Fix the bug' }], 'frank');
+    const side = await turn(
+      gw.baseURL,
+      [
+        { role: 'system', content: 'You are a title generator. Generate a short title for the conversation.' },
+        { role: 'user', content: 'Fix the bug' },
+      ],
+      'frank',
+    );
+    expect(side.seen.cwd).not.toBe(main.seen.cwd);
+    expect(side.seen.notes).toBe('Fix the bug\n');
+    expect(main.seen.notes).toBe('Fix the bug\n');
+    expect(linkedWorktrees(repo)).toHaveLength(2);
+    expect(checkoutHash(repo)).toBe(before);
+  });
+
   test('a worktree model starts from its `base`', async () => {
     const repo = makeRepo({ 'README.md': '# demo\n' });
     gitIn(repo, 'checkout', '-q', '-b', 'release');
