@@ -88,6 +88,7 @@ const details = new Details(
     notices,
     (id) => tasks.get(id)?.label ?? id,
     (id) => list.threadOf(id),
+    (task) => void openFollowUp(task),
   ),
   new ThreadSection(
     (id) => list.threadOf(id),
@@ -310,6 +311,16 @@ async function openNewTask(): Promise<void> {
   try {
     info = await bridge.info();
     newTaskDialog().open(info);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+/** The New task dialog as a follow-up of a finished coding task: in its worktree, with a new input. */
+async function openFollowUp(task: TaskSnapshot): Promise<void> {
+  try {
+    info = await bridge.info();
+    newTaskDialog().openFollowUp(info, task);
   } catch (error) {
     showError(error);
   }

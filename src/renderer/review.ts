@@ -109,7 +109,13 @@ export class ChangeSection {
   private readonly applyButton = h('button', { text: 'Apply', class: 'primary', attrs: { type: 'button', 'data-action': 'apply' } });
   private readonly keepButton = h('button', { text: 'Keep branch', attrs: { type: 'button', 'data-action': 'keep' } });
   private readonly discardButton = h('button', { text: 'Discard', class: 'danger', attrs: { type: 'button', 'data-action': 'discard' } });
-  private readonly buttons = h('div', { class: 'section-buttons change-buttons' }, [this.applyButton, this.keepButton, this.discardButton]);
+  private readonly followUpButton = h('button', { text: 'Follow up', attrs: { type: 'button', 'data-action': 'follow-up' } });
+  private readonly buttons = h('div', { class: 'section-buttons change-buttons' }, [
+    this.followUpButton,
+    this.applyButton,
+    this.keepButton,
+    this.discardButton,
+  ]);
   private readonly facts = h('p', { class: 'change-facts' });
   private readonly stateLine = h('p', { class: 'change-state', role: 'status' });
   private readonly conflict = h('div', { class: 'change-conflict', role: 'alert', hidden: true });
@@ -125,6 +131,8 @@ export class ChangeSection {
     private readonly labelOf: (id: string) => string = (id) => id,
     /** The thread of a task: its runs share one worktree, whose change is on the newest run. */
     private readonly threadOf: ThreadOf = () => undefined,
+    /** Continues the task in its worktree with a new input (absent: no Follow up button). */
+    private readonly followUp?: (task: TaskSnapshot) => void,
   ) {
     this.root.append(
       h('div', { class: 'section-head' }, [h('h3', { text: 'Change' }), this.buttons]),
@@ -136,6 +144,7 @@ export class ChangeSection {
     this.applyButton.addEventListener('click', () => void this.act('apply'));
     this.keepButton.addEventListener('click', () => void this.act('keep'));
     this.discardButton.addEventListener('click', () => void this.act('discard'));
+    this.followUpButton.addEventListener('click', () => this.task && this.followUp?.(this.task));
     store.on((id) => {
       if (id === this.task?.id) this.render(true);
     });
@@ -199,6 +208,9 @@ export class ChangeSection {
     this.applyButton.disabled = this.busy || (state !== 'ready' && state !== 'kept');
     this.keepButton.disabled = this.busy || (state !== 'ready' && state !== 'applied');
     this.discardButton.disabled = this.busy;
+    // The worktree is there to continue in while the change is ready or applied (kept: it is gone).
+    this.followUpButton.hidden = this.followUp === undefined;
+    this.followUpButton.disabled = this.busy || (state !== 'ready' && state !== 'applied');
     if (known?.state === 'loaded') {
       // The diff is built once per task and fetched change (an action's new state keeps it).
       const diffKey = `${task.id}:${known.change.diff.length}`;

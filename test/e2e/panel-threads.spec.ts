@@ -6,7 +6,8 @@
  * "3 runs" to show the earlier runs nested under it (mouse and keyboard). The details pane lists
  * the runs in order; an earlier run points to the newest for the change; the newest run's Apply
  * brings the whole thread's change into the checkout. A follow-up started while the panel is open
- * becomes the thread's row at once (here it asks a question, answered from the panel).
+ * becomes the thread's row at once (here it asks a question, answered from the panel), and one
+ * started from the panel's Follow up (the New task dialog, in the thread's worktree) too.
  */
 import { expect, test, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
@@ -232,5 +233,27 @@ test('a coding task and its follow-ups are one thread: one row with the newest r
   await expect(newHead.locator('.task-change')).toHaveText('2 files, +5 −0');
   await expect(change.locator('.diff-file[data-path="notes.md"] .dl-add')).toHaveText(['one', 'two', 'three', 'four']);
   expect((await finishedWithChange(fourth)).parent).toBe(third);
+
+  // Follow up from the panel: the New task dialog with the run's command line, in its worktree.
+  await change.getByRole('button', { name: 'Follow up' }).click();
+  await expect(page.locator('#new-title')).toHaveText('Follow up Ask before the fourth line');
+  await expect(page.locator('#new-command')).toHaveValue(CODER);
+  await expect(page.getByLabel('Run in a git worktree')).toBeChecked();
+  await expect(page.getByLabel('Run in a git worktree')).toBeDisabled();
+  await expect(page.locator('#new-base')).toBeDisabled();
+  await page.locator('#new-input').fill(JSON.stringify({ edits: [{ path: 'notes.md', append: 'five\n' }] }));
+  await page.getByRole('button', { name: 'Start task' }).click();
+  await expect(page.locator('#details-title')).toHaveText('Follow-up of Ask before the fourth line');
+  const fromPanel = row(page, 'Follow-up of Ask before the fourth line');
+  await expect(fromPanel.locator('.thread-toggle')).toHaveText('5 runs');
+  await expect(fromPanel.locator('.task-change')).toHaveText('2 files, +6 −0');
+  await expect(change.locator('.diff-file[data-path="notes.md"] .dl-add')).toHaveText(['one', 'two', 'three', 'four', 'five']);
+  const listed = await serve.api<Snapshot[]>('GET', '/api/tasks');
+  expect(listed.find((task) => task.parent === fourth)?.worktree?.worktree).toBe(firstTask.worktree!.worktree);
+  // A new task from the same dialog is not a follow-up any more.
+  await page.getByRole('button', { name: 'New task' }).first().click();
+  await expect(page.locator('#new-title')).toHaveText('New task');
+  await expect(page.getByLabel('Run in a git worktree')).toBeEnabled();
+  await page.keyboard.press('Escape');
   expect(errors).toEqual([]);
 });
