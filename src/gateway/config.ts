@@ -25,6 +25,8 @@
  *   sonnet: { cli_model: sonnet-4.5 }
  *   claude: { template: claude-code, cli_model: sonnet }
  *   my-agent: { command: node, args: [./my-agent.mjs], env: { FOO: bar } }
+ *   coder: { template: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
+ *                               # each session in a git worktree of its own (docs/gateway.md)
  * ```
  *
  * `loadGatewayConfig` is the one function that reads it; the schema is `resolveGatewayConfig`.
@@ -35,6 +37,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { planNewWorktree } from '../broker/worktree/worktrees.js';
 import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../hub/paths.js';
 
@@ -90,6 +93,18 @@ export const DEFAULT_ENV_ALLOW = [
  */
 export type BuiltInAgent = 'cursor-cli' | 'claude-code';
 
+/**
+ * A model whose sessions each run in a git worktree of their own (`worktree: true`): made by the
+ * broker from `base` of the repository containing the model's working directory, reused by the
+ * session's later turns (follow-ups), its change recorded as for any coding task.
+ */
+export interface GatewayWorktree {
+  /** The base the worktree starts from. @default HEAD of the repository */
+  base?: string;
+  /** The repository (its top level), as found at config load. */
+  repo: string;
+}
+
 /** How one model name is served. */
 export type ModelRoute =
   | {
@@ -101,6 +116,7 @@ export type ModelRoute =
       env: Record<string, string>;
       cwd?: string;
       description?: string;
+      worktree?: GatewayWorktree;
     }
   | {
       kind: 'command';
@@ -113,6 +129,7 @@ export type ModelRoute =
       env: Record<string, string>;
       cwd?: string;
       description?: string;
+      worktree?: GatewayWorktree;
     };
 
 export interface GatewayConfig {
@@ -326,6 +343,7 @@ export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = proc
     const dir = optionalString(o.workspaces_dir, 'workspaces_dir');
     config.workspacesDir = dir === undefined ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(dir, baseDir);
   }
+  for (const [name, route] of Object.entries(config.models)) if (route.worktree) checkWorktree(name, route, workspace);
   if (config.cursorCliPath.includes('/')) config.cursorCliPath = expandPath(config.cursorCliPath, baseDir);
   if (Object.keys(config.models).length === 0) config.models[DEFAULT_MODEL] = { kind: 'cursor-cli', allowWrites: false, env: {} };
   return config;
@@ -341,7 +359,7 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
     const o = entry ?? {};
     if (typeof o !== 'object' || Array.isArray(o)) throw new GatewayConfigError(`\`${where}\` must be a mapping (or {} for the defaults)`);
     const e = o as Record<string, unknown>;
-    const known = ['template', 'cli_model', 'allow_writes', 'command', 'args', 'env', 'cwd', 'description'];
+    const known = ['template', 'cli_model', 'allow_writes', 'command', 'args', 'env', 'cwd', 'description', 'worktree', 'base'];
     const unknown = Object.keys(e).filter((key) => !known.includes(key));
     if (unknown.length > 0)
       throw new GatewayConfigError(`unknown key(s) in \`${where}\`: ${unknown.join(', ')} (known: ${known.join(', ')})`);
@@ -351,6 +369,7 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
     const description = optionalString(e.description, `${where}.description`);
     const command = optionalString(e.command, `${where}.command`);
     const template = optionalString(e.template, `${where}.template`);
+    const worktreeOf = worktreeSetting(e, where);
     if (command !== undefined && template !== undefined)
       throw new GatewayConfigError(`\`${where}\`: give either \`command\` or \`template\`, not both`);
     if (command !== undefined) {
@@ -368,6 +387,7 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
         env: envMap,
         ...(cwd ? { cwd } : {}),
         ...(description ? { description } : {}),
+        ...worktreeOf,
       };
       continue;
     }
@@ -381,9 +401,40 @@ function resolveModels(value: unknown, baseDir: string): Record<string, ModelRou
       ...(cliModel ? { cliModel } : {}),
       ...(cwd ? { cwd } : {}),
       ...(description ? { description } : {}),
+      ...worktreeOf,
     };
   }
   return models;
+}
+
+/** `worktree: true` and its `base` (the repository is found by `checkWorktree` once the workspace is known). */
+function worktreeSetting(e: Record<string, unknown>, where: string): { worktree?: GatewayWorktree } {
+  const on = boolean(e.worktree, `${where}.worktree`, false);
+  const base = optionalString(e.base, `${where}.base`);
+  if (!on) {
+    if (base !== undefined)
+      throw new GatewayConfigError(`\`${where}.base\` is the base of a worktree: add \`worktree: true\`, or remove it`);
+    return {};
+  }
+  return { worktree: { repo: '', ...(base !== undefined ? { base } : {}) } };
+}
+
+/**
+ * A `worktree: true` model's repository, checked now as the broker checks a coding task (a git
+ * repository around the model's `cwd`, else the `workspace`; an existing base), so that a bad config
+ * stops the gateway with one line instead of failing every request.
+ */
+function checkWorktree(name: string, route: ModelRoute, workspace: string): void {
+  const cwd = route.cwd ?? workspace;
+  const where = route.cwd === undefined ? `its workspace ${cwd}` : `its cwd ${cwd}`;
+  try {
+    const plan = planNewWorktree(cwd, route.worktree!.base === undefined ? {} : { base: route.worktree!.base });
+    route.worktree!.repo = plan.repo;
+  } catch (error) {
+    throw new GatewayConfigError(
+      `\`models.${name}\` has \`worktree: true\`, but ${where} cannot have one: ${(error as Error).message}. Point \`cwd\` (or \`workspace\`) at a git repository.`,
+    );
+  }
 }
 
 function sideRequests(value: unknown): GatewayConfig['sideRequests'] {

@@ -13,7 +13,8 @@
 import { TaskBroker } from '../broker/broker.js';
 import { silentLogger, type Logger } from '../broker/log.js';
 import { localTasks, type HubTasks } from './request-task/index.js';
-import { resolveGatewayConfig, type GatewayConfig } from './config.js';
+import { defaultWorktreeDir } from '../client/changes.js';
+import { GatewayConfigError, resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';
 import { Workspaces } from './workspaces.js';
@@ -72,7 +73,13 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const logger = options.logger ?? silentLogger;
   const { hub } = options;
   const ownBroker = (options.broker === undefined || options.ownsBroker === true) && hub === undefined;
-  // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys.
+  const worktreeModels = Object.keys(config.models).filter((name) => config.models[name]!.worktree);
+  if (worktreeModels.length > 0 && options.broker && !options.broker.worktrees)
+    throw new GatewayConfigError(
+      `model(s) ${worktreeModels.join(', ')} have \`worktree: true\`, but the broker given keeps no worktrees (give it a \`dataDir\` or a \`worktreeDir\`)`,
+    );
+  // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys. Its
+  // worktrees are where every Backchannel without a hub keeps them, so `backchannel diff` finds them.
   const broker = hub
     ? undefined
     : (options.broker ??
@@ -81,6 +88,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
         logger,
         env: { allow: config.envAllow },
         runPolicy: ownerRunPolicy({ extra: modelRunRules(config) }),
+        ...(worktreeModels.length > 0 ? { worktreeDir: defaultWorktreeDir() } : {}),
       }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   const closeTasks = async (): Promise<void> => {

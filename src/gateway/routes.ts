@@ -15,6 +15,7 @@
  * route's `allow_writes` says otherwise.
  */
 import type { RunRule } from '../broker/run-policy.js';
+import type { WorktreeRequest } from '../model/change.js';
 import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
@@ -38,6 +39,8 @@ export interface RequestTask {
   resume?: string;
   /** Working directory (a session's workspace), else the route's or the config's. */
   cwd?: string;
+  /** The session's worktree (a `worktree: true` route): a new one from the base, or the turn before's (`reuse`). */
+  worktree?: WorktreeRequest;
   /** Extra tags (the API, the hashed session key). */
   tags?: Record<string, string>;
 }
@@ -67,6 +70,8 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     retries: 0,
     tags: { source: 'gateway', model: request.model, stream: String(request.stream), ...request.tags },
     origin: 'gateway' as const,
+    // In a worktree the agent starts in the same subdirectory of it as `cwd` is of the repository.
+    ...(request.worktree ? { worktree: request.worktree } : {}),
   };
   const input: Record<string, unknown> = { prompt: request.prompt, allow_writes: route.allowWrites };
   if (route.cliModel) input.model = route.cliModel;

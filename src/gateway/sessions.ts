@@ -17,6 +17,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ChatMessage } from './request.js';
+import type { SessionWorktree } from './session-worktree.js';
 
 /** Session headers real clients send, most specific first. */
 export const SESSION_HEADERS = [
@@ -36,6 +37,8 @@ export interface Session {
   agentSession?: string;
   /** Hash of the conversation so far (`transcriptHash`), set after each answer. */
   transcript?: string;
+  /** The worktree its turns share (a `worktree: true` model); it outlives the session, as any task's does. */
+  worktree?: SessionWorktree;
   inFlight: number;
   lastUsed: number;
 }

@@ -13,6 +13,8 @@
  * - client system prompts and tools are handled by the documented policy (docs/gateway.md, "Tools
  *   and system prompts");
  * - a follow-up turn of a known session resumes the agent's session and sends only the new turn;
+ * - a `worktree: true` model's session works in one git worktree: its first turn's task gets a new
+ *   one, each later turn follows up the turn before in it, one turn at a time (./session-worktree.ts);
  * - a full queue is a 429 with `Retry-After`;
  * - one logical turn runs once: identical copies of a request (SDK retries) join its run
  *   (./turn-dedupe.ts), and failures a retry cannot fix say `x-should-retry: false`.
@@ -34,6 +36,7 @@ import { HttpError, sendJson } from './http.js';
 import type { Usage } from './openai-shapes.js';
 import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
+import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
 import { sessionClaim, SessionRegistry, transcriptHash } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
 import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
@@ -135,7 +138,20 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     const session = registry.acquire(sessionClaim(turn.sessionIds, turn.messages, model, purpose));
     let agentSession: string | undefined;
     let answered: string | undefined;
+    let worktree: WorktreeTurn | undefined;
+    let task: TaskHandle | undefined;
     try {
+      if (route.worktree) {
+        // Nothing of a worktree model runs in the checkout: a side request's session (its own) gets
+        // a worktree of its own too. Sessions off: every request is one, in a worktree of its own.
+        const shared = session ? (session.worktree ??= new SessionWorktree(route.worktree.base)) : new SessionWorktree(route.worktree.base);
+        try {
+          worktree = await shared.turn(abort.signal);
+        } catch (error) {
+          if (abort.signal.aborted) return; // the client left while the turn before was still working
+          throw error;
+        }
+      }
       const resume = session?.agentSession;
       const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
       const prompt = buildPrompt(messages);
@@ -147,30 +163,38 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
         stream: turn.stream,
         tags: { api, ...(session ? { session: session.key } : {}) },
         ...(resume ? { resume } : {}),
-        ...(session && options.workspaces ? { cwd: options.workspaces.forSession(session.key) } : {}),
+        // A worktree is the session's own place (a scratch workspace would be no repository).
+        ...(worktree
+          ? { worktree: worktree.request }
+          : session && options.workspaces
+            ? { cwd: options.workspaces.forSession(session.key) }
+            : {}),
       });
-      agentSession = await runTask(
+      const ran = await runTask(
         spec,
         prompt,
         abort,
         noticingAnswer(writer, (text) => (answered = text)),
         turn.json,
       );
+      agentSession = ran.agentSession;
+      task = ran.task;
     } finally {
+      worktree?.done(task);
       const transcript =
         answered === undefined ? undefined : transcriptHash([...turn.messages, { role: 'assistant', content: answered }], model, purpose);
       if (session) registry.done(session, agentSession, transcript);
     }
   }
 
-  /** Runs the task and writes its answer; resolves with the agent's session id, if it gave one. */
+  /** Runs the task and writes its answer; resolves with the task (once submitted) and the agent's session id, if it gave one. */
   async function runTask(
     spec: ReturnType<typeof taskSpecFor>,
     prompt: string,
     abort: AbortController,
     writer: TurnWriter,
     json: boolean,
-  ): Promise<string | undefined> {
+  ): Promise<{ task?: TaskHandle; agentSession?: string }> {
     const answer = new AnswerStream();
     let started;
     try {
@@ -193,24 +217,25 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       if (rest === undefined) {
         const error = 'The sub-agent finished without an answer (no text, no data).';
         writer.fail(new HttpError(502, error, 'api', 'empty_answer', null, NO_RETRY), task);
-        return undefined;
+        return { task };
       }
       if (json && !isJson(answer.text)) {
         const error = 'The sub-agent was asked for JSON but its answer is not valid JSON.';
         writer.fail(new HttpError(502, error, 'api', 'invalid_json', null, NO_RETRY), task);
-        return undefined;
+        return { task };
       }
       if (rest !== '') writer.delta(rest, task);
       writer.finish({ text: answer.text, usage: usageOf(final.data, final.meta, prompt, answer.text) }, task);
       const data = final.data as { session_id?: unknown } | undefined;
       const meta = final.meta as { session_id?: unknown } | undefined;
       const id = data?.session_id ?? meta?.session_id;
-      return typeof id === 'string' ? id : undefined;
+      return typeof id === 'string' ? { task, agentSession: id } : { task };
     } catch (error) {
-      if (run.why === 'disconnect') return undefined; // nobody is listening; the task is cancelled
+      const task = run.task ? { task: run.task } : {};
+      if (run.why === 'disconnect') return task; // nobody is listening; the task is cancelled
       const failure = describeFailure(error, { why: run.why, timeoutMs: config.requestTimeoutMs, name: 'gateway' });
       writer.fail(httpErrorFor(failure), run.task);
-      return undefined;
+      return task;
     } finally {
       writer.close();
     }

@@ -75,6 +75,8 @@ export class Details {
   constructor(
     private readonly actions: DetailsActions,
     private readonly change?: DetailsSection,
+    /** The runs of the task's thread (a coding task and its follow-ups, ./threads.ts). */
+    private readonly thread?: DetailsSection,
   ) {
     for (const section of [this.question, this.failure, this.result, this.meta]) section.hidden = true;
     this.cancelButton.addEventListener('click', () => this.task && this.actions.cancel(this.task.id));
@@ -88,6 +90,7 @@ export class Details {
       this.idLine,
       this.question,
       this.summary,
+      this.thread?.root,
       this.change?.root,
       this.failure,
       this.result,
@@ -107,6 +110,7 @@ export class Details {
     this.keys = unrendered();
     this.fetched = undefined;
     this.change?.reset();
+    this.thread?.reset();
   }
 
   show(task: TaskSnapshot, now: number): void {
@@ -121,6 +125,7 @@ export class Details {
     this.retryButton.hidden = !finished;
     this.renderQuestion(task);
     this.renderSummary(task, now);
+    this.thread?.show(task);
     this.change?.show(task);
     this.renderFailure(task);
     this.renderResult(task);

@@ -1,8 +1,10 @@
 /**
  * "New task" dialog: start from a preset (a demo agent, a template's agent) or a recent command line,
  * or type one. The command is an executable plus one argument per line, never a shell string.
+ * The same dialog follows up a finished coding task (`openFollowUp`): its command line, a new input,
+ * in its worktree (`worktree.reuse`, docs/coding-agents.md).
  */
-import type { BridgeInfo, SubmitRequest } from '../bridge/contract.js';
+import type { BridgeInfo, SubmitRequest, TaskSnapshot } from '../bridge/contract.js';
 import { h } from './dom.js';
 import { commandLine } from './format.js';
 
@@ -27,13 +29,16 @@ export class NewTaskDialog {
     attrs: { id: 'new-base', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'default: HEAD of the repository' },
   });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
+  private readonly title = h('h2', { text: 'New task', attrs: { id: 'new-title' } });
   private choices: SubmitRequest[] = [];
+  /** The task being followed up (its worktree is reused), while the dialog does that. */
+  private followUp: { id: string; label: string } | undefined;
 
   constructor(private readonly submit: (request: SubmitRequest) => Promise<void>) {
     const field = (id: string, text: string, control: HTMLElement, hint?: string): HTMLElement =>
       h('div', { class: 'field' }, [h('label', { text, attrs: { for: id } }), control, hint ? h('small', { text: hint }) : null]);
     const form = h('form', { class: 'new-task', attrs: { 'aria-labelledby': 'new-title' } }, [
-      h('h2', { text: 'New task', attrs: { id: 'new-title' } }),
+      this.title,
       field('new-source', 'Start from', this.source),
       field('new-command', 'Command', this.command, 'An executable, or a .js/.mjs file run with Node'),
       field('new-args', 'Arguments', this.args, 'One per line'),
@@ -67,11 +72,13 @@ export class NewTaskDialog {
       void this.onSubmit();
     });
     this.source.addEventListener('change', () => this.fill(this.choices[Number(this.source.value)]));
-    this.worktree.addEventListener('change', () => (this.base.disabled = !this.worktree.checked));
+    this.worktree.addEventListener('change', () => (this.base.disabled = !this.worktree.checked || this.followUp !== undefined));
     this.dialog = h('dialog', { class: 'dialog', attrs: { id: 'new-task-dialog' } }, [form]);
   }
 
   open(info: BridgeInfo): void {
+    this.followUp = undefined;
+    this.title.textContent = 'New task';
     this.choices = [];
     const options: HTMLElement[] = [h('option', { text: 'Empty', attrs: { value: '-1' } })];
     const presets = info.presets.map((preset) => {
@@ -95,6 +102,19 @@ export class NewTaskDialog {
     (first >= 0 ? this.source : this.command).focus();
   }
 
+  /**
+   * Follows up `task` (a finished coding task, the newest run of its thread): its command line and
+   * working directory, a new input, in its worktree.
+   */
+  openFollowUp(info: BridgeInfo, task: Pick<TaskSnapshot, 'id' | 'label' | 'command' | 'args' | 'cwd'>): void {
+    this.open(info);
+    this.followUp = { id: task.id, label: task.label };
+    this.title.textContent = `Follow up ${task.label}`;
+    this.source.value = '-1';
+    this.fill({ command: task.command, args: task.args, cwd: task.cwd, label: `Follow-up of ${task.label}`, worktree: true });
+    this.input.focus();
+  }
+
   private fill(request: SubmitRequest | undefined): void {
     this.command.value = request?.command ?? '';
     this.args.value = (request?.args ?? []).join('\n');
@@ -106,6 +126,15 @@ export class NewTaskDialog {
     this.worktree.checked = worktree !== undefined && worktree !== false;
     this.base.value = typeof worktree === 'object' ? (worktree.base ?? '') : '';
     this.base.disabled = !this.worktree.checked;
+    // A follow-up continues in the worktree it had: no other worktree, no base.
+    const follow = this.followUp;
+    this.worktree.disabled = follow !== undefined;
+    this.base.placeholder = follow ? `continues in the worktree of ${follow.label}` : 'default: HEAD of the repository';
+    if (follow) {
+      this.worktree.checked = true;
+      this.base.value = '';
+      this.base.disabled = true;
+    }
   }
 
   private async onSubmit(): Promise<void> {
@@ -124,7 +153,8 @@ export class NewTaskDialog {
     }
     const retries = Number(this.retries.value || 0);
     if (retries > 0) request.retries = retries;
-    if (this.worktree.checked) request.worktree = this.base.value.trim() ? { base: this.base.value.trim() } : true;
+    if (this.followUp) request.worktree = { reuse: this.followUp.id };
+    else if (this.worktree.checked) request.worktree = this.base.value.trim() ? { base: this.base.value.trim() } : true;
     try {
       await this.submit(request);
       this.dialog.close();

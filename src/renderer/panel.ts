@@ -14,6 +14,7 @@ import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
 import { TaskList } from './task-list.js';
+import { ThreadSection } from './threads.js';
 
 /** How often an open task's log is re-read while the task changes. */
 const LOG_REFRESH_MS = 1000;
@@ -82,7 +83,17 @@ const details = new Details(
     loadResult: (id) => bridge.taskResult(id),
     saveText: (name, text) => saveBlob(name, new Blob([text], { type: 'application/json;charset=utf-8' })),
   },
-  new ChangeSection(changes, notices, (id) => tasks.get(id)?.label ?? id),
+  new ChangeSection(
+    changes,
+    notices,
+    (id) => tasks.get(id)?.label ?? id,
+    (id) => list.threadOf(id),
+    (task) => void openFollowUp(task),
+  ),
+  new ThreadSection(
+    (id) => list.threadOf(id),
+    (id) => openTask(id),
+  ),
 );
 detailsPane.append(details.root, review.root);
 const insightsPane = byId('insights-pane');
@@ -167,7 +178,9 @@ function renderNow(): void {
   const selected = pendingOpen ?? details.taskId;
   if (selected) {
     const task = tasks.get(selected);
-    if (task && (!dirty || dirty.has(selected) || pendingOpen)) showDetails(task, now);
+    // A run of a thread shows the thread's runs: a change to any of them (a new follow-up) redraws it.
+    const threadChanged = dirty !== undefined && list.threadOf(selected)?.runs.some((run) => dirty.has(run.id)) === true;
+    if (task && (!dirty || dirty.has(selected) || threadChanged || pendingOpen)) showDetails(task, now);
   }
   changed = new Set();
   everything = false;
@@ -298,6 +311,16 @@ async function openNewTask(): Promise<void> {
   try {
     info = await bridge.info();
     newTaskDialog().open(info);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+/** The New task dialog as a follow-up of a finished coding task: in its worktree, with a new input. */
+async function openFollowUp(task: TaskSnapshot): Promise<void> {
+  try {
+    info = await bridge.info();
+    newTaskDialog().openFollowUp(info, task);
   } catch (error) {
     showError(error);
   }

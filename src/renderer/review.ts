@@ -14,6 +14,7 @@ import { describeChange, type ChangeState } from '../model/change.js';
 import { diffView, singleDiffFiles, type DiffViewFile, type FilePart } from './diff-view.js';
 import { h } from './dom.js';
 import { isFinished } from './format.js';
+import type { ThreadOf } from './threads.js';
 
 /** The User Timing measure of building a task's diff view (one entry per build). */
 export const DIFF_MEASURE = 'backchannel:diff';
@@ -108,7 +109,13 @@ export class ChangeSection {
   private readonly applyButton = h('button', { text: 'Apply', class: 'primary', attrs: { type: 'button', 'data-action': 'apply' } });
   private readonly keepButton = h('button', { text: 'Keep branch', attrs: { type: 'button', 'data-action': 'keep' } });
   private readonly discardButton = h('button', { text: 'Discard', class: 'danger', attrs: { type: 'button', 'data-action': 'discard' } });
-  private readonly buttons = h('div', { class: 'section-buttons change-buttons' }, [this.applyButton, this.keepButton, this.discardButton]);
+  private readonly followUpButton = h('button', { text: 'Follow up', attrs: { type: 'button', 'data-action': 'follow-up' } });
+  private readonly buttons = h('div', { class: 'section-buttons change-buttons' }, [
+    this.followUpButton,
+    this.applyButton,
+    this.keepButton,
+    this.discardButton,
+  ]);
   private readonly facts = h('p', { class: 'change-facts' });
   private readonly stateLine = h('p', { class: 'change-state', role: 'status' });
   private readonly conflict = h('div', { class: 'change-conflict', role: 'alert', hidden: true });
@@ -122,6 +129,10 @@ export class ChangeSection {
     private readonly notices: ReviewNotices,
     /** The label of another task (the one a follow-up continues). */
     private readonly labelOf: (id: string) => string = (id) => id,
+    /** The thread of a task: its runs share one worktree, whose change is on the newest run. */
+    private readonly threadOf: ThreadOf = () => undefined,
+    /** Continues the task in its worktree with a new input (absent: no Follow up button). */
+    private readonly followUp?: (task: TaskSnapshot) => void,
   ) {
     this.root.append(
       h('div', { class: 'section-head' }, [h('h3', { text: 'Change' }), this.buttons]),
@@ -133,6 +144,7 @@ export class ChangeSection {
     this.applyButton.addEventListener('click', () => void this.act('apply'));
     this.keepButton.addEventListener('click', () => void this.act('keep'));
     this.discardButton.addEventListener('click', () => void this.act('discard'));
+    this.followUpButton.addEventListener('click', () => this.task && this.followUp?.(this.task));
     store.on((id) => {
       if (id === this.task?.id) this.render(true);
     });
@@ -154,20 +166,34 @@ export class ChangeSection {
     const task = this.task;
     if (!task) return;
     const known = this.store.get(task.id);
-    const key = `${task.id}:${task.state}:${task.change ? 'change' : ''}:${known?.state ?? ''}:${knownState(known) ?? ''}:${this.busy}`;
+    const thread = this.threadOf(task.id);
+    const later = thread && thread.head.id !== task.id ? thread.head : undefined;
+    const runs = thread?.runs.length ?? 1;
+    const key = `${task.id}:${task.state}:${task.change ? 'change' : ''}:${known?.state ?? ''}:${knownState(known) ?? ''}:${this.busy}:${runs}:${later?.id ?? ''}`;
     if (!force && key === this.key) return;
     const sameTask = this.key?.startsWith(`${task.id}:`) ?? false;
     this.key = key;
     this.root.hidden = task.worktree === undefined;
     if (!task.worktree) return;
     const { branch, base, baseSha, repo } = task.worktree;
+    if (later) {
+      // An earlier run of a thread: the worktree went on with the later runs, and the thread's one
+      // change (Apply, Keep branch, Discard included) is the newest run's.
+      this.facts.textContent = `branch ${branch} from ${base} (${baseSha.slice(0, 8)}) · run ${thread!.runs.indexOf(task) + 1} of ${runs} · ${repo}`;
+      this.stateLine.textContent = `Continued by ${later.label}: the change of the whole thread is on its newest run (run ${runs}).`;
+      this.buttons.hidden = true;
+      this.conflict.hidden = true;
+      this.diffHost.dataset.key = '';
+      this.diffHost.replaceChildren();
+      return;
+    }
     const size = task.change ? `${describeChange(task.change)} · ` : '';
     const commits = task.change?.commits.length
       ? ` · ${task.change.commits.length} commit${task.change.commits.length === 1 ? '' : 's'}`
       : '';
-    // A follow-up continues the thread of its parent, in the same worktree.
-    const thread = task.parent ? ` · follow-up of ${this.labelOf(task.parent)}` : '';
-    this.facts.textContent = `${size}branch ${branch} from ${base} (${baseSha.slice(0, 8)})${commits}${thread} · ${repo}`;
+    // A follow-up continues the thread of its parent, in the same worktree: its change is the thread's.
+    const threadText = runs > 1 ? ` · the whole change of ${runs} runs` : task.parent ? ` · follow-up of ${this.labelOf(task.parent)}` : '';
+    this.facts.textContent = `${size}branch ${branch} from ${base} (${baseSha.slice(0, 8)})${commits}${threadText} · ${repo}`;
     if (isReviewable(task) && !known) void this.store.load(task.id);
     const state = !isReviewable(task) ? 'working' : known?.state === 'gone' ? 'discarded' : knownState(known);
     this.stateLine.textContent =
@@ -182,6 +208,9 @@ export class ChangeSection {
     this.applyButton.disabled = this.busy || (state !== 'ready' && state !== 'kept');
     this.keepButton.disabled = this.busy || (state !== 'ready' && state !== 'applied');
     this.discardButton.disabled = this.busy;
+    // The worktree is there to continue in while the change is ready or applied (kept: it is gone).
+    this.followUpButton.hidden = this.followUp === undefined;
+    this.followUpButton.disabled = this.busy || (state !== 'ready' && state !== 'applied');
     if (known?.state === 'loaded') {
       // The diff is built once per task and fetched change (an action's new state keeps it).
       const diffKey = `${task.id}:${known.change.diff.length}`;

@@ -1,10 +1,16 @@
 /**
  * The task list: one keyed row per task, updated in place (only what changed is written) and
  * reordered by moving existing nodes, so 200 live tasks stay cheap. Keyboard: roving tabindex.
+ *
+ * A coding task and its follow-ups are one thread (src/model/threads.ts): its newest run is the
+ * thread's row (status, step, the thread's whole change) with a "N runs" toggle, and the earlier runs
+ * are rows nested under it, shown while the thread is expanded (the toggle, or → and ← on the row).
  */
 import type { TaskSnapshot } from '../bridge/contract.js';
 import { h, setText } from './dom.js';
+import { describeChange } from '../model/change.js';
 import { describePartial, isFault } from '../model/states.js';
+import { groupThreads, type Thread, type ThreadIndex } from '../model/threads.js';
 import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 import { isReviewable } from './review.js';
 
@@ -21,6 +27,16 @@ interface Row {
   action: HTMLButtonElement;
   /** Marks a finished coding task for the combined review (shown on those rows only). */
   mark: HTMLInputElement;
+  /** The size of the change (a coding task; on a thread, its newest run only: the thread's whole change). */
+  change: HTMLElement;
+  /** On a thread's newest run: shows or hides the earlier runs ("3 runs"). */
+  toggle: HTMLButtonElement;
+  /** On an earlier run of a thread: "run 1 of 3". */
+  run: HTMLElement;
+  /** The row is an earlier run of a thread (nested under the thread's newest run). */
+  nested: boolean;
+  /** Where the row stands in its thread as last drawn, to skip untouched rows. */
+  threadKey?: string;
   /** What the row shows now, to skip untouched rows. */
   rendered?: TaskSnapshot;
   /** The newest snapshot, shown once the row scrolls into view. */
@@ -56,6 +72,12 @@ export class TaskList {
   selectedId: string | undefined;
   /** Queue paused: queued rows say so. Set before `render`, with a full render when it changes. */
   paused = false;
+  /** The threads as of the last render. */
+  private threads: ThreadIndex<TaskSnapshot> = { threads: [], byTask: new Map() };
+  /** Threads (by key) whose earlier runs show. */
+  private readonly expanded = new Set<string>();
+  /** The selection last made visible (its thread expanded once, so the user can collapse it again). */
+  private revealed: string | undefined;
 
   constructor(
     private readonly root: HTMLElement,
@@ -79,6 +101,11 @@ export class TaskList {
       { root: root.parentElement, rootMargin: '300px 0px' },
     );
     root.addEventListener('keydown', (event) => this.onKey(event));
+    // A row focused some other way (a click on its button, a script) is the keyboard's row from then on.
+    root.addEventListener('focusin', (event) => {
+      const id = (event.target as HTMLElement).closest<HTMLElement>('li.task')?.dataset.id;
+      if (id !== undefined && id !== this.focusedId && this.rows.has(id)) this.setRoving(id);
+    });
     root.addEventListener('click', (event) => {
       const target = event.target as HTMLElement;
       const row = target.closest<HTMLElement>('li.task');
@@ -105,16 +132,22 @@ export class TaskList {
         if (this.marks.delete(id)) this.actions.marked?.([...this.marks]);
       }
     }
-    const sorted = [...tasks.values()].sort(compareTasks);
+    this.threads = groupThreads(tasks.values());
+    const selectedThread = this.selectedId === undefined ? undefined : this.threads.byTask.get(this.selectedId);
+    if (this.selectedId !== this.revealed && selectedThread) {
+      if (selectedThread.head.id !== this.selectedId) this.expanded.add(selectedThread.key);
+      this.revealed = this.selectedId;
+    }
+    const heads = this.threads.threads.map((thread) => thread.head).sort(compareTasks);
     const order: string[] = [];
     let budget = NEW_ROWS_PER_FRAME;
     let missing = false;
-    for (const task of sorted) {
+    const place = (task: TaskSnapshot, thread: Thread<TaskSnapshot>, expanded: boolean): void => {
       let row = this.rows.get(task.id);
       if (!row) {
         if (budget === 0) {
           missing = true;
-          continue;
+          return;
         }
         budget -= 1;
         row = this.createRow(task.id);
@@ -123,15 +156,63 @@ export class TaskList {
       }
       order.push(task.id);
       row.latest = task;
-      if (row.rendered === task || (changed && !changed.has(task.id))) continue;
+      this.fillThread(row, task, thread, expanded);
+      if (row.rendered === task || (changed && !changed.has(task.id))) return;
       // Off-screen rows follow state changes (badge, order) but skip progress and time until they
       // scroll into view: with 200 live tasks that is most of the work saved.
       if (!this.offscreen.has(task.id) || !row.rendered || headlineChanged(row.rendered, task)) this.fillRow(row, task, now);
+    };
+    for (const head of heads) {
+      const thread = this.threads.byTask.get(head.id)!;
+      const expanded = this.expanded.has(thread.key);
+      place(head, thread, expanded);
+      for (const run of thread.runs) if (run !== head) place(run, thread, expanded);
+    }
+    for (const id of [...this.marks]) {
+      const row = this.rows.get(id);
+      if (row?.nested && this.marks.delete(id)) {
+        row.mark.checked = false;
+        this.actions.marked?.([...this.marks]);
+      }
     }
     this.reorder(order);
-    if (this.focusedId === undefined || !this.rows.has(this.focusedId)) this.setRoving(order[0]);
+    const focused = this.focusedId === undefined ? undefined : this.rows.get(this.focusedId);
+    if (!focused) this.setRoving(order[0]);
+    else if (focused.el.hidden) {
+      // Its thread was collapsed: the thread's row takes the focus.
+      const head = this.threads.byTask.get(this.focusedId!)?.head.id;
+      if (focused.el.contains(document.activeElement)) this.focus(head ?? order[0]!);
+      else this.setRoving(head ?? order[0]);
+    }
     this.syncSelection();
     return missing;
+  }
+
+  /** The thread of task `id` (a thread of one for a task without follow-ups), as of the last render. */
+  threadOf(id: string): Thread<TaskSnapshot> | undefined {
+    return this.threads.byTask.get(id);
+  }
+
+  /** Shows or hides the earlier runs of the thread of task `id`; the list is drawn again by `redraw`. */
+  private setExpanded(id: string, expanded: boolean): void {
+    const thread = this.threads.byTask.get(id);
+    if (!thread || thread.runs.length < 2 || this.expanded.has(thread.key) === expanded) return;
+    if (expanded) this.expanded.add(thread.key);
+    else this.expanded.delete(thread.key);
+    for (const run of thread.runs) {
+      const row = this.rows.get(run.id);
+      if (row?.latest) this.fillThread(row, row.latest, thread, expanded);
+    }
+    // Collapsed while an earlier run had the focus: the thread's row takes it.
+    if (
+      !expanded &&
+      this.focusedId !== undefined &&
+      this.focusedId !== thread.head.id &&
+      thread.runs.some((r) => r.id === this.focusedId)
+    ) {
+      if (this.root.contains(document.activeElement)) this.focus(thread.head.id);
+      else this.setRoving(thread.head.id);
+    }
   }
 
   /** Once a second: elapsed time of active and queued tasks. */
@@ -155,7 +236,7 @@ export class TaskList {
 
   private toggleMark(id: string): void {
     const row = this.rows.get(id);
-    if (!row?.rendered || !isReviewable(row.rendered)) return;
+    if (!row?.rendered || !isReviewable(row.rendered) || row.nested) return;
     if (this.marks.has(id)) this.marks.delete(id);
     else this.marks.add(id);
     row.mark.checked = this.marks.has(id);
@@ -191,12 +272,59 @@ export class TaskList {
     mark.addEventListener('change', () => {
       if (mark.checked !== this.marks.has(id)) this.toggleMark(id);
     });
+    const change = h('span', { class: 'task-change' });
+    const run = h('span', { class: 'task-run', hidden: true });
+    const toggle = h('button', {
+      class: 'thread-toggle quiet',
+      tabIndex: -1,
+      hidden: true,
+      attrs: { type: 'button', 'aria-expanded': 'false' },
+    });
+    toggle.addEventListener('click', () => {
+      const thread = this.threads.byTask.get(id);
+      if (thread) this.setExpanded(id, !this.expanded.has(thread.key));
+    });
     const el = h('li', { class: 'task', role: 'option', tabIndex: -1, attrs: { 'data-id': id, 'aria-selected': 'false' } }, [
-      h('div', { class: 'task-top' }, [mark, badge, label, attempt, worker, time, action]),
+      h('div', { class: 'task-top' }, [mark, badge, run, label, change, toggle, attempt, worker, time, action]),
       bar,
       sub,
     ]);
-    return { el, badge, label, attempt, worker, time, bar, fill, sub, action, mark };
+    return { el, badge, label, attempt, worker, time, bar, fill, sub, action, mark, change, toggle, run, nested: false };
+  }
+
+  /**
+   * Where the row stands in its thread: the thread's row (with the toggle when it has earlier runs),
+   * or an earlier run, nested and shown only while the thread is expanded.
+   */
+  private fillThread(row: Row, task: TaskSnapshot, thread: Thread<TaskSnapshot>, expanded: boolean): void {
+    const count = thread.runs.length;
+    const nested = thread.head !== task;
+    const index = nested ? thread.runs.indexOf(task) : count - 1;
+    const key = `${count}:${index}:${nested}:${expanded}`;
+    if (row.threadKey === key) return;
+    row.threadKey = key;
+    row.nested = nested;
+    row.el.classList.toggle('thread-run', nested);
+    row.el.classList.toggle('thread-head', !nested && count > 1);
+    row.el.dataset.thread = count > 1 ? thread.key : '';
+    row.el.hidden = nested && !expanded;
+    row.run.hidden = !nested;
+    setText(row.run, nested ? `run ${index + 1} of ${count}` : '');
+    row.toggle.hidden = nested || count < 2;
+    setText(row.toggle, count < 2 ? '' : `${count} runs`);
+    row.toggle.setAttribute('aria-expanded', String(expanded));
+    row.toggle.setAttribute(
+      'aria-label',
+      `${expanded ? 'Hide' : 'Show'} the ${count - 1} earlier run${count === 2 ? '' : 's'} of ${task.label}`,
+    );
+    if (row.rendered) this.fillChange(row, row.rendered);
+  }
+
+  /** The change size and the review mark: a thread's change is its newest run's (see src/model/threads.ts). */
+  private fillChange(row: Row, task: TaskSnapshot): void {
+    setText(row.change, task.change && !row.nested ? describeChange(task.change) : '');
+    const reviewable = isReviewable(task) && !row.nested;
+    if (row.mark.hidden === reviewable) row.mark.hidden = !reviewable;
   }
 
   private fillRow(row: Row, task: TaskSnapshot, now: number): void {
@@ -206,6 +334,8 @@ export class TaskList {
     // Most updates only move progress: touch classes and labels only when they change.
     if (!old || old.state !== task.state || wasWaiting !== waiting) {
       row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}`;
+      row.el.classList.toggle('thread-run', row.nested);
+      row.el.classList.toggle('thread-head', !row.nested && !row.toggle.hidden);
       row.badge.textContent = waiting ? 'Needs answer' : STATE_LABEL[task.state];
       row.badge.className = `badge badge-${waiting ? 'asking' : task.state}`;
       const finished = isFinished(task.state);
@@ -215,8 +345,7 @@ export class TaskList {
       row.bar.hidden = finished;
     }
     // The change is recorded once the agent's processes are gone: it may come after the last state.
-    const reviewable = isReviewable(task);
-    if (row.mark.hidden === reviewable) row.mark.hidden = !reviewable;
+    this.fillChange(row, task);
     if (!old || old.label !== task.label) {
       row.label.textContent = task.label;
       row.label.title = task.label;
@@ -282,9 +411,10 @@ export class TaskList {
 
   private onKey(event: KeyboardEvent): void {
     if ((event.target as HTMLElement).closest('button') && (event.key === 'Enter' || event.key === ' ')) return;
-    const index = this.focusedId === undefined ? -1 : this.order.indexOf(this.focusedId);
+    const shown = this.order.filter((id) => this.rows.get(id)?.el.hidden === false);
+    const index = this.focusedId === undefined ? -1 : shown.indexOf(this.focusedId);
     const move = (to: number): void => {
-      const id = this.order[Math.max(0, Math.min(this.order.length - 1, to))];
+      const id = shown[Math.max(0, Math.min(shown.length - 1, to))];
       if (id) this.focus(id);
       event.preventDefault();
     };
@@ -298,7 +428,18 @@ export class TaskList {
       case 'Home':
         return move(0);
       case 'End':
-        return move(this.order.length - 1);
+        return move(shown.length - 1);
+      case 'ArrowRight':
+      case 'ArrowLeft': {
+        const id = this.focusedId;
+        const thread = id === undefined ? undefined : this.threads.byTask.get(id);
+        if (!id || !thread || thread.runs.length < 2) return;
+        event.preventDefault();
+        if (event.key === 'ArrowRight') return this.setExpanded(id, true);
+        // On an earlier run, ← goes to the thread's row; on that row, it hides the earlier runs.
+        if (thread.head.id !== id) return this.focus(thread.head.id);
+        return this.setExpanded(id, false);
+      }
       case 'Enter':
       case ' ':
         if (this.focusedId) {

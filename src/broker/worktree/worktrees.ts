@@ -62,32 +62,7 @@ export class Worktrees {
       const { repo, base, baseSha } = record!;
       return { repo, base, baseSha, subdir: path.relative(record!.worktree, record!.cwd), reuse: record };
     }
-    if (request.base !== undefined && request.includeUncommitted) {
-      refuse('`includeUncommitted` starts from the checkout as it is; it cannot be combined with a `base`');
-    }
-    const base = request.base ?? 'HEAD';
-    if (base.startsWith('-') || base.trim() === '' || /[\0\n]/.test(base)) refuse(`base "${base}" is not a git revision`);
-    if (!isDirectory(cwd)) refuse(`working directory ${cwd} does not exist`);
-    let repo: string;
-    try {
-      repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd }).trim());
-    } catch (error) {
-      return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
-    }
-    const subdir = path.relative(repo, realpathSync(cwd));
-    if (request.includeUncommitted)
-      return { repo, base: 'the checkout (with uncommitted changes)', baseSha: snapshotCheckout(repo, refuse), subdir };
-    let baseSha: string;
-    try {
-      baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], { cwd: repo }).trim();
-    } catch {
-      return refuse(
-        base === 'HEAD'
-          ? `the repository ${repo} has no commit yet; a worktree starts from one`
-          : `base "${base}" does not exist in ${repo}`,
-      );
-    }
-    return { repo, base, baseSha, subdir };
+    return planNewWorktree(cwd, request);
   }
 
   /** Makes the worktree of task `taskId` on branch `backchannel/<short id>` and records it. */
@@ -334,6 +309,42 @@ export class Worktrees {
       if (!/not found/.test(error.message)) throw new BrokerError('worktree', `could not delete branch ${record.branch}: ${error.message}`);
     });
   }
+}
+
+/**
+ * Where a new worktree for a task in `cwd` would come from (`request.reuse` aside): the repository
+ * containing `cwd`, an existing base. Throws a BrokerError('invalid_option') with one line saying what
+ * is wrong. Front-ends that promise worktrees check their configuration with it before any task
+ * (the gateway's `worktree: true` models); the broker checks every submission with it again.
+ */
+export function planNewWorktree(cwd: string, request: Omit<WorktreeRequest, 'reuse'>): WorktreePlan {
+  const refuse = (message: string): never => {
+    throw new BrokerError('invalid_option', message);
+  };
+  if (request.base !== undefined && request.includeUncommitted) {
+    refuse('`includeUncommitted` starts from the checkout as it is; it cannot be combined with a `base`');
+  }
+  const base = request.base ?? 'HEAD';
+  if (base.startsWith('-') || base.trim() === '' || /[\0\n]/.test(base)) refuse(`base "${base}" is not a git revision`);
+  if (!isDirectory(cwd)) refuse(`working directory ${cwd} does not exist`);
+  let repo: string;
+  try {
+    repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd }).trim());
+  } catch (error) {
+    return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
+  }
+  const subdir = path.relative(repo, realpathSync(cwd));
+  if (request.includeUncommitted)
+    return { repo, base: 'the checkout (with uncommitted changes)', baseSha: snapshotCheckout(repo, refuse), subdir };
+  let baseSha: string;
+  try {
+    baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], { cwd: repo }).trim();
+  } catch {
+    return refuse(
+      base === 'HEAD' ? `the repository ${repo} has no commit yet; a worktree starts from one` : `base "${base}" does not exist in ${repo}`,
+    );
+  }
+  return { repo, base, baseSha, subdir };
 }
 
 /** A commit of the checkout as it is (tracked changes and untracked files), made without touching its index. */
