@@ -239,7 +239,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    */
   private followUpSpec(spec: TaskSpec, record: WorktreeRecord): TaskSpec {
     const last = record.followUps?.at(-1) ?? record.taskId;
-    const session = record.session;
+    // A task that ended a moment ago may not have its change (and session) recorded yet: its final payload has the session.
+    const ended = this.live.get(last)?.task.final?.meta?.session_id;
+    const session = record.session ?? (typeof ended === 'string' ? ended : undefined);
     const next: TaskSpec = { ...spec, parent: spec.parent ?? last };
     if (session === undefined || session === '') return next;
     const input: unknown = spec.input;
@@ -255,7 +257,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const worktree = entry.worktree;
     if (!worktree || !this.worktrees) return true;
     try {
-      worktree.record = await this.worktrees.create(task.id, worktree.plan, task.label);
+      worktree.record = await this.worktrees.create(task.id, await this.settledPlan(worktree.plan), task.label);
     } catch (error) {
       this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
       return false;
@@ -266,6 +268,21 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.journal?.append({ e: 'worktree', id: task.id, at: isoNow(), worktree: info });
     task.log('broker', `works in ${dir} on branch ${branch} (from ${base}, ${baseSha.slice(0, 8)})`);
     return true;
+  }
+
+  /**
+   * A follow-up's plan once the thread's earlier runs are wholly done: a run that has ended may still
+   * be recording its change (its processes going, the diff being written). The follow-up waits for
+   * that, then continues from the record as it now is — never from the one read at submit, which a
+   * capture finishing later would overwrite (losing the follow-up from the thread).
+   */
+  private async settledPlan(plan: WorktreePlan): Promise<WorktreePlan> {
+    const reused = plan.reuse;
+    if (!reused || !this.worktrees) return plan;
+    await Promise.all([reused.taskId, ...(reused.followUps ?? [])].map((taskId) => this.live.get(taskId)?.finished));
+    const now = this.worktrees.find(reused.taskId);
+    if (!now || now.state === 'discarded' || now.state === 'kept') throw new Error(`the worktree of task ${reused.taskId} is gone`);
+    return { ...plan, reuse: now };
   }
 
   /** Records a coding task's change once its processes are gone (before `exited` is announced). */

@@ -181,6 +181,34 @@ describe('a follow-up', () => {
     expect(ourBranches(repo)).toEqual([]);
     expect(() => coder(broker, repo, [], {}, { reuse: first.id })).toThrow(/has no worktree to follow up in/);
   });
+
+  test('a follow-up submitted the moment the first task ends (its change not yet recorded) waits for it, stays in the thread and resumes', async () => {
+    const repo = makeRepo();
+    const { broker } = brokerWithWorktrees();
+    const first = coder(broker, repo, [{ path: 'one.txt', content: '1\n' }]);
+    // In the 'ended' event itself: the task has ended, its change is recorded only after its processes are gone.
+    const second = new Promise<ReturnType<typeof coder>>((resolve) =>
+      broker.on('update', (update) => {
+        if (update.kind === 'ended' && update.taskId === first.id)
+          resolve(coder(broker, repo, [{ path: 'two.txt', content: '2\n' }], { ask: 'More?' }, { reuse: first.id }));
+      }),
+    );
+    const firstPayload = (await first.result) as { meta: { session_id: string } };
+    const followUp = await second;
+    // While the follow-up works (it waits for an answer), the thread names it and the first run's change is its own.
+    const asking = await waitFor(() => broker.get(followUp.id)?.pendingQuestion, 'the follow-up to ask', 30_000);
+    await first.finished;
+    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'working' }]);
+    expect(broker.get(first.id)!.change!.files.map((file) => file.path)).toEqual(['one.txt']);
+    broker.answer(followUp.id, asking.askId, 'no');
+    const payload = (await followUp.result) as { data: { resumed: string | null } };
+    await followUp.finished;
+    expect(payload.data.resumed).toBe(firstPayload.meta.session_id);
+    expect(broker.get(followUp.id)!.change!.files.map((file) => file.path)).toEqual(['one.txt', 'two.txt']);
+    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'ready' }]);
+    await broker.discardChange(first.id);
+    expect(ourBranches(repo)).toEqual([]);
+  });
 });
 
 describe('applying changes', () => {
