@@ -133,8 +133,15 @@ function summarize(trace) {
     `main-thread tasks in the trace: ${tasks.length}; over 50 ms of wall time: ${long.length}, of which over 50 ms of the thread's CPU time: ${busy.length}; over 16 ms: ${all.filter((d) => d > 16).length}; longest ${Math.max(0, ...all).toFixed(1)} ms`,
   );
   say(`the long ones, wall / CPU ms: ${long.map((t) => `${(t.dur / 1000).toFixed(0)}/${cpuMs(t).toFixed(0)}`).join(', ') || 'none'}`);
+  const byCpu = tasks.filter((t) => typeof t.tdur === 'number').sort((a, b) => b.tdur - a.tdur);
+  say(
+    `the most CPU in one task, ms (wall in brackets): ${byCpu
+      .slice(0, 8)
+      .map((t) => `${cpuMs(t).toFixed(1)} (${(t.dur / 1000).toFixed(0)})`)
+      .join(', ')}`,
+  );
   const samples = profileSamples(events, main);
-  for (const task of long) {
+  for (const task of [...new Set([...long, ...byCpu.slice(0, 3)])].sort((a, b) => a.ts - b.ts)) {
     say();
     say(
       `## task at +${((task.ts - t0) / 1e6).toFixed(2)} s: ${(task.dur / 1000).toFixed(1)} ms wall, ${cpuMs(task).toFixed(1)} ms of the main thread's CPU`,
