@@ -10,7 +10,7 @@ import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { interleave, median } from './lib/stats.js';
-import { counter, DEADLINE_MS, forkIpc, jsonRpc, rawSocket, stdoutNdjson, webSocket } from './peers/receivers.js';
+import { counter, DEADLINE_MS, forkIpc, jsonRpc, rawSocket, rawValidated, stdoutNdjson, webSocket } from './peers/receivers.js';
 
 const BURST = 100;
 
@@ -44,6 +44,7 @@ main(async ({ quick }) => {
   const variants = {
     broker: viaBroker,
     rawCoalesced: () => rawSocket('socket-coalesced', count, BURST, dir),
+    rawValidated: () => rawValidated(count, BURST, dir),
     rawSingle: () => rawSocket('socket-single', count, BURST, dir),
     stdout: () => stdoutNdjson(peerCount, BURST),
     ipcJson: () => forkIpc('json', peerCount, BURST),
@@ -91,6 +92,27 @@ main(async ({ quick }) => {
       detail: `baseline: raw socket, writes coalesced per tick, hand-written splitter + JSON.parse (${cpu(figures.rawCoalesced)}); broker ${cpu(b)}`,
     }),
   ];
+  // What bounds the first row (issue 27 item 4): the same raw stream read through the broker's own
+  // decoder and validation, and the broker against that.
+  const v = figures.rawValidated;
+  rows.push(
+    row({
+      fig: '3',
+      name: "(limit) raw socket read through the broker's decoder + validation (readInbound)",
+      unit: 'msg/s',
+      value: v.rate,
+      baseline: figures.rawCoalesced.rate,
+      detail: `the cost floor of validating each message: ${cpu(v)}; what the rest of the broker adds (the attempt, the task's state, one update event per partial, the journal's progress record): ${(b.recvCpuUs - v.recvCpuUs).toFixed(2)} µs/msg of receiver CPU`,
+    }),
+    row({
+      fig: '3',
+      name: 'Progress stream vs that limit (broker vs raw + validation)',
+      unit: 'msg/s',
+      value: b.rate,
+      baseline: v.rate,
+      detail: `receiver CPU/msg ${b.recvCpuUs.toFixed(2)} vs ${v.recvCpuUs.toFixed(2)} µs`,
+    }),
+  );
   for (const name of ['ipcJson', 'ipcAdvanced', 'jsonrpc']) {
     rows.push(
       row({

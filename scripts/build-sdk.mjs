@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Bundles the agent runtime SDK into one ESM file (dist/agent-runtime/bundle.js), which is what
 // `import 'backchannel-agents/agent-runtime'` loads. Every sub-agent start pays for module loading: one
-// file instead of nine cut the SDK's import from 26.8 to 10.2 ms of CPU (docs/performance.md).
+// file instead of nine cut the SDK's import from 26.8 to 10.2 ms of CPU (docs/performance.md). Whitespace
+// and syntax are minified (29 → 19 KB: less for V8 to scan at every start); names are kept, so stack
+// traces read as the source does (the linked source map maps them back to it).
 // Run after `tsc -p tsconfig.json`, which still emits the per-file modules and the type declarations.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +19,8 @@ await build({
   target: ['node20'],
   sourcemap: 'linked',
   legalComments: 'none',
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 });
 console.log('built dist/agent-runtime/bundle.js');

@@ -8,6 +8,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { BASELINE_TASK_ID } from '../agents/stream-message.mjs';
 import { agentPath } from '../lib/env.js';
 import { cpuMicros, wallNow } from '../lib/stats.js';
 
@@ -112,6 +113,36 @@ export async function rawSocket(transport, count, burst, dir) {
   });
   const close = await listen(server, socketPath);
   const child = spawn(process.execPath, [SENDER, transport, count, burst], childOptions(socketPath));
+  const result = await stopIfPartial(child, await c.finished);
+  await waitExit(child);
+  await close();
+  return result;
+}
+
+/**
+ * The raw socket again (same sender, same lines), read the broker's way: its LineDecoder and its
+ * inbound pipeline per line (JSON.parse, the token taken out, the message validated, the task id
+ * checked) — what a validated stream costs at least, without a task, an update event or a journal.
+ * Figure 3's `(limit)` row.
+ */
+export async function rawValidated(count, burst, dir) {
+  const { LineDecoder } = await import('../../dist/protocol/index.js');
+  const { readInbound } = await import('../../dist/broker/transport/inbound.js');
+  const socketPath = path.join(dir, 'validated.sock');
+  const c = counter(count);
+  const server = createServer((socket) => {
+    const decoder = new LineDecoder({
+      line(text) {
+        const inbound = readInbound(text, BASELINE_TASK_ID, 'socket');
+        // The sender's closing `done` line is no protocol message.
+        c.message(inbound.ok ? inbound.message : JSON.parse(text));
+      },
+      overflow() {},
+    });
+    socket.on('data', (chunk) => decoder.push(chunk));
+  });
+  const close = await listen(server, socketPath);
+  const child = spawn(process.execPath, [SENDER, 'socket-coalesced', count, burst], childOptions(socketPath));
   const result = await stopIfPartial(child, await c.finished);
   await waitExit(child);
   await close();

@@ -15,7 +15,7 @@ import {
   type Payload,
   type PayloadMeta,
 } from '../protocol/index.js';
-import { writeSpooled } from '../protocol/spool.js';
+import { writeSpooledLazily } from '../protocol/spool.js';
 import { connectWithRetry, MessageLink, type ConnectOptions } from './connection.js';
 import { AgentRuntimeError, locateTask, type TaskLocation } from './locate.js';
 
@@ -314,15 +314,15 @@ export class AgentTask<Input = unknown> {
     }
     // Where raw bytes cannot follow a line, the attachments travel inline (base64).
     const whole = attachments.length === 0 ? payload : { ...payload, attachments: attachments.map(inlined) };
-    this.spool(whole);
+    await this.spool(whole);
     await printToStdout(whole);
   }
 
-  private spool(payload: Payload): void {
+  private async spool(payload: Payload): Promise<void> {
     const dir = this.location.spoolDir;
     if (!dir) return;
     try {
-      writeSpooled(dir, payload);
+      await writeSpooledLazily(dir, payload);
     } catch (error) {
       this.warn(`cannot write the spool file: ${(error as Error).message}`);
     }
@@ -347,15 +347,51 @@ function elapsedMs(start: bigint): number {
  * agent's own console.log() is saved with them); the socket has its own handler (MessageLink).
  */
 export function survivePipeErrors(): void {
-  for (const stream of [process.stdout, process.stderr]) {
-    if (guarded.has(stream)) continue;
-    guarded.add(stream);
-    stream.on('error', () => {
-      // The reader is gone (EPIPE) or the stream was closed: writes from now on go nowhere.
-    });
-  }
+  for (const name of ['stdout', 'stderr'] as const) guardWhenUsed(name);
+}
+
+/** Stdio pipes made before the guard was set (an early console.log: the console keeps its stream and never asks again). */
+function madeAlready(): NodeJS.WritableStream[] {
+  const handles = (process as unknown as { _getActiveHandles?: () => unknown[] })._getActiveHandles?.() ?? [];
+  return handles.filter((h): h is NodeJS.WritableStream & { fd: number } => {
+    const fd = (h as { fd?: unknown }).fd;
+    return (fd === 1 || fd === 2) && typeof (h as { on?: unknown }).on === 'function';
+  });
 }
 const guarded = new WeakSet<NodeJS.WritableStream>();
+const watched = new Set<string>();
+
+function guard(stream: NodeJS.WritableStream): void {
+  if (guarded.has(stream)) return;
+  guarded.add(stream);
+  stream.on('error', () => {
+    // The reader is gone (EPIPE) or the stream was closed: writes from now on go nowhere.
+  });
+}
+
+/**
+ * Guards `process[name]` once something uses it. Node makes the stream on first access; making
+ * both at every start (two pipe sockets) was ~2 ms of every agent's CPU, and an agent that reports
+ * only over the socket never writes to them. The getter is wrapped once: its first call makes the
+ * stream, guards it and puts Node's own getter back.
+ */
+function guardWhenUsed(name: 'stdout' | 'stderr'): void {
+  if (watched.has(name)) return;
+  watched.add(name);
+  if (watched.size === 1) for (const stream of madeAlready()) guard(stream);
+  const own = Object.getOwnPropertyDescriptor(process, name);
+  const get = own?.get;
+  if (!own || !get || !own.configurable) return guard(process[name]);
+  Object.defineProperty(process, name, {
+    ...own,
+    get() {
+      const stream = get.call(process) as NodeJS.WritableStream;
+      Object.defineProperty(process, name, own);
+      guard(stream);
+      return stream;
+    },
+  });
+}
 
 /** Writes a payload as an SSE-style `data:` line (plus the blank line); resolves when written (or when stdout is gone). */
 export function printToStdout(payload: Payload): Promise<void> {

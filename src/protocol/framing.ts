@@ -20,7 +20,6 @@
  * and line framing resumes after them.
  */
 
-import { isAscii } from 'node:buffer';
 import { DEFAULT_MAX_LINE_BYTES } from './line-limit.js';
 
 export { DEFAULT_MAX_LINE_BYTES };
@@ -212,8 +211,26 @@ export class LineDecoder {
  * a one-byte string, so a big ASCII-only region skips the UTF-8 decoder (10 MB: ~1.5 ms against ~9.5 ms).
  */
 export function decodeText(buf: Buffer, start: number, end: number): string {
-  if (end - start >= ASCII_CHECK_MIN_BYTES && isAscii(buf.subarray(start, end))) return buf.toString('latin1', start, end);
+  if (end - start >= ASCII_CHECK_MIN_BYTES && asciiCheck()(buf.subarray(start, end))) return buf.toString('latin1', start, end);
   return buf.toString('utf8', start, end);
+}
+
+type AsciiCheck = (bytes: Buffer) => boolean;
+let isAscii: AsciiCheck | undefined;
+
+/**
+ * node:buffer's isAscii, looked up on first use rather than imported: an ESM import of node:buffer
+ * cost every agent's start ~0.4 ms of CPU (the agent runtime bundles this file), for a check only
+ * lines of 64 KB and more use. Node before 20.16 has no process.getBuiltinModule: there the module
+ * is imported in the background, and lines decode as UTF-8 (the same text, slower) until it is in.
+ */
+function asciiCheck(): AsciiCheck {
+  if (isAscii) return isAscii;
+  const builtin = process.getBuiltinModule?.('node:buffer') as { isAscii: AsciiCheck } | undefined;
+  if (builtin) return (isAscii = builtin.isAscii);
+  isAscii = () => false;
+  void import('node:buffer').then((m) => (isAscii = m.isAscii));
+  return isAscii;
 }
 
 /** The offset of the newline byte ending line `index` (from 0) of the region starting at `from`. */

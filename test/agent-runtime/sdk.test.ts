@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type { TaskError } from '../../src/broker/index.js';
 import { locateTask } from '../../src/agent-runtime/locate.js';
@@ -130,5 +131,29 @@ describe('agent runtime SDK', () => {
     const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false });
     const error = ((await settle(task.result)) as { error: TaskError }).error;
     expect(error.payload?.data).toMatchObject({ message: 'tool failed', exit_code: 7, inherited: 'undefined' });
+  });
+
+  test('starts light: the bundle imports only node:net up front, and an agent that reports over the socket alone makes no stdout or stderr stream', async () => {
+    // What every agent start pays for (docs/performance.md, issue 27): node:fs, node:path and node:buffer are
+    // looked up when a payload is spooled or a big line decoded, stdout and stderr when something writes to them.
+    const bundle = readFileSync(new URL('../../dist/agent-runtime/bundle.js', import.meta.url), 'utf8');
+    const imported = [...bundle.matchAll(/\bimport\s*(?:\{[^}]*\}\s*from\s*)?"([^"]+)"/g)].map((m) => m[1]);
+    expect(imported).toEqual(['node:net']);
+    const { broker } = makeBroker();
+    const script = `
+      import { runAgent } from 'backchannel-agents/agent-runtime';
+      runAgent(async () => process._getActiveHandles().filter((h) => h.fd === 1 || h.fd === 2).length);`;
+    const task = broker.submit({ command: 'node', args: ['--input-type=module', '-e', script], cwd: fixture('.'), taskIdArg: false });
+    expect((await task.result).data).toBe(0);
+    // Once written to, they are guarded as before (test/reliability/sdk-outlives-broker.test.ts: EPIPE costs a channel, not the agent).
+    const writes = `
+      import { runAgent } from 'backchannel-agents/agent-runtime';
+      console.log('early, before runAgent');
+      runAgent(async (task) => {
+        task.log('a log line');
+        return process._getActiveHandles().filter((h) => (h.fd === 1 || h.fd === 2) && h.listenerCount('error') > 0).length;
+      });`;
+    const writer = broker.submit({ command: 'node', args: ['--input-type=module', '-e', writes], cwd: fixture('.'), taskIdArg: false });
+    expect((await writer.result).data).toBe(2);
   });
 });
