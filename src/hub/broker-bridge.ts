@@ -5,7 +5,15 @@
  * Events go through an `UpdateCoalescer` (./update-coalescer.ts); the calls are below, each a few
  * lines over the broker, with broker errors translated into the bridge's error codes.
  */
-import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, PresetInfo } from '../bridge/contract.js';
+import type {
+  BackchannelBridge,
+  BridgeInfo,
+  SubmitRequest,
+  TaskCounts,
+  TaskDetails,
+  TaskFeedEvent,
+  PresetInfo,
+} from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
@@ -23,6 +31,8 @@ export interface BrokerLike {
   get(id: string): TaskSnapshot | undefined;
   /** One page of tasks, newest first; without it the bridge pages `tasks()` itself. */
   taskPage?(query: TaskPageQuery): TaskPage;
+  /** Tasks by state; without it events carry no counts (a panel counts the tasks it has). */
+  stats?(): TaskCounts;
   /**
    * The whole final payload (also when snapshots carry only a summary); null when there is none,
    * undefined for an unknown task. Without it the bridge answers with the snapshot's `result`.
