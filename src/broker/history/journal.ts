@@ -66,8 +66,11 @@ export interface HistoryEntry {
    * (its big result went to disk) keeps its log and its attachments' content here, as it would have
    * as a live task, until it leaves history.
    */
-  retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array> };
+  retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array>; retry?: RetrySpec };
 }
+
+/** What a Retry needs of a retired task's spec beyond its StoredSpec (see TaskBroker's `retrySpec`). */
+export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'estimatedTokens' | 'preset' | 'retries'>;
 
 export interface LoadResult {
   entries: HistoryEntry[];

@@ -20,7 +20,7 @@ import {
 import type { Insights, InsightsQuery } from '../../model/insights.js';
 import { isActive } from '../../model/states.js';
 import { computeInsights, foldTasks } from './insights.js';
-import type { HistoryEntry } from './journal.js';
+import type { HistoryEntry, RetrySpec } from './journal.js';
 import { withSummary } from './results.js';
 import { compareKeys, OrderedHistory, type SortKey } from './ordered-history.js';
 import { Rollup } from './rollup.js';
@@ -167,14 +167,16 @@ export class TaskRegistry<Live extends Registered> {
   }
 
   /**
-   * A finished live task leaves memory for history early: its Task (which holds the whole result,
-   * also in its settled promise) is dropped, the summary snapshot stays, with its log.
+   * A finished live task leaves memory for history: its Task (which holds the whole result, also in
+   * its settled promise) is dropped; the snapshot stays, with its log, its attachments' content and
+   * what a Retry needs beyond the stored spec (`retry`).
    */
-  retire(id: string, spec: HistoryEntry['spec'], attachments?: Map<string, string | Uint8Array>): void {
+  retire(id: string, spec: HistoryEntry['spec'], attachments?: Map<string, string | Uint8Array>, retry?: RetrySpec): void {
     const live = this.live.get(id);
     if (!live || !live.task.finished || live.attempt) return;
-    const retired: HistoryEntry['retired'] = { log: live.task.logLines() };
+    const retired: NonNullable<HistoryEntry['retired']> = { log: live.task.logLines() };
     if (attachments && attachments.size > 0) retired.attachments = attachments;
+    if (retry) retired.retry = retry;
     this.history.delete(id);
     this.history.set(id, { snapshot: liveSnapshot(live), spec, retired });
     this.live.delete(id);
@@ -214,7 +216,7 @@ export class TaskRegistry<Live extends Registered> {
     const stored = this.history.get(id);
     if (!stored) throw new BrokerError('unknown_task', `No task with id ${id}.`);
     const { label, retries, ...rest } = stored.spec;
-    return { ...rest, label, ...(retries !== undefined ? { retries } : {}) };
+    return { ...rest, label, ...(retries !== undefined ? { retries } : {}), ...stored.retired?.retry };
   }
 
   /** Insights of every finished task: those in memory, and the rollup of those that left. */
