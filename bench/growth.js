@@ -4,12 +4,14 @@
  * N = 1,000, 10,000 and 100,000. Measured at each N: the hub's start (spawn → its panel URL printed,
  * the control endpoint answering), its RSS after start and after serving the list and the panel, the
  * first page of tasks (POST /api/tasks/page) and `backchannel tasks` (the CLI, spawn → exit, through
- * the hub), the panel's first paint in headless Chromium, and the journal's compaction (load + rewrite
+ * the hub), the event stream's first event (the panel's picture: bytes, and connect → parsed), the
+ * panel's first paint in headless Chromium, and the journal's compaction (load + rewrite
  * of N records, in this process, as a start does when the journal has grown). Growth is judged by
  * the step from 10,000 to 100,000 against 10 × the step from 1,000 to 10,000; the 10,000 figures
  * against the issue's limits. The empty history is in the table for the fixed costs.
  */
 import { mkdirSync, statSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { Journal } from '../dist/broker/history/journal.js';
 import { silentLogger } from '../dist/broker/index.js';
@@ -35,6 +37,8 @@ main(async ({ quick }) => {
     ['rssMb', 'hub RSS after the list and the panel', 'MB', 150],
     ['pageMs', 'first page of tasks (POST /api/tasks/page) p50', 'ms', 50],
     ['cliMs', '`backchannel tasks` through the hub, spawn → exit p50', 'ms'],
+    ['eventMs', 'event stream: connect → first event parsed p50', 'ms'],
+    ['eventKb', 'event stream: first event size', 'KB'],
     ['paintMs', 'panel first paint (navigation → first row painted) p50', 'ms'],
     ['compactMs', 'journal load + compaction', 'ms'],
   ];
@@ -114,6 +118,8 @@ async function measure(dir, n, runs) {
       }
       const cli = [];
       for (let j = 0; j < runs; j++) cli.push((await runCli(['tasks'], { ...env, BACKCHANNEL_CONTROL: hub.control })).ms);
+      const events = [];
+      for (let j = 0; j < runs; j++) events.push(await firstEvent(hub.url));
       // A panel that cannot paint at all over this history is a finding, not a crash of the bench.
       const paint = n > 0 ? await panelPaint(hub.url, runs, 1).catch((error) => ({ first: Number.NaN, error })) : { first: Number.NaN };
       if (paint.error) log(`growth: the panel did not paint over ${n} tasks: ${paint.error.message.split('\n')[0]}`);
@@ -124,6 +130,8 @@ async function measure(dir, n, runs) {
         peakMb: hub.peakMb(),
         pageMs: median(pages),
         cliMs: median(cli),
+        eventMs: median(events.map((e) => e.ms)),
+        eventKb: median(events.map((e) => e.bytes / 1024)),
         paintMs: paint.first,
         paintError: paint.error?.message.split('\n')[0],
       };
@@ -133,6 +141,32 @@ async function measure(dir, n, runs) {
   }
   // The first start of a grown history may compact it: the median start is the steady one.
   return { ...figures, startMs: median(starts), firstStartMs: starts[0], compactMs: compaction.ms, journalBytes: compaction.bytes };
+}
+
+/** Opens the panel's event stream (`GET /api/events`) and reads its first event: its size and connect → parsed. */
+function firstEvent(url) {
+  const parsed = new URL(url);
+  const token = parsed.searchParams.get('token');
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.get(`${parsed.origin}/api/events?token=${encodeURIComponent(token)}`, { agent: false }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`GET /api/events → ${res.statusCode}`));
+      const chunks = [];
+      res.on('data', (chunk) => {
+        chunks.push(chunk);
+        const text = Buffer.concat(chunks).toString('utf8');
+        const start = text.indexOf('data: ');
+        const end = start < 0 ? -1 : text.indexOf('\n\n', start);
+        if (end < 0) return;
+        const event = JSON.parse(text.slice(start + 6, end));
+        const ms = performance.now() - t0;
+        if (!Array.isArray(event.tasks)) return reject(new Error('the first event has no tasks'));
+        req.destroy();
+        resolve({ ms, bytes: Buffer.byteLength(text.slice(start + 6, end)) });
+      });
+    });
+    req.on('error', (error) => (error.code === 'ECONNRESET' ? undefined : reject(error)));
+  });
 }
 
 /** Loads the journal and rewrites it as one record per task (what a start does when it compacts). */

@@ -101,17 +101,33 @@ export interface BridgeInfo {
   recent: SubmitRequest[];
 }
 
+/** How many tasks there are in each state, live and in history (`running` includes `retrying`). */
+export interface TaskCounts {
+  queued: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  interrupted: number;
+}
+
 /**
  * Pushed to subscribers: coalesced — at most one entry per task per flush, at most one flush a frame
  * (16 ms), 100 ms apart while the broker is saturated.
- * The first event a new subscription receives is a full picture (`full: true`, every task and the
- * paused flag), so a listener that subscribes or reconnects late never misses a change.
+ * The first event a new subscription receives is a full picture (`full: true`, the paused flag, and
+ * every live task with the newest TASK_PAGE_SIZE tasks of all), so a listener that subscribes or
+ * reconnects late never misses a change. Older tasks are not in it, however long the history:
+ * `older` is the cursor to page them with `listTaskPage({ before: older })`.
  */
 export interface BridgeEvent {
   /** Tasks that changed since the last event (full snapshots; a big result as its `resultSummary`). */
   tasks: TaskSnapshot[];
-  /** `tasks` is every task there is: replace, do not merge. */
+  /** `tasks` is the picture (live tasks and the newest page): replace, do not merge. */
   full?: boolean;
+  /** With `full`: there are older tasks; pass as `before` to `listTaskPage` for the next page. */
+  older?: string;
+  /** Tasks by state, of all there are (not only those sent): in the full picture, then when they change. */
+  counts?: TaskCounts;
   /** Ids of tasks removed from history. */
   removed?: string[];
   /** Set when the queue was paused or resumed. */

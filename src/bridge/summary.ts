@@ -12,6 +12,15 @@ export function countsText(tasks: Iterable<TaskSnapshot>): string {
     else if (task.state === 'queued') queued++;
     else if (isFault(task.state)) failed++;
   }
+  return summaryText(running, queued, failed);
+}
+
+/** The same summary from counts by state (`running` includes `retrying`), e.g. a bridge event's `counts`. */
+export function countsSummary(counts: { running: number; queued: number; failed: number; interrupted: number }): string {
+  return summaryText(counts.running, counts.queued, counts.failed + counts.interrupted);
+}
+
+function summaryText(running: number, queued: number, failed: number): string {
   const parts: string[] = [];
   if (running) parts.push(`${running} running`);
   if (queued) parts.push(`${queued} queued`);

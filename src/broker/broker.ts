@@ -12,7 +12,7 @@ import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
 import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
-import { Journal } from './history/journal.js';
+import { Journal, type RetrySpec } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { progressRecord, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
@@ -504,7 +504,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   private async run(entry: LiveTask): Promise<void> {
     const { task } = entry;
-    if (task.finished) return entry.markFinished();
+    if (task.finished) {
+      // Ended before it ran (cancelled while queued): it leaves memory for history all the same.
+      this.retire(entry);
+      this.evict();
+      return entry.markFinished();
+    }
     const estimate = task.spec.estimatedTokens ?? 0;
     if (this.budget && estimate > 0) await this.budget.acquire(estimate);
     const prepared = await this.prepareWorktree(entry);
@@ -521,7 +526,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     }
     await this.captureChange(entry);
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    this.retireIfOnDisk(entry);
+    this.retire(entry);
     this.evict();
     entry.markFinished();
   }
@@ -535,16 +540,18 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   }
 
   /**
-   * A finished task whose result went to disk leaves memory now, not at the history limit: its Task
-   * holds the whole payload (in `final` and in its settled `result` promise). Its log and its
-   * attachments' content stay, as they would have.
+   * A finished task leaves memory for history once its processes are gone: its Task (the whole
+   * result, also in its settled promise, its spec with the caller's environment, its question, its
+   * listeners) is dropped; its snapshot, log and attachments' content stay, and what a Retry needs of
+   * its spec beyond what history stores. Before, only tasks whose result went to disk did: every
+   * other finished task was kept whole until the history limit (~3 KB each in a hub, issue 27).
    */
-  private retireIfOnDisk(entry: LiveTask): void {
-    if (!entry.resultSummary || entry.attempt) return;
+  private retire(entry: LiveTask): void {
+    if (entry.attempt) return;
     const { task } = entry;
     const attachments = new Map<string, string | Uint8Array>();
     for (const a of task.final?.attachments ?? []) if (a.content !== undefined) attachments.set(a.name, a.content);
-    this.registry.retire(task.id, storedSpec(task), attachments);
+    this.registry.retire(task.id, storedSpec(task), attachments, retrySpec(task.spec));
   }
 
   /** Runs attempt `number` to its end. Returns why to retry, or undefined when the task has ended. */
@@ -627,4 +634,21 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger.warn(message);
     this.emit('warning', message);
   }
+}
+
+/**
+ * What a Retry of a retired task needs of its spec beyond what history stores (`storedSpec`): the
+ * explicit environment, the retry policy and the other settings history leaves out. Not the caller's
+ * whole environment (`baseEnv`: a Retry runs with the hub's, as it does after a restart), not an
+ * input too big for history, not the abort signal.
+ */
+function retrySpec(spec: TaskSpec): RetrySpec | undefined {
+  const kept: RetrySpec = {};
+  if (spec.env !== undefined && Object.keys(spec.env).length > 0) kept.env = spec.env;
+  if (spec.askTimeoutMs !== undefined) kept.askTimeoutMs = spec.askTimeoutMs;
+  if (spec.taskIdArg !== undefined) kept.taskIdArg = spec.taskIdArg;
+  if (spec.estimatedTokens !== undefined) kept.estimatedTokens = spec.estimatedTokens;
+  if (spec.preset !== undefined) kept.preset = spec.preset;
+  if (typeof spec.retries === 'object') kept.retries = spec.retries;
+  return Object.keys(kept).length > 0 ? kept : undefined;
 }

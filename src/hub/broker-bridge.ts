@@ -5,7 +5,15 @@
  * Events go through an `UpdateCoalescer` (./update-coalescer.ts); the calls are below, each a few
  * lines over the broker, with broker errors translated into the bridge's error codes.
  */
-import type { BackchannelBridge, BridgeInfo, SubmitRequest, TaskDetails, TaskFeedEvent, PresetInfo } from '../bridge/contract.js';
+import type {
+  BackchannelBridge,
+  BridgeInfo,
+  SubmitRequest,
+  TaskCounts,
+  TaskDetails,
+  TaskFeedEvent,
+  PresetInfo,
+} from '../bridge/contract.js';
 import { BridgeError } from '../bridge/calls.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
@@ -23,6 +31,8 @@ export interface BrokerLike {
   get(id: string): TaskSnapshot | undefined;
   /** One page of tasks, newest first; without it the bridge pages `tasks()` itself. */
   taskPage?(query: TaskPageQuery): TaskPage;
+  /** Tasks by state; without it events carry no counts (a panel counts the tasks it has). */
+  stats?(): TaskCounts;
   /**
    * The whole final payload (also when snapshots carry only a summary); null when there is none,
    * undefined for an unknown task. Without it the bridge answers with the snapshot's `result`.
@@ -313,11 +323,16 @@ function changeCalls(
  * `info`'s recent commands need, without a copy of every task in a long history (the panel asks for
  * `info` as it opens).
  */
+/** How many pages of the newest tasks `info()` looks through for recent command lines. */
+const RECENT_SCAN_PAGES = 5;
+
 function newestTasks(broker: BrokerLike, distinct: number): TaskSnapshot[] {
   if (!broker.taskPage) return broker.tasks();
   const tasks: TaskSnapshot[] = [];
   const commands = new Set<string>();
-  for (let before: string | undefined; ;) {
+  // "Recent" is the newest pages: a history of one command line used to be walked whole, every
+  // snapshot copied, for each `info()` (3 s over 100,000 tasks, during which no panel painted).
+  for (let before: string | undefined, pages = 0; pages < RECENT_SCAN_PAGES; pages++) {
     const page = broker.taskPage(before === undefined ? { limit: TASK_PAGE_SIZE } : { limit: TASK_PAGE_SIZE, before });
     for (const task of page.tasks) {
       tasks.push(task);
@@ -326,6 +341,7 @@ function newestTasks(broker: BrokerLike, distinct: number): TaskSnapshot[] {
     if (commands.size >= distinct || page.next === undefined) return tasks;
     before = page.next;
   }
+  return tasks;
 }
 
 /** A page of `tasks` (oldest first) for a broker without `taskPage`: newest first, cursor = the last task's id. */

@@ -1,22 +1,36 @@
 /**
  * Coalesces a chatty broker into bridge events: the broker emits an update for every line an agent
  * sends; subscribers get at most one `BridgeEvent` per `flushIntervalMs` (a frame by default),
- * carrying each changed task once, the ids of tasks that left history, and the paused flag when it
- * changed. A new subscriber's first event is the full picture.
+ * carrying each changed task once, the ids of tasks that left history, and the paused flag and the
+ * counts by state when they changed. A new subscriber's first event is the full picture: every live
+ * task and the newest page of all, with the cursor of the older ones — bounded however long the
+ * history is (issue 27: over 100,000 tasks it was ~60 MB built for each panel, which never painted).
  *
  * Forward at once when idle, coalesce only under pressure: a change on a quiet broker goes out on
  * the next turn of the event loop. Under pressure — a flush ran late plus took, together, longer than
  * `flushIntervalMs` (the broker's event loop is saturated, or the listeners are slow) — flushes are
  * spaced by `busyFlushIntervalMs` instead, until one is quick and on time again.
  */
-import type { BridgeEvent } from '../bridge/contract.js';
-import type { TaskSnapshot } from '../model/task.js';
+import type { BridgeEvent, TaskCounts } from '../bridge/contract.js';
+import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE, type TaskPage, type TaskPageQuery, type TaskSnapshot, type TaskState } from '../model/task.js';
 
 /** What the coalescer reads from the broker when it flushes. */
 export interface CoalescerSource {
+  /** Every task: the first picture of a source that cannot page. */
   tasks(): TaskSnapshot[];
   get(id: string): TaskSnapshot | undefined;
+  /** Pages of tasks, newest first: the first picture is then live tasks and the newest page. */
+  taskPage?(query: TaskPageQuery): TaskPage;
+  /** Tasks by state (live and history): sent with the events when they change. */
+  stats?(): TaskCounts;
   readonly paused: boolean;
+}
+
+/** The states of tasks not finished: all of them are in the first picture. */
+const LIVE_STATES: TaskState[] = ['running', 'retrying', 'queued'];
+
+function sameCounts(a: TaskCounts | undefined, b: TaskCounts): boolean {
+  return a !== undefined && (Object.keys(b) as (keyof TaskCounts)[]).every((key) => a[key] === b[key]);
 }
 
 export interface UpdateCoalescerOptions {
@@ -42,6 +56,8 @@ export class UpdateCoalescer {
   readonly #removed = new Set<string>();
   #lastPaused: boolean;
   #pausedDirty = false;
+  /** The counts last sent (undefined: the source has none). */
+  #lastCounts: TaskCounts | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #lastFlushAt = 0;
   /** When the pending flush is due (to measure how late it runs). */
@@ -146,23 +162,53 @@ export class UpdateCoalescer {
     const changed = this.#takeChanged();
     const removed = [...this.#removed];
     this.#removed.clear();
-    let all: TaskSnapshot[] | undefined;
+    const counts = this.#counts();
+    const countsDirty = counts !== undefined && !sameCounts(this.#lastCounts, counts);
+    if (counts) this.#lastCounts = counts;
+    let picture: { tasks: TaskSnapshot[]; older?: string } | undefined;
     for (const subscriber of this.#subscribers) {
       let event: BridgeEvent;
       if (subscriber.needsFull) {
         subscriber.needsFull = false;
-        all ??= this.#source.tasks();
-        event = { tasks: all, full: true, paused: this.#lastPaused };
-      } else if (changed.length > 0 || removed.length > 0 || this.#pausedDirty) {
+        picture ??= this.#picture();
+        event = { tasks: picture.tasks, full: true, paused: this.#lastPaused };
+        if (picture.older !== undefined) event.older = picture.older;
+        if (counts) event.counts = counts;
+      } else if (changed.length > 0 || removed.length > 0 || this.#pausedDirty || countsDirty) {
         event = { tasks: changed };
         if (removed.length > 0) event.removed = removed;
         if (this.#pausedDirty) event.paused = this.#lastPaused;
+        if (countsDirty) event.counts = counts;
       } else {
         continue;
       }
       this.#deliver(subscriber, event);
     }
     this.#pausedDirty = false;
+  }
+
+  #counts(): TaskCounts | undefined {
+    if (!this.#source.stats) return undefined;
+    const { queued, running, succeeded, failed, cancelled, interrupted } = this.#source.stats();
+    return { queued, running, succeeded, failed, cancelled, interrupted };
+  }
+
+  /**
+   * The first picture: every live task and the newest TASK_PAGE_SIZE of all, with the cursor of
+   * the older ones (`listTaskPage({ before: older })`); every task from a source that cannot page.
+   */
+  #picture(): { tasks: TaskSnapshot[]; older?: string } {
+    if (!this.#source.taskPage) return { tasks: this.#source.tasks() };
+    const byId = new Map<string, TaskSnapshot>();
+    let before: string | undefined;
+    do {
+      const live = this.#source.taskPage({ state: LIVE_STATES, limit: MAX_TASK_PAGE_SIZE, ...(before !== undefined ? { before } : {}) });
+      for (const task of live.tasks) byId.set(task.id, task);
+      before = live.next;
+    } while (before !== undefined);
+    const newest = this.#source.taskPage({ limit: TASK_PAGE_SIZE });
+    for (const task of newest.tasks) byId.set(task.id, task);
+    return newest.next === undefined ? { tasks: [...byId.values()] } : { tasks: [...byId.values()], older: newest.next };
   }
 
   #takeChanged(): TaskSnapshot[] {

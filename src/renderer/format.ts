@@ -44,7 +44,7 @@ export function modelName(meta: Record<string, unknown> | undefined): string | u
 }
 
 export { isFinished } from '../model/task.js';
-export { countsText } from '../bridge/summary.js';
+export { countsSummary, countsText } from '../bridge/summary.js';
 export { isActive } from '../model/states.js';
 
 /** 0 = running (and retrying), 1 = queued, 2 = finished: the list's group order. */

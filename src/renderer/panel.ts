@@ -4,15 +4,16 @@
  * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
  * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskSnapshot, TaskState } from '../bridge/contract.js';
+import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskCounts, TaskSnapshot, TaskState } from '../bridge/contract.js';
 import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../bridge/contract.js';
 import { Details } from './details.js';
 import { byId, setText } from './dom.js';
-import { countsText, isFinished } from './format.js';
+import { countsSummary, countsText, isFinished } from './format.js';
 import { installHttpBridge } from './http-bridge.js';
 import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
+import { OlderTasks } from './older-tasks.js';
 import { TaskList } from './task-list.js';
 import { ThreadSection } from './threads.js';
 
@@ -45,6 +46,8 @@ let info: BridgeInfo | undefined;
 let paused = false;
 let connected = false;
 let logStale = false;
+/** Tasks by state, of all the hub has (the list holds live tasks and the newest pages only). */
+let counts: TaskCounts | undefined;
 
 const listEl = byId<HTMLUListElement>('task-list');
 const emptyEl = byId('empty');
@@ -67,6 +70,20 @@ const changes = new ChangeStore(bridge);
 const notices = { toast: (message: string) => toast(message), error: (error: unknown) => showError(error) };
 const reviewBar = new ReviewBar({ review: (ids) => openReview(ids), clear: () => list.clearMarks() });
 listEl.before(reviewBar.root);
+// Older tasks than the event stream's picture (live tasks and the newest page), a page at a time.
+const olderTasks = new OlderTasks(bridge, {
+  loaded: (page) => {
+    for (const task of page) {
+      if (tasks.has(task.id)) continue; // an event's snapshot is as new or newer
+      tasks.set(task.id, task);
+      changed.add(task.id);
+    }
+    everything = true;
+    scheduleRender();
+  },
+  error: (error) => showError(error),
+});
+listEl.after(olderTasks.root);
 const review = new CombinedReview(changes, notices, () => closeTask());
 const details = new Details(
   {
@@ -131,7 +148,9 @@ function onEvent(event: BridgeEvent): void {
     tasks.clear();
     everything = true;
     connected = true;
+    olderTasks.reset(event.older);
   }
+  if (event.counts) counts = event.counts;
   for (const task of event.tasks) {
     tasks.set(task.id, task);
     changed.add(task.id);
@@ -141,6 +160,9 @@ function onEvent(event: BridgeEvent): void {
     tasks.delete(id);
     everything = true;
   }
+  // The task shown may be older than the picture (opened from a link, or paged in before a reconnect).
+  const shown = pendingOpen ?? details.taskId;
+  if (event.full && shown && !tasks.has(shown)) fetchTask(shown);
   if (event.paused !== undefined && event.paused !== paused) {
     paused = event.paused;
     list.paused = paused;
@@ -189,9 +211,9 @@ function renderNow(): void {
     everything = true;
     scheduleRender();
   }
-  const counts = countsText(tasks.values());
-  setText(countsEl, connected ? counts : 'Connecting…');
-  document.title = `Backchannel — ${counts}`;
+  const summary = counts ? countsSummary(counts) : countsText(tasks.values());
+  setText(countsEl, connected ? summary : 'Connecting…');
+  document.title = `Backchannel — ${summary}`;
   if (connected) emptyEl.hidden = tasks.size > 0;
   listEl.hidden = tasks.size === 0;
   pauseButton.setAttribute('aria-pressed', String(paused));
@@ -212,7 +234,22 @@ function openTask(id: string): void {
   list.selectedId = id;
   const task = tasks.get(id);
   if (task) showDetails(task, Date.now());
+  // Not among the tasks the panel holds (an old one, by its link): asked for; a new one comes by event too.
+  else fetchTask(id);
   scheduleRender();
+}
+
+/** Adds task `id` to the list from the hub, unless an event brings it first; an unknown id stays pending. */
+function fetchTask(id: string): void {
+  bridge.getTask(id).then(
+    ({ task }) => {
+      if (tasks.has(task.id)) return;
+      tasks.set(task.id, task);
+      changed.add(task.id);
+      scheduleRender();
+    },
+    () => {},
+  );
 }
 
 function showDetails(task: TaskSnapshot, now: number): void {
@@ -437,14 +474,16 @@ setInterval(() => !insightsPane.hidden && void insights?.refresh(), INSIGHTS_REF
  * The first paint comes from two small pages asked for at once — every live task, and the newest
  * TASK_PAGE_SIZE of all — not from the event stream, whose first event is the full picture: with
  * 1,000 tasks in history that is ~0.6 MB the hub builds and the page parses before any row shows
- * (issue 22). Once those rows are on screen the stream opens; its full picture replaces them, so
- * every task is listed and nothing the pages missed or got stale stays wrong.
+ * (issue 22). Once those rows are on screen the stream opens; its full picture (live tasks and the
+ * newest page again, bounded however long the history is: issue 27) replaces them, so nothing the
+ * pages missed or got stale stays wrong. Older tasks come a page at a time (OlderTasks).
  */
 function start(): void {
   firstPages.then(
     ([live, newest]) => {
       if (connected) return; // the full picture came first
       for (const task of [...live.tasks, ...newest.tasks]) tasks.set(task.id, task);
+      olderTasks.reset(newest.next);
       everything = true;
       scheduleRender();
       afterPaint(goLive);

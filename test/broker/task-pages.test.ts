@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { dispatch } from '../../src/bridge/calls.js';
 import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
+import type { BridgeEvent } from '../../src/bridge/contract.js';
 import { TASK_PAGE_SIZE, type TaskSnapshot } from '../../src/model/task.js';
 import { writeHistory } from '../../bench/lib/history.js';
 import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
@@ -51,5 +52,45 @@ describe('task pages', () => {
     const all = await bridge.listTasks();
     expect(all.map((task) => task.id)).toEqual(newestFirst.slice().reverse());
     bridge.close();
+  });
+
+  test('over 10,000 tasks of history the first event is live tasks and the newest page, with the cursor of the older ones and the counts of all', async () => {
+    const dataDir = tempDir();
+    const ids: string[] = writeHistory(dataDir, { count: 10_000, states: (i: number) => (i % 100 === 7 ? 'failed' : 'succeeded') });
+    const { broker } = createTestBroker({ dataDir, historyLimit: 20_000 });
+    await broker.ready;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    // A live task, newest of all.
+    const running = broker.submit({ command: fixture('sleeper.mjs'), input: { ms: 60_000 } });
+    const events: BridgeEvent[] = [];
+    const unsubscribe = bridge.subscribe((event) => events.push(event));
+    await expect
+      .poll(() => events.find((e) => e.full)?.tasks.some((t) => t.id === running.id && t.state === 'running'), { timeout: 20_000 })
+      .toBe(true);
+    const first = events.find((e) => e.full)!;
+    expect(first.tasks).toHaveLength(TASK_PAGE_SIZE);
+    expect(first.tasks.map((t) => t.id)).toEqual([running.id, ...ids.slice(-(TASK_PAGE_SIZE - 1)).reverse()]);
+    // Bounded: the picture of 10,000 tasks was ~6 MB; this one is the size of one page.
+    expect(JSON.stringify(first).length).toBeLessThan(400_000);
+    expect(first.counts).toEqual({ queued: 0, running: 1, succeeded: 9900, failed: 100, cancelled: 0, interrupted: 0 });
+    expect(first.older).toBeDefined();
+
+    // The older tasks page in from its cursor: the picture and the pages are every task, once.
+    const seen = first.tasks.map((t) => t.id);
+    for (let before = first.older; before !== undefined;) {
+      const page = await bridge.listTaskPage({ before });
+      seen.push(...page.tasks.map((t) => t.id));
+      before = page.next;
+    }
+    expect(seen).toEqual([running.id, ...ids.slice().reverse()]);
+
+    // Counts follow changes (here: the running task cancelled).
+    const counts = () => events.filter((e) => e.counts).at(-1)?.counts;
+    broker.cancel(running.id);
+    await expect.poll(() => counts()?.cancelled, { timeout: 20_000 }).toBe(1);
+    expect(counts()).toMatchObject({ running: 0, cancelled: 1, failed: 100 });
+    unsubscribe();
+    bridge.close();
+    await broker.close();
   });
 });

@@ -137,6 +137,41 @@ describe('big results', () => {
 });
 
 describe('info over a long history', () => {
+  test('recent commands look through the newest pages only: a long history of one command line is not walked whole', async () => {
+    const all = Array.from(
+      { length: 20_000 },
+      (_, i) =>
+        ({
+          id: `t-${String(i).padStart(6, '0')}`,
+          command: 'node',
+          args: ['same.mjs'],
+          cwd: '/tmp',
+          label: `task ${i}`,
+          state: 'succeeded',
+          createdAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+        }) as unknown as TaskSnapshot,
+    );
+    const newest = [...all].reverse();
+    let pages = 0;
+    const broker = {
+      tasks: () => [...all],
+      get: (id: string) => all.find((task) => task.id === id),
+      taskPage: ({ limit = 200, before }: { limit?: number; before?: string }) => {
+        pages++;
+        const start = before === undefined ? 0 : newest.findIndex((task) => task.id === before) + 1;
+        const slice = newest.slice(start, start + limit);
+        return { tasks: slice, total: all.length, ...(start + limit < all.length ? { next: slice.at(-1)!.id } : {}) };
+      },
+      on: () => () => {},
+      paused: false,
+    } as unknown as BrokerLike;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    const info = await bridge.info();
+    expect(info.recent.map((request) => request.args)).toEqual([['same.mjs']]);
+    expect(pages).toBeLessThanOrEqual(5);
+    bridge.close();
+  });
+
   test('recent commands come from the newest pages of tasks, not from a copy of every task', async () => {
     // 450 tasks, oldest first: the newest 250 run one command, the older ones nine others.
     const all = Array.from(

@@ -6,7 +6,7 @@
  * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot, type TaskSpec } from '../../model/task.js';
@@ -66,8 +66,11 @@ export interface HistoryEntry {
    * (its big result went to disk) keeps its log and its attachments' content here, as it would have
    * as a live task, until it leaves history.
    */
-  retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array> };
+  retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array>; retry?: RetrySpec };
 }
+
+/** What a Retry needs of a retired task's spec beyond its StoredSpec (see TaskBroker's `retrySpec`). */
+export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'estimatedTokens' | 'preset' | 'retries'>;
 
 export interface LoadResult {
   entries: HistoryEntry[];
@@ -107,22 +110,9 @@ export class Journal {
     const entries = new Map<string, HistoryEntry>();
     this.loaded = { records: 0, tasks: 0 };
     let skippedLines = 0;
-    let text: string;
-    try {
-      const fd = openSync(this.file, O_RDONLY | NO_FOLLOW);
-      try {
-        text = readFileSync(fd, 'utf8');
-      } finally {
-        closeSync(fd);
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-        this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
-      }
-      return { entries: [], skippedLines };
-    }
-    const lines = text.split('\n');
-    lines.forEach((line, index) => {
+    let lineNumber = 0;
+    const apply = (line: string): void => {
+      lineNumber += 1;
       if (line.trim() === '') return;
       let record: unknown;
       try {
@@ -134,12 +124,25 @@ export class Journal {
       const problem = record === undefined ? 'not JSON' : recordProblem(record);
       if (problem !== undefined) {
         skippedLines += 1;
-        this.logger.warn(`history: skipped a corrupt line ${index + 1} of ${this.file} (${line.length} chars; ${problem})`);
+        this.logger.warn(`history: skipped a corrupt line ${lineNumber} of ${this.file} (${line.length} chars; ${problem})`);
         return;
       }
       applyRecord(entries, record as JournalRecord);
       this.loaded.records += 1;
-    });
+    };
+    try {
+      const fd = openSync(this.file, O_RDONLY | NO_FOLLOW);
+      try {
+        forEachLine(fd, apply);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
+      }
+      return { entries: [], skippedLines };
+    }
     this.loaded.tasks = entries.size;
     for (const entry of entries.values()) {
       const s = entry.snapshot;
@@ -286,6 +289,32 @@ export class Journal {
     this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
     this.logger.error(this.failed);
   }
+}
+
+/** Bytes read at a time: the journal is never in memory whole (100,000 tasks make ~75 MB of it). */
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Calls `line` with each line of the file `fd` (UTF-8, without its newline; a last line without
+ * one too), reading a chunk at a time: a whole journal as one string and its array of lines were
+ * most of the hub's memory at start over a long history, long after the start (issue 27).
+ */
+function forEachLine(fd: number, line: (text: string) => void): void {
+  let carry: Buffer | undefined;
+  const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+  for (;;) {
+    const read = readSync(fd, chunk, 0, chunk.length, null);
+    if (read === 0) break;
+    const data: Buffer = carry ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
+    let start = 0;
+    for (let end = data.indexOf(0x0a, start); end >= 0; end = data.indexOf(0x0a, start)) {
+      line(data.toString('utf8', start, end));
+      start = end + 1;
+    }
+    // The rest is the start of a line that goes on in the next chunk: a copy, the chunk is reused.
+    carry = start < data.length ? Buffer.from(data.subarray(start)) : undefined;
+  }
+  if (carry) line(carry.toString('utf8'));
 }
 
 function endsWithNewline(file: string, size: number): boolean {

@@ -6,78 +6,132 @@
  * every listing of the history. The journal skips it with the same warning as a corrupt line.
  *
  * Only the fields something reads are checked; unknown fields are kept (a newer version may add some).
+ *
+ * Checked in place, without building a copy of the record: a schema library's parse copies every
+ * record it accepts, and at start over 10,000 tasks of history that garbage was ~20 MB of the hub's
+ * resident memory (issue 27). test/reliability/journal-shape.test.ts holds the rules as a zod
+ * schema and checks both agree.
  */
-import { z } from 'zod';
 import { TASK_STATES } from '../../model/task.js';
 
-const text = z.string();
-const count = z.number().finite();
+/** Why `value` does not fit (`path: what was expected`), or undefined when it fits. */
+type Check = (value: unknown) => string | undefined;
 
-const storedSpec = z.object({
+const at = (key: string, problem: string): string => (problem.includes(': ') ? `${key}.${problem}` : `${key}: ${problem}`);
+
+const text: Check = (v) => (typeof v === 'string' ? undefined : 'expected string');
+const count: Check = (v) => (typeof v === 'number' && Number.isFinite(v) ? undefined : 'expected number');
+const optional =
+  (check: Check): Check =>
+  (v) =>
+    v === undefined ? undefined : check(v);
+const nullable =
+  (check: Check): Check =>
+  (v) =>
+    v === null ? undefined : check(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function object(shape: Record<string, Check>): Check {
+  const keys = Object.keys(shape);
+  return (v) => {
+    if (!isObject(v)) return 'expected object';
+    for (const key of keys) {
+      const problem = shape[key]!(v[key]);
+      if (problem !== undefined) return at(key, problem);
+    }
+    return undefined;
+  };
+}
+
+function array(item: Check): Check {
+  return (v) => {
+    if (!Array.isArray(v)) return 'expected array';
+    for (let i = 0; i < v.length; i++) {
+      const problem = item(v[i]);
+      if (problem !== undefined) return at(String(i), problem);
+    }
+    return undefined;
+  };
+}
+
+const stringRecord: Check = (v) => {
+  if (!isObject(v)) return 'expected record';
+  for (const key of Object.keys(v)) if (typeof v[key] !== 'string') return at(key, 'expected string');
+  return undefined;
+};
+
+const STATES = new Set<unknown>(TASK_STATES);
+const state: Check = (v) => (STATES.has(v) ? undefined : `expected one of ${TASK_STATES.join('|')}`);
+const literal =
+  (value: string): Check =>
+  (v) =>
+    v === value ? undefined : `expected "${value}"`;
+
+const storedSpec = object({
   command: text,
-  args: z.array(text),
+  args: array(text),
   cwd: text,
   label: text,
-  timeoutMs: count.optional(),
-  heartbeatTimeoutMs: count.optional(),
-  retries: count.optional(),
-  tags: z.record(text, text).optional(),
+  timeoutMs: optional(count),
+  heartbeatTimeoutMs: optional(count),
+  retries: optional(count),
+  tags: optional(stringRecord),
 });
 
-const snapshot = z.object({
+const snapshot = object({
   id: text,
   label: text,
-  state: z.enum(TASK_STATES as [string, ...string[]]),
-  reason: text.optional(),
-  message: text.optional(),
-  detail: text.optional(),
+  state,
+  reason: optional(text),
+  message: optional(text),
+  detail: optional(text),
   command: text,
-  args: z.array(text),
+  args: array(text),
   cwd: text,
   attempt: count,
   maxAttempts: count,
-  progress: count.optional(),
+  progress: optional(count),
   createdAt: text,
-  startedAt: text.optional(),
-  endedAt: text.optional(),
-  result: z.object({ status: text }).optional(),
-  resultSummary: z.object({ bytes: count, preview: text, status: text }).optional(),
-  stderrTail: text.optional(),
-  exitCode: count.nullable().optional(),
-  signal: text.nullable().optional(),
-  pid: count.optional(),
-  worker: text.optional(),
-  tags: z.record(text, text).optional(),
-  counters: z.object({ malformed: count, rejected: count, ignored: count }),
+  startedAt: optional(text),
+  endedAt: optional(text),
+  result: optional(object({ status: text })),
+  resultSummary: optional(object({ bytes: count, preview: text, status: text })),
+  stderrTail: optional(text),
+  exitCode: optional(nullable(count)),
+  signal: optional(nullable(text)),
+  pid: optional(count),
+  worker: optional(text),
+  tags: optional(stringRecord),
+  counters: object({ malformed: count, rejected: count, ignored: count }),
 });
 
 const worktreeInfo = { repo: text, base: text, baseSha: text, branch: text, worktree: text };
-const change = z.object({
+const change = object({
   ...worktreeInfo,
-  commits: z.array(z.object({ sha: text, subject: text })),
-  files: z.array(z.object({ path: text, insertions: count, deletions: count })),
+  commits: array(object({ sha: text, subject: text })),
+  files: array(object({ path: text, insertions: count, deletions: count })),
   insertions: count,
   deletions: count,
 });
 
 const base = { id: text, at: text };
-const RECORD = z.discriminatedUnion('e', [
-  z.object({ e: z.literal('queued'), ...base, spec: storedSpec, maxAttempts: count }),
-  z.object({ e: z.literal('attempt'), ...base, attempt: count, pid: count.optional(), pidStart: text.optional() }),
-  z.object({ e: z.literal('progress'), ...base, progress: count.optional() }),
-  z.object({ e: z.literal('ended'), ...base, task: snapshot, spec: storedSpec.optional() }),
-  z.object({ e: z.literal('exited'), ...base, exitCode: count.nullable().optional(), signal: text.nullable().optional() }),
-  z.object({ e: z.literal('worktree'), ...base, worktree: z.object(worktreeInfo).optional(), change: change.optional() }),
-]);
+const RECORDS: Record<string, Check> = {
+  queued: object({ e: literal('queued'), ...base, spec: storedSpec, maxAttempts: count }),
+  attempt: object({ e: literal('attempt'), ...base, attempt: count, pid: optional(count), pidStart: optional(text) }),
+  progress: object({ e: literal('progress'), ...base, progress: optional(count) }),
+  ended: object({ e: literal('ended'), ...base, task: snapshot, spec: optional(storedSpec) }),
+  exited: object({ e: literal('exited'), ...base, exitCode: optional(nullable(count)), signal: optional(nullable(text)) }),
+  worktree: object({ e: literal('worktree'), ...base, worktree: optional(object(worktreeInfo)), change: optional(change) }),
+};
 
 /** Why `value` is not a journal record the broker can apply, or undefined when it is one. */
 export function recordProblem(value: unknown): string | undefined {
-  const parsed = RECORD.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return issue ? `${issue.path.join('.') || 'record'}: ${issue.message}` : 'not a journal record';
-  }
-  const record = parsed.data;
-  if (record.e === 'ended' && record.task.id !== record.id) return `task.id: not the record's id ${record.id}`;
+  if (!isObject(value)) return 'record: expected object';
+  const check = typeof value.e === 'string' && Object.hasOwn(RECORDS, value.e) ? RECORDS[value.e] : undefined;
+  if (!check) return `e: expected one of ${Object.keys(RECORDS).join('|')}`;
+  const problem = check(value);
+  if (problem !== undefined) return problem;
+  const task = value.task as { id?: unknown } | undefined;
+  if (value.e === 'ended' && task?.id !== value.id) return `task.id: not the record's id ${String(value.id)}`;
   return undefined;
 }

@@ -161,6 +161,8 @@ function adopt(context: RecoveryContext, payload: FinalPayload): boolean {
   entry.snapshot = task.snapshot();
   const summary = task.final && context.results?.store.write(task.id, withoutContent(task.final));
   if (summary) entry.snapshot = withSummary(entry.snapshot, summary);
+  // Set again: its state changed (history counts tasks by state).
+  context.history.set(task.id, entry);
   context.journal?.append({ e: 'ended', id: task.id, at: entry.snapshot.endedAt!, task: entry.snapshot, spec: entry.spec }, true);
   context.logger.info(`adopted spooled result of task ${task.id}`);
   return true;

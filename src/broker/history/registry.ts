@@ -8,6 +8,7 @@ import type { Task } from '../task/task.js';
 import {
   MAX_TASK_PAGE_SIZE,
   TASK_PAGE_SIZE,
+  TASK_STATES,
   type LogLine,
   type ResultSummary,
   type TaskPage,
@@ -19,8 +20,9 @@ import {
 import type { Insights, InsightsQuery } from '../../model/insights.js';
 import { isActive } from '../../model/states.js';
 import { computeInsights, foldTasks } from './insights.js';
-import type { HistoryEntry } from './journal.js';
+import type { HistoryEntry, RetrySpec } from './journal.js';
 import { withSummary } from './results.js';
+import { compareKeys, OrderedHistory, type SortKey } from './ordered-history.js';
 import { Rollup } from './rollup.js';
 
 export interface BrokerStats {
@@ -54,13 +56,6 @@ export interface Registered {
   resultSummary?: ResultSummary;
 }
 
-/** Where a task sorts: by creation time, then id (the order of `tasks()`). */
-type SortKey = readonly [createdAt: string, id: string];
-
-function compareKeys(a: SortKey, b: SortKey): number {
-  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
-}
-
 /** A page cursor: the sort key of the last task of the page, opaque to callers. */
 function cursorOf(key: SortKey): string {
   return `${key[0]}~${key[1]}`;
@@ -71,9 +66,14 @@ function parseCursor(cursor: string): SortKey | undefined {
   return at > 0 ? [cursor.slice(0, at), cursor.slice(at + 1)] : undefined;
 }
 
+function taskKey(task: Task): SortKey {
+  return [task.createdAt, task.id];
+}
+
 export class TaskRegistry<Live extends Registered> {
   readonly live = new Map<string, Live>();
-  readonly history = new Map<string, HistoryEntry>();
+  /** Finished tasks read back or retired, by id and in list order (see OrderedHistory). */
+  readonly history = new OrderedHistory();
   /** Aggregates of the tasks that left history. */
   readonly rollup = new Rollup();
 
@@ -93,49 +93,90 @@ export class TaskRegistry<Live extends Registered> {
   }
 
   /**
-   * One page of tasks, newest first (see TaskPageQuery). Only the page's snapshots are copied, so a
-   * page costs the same however long the history is.
+   * One page of tasks, newest first (see TaskPageQuery). The live tasks (few) are sorted; history is
+   * walked from the newest end (or from the cursor) in the order it is kept, filtered as it goes: the
+   * newest page costs the same however long the history is, and only the page's snapshots are copied.
    */
   page(query: TaskPageQuery = {}): TaskPage {
     const limit = Math.min(Math.max(1, Math.floor(query.limit ?? TASK_PAGE_SIZE)), MAX_TASK_PAGE_SIZE);
     const states = query.state === undefined ? undefined : new Set(Array.isArray(query.state) ? query.state : [query.state]);
-    const rows: { key: SortKey; snapshot: () => TaskSnapshot }[] = [];
-    for (const entry of this.history.values()) {
-      const s = entry.snapshot;
-      if (this.live.has(s.id) || (states && !states.has(s.state))) continue;
-      rows.push({ key: [s.createdAt, s.id], snapshot: () => structuredClone(s) });
-    }
+    const matches = (state: TaskState): boolean => !states || states.has(state);
+    const before = query.before === undefined ? undefined : (this.#keyOf(query.before) ?? parseCursor(query.before));
+
+    const live: Live[] = [];
+    let shadowed = 0; // history entries of live ids that match: listed as live, not twice
     for (const entry of this.live.values()) {
-      const { task } = entry;
-      if (states && !states.has(task.state)) continue;
-      rows.push({ key: [task.createdAt, task.id], snapshot: () => liveSnapshot(entry) });
+      const shadow = this.history.get(entry.task.id);
+      if (shadow && matches(shadow.snapshot.state)) shadowed += 1;
+      if (matches(entry.task.state) && (!before || compareKeys(taskKey(entry.task), before) < 0)) live.push(entry);
     }
-    rows.sort((a, b) => compareKeys(b.key, a.key));
-    let start = 0;
-    if (query.before !== undefined) {
-      const known = this.get(query.before);
-      const before: SortKey | undefined = known ? [known.createdAt, known.id] : parseCursor(query.before);
-      if (before) {
-        start = rows.findIndex((row) => compareKeys(row.key, before) < 0);
-        if (start < 0) start = rows.length;
+    live.sort((a, b) => compareKeys(taskKey(b.task), taskKey(a.task)));
+    let inHistory = states ? 0 : this.history.size;
+    if (states) for (const state of states) inHistory += this.history.count(state);
+    const total = inHistory - shadowed + this.#countLive(matches);
+
+    // The newest history entry below the cursor that matches; none left once every match was passed.
+    let at = (before ? this.history.lowerBound(before) : this.history.size) - 1;
+    let unseen = before ? Number.POSITIVE_INFINITY : inHistory;
+    const nextFromHistory = (): HistoryEntry | undefined => {
+      for (; at >= 0 && unseen > 0; at--) {
+        const entry = this.history.at(at)!;
+        if (!matches(entry.snapshot.state)) continue;
+        unseen -= 1;
+        if (!this.live.has(entry.snapshot.id)) return entry;
+      }
+      return undefined;
+    };
+    const tasks: TaskSnapshot[] = [];
+    let last: SortKey | undefined;
+    let fromLive = 0;
+    let stored = nextFromHistory();
+    at -= 1;
+    while (tasks.length < limit) {
+      const candidate = live[fromLive];
+      if (candidate && (!stored || compareKeys(taskKey(candidate.task), [stored.snapshot.createdAt, stored.snapshot.id]) > 0)) {
+        tasks.push(liveSnapshot(candidate));
+        last = taskKey(candidate.task);
+        fromLive += 1;
+      } else if (stored) {
+        tasks.push(structuredClone(stored.snapshot));
+        last = [stored.snapshot.createdAt, stored.snapshot.id];
+        stored = nextFromHistory();
+        at -= 1;
+      } else {
+        break;
       }
     }
-    const slice = rows.slice(start, start + limit);
-    const page: TaskPage = { tasks: slice.map((row) => row.snapshot()), total: rows.length };
-    const last = slice.at(-1);
-    if (last && start + limit < rows.length) page.next = cursorOf(last.key);
+    const page: TaskPage = { tasks, total };
+    if (last && (fromLive < live.length || stored)) page.next = cursorOf(last);
     return page;
   }
 
+  /** The sort key of a task this registry knows, live or in history. */
+  #keyOf(id: string): SortKey | undefined {
+    const live = this.live.get(id);
+    if (live) return taskKey(live.task);
+    const stored = this.history.get(id);
+    return stored ? [stored.snapshot.createdAt, stored.snapshot.id] : undefined;
+  }
+
+  #countLive(matches: (state: TaskState) => boolean): number {
+    let n = 0;
+    for (const entry of this.live.values()) if (matches(entry.task.state)) n += 1;
+    return n;
+  }
+
   /**
-   * A finished live task leaves memory for history early: its Task (which holds the whole result,
-   * also in its settled promise) is dropped, the summary snapshot stays, with its log.
+   * A finished live task leaves memory for history: its Task (which holds the whole result, also in
+   * its settled promise) is dropped; the snapshot stays, with its log, its attachments' content and
+   * what a Retry needs beyond the stored spec (`retry`).
    */
-  retire(id: string, spec: HistoryEntry['spec'], attachments?: Map<string, string | Uint8Array>): void {
+  retire(id: string, spec: HistoryEntry['spec'], attachments?: Map<string, string | Uint8Array>, retry?: RetrySpec): void {
     const live = this.live.get(id);
     if (!live || !live.task.finished || live.attempt) return;
-    const retired: HistoryEntry['retired'] = { log: live.task.logLines() };
+    const retired: NonNullable<HistoryEntry['retired']> = { log: live.task.logLines() };
     if (attachments && attachments.size > 0) retired.attachments = attachments;
+    if (retry) retired.retry = retry;
     this.history.delete(id);
     this.history.set(id, { snapshot: liveSnapshot(live), spec, retired });
     this.live.delete(id);
@@ -148,11 +189,18 @@ export class TaskRegistry<Live extends Registered> {
     return this.history.get(id)?.retired?.log.slice() ?? [];
   }
 
+  /** Tasks by state: live ones counted one by one, history by its counts (not copied, not walked). */
   stats(paused: boolean): BrokerStats {
     const stats: BrokerStats = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, interrupted: 0, paused };
-    for (const snapshot of this.tasks()) {
-      if (isActive(snapshot.state)) stats.running += 1;
-      else stats[snapshot.state as Exclude<TaskState, 'running' | 'retrying'>] += 1;
+    const add = (state: TaskState, n: number): void => {
+      if (isActive(state)) stats.running += n;
+      else stats[state as Exclude<TaskState, 'running' | 'retrying'>] += n;
+    };
+    for (const state of TASK_STATES) add(state, this.history.count(state));
+    for (const entry of this.live.values()) {
+      const shadow = this.history.get(entry.task.id);
+      if (shadow) add(shadow.snapshot.state, -1);
+      add(entry.task.state, 1);
     }
     return stats;
   }
@@ -168,7 +216,7 @@ export class TaskRegistry<Live extends Registered> {
     const stored = this.history.get(id);
     if (!stored) throw new BrokerError('unknown_task', `No task with id ${id}.`);
     const { label, retries, ...rest } = stored.spec;
-    return { ...rest, label, ...(retries !== undefined ? { retries } : {}) };
+    return { ...rest, label, ...(retries !== undefined ? { retries } : {}), ...stored.retired?.retry };
   }
 
   /** Insights of every finished task: those in memory, and the rollup of those that left. */
@@ -187,9 +235,16 @@ export class TaskRegistry<Live extends Registered> {
   evictOldFinished({ limit, maxAgeMs }: Retention, now = Date.now()): string[] {
     const finished = [...this.live.values()].filter((e) => e.task.finished && !e.attempt);
     const excess = finished.length + this.history.size - limit;
-    const expired = [...this.history.values()].filter((e) => tooOld(e.snapshot, maxAgeMs, now)).map((e) => e.snapshot.id);
+    const expired: string[] = [];
+    if (maxAgeMs) for (const entry of this.history.values()) if (tooOld(entry.snapshot, maxAgeMs, now)) expired.push(entry.snapshot.id);
     if (excess <= 0 && expired.length === 0) return [];
-    const historic = [...new Set([...this.history.keys()].slice(0, Math.max(0, Math.min(excess, this.history.size))).concat(expired))];
+    // The first `excess` ids in history's insertion order, without copying every key of a long history.
+    const first: string[] = [];
+    for (const id of this.history.keys()) {
+      if (first.length >= Math.min(excess, this.history.size)) break;
+      first.push(id);
+    }
+    const historic = [...new Set(first.concat(expired))];
     const fromLive = finished.slice(0, Math.max(0, excess - historic.length)).map((entry) => entry.task.id);
     const leaving = historic.map((id) => this.history.get(id)!.snapshot).concat(fromLive.map((id) => liveSnapshot(this.live.get(id)!)));
     this.rollup.fold(leaving, { soon: true });
