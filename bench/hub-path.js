@@ -94,6 +94,33 @@ main(async ({ quick }) => {
     await hub.stop();
   }
 
+  // The limit of the RSS row (issue 27 item 4): the same pool through a hub whose V8 young generation is
+  // capped at 1 MB. The heap after GC stays flat; what grows is the new space V8 sizes up under a busy
+  // broker's allocation rate (up to 2 × 16 MB semi-spaces by default) — reserved for speed, not kept objects.
+  const capped = await startServe(
+    path.join(dir, 'data-capped'),
+    { ...env, CURSOR_IPC_DIR: path.join(dir, 'ipc-capped') },
+    ['--concurrency', String(CONCURRENCY), '--history-limit', String(HISTORY_LIMIT)],
+    [SEMI_SPACE_CAP],
+  );
+  let viaCapped;
+  try {
+    process.env.BACKCHANNEL_CONTROL = capped.control;
+    const remote = await openTasks();
+    try {
+      viaCapped = await measurePool(
+        remote.tasks,
+        count,
+        () => capped.rssMb(),
+        () => capped.cpuMs(),
+      );
+    } finally {
+      await remote.close();
+    }
+  } finally {
+    await capped.stop();
+  }
+
   const same =
     'baseline column = the same seam (dist/client/open.js) over a broker in this process, same agent, concurrency and history limit, same run';
   return {
@@ -123,6 +150,14 @@ main(async ({ quick }) => {
       }),
       row({
         fig: 'HP',
+        name: `(limit) Through a hub with ${SEMI_SPACE_CAP}: its RSS after the run vs after warm-up`,
+        unit: 'MB',
+        value: viaCapped.rssEnd,
+        baseline: viaCapped.rssAfterWarmup,
+        detail: `the same pool through a second hub whose V8 young generation is capped: what the RSS row's growth is (new space sized up for speed, not kept objects); its tasks/s ${viaCapped.rate.toFixed(1)} vs ${viaHub.rate.toFixed(1)} (${(viaCapped.rate / viaHub.rate).toFixed(2)}×) and CPU per task ${viaCapped.cpuMsPerTask.toFixed(1)} vs ${viaHub.cpuMsPerTask.toFixed(1)} ms on the default hub`,
+      }),
+      row({
+        fig: 'HP',
         name: 'Through the hub: CPU per task of the broker process',
         unit: 'ms',
         value: viaHub.cpuMsPerTask,
@@ -141,6 +176,8 @@ main(async ({ quick }) => {
     ],
   };
 });
+
+const SEMI_SPACE_CAP = '--max-semi-space-size=1';
 
 /** A warm-up batch of a fifth, then `count` tasks, `CONCURRENCY` in flight, through `tasks`. */
 async function measurePool(tasks, count, rss, cpuMs) {

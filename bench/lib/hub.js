@@ -12,12 +12,13 @@ import { REPO_DIR } from './env.js';
 export const CLI = path.join(REPO_DIR, 'bin', 'backchannel.js');
 
 /**
- * Starts `backchannel serve --port 0 --data-dir <dataDir> [...args]` with `env`; resolves once it
- * printed its panel URL (its control endpoint answers by then). `startMs`: spawn → that line.
+ * Starts `backchannel serve --port 0 --data-dir <dataDir> [...args]` with `env` (and `nodeFlags` for
+ * the hub's own node, not its agents'); resolves once it printed its panel URL (its control endpoint
+ * answers by then). `startMs`: spawn → that line.
  */
-export async function startServe(dataDir, env = process.env, args = []) {
+export async function startServe(dataDir, env = process.env, args = [], nodeFlags = []) {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
