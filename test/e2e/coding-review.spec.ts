@@ -8,14 +8,12 @@
  * changed); the New task form's "Run in a git worktree" sets the submission's worktree.
  */
 import { expect, test, type Page } from '@playwright/test';
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
+import { checkoutHash, gitIn as git } from '../helpers/git.js';
 
 const CODER = path.join(ROOT, 'test', 'fixtures', 'coder.mjs');
-const IDENTITY = { GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@test', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@test' };
 
 let dir: string;
 let serve: Serve | undefined;
@@ -25,32 +23,9 @@ test.afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, ...IDENTITY }, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
 /** The lines of the base file, "line 1" … "line 20", with some of them replaced. */
 function appTs(replace: Record<number, string> = {}): string {
   return Array.from({ length: 20 }, (_, i) => `${replace[i + 1] ?? `line ${i + 1}`}\n`).join('');
-}
-
-/** What the user sees of a checkout: every file (names, modes, bytes), the index and HEAD. */
-function checkoutHash(repo: string): string {
-  const hash = createHash('sha256');
-  const walk = (at: string): void => {
-    for (const name of fs.readdirSync(at).sort()) {
-      const file = path.join(at, name);
-      if (path.relative(repo, file) === '.git') continue;
-      const stat = fs.lstatSync(file);
-      hash.update(`${path.relative(repo, file)}\0${stat.mode}\0`);
-      if (stat.isDirectory()) walk(file);
-      else hash.update(fs.readFileSync(file));
-    }
-  };
-  walk(repo);
-  hash.update(fs.readFileSync(path.join(repo, '.git', 'HEAD')));
-  hash.update(fs.readFileSync(path.join(repo, '.git', 'index')));
-  return hash.digest('hex');
 }
 
 interface Snapshot {

@@ -8,7 +8,7 @@
  * they are (git writes only objects, the worktree's metadata under .git/worktrees and our branch).
  * Every index Backchannel builds is a temporary one of its own (GIT_INDEX_FILE), never the user's.
  */
-import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type {
@@ -113,10 +113,8 @@ export class Worktrees {
     const index = path.join(record.dir, `.index-${randomBytes(6).toString('hex')}`);
     try {
       const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd })).trim();
-      const own = path.join(gitDir, 'index');
-      if (existsSync(own)) copyFileSync(own, index);
       const env = { GIT_INDEX_FILE: index };
-      if (!existsSync(own)) await git(['read-tree', 'HEAD'], { cwd, env });
+      if (!copyIndex(gitDir, index)) await git(['read-tree', 'HEAD'], { cwd, env });
       await git(['add', '-A', '--', '.'], { cwd, env });
       const tree = (await git(['write-tree'], { cwd, env })).trim();
       const [diff, numstat, status, log] = await Promise.all([
@@ -205,7 +203,7 @@ export class Worktrees {
     const env = { GIT_INDEX_FILE: index };
     try {
       const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd: repo })).trim();
-      if (existsSync(path.join(gitDir, 'index'))) copyFileSync(path.join(gitDir, 'index'), index);
+      copyIndex(gitDir, index);
       await git(['add', '-A', '--', '.'], { cwd: repo, env });
       const before = (await git(['write-tree'], { cwd: repo, env })).trim();
       for (const record of records) {
@@ -359,7 +357,7 @@ function snapshotCheckout(repo: string, refuse: (message: string) => never): str
     } catch {
       head = undefined;
     }
-    if (existsSync(path.join(gitDir, 'index'))) copyFileSync(path.join(gitDir, 'index'), temp);
+    copyIndex(gitDir, temp);
     const unmerged = gitSync(['ls-files', '--unmerged', '-z'], { cwd: repo, env });
     if (unmerged !== '') refuse(`the checkout ${repo} has unresolved merge conflicts; resolve them before starting from it`);
     gitSync(['add', '-A', '--', '.'], { cwd: repo, env });
@@ -386,6 +384,20 @@ const BACKCHANNEL_IDENTITY = {
 const STATUS: Record<string, ChangedFileStatus> = { A: 'added', M: 'modified', D: 'deleted', T: 'type-changed' };
 
 /** Per-file figures from `--numstat -z` and `--name-status -z` (no renames: one path each). */
+/**
+ * Copies the index of `gitDir` to `to` (false when it has none), with its modification time: git
+ * trusts an entry's cached stat unless the entry is as new as the index file ("racy git"), so a copy
+ * stamped now would hide a file rewritten at the same size within the index's second.
+ */
+function copyIndex(gitDir: string, to: string): boolean {
+  const own = path.join(gitDir, 'index');
+  if (!existsSync(own)) return false;
+  copyFileSync(own, to);
+  const { atime, mtime } = statSync(own);
+  utimesSync(to, atime, mtime);
+  return true;
+}
+
 function changedFiles(numstat: string, nameStatus: string): ChangedFile[] {
   const statusOf = new Map<string, ChangedFileStatus>();
   const parts = nameStatus.split('\0');

@@ -72,7 +72,7 @@ describe('a task in a worktree', () => {
     const repo = makeRepo(files);
     const { broker } = brokerWithWorktrees();
     // Several tasks: the agent's rewrite lands in the checkout's second on some of them, not on all.
-    for (let n = 0; n < 5; n++) {
+    for (let n = 0; n < 10; n++) {
       const handle = coder(
         broker,
         repo,
