@@ -60,7 +60,7 @@ export function runMode(mode: RunMode): RunModeContext {
         return out.includes('Backchannel panel:');
       },
       'the hub to start',
-      20_000,
+      45_000, // within the 60 s hook timeout, generous for a busy machine
       25,
     );
   });
