@@ -17,7 +17,8 @@ async function tasksOf(env: NodeJS.ProcessEnv): Promise<TaskSnapshot[]> {
   return JSON.parse(stdout) as TaskSnapshot[];
 }
 
-describe('task commands against a running hub', () => {
+// 120 s a test: each starts a hub and runs up to a dozen CLI processes one after another, slow on a busy machine.
+describe('task commands against a running hub', { timeout: 120_000 }, () => {
   test('run --detach prints the id at once; tasks lists it; logs -f follows it to the end; wait exits 0 with the result', async () => {
     const hub = hubEnv();
     await startHub(hub);

@@ -1,14 +1,43 @@
 /** What `npm publish` would ship: the CLI, the built code, templates and docs — no tests or benchmarks. */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { expect, test } from 'vitest';
+import { afterAll, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
 
+interface Packed {
+  /** The directory the tarball was written to. */
+  dir: string;
+  /** The tarball's name in `dir`. */
+  tarball: string;
+  /** The paths in the tarball, as `npm pack --json` lists them. */
+  files: string[];
+}
+
+let packed: Packed | undefined;
+afterAll(() => {
+  if (packed) fs.rmSync(packed.dir, { recursive: true, force: true });
+});
+/**
+ * `npm pack` of the checkout (dist/ is built: npm test builds first, so pack skips `prepare`), once
+ * for this file: both tests read the same tarball (each pack takes npm's start-up and a walk of the tree).
+ */
+function pack(): Packed {
+  if (packed) return packed;
+  // Kept for the file (core's tempDir()s are removed after the test that made them).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-pack-'));
+  const run = spawnSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' });
+  expect(run.status, run.stderr).toBe(0);
+  const [report] = JSON.parse(run.stdout) as [{ filename: string; files: { path: string }[] }];
+  const tarball = fs.readdirSync(dir).find((name) => /^backchannel-agents-.*\.tgz$/.test(name));
+  expect(tarball, run.stdout).toBe(report.filename);
+  packed = { dir, tarball: tarball!, files: report.files.map((file) => file.path) };
+  return packed;
+}
+
 test('the package tarball holds what the CLI, library and app need and nothing of the tests', () => {
-  const packed = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
-  expect(packed.status, packed.stderr).toBe(0);
-  const files = (JSON.parse(packed.stdout) as [{ files: { path: string }[] }])[0].files.map((file) => file.path);
+  const { files } = pack();
   for (const needed of [
     'bin/backchannel.js',
     'dist/cli/main.js',
@@ -41,10 +70,10 @@ test('the package tarball holds what the CLI, library and app need and nothing o
 });
 
 test('the README install from a clone works: npm pack, then npm install --global of the tarball puts a working backchannel on PATH', () => {
-  // The README's commands as written (dist/ is built: npm test builds first, so pack skips `prepare`),
-  // with npm's global prefix in a temporary directory instead of the machine's.
-  const dir = tempDir();
-  const prefix = path.join(dir, 'global');
+  // The README's commands as written (`npm pack`: pack() above), with npm's global prefix in a
+  // temporary directory instead of the machine's.
+  const { dir } = pack();
+  const prefix = path.join(tempDir(), 'global');
   const env = {
     ...process.env,
     npm_config_prefix: prefix,
@@ -52,10 +81,6 @@ test('the README install from a clone works: npm pack, then npm install --global
     npm_config_audit: 'false',
     npm_config_fund: 'false',
   };
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', env });
-  expect(packed.status, packed.stderr).toBe(0);
-  const tarball = fs.readdirSync(dir).find((name) => /^backchannel-agents-.*\.tgz$/.test(name));
-  expect(tarball, packed.stdout).toBeDefined();
   const installed = spawnSync('bash', ['-c', 'npm install --global ./backchannel-agents-*.tgz'], {
     cwd: dir,
     encoding: 'utf8',

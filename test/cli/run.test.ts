@@ -1,10 +1,24 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
-import { ROOT, fixture, tempDir } from '../helpers/core.js';
+import { afterAll, describe, expect, test } from 'vitest';
+import { ROOT, fixture } from '../helpers/core.js';
 import { RUN_MODES, runMode } from '../helpers/run-modes.js';
 
 const BIN = path.join(ROOT, 'bin/backchannel.js');
+
+// Scratch directories for this file, removed after all its tests: the tests of a mode run at once, and
+// tempDir()'s are removed after each test, whichever test made them.
+const scratchDirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bc-run-'));
+  scratchDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 interface Run {
   code: number | null;
@@ -37,7 +51,10 @@ function runCli(
   });
 }
 
-describe.each(RUN_MODES)('backchannel run (%s)', (mode) => {
+// The tests are independent (each its own CLI process, task and files; on a hub, tasks of their own),
+// so they run at once, both modes' too: their waits (deadlines, grace periods, process start-up)
+// overlap. At most five at a time (vitest's maxConcurrency), with room for a busy machine.
+describe.concurrent.each(RUN_MODES)('backchannel run (%s)', { timeout: 120_000 }, (mode) => {
   const where = runMode(mode);
   const cli = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
     runCli(args, { ...options, env: { ...where.env(), ...options.env } });
@@ -146,7 +163,12 @@ describe.each(RUN_MODES)('backchannel run (%s)', (mode) => {
     expect(next.code, next.stderr).toBe(0);
     expect(JSON.parse(next.stdout).status).toBe('success');
   });
+});
 
+const cli = runCli;
+
+// Once, not per mode: the command line is checked before `run` looks for a hub.
+describe('backchannel run usage', () => {
   test('usage errors exit 2 and --help exits 0', async () => {
     expect((await cli(['run'])).code).toBe(2);
     expect((await cli(['run', '--timeout', 'soon', '--', 'x'])).code).toBe(2);
@@ -156,8 +178,6 @@ describe.each(RUN_MODES)('backchannel run (%s)', (mode) => {
     expect(help.stdout).toContain('Exit codes');
   });
 });
-
-const cli = runCli;
 
 describe('backchannel send', () => {
   test('sends progress and the result by hand from inside a sub-agent', async () => {

@@ -27,7 +27,8 @@ function runCli(args: string[], env: Record<string, string>, cwd = ROOT): Promis
 const edits = (...list: Array<{ path: string; content: string }>) => JSON.stringify({ edits: list });
 const A = lines(12, 'a');
 
-describe.each(RUN_MODES)('coding tasks from the CLI (%s)', (mode) => {
+// 120 s a test: each runs a dozen CLI processes one after another, slow on a busy machine.
+describe.each(RUN_MODES)('coding tasks from the CLI (%s)', { timeout: 120_000 }, (mode) => {
   const where = runMode(mode);
   // Without a hub the worktrees go to the default data directory: a private one here.
   const state = path.join(tempDir('bc-state-'), 'state');

@@ -2,7 +2,7 @@
  * `backchannel check`: known-good agents pass; each deliberately broken agent (./agents) fails exactly
  * the scenario it breaks, with a message that names the rule.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { checkAgent, formatReport, SCENARIO_NAMES, type ReportCard } from '../../src/conformance/check.js';
@@ -10,13 +10,28 @@ import { ROOT, tempDir } from '../helpers/core.js';
 
 const agent = (name: string) => ({ command: 'node', args: [path.join(ROOT, 'test/conformance/agents', `${name}.mjs`)], timeoutMs: 20_000 });
 
+/**
+ * Runs a command to its end without blocking this process (a spawnSync would hold the event loop, so
+ * the concurrent tests beside it, and their broker's timers, would wait for it). Killed after `timeoutMs`.
+ */
+function run(command: string, args: string[], options: { cwd: string; timeoutMs: number }) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 /** The real CLI, from the repository root. */
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'check', ...args], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 150_000,
-  });
+  return run(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'check', ...args], { cwd: ROOT, timeoutMs: 150_000 });
 }
 
 const failedOf = (card: ReportCard) => card.results.filter((r) => r.verdict.status === 'fail').map((r) => r.name);
@@ -65,9 +80,9 @@ describe('backchannel check', () => {
     ['basic', ['templates/basic/agent.ts']],
   ])(
     'the %s template passes every scenario, echo, heartbeat and cancel included (no warnings)',
-    (_name, agentCommand) => {
+    async (_name, agentCommand) => {
       // The command docs/protocol.md and docs/writing-sub-agents.md show.
-      const run = cli('--', ...agentCommand);
+      const run = await cli('--', ...agentCommand);
       expect(run.stdout).not.toContain('warn:');
       // On a machine too busy for its timing, a scenario may be unjudged; it never fails.
       expect(run.stdout).toMatch(/\n(11 passed, 0 failed, 0 warning\(s\)\n|\d+ passed, 0 failed, 0 warning\(s\), \d+ could not be judged)/);
@@ -76,28 +91,35 @@ describe('backchannel check', () => {
     160_000,
   );
 
-  test('a scaffolded project runs backchannel check in its own npm test', () => {
+  test('a scaffolded project runs backchannel check in its own npm test', async () => {
     const dir = path.join(tempDir(), 'my-agent');
-    expect(spawnSync(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'new', dir, '--template', 'raw-node']).status).toBe(0);
-    const test = spawnSync('npm', ['test'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(
+      (
+        await run(process.execPath, [path.join(ROOT, 'bin/backchannel.js'), 'new', dir, '--template', 'raw-node'], {
+          cwd: ROOT,
+          timeoutMs: 60_000,
+        })
+      ).status,
+    ).toBe(0);
+    const test = await run('npm', ['test'], { cwd: dir, timeoutMs: 120_000 });
     expect(test.stdout).toContain('backchannel check: node agent.mjs');
     expect(test.stdout).toMatch(/\d+ passed, 0 failed, 0 warning\(s\)/);
     expect(test.stdout).not.toContain('warn:');
     expect(test.status, test.stdout + test.stderr).toBe(0);
   }, 130_000);
 
-  test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', () => {
-    const run = cli;
-    const failing = run('--scenario', 'final-once,utf8', '--', 'node', 'test/conformance/agents/writes-after-final.mjs');
+  test('the CLI prints the report card, --json and --scenario work, and it exits 1 on a failure', async () => {
+    const check = cli;
+    const failing = await check('--scenario', 'final-once,utf8', '--', 'node', 'test/conformance/agents/writes-after-final.mjs');
     expect(failing.status).toBe(1);
     expect(failing.stdout).toMatch(/✗ final-once\s+§5: send exactly one final payload/);
     expect(failing.stdout).toMatch(/✓ utf8/);
     expect(failing.stdout).toContain('1 passed, 1 failed, 0 warning(s)');
-    const json = run('--json', '--scenario', 'connect', '--', 'node', 'test/conformance/agents/good.mjs');
+    const json = await check('--json', '--scenario', 'connect', '--', 'node', 'test/conformance/agents/good.mjs');
     expect(json.status).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ passed: 1, failed: 0, results: [{ name: 'connect', verdict: { status: 'pass' } }] });
-    expect(run('--scenario', 'nope', '--', 'node', 'x.mjs').status).toBe(2);
-    expect(run().status).toBe(2);
-    expect(run('--help').stdout).toContain('Usage: backchannel check');
+    expect((await check('--scenario', 'nope', '--', 'node', 'x.mjs')).status).toBe(2);
+    expect((await check()).status).toBe(2);
+    expect((await check('--help')).stdout).toContain('Usage: backchannel check');
   });
 });

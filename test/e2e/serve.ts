@@ -53,7 +53,8 @@ export async function startServe(dataDir: string, extraArgs: string[] = [], env:
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`serve printed no URL within 20 s; stderr: ${stderr}`)), 20_000);
+    // Generous: on a busy machine (the browser suite runs beside vitest) serve can take long to start.
+    const timer = setTimeout(() => reject(new Error(`serve printed no URL within 60 s; stderr: ${stderr}`)), 60_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /Backchannel panel: (http:\/\/\S+)/.exec(out);

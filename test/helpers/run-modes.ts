@@ -5,9 +5,11 @@
  * the environment `runMode(mode).env()` gives.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { ROOT, tempDir, waitFor } from './core.js';
+import { ROOT, waitFor } from './core.js';
 
 export type RunMode = 'in-process' | 'on a hub';
 export const RUN_MODES: RunMode[] = ['in-process', 'on a hub'];
@@ -19,11 +21,25 @@ export interface RunModeContext {
   readonly socket: string | undefined;
 }
 
+/**
+ * A directory for the whole block, removed after it (after its hub stopped). Not tempDir(): that one
+ * is removed after the first test that ends, which in a block whose tests run at once (or beside the
+ * other mode's) takes the hub's control endpoint from under the tests still running.
+ */
+function blockDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 /** Call inside a `describe` block: starts the block's hub in the hub mode, stops it after. */
 export function runMode(mode: RunMode): RunModeContext {
-  if (mode === 'in-process')
-    return { env: () => ({ BACKCHANNEL_CONTROL: path.join(tempDir('bc-nohub-'), 'control.sock') }), socket: undefined };
-  const dir = tempDir('bc-run-hub-');
+  if (mode === 'in-process') {
+    // An endpoint where no hub listens.
+    const none = path.join(blockDir('bc-nohub-'), 'control.sock');
+    return { env: () => ({ BACKCHANNEL_CONTROL: none }), socket: undefined };
+  }
+  const dir = blockDir('bc-run-hub-');
   const env = {
     BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
     XDG_STATE_HOME: path.join(dir, 'state'),
@@ -44,7 +60,7 @@ export function runMode(mode: RunMode): RunModeContext {
         return out.includes('Backchannel panel:');
       },
       'the hub to start',
-      20_000,
+      45_000, // within the 60 s hook timeout, generous for a busy machine
       25,
     );
   });

@@ -88,7 +88,7 @@ export function printed(proc: Proc, pattern: RegExp, what: string): Promise<stri
       return pattern.exec(proc.stdout())?.[1];
     },
     what,
-    20_000,
+    45_000, // generous for a busy machine (npm test runs the browser suite beside vitest), within the 60 s test timeout
     25,
   );
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// `npm run test:long`: the soaks kept out of `npm test` (which stays within about 10 minutes on 2 cores)
+// and run by CI after it. Each is a test of the vitest suite run with more repeats than `npm test` gives
+// it: test/reliability/nothing-lost.test.ts 100 times per case (10 in `npm test`). Each one's report goes
+// to test-results/long-<name>.json, beside (not over) the vitest.json `npm test` wrote.
+import { spawnSync } from 'node:child_process';
+import { basename } from 'node:path';
+
+const LONG = [{ file: 'test/reliability/nothing-lost.test.ts', env: { BACKCHANNEL_NOTHING_LOST_RUNS: '100' } }];
+
+let code = 0;
+for (const { file, env } of LONG) {
+  const report = `test-results/long-${basename(file, '.test.ts')}.json`;
+  const result = spawnSync('npx', ['vitest', 'run', file, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, ...env, BACKCHANNEL_VITEST_JSON: report },
+  });
+  code ||= result.status ?? 1;
+}
+process.exitCode = code;
