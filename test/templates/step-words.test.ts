@@ -43,7 +43,9 @@ describe('the current step in words', () => {
     const translator = createClaudeTranslator();
     const [started] = translator.push({
       type: 'assistant',
-      message: { content: [{ type: 'tool_use', id: 'toolu_1', name: 'Write', input: { content: 'x'.repeat(5000), file_path: '/repo/notes.md' } }] },
+      message: {
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'Write', input: { content: 'x'.repeat(5000), file_path: '/repo/notes.md' } }],
+      },
     }) as Array<{ name: string; args: string }>;
     expect(started!.args.length).toBeLessThan(260);
     expect(describeStep(started!.name, started!.args, '/repo')).toBe('writing notes.md');
