@@ -148,10 +148,14 @@ export class UpdateCoalescer {
 
   #flush(): void {
     this.#timer = undefined;
-    this.#lastFlushAt = Date.now();
-    const late = this.#lastFlushAt - this.#dueAt;
+    const startedAt = Date.now();
+    const late = startedAt - this.#dueAt;
     this.#deliverAll();
-    this.#busy = late + (Date.now() - this.#lastFlushAt) > this.#options.flushIntervalMs;
+    // The next event is spaced from the end of this one's delivery, not its start: a delivery that
+    // took long (slow listeners, or a host that took the CPU away meanwhile) must not be followed
+    // by the next event less than an interval after its listeners got it.
+    this.#lastFlushAt = Date.now();
+    this.#busy = late + (this.#lastFlushAt - startedAt) > this.#options.flushIntervalMs;
   }
 
   #deliverAll(): void {

@@ -81,7 +81,7 @@ describe('history', () => {
 });
 
 describe('removed', () => {
-  test('a task evicted from history by the limit is announced as removed, so open panels drop it', async () => {
+  test('a task evicted from history by the limit is announced as removed, so open panels drop it', { timeout: 150_000 }, async () => {
     const { broker } = makeBroker({ historyLimit: 1 });
     await broker.ready;
     const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '/dev/null', flushIntervalMs: 10 });
@@ -89,9 +89,10 @@ describe('removed', () => {
       const events: BridgeEvent[] = [];
       bridge.subscribe((event) => events.push(event));
       const first = await bridge.submit({ command: fixture('quick.mjs') });
-      await waitFor(() => broker.get(first.id)?.state === 'succeeded', 'the first task to succeed');
+      // Generous: two real processes on a loaded machine (a busy suite run took over 15 s here).
+      await waitFor(() => broker.get(first.id)?.state === 'succeeded', 'the first task to succeed', 60_000);
       const second = await bridge.submit({ command: fixture('quick.mjs') });
-      await waitFor(() => events.some((event) => event.removed?.includes(first.id)), 'the first task to be removed');
+      await waitFor(() => events.some((event) => event.removed?.includes(first.id)), 'the first task to be removed', 60_000);
       expect(events.find((event) => event.removed)?.removed).toEqual([first.id]);
       expect(broker.get(first.id)).toBeUndefined();
       expect((await bridge.listTasks()).map((task) => task.id)).toEqual([second.id]);

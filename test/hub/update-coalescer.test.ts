@@ -54,6 +54,25 @@ describe('UpdateCoalescer', () => {
     coalescer.close();
   });
 
+  test('the next event is an interval after the last one was delivered, however long its delivery took', async () => {
+    const source = new FakeSource();
+    source.byId.set('a', snapshot('a'));
+    // busyFlushIntervalMs equal to the interval: the spacing under test is the same busy or not.
+    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 20, busyFlushIntervalMs: 20 });
+    const deliveries: Array<{ start: number; end: number }> = [];
+    coalescer.subscribe(() => {
+      // A listener that takes 15 ms (slow, or a host that took the CPU away meanwhile).
+      const start = Date.now();
+      while (Date.now() - start < 15);
+      deliveries.push({ start, end: Date.now() });
+    });
+    const changes = setInterval(() => coalescer.taskChanged('a'), 1);
+    await waitFor(() => deliveries.length >= 8, 'eight events');
+    clearInterval(changes);
+    coalescer.close();
+    for (let i = 1; i < deliveries.length; i++) expect(deliveries[i]!.start - deliveries[i - 1]!.end).toBeGreaterThanOrEqual(20);
+  });
+
   test('removed tasks are announced by id and not sent as changed', async () => {
     const source = new FakeSource();
     source.byId.set('a', snapshot('a', 'succeeded'));
