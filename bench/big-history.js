@@ -13,7 +13,10 @@ import { writeHistory } from './lib/history.js';
 import { startServe } from './lib/hub.js';
 import { panelPaint } from './lib/panel-paint.js';
 import { median } from './lib/stats.js';
+import { TASK_PAGE_SIZE } from '../dist/model/task.js';
 const TASKS = 1000;
+/** The rows the panel shows before it is scrolled: its first page (older pages load on scroll). */
+const FIRST_PAGE_ROWS = Math.min(TASKS, TASK_PAGE_SIZE);
 const BIG_EVERY = 10;
 const BIG_CHARS = 10 * 1024 * 1024;
 const MB = 1024 * 1024;
@@ -70,7 +73,7 @@ main(async ({ quick }) => {
         value: big.paintMs,
         baseline: small.paintMs,
         target: { op: '<=', ratio: 500 / small.paintMs },
-        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium, timed in the page from navigation start to the frame after the first row (in the DOM at ${big.rowInDomMs.toFixed(0)} ms); the page's script has run (DOMContentLoaded) at ${big.pageReadyMs.toFixed(0)} ms; all ${TASKS} rows at ${big.allRowsMs.toFixed(0)} ms (small: ${small.allRowsMs.toFixed(0)} ms); Playwright's polling waitForSelector saw the row after ${big.polledMs.toFixed(0)} ms (small: ${small.polledMs.toFixed(0)} ms); ${same}`,
+        detail: `target ≤ 500 ms; p50 of ${runs} page loads in headless Chromium, timed in the page from navigation start to the frame after the first row (in the DOM at ${big.rowInDomMs.toFixed(0)} ms); the page's script has run (DOMContentLoaded) at ${big.pageReadyMs.toFixed(0)} ms; the first page's ${FIRST_PAGE_ROWS} rows (of ${TASKS}) at ${big.allRowsMs.toFixed(0)} ms (small: ${small.allRowsMs.toFixed(0)} ms); Playwright's polling waitForSelector saw the row after ${big.polledMs.toFixed(0)} ms (small: ${small.polledMs.toFixed(0)} ms); ${same}`,
       }),
       row({
         fig: 'BH',
@@ -99,7 +102,7 @@ async function measureHub(dataDir, ipcDir, runs, bigId) {
       lists.push(list.ms);
       listBytes = list.bytes;
     }
-    const paint = await panelPaint(hub.url, runs, TASKS);
+    const paint = await panelPaint(hub.url, runs, FIRST_PAGE_ROWS);
     let resultMs;
     let resultBytes;
     if (bigId) {
