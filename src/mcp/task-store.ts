@@ -33,7 +33,7 @@ const TERMINAL = new Set<McpTask['status']>(['completed', 'failed', 'cancelled']
 export class BridgeTaskStore implements TaskStore {
   /** Tasks a client asked to cancel: reported `cancelled` at once and for good, while the agent gets its grace period. */
   readonly #cancelling = new Set<string>();
-  /** Unfinished tasks: the status last described, and since when (`lastUpdatedAt`). */
+  /** Tasks this server described: the status last described, and since when (`lastUpdatedAt`, never going back). */
   readonly #clock = new Map<string, { status: McpTask['status']; at: string }>();
   /** Tasks this session created through a task-augmented call: the status last reported to the client. */
   readonly #reported = new Map<string, McpTask['status']>();
@@ -110,8 +110,12 @@ export class BridgeTaskStore implements TaskStore {
     const derived = snapshotUpdatedAt(task);
     const seen = this.#clock.get(task.id);
     if (isFinished(task.state)) {
-      this.#clock.delete(task.id);
-      return seen && seen.at > derived ? seen.at : derived;
+      // Kept, not dropped: a finished task is described again (its status notification, then
+      // tasks/get or the result), and each time its lastUpdatedAt must not go back before a time
+      // this server stamped (an answer seen after the agent's own end time, on another clock).
+      const at = seen && seen.at > derived ? seen.at : derived;
+      this.#clock.set(task.id, { status, at });
+      return at;
     }
     let at = derived;
     if (seen?.status === status) at = seen.at > derived ? seen.at : derived;

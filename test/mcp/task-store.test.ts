@@ -36,6 +36,22 @@ describe('BridgeTaskStore', () => {
     expect((await tasks.getTask('t1'))!.lastUpdatedAt).toBe(answered.lastUpdatedAt);
   });
 
+  test('a task that ends before the moment its answer was seen keeps the later time, however often it is described', async () => {
+    const { store: tasks, task } = store();
+    await tasks.createTask({ ttl: 60_000 }, 1, request);
+    task.pendingQuestion = { askId: 'a', question: 'Which?', askedAt: '2026-01-01T00:00:02.000Z' };
+    await tasks.getTask('t1');
+    delete task.pendingQuestion;
+    // The answer is stamped by this server's clock (now); the agent's end comes from the hub's, earlier.
+    const answered = (await tasks.getTask('t1'))!.lastUpdatedAt;
+    task.state = 'succeeded';
+    task.endedAt = new Date(Date.parse(answered) - 7).toISOString();
+    const first = (await tasks.getTask('t1'))!;
+    const again = (await tasks.getTask('t1'))!;
+    expect(first).toMatchObject({ status: 'completed', lastUpdatedAt: answered });
+    expect(again.lastUpdatedAt).toBe(answered);
+  });
+
   test('a cancelled task stays cancelled, even when its agent then succeeds; each change is reported once', async () => {
     const { store: tasks, task, cancelled } = store();
     await tasks.createTask({ ttl: 60_000 }, 1, request);
