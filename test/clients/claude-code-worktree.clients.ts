@@ -7,7 +7,6 @@
  * worktree (the model's first request of the follow-up carries the first run's transcript); a commit
  * it makes with git is on the task's branch once the owner allows git.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -22,7 +21,7 @@ import {
   type FakeTurn,
 } from '../helpers/fake-anthropic.js';
 import { checkoutHash, gitIn, linkedWorktrees, makeRepo, ourBranches } from '../helpers/git-repo.js';
-import { clientFor } from '../helpers/real-clients.js';
+import { clientFor, runCli as runClient } from '../helpers/real-clients.js';
 import { RUN_MODES, runMode } from '../helpers/run-modes.js';
 import type { ChangeSummary, WorktreeRecord } from '../../src/model/change.js';
 import { PINS } from './pins.js';
@@ -33,19 +32,13 @@ const AGENT = path.join(ROOT, 'templates/claude-code/agent.mjs');
 /** Two real Claude Code runs and a dozen CLI calls each: ~15 s idle, over a minute on a busy 2-core machine. */
 const TEST_TIMEOUT_MS = 400_000;
 
+/** `backchannel <args>` in `cwd`, with `env` over this process's environment. */
 function runCli(
   args: string[],
   env: Record<string, string>,
   cwd: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runClient(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env } });
 }
 
 /**

@@ -10,7 +10,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
+import { ROOT, scratchDir, startServe, waitForChange, type Serve } from './serve.js';
 import { checkoutHash, gitIn as git } from '../helpers/git.js';
 
 const CODER = path.join(ROOT, 'test', 'fixtures', 'coder.mjs');
@@ -46,19 +46,7 @@ async function coding(label: string, edits: Array<{ path: string; content: strin
   return id;
 }
 
-async function finishedWithChange(id: string): Promise<Snapshot> {
-  let task: Snapshot | undefined;
-  await expect
-    .poll(
-      async () => {
-        task = (await serve!.api<{ task: Snapshot }>('GET', `/api/tasks/${id}`)).task;
-        return `${task.state}:${task.change ? 'change' : ''}`;
-      },
-      { timeout: 30_000 },
-    )
-    .toBe('succeeded:change');
-  return task!;
-}
+const finishedWithChange = (id: string): Promise<Snapshot> => waitForChange<Snapshot>(serve!, id);
 
 async function openTask(page: Page, label: string): Promise<void> {
   await page.locator('li.task', { hasText: label }).click();

@@ -2,6 +2,7 @@
  * Runs the real `backchannel serve` as a child process for the browser tests, and talks to its API
  * with the printed token (to set up tasks faster than through the UI).
  */
+import { expect } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -114,4 +115,19 @@ export async function startServe(dataDir: string, extraArgs: string[] = [], env:
       await exited;
     },
   };
+}
+
+/** A coding task once it succeeded and its change is recorded, read over the API (polled, 30 s). */
+export async function waitForChange<T extends { state: string; change?: unknown }>(serve: Serve, id: string): Promise<T> {
+  let task: T | undefined;
+  await expect
+    .poll(
+      async () => {
+        task = (await serve.api<{ task: T }>('GET', `/api/tasks/${id}`)).task;
+        return `${task.state}:${task.change ? 'change' : ''}`;
+      },
+      { timeout: 30_000 },
+    )
+    .toBe('succeeded:change');
+  return task!;
 }

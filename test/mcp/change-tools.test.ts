@@ -28,14 +28,20 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
   }
 }
 
+/** `backchannel mcp` on a hub of its own, through the official SDK client over stdio. */
+async function mcpOnHub(): Promise<Client> {
+  const hub = hubEnv();
+  await startHub(hub);
+  const env = Object.fromEntries(Object.entries(hub.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  const client = new Client({ name: 'backchannel-test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: ROOT, stderr: 'pipe' }));
+  clients.push(client);
+  return client;
+}
+
 describe('coding tasks over MCP', () => {
   test('start two in worktrees, review them together, a conflict refused whole, apply one, discard both', async () => {
-    const hub = hubEnv();
-    await startHub(hub);
-    const env = Object.fromEntries(Object.entries(hub.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
-    const client = new Client({ name: 'backchannel-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: ROOT, stderr: 'pipe' }));
-    clients.push(client);
+    const client = await mcpOnHub();
     const A = lines(8, 'a');
     const repo = makeRepo({ 'a.txt': A });
     const before = checkoutHash(repo);
@@ -77,12 +83,7 @@ describe('coding tasks over MCP', () => {
   });
 
   test('a coding task’s question names its branch and the files it changed so far, and answer_question answers it', async () => {
-    const hub = hubEnv();
-    await startHub(hub);
-    const env = Object.fromEntries(Object.entries(hub.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
-    const client = new Client({ name: 'backchannel-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env, cwd: ROOT, stderr: 'pipe' }));
-    clients.push(client);
+    const client = await mcpOnHub();
     const repo = makeRepo({ 'a.txt': lines(4, 'a') });
     const { task_id } = (
       await call(client, 'start_task', {
