@@ -19,9 +19,9 @@ describe('every byte a peer wrote is read', () => {
   });
 
   test('a connection that keeps delivering after the agent exited is read to its end, not cut at drainMs', async () => {
-    // The grandchild writes for ~2 s after the agent's exit, a line every 50 ms: never quiet for
-    // drainMs (1 s, 20 gaps' worth on a slow machine). The broker used to stop reading a fixed
-    // drainMs after the exit: this task then "crashed".
+    // The agent exits at its grandchild's first line; the grandchild writes for ~2 s more, a line
+    // every 50 ms: never quiet for drainMs (1 s, 20 gaps' worth on a slow machine). The broker used
+    // to stop reading a fixed drainMs after the exit: this task then "crashed".
     const { broker } = makeBroker({ drainMs: 1000 });
     const started = Date.now();
     const done = await runTask(broker, {
