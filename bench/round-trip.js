@@ -12,9 +12,25 @@ import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
-import { interleave, medianOf, summarize } from './lib/stats.js';
+import { interleave, medianOf, schedStat, schedStatPer, summarize } from './lib/stats.js';
 
 const PAYLOAD = 'r'.repeat(2048);
+
+/** The scheduler's view of both ends at one moment: this process (the broker or the raw server) and the agent. */
+function schedule(agentPid) {
+  return { here: schedStat(), agent: schedStat(agentPid) };
+}
+
+/**
+ * Per round trip between two schedule() readings: CPU used and time spent runnable but waiting for a
+ * CPU, by each end. Under load, what bounds the tail: a round trip takes as long as both ends wait
+ * for a core, and the end that needs more CPU per round trip is the more often preempted.
+ */
+function scheduled({ before, after }, count) {
+  const here = schedStatPer(before?.here, after?.here, count);
+  const agent = schedStatPer(before?.agent, after?.agent, count);
+  return here && agent ? { hereCpuUs: here.cpuUs, hereWaitUs: here.waitUs, agentCpuUs: agent.cpuUs, agentWaitUs: agent.waitUs } : {};
+}
 
 main(async ({ quick }) => {
   const runs = quick ? 2 : 3;
@@ -29,22 +45,27 @@ main(async ({ quick }) => {
     const task = broker.submit({ command: agentPath('sdk-ask.mjs'), input: { payload: PAYLOAD, rounds: rounds + warmup } });
     let sentAt = 0;
     let asked = 0;
+    const sched = {};
     task.on('update', (update) => {
       if (update.kind !== 'ask') return;
       const now = performance.now();
       asked += 1;
       if (asked > warmup + 1) samples.push((now - sentAt) * 1000);
+      if (asked === warmup + 1 || asked === rounds + warmup)
+        sched[asked === warmup + 1 ? 'before' : 'after'] = schedule(task.snapshot().pid);
       sentAt = performance.now();
       // The SDK numbers its questions q1, q2, …; a UI would read snapshot().pendingQuestion.
       broker.answer(task.id, `q${asked}`, PAYLOAD);
     });
     await task.result;
     await task.finished;
-    return summarize(samples);
+    return { ...summarize(samples), ...scheduled(sched, samples.length) };
   };
   const raw = async () => {
     const socketPath = path.join(dir, 'pong.sock');
     const samples = [];
+    const sched = {};
+    let child;
     let done;
     const finished = new Promise((resolve) => (done = resolve));
     const server = createServer((socket) => {
@@ -66,6 +87,7 @@ main(async ({ quick }) => {
           start = nl + 1;
           n += 1;
           if (n > warmup) samples.push((now - sentAt) * 1000);
+          if (n === warmup || n === rounds + warmup) sched[n === warmup ? 'before' : 'after'] = schedule(child.pid);
           if (n === rounds + warmup) {
             socket.end(JSON.stringify({ type: 'stop' }) + '\n');
             done();
@@ -76,14 +98,14 @@ main(async ({ quick }) => {
       answer('q0');
     });
     await new Promise((resolve) => server.listen(socketPath, resolve));
-    const child = spawn(process.execPath, [agentPath('raw-pong.mjs')], {
+    child = spawn(process.execPath, [agentPath('raw-pong.mjs')], {
       env: { ...process.env, BENCH_SOCKET: socketPath },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     await finished;
     await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
     await new Promise((resolve) => server.close(resolve));
-    return summarize(samples);
+    return { ...summarize(samples), ...scheduled(sched, samples.length) };
   };
   log(`round trip: ${rounds} round trips × ${runs} runs × 2`);
   const s = await interleave(runs, { broker: viaBroker, raw });
@@ -108,6 +130,11 @@ main(async ({ quick }) => {
   await loadBroker.close();
   await broker.close();
   const us = (name, field) => medianOf(s[name], field);
+  // The scheduler's account of both ends, per round trip (median over runs), broker/raw.
+  const perRoundTrip = (set) => {
+    const f = (name, field) => (set[name].every((x) => x[field] !== undefined) ? medianOf(set[name], field).toFixed(0) : '?');
+    return `per round trip, broker/raw: CPU of this process ${f('broker', 'hereCpuUs')}/${f('raw', 'hereCpuUs')} µs and of the agent ${f('broker', 'agentCpuUs')}/${f('raw', 'agentCpuUs')} µs; runnable but waiting for a CPU: this process ${f('broker', 'hereWaitUs')}/${f('raw', 'hereWaitUs')} µs, the agent ${f('broker', 'agentWaitUs')}/${f('raw', 'agentWaitUs')} µs (/proc/<pid>/schedstat)`;
+  };
   const detail = `p50 ${us('broker', 'p50').toFixed(0)}/${us('raw', 'p50').toFixed(0)}, p99 ${us('broker', 'p99').toFixed(0)}/${us('raw', 'p99').toFixed(0)}, p99.9 ${us('broker', 'p999').toFixed(0)}/${us('raw', 'p999').toFixed(0)} µs (broker/raw)`;
   return {
     figure: 4,
@@ -131,6 +158,7 @@ main(async ({ quick }) => {
         value: us('broker', 'p99'),
         baseline: us('raw', 'p99'),
         target: { op: '<=', ratio: 2 },
+        detail: perRoundTrip(s),
       }),
       row({ fig: '4', name: 'Round trip 2 KB p99.9', unit: 'µs', value: us('broker', 'p999'), baseline: us('raw', 'p999') }),
       row({
@@ -140,7 +168,7 @@ main(async ({ quick }) => {
         value: medianOf(loaded.broker, 'p99'),
         baseline: medianOf(loaded.raw, 'p99'),
         target: { op: '<=', ratio: 1.5 },
-        detail: `p50 ${medianOf(loaded.broker, 'p50').toFixed(0)}/${medianOf(loaded.raw, 'p50').toFixed(0)} µs (broker/raw, both under the same load); load: ${Math.round(loadRate)} partials/s into this process`,
+        detail: `p50 ${medianOf(loaded.broker, 'p50').toFixed(0)}/${medianOf(loaded.raw, 'p50').toFixed(0)} µs (broker/raw, both under the same load); load: ${Math.round(loadRate)} partials/s into this process; ${perRoundTrip(loaded)}`,
       }),
     ],
   };

@@ -36,6 +36,25 @@ export function childrenCpuMicros() {
   return ((Number(fields[13]) + Number(fields[14])) * 1e6) / clockTicks;
 }
 
+/**
+ * What the scheduler says of a process's main thread (/proc/<pid>/schedstat): microseconds on a CPU
+ * and microseconds runnable but waiting for one; undefined where there is no /proc or the process is gone.
+ */
+export function schedStat(pid = process.pid) {
+  try {
+    const [onCpu, waiting] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return { cpuUs: onCpu / 1000, waitUs: waiting / 1000 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `after` − `before` of two schedStat() readings, per `count` (undefined if either is missing). */
+export function schedStatPer(before, after, count) {
+  if (!before || !after) return undefined;
+  return { cpuUs: (after.cpuUs - before.cpuUs) / count, waitUs: (after.waitUs - before.waitUs) / count };
+}
+
 export function median(values) {
   return percentile(values, 50);
 }
