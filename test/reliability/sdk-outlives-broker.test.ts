@@ -31,8 +31,10 @@ describe.skipIf(process.platform === 'win32')('an SDK agent whose broker is SIGK
     const id = await first.submit({
       command: fixture('recovery/reports-after-broker-died.mjs'),
       args: [record],
-      // Heartbeats every 200 ms (a third of the watchdog), on top of progress every 20 ms.
-      heartbeatTimeoutMs: 600,
+      // Heartbeats every 800 ms (a third of the watchdog), on top of progress every 20 ms: two in
+      // the agent's 1.5 s after the broker died. (600 ms stalled an agent whose node took that
+      // long to start on a loaded machine: the watchdog runs from the spawn.)
+      heartbeatTimeoutMs: 2400,
     });
     await waitFor(() => journalHas(dataDir, 'progress', id), 'the progress record in the journal');
     const agents = agentProcesses(ipcDir);
