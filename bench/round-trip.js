@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
@@ -29,9 +30,15 @@ function burnCpu(us) {
   while (used() < end);
 }
 
+/** This process's garbage-collection pauses (start and duration, ms), for the time they take from a run. */
+const gcPauses = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcPauses.push({ at: entry.startTime, ms: entry.duration });
+}).observe({ entryTypes: ['gc'] });
+
 /** The scheduler's view of both ends at one moment: this process (the broker or the raw server) and the agent. */
 function schedule(agentPid) {
-  return { here: schedStat(), agent: schedStat(agentPid) };
+  return { at: performance.now(), here: schedStat(), agent: schedStat(agentPid) };
 }
 
 /**
@@ -42,7 +49,9 @@ function schedule(agentPid) {
 function scheduled({ before, after }, count) {
   const here = schedStatPer(before?.here, after?.here, count);
   const agent = schedStatPer(before?.agent, after?.agent, count);
-  return here && agent ? { hereCpuUs: here.cpuUs, hereWaitUs: here.waitUs, agentCpuUs: agent.cpuUs, agentWaitUs: agent.waitUs } : {};
+  const pauses = gcPauses.filter((p) => p.at >= before.at && p.at <= after.at);
+  const gc = { gcPauses: pauses.length, gcMs: pauses.reduce((sum, p) => sum + p.ms, 0) };
+  return here && agent ? { ...gc, hereCpuUs: here.cpuUs, hereWaitUs: here.waitUs, agentCpuUs: agent.cpuUs, agentWaitUs: agent.waitUs } : gc;
 }
 
 main(async ({ quick }) => {
@@ -158,7 +167,7 @@ main(async ({ quick }) => {
   const perRoundTrip = (set, pair = 'broker') => {
     const f = (name, field) => (set[name].every((x) => x[field] !== undefined) ? medianOf(set[name], field).toFixed(0) : '?');
     const both = (field) => `${f(pair, field)}/${f('raw', field)}`;
-    return `per round trip, ${pair}/raw: CPU of this process ${both('hereCpuUs')} µs and of the agent ${both('agentCpuUs')} µs; runnable but waiting for a CPU: this process ${both('hereWaitUs')} µs, the agent ${both('agentWaitUs')} µs (/proc/<pid>/schedstat)`;
+    return `per round trip, ${pair}/raw: CPU of this process ${both('hereCpuUs')} µs and of the agent ${both('agentCpuUs')} µs; runnable but waiting for a CPU: this process ${both('hereWaitUs')} µs, the agent ${both('agentWaitUs')} µs (/proc/<pid>/schedstat); this process's GC pauses in a run ${both('gcPauses')}, ${both('gcMs')} ms`;
   };
   const detail = `p50 ${us('broker', 'p50').toFixed(0)}/${us('raw', 'p50').toFixed(0)}, p99 ${us('broker', 'p99').toFixed(0)}/${us('raw', 'p99').toFixed(0)}, p99.9 ${us('broker', 'p999').toFixed(0)}/${us('raw', 'p999').toFixed(0)} µs (broker/raw)`;
   return {
