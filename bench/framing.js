@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { LineDecoder, parseLine } from '../dist/protocol/index.js';
-import { lineSplitter } from './peers/receivers.js';
+import { lineSplitter } from './lib/lines.js';
 import { log } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { cpuMicros, median } from './lib/stats.js';

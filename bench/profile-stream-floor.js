@@ -13,7 +13,7 @@ import os from 'node:os';
 import { LineDecoder, parseLine, progressOf } from '../dist/protocol/index.js';
 import { readInbound } from '../dist/broker/transport/inbound.js';
 import { BASELINE_TASK_ID, message } from './agents/stream-message.mjs';
-import { lineSplitter } from './peers/receivers.js';
+import { lineSplitter } from './lib/lines.js';
 
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 9);
 const N = 200_000;

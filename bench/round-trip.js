@@ -14,6 +14,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
+import { lineSplitter } from './lib/lines.js';
 import { main, row } from './lib/harness.js';
 import { interleave, medianOf, schedStat, schedStatPer, summarize } from './lib/stats.js';
 
@@ -98,7 +99,6 @@ main(async ({ quick }) => {
       const finished = new Promise((resolve) => (done = resolve));
       const server = createServer((socket) => {
         socket.setEncoding('utf8');
-        let pending = '';
         let sentAt = 0;
         let n = 0;
         const answer = (id) => {
@@ -107,14 +107,10 @@ main(async ({ quick }) => {
           burnCpu(pad.hereUs);
           socket.write(JSON.stringify({ type: 'answer', task_id: 'bench', ask_id: id, answer: PAYLOAD }) + '\n');
         };
-        socket.on('data', (chunk) => {
-          const text = pending + chunk;
-          let start = 0;
-          let nl;
-          while ((nl = text.indexOf('\n', start)) !== -1) {
-            const message = JSON.parse(text.slice(start, nl));
+        socket.on(
+          'data',
+          lineSplitter((message) => {
             const now = performance.now();
-            start = nl + 1;
             n += 1;
             if (n > warmup) samples.push((now - sentAt) * 1000);
             if (n === warmup || n === rounds + warmup) sched[n === warmup ? 'before' : 'after'] = schedule(child.pid);
@@ -122,9 +118,8 @@ main(async ({ quick }) => {
               socket.end(JSON.stringify({ type: 'stop' }) + '\n');
               done();
             } else answer(message.ask_id);
-          }
-          pending = text.slice(start);
-        });
+          }),
+        );
         answer('q0');
       });
       await new Promise((resolve) => server.listen(socketPath, resolve));

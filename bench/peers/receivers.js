@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { BASELINE_TASK_ID } from '../agents/stream-message.mjs';
 import { agentPath } from '../lib/env.js';
+import { lineSplitter } from '../lib/lines.js';
 import { cpuMicros, wallNow } from '../lib/stats.js';
 
 const require = createRequire(import.meta.url);
@@ -67,21 +68,6 @@ export function counter(count, deadlineMs = DEADLINE_MS) {
       result.childCpu = cpu;
       check();
     },
-  };
-}
-
-/** The hand-written baseline splitter: string buffer, indexOf, JSON.parse per line. */
-export function lineSplitter(onValue) {
-  let pending = '';
-  return (chunk) => {
-    const text = pending + chunk;
-    let start = 0;
-    let nl;
-    while ((nl = text.indexOf('\n', start)) !== -1) {
-      if (nl > start) onValue(JSON.parse(text.slice(start, nl)));
-      start = nl + 1;
-    }
-    pending = text.slice(start);
   };
 }
 
