@@ -103,6 +103,23 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
   return fail(`silent for ${longest} ms while busy, ${where} (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);
 }
 
+/**
+ * A cancel that no `cancelled` payload confirmed fails, unless the machine was too busy to give the
+ * agent its grace: SIGTERM ended it (it did not ignore the signal, as an agent that ignores cancels
+ * does), nothing at all came from it after the cancel, and this process itself ran at least
+ * BUSY_DELAY_MS late meanwhile — a starved agent then met SIGTERM before it was scheduled to answer.
+ */
+function judgeUnconfirmedCancel(run: Observation, cancelAt: number): Verdict {
+  const failure = `no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`;
+  const heardFrom = run.receivedAt.some((at) => at > cancelAt);
+  const ownDelay = delayDuring(run.load, cancelAt, run.endedAt);
+  const busy = tooBusy(run.load);
+  if (busy && run.snapshot.signal === 'SIGTERM' && !heardFrom && ownDelay >= BUSY_DELAY_MS) {
+    return unjudged(`${failure}, and sent nothing after it, while ${busy} (up to ${ownDelay} ms late after the cancel)`);
+  }
+  return fail(failure);
+}
+
 /** The broker's notes of one kind of problem (malformed, rejected, ignored), from their events. */
 function problems(run: Observation, kind: ProblemKind): Problem[] {
   return run.log.flatMap((l) => (l.event?.kind === 'problem' && l.event.problem === kind ? [l.event] : []));
@@ -244,8 +261,7 @@ export const SCENARIOS: Scenario[] = [
       if (run.cancelAt === undefined || run.snapshot.state === 'succeeded' || finishedFirst) {
         return warn('not verified: the agent finished before it could be cancelled; honour `conformance.busy_ms` to test cancel');
       }
-      if (!noted(run, 'cancel-confirmed'))
-        return fail(`no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`);
+      if (!noted(run, 'cancel-confirmed')) return judgeUnconfirmedCancel(run, run.cancelAt);
       if (run.snapshot.signal === 'SIGKILL') {
         const busy = tooBusy(run.load);
         const late = `the agent reported \`cancelled\` but did not exit until SIGKILL (${CANCEL_GRACE_MS + KILL_GRACE_MS} ms after the cancel)`;

@@ -81,6 +81,29 @@ describe('scenario judges', () => {
     expect(judge('cancel', { cancelled: run([late], cancelled, { cancelAt: 10 }) })).toMatchObject({ status: 'warn' });
   });
 
+  test('cancel: an unconfirmed cancel is unjudged only on a busy machine, for an agent SIGTERM ended with nothing from it after the cancel', () => {
+    const killed = { state: 'cancelled' as const, reason: 'cancelled' as const, signal: 'SIGTERM' as const };
+    const busy: MachineLoad = { delayMs: 4109, perCore: 5.5, late: [{ at: 3000, ms: 4109 }] };
+    // The python template on a machine at load 11 (CI): this process's timers 4 s late after the cancel.
+    const starved = run([], killed, { cancelAt: 1000, receivedAt: [200, 900], endedAt: 8000, load: busy });
+    expect(judge('cancel', { cancelled: starved })).toMatchObject({
+      status: 'unjudged',
+      detail: expect.stringContaining('sent nothing after it'),
+    });
+    // Heard from after the cancel (it kept heartbeating): it ignored the cancel, however busy the machine.
+    const alive = run([], killed, { cancelAt: 1000, receivedAt: [200, 900, 1500], endedAt: 8000, load: busy });
+    expect(judge('cancel', { cancelled: alive })).toMatchObject({ status: 'fail', detail: expect.stringContaining('exited by SIGTERM') });
+    // Ended by SIGKILL: it ignored SIGTERM as well (the ignores-cancel fixture), however busy the machine.
+    expect(judge('cancel', { cancelled: { ...starved, snapshot: { ...starved.snapshot, signal: 'SIGKILL' } } })).toMatchObject({
+      status: 'fail',
+    });
+    // Busy before the cancel only: the agent had its grace.
+    const lateBefore: MachineLoad = { delayMs: 4109, perCore: 5.5, late: [{ at: 600, ms: 400 }] };
+    expect(judge('cancel', { cancelled: { ...starved, load: lateBefore } })).toMatchObject({ status: 'fail' });
+    // A quiet machine: a fail.
+    expect(judge('cancel', { cancelled: { ...starved, load: { delayMs: 0, perCore: 0.5, late: [] } } })).toMatchObject({ status: 'fail' });
+  });
+
   test('clean-exit and final-once: leftover processes and late lines come from events', () => {
     const leftover = note('processes were left', { kind: 'leftover-processes' });
     expect(judge('clean-exit', { main: run([leftover]) })).toMatchObject({ status: 'fail', line: 'processes were left' });
