@@ -39,6 +39,13 @@ export interface WorktreePlan extends Omit<WorktreeInfo, 'branch' | 'worktree'> 
 
 export class Worktrees {
   readonly store: WorktreeStore;
+  /**
+   * The last git worktree operation (add, remove, prune) queued on each repository. Git writes a new
+   * worktree's admin directory (.git/worktrees/<name>) in steps, and every other worktree command
+   * reads them all: two at once on one repository failed ("failed to read
+   * .git/worktrees/tree/commondir") or raced for the same name. So they run one at a time per repository.
+   */
+  private readonly repoQueues = new Map<string, Promise<unknown>>();
 
   constructor(root: string) {
     this.store = new WorktreeStore(root);
@@ -73,7 +80,7 @@ export class Worktrees {
     const tree = path.join(dir, TREE_DIR);
     const branch = `${BRANCH_PREFIX}${short}`;
     try {
-      await git(['worktree', 'add', '--quiet', '-b', branch, tree, plan.baseSha], { cwd: plan.repo });
+      await this.oneAtATime(plan.repo, () => git(['worktree', 'add', '--quiet', '-b', branch, tree, plan.baseSha], { cwd: plan.repo }));
     } catch (error) {
       this.store.removeEntry(short);
       throw new Error(`could not create the worktree: ${(error as Error).message}`, { cause: error });
@@ -286,6 +293,15 @@ export class Worktrees {
     await git(['commit', '--quiet', '--no-verify', '-m', subject], { cwd, env: BACKCHANNEL_IDENTITY });
   }
 
+  /** Runs `operation` after the repository's previous worktree operation has ended (see repoQueues). */
+  private oneAtATime<T>(repo: string, operation: () => Promise<T>): Promise<T> {
+    const run = (this.repoQueues.get(repo) ?? Promise.resolve()).then(operation, operation);
+    const settled = run.catch(() => undefined);
+    this.repoQueues.set(repo, settled);
+    void settled.then(() => this.repoQueues.get(repo) === settled && this.repoQueues.delete(repo));
+    return run;
+  }
+
   private require(taskId: string): WorktreeRecord {
     const record = this.find(taskId);
     if (!record) throw new BrokerError('unknown_task', `Task ${taskId} has no worktree (not a coding task, or it was discarded)`);
@@ -294,8 +310,10 @@ export class Worktrees {
 
   private async removeTree(record: WorktreeRecord): Promise<void> {
     if (existsSync(record.repo)) {
-      await git(['worktree', 'remove', '--force', '--force', record.worktree], { cwd: record.repo }).catch(() => undefined);
-      await git(['worktree', 'prune'], { cwd: record.repo }).catch(() => undefined);
+      await this.oneAtATime(record.repo, async () => {
+        await git(['worktree', 'remove', '--force', '--force', record.worktree], { cwd: record.repo }).catch(() => undefined);
+        await git(['worktree', 'prune'], { cwd: record.repo }).catch(() => undefined);
+      });
     }
     rmSync(record.worktree, { recursive: true, force: true });
   }
@@ -303,7 +321,8 @@ export class Worktrees {
   private async deleteBranch(record: WorktreeRecord): Promise<void> {
     // Only a branch of ours: the name the record holds, with our prefix and the entry's own id.
     if (record.branch !== `${BRANCH_PREFIX}${path.basename(record.dir)}` || !existsSync(record.repo)) return;
-    await git(['branch', '-D', '--', record.branch], { cwd: record.repo }).catch((error: Error) => {
+    // `branch -D` reads every worktree's admin directory (is the branch checked out there?).
+    await this.oneAtATime(record.repo, () => git(['branch', '-D', '--', record.branch], { cwd: record.repo })).catch((error: Error) => {
       if (!/not found/.test(error.message)) throw new BrokerError('worktree', `could not delete branch ${record.branch}: ${error.message}`);
     });
   }
