@@ -160,6 +160,7 @@ describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${R
     await waitFor(() => tasks.some((t) => t.snapshot().state === 'running' && t.snapshot().worker), 'a task to run');
     await redis.restart();
     const results = await Promise.all(tasks.map((t) => settle(t.result)));
-    expect(results.map((r) => r.ok && (r.value.data as { echo: { n: number } }).echo.n)).toEqual(tasks.map((_, n) => n));
+    // A failed task shows its reason in the comparison, not `false`.
+    expect(results.map((r) => (r.ok ? (r.value.data as { echo: { n: number } }).echo.n : String(r.error)))).toEqual(tasks.map((_, n) => n));
   });
 });
