@@ -30,7 +30,8 @@ async function listFiles(root: string, limit: number, signal: AbortSignal): Prom
   while (pending.length > 0 && files.length < limit) {
     signal.throwIfAborted();
     const dir = pending.pop()!;
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const entries = await orGone(readdir(dir, { withFileTypes: true }));
+    for (const entry of entries ?? []) {
       if (SKIP.has(entry.name)) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) pending.push(full);
@@ -38,6 +39,16 @@ async function listFiles(root: string, limit: number, signal: AbortSignal): Prom
     }
   }
   return files.slice(0, limit);
+}
+
+/** A directory or file that vanished between its listing and its reading (a live tree) is skipped: undefined. */
+async function orGone<T>(reading: Promise<T>): Promise<T | undefined> {
+  try {
+    return await reading;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
 }
 
 runAgent<Input | null>(async (task) => {
@@ -48,7 +59,8 @@ runAgent<Input | null>(async (task) => {
   const byExtension: Record<string, ExtensionStats> = {};
   for (const [index, file] of files.entries()) {
     task.signal.throwIfAborted();
-    const content = await readFile(file);
+    const content = await orGone(readFile(file));
+    if (!content) continue;
     const ext = path.extname(file) || '(none)';
     const stats = (byExtension[ext] ??= { files: 0, lines: 0, bytes: 0 });
     stats.files += 1;

@@ -1,0 +1,49 @@
+/**
+ * The basic template surveys a tree that changes while it reads it (a repository with a test run
+ * writing its reports beside it: the busy suite's `check` run of this template, whose walk met a
+ * file gone between its listing and its reading, ended in an error). A file or directory that
+ * vanished is skipped; the survey still succeeds.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createTestBroker, ROOT, settle, tempDir } from '../helpers/core.js';
+
+const churnDir = path.join(tempDir('bc-live-'), 'tree');
+mkdirSync(churnDir);
+// Writes and removes 300 small files and a directory, over and over, until killed.
+const churn = spawn(
+  process.execPath,
+  [
+    '-e',
+    `const fs = require('fs'), p = require('path'); const d = ${JSON.stringify(churnDir)};
+     for (;;) {
+       for (let i = 0; i < 300; i++) fs.writeFileSync(p.join(d, 'f' + i + '.txt'), 'x\\n'.repeat(50));
+       fs.mkdirSync(p.join(d, 'sub'), { recursive: true }); fs.writeFileSync(p.join(d, 'sub', 'g.txt'), 'y\\n');
+       for (let i = 0; i < 300; i++) fs.rmSync(p.join(d, 'f' + i + '.txt'), { force: true });
+       fs.rmSync(p.join(d, 'sub'), { recursive: true, force: true });
+     }`,
+  ],
+  { stdio: 'ignore' },
+);
+afterAll(() => {
+  if (churn.pid !== undefined) process.kill(churn.pid, 'SIGKILL');
+});
+
+describe('the basic template on a live tree', () => {
+  test('files and directories removed while it walks are skipped, and every survey succeeds', async () => {
+    const { broker } = createTestBroker();
+    const outcomes: string[] = [];
+    for (let run = 0; run < 8; run++) {
+      const task = broker.submit({ command: path.join(ROOT, 'templates/basic/agent.ts'), input: { path: churnDir } });
+      const result = await settle(task.result);
+      await task.finished;
+      // "no files" is a fair outcome of a walk that found the tree empty at that moment, not a crash.
+      outcomes.push(
+        result.ok ? 'ok' : String(result.error.message).includes('no files under') ? 'ok (empty)' : String(result.error.message),
+      );
+    }
+    expect(outcomes.filter((o) => !o.startsWith('ok'))).toEqual([]);
+  }, 120_000);
+});
