@@ -57,10 +57,12 @@ runAgent<Input | null>(async (task) => {
   if (files.length === 0) throw new Error(`no files under ${root}`);
 
   const byExtension: Record<string, ExtensionStats> = {};
+  let surveyed = 0;
   for (const [index, file] of files.entries()) {
     task.signal.throwIfAborted();
     const content = await orGone(readFile(file));
     if (!content) continue;
+    surveyed += 1;
     const ext = path.extname(file) || '(none)';
     const stats = (byExtension[ext] ??= { files: 0, lines: 0, bytes: 0 });
     stats.files += 1;
@@ -73,5 +75,5 @@ runAgent<Input | null>(async (task) => {
   }
   const check = task.input?.conformance ?? {};
   if (check.busy_ms) await task.sleep(check.busy_ms); // silent but for heartbeats; a cancel ends it
-  return { root, files: files.length, byExtension, ...(check.echo !== undefined ? { echo: check.echo } : {}) };
+  return { root, files: surveyed, byExtension, ...(check.echo !== undefined ? { echo: check.echo } : {}) };
 });

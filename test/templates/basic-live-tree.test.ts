@@ -5,12 +5,15 @@
  * vanished is skipped; the survey still succeeds.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createTestBroker, ROOT, settle, tempDir } from '../helpers/core.js';
+import { createTestBroker, ROOT, settle } from '../helpers/core.js';
 
-const churnDir = path.join(tempDir('bc-live-'), 'tree');
+// Removed in afterAll, once the churn is gone (not by tempDir's afterEach, while it may still write).
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'bc-live-'));
+const churnDir = path.join(scratch, 'tree');
 mkdirSync(churnDir);
 // Writes and removes 300 small files and a directory, over and over, until killed.
 const churn = spawn(
@@ -27,8 +30,16 @@ const churn = spawn(
   ],
   { stdio: 'ignore' },
 );
-afterAll(() => {
-  if (churn.pid !== undefined) process.kill(churn.pid, 'SIGKILL');
+/** Stops the churn and waits for its exit. */
+async function stopChurn(): Promise<void> {
+  if (churn.exitCode !== null || churn.signalCode !== null) return;
+  const exited = new Promise((resolve) => churn.once('exit', resolve));
+  churn.kill('SIGKILL');
+  await exited;
+}
+afterAll(async () => {
+  await stopChurn();
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 5 });
 });
 
 describe('the basic template on a live tree', () => {

@@ -40,9 +40,9 @@ export interface WorktreePlan extends Omit<WorktreeInfo, 'branch' | 'worktree'> 
 export class Worktrees {
   readonly store: WorktreeStore;
   /**
-   * The last git worktree operation (add, remove, prune) queued on each repository. Git writes a new
-   * worktree's admin directory (.git/worktrees/<name>) in steps, and every other worktree command
-   * reads them all: two at once on one repository failed ("failed to read
+   * The last git worktree operation (worktree add, remove and prune, branch -D) queued on each
+   * repository. Git writes a new worktree's admin directory (.git/worktrees/<name>) in steps, and
+   * each of these commands reads them all: two at once on one repository failed ("failed to read
    * .git/worktrees/tree/commondir") or raced for the same name. So they run one at a time per repository.
    */
   private readonly repoQueues = new Map<string, Promise<unknown>>();
