@@ -4,7 +4,7 @@
  *       task seam (dist/client/open.js) to a hub (`backchannel serve`, its own process) over its
  *       control endpoint — against the same seam's in-process broker (`openTasks({ local: true })`),
  *       the same agent, concurrency and history limit. Tasks/s, and the hub's RSS after the run
- *       against after a warm-up batch (flat), its CPU per task;
+ *       against after the warm-up (flat), its CPU per task;
  *   (b) MCP: `start_task` then `wait_for_task` on an open `backchannel mcp` session whose tasks run
  *       on that hub, against `backchannel run --json` of the same agent on the same hub (a whole CLI
  *       process, spawn → exit), interleaved.
@@ -18,6 +18,7 @@ import { agentPath, log, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { CLI, runCli, startServe } from './lib/hub.js';
 import { cpuMicros, interleave, summarize } from './lib/stats.js';
+import { describeWarmUp, warmUntilSteady } from './lib/warm-up.js';
 
 const CONCURRENCY = 50;
 const HISTORY_LIMIT = 100;
@@ -146,7 +147,7 @@ main(async ({ quick }) => {
         value: viaHub.rssEnd,
         baseline: viaHub.rssAfterWarmup,
         target: { op: '<=', ratio: 1.1 },
-        detail: `hub RSS at start ${viaHub.rssStart.toFixed(0)} MB; in process (this process, for comparison): ${inProcess.rssAfterWarmup.toFixed(0)} → ${inProcess.rssEnd.toFixed(0)} MB; target: flat (within 10%)`,
+        detail: `hub RSS at start ${viaHub.rssStart.toFixed(0)} MB; ${describeWarmUp(viaHub.warmUp, 'RSS', 'MB')} (each within 5% of the last ends it); in process (this process, for comparison): ${inProcess.rssAfterWarmup.toFixed(0)} → ${inProcess.rssEnd.toFixed(0)} MB; target: flat (within 10%)`,
       }),
       row({
         fig: 'HP',
@@ -154,7 +155,7 @@ main(async ({ quick }) => {
         unit: 'MB',
         value: viaCapped.rssEnd,
         baseline: viaCapped.rssAfterWarmup,
-        detail: `the same pool through a second hub whose V8 young generation is capped: what the RSS row's growth is (new space sized up for speed, not kept objects); its tasks/s ${viaCapped.rate.toFixed(1)} vs ${viaHub.rate.toFixed(1)} (${(viaCapped.rate / viaHub.rate).toFixed(2)}×) and CPU per task ${viaCapped.cpuMsPerTask.toFixed(1)} vs ${viaHub.cpuMsPerTask.toFixed(1)} ms on the default hub`,
+        detail: `${describeWarmUp(viaCapped.warmUp, 'RSS', 'MB')}; the same pool through a second hub whose V8 young generation is capped: what the RSS row's growth is (new space sized up for speed, not kept objects); its tasks/s ${viaCapped.rate.toFixed(1)} vs ${viaHub.rate.toFixed(1)} (${(viaCapped.rate / viaHub.rate).toFixed(2)}×) and CPU per task ${viaCapped.cpuMsPerTask.toFixed(1)} vs ${viaHub.cpuMsPerTask.toFixed(1)} ms on the default hub`,
       }),
       row({
         fig: 'HP',
@@ -179,7 +180,7 @@ main(async ({ quick }) => {
 
 const SEMI_SPACE_CAP = '--max-semi-space-size=1';
 
-/** A warm-up batch of a fifth, then `count` tasks, `CONCURRENCY` in flight, through `tasks`. */
+/** Warm-up batches of a fifth until the RSS settles (bench/lib/warm-up.js), then `count` tasks, `CONCURRENCY` at a time. */
 async function measurePool(tasks, count, rss, cpuMs) {
   let failures = 0;
   const batch = async (size) => {
@@ -209,8 +210,13 @@ async function measurePool(tasks, count, rss, cpuMs) {
   ).result;
   await settle();
   const rssStart = rss();
-  await batch(count / 5);
-  await settle();
+  const warmUp = await warmUntilSteady(
+    () => batch(count / 5),
+    async () => {
+      await settle();
+      return rss();
+    },
+  );
   const rssAfterWarmup = rss();
   const cpu0 = cpuMs();
   const run = await batch(count);
@@ -223,6 +229,7 @@ async function measurePool(tasks, count, rss, cpuMs) {
     rssStart,
     rssAfterWarmup,
     rssEnd: rss(),
+    warmUp,
     failures,
   };
 }
