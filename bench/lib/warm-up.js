@@ -6,14 +6,15 @@
  * 2,400 tasks: code and its deopt data, no task objects) — so an after/before ratio taken after one
  * batch measured the warming, not retention. Batches run until one leaves the measure within
  * `tolerance` of where the previous one left it (at least `minBatches`, at most `maxBatches`); the
- * figures of every batch are returned, so a row can show how it got there.
+ * figures of every batch are returned, so a row can show how it got there. The default 2% a batch is
+ * what the rows' "flat within 10%" allows over a run five batches long (1.02⁵ ≈ 1.10).
  *
  * @param {() => Promise<unknown>} batch runs one warm-up batch
  * @param {() => Promise<number> | number} measure the figure that must settle (RSS, after a pause)
  * @param {{ tolerance?: number, minBatches?: number, maxBatches?: number }} [options]
  * @returns {Promise<{ figures: number[], steady: boolean }>} figures[0] is before the first batch
  */
-export async function warmUntilSteady(batch, measure, { tolerance = 0.05, minBatches = 1, maxBatches = 5 } = {}) {
+export async function warmUntilSteady(batch, measure, { tolerance = 0.02, minBatches = 1, maxBatches = 8 } = {}) {
   const figures = [await measure()];
   for (let n = 1; n <= maxBatches; n++) {
     await batch();
