@@ -157,6 +157,17 @@ main(async ({ quick }) => {
   for (const task of load) task.cancel('benchmark over');
   await loadBroker.close();
   await broker.close();
+  /** A figure-4 row under the streams: `of` (the broker pair unless said) at percentile `q` against `against`. */
+  const loadedRow = (q, against, ratio, { name, detail, of = 'broker' }) =>
+    row({
+      fig: '4',
+      name,
+      unit: 'µs',
+      value: medianOf(loaded[of], q),
+      baseline: medianOf(loaded[against], q),
+      ...(ratio === undefined ? {} : { target: { op: '<=', ratio } }),
+      detail,
+    });
   const us = (name, field) => medianOf(s[name], field);
   // The scheduler's account of both ends, per round trip (median over runs): `pair` against the raw pair.
   const perRoundTrip = (set, pair = 'broker') => {
@@ -190,48 +201,25 @@ main(async ({ quick }) => {
         detail: perRoundTrip(s),
       }),
       row({ fig: '4', name: 'Round trip 2 KB p99.9', unit: 'µs', value: us('broker', 'p999'), baseline: us('raw', 'p999') }),
-      row({
-        fig: '4',
+      loadedRow('p99', 'raw', 1.5, {
         name: `Round trip 2 KB p99 while ${LOAD_TASKS} tasks stream progress`,
-        unit: 'µs',
-        value: medianOf(loaded.broker, 'p99'),
-        baseline: medianOf(loaded.raw, 'p99'),
-        target: { op: '<=', ratio: 1.5 },
         detail: `p50 ${medianOf(loaded.broker, 'p50').toFixed(0)}/${medianOf(loaded.raw, 'p50').toFixed(0)} µs (broker/raw, both under the same load); load: ${Math.round(loadRate)} partials/s into this process; ${perRoundTrip(loaded)}`,
       }),
-      row({
-        fig: '4',
+      loadedRow('p50', 'raw', 1.2, {
         name: `Round trip 2 KB p50 while ${LOAD_TASKS} tasks stream progress`,
-        unit: 'µs',
-        value: medianOf(loaded.broker, 'p50'),
-        baseline: medianOf(loaded.raw, 'p50'),
-        target: { op: '<=', ratio: 1.2 },
         detail: 'issue 27: ≤ 1.2× the raw pair under the same load',
       }),
-      row({
-        fig: '4',
+      loadedRow('p99', 'raw', undefined, {
         name: "(limit) the raw pair doing the broker pair's CPU per round trip, p99 while the tasks stream",
-        unit: 'µs',
-        value: medianOf(loaded.padded, 'p99'),
-        baseline: medianOf(loaded.raw, 'p99'),
+        of: 'padded',
         detail: `each end of the raw pair burns, per message, the CPU the broker pair's same end used beyond it in the quiet runs: the server ${pad.hereUs.toFixed(0)} µs, the pong ${pad.agentUs.toFixed(0)} µs; p50 ${medianOf(loaded.padded, 'p50').toFixed(0)} µs; ${perRoundTrip(loaded, 'padded')}`,
       }),
-      row({
-        fig: '4',
+      loadedRow('p99', 'padded', 1.2, {
         name: 'Round trip 2 KB p99 while the tasks stream vs that limit',
-        unit: 'µs',
-        value: medianOf(loaded.broker, 'p99'),
-        baseline: medianOf(loaded.padded, 'p99'),
-        target: { op: '<=', ratio: 1.2 },
         detail: 'the target restated (issue 27 item 4): what the broker adds to the tail beyond the CPU it spends',
       }),
-      row({
-        fig: '4',
+      loadedRow('p50', 'padded', 1.2, {
         name: 'Round trip 2 KB p50 while the tasks stream vs that limit',
-        unit: 'µs',
-        value: medianOf(loaded.broker, 'p50'),
-        baseline: medianOf(loaded.padded, 'p50'),
-        target: { op: '<=', ratio: 1.2 },
         detail: 'the p50 target restated: the broker pair against the raw pair spending the same CPU per round trip',
       }),
     ],
