@@ -66,13 +66,14 @@ main(async ({ quick }) => {
   await new Promise((resolve) => server.listen(socketPath, resolve));
   const journal = await open(path.join(dir, 'minimum-journal.ndjson'), 'a');
   /**
-   * One bare task. `burnMs`: the child burns that much CPU before it connects; `parentBurnMs`: this
-   * process burns that much per task; `design`: what the design asks of a broker per task at the least,
+   * One bare task. `hello`: the child says hello and waits for the answer before its result, after
+   * burning `burnMs` of CPU; `parentBurnMs`: this process burns that much per task; `design`: what the
+   * design asks of a broker per task at the least,
    * done by hand — a token, its own socket (listen, accept, read, close), the result checked and
    * written to a journal with an fsync.
    */
   const bareOne =
-    ({ burnMs = 0, parentBurnMs = 0, design = false } = {}) =>
+    ({ hello = false, burnMs = 0, parentBurnMs = 0, design = false } = {}) =>
     async () => {
       const id = String(nextId++);
       const t0 = performance.now();
@@ -84,7 +85,7 @@ main(async ({ quick }) => {
         own = createServer(onConnection);
         await new Promise((resolve) => own.listen(path.join(dir, `t${id}.sock`), resolve));
       }
-      const child = spawn(process.execPath, ['-e', burnMs > 0 ? BURNING : BARE], {
+      const child = spawn(process.execPath, ['-e', hello ? BURN_THEN_HELLO : BARE], {
         env: {
           ...process.env,
           BENCH_SOCKET: own ? own.address() : socketPath,
@@ -232,7 +233,12 @@ main(async ({ quick }) => {
   const padding =
     agentCpuMs === undefined || bareChildCpuMs === undefined
       ? undefined
-      : { design: true, burnMs: Math.max(0, agentCpuMs - bareChildCpuMs), parentBurnMs: Math.max(0, brokerCpuMs - designCpuMs) };
+      : {
+          design: true,
+          hello: true,
+          burnMs: Math.max(0, agentCpuMs - bareChildCpuMs),
+          parentBurnMs: Math.max(0, brokerCpuMs - designCpuMs),
+        };
   let padded;
   let paddedSpawns;
   if (padding) {
@@ -450,7 +456,7 @@ function cpuBoundLimit({ rate, bareRate, agentCpuMs, brokerCpuMs, bareChildCpuMs
 
 const BARE = `const s = require('node:net').createConnection(process.env.BENCH_SOCKET, () => s.end(JSON.stringify({ id: process.env.BENCH_ID, token: process.env.BENCH_TOKEN, data: 'x'.repeat(2048) }) + '\\n'));`;
 /** A bare agent that burns BENCH_BURN_MS of its own CPU, then says hello and waits for the answer before its result. */
-const BURNING = `const c = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; const end = c() + Number(process.env.BENCH_BURN_MS); while (c() < end);
+const BURN_THEN_HELLO = `const c = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; const end = c() + Number(process.env.BENCH_BURN_MS); while (c() < end);
 const id = process.env.BENCH_ID;
 const s = require('node:net').createConnection(process.env.BENCH_SOCKET, () => s.write(JSON.stringify({ hello: true, id }) + '\\n'));
 s.once('data', () => s.end(JSON.stringify({ id, token: process.env.BENCH_TOKEN, data: 'x'.repeat(2048) }) + '\\n'));`;

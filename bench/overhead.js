@@ -1,7 +1,9 @@
 /**
  * Figure 1 — task overhead: submit() → resolved result for an agent that returns at once (SDK and
  * raw protocol), against a bare `node` that connects to a plain Unix-socket server, writes one
- * 2 KB line and exits (spawn → line parsed). Runs are interleaved so drift hits all three alike.
+ * 2 KB line and exits (spawn → line parsed). Two limits beside them: the bare node after loading the
+ * SDK's module, and a hand-written agent doing the protocol's steps with the module loaded. Runs are
+ * interleaved so drift hits all five alike.
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
