@@ -110,14 +110,19 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
  * BUSY_DELAY_MS late meanwhile — a starved agent then met SIGTERM before it was scheduled to answer.
  */
 function judgeUnconfirmedCancel(run: Observation, cancelAt: number): Verdict {
-  const failure = `no \`cancelled\` payload after the cancel; the agent exited by ${run.snapshot.signal ?? 'itself'}`;
-  const heardFrom = run.receivedAt.some((at) => at > cancelAt);
+  const { signal, exitCode } = run.snapshot;
+  const linesAfter = run.receivedAt.filter((at) => at > cancelAt).length;
+  const how = signal ? `by ${signal}` : `by itself${exitCode === undefined || exitCode === null ? '' : ` (exit code ${exitCode})`}`;
+  const failure =
+    `no \`cancelled\` payload after the cancel; the agent exited ${how} ${run.endedAt - cancelAt} ms after it, ` +
+    `${linesAfter} line${linesAfter === 1 ? '' : 's'} from it in between`;
+  const heardFrom = linesAfter > 0;
   const ownDelay = delayDuring(run.load, cancelAt, run.endedAt);
   const busy = tooBusy(run.load);
   if (busy && run.snapshot.signal === 'SIGTERM' && !heardFrom && ownDelay >= BUSY_DELAY_MS) {
-    return unjudged(`${failure}, and sent nothing after it, while ${busy} (up to ${ownDelay} ms late after the cancel)`);
+    return unjudged(`${failure}, while ${busy} (up to ${ownDelay} ms late after the cancel)`);
   }
-  return fail(failure);
+  return fail(failure, lastStderr(run));
 }
 
 /** The broker's notes of one kind of problem (malformed, rejected, ignored), from their events. */

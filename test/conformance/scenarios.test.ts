@@ -88,7 +88,7 @@ describe('scenario judges', () => {
     const starved = run([], killed, { cancelAt: 1000, receivedAt: [200, 900], endedAt: 8000, load: busy });
     expect(judge('cancel', { cancelled: starved })).toMatchObject({
       status: 'unjudged',
-      detail: expect.stringContaining('sent nothing after it'),
+      detail: expect.stringContaining('the agent exited by SIGTERM 7000 ms after it, 0 lines from it in between'),
     });
     // Heard from after the cancel (it kept heartbeating): it ignored the cancel, however busy the machine.
     const alive = run([], killed, { cancelAt: 1000, receivedAt: [200, 900, 1500], endedAt: 8000, load: busy });
@@ -102,6 +102,18 @@ describe('scenario judges', () => {
     expect(judge('cancel', { cancelled: { ...starved, load: lateBefore } })).toMatchObject({ status: 'fail' });
     // A quiet machine: a fail.
     expect(judge('cancel', { cancelled: { ...starved, load: { delayMs: 0, perCore: 0.5, late: [] } } })).toMatchObject({ status: 'fail' });
+  });
+
+  test('cancel: an unconfirmed cancel says how and when the agent ended, with its exit code and its last stderr line', () => {
+    const exited = { state: 'cancelled' as const, reason: 'cancelled' as const, signal: null, exitCode: 130 };
+    const stderr: LogLine = { time: TIME, stream: 'stderr', text: '[backchannel] the handler did not stop within 2.5 s of the cancel' };
+    const gone = run([stderr], exited, { cancelAt: 1000, receivedAt: [200, 900, 1200], endedAt: 4500, load: QUIET });
+    expect(judge('cancel', { cancelled: gone })).toEqual({
+      status: 'fail',
+      detail:
+        'no `cancelled` payload after the cancel; the agent exited by itself (exit code 130) 3500 ms after it, 1 line from it in between',
+      line: stderr.text,
+    });
   });
 
   test('clean-exit and final-once: leftover processes and late lines come from events', () => {
