@@ -91,7 +91,7 @@ function survey(root, limit) {
   const pending = [root];
   while (pending.length && files.length < limit) {
     const dir = pending.pop();
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    for (const entry of orGone(() => readdirSync(dir, { withFileTypes: true })) ?? []) {
       if (['node_modules', '.git', 'dist'].includes(entry.name)) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) pending.push(full);
@@ -99,6 +99,16 @@ function survey(root, limit) {
     }
   }
   return files;
+}
+
+/** A directory or file that vanished between its listing and its reading (a live tree) is skipped: undefined. */
+function orGone(read) {
+  try {
+    return read();
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  }
 }
 
 /** `attachments`: [{ name, text }] — big values kept out of the JSON line. */
@@ -133,13 +143,16 @@ try {
   const root = path.resolve(input?.path ?? '.');
   const files = survey(root, input?.maxFiles ?? 5000);
   const byExtension = {};
+  const surveyed = [];
   for (const [index, file] of files.entries()) {
     if (cancelled) {
       await finish('cancelled', { message: `cancelled: ${cancelled}`, processed: index });
       process.exit(130);
     }
+    const content = orGone(() => readFileSync(file));
+    if (!content) continue;
+    surveyed.push(file);
     const ext = path.extname(file) || '(none)';
-    const content = readFileSync(file);
     const stats = (byExtension[ext] ??= { files: 0, lines: 0, bytes: 0 });
     stats.files += 1;
     stats.bytes += content.length;
@@ -158,12 +171,12 @@ try {
   const busyUntil = Date.now() + (Number(check.busy_ms) || 0);
   while (Date.now() < busyUntil && !cancelled) await new Promise((resolve) => setTimeout(resolve, 50));
   if (cancelled) {
-    await finish('cancelled', { message: `cancelled: ${cancelled}`, processed: files.length });
+    await finish('cancelled', { message: `cancelled: ${cancelled}`, processed: surveyed.length });
     process.exit(130);
   }
   const echo = check.echo !== undefined ? { echo: check.echo } : {};
-  await finish('success', { root, files: files.length, byExtension, ...echo }, [
-    { name: 'files.txt', text: files.map((file) => path.relative(root, file)).join('\n') },
+  await finish('success', { root, files: surveyed.length, byExtension, ...echo }, [
+    { name: 'files.txt', text: surveyed.map((file) => path.relative(root, file)).join('\n') },
   ]);
 } catch (error) {
   // Every exception ends in an error payload — never silence.

@@ -59,7 +59,7 @@ describe.each(RUN_MODES)('backchannel run and attachments (%s)', (mode) => {
   test('--no-task-id-arg runs where any task runs: on the hub when one runs, with no --task-id argument', async () => {
     const env = { ...process.env, ...where.env() };
     const run = await cli(['run', '--json', '--no-task-id-arg', '--label', 'no id arg', '--', 'node', 'templates/raw-node/agent.mjs'], env);
-    expect(run.code).toBe(0);
+    expect(run.code, `${run.stdout}${run.stderr}`).toBe(0);
     expect(JSON.parse(run.stdout).status).toBe('success');
     if (!where.socket) return;
     const tasks = JSON.parse((await cli(['tasks', '--json'], env)).stdout) as Array<{ label: string; args: string[] }>;

@@ -1,8 +1,9 @@
 /**
- * The basic template surveys a tree that changes while it reads it (a repository with a test run
- * writing its reports beside it: the busy suite's `check` run of this template, whose walk met a
- * file gone between its listing and its reading, ended in an error). A file or directory that
- * vanished is skipped; the survey still succeeds.
+ * The templates that survey a directory (basic, raw-node) on a tree that changes while they read it:
+ * a repository with a test run writing its reports beside it. Busy suite runs met a file gone between
+ * its listing and its reading twice — the basic template under `check`, the raw-node one under
+ * `run --no-task-id-arg` from the repository root while Playwright wrote its results — and each
+ * ended in an error. A file or directory that vanished is skipped; the survey still succeeds.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -42,12 +43,15 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true, maxRetries: 5 });
 });
 
-describe('the basic template on a live tree', () => {
+describe.each([
+  ['basic', 'templates/basic/agent.ts'],
+  ['raw-node', 'templates/raw-node/agent.mjs'],
+])('the %s template on a live tree', (_name, agent) => {
   test('files and directories removed while it walks are skipped, and every survey succeeds', async () => {
     const { broker } = createTestBroker();
     const outcomes: string[] = [];
     for (let run = 0; run < 8; run++) {
-      const task = broker.submit({ command: path.join(ROOT, 'templates/basic/agent.ts'), input: { path: churnDir } });
+      const task = broker.submit({ command: path.join(ROOT, agent), input: { path: churnDir } });
       const result = await settle(task.result);
       await task.finished;
       // "no files" is a fair outcome of a walk that found the tree empty at that moment, not a crash.
