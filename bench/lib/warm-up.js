@@ -25,7 +25,7 @@ export async function warmUntilSteady(batch, measure, { tolerance = 0.02, minBat
   return { figures, steady: false };
 }
 
-/** "3 warm-up batches: RSS 72 → 88 → 95 → 96 MB" (and "not steady after …" when it never settled). */
+/** "3 warm-up batches: RSS 72 → 88 → 95 → 96 MB" (with "(not steady by then)" when it never settled). */
 export function describeWarmUp({ figures, steady }, what, unit) {
   const batches = figures.length - 1;
   const path = figures.map((f) => f.toFixed(0)).join(' → ');

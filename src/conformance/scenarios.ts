@@ -119,7 +119,7 @@ function judgeUnconfirmedCancel(run: Observation, cancelAt: number): Verdict {
   const heardFrom = linesAfter > 0;
   const ownDelay = delayDuring(run.load, cancelAt, run.endedAt);
   const busy = tooBusy(run.load);
-  if (busy && run.snapshot.signal === 'SIGTERM' && !heardFrom && ownDelay >= BUSY_DELAY_MS) {
+  if (busy && signal === 'SIGTERM' && !heardFrom && ownDelay >= BUSY_DELAY_MS) {
     return unjudged(`${failure}, while ${busy} (up to ${ownDelay} ms late after the cancel)`);
   }
   return fail(failure, lastStderr(run));
