@@ -16,20 +16,9 @@ import { TaskBroker, silentLogger } from '../dist/broker/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { lineSplitter } from './lib/lines.js';
 import { main, row } from './lib/harness.js';
-import { interleave, medianOf, schedStat, schedStatPer, summarize } from './lib/stats.js';
+import { burnCpu, interleave, medianOf, schedStat, schedStatPer, summarize } from './lib/stats.js';
 
 const PAYLOAD = 'r'.repeat(2048);
-
-/** Burns `us` microseconds of this thread's CPU (not of wall time: a preempted burn goes on after). */
-function burnCpu(us) {
-  if (!(us > 0)) return;
-  const used = () => {
-    const { user, system } = process.cpuUsage();
-    return user + system;
-  };
-  const end = used() + us;
-  while (used() < end);
-}
 
 /** This process's garbage-collection pauses (start and duration, ms), for the time they take from a run. */
 const gcPauses = [];

@@ -16,6 +16,13 @@ export function cpuMicros() {
   return user + system;
 }
 
+/** Burns `us` microseconds of this process's CPU (not of wall time: a preempted burn goes on after). */
+export function burnCpu(us) {
+  if (!(us > 0)) return;
+  const end = cpuMicros() + us;
+  while (cpuMicros() < end);
+}
+
 let clockTicks;
 
 /**

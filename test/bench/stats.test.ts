@@ -1,7 +1,7 @@
 /** bench/lib/stats.js: the CPU clocks the many-tasks and round-trip limit figures are built on. */
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
-import { childrenCpuMicros, schedStat, schedStatPer } from '../../bench/lib/stats.js';
+import { burnCpu, childrenCpuMicros, cpuMicros, schedStat, schedStatPer } from '../../bench/lib/stats.js';
 
 describe.skipIf(process.platform !== 'linux')('childrenCpuMicros', () => {
   test('counts the CPU of a reaped child, not the wall time it slept', () => {
@@ -42,4 +42,13 @@ describe.skipIf(process.platform !== 'linux')('schedStat', () => {
     expect(schedStat(child.pid)).toBeUndefined();
     expect(schedStatPer(before, undefined, 1)).toBeUndefined();
   });
+});
+
+test('burnCpu burns at least the CPU it is given, and nothing for zero', () => {
+  const before = cpuMicros();
+  burnCpu(20_000);
+  expect(cpuMicros() - before).toBeGreaterThanOrEqual(20_000);
+  const idle = cpuMicros();
+  burnCpu(0);
+  expect(cpuMicros() - idle).toBeLessThan(5_000);
 });
