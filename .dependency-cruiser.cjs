@@ -14,6 +14,9 @@
 const layer = (name) => `^src/${name}/`;
 /** broker.ts, settings.ts, types.ts, index.ts: the top of the core (errors.ts and log.ts are its foundations). */
 const BROKER_TOP = '^src/broker/(?!(errors|log)\\.ts$)[^/]+$';
+/** The CLI's front-end side: the task and change commands and what they share (not serve, worker, check, new). */
+const CLI_FRONT_END =
+  '^src/cli/(run/|broker-flags\\.ts|command\\.ts|terminal-text\\.ts|commands/(run|wait|logs|tasks|show|cancel|retry|answer|diff|apply|discard|worktrees|gateway|mcp)\\.ts)';
 const forbid = (name, from, toPaths, comment) => ({
   name,
   comment,
@@ -100,10 +103,16 @@ module.exports = {
       'The MCP server is a front-end over the bridge (the hub, or a headless host).',
     ),
     forbid(
-      'front-ends-through-the-seam',
-      '^src/(mcp|gateway/request-task|cli/run|cli/commands/(run|wait|logs|tasks|show|cancel|retry|answer|gateway))/?',
-      '^src/(broker/broker\\.ts$|hub/)',
-      'Front-ends start and follow tasks through the seam (src/client): never a broker or the hub directly.',
+      'front-ends-through-the-client',
+      `^src/mcp/|${CLI_FRONT_END}`,
+      '^src/(?!(client|model|config|protocol|mcp|cli|gateway)/|version\\.ts$)',
+      'Front-ends reach tasks only through the one client (src/client/index.ts), the task model and the config.',
+    ),
+    forbid(
+      'front-ends-through-the-client-entry',
+      `^src/mcp/|${CLI_FRONT_END}`,
+      '^src/client/(?!index\\.ts$)',
+      "Only the client's entry: what a front-end may use of it is what index.ts exports.",
     ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
     forbid(

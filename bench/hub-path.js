@@ -2,7 +2,7 @@
  * The hub path (issue 27 item 1), each beside its in-process baseline in the same run:
  *   (a) many tasks: `count` SDK agents that return at once, 50 at a time, submitted through the one
  *       task seam (dist/client/open.js) to a hub (`backchannel serve`, its own process) over its
- *       control endpoint — against the same seam's in-process broker (`openTasks({ local: true })`),
+ *       control endpoint — against the same client over a broker of its own (`openClient({ withoutHub: 'private', local: true })`),
  *       the same agent, concurrency and history limit. Tasks/s, and the hub's RSS after the run
  *       against after the warm-up (flat), its CPU per task;
  *   (b) MCP: `start_task` then `wait_for_task` on an open `backchannel mcp` session whose tasks run
@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { openTasks } from '../dist/client/open.js';
+import { openClient } from '../dist/client/index.js';
 import { agentPath, log, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
 import { CLI, runCli, startServe } from './lib/hub.js';
@@ -46,7 +46,8 @@ main(async ({ quick }) => {
 
   // (a) in process first: the same seam over a broker of this process.
   log(`hub path: ${count} tasks @ ${CONCURRENCY} in process, then through the hub`);
-  const local = await openTasks({
+  const local = await openClient({
+    withoutHub: 'private',
     local: true,
     broker: {
       concurrency: CONCURRENCY,
@@ -57,9 +58,8 @@ main(async ({ quick }) => {
   });
   let inProcess;
   try {
-    await local.broker.ready;
     inProcess = await measurePool(
-      local.tasks,
+      local,
       count,
       () => rssMb(),
       () => cpuMicros() / 1000,
@@ -78,11 +78,10 @@ main(async ({ quick }) => {
   let mcp;
   try {
     process.env.BACKCHANNEL_CONTROL = hub.control;
-    const remote = await openTasks();
-    if (remote.tasks.where.kind !== 'hub') throw new Error('openTasks() did not find the hub');
+    const remote = await openClient({ withoutHub: 'refuse' });
     try {
       viaHub = await measurePool(
-        remote.tasks,
+        remote,
         count,
         () => hub.rssMb(),
         () => hub.cpuMs(),
@@ -107,10 +106,10 @@ main(async ({ quick }) => {
   let viaCapped;
   try {
     process.env.BACKCHANNEL_CONTROL = capped.control;
-    const remote = await openTasks();
+    const remote = await openClient({ withoutHub: 'refuse' });
     try {
       viaCapped = await measurePool(
-        remote.tasks,
+        remote,
         count,
         () => capped.rssMb(),
         () => capped.cpuMs(),
@@ -192,7 +191,7 @@ async function measurePool(tasks, count, rss, cpuMs) {
         while (submitted < size) {
           submitted += 1;
           const s0 = performance.now();
-          const task = await tasks.submit({ command: AGENT, origin: 'cli' });
+          const task = await tasks.run({ command: AGENT, origin: 'cli' });
           try {
             await task.result;
             latencies.push(performance.now() - s0);

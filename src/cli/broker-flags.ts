@@ -2,8 +2,7 @@
  * Flags shared by the commands that start a broker (`run`, `serve`): durations checked against the
  * timer limit, the environment sub-agents inherit (`--env-allow`, `--env-deny`) and `--require-token`.
  */
-import type { BrokerOptions, EnvPolicy } from '../broker/index.js';
-import { durationTooLong, MAX_DURATION_MS } from '../broker/guards/duration.js';
+import { durationTooLong, MAX_DURATION_MS, type BrokerOptions, type EnvPolicy } from '../client/index.js';
 
 export const BROKER_FLAGS = {
   'env-allow': { type: 'string', multiple: true },

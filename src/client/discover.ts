@@ -2,16 +2,14 @@
  * How a front-end in another process finds the hub: probe the control endpoint (see
  * ../hub/control/paths.ts; derived from the data directory, so a host that strips XDG_RUNTIME_DIR
  * from `backchannel mcp`'s environment still finds it), then ask the data directory's lock, whose
- * holder names its hub's endpoint wherever that is. Without a hub, `openHistory` reads the history
- * on disk (./history.ts), read-only, for commands like `backchannel tasks` and `show`.
+ * holder names its hub's endpoint wherever that is. Which front-end does what without one is
+ * `openClient`'s policy (./open.ts).
  */
 import { connectHub, type HubClient } from './hub-client.js';
-import type { BackchannelBridge } from '../bridge/contract.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../hub/paths.js';
 import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
 import { CONTROL_ENV, controlSocketCandidates } from '../hub/control/paths.js';
-import { readOnlyHistory } from './history.js';
 
 export { HubLostError, type HubClient } from './hub-client.js';
 export { UntrustedEndpointError } from '../hub/control/endpoint.js';
@@ -39,27 +37,4 @@ async function answers(path: string): Promise<boolean> {
 export async function findHub(env: NodeJS.ProcessEnv = process.env): Promise<HubClient | undefined> {
   const path = await findHubPath(env);
   return path === undefined ? undefined : connectHub(path);
-}
-
-export interface HistoryBridge extends BackchannelBridge {
-  close(): Promise<void>;
-}
-
-/**
- * The history in `dataDir` as a read-only bridge, while no hub runs (the hub owns the history while
- * it does). Refuses, naming the holder, when a broker holds the directory but no hub of it answers:
- * its running tasks would read as interrupted.
- */
-export async function openHistory(dataDir: string = defaultDataDir()): Promise<HistoryBridge> {
-  const holder = await readLockHolder(dataDir);
-  if (holder) {
-    const pid = holder.pid === undefined ? 'pid unknown' : `pid ${holder.pid}`;
-    throw new Error(
-      `the history in ${dataDir} belongs to a running Backchannel broker (${pid}) whose hub this process cannot reach; use that process, or set ${CONTROL_ENV} to its control endpoint`,
-    );
-  }
-  const bridge = readOnlyHistory(dataDir);
-  // Taken before it is replaced: a `close` that called `bridge.close()` called itself, 2,780 stack lines deep.
-  const closeBridge = bridge.close;
-  return Object.assign(bridge, { close: async () => closeBridge() });
 }

@@ -15,8 +15,15 @@ import { silentLogger } from '../broker/log.js';
 import type { TaskSnapshot } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge, type BrokerLike } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';
+import { Worktrees } from '../broker/worktree/worktrees.js';
+import { readLockHolder } from '../broker/history/data-dir-lock.js';
+import { CONTROL_ENV } from '../hub/control/paths.js';
+import { isActive } from '../model/states.js';
+import { FedTask } from './fed-task.js';
+import { defaultWorktreeDir, registryChanges } from './changes.js';
+import type { TaskBackend } from './tasks.js';
 
-const READ_ONLY =
+export const READ_ONLY =
   'no Backchannel hub is running: the history on disk can be read, not changed (start the desktop app or `backchannel serve`)';
 
 /** A broker's read side over the history in `dir`; every change is refused. */
@@ -61,4 +68,47 @@ function historyView(dir: string): BrokerLike {
 /** The history in `dir` as a bridge that reads and never writes. */
 export function readOnlyHistory(dir: string): BrokerBridge {
   return createBrokerBridge(historyView(dir), { mode: 'headless', version: readOwnVersion(), logPath: '' });
+}
+
+/**
+ * The history in `dataDir` as a client's backend while no hub runs: its calls read the history,
+ * a task's handle is its last picture (settled when it had finished), and the changes are the
+ * worktree registry on disk that tasks run without a hub used.
+ */
+export async function historyTasks(dataDir: string): Promise<TaskBackend> {
+  const holder = await readLockHolder(dataDir);
+  if (holder) {
+    // Its running tasks would read as interrupted.
+    const pid = holder.pid === undefined ? 'pid unknown' : `pid ${holder.pid}`;
+    throw new BridgeError(
+      'conflict',
+      `the history in ${dataDir} belongs to a running Backchannel broker (${pid}) whose hub this process cannot reach; use that process, or set ${CONTROL_ENV} to its control endpoint`,
+    );
+  }
+  const bridge = readOnlyHistory(dataDir);
+  const refuse = async (): Promise<never> => {
+    throw new BridgeError('conflict', READ_ONLY);
+  };
+  return {
+    where: { kind: 'history', dataDir },
+    bridge,
+    run: refuse,
+    start: refuse,
+    async follow(id) {
+      const { task } = await bridge.getTask(id);
+      const run = new FedTask({ cancel: refuse, answer: refuse, result: (taskId) => bridge.taskResult(taskId) }, id);
+      run.receive({ task });
+      run.end();
+      return run;
+    },
+    counts: async () => {
+      const active = (await bridge.listTasks()).filter((task) => isActive(task.state) || task.state === 'queued');
+      return {
+        running: active.filter((task) => task.state !== 'queued').length,
+        queued: active.filter((t) => t.state === 'queued').length,
+      };
+    },
+    changes: registryChanges(new Worktrees(defaultWorktreeDir(dataDir))),
+    close: async () => bridge.close(),
+  };
 }

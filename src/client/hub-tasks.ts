@@ -8,14 +8,16 @@
  * the next submission looks for a hub again: a restarted hub is picked up, none is a clear error.
  */
 import { HubLostError, type FollowedSubmission, type HubClient } from './hub-client.js';
+import type { BackchannelBridge } from '../bridge/contract.js';
+import { bridgeClient, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { isActive } from '../model/states.js';
 import { TASK_STATES, type TaskSpec } from '../model/task.js';
 import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
-import type { TaskCounts, TaskRun, TaskService } from './tasks.js';
+import type { TaskBackend, TaskCounts, TaskRun } from './tasks.js';
 import { bridgeChanges, type ChangeService } from './changes.js';
 
-export class HubTasks implements TaskService {
+export class HubTasks implements TaskBackend {
   #hub: HubClient | undefined;
   /** Where the hub was, for the message when none answers any more. */
   #lastPath: string;
@@ -40,8 +42,26 @@ export class HubTasks implements TaskService {
 
   readonly changes: ChangeService = bridgeChanges(() => this.#connected());
 
-  async submit(spec: TaskSpec): Promise<TaskRun> {
+  /** The hub's calls, on whichever hub answers now (found again after one was lost). */
+  readonly bridge: BackchannelBridge = bridgeClient(
+    async <M extends BridgeMethod>(method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> => {
+      const hub = await this.#connected();
+      try {
+        return await (hub[method] as (...a: BridgeArgs<M>) => Promise<BridgeResult<M>>)(...args);
+      } catch (error) {
+        this.#forgetIfLost(hub, error);
+        throw error;
+      }
+    },
+    (listener) => this.#hub?.subscribe(listener) ?? (() => {}),
+  );
+
+  async run(spec: TaskSpec): Promise<TaskRun> {
     return this.#open((hub, task) => hub.follow(requestForHub(spec), (event) => task.receive(event)));
+  }
+
+  start(spec: TaskSpec): Promise<{ id: string }> {
+    return this.bridge.submit(requestForHub(spec));
   }
 
   async follow(id: string): Promise<TaskRun> {

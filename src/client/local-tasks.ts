@@ -1,21 +1,45 @@
-/** The in-process side of the task seam (./tasks.ts): a broker in this process as a `TaskService`. */
+/** The in-process backend (./tasks.ts): a broker in this process, its calls through the same bridge the hub serves. */
 import type { TaskBroker } from '../broker/broker.js';
 import { BridgeError } from '../bridge/calls.js';
 import { isFinished, type TaskUpdate } from '../model/task.js';
+import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
+import { readOwnVersion } from '../version.js';
 import { FedTask } from './fed-task.js';
-import type { TaskService } from './tasks.js';
+import type { TaskBackend } from './tasks.js';
 import { registryChanges } from './changes.js';
 
-/** A broker in this process as a `TaskService`. */
-export function localTasks(broker: TaskBroker): TaskService {
+export interface LocalTasksOptions {
+  /** `close()` closes the broker too (it was opened for this client). @default false */
+  ownsBroker?: boolean;
+  /** The broker's bridge when this process serves one already (a hub of its own, with its presets). */
+  bridge?: BrokerBridge;
+  /** What `close()` does instead (a hub of its own closes its endpoint, then its broker). */
+  close?: () => Promise<void>;
+}
+
+/** A broker in this process as a client's backend. */
+export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}): TaskBackend {
   const answer = async (id: string, askId: string, text: string): Promise<void> => {
     if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
   };
+  // Made on first use: a `run` that only starts and follows its own task needs no all-task stream.
+  let bridge: BrokerBridge | undefined = options.bridge;
+  const bridgeOf = (): BrokerBridge =>
+    (bridge ??= createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '' }));
   return {
     where: { kind: 'local' },
-    async submit(spec) {
+    get bridge() {
+      return bridgeOf();
+    },
+    async run(spec) {
       const handle = broker.submit(spec);
       return { ...handle, answer: (askId, text) => answer(handle.id, askId, text), stop: () => {} };
+    },
+    async start(spec) {
+      const handle = broker.submit(spec);
+      // The outcome reaches its followers through updates; an unobserved rejection must not crash this process.
+      handle.result.catch(() => {});
+      return { id: handle.id };
     },
     async follow(id) {
       const snapshot = broker.get(id);
@@ -46,12 +70,16 @@ export function localTasks(broker: TaskBroker): TaskService {
           list: () => broker.worktreeList(),
         })
       : noChanges(),
-    close: async () => {},
+    close: async () => {
+      if (options.close) return options.close();
+      bridge?.close();
+      if (options.ownsBroker) await broker.close();
+    },
   };
 }
 
 /** A broker without a place for worktrees has no changes: every call says so. */
-function noChanges(): TaskService['changes'] {
+function noChanges(): TaskBackend['changes'] {
   const refuse = async (): Promise<never> => {
     throw new BridgeError('not_found', 'This broker keeps no worktrees');
   };

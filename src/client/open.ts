@@ -1,58 +1,100 @@
 /**
- * The one "no hub" policy, for every front-end (README, "One hub"):
+ * The one "hub or not" decision, for every front-end (README, "One hub"): `openClient`.
  *
- * - a hub runs (the desktop app, `serve`, or an `mcp` that became it): tasks go to it;
- * - none runs: the front-end's tasks run in a broker of its own process, privately (not in a panel
- *   or the shared history) — `run`, the gateway. A front-end whose tasks must outlive its own
- *   requests (MCP: a client comes back for a task's result) starts the hub itself instead, when it
- *   can take the data directory, and the others find it (src/cli/commands/mcp.ts);
- * - the task commands read the history on disk, read-only (./history.ts).
- * - `--local` (or options only a broker of one's own can have) skips the hub.
+ * - A hub runs (the desktop app, `serve`, or an `mcp` that became it): the client reaches it.
+ * - None runs: what the front-end asked for (`withoutHub`) —
+ *   - `private`: a broker of this process's own, privately (not in a panel or the shared history):
+ *     `run`, the gateway;
+ *   - `become-hub`: this process starts the hub (broker + control endpoint), when it can take the
+ *     data directory, so tasks outlive the front-end's requests and others find them (MCP: a client
+ *     comes back for a task's result);
+ *   - `history`: the history and the worktrees on disk, read-only for tasks (the task and change
+ *     commands);
+ *   - `refuse`: a one-line refusal (`NO_HUB`) (`run --detach`, `cancel`, `answer`, …).
+ * - `local: true` (or options only a broker of one's own can have) skips the hub.
  */
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
+import { defaultDataDir } from '../hub/paths.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
+import { BridgeError } from '../bridge/calls.js';
+import { createClient, type BackchannelClient } from './client.js';
 import { findHub } from './discover.js';
+import { historyTasks } from './history.js';
 import { HubTasks } from './hub-tasks.js';
 import { localTasks } from './local-tasks.js';
-import type { TaskService } from './tasks.js';
-import { bridgeChanges, defaultWorktreeDir, registryChanges, type ChangeService } from './changes.js';
-import { Worktrees } from '../broker/worktree/worktrees.js';
+import type { HubClient } from './hub-client.js';
+import type { TaskBackend } from './tasks.js';
 
-export interface OpenTasksOptions {
-  /** Run in this process even when a hub runs. */
+/** What a front-end does when no hub runs (see the file header). */
+export type WithoutHub = 'private' | 'become-hub' | 'history' | 'refuse';
+
+export interface OpenClientOptions {
+  withoutHub: WithoutHub;
+  /** Run in a broker of this process even when a hub runs (only with `withoutHub: 'private'`). */
   local?: boolean;
   /** The private broker's options, when one is made. */
   broker?: BrokerOptions;
   /** What the private broker's tasks may run beyond the owner's run policy (a gateway's own models). */
   runRules?: readonly RunRule[];
+  /** The environment the hub is looked for in. @default process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
-export interface OpenedTasks {
-  tasks: TaskService;
-  /** The private broker, when the tasks run in this process. */
-  broker: TaskBroker | undefined;
-  /** Lets go of the hub, or closes the private broker (its tasks' processes gone). */
-  close(): Promise<void>;
+/** The refusal of a front-end that needs a hub when none runs (`withoutHub: 'refuse'`). */
+export const NO_HUB = 'no Backchannel hub is running (start the desktop app or `backchannel serve`); this command needs one';
+
+/** How long `become-hub` waits for a hub that holds the data directory but does not listen yet. */
+const LATE_HUB_WAIT_MS = 3000;
+
+const WITHOUT_HUB: Record<WithoutHub, (options: OpenClientOptions) => Promise<TaskBackend>> = {
+  private: async (options) => privateBroker(options),
+  'become-hub': (options) => becomeHub(options.env),
+  history: (options) => historyTasks(defaultDataDir(options.env)),
+  refuse: async () => {
+    throw new BridgeError('conflict', NO_HUB);
+  },
+};
+
+/** The client of the running hub, or what `withoutHub` says when none runs. */
+export async function openClient(options: OpenClientOptions): Promise<BackchannelClient> {
+  if (options.local && options.withoutHub !== 'private') throw new TypeError('`local` goes with `withoutHub: "private"`');
+  const hub = options.local ? undefined : await findHub(options.env);
+  return createClient(hub ? onHub(hub, options.env) : await WITHOUT_HUB[options.withoutHub](options));
 }
 
-export async function openTasks(options: OpenTasksOptions = {}): Promise<OpenedTasks> {
-  const hub = options.local ? undefined : await findHub();
-  if (hub) {
-    const tasks = new HubTasks(hub, () => findHub());
-    return { tasks, broker: undefined, close: () => tasks.close() };
-  }
+/** A client of a broker this process already has (an embedding app's; the broker stays its owner's). */
+export function clientOf(broker: TaskBroker): BackchannelClient {
+  return createClient(localTasks(broker));
+}
+
+function onHub(hub: HubClient, env?: NodeJS.ProcessEnv): TaskBackend {
+  return new HubTasks(hub, () => findHub(env));
+}
+
+function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
   const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), ...options.broker });
-  return { tasks: localTasks(broker), broker, close: () => broker.close() };
+  return localTasks(broker, { ownsBroker: true });
 }
 
 /**
- * Coding tasks' changes for a front-end (`diff`, `apply`, `discard`, MCP): the hub's when one runs,
- * else the worktree registry on disk that tasks run without a hub used (the same directory).
+ * A headless hub of this process (broker + control endpoint, no printed URL) — only when it can take
+ * the data directory's lock; a directory held by a broker whose hub cannot be reached is refused with
+ * its holder's pid (`data_dir_in_use`), never opened twice. Another hub that started meanwhile is used.
  */
-export async function openChanges(): Promise<{ changes: ChangeService; close(): void }> {
-  const hub = await findHub();
-  if (hub) return { changes: bridgeChanges(async () => hub), close: () => hub.close() };
-  return { changes: registryChanges(new Worktrees(defaultWorktreeDir())), close: () => {} };
+async function becomeHub(env?: NodeJS.ProcessEnv): Promise<TaskBackend> {
+  const { startHeadless } = await import('../hub/headless/start.js');
+  try {
+    const headless = await startHeadless({ consoleLevel: false });
+    return localTasks(headless.broker, { bridge: headless.bridge, close: () => headless.close() });
+  } catch (error) {
+    const deadline = Date.now() + ((error as { code?: unknown }).code === 'data_dir_in_use' ? LATE_HUB_WAIT_MS : 0);
+    for (;;) {
+      const late = await findHub(env);
+      if (late) return onHub(late, env);
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }

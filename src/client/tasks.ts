@@ -1,13 +1,13 @@
 /**
- * The one task seam every front-end uses (`run`, `wait`, `logs -f`, MCP, the gateway): start a task,
- * or follow one, and get the same handle — result promise, updates in order, cancel, answer — whether
- * it runs in this process (`localTasks`, ./local-tasks.ts) or on the hub (./hub-tasks.ts). On the
- * hub a handle is fed by the task's own follow stream (uncoalesced, in order), never by the panel's
- * all-task stream.
+ * The shapes of the one client (./client.ts): the handle of a task (`TaskRun`) and the backend seam
+ * a client is written once against (`TaskBackend`), filled three times — the hub over its control
+ * endpoint (./hub-tasks.ts), a broker in this process (./local-tasks.ts), and the history on disk
+ * read-only (./history.ts). An in-memory pair (./in-memory.ts) fills the hub's side without sockets.
  *
- * Which one a front-end gets is one policy, `openTasks` (./open.ts): the hub when one runs, else a
- * broker in this process.
+ * On the hub a handle is fed by the task's own follow stream (uncoalesced, in order), never by the
+ * panel's all-task stream.
  */
+import type { BackchannelBridge } from '../bridge/contract.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
 import type { ChangeService } from './changes.js';
@@ -17,29 +17,35 @@ export interface TaskCounts {
   queued: number;
 }
 
-/** A task started or followed through the seam. */
+/** A task started or followed through the client. */
 export interface TaskRun extends TaskHandle {
   /** Answers the agent's pending question `askId`; rejects when it no longer waits for it. */
   answer(askId: string, text: string): Promise<void>;
   /**
    * Stops following: no more updates reach this handle. The task goes on — except one this handle
-   * submitted to the hub, which the hub then cancels (nobody is left to hear it; see `submit`).
+   * started attached on the hub, which the hub then cancels (nobody is left to hear it; see `run`).
    */
   stop(): void;
 }
 
-/** Where a front-end's tasks run. */
-export interface TaskService {
-  /** `'hub'` with the control endpoint's path, or `'local'` (a broker in this process). */
-  readonly where: { kind: 'hub'; path: string } | { kind: 'local' };
-  /** Starts a task attached to this front-end: on the hub, one whose front-end goes away is cancelled. */
-  submit(spec: TaskSpec): Promise<TaskRun>;
+/** Where a client's tasks run: the hub (with its control endpoint's path), this process, or nowhere (the history on disk). */
+export type TaskPlace = { kind: 'hub'; path: string } | { kind: 'local' } | { kind: 'history'; dataDir: string };
+
+/** What a client reaches tasks through. Every call of the one route table is on `bridge`. */
+export interface TaskBackend {
+  readonly where: TaskPlace;
+  /** The calls (list, get, cancel, answer, retry, insights, …) and the panel's all-task stream. */
+  readonly bridge: BackchannelBridge;
+  /** Starts a task attached to this client: on the hub, one whose client goes away is cancelled. */
+  run(spec: TaskSpec): Promise<TaskRun>;
+  /** Starts a task detached from this client (it outlives it): the id once it is accepted. */
+  start(spec: TaskSpec): Promise<{ id: string }>;
   /** The handle of an existing task (rejects with a `not_found` BridgeError for an unknown id). */
   follow(id: string): Promise<TaskRun>;
   /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
   counts(): Promise<TaskCounts>;
   /** Coding tasks' changes: diff, apply, discard, keep branch (docs/coding-agents.md). */
   readonly changes: ChangeService;
-  /** Lets go of the hub connection (a local service leaves its broker to its owner). */
+  /** Lets go of the hub connection, or closes what the backend opened for itself. */
   close(): Promise<void>;
 }

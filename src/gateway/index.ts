@@ -12,8 +12,7 @@
  */
 import { TaskBroker } from '../broker/broker.js';
 import { silentLogger, type Logger } from '../broker/log.js';
-import { localTasks, type HubTasks } from './request-task/index.js';
-import { defaultWorktreeDir } from '../client/changes.js';
+import { clientOf, defaultWorktreeDir, type BackchannelClient } from '../client/index.js';
 import { GatewayConfigError, resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';
@@ -43,11 +42,16 @@ export interface StartGatewayOptions {
   /** The gateway closes `broker` on `close()` (it was opened for it). @default false */
   ownsBroker?: boolean;
   /**
-   * Run requests on the hub instead (the desktop app or `backchannel serve`): their tasks show in
-   * its panel and history, and its environment and concurrency apply; the gateway still caps its
-   * own running requests at `config.maxConcurrent`. Closed with the gateway.
+   * Run requests through this client instead (the hub's, from `openClient`): their tasks show in its
+   * panel and history, and its environment and concurrency apply; the gateway still caps its own
+   * running requests at `config.maxConcurrent`. Closed with the gateway.
    */
-  hub?: HubTasks;
+  client?: BackchannelClient;
+  /**
+   * `client` runs on a broker opened for this gateway alone (`openClient`'s private one): its
+   * concurrency is the gateway's. @default false
+   */
+  ownsClient?: boolean;
   /** @default all defaults (`resolveGatewayConfig({})`) */
   config?: GatewayConfig;
   logger?: Logger;
@@ -71,8 +75,8 @@ export interface Gateway {
 export async function startGateway(options: StartGatewayOptions = {}): Promise<Gateway> {
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
-  const { hub } = options;
-  const ownBroker = (options.broker === undefined || options.ownsBroker === true) && hub === undefined;
+  const { client } = options;
+  const ownBroker = (options.broker === undefined || options.ownsBroker === true) && client === undefined;
   const worktreeModels = Object.keys(config.models).filter((name) => config.models[name]!.worktree);
   if (worktreeModels.length > 0 && options.broker && !options.broker.worktrees)
     throw new GatewayConfigError(
@@ -80,7 +84,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
     );
   // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys. Its
   // worktrees are where every Backchannel without a hub keeps them, so `backchannel diff` finds them.
-  const broker = hub
+  const broker = client
     ? undefined
     : (options.broker ??
       new TaskBroker({
@@ -92,17 +96,17 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       }));
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   const closeTasks = async (): Promise<void> => {
-    await hub?.close();
+    await client?.close();
     if (ownBroker) await broker?.close();
   };
   try {
     await broker?.ready;
     const server = await startGatewayServer({
-      tasks: hub ?? localTasks(broker!),
-      runsOn: hub ? `hub ${hub.path}` : ownBroker ? 'gateway' : 'app',
+      tasks: client ?? clientOf(broker!),
+      runsOn: client?.where.kind === 'hub' ? `hub ${client.where.path}` : ownBroker || options.ownsClient ? 'gateway' : 'app',
       config,
       logger,
-      limitConcurrency: !ownBroker,
+      limitConcurrency: !(ownBroker || options.ownsClient),
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
       ...(workspaces ? { workspaces } : {}),
     });

@@ -19,7 +19,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { isAllowedHost, isAllowedOrigin } from '../hub/http/security.js';
-import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type TaskService } from './request-task/index.js';
+import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type BackchannelClient } from './request-task/index.js';
 import type { Logger } from '../broker/log.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
@@ -40,7 +40,7 @@ export const GATEWAY_HOST = '127.0.0.1';
 export const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface GatewayServerOptions {
-  tasks: TaskService;
+  tasks: BackchannelClient;
   /** Where the tasks run, for `/health`: 'gateway' (an own broker), 'app' (an embedding app's) or the hub's control endpoint. */
   runsOn: string;
   config: GatewayConfig;

@@ -26,7 +26,7 @@ import {
   QueueFullError,
   type RequestTaskRunner,
   type TaskFailure,
-  type TaskService,
+  type BackchannelClient,
 } from './request-task/index.js';
 import { AnswerStream, usageOf } from './answer.js';
 import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
@@ -70,7 +70,7 @@ export interface TurnWriter {
 
 export interface TurnRunnerOptions {
   /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */
-  tasks: TaskService;
+  tasks: BackchannelClient;
   config: GatewayConfig;
   /** The route for a model name, or undefined (→ 404 listing `knownModels()`). */
   resolveModel(model: string): Promise<ModelRoute | undefined>;

@@ -5,7 +5,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import type { TaskService } from '../client/tasks.js';
+import type { BackchannelClient } from '../client/index.js';
 import { combineChanges } from '../model/change-overlap.js';
 import { jsonResult } from './snapshots.js';
 
@@ -30,8 +30,8 @@ export function worktreeRequest(args: { worktree?: boolean; base?: string }): { 
   return { worktree: args.base === undefined ? true : { base: args.base } };
 }
 
-export function registerChangeTools(server: McpServer, tasks: TaskService): void {
-  const { changes } = tasks;
+export function registerChangeTools(server: McpServer, client: BackchannelClient): void {
+  const { changes } = client;
 
   server.registerTool(
     'get_task_diff',

@@ -14,10 +14,9 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
-import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
 import type { TaskSnapshot } from '../model/task.js';
 import { isFinished } from '../model/task.js';
-import type { TaskService } from '../client/tasks.js';
+import type { BackchannelClient, BridgeEvent } from '../client/index.js';
 import { guardRequests } from './request-guards.js';
 import { BridgeTaskStore } from './task-store.js';
 import { registerTools, START_SHAPE, startTask, type StartArgs } from './tools.js';
@@ -36,14 +35,14 @@ interface Tracked {
   askedId?: string;
 }
 
-/** `bridge` answers the calls (list, get, cancel, answer); `tasks` is the seam that follows a task. */
-export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, version: string): BackchannelMcp {
+/** Every tool and MCP task is a call or a handle of the one client (src/client). */
+export function createMcpServer(client: BackchannelClient, version: string): BackchannelMcp {
   const tracked = new Map<string, Tracked>();
   /** Why a task-augmented call created no task, by request id (request-guards.ts reports it). */
   const startFailures = new Map<unknown, Error>();
   const store = new BridgeTaskStore(
-    bridge,
-    (args, tags) => startTask(bridge, args, tags),
+    client,
+    (args, tags) => startTask(client, args, tags),
     (id, request) => track(id, (request.params as { _meta?: { progressToken?: string | number } } | undefined)?._meta?.progressToken),
   );
   const server = new McpServer(
@@ -73,8 +72,8 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
   }
 
   const elicits = (task: TaskSnapshot): boolean => tracked.has(task.id) && server.server.getClientCapabilities()?.elicitation !== undefined;
-  registerTools(server, { bridge, tasks, track, progress, elicits });
-  registerChangeTools(server, tasks);
+  registerTools(server, { client, track, progress, elicits });
+  registerChangeTools(server, client);
 
   server.experimental.tasks.registerToolTask(
     'run_task',
@@ -96,7 +95,7 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
           throw error;
         }
         // A plain call waits here until the task ends; the client cancelling it (notifications/cancelled) cancels the task.
-        const cancel = (): void => void bridge.cancel(task.taskId, 'cancelled by the MCP client').catch(() => {});
+        const cancel = (): void => void client.cancel(task.taskId, 'cancelled by the MCP client').catch(() => {});
         if (extra.signal.aborted) cancel();
         else extra.signal.addEventListener('abort', cancel, { once: true });
         return { task };
@@ -118,7 +117,7 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
   }
 
   // One subscription for every task this session started: progress, questions, MCP task statuses.
-  const unsubscribe = bridge.subscribe((event: BridgeEvent) => {
+  const unsubscribe = client.subscribe((event: BridgeEvent) => {
     for (const task of event.tasks) {
       const entry = tracked.get(task.id);
       if (!entry) continue;
@@ -156,7 +155,7 @@ export function createMcpServer(bridge: BackchannelBridge, tasks: TaskService, v
         },
       });
       const answer = reply.content?.answer;
-      if (reply.action === 'accept' && typeof answer === 'string') await bridge.answer(task.id, question.askId, answer);
+      if (reply.action === 'accept' && typeof answer === 'string') await client.answer(task.id, question.askId, answer);
     } catch {
       // The question stays pending: answer_question (or the panel) can still answer it.
     }

@@ -5,7 +5,7 @@
  */
 import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { BackchannelBridge } from '../bridge/contract.js';
+import type { BackchannelBridge } from '../client/index.js';
 import { describePartial, failureOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
 import { isFinished, type PendingQuestion, type TaskSnapshot } from '../model/task.js';

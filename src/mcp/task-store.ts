@@ -15,8 +15,7 @@
  */
 import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type { Request, RequestId, Result, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
-import type { BackchannelBridge } from '../bridge/contract.js';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError, type BackchannelBridge } from '../client/index.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, mcpStatus, snapshotUpdatedAt, toMcpTask, withWholeResult } from './snapshots.js';
 import type { StartArgs } from './tools.js';

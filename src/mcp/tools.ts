@@ -4,10 +4,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
-import { HubLostError } from '../client/hub-client.js';
-import type { TaskService } from '../client/tasks.js';
-import { resolveTaskId } from '../client/task-ids.js';
+import { HubLostError, type BackchannelClient, type SubmitRequest } from '../client/index.js';
 import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
@@ -72,11 +69,11 @@ export type StartArgs = {
 const TASK_ID = z.string().min(1).describe('The task id returned by start_task (a unique prefix is enough).');
 
 /** Submits a task from the tools' arguments (with `tags` besides the source); returns its id. */
-export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags: Record<string, string> = {}): Promise<string> {
+export async function startTask(client: BackchannelClient, args: StartArgs, tags: Record<string, string> = {}): Promise<string> {
   let request: SubmitRequest;
   const presetName = args.preset ?? args.template;
   if (presetName) {
-    const preset = (await bridge.info()).presets.find((p) => p.name === presetName);
+    const preset = (await client.info()).presets.find((p) => p.name === presetName);
     if (!preset) throw new Error(`No preset named "${presetName}" (list_tasks lists them)`);
     request = { ...preset.request };
   } else if (args.command) {
@@ -94,7 +91,7 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags
   // A model's tool call: the hub runs only what the owner's run policy allows (else a `refused` error).
   request.origin = 'mcp';
   request.label ??= presetName ? `mcp: ${presetName}` : `mcp: ${[request.command, ...(request.args ?? [])].join(' ')}`.slice(0, 200);
-  return (await bridge.submit(request)).id;
+  return (await client.submit(request)).id;
 }
 
 /**
@@ -103,7 +100,7 @@ export async function startTask(bridge: BackchannelBridge, args: StartArgs, tags
  * hub, never the panel's all-task stream); a hub that goes away fails the wait at once with its message.
  */
 export async function waitForTask(
-  tasks: TaskService,
+  client: BackchannelClient,
   id: string,
   timeoutMs: number,
   onChange?: (task: TaskSnapshot) => void,
@@ -111,7 +108,7 @@ export async function waitForTask(
   /** False while the question is being put to the person some other way (elicitation): keep waiting. */
   returnOnQuestion: (task: TaskSnapshot) => boolean = () => true,
 ): Promise<TaskSnapshot> {
-  const task = await tasks.follow(id);
+  const task = await client.follow(id);
   return new Promise((resolve, reject) => {
     let done = false;
     const finish = (error?: Error): void => {
@@ -138,9 +135,8 @@ export async function waitForTask(
 }
 
 export interface ToolContext {
-  bridge: BackchannelBridge;
-  /** The task seam: the same handles as every other front-end (src/client/tasks.ts). */
-  tasks: TaskService;
+  /** The one client: the same calls and handles as every other front-end (src/client). */
+  client: BackchannelClient;
   /** Remembers a task started by this session (progress notifications, elicitation of its questions). */
   track(taskId: string, progressToken?: string | number): void;
   /** True when this session puts the task's questions to the client itself (elicitation). */
@@ -150,7 +146,7 @@ export interface ToolContext {
 }
 
 export function registerTools(server: McpServer, context: ToolContext): void {
-  const { bridge } = context;
+  const { client } = context;
 
   server.registerTool(
     'start_task',
@@ -162,7 +158,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       inputSchema: START_SHAPE,
     },
     async (args) => {
-      const id = await startTask(bridge, args as StartArgs);
+      const id = await startTask(client, args as StartArgs);
       context.track(id);
       return jsonResult({ task_id: id, state: 'queued', next: 'call wait_for_task with this task_id to collect the result' });
     },
@@ -178,8 +174,8 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async ({ task_id }) => {
-      const { task } = await bridge.getTask(await resolveTaskId(bridge, task_id));
-      return jsonResult(summarize(await withWholeResult(bridge, task)));
+      const { task } = await client.getTask(await client.resolveId(task_id));
+      return jsonResult(summarize(await withWholeResult(client, task)));
     },
   );
 
@@ -198,13 +194,13 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async ({ task_id, timeout_seconds }, extra) => {
-      const id = await resolveTaskId(bridge, task_id);
+      const id = await client.resolveId(task_id);
       const token = extra._meta?.progressToken;
       const waitMs = (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
       const onChange = (t: TaskSnapshot): void => context.progress(token, t);
-      const task = await waitForTask(context.tasks, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
+      const task = await waitForTask(client, id, waitMs, onChange, extra.signal, (t) => !context.elicits(t));
       if (task.pendingQuestion) return jsonResult(summarize(task));
-      return isFinished(task.state) ? finalResult(await withWholeResult(bridge, task)) : jsonResult(summarize(task));
+      return isFinished(task.state) ? finalResult(await withWholeResult(client, task)) : jsonResult(summarize(task));
     },
   );
 
@@ -224,12 +220,12 @@ export function registerTools(server: McpServer, context: ToolContext): void {
     },
     async ({ state, limit }) => {
       const keep = (task: TaskSnapshot): boolean => state === undefined || STATE_FILTERS[state](task.state);
-      const tasks = (await bridge.listTasks())
+      const tasks = (await client.listTasks())
         .filter(keep)
         .reverse()
         .slice(0, limit ?? 20)
         .map(summarize);
-      const presets = (await bridge.info()).presets.map((p) => ({ name: p.name, description: p.description }));
+      const presets = (await client.info()).presets.map((p) => ({ name: p.name, description: p.description }));
       return jsonResult({ tasks, presets });
     },
   );
@@ -243,8 +239,8 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       annotations: { destructiveHint: true },
     },
     async ({ task_id }) => {
-      const id = await resolveTaskId(bridge, task_id);
-      await bridge.cancel(id);
+      const id = await client.resolveId(task_id);
+      await client.cancel(id);
       return jsonResult({ task_id: id, cancelling: true });
     },
   );
@@ -257,10 +253,10 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       inputSchema: { task_id: TASK_ID, answer: z.string().describe('The answer text (one of the choices, when it offers some).') },
     },
     async ({ task_id, answer }) => {
-      const id = await resolveTaskId(bridge, task_id);
-      const question = (await bridge.getTask(id)).task.pendingQuestion;
+      const id = await client.resolveId(task_id);
+      const question = (await client.getTask(id)).task.pendingQuestion;
       if (!question) throw new Error(`Task ${id} is not waiting for an answer`);
-      await bridge.answer(id, question.askId, answer);
+      await client.answer(id, question.askId, answer);
       return jsonResult({ task_id: id, answered: true });
     },
   );
@@ -277,8 +273,8 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       annotations: { readOnlyHint: true },
     },
     async ({ task_id, lines }) => {
-      const id = await resolveTaskId(bridge, task_id);
-      const { log } = await bridge.getTask(id);
+      const id = await client.resolveId(task_id);
+      const { log } = await client.getTask(id);
       const tail = log.slice(-(lines ?? DEFAULT_LOG_LINES)).map(({ time, stream, text }) => ({ time, stream, text }));
       return jsonResult({ task_id: id, lines: tail });
     },

@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { createRequestTaskRunner, describeFailure, localTasks, type RequestTask } from '../../src/gateway/request-task/index.js';
+import { createRequestTaskRunner, describeFailure, type RequestTask } from '../../src/gateway/request-task/index.js';
+import { clientOf } from '../../src/client/index.js';
 import type { TaskSpec } from '../../src/model/task.js';
 import { makeBroker, settle, tempDir, waitFor } from '../helpers/core.js';
 import { STANDIN_AGENT } from './helpers.js';
@@ -29,7 +30,7 @@ describe('running one task per request', () => {
   test('beyond maxConcurrent a request waits for a slot; aborting it while queued drops it without a task', async () => {
     const dir = tempDir();
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000, maxConcurrent: 1 });
+    const runner = createRequestTaskRunner({ tasks: clientOf(broker), timeoutMs: 30_000, maxConcurrent: 1 });
     const first = runner.start({ spec: standin('slow', dir), abort: new AbortController() });
     const dropped = new AbortController();
     const second = runner.start({ spec: standin('echo', dir), abort: dropped });
@@ -52,7 +53,7 @@ describe('running one task per request', () => {
 
   test('updates reach the caller with the task, until it settles', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000 });
+    const runner = createRequestTaskRunner({ tasks: clientOf(broker), timeoutMs: 30_000 });
     const deltas: unknown[] = [];
     const run = runner.start({
       spec: standin('echo', tempDir()),
@@ -69,7 +70,7 @@ describe('running one task per request', () => {
 
   test('a request past its deadline cancels its task with a reason a person can read', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 500, name: 'gateway' });
+    const runner = createRequestTaskRunner({ tasks: clientOf(broker), timeoutMs: 500, name: 'gateway' });
     const run = runner.start({ spec: standin('slow', tempDir()), abort: new AbortController() });
     const outcome = await settle(run.result);
     expect(outcome.ok).toBe(false);
@@ -84,7 +85,7 @@ describe('running one task per request', () => {
 
   test('shutdown cancels every request and resolves once their processes are gone', async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000, maxConcurrent: 2, name: 'gateway' });
+    const runner = createRequestTaskRunner({ tasks: clientOf(broker), timeoutMs: 30_000, maxConcurrent: 2, name: 'gateway' });
     const runs = [0, 1, 2].map(() => runner.start({ spec: standin('slow', tempDir()), abort: new AbortController() }));
     await waitFor(() => running(runs[0]!) && running(runs[1]!), 'two tasks to run');
     await runner.shutdown();
@@ -103,7 +104,7 @@ describe('running one task per request', () => {
 
   test("an agent's failure is described with its own message, without the label", async () => {
     const { broker } = makeBroker();
-    const runner = createRequestTaskRunner({ tasks: localTasks(broker), timeoutMs: 30_000 });
+    const runner = createRequestTaskRunner({ tasks: clientOf(broker), timeoutMs: 30_000 });
     const spec = standin('fail', tempDir());
     const run = runner.start({ spec, abort: new AbortController() });
     const outcome = await settle(run.result);

@@ -13,11 +13,11 @@ export const command = taskCommand({
   options: {},
   positionals: [2, 2],
   history: false,
-  async run({ line, open, id }) {
+  async run({ line, client, id }) {
     const taskId = await id();
-    const { task } = await open.bridge.getTask(taskId);
+    const { task } = await client.getTask(taskId);
     if (!task.pendingQuestion) throw new Error(`task ${taskId} is not waiting for an answer (${task.state})`);
-    await open.bridge.answer(taskId, task.pendingQuestion.askId, line.positionals[1]!);
+    await client.answer(taskId, task.pendingQuestion.askId, line.positionals[1]!);
     process.stdout.write(`answered ${taskId}\n`);
     return EXIT.ok;
   },

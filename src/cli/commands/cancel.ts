@@ -13,9 +13,9 @@ export const command = taskCommand({
   options: {},
   positionals: [1, 1],
   history: false,
-  async run({ open, id }) {
+  async run({ client, id }) {
     const taskId = await id();
-    await open.bridge.cancel(taskId);
+    await client.cancel(taskId);
     process.stdout.write(`cancelling ${taskId}\n`);
     return EXIT.ok;
   },

@@ -65,9 +65,7 @@ export const command: CliCommand = {
     }
 
     const { loadGatewayConfig, startGateway, gatewayBanner, modelRunRules } = await import('../../gateway/index.js');
-    const { createHeadlessLogger } = await import('../../broker/log.js');
-    const { openTasks } = await import('../../client/open.js');
-    const { HubTasks } = await import('../../client/hub-tasks.js');
+    const { createHeadlessLogger, openClient } = await import('../../client/index.js');
     let gateway;
     let hubPath: string | undefined;
     try {
@@ -76,17 +74,17 @@ export const command: CliCommand = {
       const logger = createHeadlessLogger({ console: 'info' });
       // The one no-hub policy (src/client/open.ts); the private broker's agents get a minimal
       // environment (config.envAllow), not the gateway's keys.
-      const opened = await openTasks({
+      const client = await openClient({
+        withoutHub: 'private',
         local: values.local === true,
         broker: { concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } },
         runRules: modelRunRules(config),
       });
-      const hub = opened.tasks instanceof HubTasks ? opened.tasks : undefined;
-      hubPath = hub?.path;
+      hubPath = client.where.kind === 'hub' ? client.where.path : undefined;
       try {
-        gateway = await startGateway({ config, logger, ...(hub ? { hub } : { broker: opened.broker!, ownsBroker: true }) });
+        gateway = await startGateway({ config, logger, client, ownsClient: client.where.kind === 'local' });
       } catch (error) {
-        await opened.close();
+        await client.close();
         throw error;
       }
     } catch (error) {

@@ -1,8 +1,8 @@
 /** `backchannel logs [-f] <id>`: a task's log lines; `-f` follows them until the task ends. */
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
-import { HubLostError } from '../../client/hub-client.js';
-import { LogPrinter, taskRunOf } from '../run/remote.js';
+import { HubLostError } from '../../client/index.js';
+import { LogPrinter } from '../run/log-printer.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel logs [-f] <id>
@@ -19,14 +19,14 @@ export const command = taskCommand({
   options: { follow: { type: 'boolean', short: 'f' } },
   positionals: [1, 1],
   history: true,
-  async run({ line, open, id }) {
+  async run({ line, client, id }) {
     const taskId = await id();
-    const printer = new LogPrinter(open.bridge, taskId, (text) => writeText(process.stdout, text + '\n'));
+    const printer = new LogPrinter(client, taskId, (text) => writeText(process.stdout, text + '\n'));
     await printer.pull();
-    if (!line.values.follow || !open.hub) return EXIT.ok;
+    if (!line.values.follow || client.where.kind !== 'hub') return EXIT.ok;
     // One pull at a time, in order: a change during a pull schedules one more.
     let pulling = Promise.resolve();
-    const task = await taskRunOf(open, taskId);
+    const task = await client.follow(taskId);
     task.on('update', () => {
       pulling = pulling.then(() => printer.pull());
     });

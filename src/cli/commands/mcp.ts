@@ -1,9 +1,5 @@
-/** `backchannel mcp`: the MCP server on stdio, over the running hub or an own broker. */
-import type { BackchannelBridge } from '../../bridge/contract.js';
-import { findHub, type HubClient } from '../../client/discover.js';
-import { HubTasks } from '../../client/hub-tasks.js';
-import { localTasks } from '../../client/local-tasks.js';
-import type { TaskService } from '../../client/tasks.js';
+/** `backchannel mcp`: the MCP server on stdio, over the running hub or a hub of its own. */
+import { openClient, type BackchannelClient } from '../../client/index.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { guardedStdioTransport } from '../../mcp/stdio-guard.js';
 import { readOwnVersion } from '../../version.js';
@@ -29,14 +25,16 @@ export const command: CliCommand = {
   async run(argv) {
     const parsed = parseCommandLine('mcp', argv, {}, HELP);
     if (typeof parsed === 'number') return parsed;
-    let own: McpBackend;
+    let client: BackchannelClient;
     try {
-      own = await ownOrHubBridge();
+      // Without a hub this process becomes it (broker + control endpoint, no printed URL), when it can
+      // take the data directory; one another broker holds is refused with the holder's pid, never opened twice.
+      client = await openClient({ withoutHub: 'become-hub' });
     } catch (error) {
       process.stderr.write(`backchannel mcp: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
-    const mcp = createMcpServer(own.bridge, own.tasks, readOwnVersion());
+    const mcp = createMcpServer(client, readOwnVersion());
     // The SDK's transport behind a size guard: a message over 10 MiB is an error reply, not the end of the session.
     const transport = guardedStdioTransport();
     const closed = new Promise<void>((resolve) => {
@@ -47,43 +45,7 @@ export const command: CliCommand = {
     await closed;
     mcp.dispose();
     await mcp.server.close().catch(() => {});
-    await own.close();
+    await client.close();
     return EXIT.ok;
   },
 };
-
-/**
- * The hub's bridge, or a headless hub of our own (broker + control endpoint, no printed URL) — only
- * when this process can take the data directory's lock; a directory held by a broker whose hub
- * cannot be reached is refused with its holder's pid (data_dir_in_use), never opened twice.
- */
-async function ownOrHubBridge(): Promise<McpBackend> {
-  const hub = await findHub();
-  if (hub) return onHub(hub);
-  const { startHeadless } = await import('../../hub/headless/start.js');
-  try {
-    const headless = await startHeadless({ consoleLevel: false });
-    return { bridge: headless.bridge, tasks: localTasks(headless.broker), close: () => headless.close() };
-  } catch (error) {
-    // Another hub started meanwhile: use it. One that holds the data directory may not listen yet.
-    const deadline = Date.now() + ((error as { code?: unknown }).code === 'data_dir_in_use' ? 3000 : 0);
-    for (;;) {
-      const late = await findHub();
-      if (late) return onHub(late);
-      if (Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
-
-/** Where this MCP server's tasks are: a bridge for the calls and the seam that follows a task. */
-interface McpBackend {
-  bridge: BackchannelBridge;
-  tasks: TaskService;
-  close(): Promise<void>;
-}
-
-function onHub(hub: HubClient): McpBackend {
-  const tasks = new HubTasks(hub, () => findHub());
-  return { bridge: hub, tasks, close: () => tasks.close() };
-}

@@ -17,8 +17,8 @@ export const command = taskCommand({
   options: { json: { type: 'boolean' } },
   positionals: [1, 1],
   history: false,
-  async run({ line, open, id }) {
-    const { id: newId } = await open.bridge.retry(await id());
+  async run({ line, client, id }) {
+    const { id: newId } = await client.retry(await id());
     process.stdout.write(line.values.json ? JSON.stringify({ task_id: newId }) + '\n' : `${newId}\n`);
     return EXIT.ok;
   },

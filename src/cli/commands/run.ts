@@ -2,8 +2,6 @@
  * `backchannel run -- <command>`: one sub-agent under a broker of its own. The command line becomes a
  * task spec here; what is shown while it runs is ../run/updates.ts, how it ends ../run/outcome.ts.
  */
-import { createHeadlessLogger } from '../../broker/log.js';
-import { DEFAULTS } from '../../broker/settings.js';
 import { loadConfig, setting } from '../../config/file.js';
 import type { TaskSpec } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
@@ -12,14 +10,16 @@ import { readInput } from '../run/input.js';
 import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
-import { findHub } from '../../client/discover.js';
-import { openTasks } from '../../client/open.js';
-import { requestForHub } from '../../client/submit-request.js';
-import type { TaskRun, TaskService } from '../../client/tasks.js';
-import { defaultWorktreeDir } from '../../client/changes.js';
+import {
+  createHeadlessLogger,
+  defaultWorktreeDir,
+  DEFAULTS,
+  openClient,
+  type BackchannelClient,
+  type TaskRun,
+} from '../../client/index.js';
 import { describeChange } from '../../model/change.js';
 import { writeText } from '../terminal-text.js';
-import { NO_HUB } from '../run/remote.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
 
@@ -201,17 +201,13 @@ function cancelOnSignals(task: TaskRun, line: ProgressLine | undefined): () => v
 
 /** `--detach`: submitted to the hub, not attached to this process; prints the id. */
 async function detach(spec: TaskSpec, json: boolean): Promise<number> {
-  const hub = await findHub();
-  if (!hub) {
-    process.stderr.write(`backchannel run --detach: ${NO_HUB}\n`);
-    return EXIT.failed;
-  }
+  const client = await openClient({ withoutHub: 'refuse' });
   try {
-    const { id } = await hub.submit(requestForHub(spec));
+    const { id } = await client.start(spec);
     process.stdout.write(json ? JSON.stringify({ task_id: id }) + '\n' : `${id}\n`);
     return EXIT.ok;
   } finally {
-    hub.close();
+    await client.close();
   }
 }
 
@@ -242,13 +238,13 @@ export const command: CliCommand = {
     // A coding task run here keeps its worktree where a hub would (`backchannel diff` finds it either way).
     const brokerOptions = { concurrency: 1, logger, worktreeDir: defaultWorktreeDir(), ...flags };
     return reportFailure(async () => {
-      const opened = await openTasks({ local, broker: brokerOptions });
+      const client = await openClient({ withoutHub: 'private', local, broker: brokerOptions });
       try {
-        const where = opened.tasks.where;
+        const where = client.where;
         if (where.kind === 'hub' && !json) {
           writeText(process.stderr, `backchannel run: the task runs on the hub (${where.path}); --local runs it here\n`);
         }
-        const task = await opened.tasks.submit(await withFollowUp(spec, opened.tasks));
+        const task = await client.run(await withFollowUp(spec, client));
         const line = process.stderr.isTTY && !json ? new ProgressLine(process.stderr, spec.label) : undefined;
         const stopSignals = cancelOnSignals(task, line);
         line?.start();
@@ -261,7 +257,7 @@ export const command: CliCommand = {
           stopSignals();
         }
       } finally {
-        await opened.close();
+        await client.close();
       }
     }, json);
   },
@@ -280,10 +276,10 @@ async function reportFailure(run: () => Promise<number>, json: boolean): Promise
 }
 
 /** A follow-up's abbreviated task id made whole (among the coding tasks of wherever tasks run). */
-async function withFollowUp<S extends TaskSpec>(spec: S, tasks: TaskService): Promise<S> {
+async function withFollowUp<S extends TaskSpec>(spec: S, client: BackchannelClient): Promise<S> {
   const reuse = typeof spec.worktree === 'object' ? spec.worktree.reuse : undefined;
   if (reuse === undefined) return spec;
-  return { ...spec, worktree: { reuse: await tasks.changes.resolve(reuse) } };
+  return { ...spec, worktree: { reuse: await client.changes.resolve(reuse) } };
 }
 
 /** After a coding task: what it changed, on stderr (the payload stays alone on stdout). */

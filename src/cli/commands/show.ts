@@ -18,8 +18,8 @@ export const command = taskCommand({
   options: { json: { type: 'boolean' } },
   positionals: [1, 1],
   history: true,
-  async run({ line, open, id }) {
-    const details = await open.bridge.getTask(await id());
+  async run({ line, client, id }) {
+    const details = await client.getTask(await id());
     if (line.values.json) {
       process.stdout.write(JSON.stringify(details) + '\n');
       return EXIT.ok;
@@ -45,7 +45,7 @@ export const command = taskCommand({
     // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
     const print = (text: string): void => writeText(process.stdout, text);
     for (const [name, value] of fields) if (value !== undefined) print(`${name.padEnd(12)} ${String(value)}\n`);
-    const result = task.result ?? (task.resultSummary ? await open.bridge.taskResult(task.id) : undefined);
+    const result = task.result ?? (task.resultSummary ? await client.taskResult(task.id) : undefined);
     if (result) print(`result\n${JSON.stringify(result, null, 2)}\n`);
     if (task.stderrTail) print(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;

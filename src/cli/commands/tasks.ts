@@ -22,7 +22,7 @@ export const command = taskCommand({
   options: { json: { type: 'boolean' }, state: { type: 'string' }, limit: { type: 'string' } },
   positionals: [0, 0],
   history: true,
-  async run({ line, open }) {
+  async run({ line, client }) {
     const { state, limit: limitText, json } = line.values;
     if (state !== undefined && !isStateFilter(state)) {
       return usageError(`backchannel tasks: Expected \`--state\` to be one of ${STATE_FILTER_NAMES.join(', ')}, got \`${state}\``, HELP);
@@ -36,7 +36,7 @@ export const command = taskCommand({
     const tasks: TaskSnapshot[] = [];
     let before: string | undefined;
     do {
-      const page = await open.bridge.listTaskPage({ state: states, before, limit: Math.min(limit - tasks.length, MAX_TASK_PAGE_SIZE) });
+      const page = await client.listTaskPage({ state: states, before, limit: Math.min(limit - tasks.length, MAX_TASK_PAGE_SIZE) });
       tasks.push(...page.tasks);
       before = page.next;
     } while (before !== undefined && tasks.length < limit);
@@ -45,7 +45,7 @@ export const command = taskCommand({
       return EXIT.ok;
     }
     if (tasks.length === 0) {
-      process.stdout.write(open.hub ? 'No tasks.\n' : 'No tasks in the history (no hub is running).\n');
+      process.stdout.write(client.where.kind === 'hub' ? 'No tasks.\n' : 'No tasks in the history (no hub is running).\n');
       return EXIT.ok;
     }
     const rows = tasks.map((task) => [

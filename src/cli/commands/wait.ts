@@ -2,7 +2,7 @@
 import { isFinished } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { printOutcome } from '../run/outcome.js';
-import { NO_HUB, taskRunOf } from '../run/remote.js';
+import { NO_HUB } from '../../client/index.js';
 import { taskCommand } from '../run/task-command.js';
 
 const HELP = `Usage: backchannel wait <id> [--json]
@@ -20,16 +20,16 @@ export const command = taskCommand({
   options: { json: { type: 'boolean' } },
   positionals: [1, 1],
   history: true,
-  async run({ line, open, id }) {
+  async run({ line, client, id }) {
     const taskId = await id();
-    const { task } = await open.bridge.getTask(taskId);
+    const { task } = await client.getTask(taskId);
     // Without a hub an interrupted task is not settled yet: the next hub may still recover its result.
-    const settled = isFinished(task.state) && (open.hub || task.state !== 'interrupted');
-    if (!settled && !open.hub) {
+    const settled = isFinished(task.state) && (client.where.kind === 'hub' || task.state !== 'interrupted');
+    if (!settled && client.where.kind !== 'hub') {
       process.stderr.write(`backchannel wait: task ${taskId} has not finished (${task.state} in the history on disk); ${NO_HUB}\n`);
       return EXIT.failed;
     }
     // Printed as `run` prints it: the same handle, the same outcome.
-    return printOutcome(await taskRunOf(open, taskId), line.values.json === true);
+    return printOutcome(await client.follow(taskId), line.values.json === true);
   },
 });

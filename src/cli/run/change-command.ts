@@ -5,8 +5,7 @@
  */
 import type { ParseArgsConfig } from 'node:util';
 import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
-import { openChanges } from '../../client/open.js';
-import type { ChangeService } from '../../client/changes.js';
+import { openClient, type ChangeService } from '../../client/index.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
@@ -26,18 +25,20 @@ export function changeCommand<O extends OptionsConfig>(spec: ChangeCommandSpec<O
       if (typeof line === 'number') return line;
       const wrong = checkTaskIds(spec.name, line.positionals, spec.ids, spec.help);
       if (wrong !== undefined) return wrong;
-      const opened = await openChanges();
+      let client;
       try {
+        client = await openClient({ withoutHub: 'history' });
+        const { changes } = client;
         const ids: string[] = [];
-        for (const prefix of line.positionals) ids.push(await opened.changes.resolve(prefix));
-        return await spec.run({ line, changes: opened.changes, ids });
+        for (const prefix of line.positionals) ids.push(await changes.resolve(prefix));
+        return await spec.run({ line, changes, ids });
       } catch (error) {
         const message = (error as Error).message;
         if ((line.values as { json?: boolean }).json) process.stdout.write(JSON.stringify({ status: 'error', message }) + '\n');
         else process.stderr.write(`backchannel ${spec.name}: ${message}\n`);
         return EXIT.failed;
       } finally {
-        opened.close();
+        await client?.close();
       }
     },
   };

@@ -3,7 +3,7 @@
  * endless source (`@/dev/zero`, a runaway pipe) ends in a clear error instead of exhausting memory.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
-import { formatLimit, MAX_INPUT_BYTES } from '../../bridge/limits.js';
+import { formatLimit, MAX_INPUT_BYTES } from '../../client/index.js';
 
 export function readInput(value: string | undefined, maxBytes = MAX_INPUT_BYTES): unknown {
   if (value === undefined) return undefined;

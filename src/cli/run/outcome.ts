@@ -3,8 +3,7 @@
  * or the failure (a message on stderr, the error payload on stdout; with `--json` one error object),
  * and the exit code documented in the README.
  */
-import type { TaskHandle } from '../../broker/types.js';
-import { TaskError } from '../../broker/errors.js';
+import { TaskError, type TaskHandle } from '../../client/index.js';
 import type { FailureReason } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';

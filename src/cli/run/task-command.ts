@@ -1,12 +1,11 @@
 /**
  * The shared shape of the task commands (`tasks`, `show`, `logs`, `wait`, `cancel`, `retry`,
- * `answer`): parse the command line, open the hub (or the history on disk when the command can do
- * with it), resolve an abbreviated id, run, and turn a refusal into a one-line message and exit 1.
+ * `answer`): parse the command line, open the client (the hub, or the history on disk when the command
+ * can do with it), resolve an abbreviated id, run, and turn a refusal into a one-line message and exit 1.
  */
 import type { ParseArgsConfig } from 'node:util';
 import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
-import { resolveTaskId } from '../../client/task-ids.js';
-import { NO_HUB, openCommandBridge, type CommandBridge } from './remote.js';
+import { openClient, type BackchannelClient } from '../../client/index.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
@@ -18,7 +17,7 @@ export interface TaskCommandSpec<O extends OptionsConfig> {
   positionals: [number, number];
   /** Works on the history on disk when no hub runs. */
   history: boolean;
-  run(context: { line: CommandLine<O>; open: CommandBridge; id: () => Promise<string> }): Promise<number>;
+  run(context: { line: CommandLine<O>; client: BackchannelClient; id: () => Promise<string> }): Promise<number>;
 }
 
 export function taskCommand<O extends OptionsConfig>(spec: TaskCommandSpec<O>): CliCommand {
@@ -28,20 +27,16 @@ export function taskCommand<O extends OptionsConfig>(spec: TaskCommandSpec<O>): 
       if (typeof line === 'number') return line;
       const wrong = checkTaskIds(spec.name, line.positionals, spec.positionals, spec.help);
       if (wrong !== undefined) return wrong;
-      let open: CommandBridge | undefined;
+      let client: BackchannelClient | undefined;
       try {
-        open = await openCommandBridge({ history: spec.history });
-        if (!open) {
-          process.stderr.write(`backchannel ${spec.name}: ${NO_HUB}\n`);
-          return EXIT.failed;
-        }
-        const bridge = open.bridge;
-        return await spec.run({ line, open, id: () => resolveTaskId(bridge, line.positionals[0]!) });
+        client = await openClient({ withoutHub: spec.history ? 'history' : 'refuse' });
+        const opened = client;
+        return await spec.run({ line, client, id: () => opened.resolveId(line.positionals[0]!) });
       } catch (error) {
         process.stderr.write(`backchannel ${spec.name}: ${(error as Error).message}\n`);
         return EXIT.failed;
       } finally {
-        await open?.close();
+        await client?.close();
       }
     },
   };

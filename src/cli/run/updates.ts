@@ -4,7 +4,7 @@
  * prompt for the agent's questions. stdout is left to the outcome (./outcome.ts).
  */
 import { createInterface } from 'node:readline/promises';
-import type { TaskRun } from '../../client/tasks.js';
+import type { TaskRun } from '../../client/index.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { neutralise, writeText } from '../terminal-text.js';
 import { describePartial } from '../../model/states.js';

@@ -12,9 +12,7 @@
  */
 export { describeFailure, type DescribeFailureContext, type TaskFailure } from './failure.js';
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
-export { HubTasks } from '../../client/hub-tasks.js';
-export { localTasks } from '../../client/local-tasks.js';
-export type { TaskCounts, TaskService } from '../../client/tasks.js';
+export type { BackchannelClient, TaskCounts } from '../../client/index.js';
 export {
   createRequestTaskRunner,
   QueueFullError,

@@ -16,10 +16,10 @@
  */
 import PQueue from 'p-queue';
 import type { TaskHandle } from '../../broker/types.js';
-import type { TaskService } from '../../client/tasks.js';
+import type { BackchannelClient } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
-export type { TaskCounts, TaskService } from '../../client/tasks.js';
+export type { BackchannelClient, TaskCounts } from '../../client/index.js';
 
 /** Why a request was stopped before its task finished. */
 export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
@@ -28,7 +28,7 @@ export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
 export type TaskResult = Awaited<TaskHandle['result']>;
 
 export interface RequestTaskRunnerOptions {
-  tasks: TaskService;
+  tasks: BackchannelClient;
   /** Deadline of one request, from `start()` to its result. */
   timeoutMs: number;
   /** Cap on this front-end's running tasks; without it, the broker's own queue decides. */
@@ -104,12 +104,12 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
 
   /** Submits now (the broker's queue), or through this front-end's limiter. */
   function submit(spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
-    if (!limiter) return Promise.resolve(tasks.submit(spec));
+    if (!limiter) return Promise.resolve(tasks.run(spec));
     return new Promise<TaskHandle>((resolve, reject) => {
       limiter
         .add(
           async () => {
-            const task = await tasks.submit(spec);
+            const task = await tasks.run(spec);
             resolve(task);
             await task.finished; // the slot is free once the processes are gone
           },

@@ -1,0 +1,25 @@
+/**
+ * The client's entry, the one way a front-end (the CLI, the gateway, MCP) reaches tasks: `openClient`
+ * decides hub or not, `BackchannelClient` is the whole surface, `createInMemoryPair` tests a
+ * front-end against a real broker without sockets. Front-ends import this, the task model and the
+ * config — nothing of the hub or the core (a dependency rule in `npm test` says so).
+ */
+export { createClient, type BackchannelClient } from './client.js';
+export { createInMemoryPair, type InMemoryPair } from './in-memory.js';
+export { clientOf, NO_HUB, openClient, type OpenClientOptions, type WithoutHub } from './open.js';
+export type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
+export { defaultWorktreeDir, type ChangeService } from './changes.js';
+export { HubLostError } from './hub-client.js';
+export { UntrustedEndpointError } from './discover.js';
+export { BridgeError, type BridgeErrorCode } from '../bridge/calls.js';
+
+// What a front-end needs of the layers under the client, through this one door: the wire's types,
+// a task's failure, and the options of a broker of its own (`openClient({ withoutHub: 'private' })`).
+export type * from '../bridge/contract.js';
+export { formatLimit, MAX_INPUT_BYTES } from '../bridge/limits.js';
+export { TaskError } from '../broker/errors.js';
+export type { TaskHandle } from '../broker/types.js';
+export type { BrokerOptions, EnvPolicy } from '../broker/index.js';
+export { DEFAULTS } from '../broker/settings.js';
+export { durationTooLong, MAX_DURATION_MS } from '../broker/guards/duration.js';
+export { createHeadlessLogger, silentLogger, type Logger } from '../broker/log.js';
