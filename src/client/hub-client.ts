@@ -56,168 +56,178 @@ export interface FollowedSubmission {
   close(): void;
 }
 
+/** What the calls and streams of one hub client share: the endpoint, its open streams, who hears of a loss. */
+interface Connection {
+  readonly path: string;
+  readonly streams: Set<IncomingMessage>;
+  /** Tells the `onLost` listeners (once the client is not closed) and returns the error to throw. */
+  lost(error: HubLostError): HubLostError;
+}
+
 export function connectHub(path: string): HubClient {
   const lostListeners = new Set<(error: HubLostError) => void>();
-  const streams = new Set<IncomingMessage>();
   let closed = false;
-  const lost = (error: HubLostError): HubLostError => {
-    if (!closed) for (const listener of [...lostListeners]) listener(error);
-    return error;
+  const connection: Connection = {
+    path,
+    streams: new Set(),
+    lost(error) {
+      if (!closed) for (const listener of [...lostListeners]) listener(error);
+      return error;
+    },
   };
-
-  async function call<M extends BridgeMethod>(method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> {
-    const shape = buildRequest(method, args);
-    const body = shape.body === undefined ? undefined : JSON.stringify(shape.body);
-    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(
-        {
-          socketPath: path,
-          method: shape.verb,
-          path: shape.path,
-          headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-          timeout: HUB_CALL_TIMEOUT_MS,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`no reply to ${method} within ${HUB_CALL_TIMEOUT_MS} ms`)));
-      req.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
-      req.end(body);
-    });
-    const value = text === '' ? null : (JSON.parse(text) as unknown);
-    if (status !== 200) throw errorFromBody(value);
-    return unwrapReply<BridgeResult<M>>({ ok: true, value });
-  }
-
-  function subscribe(listener: (event: BridgeEvent) => void): () => void {
-    let current: IncomingMessage | undefined;
-    let unsubscribed = false;
-    const req = request({ socketPath: path, method: 'GET', path: EVENTS_PATH }, (res) => {
-      current = res;
-      streams.add(res);
-      // Server-sent events: an event's `data:` lines count once the blank line ending it has come.
-      const data: string[] = [];
-      readLines(res, (line) => {
-        if (line.startsWith('data: ')) data.push(line.slice(6));
-        else if (line === '') for (const text of data.splice(0)) listener(JSON.parse(text) as BridgeEvent);
-      });
-      res.on('close', () => {
-        streams.delete(res);
-        if (!unsubscribed) lost(new HubLostError(path, 'its event stream closed'));
-      });
-    });
-    req.on('error', (error) => {
-      if (!unsubscribed) lost(new HubLostError(path, error.message));
-    });
-    req.end();
-    return () => {
-      unsubscribed = true;
-      req.destroy();
-      current?.destroy();
-    };
-  }
-
-  function follow(submission: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission {
-    return openFeed('POST', FOLLOW_PATH, JSON.stringify(submission), listener);
-  }
-
-  function watch(id: string, listener: (event: TaskFeedEvent) => void): FollowedSubmission {
-    return openFeed('GET', `${FOLLOW_PATH}/${encodeURIComponent(id)}`, undefined, listener);
-  }
-
-  /** A task's own NDJSON stream (see ../hub/control/follow.ts). */
-  function openFeed(
-    method: 'GET' | 'POST',
-    feedPath: string,
-    body: string | undefined,
-    listener: (event: TaskFeedEvent) => void,
-  ): FollowedSubmission {
-    let done = false;
-    let last: TaskFeedEvent | undefined;
-    let resolveId!: (id: string) => void;
-    let rejectId!: (error: Error) => void;
-    let resolveEnded!: () => void;
-    let rejectEnded!: (error: Error) => void;
-    const id = new Promise<string>((resolve, reject) => ((resolveId = resolve), (rejectId = reject)));
-    const ended = new Promise<void>((resolve, reject) => ((resolveEnded = resolve), (rejectEnded = reject)));
-    // Either may go unobserved (a caller that only awaits `ended`, or only `id`).
-    id.catch(() => {});
-    ended.catch(() => {});
-    const fail = (error: Error): void => {
-      if (done) return;
-      done = true;
-      rejectId(error); // no effect once the id is known
-      rejectEnded(error);
-    };
-    const req = request({
-      socketPath: path,
-      method,
-      path: feedPath,
-      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return refused(res, fail);
-      streams.add(res);
-      readLines(res, (line) => {
-        if (done) return;
-        let event: TaskFeedEvent;
-        try {
-          event = JSON.parse(line) as TaskFeedEvent;
-        } catch {
-          req.destroy();
-          return fail(lost(new HubLostError(path, 'it sent a malformed line on a task stream')));
-        }
-        resolveId(event.task.id);
-        listener(event);
-        if (event.update?.kind === 'exited') {
-          done = true;
-          resolveEnded();
-        }
-        last = event;
-      });
-      res.on('close', () => {
-        streams.delete(res);
-        // A watched task that had already ended: its picture was the whole stream.
-        if (!done && method === 'GET' && last && !last.update && isFinished(last.task.state)) {
-          done = true;
-          return resolveEnded();
-        }
-        // After `exited` (or a failure already reported) the close is the stream's normal end.
-        if (!done) fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
-      });
-    });
-    req.end(body);
-    return {
-      id,
-      ended,
-      close() {
-        fail(new Error('stopped following the task'));
-        req.destroy();
-      },
-    };
-  }
-
-  const client = bridgeClient(call, subscribe) as HubClient;
+  const client = bridgeClient(
+    (method, ...args) => callHub(connection, method, ...args),
+    (listener) => subscribeToEvents(connection, listener),
+  ) as HubClient;
   return Object.assign(client, {
     path,
-    follow,
-    watch,
+    follow: (submission: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
+      openTaskStream(connection, 'POST', FOLLOW_PATH, JSON.stringify(submission), listener),
+    watch: (id: string, listener: (event: TaskFeedEvent) => void) =>
+      openTaskStream(connection, 'GET', `${FOLLOW_PATH}/${encodeURIComponent(id)}`, undefined, listener),
     onLost(listener: (error: HubLostError) => void) {
       lostListeners.add(listener);
       return () => lostListeners.delete(listener);
     },
     close() {
       closed = true;
-      for (const stream of streams) stream.destroy();
-      streams.clear();
+      for (const stream of connection.streams) stream.destroy();
+      connection.streams.clear();
       lostListeners.clear();
     },
   });
+}
+
+/** One request/reply call of the route table, as HTTP on the control socket. */
+async function callHub<M extends BridgeMethod>({ path, lost }: Connection, method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> {
+  const shape = buildRequest(method, args);
+  const body = shape.body === undefined ? undefined : JSON.stringify(shape.body);
+  const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request(
+      {
+        socketPath: path,
+        method: shape.verb,
+        path: shape.path,
+        headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        timeout: HUB_CALL_TIMEOUT_MS,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no reply to ${method} within ${HUB_CALL_TIMEOUT_MS} ms`)));
+    req.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
+    req.end(body);
+  });
+  const value = text === '' ? null : (JSON.parse(text) as unknown);
+  if (status !== 200) throw errorFromBody(value);
+  return unwrapReply<BridgeResult<M>>({ ok: true, value });
+}
+
+/** The panel's all-task stream (server-sent events); the returned function unsubscribes. */
+function subscribeToEvents({ path, streams, lost }: Connection, listener: (event: BridgeEvent) => void): () => void {
+  let current: IncomingMessage | undefined;
+  let unsubscribed = false;
+  const req = request({ socketPath: path, method: 'GET', path: EVENTS_PATH }, (res) => {
+    current = res;
+    streams.add(res);
+    // Server-sent events: an event's `data:` lines count once the blank line ending it has come.
+    const data: string[] = [];
+    readLines(res, (line) => {
+      if (line.startsWith('data: ')) data.push(line.slice(6));
+      else if (line === '') for (const text of data.splice(0)) listener(JSON.parse(text) as BridgeEvent);
+    });
+    res.on('close', () => {
+      streams.delete(res);
+      if (!unsubscribed) lost(new HubLostError(path, 'its event stream closed'));
+    });
+  });
+  req.on('error', (error) => {
+    if (!unsubscribed) lost(new HubLostError(path, error.message));
+  });
+  req.end();
+  return () => {
+    unsubscribed = true;
+    req.destroy();
+    current?.destroy();
+  };
+}
+
+/** A task's own NDJSON stream (see ../hub/control/follow.ts): `POST` submits and follows, `GET` watches. */
+function openTaskStream(
+  { path, streams, lost }: Connection,
+  method: 'GET' | 'POST',
+  feedPath: string,
+  body: string | undefined,
+  listener: (event: TaskFeedEvent) => void,
+): FollowedSubmission {
+  let done = false;
+  let last: TaskFeedEvent | undefined;
+  let resolveId!: (id: string) => void;
+  let rejectId!: (error: Error) => void;
+  let resolveEnded!: () => void;
+  let rejectEnded!: (error: Error) => void;
+  const id = new Promise<string>((resolve, reject) => ((resolveId = resolve), (rejectId = reject)));
+  const ended = new Promise<void>((resolve, reject) => ((resolveEnded = resolve), (rejectEnded = reject)));
+  // Either may go unobserved (a caller that only awaits `ended`, or only `id`).
+  id.catch(() => {});
+  ended.catch(() => {});
+  const fail = (error: Error): void => {
+    if (done) return;
+    done = true;
+    rejectId(error); // no effect once the id is known
+    rejectEnded(error);
+  };
+  const req = request({
+    socketPath: path,
+    method,
+    path: feedPath,
+    headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+  });
+  req.on('error', (error) => fail(lost(new HubLostError(path, error.message))));
+  req.on('response', (res) => {
+    if (res.statusCode !== 200) return refused(res, fail);
+    streams.add(res);
+    readLines(res, (line) => {
+      if (done) return;
+      let event: TaskFeedEvent;
+      try {
+        event = JSON.parse(line) as TaskFeedEvent;
+      } catch {
+        req.destroy();
+        return fail(lost(new HubLostError(path, 'it sent a malformed line on a task stream')));
+      }
+      resolveId(event.task.id);
+      listener(event);
+      if (event.update?.kind === 'exited') {
+        done = true;
+        resolveEnded();
+      }
+      last = event;
+    });
+    res.on('close', () => {
+      streams.delete(res);
+      // A watched task that had already ended: its picture was the whole stream.
+      if (!done && method === 'GET' && last && !last.update && isFinished(last.task.state)) {
+        done = true;
+        return resolveEnded();
+      }
+      // After `exited` (or a failure already reported) the close is the stream's normal end.
+      if (!done) fail(lost(new HubLostError(path, "the task's stream closed before it ended")));
+    });
+  });
+  req.end(body);
+  return {
+    id,
+    ended,
+    close() {
+      fail(new Error('stopped following the task'));
+      req.destroy();
+    },
+  };
 }
 
 /** A refused submission: the hub's error body as the `BridgeError` a `submit` call would reject with. */

@@ -70,68 +70,13 @@ function linkedHub(host: BrokerBridge): HubClient {
     };
   }
 
-  /** A task's feed: `start` begins it (and throws its refusal); `attached` cancels the task when closed before it ended. */
-  function feed(
-    start: (listener: (event: TaskFeedEvent) => void) => { id?: string; stop(): void },
-    listener: (event: TaskFeedEvent) => void,
-    attached: boolean,
-  ): FollowedSubmission {
-    let done = false;
-    let taskId: string | undefined;
-    let resolveEnded!: () => void;
-    let rejectEnded!: (error: Error) => void;
-    const ended = new Promise<void>((resolve, reject) => ((resolveEnded = resolve), (rejectEnded = reject)));
-    ended.catch(() => {});
-    let stopFeed = (): void => {};
-    const finish = (): void => {
-      done = true;
-      open.delete(close);
-      stopFeed();
-    };
-    const close = (): void => {
-      if (done) return;
-      finish();
-      rejectEnded(new Error('stopped following the task'));
-      if (attached && taskId !== undefined) {
-        const id = taskId;
-        void host
-          .getTask(id)
-          .then(({ task }) => (isFinished(task.state) ? undefined : host.cancel(id, FRONT_END_GONE)))
-          .catch(() => {});
-      }
-    };
-    const onEvent = (event: TaskFeedEvent): void => {
-      if (done) return;
-      taskId = event.task.id;
-      listener(wire(event));
-      if (event.update?.kind === 'exited' || (!event.update && !attached && isFinished(event.task.state))) {
-        finish();
-        resolveEnded();
-      }
-    };
-    let id: Promise<string>;
-    try {
-      const started = start(onEvent);
-      stopFeed = started.stop;
-      if (done) started.stop();
-      else open.add(close);
-      id = Promise.resolve(started.id ?? taskId ?? '');
-    } catch (error) {
-      // A refusal as the client side gets it: the `BridgeError` its error body becomes.
-      const refusal = errorFromBody(toErrorBody(error));
-      id = Promise.reject(refusal);
-      rejectEnded(refusal);
-    }
-    id.catch(() => {});
-    return { id, ended, close };
-  }
-
   const hub = bridgeClient(call, subscribe) as HubClient;
   return Object.assign(hub, {
     path: 'memory',
     follow: (request: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
-      feed((onEvent) => host.follow(checkSubmitRequest(wire(request)), onEvent), listener, true),
-    watch: (id: string, listener: (event: TaskFeedEvent) => void) => feed((onEvent) => host.watch(id, onEvent), listener, false),
+      linkedFeed(host, open, (onEvent) => host.follow(checkSubmitRequest(wire(request)), onEvent), listener, true),
+    watch: (id: string, listener: (event: TaskFeedEvent) => void) =>
+      linkedFeed(host, open, (onEvent) => host.watch(id, onEvent), listener, false),
     onLost: () => () => {},
     close() {
       if (closed) return;
@@ -139,4 +84,65 @@ function linkedHub(host: BrokerBridge): HubClient {
       for (const close of [...open]) close();
     },
   });
+}
+
+/**
+ * A task's feed, as the control endpoint's follow stream: `start` begins it (and throws its refusal);
+ * `attached`: closed before the task ended, the task is cancelled. `open` holds the feeds to close.
+ */
+function linkedFeed(
+  host: BrokerBridge,
+  open: Set<() => void>,
+  start: (listener: (event: TaskFeedEvent) => void) => { id?: string; stop(): void },
+  listener: (event: TaskFeedEvent) => void,
+  attached: boolean,
+): FollowedSubmission {
+  let done = false;
+  let taskId: string | undefined;
+  let resolveEnded!: () => void;
+  let rejectEnded!: (error: Error) => void;
+  const ended = new Promise<void>((resolve, reject) => ((resolveEnded = resolve), (rejectEnded = reject)));
+  ended.catch(() => {});
+  let stopFeed = (): void => {};
+  const finish = (): void => {
+    done = true;
+    open.delete(close);
+    stopFeed();
+  };
+  const close = (): void => {
+    if (done) return;
+    finish();
+    rejectEnded(new Error('stopped following the task'));
+    if (attached && taskId !== undefined) {
+      const id = taskId;
+      void host
+        .getTask(id)
+        .then(({ task }) => (isFinished(task.state) ? undefined : host.cancel(id, FRONT_END_GONE)))
+        .catch(() => {});
+    }
+  };
+  const onEvent = (event: TaskFeedEvent): void => {
+    if (done) return;
+    taskId = event.task.id;
+    listener(wire(event));
+    if (event.update?.kind === 'exited' || (!event.update && !attached && isFinished(event.task.state))) {
+      finish();
+      resolveEnded();
+    }
+  };
+  let id: Promise<string>;
+  try {
+    const started = start(onEvent);
+    stopFeed = started.stop;
+    if (done) started.stop();
+    else open.add(close);
+    id = Promise.resolve(started.id ?? taskId ?? '');
+  } catch (error) {
+    // A refusal as the client side gets it: the `BridgeError` its error body becomes.
+    const refusal = errorFromBody(toErrorBody(error));
+    id = Promise.reject(refusal);
+    rejectEnded(refusal);
+  }
+  id.catch(() => {});
+  return { id, ended, close };
 }
