@@ -3,7 +3,7 @@ import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
-import { defaultDataDir } from '../../hub/paths.js';
+import { defaultDataDir } from '../../paths/data-dir.js';
 import { takeRedisUrl } from '../../fleet/redis-url.js';
 
 const HELP = `Usage: backchannel serve [options]
