@@ -26,7 +26,7 @@ export interface HeadlessOptions {
   port?: number;
   /** History and logs. @default $XDG_STATE_HOME/backchannel or ~/.local/state/backchannel */
   dataDir?: string;
-  /** Directory whose demo agents (its templates.json) the panel's "New task" offers first. @default scripts/demo-agents */
+  /** Directory whose demo agents (its demo-agents.json) the panel's "New task" offers first. @default scripts/demo-agents */
   demoAgentsDir?: string;
   rendererDir?: string;
   concurrency?: number;
