@@ -3,6 +3,8 @@
  *
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hub  →  client  →  main (Electron) · gateway · mcp · cli
  *   broker    →  fleet (the BullMQ queue and worker: over the core, under the hub and the CLI)
+ *   broker    →  paths (where the data directory and the control endpoint are: hub, client and commands)
+ *   loopback: the HTTP guards of a loopback server (Host/Origin, token, headers): the hub's servers, the gateway
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
@@ -10,6 +12,7 @@
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
  * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts (+ settings, types, index).
+ * Inside hub/: http (shared by both servers) → control (the endpoint) → headless (`serve`, which also opens control).
  */
 const layer = (name) => `^src/${name}/`;
 /** broker.ts, settings.ts, types.ts, index.ts: the top of the core (errors.ts and log.ts are its foundations). */
@@ -61,6 +64,25 @@ module.exports = {
       'The fleet adapts the core to Redis: it knows no front-end; the hub and the CLI use it.',
     ),
     forbid(
+      'paths-over-the-core',
+      layer('paths'),
+      '^src/(?!(protocol|model|broker|paths)/)',
+      'Where Backchannel keeps its files, for the hub, the client and the commands alike: no side of the seam owns it.',
+    ),
+    forbid(
+      'loopback-is-a-leaf',
+      layer('loopback'),
+      '^src/(?!loopback/)',
+      "The HTTP guards of a loopback server know nothing of Backchannel: the hub's servers and the gateway use them.",
+    ),
+    forbid(
+      'hub-http-is-shared',
+      '^src/hub/http/',
+      '^src/hub/(control|headless)/',
+      "The hub's HTTP pieces serve both its servers, so they import neither.",
+    ),
+    forbid('control-under-headless', '^src/hub/control/', '^src/hub/headless/', '`serve` opens the control endpoint, not the other way.'),
+    forbid(
       'queue-seam-under-the-broker',
       '^src/broker/(transport|process|guards|task|history)/',
       '^src/broker/queue/',
@@ -105,8 +127,8 @@ module.exports = {
     forbid(
       'front-ends-through-the-client',
       `^src/mcp/|${CLI_FRONT_END}`,
-      '^src/(?!(client|model|config|protocol|mcp|cli|gateway)/|version\\.ts$)',
-      'Front-ends reach tasks only through the one client (src/client/index.ts), the task model and the config.',
+      '^src/(?!(client|model|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$)',
+      'Front-ends reach tasks only through the one client (src/client/index.ts), the task model, the config and its paths.',
     ),
     forbid(
       'front-ends-through-the-client-entry',

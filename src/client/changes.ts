@@ -8,7 +8,7 @@ import path from 'node:path';
 import { BridgeError } from '../bridge/calls.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
-import { defaultDataDir } from '../hub/paths.js';
+import { defaultDataDir } from '../paths/data-dir.js';
 
 export interface ChangeService {
   /** A coding task's change with its whole diff (`not_found` for a task without a worktree). */

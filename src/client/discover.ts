@@ -1,15 +1,15 @@
 /**
  * How a front-end in another process finds the hub: probe the control endpoint (see
- * ../hub/control/paths.ts; derived from the data directory, so a host that strips XDG_RUNTIME_DIR
+ * ../paths/control-endpoint.ts; derived from the data directory, so a host that strips XDG_RUNTIME_DIR
  * from `backchannel mcp`'s environment still finds it), then ask the data directory's lock, whose
  * holder names its hub's endpoint wherever that is. Which front-end does what without one is
  * `openClient`'s policy (./open.ts).
  */
 import { connectHub, type HubClient } from './hub-client.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
-import { defaultDataDir } from '../hub/paths.js';
+import { defaultDataDir } from '../paths/data-dir.js';
 import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
-import { CONTROL_ENV, controlSocketCandidates } from '../hub/control/paths.js';
+import { CONTROL_ENV, controlSocketCandidates } from '../paths/control-endpoint.js';
 
 export { HubLostError, type HubClient } from './hub-client.js';
 export { UntrustedEndpointError } from '../hub/control/endpoint.js';

@@ -17,7 +17,7 @@ import { createBrokerBridge, type BrokerBridge, type BrokerLike } from '../hub/b
 import { readOwnVersion } from '../version.js';
 import { Worktrees } from '../broker/worktree/worktrees.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
-import { CONTROL_ENV } from '../hub/control/paths.js';
+import { CONTROL_ENV } from '../paths/control-endpoint.js';
 import { isActive } from '../model/states.js';
 import { FedTask } from './fed-task.js';
 import { defaultWorktreeDir, registryChanges } from './changes.js';

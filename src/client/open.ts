@@ -15,7 +15,7 @@
  */
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
-import { defaultDataDir } from '../hub/paths.js';
+import { defaultDataDir } from '../paths/data-dir.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import { BridgeError } from '../bridge/calls.js';
 import { createClient, type BackchannelClient } from './client.js';

@@ -4,7 +4,7 @@
  * (src/broker/run-policy.ts), so what is compared is the effective command line:
  * - `--allow "node /opt/agents/review.mjs"`: a command line prefix; a job whose own command line
  *   starts with it runs, in the worker's working directory;
- * - each preset of `--templates <dir>` (the templates and demo agents that directory holds): a job
+ * - each preset of `--presets <dir>` (the templates and demo agents that directory holds): a job
  *   that names it (`AttemptJob.preset`) runs the worker's own copy — its command line, in its
  *   directory — and nothing else; the job's command line must be that preset's too.
  * The one argument exempt from matching is the `--task-id=<id>` the broker appends last.
@@ -57,7 +57,7 @@ export class AllowList {
     const found = policy.match(job.command, args, here);
     if (found) return { command: job.command, args: [...args, ...taskIdArg], cwd: prefixes[Number(found.name)]!.cwd };
     const named = job.preset === undefined ? '' : ` (nor does this worker hold preset "${job.preset}")`;
-    return `refuses \`${shown([job.command, ...args])}\`: not an allowed command${named} (start the worker with --allow "<command line prefix>", or --templates <dir> holding that preset)`;
+    return `refuses \`${shown([job.command, ...args])}\`: not an allowed command${named} (start the worker with --allow "<command line prefix>", or --presets <dir> holding that preset)`;
   }
 }
 

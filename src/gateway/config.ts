@@ -39,7 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { planNewWorktree } from '../broker/worktree/worktrees.js';
 import { ConfigError, readTrustedFile } from '../config/file.js';
-import { defaultDataDir } from '../hub/paths.js';
+import { defaultDataDir } from '../paths/data-dir.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
 export const DEFAULT_PORT = 8976;

@@ -18,7 +18,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { isAllowedHost, isAllowedOrigin } from '../hub/http/security.js';
+import { isAllowedHost, isAllowedOrigin } from '../loopback/security.js';
 import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type BackchannelClient } from './request-task/index.js';
 import type { Logger } from '../broker/log.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';

@@ -212,16 +212,26 @@ function listenToBroker(broker: BrokerLike, events: UpdateCoalescer): () => void
   };
 }
 
-/** The request/reply calls except `setPaused` (which also wakes the coalescer). */
+/** The request/reply calls except `setPaused` (which also wakes the coalescer), grouped by what they do. */
 function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<BackchannelBridge, 'subscribe' | 'setPaused'> {
-  const recentLimit = options.recentLimit ?? 8;
-
-  function requireTask(id: string): TaskSnapshot {
+  const requireTask = (id: string): TaskSnapshot => {
     const task = broker.get(id);
     if (!task) throw new BridgeError('not_found', `No task with id ${id}`);
     return task;
-  }
+  };
+  return {
+    ...hostCalls(broker, options),
+    ...readCalls(broker, requireTask),
+    ...taskCalls(broker, requireTask),
+    ...changeCalls(broker),
+  };
+}
 
+type RequireTask = (id: string) => TaskSnapshot;
+
+/** The calls about the hub itself: what it is and offers, its log, its fleet and its figures. */
+function hostCalls(broker: BrokerLike, options: BrokerBridgeOptions): Pick<BackchannelBridge, 'info' | 'openLog' | 'fleet' | 'insights'> {
+  const recentLimit = options.recentLimit ?? 8;
   return {
     async info() {
       return {
@@ -233,6 +243,26 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
         recent: recentCommands(newestTasks(broker, recentLimit), recentLimit),
       };
     },
+    async openLog() {
+      await options.openLog?.(options.logPath);
+      return { path: options.logPath };
+    },
+    async fleet() {
+      return (await broker.fleet?.()) ?? [];
+    },
+    async insights(query) {
+      if (!broker.insights) throw new BridgeError('internal', 'This broker keeps no insights');
+      return broker.insights(query);
+    },
+  };
+}
+
+/** The calls that read tasks: lists, one task with its log, its whole result, an attachment. */
+function readCalls(
+  broker: BrokerLike,
+  requireTask: RequireTask,
+): Pick<BackchannelBridge, 'listTasks' | 'listTaskPage' | 'getTask' | 'taskResult' | 'attachment'> {
+  return {
     async listTasks() {
       return broker.tasks();
     },
@@ -258,6 +288,12 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
         typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
       return { name, bytes: bytes.length, encoding: header.encoding ?? 'binary', base64: bytes.toString('base64') };
     },
+  };
+}
+
+/** The calls that start or change a task, each refused with `conflict` when the task's state does not allow it. */
+function taskCalls(broker: BrokerLike, requireTask: RequireTask): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer'> {
+  return {
     async submit(request) {
       return handleOf(() => broker.submit(toSpec(request)));
     },
@@ -282,18 +318,6 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
       }
       if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} no longer waits for "${askId}"`);
     },
-    async openLog() {
-      await options.openLog?.(options.logPath);
-      return { path: options.logPath };
-    },
-    async fleet() {
-      return (await broker.fleet?.()) ?? [];
-    },
-    async insights(query) {
-      if (!broker.insights) throw new BridgeError('internal', 'This broker keeps no insights');
-      return broker.insights(query);
-    },
-    ...changeCalls(broker),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * One home for history: the desktop app and every headless command (`serve`, `tasks`, `stats`,
  * `logs`, `run --local`) keep it in the same directory, `$XDG_STATE_HOME/backchannel`
- * (./paths.ts `defaultDataDir`). Earlier versions of the app kept theirs in Electron's `userData`
+ * (../paths/data-dir.ts `defaultDataDir`). Earlier versions of the app kept theirs in Electron's `userData`
  * (`<userData>/state`), where `tasks` and `stats` never looked. At start the app calls
  * `moveLegacyHistory` once, before its broker locks the home:
  *
@@ -22,7 +22,7 @@ import { ensureDataDir } from '../broker/history/data-dir.js';
 import { LOCK_FILE, readLockHolder } from '../broker/history/data-dir-lock.js';
 import { JOURNAL_FILE } from '../broker/history/journal.js';
 import { ROLLUP_FILE } from '../broker/history/rollup.js';
-import { defaultDataDir } from './paths.js';
+import { defaultDataDir } from '../paths/data-dir.js';
 
 /** Left in the old directory: where the history went, or that it was left there. */
 export const MOVED_NOTE = 'HISTORY-MOVED.txt';

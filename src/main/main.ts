@@ -17,7 +17,7 @@ import { BrokerError } from '../broker/errors.js';
 import type { Logger } from '../broker/log.js';
 import type { TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
-import { controlSocketPath } from '../hub/control/paths.js';
+import { controlSocketPath } from '../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
 import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';

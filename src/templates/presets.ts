@@ -1,9 +1,9 @@
 /**
  * The panel's presets: what "New task" offers to start with one click, each a name, a line of
  * description and a ready-to-run request. Two sources, in this order:
- * - the demo agents of a directory, listed in its `templates.json` (`[{name, description, args,
+ * - the demo agents of a directory, listed in its `demo-agents.json` (`[{name, description, args,
  *   command?}]`, `command` defaulting to `agent.mjs` in that directory; Backchannel ships
- *   scripts/demo-agents this way, and `backchannel worker --templates <dir>` allows the same list);
+ *   scripts/demo-agents this way, and `backchannel worker --presets <dir>` allows the same list);
  * - the agent of each sub-agent template in the catalog (./catalog.ts), run in its own directory.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -12,8 +12,10 @@ import { fileURLToPath } from 'node:url';
 import type { PresetInfo } from '../bridge/contract.js';
 import { listTemplates, type Template } from './catalog.js';
 
-/** The file that lists a directory's demo agents (its name predates presets; the worker's `--templates` reads it too). */
-export const DEMO_AGENTS_FILE = 'templates.json';
+/** The file that lists a directory's demo agents (the worker's `--presets` reads it too). */
+export const DEMO_AGENTS_FILE = 'demo-agents.json';
+/** Its name before presets and scaffolds had their own names: still read when a directory has no DEMO_AGENTS_FILE. */
+export const LEGACY_DEMO_AGENTS_FILE = 'templates.json';
 
 /** scripts/demo-agents in a checkout (dist/templates → ../../scripts/demo-agents). */
 export function defaultDemoAgentsDir(): string {
@@ -89,8 +91,8 @@ export function loadPresets(demoAgentsDir: string, onError?: (message: string) =
 
 /** Reads the directory's demo-agent list; a missing or broken file gives no demo agents (the panel still works). */
 function loadDemoAgents(dir: string, onError?: (message: string) => void): PresetInfo[] {
-  const file = path.join(dir, DEMO_AGENTS_FILE);
-  if (!existsSync(file)) return [];
+  const file = [DEMO_AGENTS_FILE, LEGACY_DEMO_AGENTS_FILE].map((name) => path.join(dir, name)).find((candidate) => existsSync(candidate));
+  if (file === undefined) return [];
   try {
     const entries = JSON.parse(readFileSync(file, 'utf8')) as DemoAgentEntry[];
     return entries.map((entry) => ({

@@ -28,6 +28,20 @@ describe('usage errors', () => {
     }
   });
 
+  test('worker: --presets and its old name --templates together are a usage error; --templates alone prints a notice', () => {
+    const dir = tempDir();
+    const both = cli(['worker', '--redis', 'redis://127.0.0.1:1', '--presets', dir, '--templates', dir]);
+    expect(both.code).toBe(2);
+    expect(both.lines[0]).toBe('backchannel worker: give `--presets <dir>` only (`--templates` is its old name)');
+    // An empty directory allows nothing, so the worker stops before it reaches Redis.
+    const old = cli(['worker', '--redis', 'redis://127.0.0.1:1', '--templates', dir]);
+    expect(old.code).toBe(2);
+    expect(old.lines.slice(0, 2)).toEqual([
+      'backchannel worker: `--templates` is deprecated; use `--presets <dir>` (the same directory)',
+      'backchannel worker: nothing allowed to run: give `--allow <command>` or `--presets <dir>`',
+    ]);
+  });
+
   test('an unknown option is one line plus a pointer to --help, exit 2, quotes balanced', () => {
     const run = cli(['run', '--bogus', '--', 'node', 'x.mjs']);
     expect(run.code).toBe(2);

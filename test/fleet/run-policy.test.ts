@@ -1,7 +1,7 @@
 /**
  * What a fleet worker runs is what its owner allowed, judged on the effective command line (real
  * redis-server, real `backchannel worker` processes): a job cannot make an allowed template start
- * another program, `--templates <dir>` allows only what that directory holds, a job naming a preset
+ * another program, `--presets <dir>` allows only what that directory holds, a job naming a preset
  * runs that very preset, and a refusal is a task failed as `refused`.
  */
 import { randomUUID } from 'node:crypto';
@@ -62,7 +62,7 @@ describe.skipIf(REDIS_MISSING)(`a worker's allow-list${REDIS_MISSING ? ` (skippe
   }, 60_000);
 
   /** A broker on a fresh queue (naming presets by `policy`, as a hub does) and one worker with `workerArgs`. */
-  async function fleet(workerArgs: { allow?: string[]; templates?: string }, policy?: RunPolicy) {
+  async function fleet(workerArgs: { allow?: string[]; presets?: string; legacyTemplatesFlag?: boolean }, policy?: RunPolicy) {
     const queue = `q-${randomUUID().slice(0, 8)}`;
     const testBroker = createTestBroker(
       { queue: redisQueue({ redis: redis.url, name: queue }), ...(policy ? { runPolicy: policy } : {}) },
@@ -73,7 +73,7 @@ describe.skipIf(REDIS_MISSING)(`a worker's allow-list${REDIS_MISSING ? ` (skippe
       queue,
       name: `${queue}-w`,
       allow: workerArgs.allow ?? [],
-      ...(workerArgs.templates ? { templates: workerArgs.templates } : {}),
+      ...(workerArgs.presets ? { presets: workerArgs.presets, legacyTemplatesFlag: workerArgs.legacyTemplatesFlag } : {}),
       ipcDir: path.join(tempDir('bc-w-'), 'ipc'),
     });
     workers.push(worker);
@@ -105,10 +105,10 @@ describe.skipIf(REDIS_MISSING)(`a worker's allow-list${REDIS_MISSING ? ` (skippe
     }
   });
 
-  test('--templates <dir> allows what the directory holds and nothing else: a shipped template is refused as `refused`', async () => {
+  test('--presets <dir> allows what the directory holds and nothing else: a shipped template is refused as `refused`', async () => {
     const dir = ownTemplates();
     // The broker knows the shipped templates and names the job after one of them.
-    const broker = await fleet({ templates: dir }, new RunPolicy(loadPresets(tempDir('bc-none-')).map(presetRule)));
+    const broker = await fleet({ presets: dir }, new RunPolicy(loadPresets(tempDir('bc-none-')).map(presetRule)));
     const outcome = await settle(broker.submit({ command: 'node', args: [CURSOR_AGENT], input: { prompt: 'hi' } }).result);
     expect(outcome.ok).toBe(false);
     expect(outcome.ok === false && outcome.error.reason).toBe('refused');
@@ -120,11 +120,25 @@ describe.skipIf(REDIS_MISSING)(`a worker's allow-list${REDIS_MISSING ? ` (skippe
   test('a job naming a preset runs that preset, in its own directory (not the first template run as `node agent.mjs`)', async () => {
     const dir = ownTemplates();
     const presets = loadPresets(tempDir('bc-none-'), undefined, dir);
-    const broker = await fleet({ templates: dir }, new RunPolicy(presets.map(presetRule)));
+    const broker = await fleet({ presets: dir }, new RunPolicy(presets.map(presetRule)));
     const b = presets.find((p) => p.name === 'b')!;
     expect(b.request.args).toEqual([path.join(dir, 'b', 'agent.mjs')]);
     const payload = await broker.submit({ command: 'node', args: ['agent.mjs'], cwd: path.join(dir, 'b') }).result;
     expect(payload.data).toEqual({ template: 'b', cwd: fs.realpathSync(path.join(dir, 'b')) });
+  });
+
+  test('--templates <dir>, the old name of --presets, still allows what the directory holds, and says so in one line', async () => {
+    const dir = ownTemplates();
+    const presets = loadPresets(tempDir('bc-none-'), undefined, dir);
+    const broker = await fleet({ presets: dir, legacyTemplatesFlag: true }, new RunPolicy(presets.map(presetRule)));
+    const payload = await broker.submit({ command: 'node', args: ['agent.mjs'], cwd: path.join(dir, 'a') }).result;
+    expect(payload.data).toEqual({ template: 'a', cwd: fs.realpathSync(path.join(dir, 'a')) });
+    const notices = workers
+      .at(-1)!
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('deprecated'));
+    expect(notices).toEqual(['backchannel worker: `--templates` is deprecated; use `--presets <dir>` (the same directory)']);
   });
 
   test('an exact command line needs an --allow prefix; a refusal fails the task as `refused` and says how to allow it', async () => {

@@ -24,8 +24,10 @@ export interface StartWorkerOptions {
   queue: string;
   name: string;
   allow: string[];
-  /** `--templates <dir>`: the presets that directory holds. */
-  templates?: string;
+  /** `--presets <dir>`: the presets that directory holds. */
+  presets?: string;
+  /** Give the directory as `--templates <dir>`, the deprecated old name of `--presets`. */
+  legacyTemplatesFlag?: boolean;
   concurrency?: number;
   lockTimeoutMs?: number;
   ipcDir: string;
@@ -34,7 +36,7 @@ export interface StartWorkerOptions {
 export async function startWorker(redisUrl: string, options: StartWorkerOptions): Promise<WorkerProcess> {
   const args = [BIN, 'worker', '--redis', redisUrl, '--queue', options.queue, '--name', options.name];
   for (const command of options.allow) args.push('--allow', command);
-  if (options.templates) args.push('--templates', options.templates);
+  if (options.presets) args.push(options.legacyTemplatesFlag ? '--templates' : '--presets', options.presets);
   if (options.concurrency) args.push('--concurrency', String(options.concurrency));
   if (options.lockTimeoutMs) args.push('--lock-timeout', String(options.lockTimeoutMs));
   const child = spawn(process.execPath, args, {

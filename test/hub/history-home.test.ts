@@ -11,7 +11,7 @@ import { describe, expect, test } from 'vitest';
 import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
 import { runTask } from '../helpers/broker.js';
 import { cli } from './control/hub-process.js';
-import { defaultDataDir } from '../../src/hub/paths.js';
+import { defaultDataDir } from '../../src/paths/data-dir.js';
 import { desktopHistory, moveLegacyHistory, MOVED_NOTE } from '../../src/hub/history-home.js';
 
 /** What an earlier app left: its broker ran one real task with history in `<userData>/state`. */

@@ -84,7 +84,7 @@ describe('the template catalog', () => {
   it("offers the demo agents first, then the templates' agents, as presets", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-presets-'));
     try {
-      fs.writeFileSync(path.join(dir, 'templates.json'), JSON.stringify([{ name: 'demo', description: 'a demo', args: ['--x'] }]));
+      fs.writeFileSync(path.join(dir, 'demo-agents.json'), JSON.stringify([{ name: 'demo', description: 'a demo', args: ['--x'] }]));
       const presets = loadPresets(dir);
       expect(presets[0]).toEqual({
         name: 'demo',
@@ -93,9 +93,22 @@ describe('the template catalog', () => {
       });
       expect(presets.slice(1).map((p) => p.name)).toEqual(listTemplates().map((t) => t.name));
       const warnings: string[] = [];
-      fs.writeFileSync(path.join(dir, 'templates.json'), '{ not json');
+      fs.writeFileSync(path.join(dir, 'demo-agents.json'), '{ not json');
       expect(loadPresets(dir, (message) => warnings.push(message)).map((p) => p.name)).toEqual(listTemplates().map((t) => t.name));
       expect(warnings).toEqual([expect.stringContaining('could not read the demo agents from')]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('still reads a demo-agent list under its old name, templates.json, unless demo-agents.json is there', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-presets-'));
+    const list = (name: string) => JSON.stringify([{ name, description: name, args: [] }]);
+    try {
+      fs.writeFileSync(path.join(dir, 'templates.json'), list('old'));
+      expect(loadPresets(dir)[0]?.name).toBe('old');
+      fs.writeFileSync(path.join(dir, 'demo-agents.json'), list('new'));
+      expect(loadPresets(dir).map((p) => p.name)).toEqual(['new', ...listTemplates().map((t) => t.name)]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

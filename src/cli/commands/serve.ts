@@ -1,10 +1,11 @@
 /** `backchannel serve`: the task panel and its API on 127.0.0.1, for machines without a display. */
-import type { CliCommand } from '../command.js';
+import type { CliCommand, CommandLine } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
-import { defaultDataDir } from '../../hub/paths.js';
+import { defaultDataDir } from '../../paths/data-dir.js';
 import { takeRedisUrl } from '../../fleet/redis-url.js';
+import type { Headless } from '../../hub/headless/start.js';
 
 const HELP = `Usage: backchannel serve [options]
 
@@ -32,103 +33,131 @@ Stop with Ctrl+C: running tasks are cancelled (grace period, then killed) and hi
 /** Demo tasks started by --demo: one of each kind, so every state shows up within seconds. */
 const DEMO_PRESETS = ['progress', 'indeterminate', 'ask', 'fail', 'crash', 'forever', 'progress'];
 
+const OPTIONS = {
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+  concurrency: { type: 'string' },
+  'history-limit': { type: 'string' },
+  demo: { type: 'boolean' },
+  redis: { type: 'string' },
+  queue: { type: 'string' },
+  ...BROKER_FLAGS,
+  'keep-token': { type: 'boolean' },
+} as const;
+
+type Values = CommandLine<typeof OPTIONS>['values'];
+
+/**
+ * The `serve:` section of the one config file: each key stands in for its flag when the flag is not
+ * given. `redis` is only handed to takeRedisUrl, which keeps a password off the command line.
+ */
+const FROM_FILE = [
+  { flag: 'port', key: 'port', type: 'integer' },
+  { flag: 'data-dir', key: 'data_dir', type: 'string' },
+  { flag: 'concurrency', key: 'concurrency', type: 'integer' },
+  { flag: 'history-limit', key: 'history_limit', type: 'integer' },
+  { flag: 'keep-token', key: 'keep_token', type: 'boolean' },
+  { flag: 'redis', key: 'redis', type: 'string' },
+  { flag: 'queue', key: 'queue', type: 'string' },
+] as const;
+
+/** The numeric flags: the least (and most) each may be, as their one usage error says. */
+const NUMBERS = [
+  { flag: 'port', min: 0, max: 65535, expected: 'an integer from 0 to 65535' },
+  { flag: 'concurrency', min: 1, max: Infinity, expected: 'a positive integer' },
+  { flag: 'history-limit', min: 1, max: Infinity, expected: 'a positive integer' },
+] as const;
+
+type Numbers = Partial<Record<(typeof NUMBERS)[number]['flag'], number>>;
+
 export const command: CliCommand = {
   async run(argv) {
-    const parsed = parseCommandLine(
-      'serve',
-      argv,
-      {
-        port: { type: 'string' },
-        'data-dir': { type: 'string' },
-        concurrency: { type: 'string' },
-        'history-limit': { type: 'string' },
-        demo: { type: 'boolean' },
-        redis: { type: 'string' },
-        queue: { type: 'string' },
-        ...BROKER_FLAGS,
-        'keep-token': { type: 'boolean' },
-      },
-      HELP,
-    );
+    const parsed = parseCommandLine('serve', argv, OPTIONS, HELP);
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
-    // Unset options come from the `serve:` section of the one config file (backchannel config path).
-    let file: Record<'port' | 'dataDir' | 'concurrency' | 'historyLimit' | 'keepToken' | 'redis' | 'queue', unknown>;
-    try {
-      const { loadConfig, setting } = await import('../../config/file.js');
-      const config = loadConfig();
-      file = {
-        port: setting(config, 'serve', 'port', 'integer'),
-        dataDir: setting(config, 'serve', 'data_dir', 'string'),
-        concurrency: setting(config, 'serve', 'concurrency', 'integer'),
-        historyLimit: setting(config, 'serve', 'history_limit', 'integer'),
-        keepToken: setting(config, 'serve', 'keep_token', 'boolean'),
-        redis: setting(config, 'serve', 'redis', 'string'),
-        queue: setting(config, 'serve', 'queue', 'string'),
-      };
-    } catch (error) {
-      process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
-      return EXIT.failed;
-    }
-    values.port ??= file.port === undefined ? undefined : String(file.port);
-    values['data-dir'] ??= file.dataDir as string | undefined;
-    values.concurrency ??= file.concurrency === undefined ? undefined : String(file.concurrency);
-    values['history-limit'] ??= file.historyLimit === undefined ? undefined : String(file.historyLimit);
-    values['keep-token'] ??= file.keepToken as boolean | undefined;
-    // A password on the command line is readable by every user (ps): from the file or REDIS_PASSWORD only.
-    const redisUrl = takeRedisUrl(values.redis, file.redis as string | undefined);
-    if ('problem' in redisUrl) return usageError(`backchannel serve: ${redisUrl.problem}`, HELP);
-    values.redis = redisUrl.url;
-    values.queue ??= file.queue as string | undefined;
-    const port = values.port === undefined ? 0 : Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      return usageError(`backchannel serve: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
-    }
-    const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
-    if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
-      return usageError(`backchannel serve: Expected \`--concurrency\` to be a positive integer, got \`${values.concurrency}\``, HELP);
-    }
-    const historyLimit = values['history-limit'] === undefined ? undefined : Number(values['history-limit']);
-    if (historyLimit !== undefined && (!Number.isInteger(historyLimit) || historyLimit < 1)) {
-      return usageError(
-        `backchannel serve: Expected \`--history-limit\` to be a positive integer, got \`${values['history-limit']}\``,
-        HELP,
-      );
-    }
-
-    const { startHeadless } = await import('../../hub/headless/start.js');
-    let headless;
-    try {
-      const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
-      headless = await startHeadless({
-        port,
-        dataDir: values['data-dir'],
-        concurrency,
-        historyLimit,
-        redis,
-        broker: brokerFlagOptions(values),
-        keepToken: values['keep-token'],
-      });
-    } catch (error) {
-      process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
-      return EXIT.failed;
-    }
-    if (values.demo) {
-      const known = (await headless.bridge.listTasks()).length;
-      if (known > 0) {
-        process.stdout.write(`History already holds ${known} task(s); not adding demo tasks.\n`);
-      } else {
-        const info = await headless.bridge.info();
-        for (const name of DEMO_PRESETS) {
-          const preset = info.presets.find((p) => p.name === name);
-          // Tagged, so stats and Insights never count them among the user's own agents.
-          if (preset) await headless.bridge.submit({ ...preset.request, tags: { ...preset.request.tags, [DEMO_TAG]: 'true' } });
-        }
-      }
-    }
+    const fromFile = await fillFromConfigFile(values);
+    if (fromFile !== undefined) return fromFile;
+    const numbers = readNumbers(values);
+    if (typeof numbers === 'string') return usageError(`backchannel serve: ${numbers}`, HELP);
+    const headless = await startHub(values, numbers);
+    if (typeof headless === 'number') return headless;
+    if (values.demo) await startDemoTasks(headless);
     const stopped = runUntilSignal('serve', 'running tasks', () => headless.close());
     process.stdout.write(`Backchannel panel: ${headless.url}\n`);
     process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
     return stopped;
   },
 };
+
+/**
+ * Unset options come from the `serve:` section of the one config file (backchannel config path).
+ * Returns the exit code when the file is wrong, or the Redis URL is given the wrong way.
+ */
+async function fillFromConfigFile(values: Values): Promise<number | undefined> {
+  const file: Partial<Record<(typeof FROM_FILE)[number]['flag'], unknown>> = {};
+  try {
+    const { loadConfig, setting } = await import('../../config/file.js');
+    const config = loadConfig();
+    for (const { flag, key, type } of FROM_FILE) file[flag] = setting(config, 'serve', key, type);
+  } catch (error) {
+    process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
+  for (const { flag, type } of FROM_FILE) {
+    if (flag === 'redis' || file[flag] === undefined || values[flag] !== undefined) continue;
+    (values as Record<string, unknown>)[flag] = type === 'integer' ? String(file[flag]) : file[flag];
+  }
+  // A password on the command line is readable by every user (ps): from the file or REDIS_PASSWORD only.
+  const redisUrl = takeRedisUrl(values.redis, file.redis as string | undefined);
+  if ('problem' in redisUrl) return usageError(`backchannel serve: ${redisUrl.problem}`, HELP);
+  values.redis = redisUrl.url;
+  return undefined;
+}
+
+/** The numeric flags checked (`--port` defaults to 0, a free port), or the usage error of the first wrong one. */
+function readNumbers(values: Values): Numbers | string {
+  const numbers: Numbers = { port: 0 };
+  for (const { flag, min, max, expected } of NUMBERS) {
+    const given = values[flag];
+    if (given === undefined) continue;
+    const value = Number(given);
+    if (!Number.isInteger(value) || value < min || value > max) return `Expected \`--${flag}\` to be ${expected}, got \`${given}\``;
+    numbers[flag] = value;
+  }
+  return numbers;
+}
+
+/** The hub: broker, panel and control endpoint; the exit code when it cannot start. */
+async function startHub(values: Values, numbers: Numbers): Promise<Headless | number> {
+  const { startHeadless } = await import('../../hub/headless/start.js');
+  try {
+    const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
+    return await startHeadless({
+      port: numbers.port,
+      dataDir: values['data-dir'],
+      concurrency: numbers.concurrency,
+      historyLimit: numbers['history-limit'],
+      redis,
+      broker: brokerFlagOptions(values),
+      keepToken: values['keep-token'],
+    });
+  } catch (error) {
+    process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** `--demo`: one task of each demo preset, unless history already holds tasks. */
+async function startDemoTasks(headless: Headless): Promise<void> {
+  const known = (await headless.bridge.listTasks()).length;
+  if (known > 0) {
+    process.stdout.write(`History already holds ${known} task(s); not adding demo tasks.\n`);
+    return;
+  }
+  const info = await headless.bridge.info();
+  for (const name of DEMO_PRESETS) {
+    const preset = info.presets.find((p) => p.name === name);
+    // Tagged, so stats and Insights never count them among the user's own agents.
+    if (preset) await headless.bridge.submit({ ...preset.request, tags: { ...preset.request.tags, [DEMO_TAG]: 'true' } });
+  }
+}

@@ -2,7 +2,7 @@
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
-import { defaultDataDir } from '../../hub/paths.js';
+import { defaultDataDir } from '../../paths/data-dir.js';
 import { readInsights } from '../../broker/history/rollup.js';
 import { formatDuration } from '../../model/duration.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';

@@ -11,7 +11,7 @@ const HELP = `Usage: backchannel worker [--redis <url>] [options]
 Takes sub-agent tasks from a Redis queue (filled by \`backchannel serve --redis\` or a TaskBroker with
 a Redis queue) and runs each here, with the same socket protocol, guards and process-tree kill as a
 local broker. Only allowed commands run: a job naming a preset runs this worker's own copy of a
-preset of --templates (and nothing else); any other job runs only when its command line starts
+preset of --presets (and nothing else); any other job runs only when its command line starts
 with an entry of --allow. A refused job fails its task with reason \`refused\`.
 
 Options:
@@ -21,8 +21,9 @@ Options:
   --queue <name>         queue name, as the broker's (default: agents)
   --concurrency <n>      sub-agents at once (default: 2 per CPU core)
   --allow <command>      an allowed command line prefix, e.g. "node /opt/agents/review.mjs" (repeatable)
-  --templates <dir>      allow the presets <dir> holds: the demo agents of <dir>/templates.json and
+  --presets <dir>        allow the presets <dir> holds: the demo agents of <dir>/demo-agents.json and
                          the templates <dir>/<name>/template.json, each run in its own directory
+  --templates <dir>      deprecated: the old name of --presets
   --lock-timeout <ms>    a job whose worker is silent this long is failed as stalled (default: 30000)
   -h, --help             show this help
 
@@ -32,6 +33,16 @@ function positiveInteger(text: string | undefined, fallback: number | undefined)
   if (text === undefined) return fallback;
   const value = Number(text);
   return Number.isInteger(value) && value > 0 ? value : false;
+}
+
+/**
+ * What the directory holds, and nothing else: its demo agents (demo-agents.json) and its templates
+ * (<name>/template.json), each a preset that jobs name, run in its own directory.
+ */
+function presetEntries(dirArg: string): AllowedCommand[] {
+  const dir = path.resolve(dirArg);
+  const presets = loadPresets(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`), dir);
+  return presets.map(({ name, request }) => ({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir, preset: name }));
 }
 
 export const command: CliCommand = {
@@ -45,6 +56,7 @@ export const command: CliCommand = {
         queue: { type: 'string' },
         concurrency: { type: 'string' },
         allow: { type: 'string', multiple: true },
+        presets: { type: 'string' },
         templates: { type: 'string' },
         'lock-timeout': { type: 'string' },
       },
@@ -59,18 +71,15 @@ export const command: CliCommand = {
     if (concurrency === false) return usageError(`backchannel worker: Expected \`--concurrency\` to be a positive integer`, HELP);
     const lockDurationMs = positiveInteger(values['lock-timeout'], undefined);
     if (lockDurationMs === false) return usageError(`backchannel worker: Expected \`--lock-timeout\` to be a positive integer`, HELP);
-    const entries: AllowedCommand[] = AllowList.parse(values.allow ?? []);
-    if (values.templates) {
-      const dir = path.resolve(values.templates);
-      // What the directory holds, and nothing else: its demo agents (templates.json) and its
-      // templates (<name>/template.json), each a preset that jobs name.
-      const presets = loadPresets(dir, (message) => process.stderr.write(`backchannel worker: ${message}\n`), dir);
-      for (const { name, request } of presets) {
-        entries.push({ argv: [request.command, ...(request.args ?? [])], cwd: request.cwd ?? dir, preset: name });
-      }
+    if (values.templates !== undefined) {
+      if (values.presets !== undefined)
+        return usageError('backchannel worker: give `--presets <dir>` only (`--templates` is its old name)', HELP);
+      process.stderr.write('backchannel worker: `--templates` is deprecated; use `--presets <dir>` (the same directory)\n');
     }
+    const presetsDir = values.presets ?? values.templates;
+    const entries: AllowedCommand[] = [...AllowList.parse(values.allow ?? []), ...(presetsDir ? presetEntries(presetsDir) : [])];
     if (entries.length === 0)
-      return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--templates <dir>`', HELP);
+      return usageError('backchannel worker: nothing allowed to run: give `--allow <command>` or `--presets <dir>`', HELP);
 
     let worker: FleetWorker;
     try {

@@ -11,7 +11,7 @@ import { API_PREFIX, EVENTS_PATH, FOLLOW_PATH } from '../../bridge/http-routes.j
 import type { Logger } from '../../broker/log.js';
 import { handleApi } from '../http/api.js';
 import { sendError } from '../http/responses.js';
-import { EventStreams } from '../headless/event-stream.js';
+import { EventStreams } from '../http/event-stream.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { handleFollow, handleWatch } from './follow.js';
 import { claimEndpoint, preparePrivateDir } from './endpoint.js';
@@ -20,7 +20,7 @@ export { HubRunningError } from './endpoint.js';
 
 export interface ControlServerOptions {
   bridge: BrokerBridge;
-  /** The socket path (see ./paths.ts). */
+  /** The socket path (see ../../paths/control-endpoint.ts). */
   path: string;
   logger?: Logger;
   /** Keep-alive comment interval on event streams. @default 15000 */

@@ -1,6 +1,6 @@
 /**
  * `backchannel serve`'s HTTP server: the built panel plus the bridge as JSON endpoints and an SSE
- * event stream, on loopback only. Every request passes the checks in ../http/security.ts first;
+ * event stream, on loopback only. Every request passes the checks in ../../loopback/security.ts first;
  * the panel's files come from the same `PanelFiles` the Electron protocol serves.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -9,11 +9,10 @@ import type { AddressInfo } from 'node:net';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { API_PREFIX, EVENTS_PATH, TOKEN_HEADER } from '../../bridge/http-routes.js';
 import { handleApi } from '../http/api.js';
-import { defaultRendererDir } from '../paths.js';
 import { headerValue, sendError, sendPage } from '../http/responses.js';
-import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../http/security.js';
-import { PanelFiles } from '../http/static-files.js';
-import { EventStreams } from './event-stream.js';
+import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../../loopback/security.js';
+import { defaultRendererDir, PanelFiles } from '../http/static-files.js';
+import { EventStreams } from '../http/event-stream.js';
 
 export interface PanelServerOptions {
   bridge: BackchannelBridge;
@@ -111,7 +110,7 @@ async function handleRequest(context: ServerContext, req: IncomingMessage, res: 
   return serveFile(context, req, res, url.pathname);
 }
 
-/** The three checks of ../http/security.ts, in order; answers a refused request itself and returns undefined. */
+/** The three checks of ../../loopback/security.ts, in order; answers a refused request itself and returns undefined. */
 function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | undefined {
   const { port, token } = context;
   // A refused request's connection is closed with the answer: without the token it holds no slot.

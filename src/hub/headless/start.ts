@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { TaskBroker, type BrokerOptions } from '../../broker/broker.js';
 import { createHeadlessLogger, type Logger } from '../../broker/log.js';
 import { ensureDataDir } from '../../broker/history/data-dir.js';
-import { lockDataDir } from '../../broker/history/data-dir-lock.js';
+import { lockDataDir, type DataDirLock } from '../../broker/history/data-dir-lock.js';
 import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
 import { defaultDemoAgentsDir, loadPresets } from '../../templates/presets.js';
 import { startPanelServer, type PanelServer } from './server.js';
-import { defaultDataDir } from '../paths.js';
+import { defaultDataDir } from '../../paths/data-dir.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
-import { controlSocketPath } from '../control/paths.js';
+import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
 import { ownerRunPolicy } from '../run-policy.js';
@@ -26,7 +26,7 @@ export interface HeadlessOptions {
   port?: number;
   /** History and logs. @default $XDG_STATE_HOME/backchannel or ~/.local/state/backchannel */
   dataDir?: string;
-  /** Directory whose demo agents (its templates.json) the panel's "New task" offers first. @default scripts/demo-agents */
+  /** Directory whose demo agents (its demo-agents.json) the panel's "New task" offers first. @default scripts/demo-agents */
   demoAgentsDir?: string;
   rendererDir?: string;
   concurrency?: number;
@@ -69,39 +69,8 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   // One broker per data directory, taken before anything here touches it (log, token, history): a
   // second hub on it says who holds it and stops, and never writes there.
   const lock = await lockDataDir(dataDir);
-  let broker: TaskBroker;
-  let logger: Logger;
-  let logPath: string;
-  let token: string;
-  let presets: PresetInfo[];
-  try {
-    // The log gets the journal's rules: a directory of our own, and no symlink in place of the file.
-    ensureDataDir(join(dataDir, 'logs'), 'Log directory');
-    logPath = join(dataDir, 'logs', 'backchannel.log');
-    if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
-      throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
-    }
-    token = panelToken({ dataDir, keep: options.keepToken });
-    logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
-    const queue = options.redis ? redisQueue(options.redis) : undefined;
-    presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), (message) => logger.warn(message));
-    const runPolicy = options.runPolicy ?? ownerRunPolicy({ presets });
-    // The broker takes the lock over (and releases it on close).
-    lock.handOver();
-    broker = new TaskBroker({
-      ...options.broker,
-      dataDir,
-      logger,
-      concurrency: options.concurrency,
-      historyLimit: options.historyLimit,
-      ipcDir: options.ipcDir,
-      queue,
-      runPolicy,
-    });
-  } catch (error) {
-    await lock.release();
-    throw error;
-  }
+  const core = await openCore(dataDir, lock, options);
+  const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
   try {
     await broker.ready;
@@ -113,23 +82,10 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     mode: 'headless',
     version: readOwnVersion(),
     logPath,
-    presets,
+    presets: core.presets,
     onListenerError: (error) => logger.error('panel event listener failed', error),
   });
-  let server: PanelServer | undefined;
-  let control: ControlServer | undefined;
-  try {
-    const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
-    if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger });
-    // Who finds the data directory held learns where this hub listens (see client/discover.ts).
-    if (control) lock.advertise({ control: control.path });
-    server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
-  } catch (error) {
-    await control?.close();
-    bridge.close();
-    await broker.close();
-    throw error;
-  }
+  const { server, control } = await startServers(core, bridge, lock, options);
   logger.info(`panel served on http://127.0.0.1:${server.port}/ (data in ${dataDir})`);
   let closing: Promise<void> | undefined;
   return {
@@ -150,4 +106,75 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
       return closing;
     },
   };
+}
+
+/** What the hub opens in its data directory before it serves anything. */
+interface Core {
+  readonly broker: TaskBroker;
+  readonly logger: Logger;
+  readonly logPath: string;
+  readonly token: string;
+  readonly presets: PresetInfo[];
+}
+
+/** The log, the panel's token, the presets and the run policy, then the broker; the lock is released when a step fails. */
+async function openCore(dataDir: string, lock: DataDirLock, options: HeadlessOptions): Promise<Core> {
+  try {
+    const logPath = logFileIn(dataDir);
+    const token = panelToken({ dataDir, keep: options.keepToken });
+    const logger = createHeadlessLogger({ file: logPath, console: options.consoleLevel ?? 'warn' });
+    const queue = options.redis ? redisQueue(options.redis) : undefined;
+    const presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), (message) => logger.warn(message));
+    const runPolicy = options.runPolicy ?? ownerRunPolicy({ presets });
+    // The broker takes the lock over (and releases it on close).
+    lock.handOver();
+    const broker = new TaskBroker({
+      ...options.broker,
+      dataDir,
+      logger,
+      concurrency: options.concurrency,
+      historyLimit: options.historyLimit,
+      ipcDir: options.ipcDir,
+      queue,
+      runPolicy,
+    });
+    return { broker, logger, logPath, token, presets };
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+/** The log file's path. The log gets the journal's rules: a directory of our own, and no symlink in place of the file. */
+function logFileIn(dataDir: string): string {
+  ensureDataDir(join(dataDir, 'logs'), 'Log directory');
+  const logPath = join(dataDir, 'logs', 'backchannel.log');
+  if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    throw new Error(`${logPath} is a symlink; remove it (logs are never written through one)`);
+  }
+  return logPath;
+}
+
+/** The control endpoint (advertised in the lock), then the panel server; when either fails, all is closed again. */
+async function startServers(
+  core: Core,
+  bridge: BrokerBridge,
+  lock: DataDirLock,
+  options: HeadlessOptions,
+): Promise<{ server: PanelServer; control: ControlServer | undefined }> {
+  let control: ControlServer | undefined;
+  try {
+    const controlPath = options.control ?? controlSocketPath(process.env, options.dataDir);
+    if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger: core.logger });
+    // Who finds the data directory held learns where this hub listens (see client/discover.ts).
+    if (control) lock.advertise({ control: control.path });
+    const { token, logPath } = core;
+    const server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
+    return { server, control };
+  } catch (error) {
+    await control?.close();
+    bridge.close();
+    await core.broker.close();
+    throw error;
+  }
 }

@@ -6,7 +6,7 @@
 import { closeSync, constants, fchmodSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { NO_FOLLOW } from '../../broker/history/data-dir.js';
 import { join } from 'node:path';
-import { newToken } from '../http/security.js';
+import { newToken } from '../../loopback/security.js';
 
 export const TOKEN_ENV = 'BACKCHANNEL_PANEL_TOKEN';
 export const TOKEN_FILE = 'panel-token';

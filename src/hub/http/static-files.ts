@@ -6,7 +6,13 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { CONTENT_SECURITY_POLICY } from './security.js';
+import { fileURLToPath } from 'node:url';
+import { CONTENT_SECURITY_POLICY } from '../../loopback/security.js';
+
+/** The built panel (dist/renderer), two levels up from this file's dist/hub/http. */
+export function defaultRendererDir(): string {
+  return fileURLToPath(new URL('../../renderer/', import.meta.url));
+}
 
 /** The only kinds of file served; anything else in the directory is ignored. */
 const CONTENT_TYPES: Readonly<Record<string, string>> = {

@@ -1,9 +1,11 @@
 /**
- * Who may talk to the headless panel: only the person who started it. Three checks, in this order,
- * each a small pure function so tests can call them directly:
+ * Who may talk to a server of ours on loopback: only the person who started it. Used by the
+ * headless panel (all three checks) and the gateway (the first two; it has its own key). Three
+ * checks, in this order, each a small pure function so tests can call them directly:
  *   1. `Host` must name a loopback address and our port (defeats DNS rebinding) → 421
  *   2. a browser `Origin`, when sent, must be our own origin (no cross-site calls, no CORS) → 403
  *   3. the per-launch token must match (header, or `?token=` for the page and EventSource) → 401
+ * (The status codes are the panel's; the gateway answers 403 to both of the first two.)
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 

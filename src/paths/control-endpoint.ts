@@ -12,13 +12,13 @@
  *      `/tmp/backchannel-control-<uid>/<hash of the directory>.sock`, computed alike on both sides.
  * On Windows a named pipe per user. Clients also ask the socket of hubs of earlier versions
  * (`$XDG_RUNTIME_DIR/backchannel/control.sock`) and, through the data directory's lock, a hub whose
- * endpoint is elsewhere (see ../../client/discover.ts).
+ * endpoint is elsewhere (see ../client/discover.ts).
  */
 import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import { MAX_SOCKET_PATH_BYTES } from '../../broker/transport/endpoint.js';
-import { defaultDataDir } from '../paths.js';
+import { MAX_SOCKET_PATH_BYTES } from '../broker/transport/endpoint.js';
+import { defaultDataDir } from './data-dir.js';
 
 export const CONTROL_ENV = 'BACKCHANNEL_CONTROL';
 export const CONTROL_SOCKET_NAME = 'control.sock';
