@@ -12,9 +12,9 @@ import { backoffDelay, normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
 import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
-import { Journal, type RetrySpec } from './history/journal.js';
+import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
-import { progressRecord, storedSpec } from './history/records.js';
+import { progressRecord, retrySpec, storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import { ResultStore, withSummary } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
@@ -26,7 +26,7 @@ import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/att
 import { decide, settle } from './task/decision.js';
 import { PendingQuestion } from './task/questions.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
-import { RunPolicy } from './run-policy.js';
+import { admitted } from './admission.js';
 import { attemptSink } from './task/sink.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
@@ -35,11 +35,9 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
-import { Worktrees, type WorktreePlan } from './worktree/worktrees.js';
-import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
-
-/** The policy of a broker given none: only trusted origins run. */
-const NO_RULES = new RunPolicy([]);
+import { CodingTasks, type Worktrees } from './coding/index.js';
+import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
+import { askContext, attemptCwd, captureRuns, planRuns, prepareRuns, type KindStep, type TaskKind, type TaskRun } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
 export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
@@ -56,12 +54,11 @@ interface LiveTask {
   lastProgressJournal: number;
   /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
   resultSummary?: ResultSummary;
-  /** A coding task's worktree: planned at submit, made before the first attempt, its change recorded at the end. */
-  worktree?: { plan: WorktreePlan; record?: WorktreeRecord; captured?: boolean };
+  /** What the task's kinds add to it (planned at submit; see task-kinds.ts). */
+  runs: TaskRun[];
+  /** Set once the runs' capture step began: it runs once per task. */
+  captured?: boolean;
 }
-
-/** How often worktrees past `worktreeMaxAgeMs` are looked for (besides at start). */
-const WORKTREE_SWEEP_MS = 60 * 60_000;
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
@@ -80,7 +77,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
-  private worktreeSweep: NodeJS.Timeout | undefined;
+  /** Coding tasks (`TaskSpec.worktree`): their worktrees, changes and follow-ups (coding/). */
+  private readonly coding: CodingTasks;
+  /** Every kind of task this broker knows, in the order their steps run (see task-kinds.ts). */
+  private readonly kinds: readonly TaskKind[];
   /** Coding tasks' worktrees (`TaskSpec.worktree`), when the broker has a place for them. */
   readonly worktrees: Worktrees | undefined;
   /** This broker's hold on its data directory: one broker per history (see history/data-dir-lock.ts). */
@@ -100,7 +100,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
     const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
-    this.worktrees = worktreeDir ? new Worktrees(worktreeDir) : undefined;
+    const context = { task: (id: string) => this.live.get(id), logger: this.logger, warn: (message: string) => this.warn(message) };
+    this.coding = new CodingTasks({ dir: worktreeDir, maxAgeMs: this.options.worktreeMaxAgeMs }, context);
+    this.kinds = [this.coding];
+    this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
@@ -135,46 +138,27 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
       this.spoolCheck = await restoreHistory(recovery, timing);
     }
-    this.startWorktreeSweep();
+    for (const kind of this.kinds) kind.start?.();
     this.queue.start();
-  }
-
-  private startWorktreeSweep(): void {
-    const maxAge = this.options.worktreeMaxAgeMs;
-    if (!this.worktrees || maxAge === undefined) return;
-    const sweep = () => {
-      const inUse = (id: string) => this.live.get(id)?.task.finished === false;
-      this.worktrees!.sweep(maxAge, inUse).then(
-        (swept) => swept.length > 0 && this.logger.info(`discarded ${swept.length} worktree(s) older than ${maxAge} ms`),
-        (error: unknown) => this.warn(`worktree sweep: ${(error as Error).message}`),
-      );
-    };
-    sweep();
-    this.worktreeSweep = setInterval(sweep, WORKTREE_SWEEP_MS);
-    this.worktreeSweep.unref();
   }
 
   /** Registers a task and queues it. Returns at once; the endpoint opens when the task starts. */
   submit(spec: TaskSpec): TaskHandle {
     if (this.closing) throw new BrokerError('closed', 'The broker is closed; create a new TaskBroker to run more tasks.');
     validateSpec(spec);
-    spec = this.admitted(spec);
+    spec = admitted(spec, this.options.runPolicy, this.logger);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const cwd = path.resolve(spec.cwd ?? process.cwd());
-    const plan = this.planWorktree(spec, cwd);
-    if (plan?.reuse) spec = this.followUpSpec(spec, plan.reuse);
+    const planned = planRuns(this.kinds, id, spec, cwd);
+    spec = planned.spec;
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     let markFinished!: () => void;
     const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const record = () => entry.worktree?.record;
-    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => {
-      const made = record();
-      return made && this.worktrees ? { branch: made.branch, files: this.worktrees.changedSoFar(made) } : undefined;
-    });
-    const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0 };
-    if (plan) entry.worktree = { plan };
+    const { runs } = planned;
+    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => askContext(runs));
+    const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0, runs };
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
@@ -194,162 +178,31 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   }
 
   /**
-   * The spec as the run policy admits it, named after the template or preset it is; throws a
-   * `refused` BrokerError (nothing registered, nothing run) when its origin may not run it.
-   */
-  private admitted(spec: TaskSpec): TaskSpec {
-    const verdict = (this.options.runPolicy ?? NO_RULES).judge({
-      command: spec.command,
-      args: spec.args ?? [],
-      cwd: path.resolve(spec.cwd ?? process.cwd()),
-      origin: spec.origin,
-      setsEnv: spec.baseEnv !== undefined || Object.keys(spec.env ?? {}).length > 0,
-    });
-    if (!verdict.allowed) {
-      this.logger.warn(verdict.message);
-      throw new BrokerError('refused', verdict.message);
-    }
-    const preset = verdict.rule?.preset;
-    if (preset === spec.preset) return spec;
-    const { preset: _claimed, ...rest } = spec;
-    return preset === undefined ? rest : { ...rest, preset };
-  }
-
-  /** The worktree a spec asks for, checked now (a bad request is refused here, one line). */
-  private planWorktree(spec: TaskSpec, cwd: string): WorktreePlan | undefined {
-    if (spec.worktree === undefined || spec.worktree === false) return undefined;
-    if (!this.worktrees) {
-      throw new BrokerError('invalid_option', 'This broker has no directory for worktrees (give it a `dataDir` or a `worktreeDir`).');
-    }
-    const request: WorktreeRequest = spec.worktree === true ? {} : spec.worktree;
-    const plan = this.worktrees.plan(cwd, request);
-    const reused = plan.reuse;
-    if (reused) {
-      const thread = [reused.taskId, ...(reused.followUps ?? [])];
-      const busy = thread.find((taskId) => this.live.get(taskId)?.task.finished === false);
-      if (busy) throw new BrokerError('invalid_option', `task ${busy} still works in that worktree; follow up once it ended`);
-    }
-    return plan;
-  }
-
-  /**
-   * A follow-up: linked to the last task of the thread (`parent`), and — when that task's agent
-   * reported its own session (`meta.session_id`, as the claude-code, cursor-cli and codex templates
-   * do) and the input does not say otherwise — resuming it (`input.resume`).
-   */
-  private followUpSpec(spec: TaskSpec, record: WorktreeRecord): TaskSpec {
-    const last = record.followUps?.at(-1) ?? record.taskId;
-    // A task that ended a moment ago may not have its change (and session) recorded yet: its final payload has the session.
-    const ended = this.live.get(last)?.task.final?.meta?.session_id;
-    const session = record.session ?? (typeof ended === 'string' ? ended : undefined);
-    const next: TaskSpec = { ...spec, parent: spec.parent ?? last };
-    if (session === undefined || session === '') return next;
-    const input: unknown = spec.input;
-    if (typeof input === 'string') next.input = { prompt: input, resume: session };
-    else if (typeof input === 'object' && input !== null && !Array.isArray(input) && !('resume' in input))
-      next.input = { ...input, resume: session };
-    return next;
-  }
-
-  /** Makes the task's worktree before its first attempt; false when it could not (the task then failed). */
-  private async prepareWorktree(entry: LiveTask): Promise<boolean> {
-    const { task } = entry;
-    const worktree = entry.worktree;
-    if (!worktree || !this.worktrees) return true;
-    try {
-      worktree.record = await this.worktrees.create(task.id, await this.settledPlan(worktree.plan), task.label);
-    } catch (error) {
-      this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
-      return false;
-    }
-    const { repo, base, baseSha, branch, worktree: dir } = worktree.record;
-    const info = { repo, base, baseSha, branch, worktree: dir };
-    task.setWorktree(info);
-    this.journal?.append({ e: 'worktree', id: task.id, at: isoNow(), worktree: info });
-    task.log('broker', `works in ${dir} on branch ${branch} (from ${base}, ${baseSha.slice(0, 8)})`);
-    return true;
-  }
-
-  /**
-   * A follow-up's plan once the thread's earlier runs are wholly done: a run that has ended may still
-   * be recording its change (its processes going, the diff being written). The follow-up waits for
-   * that, then continues from the record as it now is — never from the one read at submit, which a
-   * capture finishing later would overwrite (losing the follow-up from the thread).
-   */
-  private async settledPlan(plan: WorktreePlan): Promise<WorktreePlan> {
-    const reused = plan.reuse;
-    if (!reused || !this.worktrees) return plan;
-    await Promise.all([reused.taskId, ...(reused.followUps ?? [])].map((taskId) => this.live.get(taskId)?.finished));
-    const now = this.worktrees.find(reused.taskId);
-    if (!now || now.state === 'discarded' || now.state === 'kept') throw new Error(`the worktree of task ${reused.taskId} is gone`);
-    return { ...plan, reuse: now };
-  }
-
-  /** Records a coding task's change once its processes are gone (before `exited` is announced). */
-  private async captureChange(entry: LiveTask): Promise<void> {
-    const worktree = entry.worktree;
-    if (!worktree?.record || worktree.captured || !this.worktrees) return;
-    worktree.captured = true;
-    try {
-      const session = entry.task.final?.meta?.session_id;
-      const change = await this.worktrees.capture(worktree.record, typeof session === 'string' ? session : undefined);
-      entry.task.setChange(change);
-      this.journal?.append({ e: 'worktree', id: entry.task.id, at: isoNow(), change }, true);
-    } catch (error) {
-      entry.task.log('broker', `the change could not be recorded: ${(error as Error).message}`);
-    }
-  }
-
-  /**
    * A coding task's change and its whole diff; rejects with BrokerError('unknown_task') when it has
-   * none. A task that has ended but whose processes are still going is waited for: its change is
-   * recorded once they are gone (a caller that saw `ended` must not get an empty diff).
+   * none, and waits for a task that has ended until its change is recorded (see coding/).
    */
-  async change(id: string): Promise<TaskChange> {
-    await this.changeSettled(id);
-    return this.requireWorktrees().change(id);
-  }
-
-  /** Waits until the coding task `id` (when it ended) has its change recorded. */
-  private async changeSettled(id: string): Promise<void> {
-    const entry = this.live.get(id);
-    if (entry?.worktree && entry.task.finished) await entry.finished;
+  change(id: string): Promise<TaskChange> {
+    return this.coding.change(id);
   }
 
   /** Every worktree this broker's registry lists (made by Backchannel), oldest first. */
   worktreeList(): WorktreeRecord[] {
-    return this.worktrees?.list() ?? [];
+    return this.coding.list();
   }
 
   /** Applies the changes of `ids`, in order, into the user's checkout: all or none (see Worktrees.apply). */
-  async applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
-    for (const id of ids) await this.changeSettled(id);
-    return this.requireWorktrees().apply(ids);
+  applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
+    return this.coding.apply(ids);
   }
 
   /** Removes a finished task's worktree and branch. */
-  async discardChange(id: string): Promise<WorktreeRecord> {
-    this.refuseWhileWorking(id);
-    await this.changeSettled(id);
-    return this.requireWorktrees().discard(id);
+  discardChange(id: string): Promise<WorktreeRecord> {
+    return this.coding.discard(id);
   }
 
   /** Removes a finished task's worktree, keeping its branch. */
-  async keepBranch(id: string): Promise<WorktreeRecord> {
-    this.refuseWhileWorking(id);
-    await this.changeSettled(id);
-    return this.requireWorktrees().keepBranch(id);
-  }
-
-  private requireWorktrees(): Worktrees {
-    if (!this.worktrees) throw new BrokerError('unknown_task', 'This broker keeps no worktrees');
-    return this.worktrees;
-  }
-
-  private refuseWhileWorking(id: string): void {
-    const record = this.requireWorktrees().find(id);
-    const busy = record && [record.taskId, ...(record.followUps ?? [])].find((taskId) => this.live.get(taskId)?.task.finished === false);
-    if (busy) throw new BrokerError('worktree', `task ${busy} still works in that worktree; cancel it or wait for it to end`);
+  keepBranch(id: string): Promise<WorktreeRecord> {
+    return this.coding.keepBranch(id);
   }
 
   private handle({ task, finished }: LiveTask): TaskHandle {
@@ -487,7 +340,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.closing ??= (async () => {
       await this.ready.catch(() => {});
       clearInterval(this.spoolCheck);
-      clearInterval(this.worktreeSweep);
+      for (const kind of this.kinds) kind.close?.();
       this.queue.clear();
       for (const entry of this.live.values()) {
         if (!entry.task.finished) this.cancel(entry.task.id, 'the broker is shutting down');
@@ -512,7 +365,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     }
     const estimate = task.spec.estimatedTokens ?? 0;
     if (this.budget && estimate > 0) await this.budget.acquire(estimate);
-    const prepared = await this.prepareWorktree(entry);
+    const prepared = await this.prepare(entry);
     for (let number = 1; prepared && !task.finished; number++) {
       const retry = await this.runAttempt(entry, number);
       if (retry === undefined) break;
@@ -524,7 +377,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       }
       await this.backoff(entry, number, retry);
     }
-    await this.captureChange(entry);
+    await this.capture(entry);
     if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
     this.retire(entry);
     this.evict();
@@ -560,7 +413,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     task.startAttempt(number);
     const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
     // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
-    if (entry.worktree?.record) settings.cwd = entry.worktree.record.cwd;
+    settings.cwd = attemptCwd(entry.runs) ?? settings.cwd;
     const attempt = this.attempts.attempt(
       settings,
       attemptSink(task, this.logger, {
@@ -581,11 +434,34 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     await attempt.finished;
     entry.attempt = undefined;
     if (retry !== undefined) return retry;
-    await this.captureChange(entry);
+    await this.capture(entry);
     task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
     // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
     this.journal?.append({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null });
     return undefined;
+  }
+
+  /** The kinds' prepare step; false when one failed (the task then failed, before any attempt). */
+  private async prepare(entry: LiveTask): Promise<boolean> {
+    const { task } = entry;
+    try {
+      await prepareRuns(entry.runs, this.step(entry));
+      return true;
+    } catch (error) {
+      this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
+      return false;
+    }
+  }
+
+  /** The kinds' capture step, once, when the task's processes are gone (before `exited` is announced). */
+  private async capture(entry: LiveTask): Promise<void> {
+    if (entry.captured) return;
+    entry.captured = true;
+    await captureRuns(entry.runs, this.step(entry));
+  }
+
+  private step(entry: LiveTask): KindStep {
+    return { task: entry.task, journal: (record, durable) => this.journal?.append(record, durable) };
   }
 
   /** Waits out the retry delay (a cancel wakes it early). */
@@ -634,21 +510,4 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger.warn(message);
     this.emit('warning', message);
   }
-}
-
-/**
- * What a Retry of a retired task needs of its spec beyond what history stores (`storedSpec`): the
- * explicit environment, the retry policy and the other settings history leaves out. Not the caller's
- * whole environment (`baseEnv`: a Retry runs with the hub's, as it does after a restart), not an
- * input too big for history, not the abort signal.
- */
-function retrySpec(spec: TaskSpec): RetrySpec | undefined {
-  const kept: RetrySpec = {};
-  if (spec.env !== undefined && Object.keys(spec.env).length > 0) kept.env = spec.env;
-  if (spec.askTimeoutMs !== undefined) kept.askTimeoutMs = spec.askTimeoutMs;
-  if (spec.taskIdArg !== undefined) kept.taskIdArg = spec.taskIdArg;
-  if (spec.estimatedTokens !== undefined) kept.estimatedTokens = spec.estimatedTokens;
-  if (spec.preset !== undefined) kept.preset = spec.preset;
-  if (typeof spec.retries === 'object') kept.retries = spec.retries;
-  return Object.keys(kept).length > 0 ? kept : undefined;
 }
