@@ -2,63 +2,47 @@
  * TaskBroker: registers tasks, runs their attempts under a concurrency queue and guards, and settles
  * each task's `result` exactly once. Electron-free; the desktop shell, the CLI and the headless
  * server all drive this class.
+ *
+ * One task in memory is a LiveTask (./live-task.ts); its attempts run in ./attempt-loop.ts. What a
+ * kind of task adds — a coding task's worktree, its change and its follow-ups (./coding/) — hooks in
+ * through the seam of ./task-kinds.ts: planned at submit, prepared before the first attempt,
+ * captured before the exit is reported. The change methods here are that module's, delegated.
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { v7 as uuidv7 } from 'uuid';
-import { isoNow, withoutContent, type FinalPayload } from '../protocol/index.js';
-import { backoffDelay, normalizeRetry } from './guards/retry.js';
+import { withoutContent, type FinalPayload } from '../protocol/index.js';
+import { normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
 import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
 import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
-import { progressRecord, retrySpec, storedSpec } from './history/records.js';
+import { storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
-import { ResultStore, withSummary } from './history/results.js';
+import { ResultStore } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
-import { processStartTime } from './process/start-time.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
-import type { AttemptOutcome } from './task/attempt.js';
-import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/attempt-queue.js';
-import { decide, settle } from './task/decision.js';
-import { PendingQuestion } from './task/questions.js';
+import { LOCAL_QUEUE, type AttemptQueue } from './queue/attempt-queue.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
 import { admitted } from './admission.js';
-import { attemptSink } from './task/sink.js';
+import { runAttempts, type AttemptLoop } from './attempt-loop.js';
+import { LiveTask, type TaskRecords } from './live-task.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
-import { askContext, attemptCwd, captureRuns, planRuns, prepareRuns, type KindStep, type TaskKind, type TaskRun } from './task-kinds.js';
+import { planRuns, type TaskKind } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
 export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
-
-interface LiveTask {
-  task: Task;
-  policy: RetryPolicy;
-  question: PendingQuestion;
-  attempt?: RunningAttempt;
-  finished: Promise<void>;
-  markFinished: () => void;
-  cancelRequested?: string;
-  backoff?: { timer: NodeJS.Timeout; wake: () => void };
-  lastProgressJournal: number;
-  /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
-  resultSummary?: ResultSummary;
-  /** What the task's kinds add to it (planned at submit; see task-kinds.ts). */
-  runs: TaskRun[];
-  /** Set once the runs' capture step began: it runs once per task. */
-  captured?: boolean;
-}
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
@@ -67,11 +51,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly logger: Logger;
   private readonly queue: PQueue;
   private readonly attempts: AttemptQueue; // where attempts run: here (default) or on a worker fleet
+  private readonly loop: AttemptLoop;
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
   /** Big results of finished tasks, on disk beside the journal (only with a data directory). */
   private readonly results: ResultStore | undefined;
+  /** The journal and the result store together, as each task writes to them. */
+  private readonly records: TaskRecords;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
   private readonly retention: Retention;
@@ -98,6 +85,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
+    this.records = { journal: this.journal, results: this.results };
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
     const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
     const context = { task: (id: string) => this.live.get(id), logger: this.logger, warn: (message: string) => this.warn(message) };
@@ -105,6 +93,13 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.kinds = [this.coding];
     this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);
+    const place = { endpointDir: this.endpointDir, baseEnv: this.baseEnv };
+    this.loop = {
+      attempts: this.attempts,
+      logger: this.logger,
+      settings: (task, number) => attemptSettings(task, number, this.options, place),
+      closing: () => this.closing !== undefined,
+    };
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
     // A broker that cannot start rejects every task, queued or yet to come; never an unhandled rejection.
@@ -116,7 +111,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger.error(`the broker ${this.startError}`);
     void this.dataDirLock?.release();
     this.queue.clear();
-    for (const entry of this.live.values()) this.end(entry, () => entry.task.fail('crashed', this.startError!));
+    for (const entry of this.live.values()) entry.end(() => entry.task.fail('crashed', this.startError!));
   }
 
   private async init(): Promise<void> {
@@ -154,17 +149,13 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     spec = planned.spec;
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
-    let markFinished!: () => void;
-    const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const { runs } = planned;
-    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => askContext(runs));
-    const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0, runs };
+    const entry = new LiveTask(task, policy, planned.runs, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, this.records);
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
     if (this.startError) {
-      this.end(entry, () => task.fail('crashed', this.startError!));
-      return this.handle(entry);
+      entry.end(() => task.fail('crashed', this.startError!));
+      return entry.handle((reason) => this.cancel(id, reason));
     }
     if (spec.signal) cancelOnAbort(spec.signal, task.result, (reason) => this.cancel(id, reason));
     this.queue
@@ -172,9 +163,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       .catch((error: unknown) => {
         this.logger.error(`task ${id}: unexpected broker error`, error);
         task.fail('crashed', `failed inside the broker: ${(error as Error).message}`);
-        markFinished();
+        entry.markFinished();
       });
-    return this.handle(entry);
+    return entry.handle((reason) => this.cancel(id, reason));
   }
 
   /**
@@ -203,19 +194,6 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   /** Removes a finished task's worktree, keeping its branch. */
   keepBranch(id: string): Promise<WorktreeRecord> {
     return this.coding.keepBranch(id);
-  }
-
-  private handle({ task, finished }: LiveTask): TaskHandle {
-    return {
-      id: task.id,
-      result: task.result,
-      finished,
-      cancel: (reason?: string) => {
-        this.cancel(task.id, reason);
-      },
-      on: (_event: 'update', listener: (update: TaskUpdate) => void) => task.onUpdate(listener),
-      snapshot: () => task.snapshot(),
-    };
   }
 
   /**
@@ -280,11 +258,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       entry.attempt.stop('cancelled', reason);
     } else {
       // Queued, or waiting between attempts: nothing is running, so it ends now.
-      if (entry.backoff) {
-        clearTimeout(entry.backoff.timer);
-        entry.backoff.wake();
-      }
-      this.end(entry, () => task.fail('cancelled', `was cancelled: ${reason}`));
+      entry.wake();
+      entry.endCancelled(reason);
     }
     return true;
   }
@@ -355,31 +330,17 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     return this.closing;
   }
 
+  /** Runs a task off the queue: its attempts inside its token budget; then it leaves memory for history. */
   private async run(entry: LiveTask): Promise<void> {
     const { task } = entry;
-    if (task.finished) {
-      // Ended before it ran (cancelled while queued): it leaves memory for history all the same.
-      this.retire(entry);
-      this.evict();
-      return entry.markFinished();
+    // A task that ended before it ran (cancelled while queued) leaves memory for history all the same.
+    if (!task.finished) {
+      const estimate = task.spec.estimatedTokens ?? 0;
+      if (this.budget && estimate > 0) await this.budget.acquire(estimate);
+      await runAttempts(entry, this.loop);
+      if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
     }
-    const estimate = task.spec.estimatedTokens ?? 0;
-    if (this.budget && estimate > 0) await this.budget.acquire(estimate);
-    const prepared = await this.prepare(entry);
-    for (let number = 1; prepared && !task.finished; number++) {
-      const retry = await this.runAttempt(entry, number);
-      if (retry === undefined) break;
-      // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
-      if (entry.cancelRequested !== undefined) {
-        const reason = entry.cancelRequested;
-        this.end(entry, () => task.fail('cancelled', `was cancelled: ${reason}`));
-        break;
-      }
-      await this.backoff(entry, number, retry);
-    }
-    await this.capture(entry);
-    if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    this.retire(entry);
+    entry.retire(this.registry);
     this.evict();
     entry.markFinished();
   }
@@ -390,120 +351,6 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (evicted.length === 0) return;
     for (const id of evicted) this.results?.remove(id);
     this.emit('removed', evicted);
-  }
-
-  /**
-   * A finished task leaves memory for history once its processes are gone: its Task (the whole
-   * result, also in its settled promise, its spec with the caller's environment, its question, its
-   * listeners) is dropped; its snapshot, log and attachments' content stay, and what a Retry needs of
-   * its spec beyond what history stores. Before, only tasks whose result went to disk did: every
-   * other finished task was kept whole until the history limit (~3 KB each in a hub, issue 27).
-   */
-  private retire(entry: LiveTask): void {
-    if (entry.attempt) return;
-    const { task } = entry;
-    const attachments = new Map<string, string | Uint8Array>();
-    for (const a of task.final?.attachments ?? []) if (a.content !== undefined) attachments.set(a.name, a.content);
-    this.registry.retire(task.id, storedSpec(task), attachments, retrySpec(task.spec));
-  }
-
-  /** Runs attempt `number` to its end. Returns why to retry, or undefined when the task has ended. */
-  private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
-    const { task } = entry;
-    task.startAttempt(number);
-    const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
-    // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
-    settings.cwd = attemptCwd(entry.runs) ?? settings.cwd;
-    const attempt = this.attempts.attempt(
-      settings,
-      attemptSink(task, this.logger, {
-        partial: () => this.journalProgress(entry),
-        ask: (message, reply) => entry.question.ask(message, reply),
-        // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
-        spawned: (pid) => {
-          if (!this.journal) return;
-          const pidStart = this.attempts.kind === 'local' ? processStartTime(pid) : undefined;
-          this.journal.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
-        },
-      }),
-    );
-    entry.attempt = attempt;
-    task.started();
-    await attempt.start();
-    const retry = this.decide(entry, number, await attempt.outcome);
-    await attempt.finished;
-    entry.attempt = undefined;
-    if (retry !== undefined) return retry;
-    await this.capture(entry);
-    task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
-    // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
-    this.journal?.append({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null });
-    return undefined;
-  }
-
-  /** The kinds' prepare step; false when one failed (the task then failed, before any attempt). */
-  private async prepare(entry: LiveTask): Promise<boolean> {
-    const { task } = entry;
-    try {
-      await prepareRuns(entry.runs, this.step(entry));
-      return true;
-    } catch (error) {
-      this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
-      return false;
-    }
-  }
-
-  /** The kinds' capture step, once, when the task's processes are gone (before `exited` is announced). */
-  private async capture(entry: LiveTask): Promise<void> {
-    if (entry.captured) return;
-    entry.captured = true;
-    await captureRuns(entry.runs, this.step(entry));
-  }
-
-  private step(entry: LiveTask): KindStep {
-    return { task: entry.task, journal: (record, durable) => this.journal?.append(record, durable) };
-  }
-
-  /** Waits out the retry delay (a cancel wakes it early). */
-  private async backoff(entry: LiveTask, number: number, why: string): Promise<void> {
-    const delay = backoffDelay(entry.policy, number);
-    entry.task.retrying(why, delay);
-    await new Promise<void>((wake) => {
-      entry.backoff = { timer: setTimeout(wake, delay), wake };
-    });
-    entry.backoff = undefined;
-  }
-
-  /** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */
-  private decide(entry: LiveTask, number: number, outcome: AttemptOutcome): string | undefined {
-    const { task } = entry;
-    if (task.finished) return undefined;
-    const canRetry = number < task.maxAttempts && !entry.cancelRequested && !this.closing;
-    const decision = decide(outcome, canRetry, entry.cancelRequested !== undefined);
-    if (decision.kind === 'retry') return decision.why;
-    this.end(entry, () => settle(task, decision));
-    return undefined;
-  }
-
-  /** Ends a task once: settles it, drops its question, records it durably. */
-  private end(entry: LiveTask, settleTask: () => void): void {
-    const { task } = entry;
-    if (task.finished) return;
-    entry.question.drop();
-    settleTask();
-    if (!entry.attempt) queueMicrotask(() => !entry.attempt && entry.markFinished());
-    // A big result is written once, to its own file; the journal and every snapshot carry its summary.
-    if (this.results && task.final) entry.resultSummary = this.results.write(task.id, withoutContent(task.final));
-    const snapshot = entry.resultSummary ? withSummary(task.snapshot(), entry.resultSummary) : task.snapshot();
-    this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: snapshot }, true);
-  }
-
-  /** At most one progress record per task per interval. */
-  private journalProgress(entry: LiveTask): void {
-    const now = Date.now();
-    if (!this.journal || now - entry.lastProgressJournal < DEFAULTS.progressJournalIntervalMs) return;
-    entry.lastProgressJournal = now;
-    this.journal.append(progressRecord(entry.task));
   }
 
   private warn(message: string): void {
