@@ -39,7 +39,7 @@ import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpda
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
-import { planRuns, type TaskKind } from './task-kinds.js';
+import { planRuns, type KindContext, type TaskKind } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
 export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
@@ -66,7 +66,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private spoolCheck: NodeJS.Timeout | undefined;
   /** Coding tasks (`TaskSpec.worktree`): their worktrees, changes and follow-ups (coding/). */
   private readonly coding: CodingTasks;
-  /** Every kind of task this broker knows, in the order their steps run (see task-kinds.ts). */
+  /** Every kind of task this broker knows, coding tasks first, in the order their steps run (see task-kinds.ts). */
   private readonly kinds: readonly TaskKind[];
   /** Coding tasks' worktrees (`TaskSpec.worktree`), when the broker has a place for them. */
   readonly worktrees: Worktrees | undefined;
@@ -88,9 +88,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.records = { journal: this.journal, results: this.results };
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
     const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
-    const context = { task: (id: string) => this.live.get(id), logger: this.logger, warn: (message: string) => this.warn(message) };
+    const context: KindContext = { task: (id) => this.live.get(id), logger: this.logger, warn: (message) => this.warn(message) };
     this.coding = new CodingTasks({ dir: worktreeDir, maxAgeMs: this.options.worktreeMaxAgeMs }, context);
-    this.kinds = [this.coding];
+    this.kinds = [this.coding, ...(options.kinds?.(context) ?? [])];
     this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);
     const place = { endpointDir: this.endpointDir, baseEnv: this.baseEnv };

@@ -2,18 +2,21 @@
  * The task-kind seam: what a kind of task adds around the broker's own lifecycle, declared once.
  * The broker owns queueing, attempts, retries, guards and history; a kind owns one thing beside them
  * (coding tasks: a git worktree, the change captured from it, follow-ups in it — ./coding/). A future
- * kind (a scheduled run, a bridged tool call) hooks in through the same three steps:
+ * kind (a scheduled run, a bridged tool call) hooks in through the same three steps
+ * (`BrokerOptions.kinds`):
  *
  *   plan     at submit, synchronous, before the task is registered: may refuse the spec (throw a
  *            BrokerError: nothing registered, nothing run) or rewrite it (a follow-up links its thread);
- *   prepare  once, before the first attempt (after the queue and the token budget let the task start):
- *            a throw fails the task (`error`, "failed: <message>") and no attempt runs;
+ *   prepare  once, when the task leaves the queue (after the token budget let it start), before its
+ *            first attempt: a throw fails the task (`error`, "failed: <message>") and no attempt runs;
  *   capture  once, when the task's processes are gone and before its exit is reported (`exited` and
- *            the journal's record of it), also for a task that never ran; never throws.
+ *            its journal record), also when prepare failed or a cancel ended the task between
+ *            attempts; must not throw.
  *
- * The broker guarantees the order plan → prepare → capture, each step at most once per task, and
- * calls the kinds in the order it lists them. A kind reads the broker's tasks only through
- * `KindContext.task` and writes history only through `KindStep.journal`.
+ * A task cancelled while still queued is neither prepared nor captured. The broker guarantees the
+ * order plan → prepare → capture, each at most once per task, and calls the kinds in the order it
+ * lists them (coding tasks first). A kind reads the broker's tasks only through `KindContext.task`
+ * and writes history only through `KindStep.journal`.
  */
 import type { PendingQuestion, TaskSpec } from '../model/task.js';
 import type { JournalRecord } from './history/journal.js';
