@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { v7 as uuidv7 } from 'uuid';
-import { withoutContent, type FinalPayload } from '../protocol/index.js';
+import type { FinalPayload } from '../protocol/index.js';
 import { normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
@@ -219,12 +219,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    * undefined for an unknown task.
    */
   result(id: string): FinalPayload | null | undefined {
-    const live = this.live.get(id);
-    if (live) return live.task.final ? withoutContent(live.task.final) : null;
-    const stored = this.registry.history.get(id);
-    if (!stored) return undefined;
-    if (stored.snapshot.resultSummary) return this.results?.read(id) ?? null;
-    return stored.snapshot.result ? structuredClone(stored.snapshot.result) : null;
+    return this.registry.result(id, this.results);
   }
 
   logOf(id: string): LogLine[] {
@@ -233,9 +228,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   /** An attachment of a final payload, while the task is in memory (live, or finished in this broker); not in history. */
   attachment(id: string, name: string): string | Uint8Array | undefined {
-    const live = this.live.get(id);
-    if (live) return live.task.attachment(name);
-    return this.registry.history.get(id)?.retired?.attachments?.get(name);
+    return this.registry.attachment(id, name);
   }
 
   stats(): BrokerStats {
