@@ -87,9 +87,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
     this.records = { journal: this.journal, results: this.results };
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
-    const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
     const context: KindContext = { task: (id) => this.live.get(id), logger: this.logger, warn: (message) => this.warn(message) };
-    this.coding = new CodingTasks({ dir: worktreeDir, maxAgeMs: this.options.worktreeMaxAgeMs }, context);
+    this.coding = new CodingTasks(this.options, context);
     this.kinds = [this.coding, ...(options.kinds?.(context) ?? [])];
     this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);

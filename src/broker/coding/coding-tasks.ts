@@ -9,6 +9,7 @@
  * The git side (making worktrees, diffs, applying) is ../worktree/; this module knows the broker's
  * tasks only through the KindContext.
  */
+import path from 'node:path';
 import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../../model/change.js';
 import type { TaskSpec } from '../../model/task.js';
 import { BrokerError } from '../errors.js';
@@ -20,11 +21,13 @@ import { followUpSpec, lastOf, sessionOf, threadOf } from './follow-up.js';
 /** How often worktrees past `worktreeMaxAgeMs` are looked for (besides at start). */
 const WORKTREE_SWEEP_MS = 60 * 60_000;
 
+/** The broker's options coding tasks read (see BrokerOptions). */
 export interface CodingOptions {
-  /** Where worktrees are made; without one, a task asking for a worktree is refused. */
-  dir: string | undefined;
-  /** Worktrees older than this are discarded; undefined: never. */
-  maxAgeMs: number | undefined;
+  /** Where worktrees are made. @default `<dataDir>/worktrees`; without either, a task asking for one is refused */
+  worktreeDir?: string | undefined;
+  dataDir?: string | undefined;
+  /** Worktrees older than this are discarded. @default never */
+  worktreeMaxAgeMs?: number | undefined;
 }
 
 export class CodingTasks implements TaskKind {
@@ -37,8 +40,9 @@ export class CodingTasks implements TaskKind {
     options: CodingOptions,
     private readonly context: KindContext,
   ) {
-    this.worktrees = options.dir ? new Worktrees(options.dir) : undefined;
-    this.maxAgeMs = options.maxAgeMs;
+    const dir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
+    this.worktrees = dir ? new Worktrees(dir) : undefined;
+    this.maxAgeMs = options.worktreeMaxAgeMs;
   }
 
   /** The worktree a spec asks for, checked now (a bad request is refused here, one line). */
