@@ -36,7 +36,9 @@ export interface TaskRun {
   readonly spec?: TaskSpec;
   /** Where the task's attempts run, once prepared; undefined: the task's own cwd. */
   readonly cwd?: string | undefined;
+  /** Step 2 (see above): rejects to fail the task before any attempt. */
   prepare?(step: KindStep): Promise<void>;
+  /** Step 3 (see above): never rejects. */
   capture?(step: KindStep): Promise<void>;
   /** What the task's questions carry besides their text, read when the agent asks. */
   askContext?(): PendingQuestion['worktree'];
@@ -46,7 +48,7 @@ export interface TaskRun {
 export interface TaskKind {
   /** The run this kind adds to a task with `spec` (resolved `cwd`), or undefined when it is not of this kind. */
   plan(id: string, spec: TaskSpec, cwd: string): TaskRun | undefined;
-  /** Once the broker has started (its history restored), before the first task runs. */
+  /** Once the broker has started (its history restored), before the first task runs; never if it could not start. */
   start?(): void;
   /** When the broker closes, before it cancels its tasks. */
   close?(): void;
