@@ -11,7 +11,10 @@
  *   broker    →  conformance  →  cli (`backchannel check` runs agents under the core broker)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
- * Inside broker/: errors, log → transport, process → guards → task → history → broker.ts (+ settings, types, index).
+ * Inside broker/: errors, log → transport, process → guards → task → history → the top: broker.ts and the files
+ * beside it (task-kinds, live-task, attempt-loop, admission, settings, types, index).
+ * Beside them: worktree (git worktrees, knowing no task) → coding (the coding-task kind) → broker.ts, which
+ * reaches coding only through its entry (coding/index.ts) and the task-kind seam (task-kinds.ts).
  * Inside hub/: http (shared by both servers) → control (the endpoint) → headless (`serve`, which also opens control).
  */
 const layer = (name) => `^src/${name}/`;
@@ -20,6 +23,8 @@ const BROKER_TOP = '^src/broker/(?!(errors|log)\\.ts$)[^/]+$';
 /** The CLI's front-end side: the task and change commands and what they share (not serve, worker, check, new). */
 const CLI_FRONT_END =
   '^src/cli/(run/|broker-flags\\.ts|command\\.ts|terminal-text\\.ts|commands/(run|wait|logs|tasks|show|cancel|retry|answer|diff|apply|discard|worktrees|gateway|mcp)\\.ts)';
+/** The core's layers under the top, which know no kind of task. */
+const BROKER_LOW = '^src/broker/(transport|process|guards|task|history|queue)/';
 const forbid = (name, from, toPaths, comment) => ({
   name,
   comment,
@@ -86,7 +91,7 @@ module.exports = {
       'queue-seam-under-the-broker',
       '^src/broker/(transport|process|guards|task|history)/',
       '^src/broker/queue/',
-      'Only broker.ts (and settings) choose where attempts run.',
+      'Only the top of the core (broker.ts, its attempt loop, settings) chooses where attempts run.',
     ),
     forbid(
       'hub-owns-the-broker',
@@ -164,6 +169,30 @@ module.exports = {
     ),
     forbid('guards-under-task', '^src/broker/guards/', `^src/broker/(task|history)/|${BROKER_TOP}`, ''),
     forbid('task-under-history', '^src/broker/task/', `^src/broker/history/|${BROKER_TOP}`, 'A task and its attempts know no journal.'),
+    forbid(
+      'kinds-over-the-core',
+      BROKER_LOW,
+      '^src/broker/(coding|worktree)/',
+      'Tasks, their attempts and history know no kind of task: kinds hook in through task-kinds.ts.',
+    ),
+    forbid(
+      'worktrees-know-no-task',
+      '^src/broker/worktree/',
+      `^src/broker/(transport|process|guards|task|queue|coding)/|^src/broker/history/(?!data-dir\\.ts$)|${BROKER_TOP}`,
+      'Git worktrees, diffs and their registry (kept under the data directory rules): the coding kind drives them; they know no task.',
+    ),
+    forbid(
+      'coding-is-a-kind',
+      '^src/broker/coding/',
+      `^src/broker/queue/|${BROKER_TOP.replace('(errors|log)', '(errors|log|task-kinds)')}`,
+      'The coding kind knows the broker only through the seam (task-kinds.ts and its KindContext).',
+    ),
+    forbid(
+      'broker-through-the-seam',
+      BROKER_TOP,
+      '^src/broker/(coding/(?!index\\.ts$)|worktree/)',
+      "The broker's top reaches coding tasks through their entry (coding/index.ts) and the seam, never their internals.",
+    ),
     forbid(
       'history-under-the-broker',
       '^src/broker/history/',

@@ -2,66 +2,47 @@
  * TaskBroker: registers tasks, runs their attempts under a concurrency queue and guards, and settles
  * each task's `result` exactly once. Electron-free; the desktop shell, the CLI and the headless
  * server all drive this class.
+ *
+ * One task in memory is a LiveTask (./live-task.ts); its attempts run in ./attempt-loop.ts. What a
+ * kind of task adds — a coding task's worktree, its change and its follow-ups (./coding/) — hooks in
+ * through the seam of ./task-kinds.ts: planned at submit, prepared before the first attempt,
+ * captured before the exit is reported. The change methods here are that module's, delegated.
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import PQueue from 'p-queue';
 import { v7 as uuidv7 } from 'uuid';
-import { isoNow, withoutContent, type FinalPayload } from '../protocol/index.js';
-import { backoffDelay, normalizeRetry } from './guards/retry.js';
+import type { FinalPayload } from '../protocol/index.js';
+import { normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
 import { ensureDataDir } from './history/data-dir.js';
 import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
-import { Journal, type RetrySpec } from './history/journal.js';
+import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
-import { progressRecord, storedSpec } from './history/records.js';
+import { storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
-import { ResultStore, withSummary } from './history/results.js';
+import { ResultStore } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
-import { processStartTime } from './process/start-time.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
-import type { AttemptOutcome } from './task/attempt.js';
-import { LOCAL_QUEUE, type AttemptQueue, type RunningAttempt } from './queue/attempt-queue.js';
-import { decide, settle } from './task/decision.js';
-import { PendingQuestion } from './task/questions.js';
+import { LOCAL_QUEUE, type AttemptQueue } from './queue/attempt-queue.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
-import { RunPolicy } from './run-policy.js';
-import { attemptSink } from './task/sink.js';
+import { admitted } from './admission.js';
+import { runAttempts, type AttemptLoop } from './attempt-loop.js';
+import { LiveTask, type TaskRecords } from './live-task.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, ResultSummary, RetryPolicy, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
-import { Worktrees, type WorktreePlan } from './worktree/worktrees.js';
-import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
-
-/** The policy of a broker given none: only trusted origins run. */
-const NO_RULES = new RunPolicy([]);
+import { CodingTasks, type Worktrees } from './coding/index.js';
+import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
+import { planRuns, type KindContext, type TaskKind } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
 export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
-
-interface LiveTask {
-  task: Task;
-  policy: RetryPolicy;
-  question: PendingQuestion;
-  attempt?: RunningAttempt;
-  finished: Promise<void>;
-  markFinished: () => void;
-  cancelRequested?: string;
-  backoff?: { timer: NodeJS.Timeout; wake: () => void };
-  lastProgressJournal: number;
-  /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
-  resultSummary?: ResultSummary;
-  /** A coding task's worktree: planned at submit, made before the first attempt, its change recorded at the end. */
-  worktree?: { plan: WorktreePlan; record?: WorktreeRecord; captured?: boolean };
-}
-
-/** How often worktrees past `worktreeMaxAgeMs` are looked for (besides at start). */
-const WORKTREE_SWEEP_MS = 60 * 60_000;
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
@@ -70,17 +51,23 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly logger: Logger;
   private readonly queue: PQueue;
   private readonly attempts: AttemptQueue; // where attempts run: here (default) or on a worker fleet
+  private readonly loop: AttemptLoop;
   private readonly registry = new TaskRegistry<LiveTask>();
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
   /** Big results of finished tasks, on disk beside the journal (only with a data directory). */
   private readonly results: ResultStore | undefined;
+  /** The journal and the result store together, as each task writes to them. */
+  private readonly records: TaskRecords;
   private readonly budget: TokenBudget | undefined;
   private readonly baseEnv: Record<string, string>;
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
-  private worktreeSweep: NodeJS.Timeout | undefined;
+  /** Coding tasks (`TaskSpec.worktree`): their worktrees, changes and follow-ups (coding/). */
+  private readonly coding: CodingTasks;
+  /** Every kind of task this broker knows, coding tasks first, in the order their steps run (see task-kinds.ts). */
+  private readonly kinds: readonly TaskKind[];
   /** Coding tasks' worktrees (`TaskSpec.worktree`), when the broker has a place for them. */
   readonly worktrees: Worktrees | undefined;
   /** This broker's hold on its data directory: one broker per history (see history/data-dir-lock.ts). */
@@ -98,10 +85,20 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
+    this.records = { journal: this.journal, results: this.results };
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
-    const worktreeDir = options.worktreeDir ?? (options.dataDir ? path.join(options.dataDir, 'worktrees') : undefined);
-    this.worktrees = worktreeDir ? new Worktrees(worktreeDir) : undefined;
+    const context: KindContext = { task: (id) => this.live.get(id), logger: this.logger, warn: (message) => this.warn(message) };
+    this.coding = new CodingTasks(this.options, context);
+    this.kinds = [this.coding, ...(options.kinds?.(context) ?? [])];
+    this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);
+    const place = { endpointDir: this.endpointDir, baseEnv: this.baseEnv };
+    this.loop = {
+      attempts: this.attempts,
+      logger: this.logger,
+      settings: (task, number) => attemptSettings(task, number, this.options, place),
+      closing: () => this.closing !== undefined,
+    };
     this.retention = { limit: this.options.historyLimit, maxAgeMs: this.options.historyMaxAgeMs };
     this.ready = this.init();
     // A broker that cannot start rejects every task, queued or yet to come; never an unhandled rejection.
@@ -113,7 +110,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger.error(`the broker ${this.startError}`);
     void this.dataDirLock?.release();
     this.queue.clear();
-    for (const entry of this.live.values()) this.end(entry, () => entry.task.fail('crashed', this.startError!));
+    for (const entry of this.live.values()) entry.end(() => entry.task.fail('crashed', this.startError!));
   }
 
   private async init(): Promise<void> {
@@ -135,52 +132,29 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
       this.spoolCheck = await restoreHistory(recovery, timing);
     }
-    this.startWorktreeSweep();
+    for (const kind of this.kinds) kind.start?.();
     this.queue.start();
-  }
-
-  private startWorktreeSweep(): void {
-    const maxAge = this.options.worktreeMaxAgeMs;
-    if (!this.worktrees || maxAge === undefined) return;
-    const sweep = () => {
-      const inUse = (id: string) => this.live.get(id)?.task.finished === false;
-      this.worktrees!.sweep(maxAge, inUse).then(
-        (swept) => swept.length > 0 && this.logger.info(`discarded ${swept.length} worktree(s) older than ${maxAge} ms`),
-        (error: unknown) => this.warn(`worktree sweep: ${(error as Error).message}`),
-      );
-    };
-    sweep();
-    this.worktreeSweep = setInterval(sweep, WORKTREE_SWEEP_MS);
-    this.worktreeSweep.unref();
   }
 
   /** Registers a task and queues it. Returns at once; the endpoint opens when the task starts. */
   submit(spec: TaskSpec): TaskHandle {
     if (this.closing) throw new BrokerError('closed', 'The broker is closed; create a new TaskBroker to run more tasks.');
     validateSpec(spec);
-    spec = this.admitted(spec);
+    spec = admitted(spec, this.options.runPolicy, this.logger);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const cwd = path.resolve(spec.cwd ?? process.cwd());
-    const plan = this.planWorktree(spec, cwd);
-    if (plan?.reuse) spec = this.followUpSpec(spec, plan.reuse);
+    const planned = planRuns(this.kinds, id, spec, cwd);
+    spec = planned.spec;
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
-    let markFinished!: () => void;
-    const finished = new Promise<void>((resolve) => (markFinished = resolve));
-    const record = () => entry.worktree?.record;
-    const question = new PendingQuestion(task, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, () => {
-      const made = record();
-      return made && this.worktrees ? { branch: made.branch, files: this.worktrees.changedSoFar(made) } : undefined;
-    });
-    const entry: LiveTask = { task, policy, question, finished, markFinished, lastProgressJournal: 0 };
-    if (plan) entry.worktree = { plan };
+    const entry = new LiveTask(task, policy, planned.runs, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, this.records);
     this.live.set(id, entry);
     this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
     task.queued();
     if (this.startError) {
-      this.end(entry, () => task.fail('crashed', this.startError!));
-      return this.handle(entry);
+      entry.end(() => task.fail('crashed', this.startError!));
+      return entry.handle((reason) => this.cancel(id, reason));
     }
     if (spec.signal) cancelOnAbort(spec.signal, task.result, (reason) => this.cancel(id, reason));
     this.queue
@@ -188,181 +162,37 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       .catch((error: unknown) => {
         this.logger.error(`task ${id}: unexpected broker error`, error);
         task.fail('crashed', `failed inside the broker: ${(error as Error).message}`);
-        markFinished();
+        entry.markFinished();
       });
-    return this.handle(entry);
-  }
-
-  /**
-   * The spec as the run policy admits it, named after the template or preset it is; throws a
-   * `refused` BrokerError (nothing registered, nothing run) when its origin may not run it.
-   */
-  private admitted(spec: TaskSpec): TaskSpec {
-    const verdict = (this.options.runPolicy ?? NO_RULES).judge({
-      command: spec.command,
-      args: spec.args ?? [],
-      cwd: path.resolve(spec.cwd ?? process.cwd()),
-      origin: spec.origin,
-      setsEnv: spec.baseEnv !== undefined || Object.keys(spec.env ?? {}).length > 0,
-    });
-    if (!verdict.allowed) {
-      this.logger.warn(verdict.message);
-      throw new BrokerError('refused', verdict.message);
-    }
-    const preset = verdict.rule?.preset;
-    if (preset === spec.preset) return spec;
-    const { preset: _claimed, ...rest } = spec;
-    return preset === undefined ? rest : { ...rest, preset };
-  }
-
-  /** The worktree a spec asks for, checked now (a bad request is refused here, one line). */
-  private planWorktree(spec: TaskSpec, cwd: string): WorktreePlan | undefined {
-    if (spec.worktree === undefined || spec.worktree === false) return undefined;
-    if (!this.worktrees) {
-      throw new BrokerError('invalid_option', 'This broker has no directory for worktrees (give it a `dataDir` or a `worktreeDir`).');
-    }
-    const request: WorktreeRequest = spec.worktree === true ? {} : spec.worktree;
-    const plan = this.worktrees.plan(cwd, request);
-    const reused = plan.reuse;
-    if (reused) {
-      const thread = [reused.taskId, ...(reused.followUps ?? [])];
-      const busy = thread.find((taskId) => this.live.get(taskId)?.task.finished === false);
-      if (busy) throw new BrokerError('invalid_option', `task ${busy} still works in that worktree; follow up once it ended`);
-    }
-    return plan;
-  }
-
-  /**
-   * A follow-up: linked to the last task of the thread (`parent`), and — when that task's agent
-   * reported its own session (`meta.session_id`, as the claude-code, cursor-cli and codex templates
-   * do) and the input does not say otherwise — resuming it (`input.resume`).
-   */
-  private followUpSpec(spec: TaskSpec, record: WorktreeRecord): TaskSpec {
-    const last = record.followUps?.at(-1) ?? record.taskId;
-    // A task that ended a moment ago may not have its change (and session) recorded yet: its final payload has the session.
-    const ended = this.live.get(last)?.task.final?.meta?.session_id;
-    const session = record.session ?? (typeof ended === 'string' ? ended : undefined);
-    const next: TaskSpec = { ...spec, parent: spec.parent ?? last };
-    if (session === undefined || session === '') return next;
-    const input: unknown = spec.input;
-    if (typeof input === 'string') next.input = { prompt: input, resume: session };
-    else if (typeof input === 'object' && input !== null && !Array.isArray(input) && !('resume' in input))
-      next.input = { ...input, resume: session };
-    return next;
-  }
-
-  /** Makes the task's worktree before its first attempt; false when it could not (the task then failed). */
-  private async prepareWorktree(entry: LiveTask): Promise<boolean> {
-    const { task } = entry;
-    const worktree = entry.worktree;
-    if (!worktree || !this.worktrees) return true;
-    try {
-      worktree.record = await this.worktrees.create(task.id, await this.settledPlan(worktree.plan), task.label);
-    } catch (error) {
-      this.end(entry, () => task.fail('error', `failed: ${(error as Error).message}`));
-      return false;
-    }
-    const { repo, base, baseSha, branch, worktree: dir } = worktree.record;
-    const info = { repo, base, baseSha, branch, worktree: dir };
-    task.setWorktree(info);
-    this.journal?.append({ e: 'worktree', id: task.id, at: isoNow(), worktree: info });
-    task.log('broker', `works in ${dir} on branch ${branch} (from ${base}, ${baseSha.slice(0, 8)})`);
-    return true;
-  }
-
-  /**
-   * A follow-up's plan once the thread's earlier runs are wholly done: a run that has ended may still
-   * be recording its change (its processes going, the diff being written). The follow-up waits for
-   * that, then continues from the record as it now is — never from the one read at submit, which a
-   * capture finishing later would overwrite (losing the follow-up from the thread).
-   */
-  private async settledPlan(plan: WorktreePlan): Promise<WorktreePlan> {
-    const reused = plan.reuse;
-    if (!reused || !this.worktrees) return plan;
-    await Promise.all([reused.taskId, ...(reused.followUps ?? [])].map((taskId) => this.live.get(taskId)?.finished));
-    const now = this.worktrees.find(reused.taskId);
-    if (!now || now.state === 'discarded' || now.state === 'kept') throw new Error(`the worktree of task ${reused.taskId} is gone`);
-    return { ...plan, reuse: now };
-  }
-
-  /** Records a coding task's change once its processes are gone (before `exited` is announced). */
-  private async captureChange(entry: LiveTask): Promise<void> {
-    const worktree = entry.worktree;
-    if (!worktree?.record || worktree.captured || !this.worktrees) return;
-    worktree.captured = true;
-    try {
-      const session = entry.task.final?.meta?.session_id;
-      const change = await this.worktrees.capture(worktree.record, typeof session === 'string' ? session : undefined);
-      entry.task.setChange(change);
-      this.journal?.append({ e: 'worktree', id: entry.task.id, at: isoNow(), change }, true);
-    } catch (error) {
-      entry.task.log('broker', `the change could not be recorded: ${(error as Error).message}`);
-    }
+    return entry.handle((reason) => this.cancel(id, reason));
   }
 
   /**
    * A coding task's change and its whole diff; rejects with BrokerError('unknown_task') when it has
-   * none. A task that has ended but whose processes are still going is waited for: its change is
-   * recorded once they are gone (a caller that saw `ended` must not get an empty diff).
+   * none, and waits for a task that has ended until its change is recorded (see coding/).
    */
-  async change(id: string): Promise<TaskChange> {
-    await this.changeSettled(id);
-    return this.requireWorktrees().change(id);
-  }
-
-  /** Waits until the coding task `id` (when it ended) has its change recorded. */
-  private async changeSettled(id: string): Promise<void> {
-    const entry = this.live.get(id);
-    if (entry?.worktree && entry.task.finished) await entry.finished;
+  change(id: string): Promise<TaskChange> {
+    return this.coding.change(id);
   }
 
   /** Every worktree this broker's registry lists (made by Backchannel), oldest first. */
   worktreeList(): WorktreeRecord[] {
-    return this.worktrees?.list() ?? [];
+    return this.coding.list();
   }
 
   /** Applies the changes of `ids`, in order, into the user's checkout: all or none (see Worktrees.apply). */
-  async applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
-    for (const id of ids) await this.changeSettled(id);
-    return this.requireWorktrees().apply(ids);
+  applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
+    return this.coding.apply(ids);
   }
 
   /** Removes a finished task's worktree and branch. */
-  async discardChange(id: string): Promise<WorktreeRecord> {
-    this.refuseWhileWorking(id);
-    await this.changeSettled(id);
-    return this.requireWorktrees().discard(id);
+  discardChange(id: string): Promise<WorktreeRecord> {
+    return this.coding.discard(id);
   }
 
   /** Removes a finished task's worktree, keeping its branch. */
-  async keepBranch(id: string): Promise<WorktreeRecord> {
-    this.refuseWhileWorking(id);
-    await this.changeSettled(id);
-    return this.requireWorktrees().keepBranch(id);
-  }
-
-  private requireWorktrees(): Worktrees {
-    if (!this.worktrees) throw new BrokerError('unknown_task', 'This broker keeps no worktrees');
-    return this.worktrees;
-  }
-
-  private refuseWhileWorking(id: string): void {
-    const record = this.requireWorktrees().find(id);
-    const busy = record && [record.taskId, ...(record.followUps ?? [])].find((taskId) => this.live.get(taskId)?.task.finished === false);
-    if (busy) throw new BrokerError('worktree', `task ${busy} still works in that worktree; cancel it or wait for it to end`);
-  }
-
-  private handle({ task, finished }: LiveTask): TaskHandle {
-    return {
-      id: task.id,
-      result: task.result,
-      finished,
-      cancel: (reason?: string) => {
-        this.cancel(task.id, reason);
-      },
-      on: (_event: 'update', listener: (update: TaskUpdate) => void) => task.onUpdate(listener),
-      snapshot: () => task.snapshot(),
-    };
+  keepBranch(id: string): Promise<WorktreeRecord> {
+    return this.coding.keepBranch(id);
   }
 
   /**
@@ -388,12 +218,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    * undefined for an unknown task.
    */
   result(id: string): FinalPayload | null | undefined {
-    const live = this.live.get(id);
-    if (live) return live.task.final ? withoutContent(live.task.final) : null;
-    const stored = this.registry.history.get(id);
-    if (!stored) return undefined;
-    if (stored.snapshot.resultSummary) return this.results?.read(id) ?? null;
-    return stored.snapshot.result ? structuredClone(stored.snapshot.result) : null;
+    return this.registry.result(id, this.results);
   }
 
   logOf(id: string): LogLine[] {
@@ -402,9 +227,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
 
   /** An attachment of a final payload, while the task is in memory (live, or finished in this broker); not in history. */
   attachment(id: string, name: string): string | Uint8Array | undefined {
-    const live = this.live.get(id);
-    if (live) return live.task.attachment(name);
-    return this.registry.history.get(id)?.retired?.attachments?.get(name);
+    return this.registry.attachment(id, name);
   }
 
   stats(): BrokerStats {
@@ -427,11 +250,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       entry.attempt.stop('cancelled', reason);
     } else {
       // Queued, or waiting between attempts: nothing is running, so it ends now.
-      if (entry.backoff) {
-        clearTimeout(entry.backoff.timer);
-        entry.backoff.wake();
-      }
-      this.end(entry, () => task.fail('cancelled', `was cancelled: ${reason}`));
+      entry.wake();
+      entry.endCancelled(reason);
     }
     return true;
   }
@@ -487,7 +307,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.closing ??= (async () => {
       await this.ready.catch(() => {});
       clearInterval(this.spoolCheck);
-      clearInterval(this.worktreeSweep);
+      for (const kind of this.kinds) kind.close?.();
       this.queue.clear();
       for (const entry of this.live.values()) {
         if (!entry.task.finished) this.cancel(entry.task.id, 'the broker is shutting down');
@@ -502,31 +322,17 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     return this.closing;
   }
 
+  /** Runs a task off the queue: its attempts inside its token budget; then it leaves memory for history. */
   private async run(entry: LiveTask): Promise<void> {
     const { task } = entry;
-    if (task.finished) {
-      // Ended before it ran (cancelled while queued): it leaves memory for history all the same.
-      this.retire(entry);
-      this.evict();
-      return entry.markFinished();
+    // A task that ended before it ran (cancelled while queued) leaves memory for history all the same.
+    if (!task.finished) {
+      const estimate = task.spec.estimatedTokens ?? 0;
+      if (this.budget && estimate > 0) await this.budget.acquire(estimate);
+      await runAttempts(entry, this.loop);
+      if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
     }
-    const estimate = task.spec.estimatedTokens ?? 0;
-    if (this.budget && estimate > 0) await this.budget.acquire(estimate);
-    const prepared = await this.prepareWorktree(entry);
-    for (let number = 1; prepared && !task.finished; number++) {
-      const retry = await this.runAttempt(entry, number);
-      if (retry === undefined) break;
-      // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
-      if (entry.cancelRequested !== undefined) {
-        const reason = entry.cancelRequested;
-        this.end(entry, () => task.fail('cancelled', `was cancelled: ${reason}`));
-        break;
-      }
-      await this.backoff(entry, number, retry);
-    }
-    await this.captureChange(entry);
-    if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
-    this.retire(entry);
+    entry.retire(this.registry);
     this.evict();
     entry.markFinished();
   }
@@ -539,116 +345,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.emit('removed', evicted);
   }
 
-  /**
-   * A finished task leaves memory for history once its processes are gone: its Task (the whole
-   * result, also in its settled promise, its spec with the caller's environment, its question, its
-   * listeners) is dropped; its snapshot, log and attachments' content stay, and what a Retry needs of
-   * its spec beyond what history stores. Before, only tasks whose result went to disk did: every
-   * other finished task was kept whole until the history limit (~3 KB each in a hub, issue 27).
-   */
-  private retire(entry: LiveTask): void {
-    if (entry.attempt) return;
-    const { task } = entry;
-    const attachments = new Map<string, string | Uint8Array>();
-    for (const a of task.final?.attachments ?? []) if (a.content !== undefined) attachments.set(a.name, a.content);
-    this.registry.retire(task.id, storedSpec(task), attachments, retrySpec(task.spec));
-  }
-
-  /** Runs attempt `number` to its end. Returns why to retry, or undefined when the task has ended. */
-  private async runAttempt(entry: LiveTask, number: number): Promise<string | undefined> {
-    const { task } = entry;
-    task.startAttempt(number);
-    const settings = attemptSettings(task, number, this.options, { endpointDir: this.endpointDir, baseEnv: this.baseEnv });
-    // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
-    if (entry.worktree?.record) settings.cwd = entry.worktree.record.cwd;
-    const attempt = this.attempts.attempt(
-      settings,
-      attemptSink(task, this.logger, {
-        partial: () => this.journalProgress(entry),
-        ask: (message, reply) => entry.question.ask(message, reply),
-        // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
-        spawned: (pid) => {
-          if (!this.journal) return;
-          const pidStart = this.attempts.kind === 'local' ? processStartTime(pid) : undefined;
-          this.journal.append({ e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart });
-        },
-      }),
-    );
-    entry.attempt = attempt;
-    task.started();
-    await attempt.start();
-    const retry = this.decide(entry, number, await attempt.outcome);
-    await attempt.finished;
-    entry.attempt = undefined;
-    if (retry !== undefined) return retry;
-    await this.captureChange(entry);
-    task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
-    // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
-    this.journal?.append({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null });
-    return undefined;
-  }
-
-  /** Waits out the retry delay (a cancel wakes it early). */
-  private async backoff(entry: LiveTask, number: number, why: string): Promise<void> {
-    const delay = backoffDelay(entry.policy, number);
-    entry.task.retrying(why, delay);
-    await new Promise<void>((wake) => {
-      entry.backoff = { timer: setTimeout(wake, delay), wake };
-    });
-    entry.backoff = undefined;
-  }
-
-  /** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */
-  private decide(entry: LiveTask, number: number, outcome: AttemptOutcome): string | undefined {
-    const { task } = entry;
-    if (task.finished) return undefined;
-    const canRetry = number < task.maxAttempts && !entry.cancelRequested && !this.closing;
-    const decision = decide(outcome, canRetry, entry.cancelRequested !== undefined);
-    if (decision.kind === 'retry') return decision.why;
-    this.end(entry, () => settle(task, decision));
-    return undefined;
-  }
-
-  /** Ends a task once: settles it, drops its question, records it durably. */
-  private end(entry: LiveTask, settleTask: () => void): void {
-    const { task } = entry;
-    if (task.finished) return;
-    entry.question.drop();
-    settleTask();
-    if (!entry.attempt) queueMicrotask(() => !entry.attempt && entry.markFinished());
-    // A big result is written once, to its own file; the journal and every snapshot carry its summary.
-    if (this.results && task.final) entry.resultSummary = this.results.write(task.id, withoutContent(task.final));
-    const snapshot = entry.resultSummary ? withSummary(task.snapshot(), entry.resultSummary) : task.snapshot();
-    this.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: snapshot }, true);
-  }
-
-  /** At most one progress record per task per interval. */
-  private journalProgress(entry: LiveTask): void {
-    const now = Date.now();
-    if (!this.journal || now - entry.lastProgressJournal < DEFAULTS.progressJournalIntervalMs) return;
-    entry.lastProgressJournal = now;
-    this.journal.append(progressRecord(entry.task));
-  }
-
   private warn(message: string): void {
     this.logger.warn(message);
     this.emit('warning', message);
   }
-}
-
-/**
- * What a Retry of a retired task needs of its spec beyond what history stores (`storedSpec`): the
- * explicit environment, the retry policy and the other settings history leaves out. Not the caller's
- * whole environment (`baseEnv`: a Retry runs with the hub's, as it does after a restart), not an
- * input too big for history, not the abort signal.
- */
-function retrySpec(spec: TaskSpec): RetrySpec | undefined {
-  const kept: RetrySpec = {};
-  if (spec.env !== undefined && Object.keys(spec.env).length > 0) kept.env = spec.env;
-  if (spec.askTimeoutMs !== undefined) kept.askTimeoutMs = spec.askTimeoutMs;
-  if (spec.taskIdArg !== undefined) kept.taskIdArg = spec.taskIdArg;
-  if (spec.estimatedTokens !== undefined) kept.estimatedTokens = spec.estimatedTokens;
-  if (spec.preset !== undefined) kept.preset = spec.preset;
-  if (typeof spec.retries === 'object') kept.retries = spec.retries;
-  return Object.keys(kept).length > 0 ? kept : undefined;
 }

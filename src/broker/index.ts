@@ -1,6 +1,7 @@
 /** Public library API of Backchannel (Electron-free). */
 export { TaskBroker, DEFAULTS, type BrokerOptions, type BrokerStats, type TaskHandle } from './broker.js';
 export { TaskError, BrokerError } from './errors.js';
+export type { HeldTask, KindContext, KindStep, TaskKind, TaskRun } from './task-kinds.js';
 export type * from '../model/task.js';
 export type * from '../model/insights.js';
 export { createHeadlessLogger, silentLogger, type Logger } from './log.js';

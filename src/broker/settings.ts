@@ -15,6 +15,7 @@ import type { Task } from './task/task.js';
 import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
 import type { TaskSpec } from '../model/task.js';
 import type { AttemptQueue } from './queue/attempt-queue.js';
+import type { KindContext, TaskKind } from './task-kinds.js';
 
 /** Named defaults, each with its reason. */
 export const DEFAULTS = {
@@ -87,6 +88,11 @@ export interface BrokerOptions {
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
+  /**
+   * More kinds of task, hooked in after coding tasks through the plan / prepare / capture seam
+   * (./task-kinds.ts), each made with the broker's context. @default none
+   */
+  kinds?: (context: KindContext) => readonly TaskKind[];
   /**
    * What a task from a door other than the owner's own `backchannel run` may start (see
    * ./run-policy.ts). @default no rules: such a task is refused (the hub passes the owner's policy)

@@ -69,7 +69,7 @@ export interface HistoryEntry {
   retired?: { log: LogLine[]; attachments?: Map<string, string | Uint8Array>; retry?: RetrySpec };
 }
 
-/** What a Retry needs of a retired task's spec beyond its StoredSpec (see TaskBroker's `retrySpec`). */
+/** What a Retry needs of a retired task's spec beyond its StoredSpec (see `retrySpec` in records.ts). */
 export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'estimatedTokens' | 'preset' | 'retries'>;
 
 export interface LoadResult {

@@ -1,7 +1,11 @@
-/** How a live task is shaped for the journal: what of its spec is kept, and how big a progress record may be. */
+/**
+ * How a live task is shaped for the journal: what of its spec is kept (and what a Retry of a retired
+ * task keeps beside it), and how big a progress record may be.
+ */
 import { isoNow } from '../../protocol/index.js';
+import type { TaskSpec } from '../../model/task.js';
 import type { Task } from '../task/task.js';
-import type { JournalRecord, StoredSpec } from './journal.js';
+import type { JournalRecord, RetrySpec, StoredSpec } from './journal.js';
 
 /** Inputs up to this size are kept in history so a finished task can be retried after a restart. */
 const MAX_STORED_INPUT_BYTES = 64 * 1024;
@@ -23,6 +27,23 @@ export function storedSpec(task: Task): StoredSpec {
     if (json !== undefined && json.length <= MAX_STORED_INPUT_BYTES) stored.input = spec.input;
   }
   return stored;
+}
+
+/**
+ * What a Retry of a retired task needs of its spec beyond what history stores (`storedSpec`): the
+ * explicit environment, the retry policy and the other settings history leaves out. Not the caller's
+ * whole environment (`baseEnv`: a Retry runs with the hub's, as it does after a restart), not an
+ * input too big for history, not the abort signal.
+ */
+export function retrySpec(spec: TaskSpec): RetrySpec | undefined {
+  const kept: RetrySpec = {};
+  if (spec.env !== undefined && Object.keys(spec.env).length > 0) kept.env = spec.env;
+  if (spec.askTimeoutMs !== undefined) kept.askTimeoutMs = spec.askTimeoutMs;
+  if (spec.taskIdArg !== undefined) kept.taskIdArg = spec.taskIdArg;
+  if (spec.estimatedTokens !== undefined) kept.estimatedTokens = spec.estimatedTokens;
+  if (spec.preset !== undefined) kept.preset = spec.preset;
+  if (typeof spec.retries === 'object') kept.retries = spec.retries;
+  return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
 function clipForHistory(value: unknown): unknown {

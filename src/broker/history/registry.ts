@@ -1,8 +1,9 @@
 /**
  * Every task the broker knows: live ones (in memory, with their Task) and finished ones read back
- * from history. Answers the queries (`tasks`, `get`, `stats`), finds the spec to run again, and keeps
- * memory bounded by the history limit.
+ * from history. Answers the queries (`tasks`, `get`, `result`, `logOf`, `attachment`, `stats`),
+ * finds the spec to run again, and keeps memory bounded by the history limit.
  */
+import { withoutContent, type FinalPayload } from '../../protocol/index.js';
 import { BrokerError } from '../errors.js';
 import type { Task } from '../task/task.js';
 import {
@@ -21,7 +22,7 @@ import type { Insights, InsightsQuery } from '../../model/insights.js';
 import { isActive } from '../../model/states.js';
 import { computeInsights, foldTasks } from './insights.js';
 import type { HistoryEntry, RetrySpec } from './journal.js';
-import { withSummary } from './results.js';
+import { withSummary, type ResultStore } from './results.js';
 import { compareKeys, OrderedHistory, type SortKey } from './ordered-history.js';
 import { Rollup } from './rollup.js';
 
@@ -187,6 +188,27 @@ export class TaskRegistry<Live extends Registered> {
     const live = this.live.get(id);
     if (live) return live.task.logLines();
     return this.history.get(id)?.retired?.log.slice() ?? [];
+  }
+
+  /**
+   * The whole final payload of a task (attachments as headers), also when its snapshot carries only
+   * a summary: read from `results` then. `null` when the task has no result (yet, or the file is
+   * gone); undefined for an unknown task.
+   */
+  result(id: string, results: ResultStore | undefined): FinalPayload | null | undefined {
+    const live = this.live.get(id);
+    if (live) return live.task.final ? withoutContent(live.task.final) : null;
+    const stored = this.history.get(id);
+    if (!stored) return undefined;
+    if (stored.snapshot.resultSummary) return results?.read(id) ?? null;
+    return stored.snapshot.result ? structuredClone(stored.snapshot.result) : null;
+  }
+
+  /** An attachment of a final payload, while the task is in memory (live, or retired); not in history read back. */
+  attachment(id: string, name: string): string | Uint8Array | undefined {
+    const live = this.live.get(id);
+    if (live) return live.task.attachment(name);
+    return this.history.get(id)?.retired?.attachments?.get(name);
   }
 
   /** Tasks by state: live ones counted one by one, history by its counts (not copied, not walked). */

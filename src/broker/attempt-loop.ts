@@ -1,0 +1,90 @@
+/**
+ * A live task's attempts, from its kinds' prepare step to their capture: attempt 1, then — while the
+ * decision is a retry and nobody cancelled — a backoff and the next one. Each attempt runs where the
+ * AttemptQueue puts it (here, or a worker of a fleet), in the directory the task's kinds give (a
+ * coding task's worktree). A task ends inside this loop exactly once (`LiveTask.end`); the capture
+ * step runs before `exited` is announced and journalled, so a caller that saw it finds the change.
+ */
+import { isoNow } from '../protocol/index.js';
+import type { Logger } from './log.js';
+import type { LiveTask } from './live-task.js';
+import { processStartTime } from './process/start-time.js';
+import type { AttemptQueue } from './queue/attempt-queue.js';
+import { attemptCwd } from './task-kinds.js';
+import type { AttemptOutcome, AttemptSettings } from './task/attempt.js';
+import { decide, settle } from './task/decision.js';
+import { attemptSink } from './task/sink.js';
+import type { Task } from './task/task.js';
+
+/** What the loop needs of the broker. */
+export interface AttemptLoop {
+  /** Where attempts run: here (default) or on a worker fleet. */
+  readonly attempts: AttemptQueue;
+  readonly logger: Logger;
+  /** The settings of attempt `number` of `task` (see settings.ts `attemptSettings`). */
+  settings(task: Task, number: number): AttemptSettings;
+  /** True once the broker closes: no attempt is retried then. */
+  closing(): boolean;
+}
+
+/** Runs the task's attempts until it has ended; its kinds' steps before and after them. */
+export async function runAttempts(entry: LiveTask, loop: AttemptLoop): Promise<void> {
+  const { task } = entry;
+  const prepared = await entry.prepare();
+  for (let number = 1; prepared && !task.finished; number++) {
+    const retry = await runAttempt(entry, number, loop);
+    if (retry === undefined) break;
+    // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
+    if (entry.cancelRequested !== undefined) {
+      entry.endCancelled(entry.cancelRequested);
+      break;
+    }
+    await entry.waitToRetry(number, retry);
+  }
+  await entry.capture();
+}
+
+/** Runs attempt `number` to its end. Returns why to retry, or undefined when the task has ended. */
+async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): Promise<string | undefined> {
+  const { task } = entry;
+  task.startAttempt(number);
+  const settings = loop.settings(task, number);
+  // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
+  settings.cwd = attemptCwd(entry.runs) ?? settings.cwd;
+  const attempt = loop.attempts.attempt(
+    settings,
+    attemptSink(task, loop.logger, {
+      partial: () => entry.journalProgress(),
+      ask: (message, reply) => entry.question.ask(message, reply),
+      // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
+      spawned: (pid) =>
+        entry.journal(() => {
+          const pidStart = loop.attempts.kind === 'local' ? processStartTime(pid) : undefined;
+          return { e: 'attempt', id: task.id, at: isoNow(), attempt: number, pid, pidStart };
+        }),
+    }),
+  );
+  entry.attempt = attempt;
+  task.started();
+  await attempt.start();
+  const retry = decideAttempt(entry, number, await attempt.outcome, loop);
+  await attempt.finished;
+  entry.attempt = undefined;
+  if (retry !== undefined) return retry;
+  await entry.capture();
+  task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
+  // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
+  entry.journal(() => ({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null }));
+  return undefined;
+}
+
+/** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */
+function decideAttempt(entry: LiveTask, number: number, outcome: AttemptOutcome, loop: AttemptLoop): string | undefined {
+  const { task } = entry;
+  if (task.finished) return undefined;
+  const canRetry = number < task.maxAttempts && !entry.cancelRequested && !loop.closing();
+  const decision = decide(outcome, canRetry, entry.cancelRequested !== undefined);
+  if (decision.kind === 'retry') return decision.why;
+  entry.end(() => settle(task, decision));
+  return undefined;
+}
