@@ -18,7 +18,7 @@ import type { Request, RequestId, Result, Task as McpTask } from '@modelcontextp
 import { BridgeError, type BackchannelBridge } from '../client/index.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, mcpStatus, snapshotUpdatedAt, toMcpTask, withWholeResult } from './snapshots.js';
-import type { StartArgs } from './tools.js';
+import type { StartArgs } from './start-task.js';
 
 /** Tasks per `tasks/list` page: a client pages on with `nextCursor`. */
 export const TASKS_PAGE_SIZE = 20;
