@@ -4,13 +4,15 @@
  * tools (./tools.ts) and the coding-task change tools (./change-tools.ts) are two tables of it;
  * `run_task` (./run-task.ts) has the same fields, with an MCP-task handler.
  *
- * A handler's failure is a tool error (`isError: true`) whose text is the message for people.
+ * A handler's failure is a tool error (`isError: true`) whose text is the message for people; when
+ * the failure is a `BridgeError`, the result's `_meta` also carries `{ code, message }` under
+ * `ERROR_META_KEY`, so a client branches on the code, never on the text.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
-import type { BackchannelClient } from '../client/index.js';
+import { BridgeError, type BackchannelClient, type BridgeErrorCode } from '../client/index.js';
 import type { TaskSnapshot } from '../model/task.js';
 
 /** What every tool's handler reaches: the one client and this session's task tracking. */
@@ -47,6 +49,9 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: McpTool<Shape>): M
   return tool as unknown as McpTool;
 }
 
+/** The `_meta` key of a failed call's `{ code, message }`. */
+export const ERROR_META_KEY = 'backchannel/error';
+
 /** Registers every tool of `tools` on `server`, each handler called with `context`. */
 export function registerTools(server: McpServer, tools: readonly McpTool[], context: ToolContext): void {
   for (const { name, title, description, inputSchema, annotations, handler } of tools) {
@@ -61,8 +66,10 @@ export function registerTools(server: McpServer, tools: readonly McpTool[], cont
   }
 }
 
-/** A failure as a tool result: the message as text (what the SDK would send for a thrown error). */
+/** A failure as a tool result: the message as text (what the SDK would send), and a BridgeError's code in `_meta`. */
 export function toolError(error: unknown): CallToolResult {
   const message = error instanceof Error ? error.message : String(error);
-  return { content: [{ type: 'text', text: message }], isError: true };
+  const result: CallToolResult = { content: [{ type: 'text', text: message }], isError: true };
+  if (BridgeError.is(error)) result._meta = { [ERROR_META_KEY]: { code: error.code satisfies BridgeErrorCode, message } };
+  return result;
 }
