@@ -10,7 +10,8 @@
  * - The tasks this session started are followed by their own handles (./session-tasks.ts): progress
  *   notifications from partials, a sub-agent's question as an elicitation when the client supports
  *   it, and `notifications/tasks/status` for its MCP tasks (./notices.ts).
- * - The checks the SDK leaves to the server (./request-guards.ts); docs/mcp.md lists the spec points.
+ * - The checks the SDK leaves to the server (./request-guards.ts), and `tasks/result` waiting on the
+ *   task's own handle instead of the SDK's polling (./task-results.ts); docs/mcp.md lists the spec points.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Request } from '@modelcontextprotocol/sdk/types.js';
@@ -22,6 +23,7 @@ import { registerTaskTool, RUN_TASK } from './run-task.js';
 import { SessionTasks } from './session-tasks.js';
 import { startTask } from './start-task.js';
 import { BridgeTaskStore } from './task-store.js';
+import { waitForResults } from './task-results.js';
 import { registerTools } from './tool-table.js';
 import { TASK_TOOLS } from './tools.js';
 
@@ -61,6 +63,7 @@ export function createMcpServer(client: BackchannelClient, version: string): Bac
   });
   const startFailure = registerTaskTool(server, RUN_TASK, client);
   guardRequests(server, { [RUN_TASK.name]: { shape: RUN_TASK.inputSchema } }, startFailure);
+  waitForResults(server, store, client);
   return { server, dispose: () => session.dispose() };
 }
 

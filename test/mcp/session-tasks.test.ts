@@ -2,11 +2,12 @@
  * The tasks an MCP session started, followed by their own handles (`client.follow`), in memory: an MCP
  * server over the client of a real broker's hub side (`createInMemoryPair`), the SDK's client over the
  * SDK's in-memory transport. The panel's all-task stream is never opened; each handle stops when its
- * task ends, and every one when the session ends.
+ * task ends, and every one when the session ends. `tasks/result` waits on the task's handle too, not
+ * by polling the store.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { createInMemoryPair, type BackchannelClient } from '../../src/client/index.js';
 import { createMcpServer, type BackchannelMcp } from '../../src/mcp/server.js';
@@ -88,5 +89,32 @@ describe("an MCP session's tasks", () => {
     mcp.dispose();
     expect(handles.every((handle) => handle.stopped)).toBe(true);
     await client.cancel(task_id);
+  });
+});
+
+describe('tasks/result', () => {
+  function runTask(tools: Client, input: Record<string, unknown>) {
+    const params = { name: 'run_task', arguments: { command: process.execPath, args: [fixture('sleeper.mjs')], input }, task: {} };
+    return tools.request({ method: 'tools/call', params }, CreateTaskResultSchema);
+  }
+
+  test("waits on the task's own handle: no lookup of the task while it runs, the result once it ends", async () => {
+    const { client, tools, handles } = await session();
+    const { task } = await runTask(tools, { ms: 2_500 });
+    const getTask = vi.spyOn(client, 'getTask');
+    const result = await tools.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ task_id: task.taskId, state: 'succeeded' });
+    // The SDK alone looked the task up three times per 500 ms poll (15 in 2.5 s); now before and after the wait.
+    expect(getTask.mock.calls.length).toBeLessThanOrEqual(4);
+    await waitFor(() => handles.every((handle) => handle.stopped), 'every handle to stop');
+  });
+
+  test('a cancel ends the wait with the cancelled result', async () => {
+    const { tools } = await session();
+    const { task } = await runTask(tools, { ms: 60_000 });
+    const result = tools.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await tools.experimental.tasks.cancelTask(task.taskId)).status).toBe('cancelled');
+    expect(await result).toMatchObject({ isError: true, structuredContent: { task_id: task.taskId } });
   });
 });
