@@ -21,7 +21,7 @@ import { notices } from './notices.js';
 import { guardRequests } from './request-guards.js';
 import { registerTaskTool, RUN_TASK } from './run-task.js';
 import { SessionTasks } from './session-tasks.js';
-import { startTask } from './start-task.js';
+import { parseStartArgs, startTask } from './start-task.js';
 import { BridgeTaskStore } from './task-store.js';
 import { waitForResults } from './task-results.js';
 import { registerTools } from './tool-table.js';
@@ -42,7 +42,7 @@ export function createMcpServer(client: BackchannelClient, version: string): Bac
   // Each MCP task the store creates joins the session's tasks (made below, once the server their notices go to is).
   const store = new BridgeTaskStore(
     client,
-    (args, tags) => startTask(client, args, tags),
+    (args, tags) => startTask(client, parseStartArgs(args), tags),
     (id, request) => session.track(id, progressTokenOf(request)),
   );
   const server = new McpServer(

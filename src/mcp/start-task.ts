@@ -61,6 +61,16 @@ export const START_SHAPE = {
 /** start_task's and run_task's arguments, as the SDK hands them over (parsed). */
 export type StartArgs = z.infer<z.ZodObject<typeof START_SHAPE>>;
 
+const START_ARGS = z.object(START_SHAPE);
+
+/**
+ * A call's arguments as the client sent them, parsed as the SDK parses a tool's (JSON text of `input` and `args`
+ * becomes their value): for `run_task`'s MCP-task path, where the task store gets the request's raw arguments.
+ */
+export function parseStartArgs(value: unknown): StartArgs {
+  return START_ARGS.parse(value);
+}
+
 /** `worktree` and `base` as a submission's `worktree`. */
 function worktreeRequest(args: Pick<StartArgs, 'worktree' | 'base'>): { worktree?: true | { base: string } } {
   if (args.base !== undefined && !args.worktree) throw new Error('`base` needs `worktree: true`');

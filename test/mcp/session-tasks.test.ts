@@ -117,4 +117,15 @@ describe('tasks/result', () => {
     expect((await tools.experimental.tasks.cancelTask(task.taskId)).status).toBe('cancelled');
     expect(await result).toMatchObject({ isError: true, structuredContent: { task_id: task.taskId } });
   });
+  test("run_task's arguments are start_task's, parsed alike: input given as JSON text reaches the agent as an object", async () => {
+    const { tools } = await session();
+    const params = {
+      name: 'run_task',
+      arguments: { command: process.execPath, args: `["${fixture('quick.mjs')}"]`, input: '{"n":4}' },
+      task: {},
+    };
+    const { task } = await tools.request({ method: 'tools/call', params }, CreateTaskResultSchema);
+    const result = await tools.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ state: 'succeeded', result: { n: 4 } });
+  });
 });
