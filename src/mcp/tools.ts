@@ -40,6 +40,7 @@ export async function waitForTask(
       if (done) return;
       done = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       task.stop();
       if (error) reject(error);
       else resolve(task.snapshot());
@@ -50,7 +51,8 @@ export async function waitForTask(
       if (isFinished(snapshot.state) || (snapshot.pendingQuestion && returnOnQuestion(snapshot))) finish();
     };
     const timer = setTimeout(() => finish(), timeoutMs);
-    signal?.addEventListener('abort', () => finish(), { once: true });
+    const onAbort = (): void => finish();
+    signal?.addEventListener('abort', onAbort, { once: true });
     task.result.catch((error: unknown) => {
       if (error instanceof HubLostError) finish(error);
     });
