@@ -13,7 +13,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 
-type Handler = (request: { method: string; id?: unknown; params?: Record<string, unknown> }, extra: unknown) => Promise<unknown>;
+export type Handler = (request: { method: string; id?: unknown; params?: Record<string, unknown> }, extra: unknown) => Promise<unknown>;
 
 const TASK_METHODS = ['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel'];
 
@@ -81,6 +81,11 @@ class RequestError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Puts `around` about the SDK's installed handler of `method` (there is no public hook before a handler runs). */
+export function wrapHandler(server: McpServer, method: string, around: (call: Handler) => Handler): void {
+  wrap((server.server as unknown as { _requestHandlers: Map<string, Handler> })._requestHandlers, method, around);
 }
 
 function wrap(handlers: Map<string, Handler>, method: string, around: (call: Handler) => Handler): void {

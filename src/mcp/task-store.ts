@@ -18,7 +18,6 @@ import type { Request, RequestId, Result, Task as McpTask } from '@modelcontextp
 import { BridgeError, type BackchannelBridge } from '../client/index.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, mcpStatus, snapshotUpdatedAt, toMcpTask, withWholeResult } from './snapshots.js';
-import type { StartArgs } from './tools.js';
 
 /** Tasks per `tasks/list` page: a client pages on with `nextCursor`. */
 export const TASKS_PAGE_SIZE = 20;
@@ -39,14 +38,15 @@ export class BridgeTaskStore implements TaskStore {
 
   constructor(
     private readonly bridge: BackchannelBridge,
-    private readonly startTask: (args: StartArgs, tags: Record<string, string>) => Promise<string>,
+    /** Starts the task of a call from its arguments as the client sent them (the caller parses them). */
+    private readonly startTask: (args: unknown, tags: Record<string, string>) => Promise<string>,
     private readonly onCreated?: (taskId: string, request: Request) => void,
   ) {}
 
   async createTask(options: CreateTaskOptions, _requestId: RequestId, request: Request): Promise<McpTask> {
     const params = request.params as { arguments?: unknown; task?: unknown } | undefined;
     const ttl = typeof options.ttl === 'number' ? options.ttl : undefined;
-    const id = await this.startTask((params?.arguments ?? {}) as StartArgs, ttl === undefined ? {} : { [TTL_TAG]: String(ttl) });
+    const id = await this.startTask(params?.arguments ?? {}, ttl === undefined ? {} : { [TTL_TAG]: String(ttl) });
     // A plain (not task-augmented) call runs through here too; only a client that holds the handle hears of its status.
     if (params?.task !== undefined) this.#reported.set(id, 'working');
     this.onCreated?.(id, request);

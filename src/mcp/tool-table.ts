@@ -1,0 +1,75 @@
+/**
+ * The shape every MCP tool of the server has — one row of a table of `{ name, title, description,
+ * inputSchema, annotations, handler }` — and the one function that registers a table. The task
+ * tools (./tools.ts) and the coding-task change tools (./change-tools.ts) are two tables of it;
+ * `run_task` (./run-task.ts) has the same fields, with an MCP-task handler.
+ *
+ * A handler's failure is a tool error (`isError: true`) whose text is the message for people; when
+ * the failure is a `BridgeError`, the result's `_meta` also carries `{ code, message }` under
+ * `ERROR_META_KEY`, so a client branches on the code, never on the text.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type * as z from 'zod';
+import { BridgeError, type BackchannelClient, type BridgeErrorCode } from '../client/index.js';
+import type { TaskSnapshot } from '../model/task.js';
+
+/** What every tool's handler reaches: the one client and this session's task tracking. */
+export interface ToolContext {
+  /** The one client: the same calls and handles as every other front-end (src/client). */
+  client: BackchannelClient;
+  /** Follows a task started by this session (progress notifications, elicitation of its questions). */
+  track(taskId: string, progressToken?: string | number): void;
+  /** True when this session puts the task's questions to the client itself (elicitation). */
+  elicits(task: TaskSnapshot): boolean;
+  /** Sends a progress notification for `task` to the request's progress token. */
+  progress(token: string | number | undefined, task: TaskSnapshot): void;
+}
+
+/** The SDK's context of one call: its abort signal, its `_meta` (progress token), its request id. */
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** The arguments a tool's handler gets: its input shape's parsed output (one declaration, the type derived). */
+export type ToolArgs<Shape extends z.ZodRawShape> = z.infer<z.ZodObject<Shape>>;
+
+/** One tool of the server. Names, titles, descriptions, schemas and annotations are what clients see. */
+export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  /** The arguments, as zod: the SDK checks them and publishes their JSON Schema; `ToolArgs` is their type. */
+  inputSchema: Shape;
+  annotations?: ToolAnnotations;
+  handler(args: ToolArgs<Shape>, context: ToolContext, extra: ToolExtra): Promise<CallToolResult>;
+}
+
+/** A row of a table: checks the handler against its own shape, then erases the shape for the table's type. */
+export function defineTool<Shape extends z.ZodRawShape>(tool: McpTool<Shape>): McpTool {
+  return tool as unknown as McpTool;
+}
+
+/** The `_meta` key of a failed call's `{ code, message }`. */
+export const ERROR_META_KEY = 'backchannel/error';
+
+/** Registers every tool of `tools` on `server`, each handler called with `context`. */
+export function registerTools(server: McpServer, tools: readonly McpTool[], context: ToolContext): void {
+  for (const { name, title, description, inputSchema, annotations, handler } of tools) {
+    const config = { title, description, inputSchema, ...(annotations ? { annotations } : {}) };
+    server.registerTool(name, config, async (args: ToolArgs<z.ZodRawShape>, extra: ToolExtra) => {
+      try {
+        return await handler(args, context, extra);
+      } catch (error) {
+        return toolError(error);
+      }
+    });
+  }
+}
+
+/** A failure as a tool result: the message as text (what the SDK would send), and a BridgeError's code in `_meta`. */
+export function toolError(error: unknown): CallToolResult {
+  const message = error instanceof Error ? error.message : String(error);
+  const result: CallToolResult = { content: [{ type: 'text', text: message }], isError: true };
+  if (BridgeError.is(error)) result._meta = { [ERROR_META_KEY]: { code: error.code satisfies BridgeErrorCode, message } };
+  return result;
+}
