@@ -20,7 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { isAllowedHost, isAllowedOrigin } from '../hub/http/security.js';
 import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type BackchannelClient } from './request-task/index.js';
-import type { Logger } from '../broker/log.js';
+import type { Logger } from '../client/index.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
 import type { GatewayConfig } from './config.js';

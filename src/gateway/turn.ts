@@ -19,7 +19,7 @@
  * - one logical turn runs once: identical copies of a request (SDK retries) join its run
  *   (./turn-dedupe.ts), and failures a retry cannot fix say `x-should-retry: false`.
  */
-import type { TaskHandle } from '../broker/broker.js';
+import type { TaskHandle } from '../client/index.js';
 import {
   createRequestTaskRunner,
   describeFailure,

@@ -15,8 +15,7 @@
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
-import type { TaskHandle } from '../../broker/types.js';
-import type { BackchannelClient } from '../../client/index.js';
+import type { BackchannelClient, TaskHandle } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
 export type { BackchannelClient, TaskCounts } from '../../client/index.js';
