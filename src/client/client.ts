@@ -18,6 +18,12 @@ import type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
 export interface BackchannelClient extends BackchannelBridge {
   /** Where the tasks run: `hub` (with its control endpoint), `local` (this process) or `history` (read-only). */
   readonly where: TaskPlace;
+  /**
+   * Tasks started through this client may ask for a git worktree (`TaskSpec.worktree`): the hub keeps
+   * them in its data directory; a broker in this process only with a `dataDir` or a `worktreeDir`;
+   * the history starts no tasks.
+   */
+  readonly keepsWorktrees: boolean;
   /** Coding tasks' changes: diff, apply, discard, keep branch, the worktree list (docs/coding-agents.md). */
   readonly changes: ChangeService;
   /**
@@ -90,5 +96,8 @@ export function createClient(backend: TaskBackend): BackchannelClient {
     close: () => backend.close(),
   });
   // Read each time: a client that found the hub again may be on another endpoint.
-  return Object.defineProperty(client, 'where', { get: () => backend.where, enumerable: true }) as BackchannelClient;
+  return Object.defineProperties(client, {
+    where: { get: () => backend.where, enumerable: true },
+    keepsWorktrees: { get: () => backend.keepsWorktrees, enumerable: true },
+  }) as BackchannelClient;
 }

@@ -91,6 +91,7 @@ export async function historyTasks(dataDir: string): Promise<TaskBackend> {
   };
   return {
     where: { kind: 'history', dataDir },
+    keepsWorktrees: false,
     bridge,
     run: refuse,
     start: refuse,

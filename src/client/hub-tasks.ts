@@ -40,6 +40,9 @@ export class HubTasks implements TaskBackend {
     return { kind: 'hub', path: this.path };
   }
 
+  /** The hub's broker keeps its worktrees in its data directory. */
+  readonly keepsWorktrees = true;
+
   readonly changes: ChangeService = bridgeChanges(() => this.#connected());
 
   /** The hub's calls, on whichever hub answers now (found again after one was lost). */

@@ -17,9 +17,13 @@ export { BridgeError, type BridgeErrorCode } from '../bridge/calls.js';
 // a task's failure, and the options of a broker of its own (`openClient({ withoutHub: 'private' })`).
 export type * from '../bridge/contract.js';
 export { formatLimit, MAX_INPUT_BYTES } from '../bridge/limits.js';
-export { TaskError } from '../broker/errors.js';
+export { BrokerError, TaskError } from '../broker/errors.js';
 export type { TaskHandle } from '../broker/types.js';
 export type { BrokerOptions, EnvPolicy } from '../broker/index.js';
+export type { RunRule } from '../broker/run-policy.js';
 export { DEFAULTS } from '../broker/settings.js';
 export { durationTooLong, MAX_DURATION_MS } from '../broker/guards/duration.js';
 export { createHeadlessLogger, silentLogger, type Logger } from '../broker/log.js';
+// A front-end that starts a process of its own (the gateway asks the Cursor CLI for its models)
+// ends its whole tree the way the core ends an agent's.
+export { killTree } from '../broker/process/kill-tree.js';

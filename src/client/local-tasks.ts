@@ -28,6 +28,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
     (bridge ??= createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '' }));
   return {
     where: { kind: 'local' },
+    keepsWorktrees: broker.worktrees !== undefined,
     get bridge() {
       return bridgeOf();
     },

@@ -34,6 +34,8 @@ export type TaskPlace = { kind: 'hub'; path: string } | { kind: 'local' } | { ki
 /** What a client reaches tasks through. Every call of the one route table is on `bridge`. */
 export interface TaskBackend {
   readonly where: TaskPlace;
+  /** Tasks started here may ask for a git worktree (`TaskSpec.worktree`): see `BackchannelClient.keepsWorktrees`. */
+  readonly keepsWorktrees: boolean;
   /** The calls (list, get, cancel, answer, retry, insights, …) and the panel's all-task stream. */
   readonly bridge: BackchannelBridge;
   /** Starts a task attached to this client: on the hub, one whose client goes away is cancelled. */

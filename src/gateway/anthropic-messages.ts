@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { TaskHandle } from '../broker/broker.js';
+import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';

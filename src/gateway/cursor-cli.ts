@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
-import { killTree } from '../broker/process/kill-tree.js';
+import { killTree } from '../client/index.js';
 
 /** The executable `bin` resolves to (a path, or a name looked up on PATH), or undefined. */
 export function findExecutable(bin: string, env: NodeJS.ProcessEnv = process.env): string | undefined {

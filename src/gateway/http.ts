@@ -6,6 +6,9 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidRequest } from './request.js';
 
+/** Never reachable from the network: requests start processes on this machine. */
+export const GATEWAY_HOST = '127.0.0.1';
+
 /** Long chat histories are big, but not this big. */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 

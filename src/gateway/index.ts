@@ -1,8 +1,9 @@
 /**
  * The model-API gateway (OpenAI Chat Completions and Responses, Anthropic Messages): other AI tools
  * use Backchannel sub-agents as their "model".
- * Electron-free; `backchannel gateway` starts it with `startGateway` — on the running hub when there
- * is one, so requests show in its panel — and an embedding app can pass its own broker.
+ * Electron-free, a front-end over the one client (src/client): `backchannel gateway` starts it with
+ * `startGateway` and the client `openClient` gives it — the running hub's when there is one, so
+ * requests show in its panel — and an embedding app passes `clientOf(itsBroker)`.
  *
  * ```ts
  * const gateway = await startGateway({ config: loadGatewayConfig() });
@@ -10,15 +11,19 @@
  * await gateway.close();
  * ```
  */
-import { TaskBroker } from '../broker/broker.js';
-import { silentLogger, type Logger } from '../broker/log.js';
-import { clientOf, defaultWorktreeDir, type BackchannelClient } from '../client/index.js';
+import {
+  defaultWorktreeDir,
+  openClient,
+  silentLogger,
+  type BackchannelClient,
+  type Logger,
+  type OpenClientOptions,
+} from '../client/index.js';
 import { GatewayConfigError, resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
 import { unavailableRoute } from './turn.js';
 import { Workspaces } from './workspaces.js';
 import { modelRunRules } from './routes.js';
-import { ownerRunPolicy } from '../hub/run-policy.js';
 
 export {
   defaultConfigPath,
@@ -34,22 +39,16 @@ import { gatewayProblems } from './server.js';
 
 export interface StartGatewayOptions {
   /**
-   * The broker to run requests on (an embedding app may pass its own, so requests show in its panel);
-   * the gateway then caps its own running requests at `config.maxConcurrent`. Without one, the
-   * gateway creates a broker with `concurrency: config.maxConcurrent` and closes it on `close()`.
-   */
-  broker?: TaskBroker;
-  /** The gateway closes `broker` on `close()` (it was opened for it). @default false */
-  ownsBroker?: boolean;
-  /**
-   * Run requests through this client instead (the hub's, from `openClient`): their tasks show in its
-   * panel and history, and its environment and concurrency apply; the gateway still caps its own
-   * running requests at `config.maxConcurrent`. Closed with the gateway.
+   * The client requests run through, closed with the gateway: the hub's (from `openClient`) — their
+   * tasks show in its panel and history, its environment and concurrency apply — or an embedding
+   * app's `clientOf(broker)`. The gateway then caps its own running requests at `config.maxConcurrent`.
+   * Without one, the gateway opens a private one (`gatewayClientOptions`, never the hub's): a broker
+   * of its own with `concurrency: config.maxConcurrent`, closed on `close()`.
    */
   client?: BackchannelClient;
   /**
-   * `client` runs on a broker opened for this gateway alone (`openClient`'s private one): its
-   * concurrency is the gateway's. @default false
+   * `client` runs on a broker opened for this gateway alone (`openClient`'s private one, made with
+   * `gatewayClientOptions`): its concurrency is the gateway's. @default false
    */
   ownsClient?: boolean;
   /** @default all defaults (`resolveGatewayConfig({})`) */
@@ -65,48 +64,58 @@ export interface Gateway {
   /** `http://127.0.0.1:<port>/v1`: what OpenAI clients take as their base URL. */
   readonly baseURL: string;
   readonly port: number;
-  /** The broker requests run on; undefined when they run on a hub. */
-  readonly broker: TaskBroker | undefined;
+  /** The client requests run through (the gateway's private one when none was given). */
+  readonly client: BackchannelClient;
   readonly config: GatewayConfig;
-  /** Stops listening, cancels running requests, waits for their processes; closes an own broker. */
+  /** Stops listening, cancels running requests, waits for their processes; closes the client. */
   close(): Promise<void>;
+}
+
+/**
+ * What `openClient` gets for a gateway's tasks: without a hub (or with `local`), a private broker
+ * whose agents get a minimal environment (`config.envAllow`), not the gateway's keys, with the
+ * configured `command` models allowed to run. Its worktrees (a `worktree: true` model) are where
+ * every Backchannel without a hub keeps them, so `backchannel diff` finds them.
+ */
+export function gatewayClientOptions(config: GatewayConfig, logger: Logger, local: boolean): OpenClientOptions {
+  const worktrees = Object.values(config.models).some((route) => route.worktree);
+  return {
+    withoutHub: 'private',
+    local,
+    broker: {
+      concurrency: config.maxConcurrent,
+      logger,
+      env: { allow: config.envAllow },
+      ...(worktrees ? { worktreeDir: defaultWorktreeDir() } : {}),
+    },
+    runRules: modelRunRules(config),
+  };
+}
+
+/** A `worktree: true` model on a client whose tasks cannot have a worktree stops the gateway at start. */
+function checkWorktrees(config: GatewayConfig, client: BackchannelClient): void {
+  const worktreeModels = Object.keys(config.models).filter((name) => config.models[name]!.worktree);
+  if (worktreeModels.length > 0 && !client.keepsWorktrees)
+    throw new GatewayConfigError(
+      `model(s) ${worktreeModels.join(', ')} have \`worktree: true\`, but the client given runs its tasks on a broker that keeps no worktrees (give the broker a \`dataDir\` or a \`worktreeDir\`)`,
+    );
 }
 
 export async function startGateway(options: StartGatewayOptions = {}): Promise<Gateway> {
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
-  const { client } = options;
-  const ownBroker = (options.broker === undefined || options.ownsBroker === true) && client === undefined;
-  const worktreeModels = Object.keys(config.models).filter((name) => config.models[name]!.worktree);
-  if (worktreeModels.length > 0 && options.broker && !options.broker.worktrees)
-    throw new GatewayConfigError(
-      `model(s) ${worktreeModels.join(', ')} have \`worktree: true\`, but the broker given keeps no worktrees (give it a \`dataDir\` or a \`worktreeDir\`)`,
-    );
-  // Own broker: agents get a minimal environment (config.envAllow), not the gateway's keys. Its
-  // worktrees are where every Backchannel without a hub keeps them, so `backchannel diff` finds them.
-  const broker = client
-    ? undefined
-    : (options.broker ??
-      new TaskBroker({
-        concurrency: config.maxConcurrent,
-        logger,
-        env: { allow: config.envAllow },
-        runPolicy: ownerRunPolicy({ extra: modelRunRules(config) }),
-        ...(worktreeModels.length > 0 ? { worktreeDir: defaultWorktreeDir() } : {}),
-      }));
+  if (options.client) checkWorktrees(config, options.client);
+  const client = options.client ?? (await openClient(gatewayClientOptions(config, logger, true)));
+  // The broker is the gateway's own: its concurrency is `max_concurrent` already.
+  const ownBroker = options.client === undefined || options.ownsClient === true;
   const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
-  const closeTasks = async (): Promise<void> => {
-    await client?.close();
-    if (ownBroker) await broker?.close();
-  };
   try {
-    await broker?.ready;
     const server = await startGatewayServer({
-      tasks: client ?? clientOf(broker!),
-      runsOn: client?.where.kind === 'hub' ? `hub ${client.where.path}` : ownBroker || options.ownsClient ? 'gateway' : 'app',
+      tasks: client,
+      runsOn: client.where.kind === 'hub' ? `hub ${client.where.path}` : ownBroker ? 'gateway' : 'app',
       config,
       logger,
-      limitConcurrency: !(ownBroker || options.ownsClient),
+      limitConcurrency: !ownBroker,
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
       ...(workspaces ? { workspaces } : {}),
     });
@@ -116,20 +125,20 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       url,
       baseURL: `${url}/v1`,
       port: server.port,
-      broker,
+      client,
       config,
       close() {
         closing ??= (async () => {
           await server.close();
           workspaces?.close();
-          await closeTasks();
+          await client.close();
         })();
         return closing;
       },
     };
   } catch (error) {
     workspaces?.close();
-    await closeTasks();
+    await client.close();
     throw error;
   }
 }

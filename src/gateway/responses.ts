@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { TaskHandle } from '../broker/broker.js';
+import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';

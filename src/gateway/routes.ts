@@ -14,7 +14,7 @@
  * gateway's route, not the agent's model (it goes in `gateway_model`). Writes are off unless the
  * route's `allow_writes` says otherwise.
  */
-import type { RunRule } from '../broker/run-policy.js';
+import type { RunRule } from '../client/index.js';
 import type { WorktreeRequest } from '../model/change.js';
 import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';

@@ -1,6 +1,7 @@
 /**
- * The gateway's HTTP server on 127.0.0.1: routing, who may call, bounds, the model list and health.
- * Each model API is a small adapter (body → `Turn`, answer → its wire format) over ./turn.ts:
+ * The gateway's HTTP server on 127.0.0.1: connections, bounds, errors, listening and closing. What
+ * each endpoint does is one table (./endpoints.ts); each model API is a small adapter (body → `Turn`,
+ * answer → its wire format) over ./turn.ts:
  *
  *   POST /v1/chat/completions        OpenAI Chat Completions (./chat-completions.ts)
  *   POST /v1/responses               OpenAI Responses (./responses.ts)
@@ -16,26 +17,26 @@
  * that sent the key (503 beyond; connections without it have a small pool of their own and no
  * keep-alive: ./connections.ts), at most `max_queued` requests waiting (429 with `Retry-After`).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { isAllowedHost, isAllowedOrigin } from '../loopback/security.js';
-import { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, type TaskCounts, type BackchannelClient } from './request-task/index.js';
-import type { Logger } from '../broker/log.js';
-import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
-import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
+import { DEFAULT_KEEP_ALIVE_MS, type BackchannelClient } from './request-task/index.js';
+import type { Logger } from '../client/index.js';
+import { sendAnthropicError } from './anthropic-messages.js';
+import { sendOpenAIError } from './chat-completions.js';
 import type { GatewayConfig } from './config.js';
-import { CliModelCache, findExecutable } from './cursor-cli.js';
+import { CliModelCache } from './cursor-cli.js';
 import { ConnectionBudget } from './connections.js';
-import { checkKey, hasKey, HttpError, readJson, sendJson } from './http.js';
-import { modelEntry, openAIError } from './openai-shapes.js';
-import { InvalidRequest, type Turn } from './request.js';
-import { responsesTurn, responsesWriter, sendResponsesError } from './responses.js';
+import { listModels, serveEndpoint, type EndpointContext } from './endpoints.js';
+import { GATEWAY_HOST, hasKey, HttpError } from './http.js';
+import { openAIError } from './openai-shapes.js';
+import { InvalidRequest } from './request.js';
 import { routeFor } from './routes.js';
-import { createTurnRunner, type TurnWriter } from './turn.js';
+import { createTurnRunner, type TurnRunner } from './turn.js';
 import type { Workspaces } from './workspaces.js';
 
-/** Never reachable from the network: requests start processes on this machine. */
-export const GATEWAY_HOST = '127.0.0.1';
+export { gatewayProblems } from './endpoints.js';
+
+export { GATEWAY_HOST } from './http.js';
 /** A client gets this long to send its headers (slowloris). */
 export const HEADERS_TIMEOUT_MS = 10_000;
 
@@ -58,48 +59,6 @@ export interface GatewayServer {
   close(): Promise<void>;
 }
 
-/** One model API: its body → a `Turn`, its writer, its error shape. */
-interface ModelApi {
-  name: string;
-  parse(body: unknown, req: IncomingMessage): Turn;
-  writer(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter;
-  sendError(res: ServerResponse, error: HttpError, task: undefined): void;
-}
-
-/** The model APIs by route: adding an API is one entry and one adapter file. */
-const APIS: Record<string, ModelApi> = {
-  'POST /v1/chat/completions': {
-    name: 'chat',
-    parse: (body, req) => chatTurn(body, req.headers),
-    writer: (res, turn, model, keepAliveMs) => chatWriter(res, turn as ReturnType<typeof chatTurn>, model, keepAliveMs),
-    sendError: sendOpenAIError,
-  },
-  'POST /v1/responses': {
-    name: 'responses',
-    parse: (body, req) => responsesTurn(body, req.headers),
-    writer: responsesWriter,
-    sendError: sendResponsesError,
-  },
-  'POST /v1/messages': {
-    name: 'messages',
-    parse: (body, req) => messagesTurn(body, req.headers),
-    writer: messagesWriter,
-    sendError: sendAnthropicError,
-  },
-};
-
-/** What keeps configured models from running (a missing CLI), one line each with the fix. */
-export function gatewayProblems(
-  config: GatewayConfig,
-  unavailable: (route: GatewayConfig['models'][string]) => string | undefined,
-): string[] {
-  const problems = Object.entries(config.models).map(([name, route]) => {
-    const why = unavailable(route);
-    return why === undefined ? undefined : `model \`${name}\`: ${why}`;
-  });
-  return [...new Set(problems.filter((p): p is string => p !== undefined))];
-}
-
 /** A thrown error as the status and message a client gets. */
 function asHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
@@ -119,157 +78,79 @@ function tooManyConnections(max: number): HttpError {
 }
 
 export async function startGatewayServer(options: GatewayServerOptions): Promise<GatewayServer> {
-  const { tasks, config, logger } = options;
-  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const { config, logger } = options;
   const cliModels = new CliModelCache(config.cursorCliPath, config.cliModelsTimeoutMs);
+  const models = () => listModels(config, cliModels);
   const turns = createTurnRunner({
-    tasks,
+    tasks: options.tasks,
     config,
     limitConcurrency: options.limitConcurrency,
     ...(options.workspaces ? { workspaces: options.workspaces } : {}),
     async resolveModel(model) {
       return routeFor(config, model, []) ?? (config.listCliModels ? routeFor(config, model, await cliModels.get()) : undefined);
     },
-    async knownModels() {
-      return (await models()).map((m) => m.id);
-    },
+    knownModels: async () => (await models()).map((m) => m.id),
   });
+  const context: EndpointContext = {
+    tasks: options.tasks,
+    turns,
+    config,
+    runsOn: options.runsOn,
+    keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS,
+    models,
+  };
   let port = 0;
-  let closing: Promise<void> | undefined;
   const connections = new ConnectionBudget(config.maxConnections);
-
   const server = createServer({ noDelay: true }, (req, res) => {
     req.socket.setNoDelay(true);
     const started = Date.now();
     res.on('finish', () => logger.info(`${req.method} ${req.url} → ${res.statusCode} in ${Date.now() - started} ms`));
-    const anthropic = (req.url ?? '').startsWith('/v1/messages');
     const admitted = connections.admit(req.socket, res, hasKey(config.apiKey, req.headers));
-    (admitted ? handle(req, res) : Promise.reject(tooManyConnections(config.maxConnections))).catch((error: unknown) => {
-      const e = asHttpError(error);
-      if (!(error instanceof HttpError) && !(error instanceof InvalidRequest)) logger.error('gateway: unexpected error', error);
-      if (e.status === 408 || e.status === 413) res.setHeader('Connection', 'close');
-      if (!res.headersSent) (anthropic ? sendAnthropicError : sendOpenAIError)(res, e, undefined);
-      else if (!res.writableEnded) res.end(`data: ${JSON.stringify(openAIError(e))}\n\n`);
-    });
+    (admitted ? serveEndpoint(req, res, port, context) : Promise.reject(tooManyConnections(config.maxConnections))).catch(
+      (error: unknown) => sendFailure(req, res, error, logger),
+    );
   });
   // Streams may legitimately run for minutes: the request deadline is the gateway's own, the body's
   // is readJson's; headers must come quickly.
   server.requestTimeout = 0;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.on('connection', (socket: Socket) => connections.accept(socket));
+  port = await listen(server, config.port);
+  return { port, close: closeOnce(server, turns) };
+}
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const fetchSite = req.headers['sec-fetch-site'];
-    if (!isAllowedHost(req.headers.host, port) || !isAllowedOrigin(req.headers.origin, port) || fetchSite === 'cross-site') {
-      throw new HttpError(
-        403,
-        'Requests must come from this machine (Host 127.0.0.1 or localhost, no cross-site Origin).',
-        'permission',
-        'forbidden',
-      );
-    }
-    const url = new URL(req.url ?? '/', `http://${GATEWAY_HOST}`);
-    const route = `${req.method} ${url.pathname.replace(/\/+$/, '') || '/'}`;
-    if (route === 'GET /health') return health(res);
-    checkKey(config.apiKey, req.headers);
-    const api = APIS[route];
-    if (api || route === 'POST /v1/messages/count_tokens') {
-      const type = req.headers['content-type'] ?? '';
-      if (!/^application\/json\b/i.test(type))
-        throw new HttpError(
-          415,
-          `Send the body as \`Content-Type: application/json\` (got \`${type || 'none'}\`).`,
-          'invalid_request',
-          'unsupported_media_type',
-        );
-    }
-    if (api) return answer(api, req, res);
-    if (route === 'POST /v1/messages/count_tokens')
-      return sendJson(res, 200, countTokens(messagesTurn(await readJson(req, config.bodyTimeoutMs), req.headers)));
-    if (route === 'GET /v1/models') return sendJson(res, 200, { object: 'list', data: await models() });
-    if (req.method === 'GET' && url.pathname.startsWith('/v1/models/')) {
-      const id = decodeURIComponent(url.pathname.slice('/v1/models/'.length));
-      const found = (await models()).find((m) => m.id === id);
-      if (!found)
-        throw new HttpError(
-          404,
-          `The model \`${id}\` does not exist here. GET /v1/models lists the models.`,
-          'not_found',
-          'model_not_found',
-          'model',
-        );
-      return sendJson(res, 200, found);
-    }
-    throw new HttpError(
-      404,
-      `Unknown endpoint ${route}. This gateway serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models and GET /health.`,
-      'not_found',
-      'unknown_url',
-    );
-  }
+/** A request's failure in its API's shape (Anthropic's for /v1/messages), or as a last SSE event once the stream started. */
+function sendFailure(req: IncomingMessage, res: ServerResponse, error: unknown, logger: Logger): void {
+  const e = asHttpError(error);
+  if (!(error instanceof HttpError) && !(error instanceof InvalidRequest)) logger.error('gateway: unexpected error', error);
+  if (e.status === 408 || e.status === 413) res.setHeader('Connection', 'close');
+  const anthropic = (req.url ?? '').startsWith('/v1/messages');
+  if (!res.headersSent) (anthropic ? sendAnthropicError : sendOpenAIError)(res, e, undefined);
+  else if (!res.writableEnded) res.end(`data: ${JSON.stringify(openAIError(e))}\n\n`);
+}
 
-  async function answer(api: ModelApi, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const abort = abortOnDisconnect(res);
-    const turn = api.parse(await readJson(req, config.bodyTimeoutMs), req);
-    const writer = api.writer(res, turn, turn.model ?? config.defaultModel, keepAliveMs);
-    await turns.run(turn, abort, writer, api.name);
-  }
-
-  /**
-   * `degraded` (still 200: the gateway itself is up) when a configured model's CLI is missing, with
-   * the hint, or the hub its tasks run on cannot be reached.
-   */
-  async function health(res: ServerResponse): Promise<void> {
-    const path = findExecutable(config.cursorCliPath);
-    const problems = gatewayProblems(config, turns.unavailable);
-    let stats: TaskCounts = { running: 0, queued: 0 };
-    try {
-      stats = await tasks.counts();
-    } catch (error) {
-      problems.push(`tasks: ${(error as Error).message}`);
-    }
-    sendJson(res, 200, {
-      status: problems.length === 0 ? 'ok' : 'degraded',
-      problems,
-      agent_cli: { available: path !== undefined, path: path ?? config.cursorCliPath },
-      models: Object.keys(config.models),
-      default_model: config.defaultModel,
-      max_concurrent: config.maxConcurrent,
-      requests: turns.inFlight,
-      sessions: turns.sessions,
-      tasks: { running: stats.running, queued: stats.queued },
-      runs_on: options.runsOn,
-    });
-  }
-
-  async function models() {
-    const created = Math.floor(Date.now() / 1000);
-    const list = Object.keys(config.models).map((id) => modelEntry(id, 'backchannel', created));
-    if (config.listCliModels) {
-      for (const id of await cliModels.get()) if (!list.some((m) => m.id === id)) list.push(modelEntry(id, 'cursor', created));
-    }
-    return list;
-  }
-
+/** Listens on 127.0.0.1:`port` (0: a free one); resolves with the port. */
+async function listen(server: Server, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, GATEWAY_HOST, () => {
+    server.listen(port, GATEWAY_HOST, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  port = (server.address() as AddressInfo).port;
+  return (server.address() as AddressInfo).port;
+}
 
-  return {
-    port,
-    close() {
-      closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        await turns.shutdown();
-        server.closeAllConnections();
-        await stopped;
-      })();
-      return closing;
-    },
+/** `close()`: stop listening, cancel the running requests and wait for their processes, then drop the connections; once. */
+function closeOnce(server: Server, turns: TurnRunner): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => {
+    closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await turns.shutdown();
+      server.closeAllConnections();
+      await stopped;
+    })();
+    return closing;
   };
 }

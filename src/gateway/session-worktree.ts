@@ -9,7 +9,7 @@
  * client that sends its next turn the moment an answer arrives, or two at once, never has two agents
  * in one worktree, nor a change recorded while the next agent edits.
  */
-import type { TaskHandle } from '../broker/types.js';
+import type { TaskHandle } from '../client/index.js';
 import type { WorktreeRequest } from '../model/change.js';
 
 interface Ran {

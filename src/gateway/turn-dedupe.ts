@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { TaskHandle } from '../broker/types.js';
+import type { TaskHandle } from '../client/index.js';
 import type { CancelWhy } from './request-task/index.js';
 import type { HttpError } from './http.js';
 import type { Attempt, TurnIdentity } from './request.js';

@@ -19,14 +19,17 @@
  * - one logical turn runs once: identical copies of a request (SDK retries) join its run
  *   (./turn-dedupe.ts), and failures a retry cannot fix say `x-should-retry: false`.
  */
-import type { TaskHandle } from '../broker/broker.js';
+import type { TaskHandle } from '../client/index.js';
 import {
   createRequestTaskRunner,
   describeFailure,
   QueueFullError,
+  type BackchannelClient,
+  type RequestTask,
+  type RequestTaskOptions,
   type RequestTaskRunner,
   type TaskFailure,
-  type BackchannelClient,
+  type TaskResult,
 } from './request-task/index.js';
 import { AnswerStream, usageOf } from './answer.js';
 import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
@@ -37,7 +40,7 @@ import type { Usage } from './openai-shapes.js';
 import { buildPrompt, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
-import { sessionClaim, SessionRegistry, transcriptHash } from './sessions.js';
+import { sessionClaim, SessionRegistry, transcriptHash, type Session } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
 import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 
@@ -101,149 +104,10 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
   });
   const dedupe = createTurnDedupe();
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
-
-  const unavailable = (route: ModelRoute) => unavailableRoute(config, route);
-
-  /** The route, and the model name it goes by (a `claude-*` name Claude Code sends on its own → the default). */
-  async function findRoute(wanted: string): Promise<[string, ModelRoute]> {
-    const route = await options.resolveModel(wanted);
-    if (route) return [wanted, route];
-    const model = CLAUDE_MODEL.test(wanted) ? config.defaultModel : wanted;
-    const fallback = model === wanted ? undefined : await options.resolveModel(model);
-    if (fallback) return [model, fallback];
-    const known = (await options.knownModels()).join(', ');
-    throw new HttpError(
-      404,
-      `The model \`${wanted}\` does not exist here (models: ${known}). Add it under \`models:\` in the gateway config.`,
-      'not_found',
-      'model_not_found',
-      'model',
-    );
-  }
-
-  async function run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void> {
-    const side = isSideRequest(turn.messages);
-    if (side && config.sideRequests === 'local') {
-      const text = localTitle(turn.messages);
-      writer.finish({ text, usage: usageOf(undefined, undefined, buildPrompt(turn.messages), text) }, undefined);
-      return;
-    }
-    const wanted = side && typeof config.sideRequests === 'object' ? config.sideRequests.model : (turn.model ?? config.defaultModel);
-    const [model, route] = await findRoute(wanted);
-    const missing = unavailable(route);
-    if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable', null, NO_RETRY);
-    if (abort.signal.aborted) return; // the client left while the body or the model list was read
-
-    const purpose = side ? 'side' : 'main';
-    const session = registry.acquire(sessionClaim(turn.sessionIds, turn.messages, model, purpose));
-    let agentSession: string | undefined;
-    let answered: string | undefined;
-    let worktree: WorktreeTurn | undefined;
-    let task: TaskHandle | undefined;
-    try {
-      if (route.worktree) {
-        // Nothing of a worktree model runs in the checkout: a side request's session (its own) gets
-        // a worktree of its own too. Sessions off: every request is one, in a worktree of its own.
-        const shared = session ? (session.worktree ??= new SessionWorktree(route.worktree.base)) : new SessionWorktree(route.worktree.base);
-        try {
-          worktree = await shared.turn(abort.signal);
-        } catch (error) {
-          if (abort.signal.aborted) return; // the client left while the turn before was still working
-          throw error;
-        }
-      }
-      const resume = session?.agentSession;
-      const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
-      const prompt = buildPrompt(messages);
-      const spec = taskSpecFor(config, {
-        model,
-        route,
-        prompt,
-        messages,
-        stream: turn.stream,
-        tags: { api, ...(session ? { session: session.key } : {}) },
-        ...(resume ? { resume } : {}),
-        // A worktree is the session's own place (a scratch workspace would be no repository).
-        ...(worktree
-          ? { worktree: worktree.request }
-          : session && options.workspaces
-            ? { cwd: options.workspaces.forSession(session.key) }
-            : {}),
-      });
-      const ran = await runTask(
-        spec,
-        prompt,
-        abort,
-        noticingAnswer(writer, (text) => (answered = text)),
-        turn.json,
-      );
-      agentSession = ran.agentSession;
-      task = ran.task;
-    } finally {
-      worktree?.done(task);
-      const transcript =
-        answered === undefined ? undefined : transcriptHash([...turn.messages, { role: 'assistant', content: answered }], model, purpose);
-      if (session) registry.done(session, agentSession, transcript);
-    }
-  }
-
-  /** Runs the task and writes its answer; resolves with the task (once submitted) and the agent's session id, if it gave one. */
-  async function runTask(
-    spec: ReturnType<typeof taskSpecFor>,
-    prompt: string,
-    abort: AbortController,
-    writer: TurnWriter,
-    json: boolean,
-  ): Promise<{ task?: TaskHandle; agentSession?: string }> {
-    const answer = new AnswerStream();
-    let started;
-    try {
-      started = runner.start({
-        spec,
-        abort,
-        onUpdate(update, task) {
-          if (update.kind === 'partial') writer.delta(answer.push(update.payload?.data), task);
-        },
-      });
-    } catch (error) {
-      if (!(error instanceof QueueFullError)) throw error;
-      throw new HttpError(429, error.message, 'rate_limit', 'queue_full', null, { 'Retry-After': String(error.retryAfterSeconds) });
-    }
-    const run = started;
-    try {
-      const final = await run.result;
-      const task = run.task!;
-      const rest = answer.complete(final.data);
-      if (rest === undefined) {
-        const error = 'The sub-agent finished without an answer (no text, no data).';
-        writer.fail(new HttpError(502, error, 'api', 'empty_answer', null, NO_RETRY), task);
-        return { task };
-      }
-      if (json && !isJson(answer.text)) {
-        const error = 'The sub-agent was asked for JSON but its answer is not valid JSON.';
-        writer.fail(new HttpError(502, error, 'api', 'invalid_json', null, NO_RETRY), task);
-        return { task };
-      }
-      if (rest !== '') writer.delta(rest, task);
-      writer.finish({ text: answer.text, usage: usageOf(final.data, final.meta, prompt, answer.text) }, task);
-      const data = final.data as { session_id?: unknown } | undefined;
-      const meta = final.meta as { session_id?: unknown } | undefined;
-      const id = data?.session_id ?? meta?.session_id;
-      return typeof id === 'string' ? { task, agentSession: id } : { task };
-    } catch (error) {
-      const task = run.task ? { task: run.task } : {};
-      if (run.why === 'disconnect') return task; // nobody is listening; the task is cancelled
-      const failure = describeFailure(error, { why: run.why, timeoutMs: config.requestTimeoutMs, name: 'gateway' });
-      writer.fail(httpErrorFor(failure), run.task);
-      return task;
-    } finally {
-      writer.close();
-    }
-  }
-
+  const context: TurnContext = { options, runner, registry };
   return {
-    run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => run(turn, own, shared, api)),
-    unavailable,
+    run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => runTurn(context, turn, own, shared, api)),
+    unavailable: (route) => unavailableRoute(config, route),
     get inFlight() {
       return runner.inFlight;
     },
@@ -256,6 +120,209 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       registry.clear();
     },
   };
+}
+
+/** What every turn of one runner shares. */
+interface TurnContext {
+  options: TurnRunnerOptions;
+  runner: RequestTaskRunner;
+  registry: SessionRegistry;
+}
+
+/** One turn on its route, in its session (if any): what it asks the task, and where. */
+interface RoutedTurn {
+  turn: Turn;
+  model: string;
+  route: ModelRoute;
+  session: Session | undefined;
+  api: string;
+  abort: AbortController;
+  writer: TurnWriter;
+}
+
+/** What a turn leaves for its session once it is over. */
+interface TurnOutcome {
+  worktree?: WorktreeTurn;
+  task?: TaskHandle;
+  agentSession?: string;
+  /** The text the turn answered with (what the client will send back as the assistant's turn). */
+  answered?: string;
+}
+
+/** One turn: the local side path, or its route (404, 503) and its session's task; the session's bookkeeping after. */
+async function runTurn(context: TurnContext, turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void> {
+  const { config } = context.options;
+  const side = isSideRequest(turn.messages);
+  if (side && config.sideRequests === 'local') {
+    const text = localTitle(turn.messages);
+    writer.finish({ text, usage: usageOf(undefined, undefined, buildPrompt(turn.messages), text) }, undefined);
+    return;
+  }
+  const wanted = side && typeof config.sideRequests === 'object' ? config.sideRequests.model : (turn.model ?? config.defaultModel);
+  const [model, route] = await findRoute(context.options, wanted);
+  const missing = unavailableRoute(config, route);
+  if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable', null, NO_RETRY);
+  if (abort.signal.aborted) return; // the client left while the body or the model list was read
+
+  const purpose = side ? 'side' : 'main';
+  const session = context.registry.acquire(sessionClaim(turn.sessionIds, turn.messages, model, purpose));
+  const outcome: TurnOutcome = {};
+  try {
+    await runRoutedTurn(context, { turn, model, route, session, api, abort, writer }, outcome);
+  } finally {
+    outcome.worktree?.done(outcome.task);
+    const transcript =
+      outcome.answered === undefined
+        ? undefined
+        : transcriptHash([...turn.messages, { role: 'assistant', content: outcome.answered }], model, purpose);
+    if (session) context.registry.done(session, outcome.agentSession, transcript);
+  }
+}
+
+/** The route, and the model name it goes by (a `claude-*` name Claude Code sends on its own → the default). */
+async function findRoute(options: TurnRunnerOptions, wanted: string): Promise<[string, ModelRoute]> {
+  const route = await options.resolveModel(wanted);
+  if (route) return [wanted, route];
+  const model = CLAUDE_MODEL.test(wanted) ? options.config.defaultModel : wanted;
+  const fallback = model === wanted ? undefined : await options.resolveModel(model);
+  if (fallback) return [model, fallback];
+  const known = (await options.knownModels()).join(', ');
+  throw new HttpError(
+    404,
+    `The model \`${wanted}\` does not exist here (models: ${known}). Add it under \`models:\` in the gateway config.`,
+    'not_found',
+    'model_not_found',
+    'model',
+  );
+}
+
+/** The turn's task — in the session's worktree (waiting its turn), or its workspace — and its answer; `outcome` says what happened. */
+async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: TurnOutcome): Promise<void> {
+  const { config, workspaces } = context.options;
+  const { turn, session, abort } = routed;
+  if (routed.route.worktree) {
+    outcome.worktree = await worktreeTurn(routed.route.worktree.base, session, abort.signal);
+    if (!outcome.worktree) return; // the client left while the turn before was still working
+  }
+  const resume = session?.agentSession;
+  const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
+  const prompt = buildPrompt(messages);
+  const spec = taskSpecFor(config, {
+    model: routed.model,
+    route: routed.route,
+    prompt,
+    messages,
+    stream: turn.stream,
+    tags: { api: routed.api, ...(session ? { session: session.key } : {}) },
+    ...(resume ? { resume } : {}),
+    // A worktree is the session's own place (a scratch workspace would be no repository).
+    ...(outcome.worktree
+      ? { worktree: outcome.worktree.request }
+      : session && workspaces
+        ? { cwd: workspaces.forSession(session.key) }
+        : {}),
+  });
+  const writer = noticingAnswer(routed.writer, (text) => (outcome.answered = text));
+  const ran = await runTask(context, { spec, prompt, abort, writer, json: turn.json });
+  outcome.agentSession = ran.agentSession;
+  outcome.task = ran.task;
+}
+
+/**
+ * This turn's place in its session's worktree, once the turn before is done with it; undefined when
+ * the client left meanwhile. Nothing of a worktree model runs in the checkout: a side request's
+ * session (its own) gets a worktree of its own too; sessions off, every request is one, in its own.
+ */
+async function worktreeTurn(
+  base: string | undefined,
+  session: Session | undefined,
+  signal: AbortSignal,
+): Promise<WorktreeTurn | undefined> {
+  const shared = session ? (session.worktree ??= new SessionWorktree(base)) : new SessionWorktree(base);
+  try {
+    return await shared.turn(signal);
+  } catch (error) {
+    if (signal.aborted) return undefined;
+    throw error;
+  }
+}
+
+/** One turn's task and how its answer is written. */
+interface TurnTask {
+  spec: ReturnType<typeof taskSpecFor>;
+  prompt: string;
+  abort: AbortController;
+  writer: TurnWriter;
+  json: boolean;
+}
+
+/** Runs the task and writes its answer; resolves with the task (once submitted) and the agent's session id, if it gave one. */
+async function runTask(context: TurnContext, { spec, prompt, abort, writer, json }: TurnTask): Promise<Ran> {
+  const answer = new AnswerStream();
+  const run = startTask(context.runner, spec, abort, (update, task) => {
+    if (update.kind === 'partial') writer.delta(answer.push(update.payload?.data), task);
+  });
+  try {
+    const final = await run.result;
+    return writeAnswer(final, run.task!, { answer, prompt, writer, json });
+  } catch (error) {
+    const task = run.task ? { task: run.task } : {};
+    if (run.why === 'disconnect') return task; // nobody is listening; the task is cancelled
+    const failure = describeFailure(error, { why: run.why, timeoutMs: context.options.config.requestTimeoutMs, name: 'gateway' });
+    writer.fail(httpErrorFor(failure), run.task);
+    return task;
+  } finally {
+    writer.close();
+  }
+}
+
+/** What a turn's task left: the task (once submitted) and the agent's own session id, if it gave one. */
+interface Ran {
+  task?: TaskHandle;
+  agentSession?: string;
+}
+
+/** Starts the request's task; a full queue is a 429 with `Retry-After`. */
+function startTask(
+  runner: RequestTaskRunner,
+  spec: TurnTask['spec'],
+  abort: AbortController,
+  onUpdate: RequestTaskOptions['onUpdate'],
+): RequestTask {
+  try {
+    return runner.start({ spec, abort, onUpdate });
+  } catch (error) {
+    if (!(error instanceof QueueFullError)) throw error;
+    throw new HttpError(429, error.message, 'rate_limit', 'queue_full', null, { 'Retry-After': String(error.retryAfterSeconds) });
+  }
+}
+
+/**
+ * The task's answer, written: the rest of its text and the usage, or a 502 when it has none (no
+ * text, no data) or is no JSON when JSON was asked for.
+ */
+function writeAnswer(
+  final: TaskResult,
+  task: TaskHandle,
+  { answer, prompt, writer, json }: { answer: AnswerStream; prompt: string; writer: TurnWriter; json: boolean },
+): Ran {
+  const rest = answer.complete(final.data);
+  if (rest === undefined) {
+    const error = 'The sub-agent finished without an answer (no text, no data).';
+    writer.fail(new HttpError(502, error, 'api', 'empty_answer', null, NO_RETRY), task);
+    return { task };
+  }
+  if (json && !isJson(answer.text)) {
+    const error = 'The sub-agent was asked for JSON but its answer is not valid JSON.';
+    writer.fail(new HttpError(502, error, 'api', 'invalid_json', null, NO_RETRY), task);
+    return { task };
+  }
+  if (rest !== '') writer.delta(rest, task);
+  writer.finish({ text: answer.text, usage: usageOf(final.data, final.meta, prompt, answer.text) }, task);
+  const data = final.data as { session_id?: unknown } | undefined;
+  const meta = final.meta as { session_id?: unknown } | undefined;
+  const id = data?.session_id ?? meta?.session_id;
+  return typeof id === 'string' ? { task, agentSession: id } : { task };
 }
 
 /** Why a route cannot run on this machine (its CLI is missing, with the install hint), or undefined. */

@@ -44,7 +44,7 @@ describe.skipIf(claude.skip !== undefined)(claude.title, () => {
     expect(result, run.stderr + run.stdout.slice(-2000)).toMatchObject({ is_error: false });
     expect(result.result).toMatch(/^Hello: /);
     expect(result.result).toContain('Say hi');
-    const tasks = gateway.broker!.tasks();
+    const tasks = await gateway.client.listTasks();
     expect(tasks.length).toBeGreaterThan(0);
     expect(tasks.every((t) => t.tags?.api === 'messages' && t.tags?.stream === 'true')).toBe(true);
   });

@@ -38,7 +38,7 @@ describe.skipIf(codex.skip !== undefined)(codex.title, () => {
     expect(run.stdout).toMatch(/Hello: /);
     expect(run.stdout).toContain('say hi');
     expect(run.stderr).not.toMatch(/Reconnecting/);
-    const tasks = gateway.broker!.tasks();
+    const tasks = await gateway.client.listTasks();
     expect(tasks).toHaveLength(1);
     expect(tasks[0]!.tags).toMatchObject({ api: 'responses', stream: 'true', session: expect.stringMatching(/^[0-9a-f]{32}$/) });
   });

@@ -47,7 +47,7 @@ describe.skipIf(opencode.skip !== undefined)(opencode.title, () => {
     });
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(run.stdout).toMatch(/Hello: /);
-    const tasks = gateway.broker!.tasks();
+    const tasks = await gateway.client.listTasks();
     expect(tasks, 'one user prompt is one sub-agent run').toHaveLength(1);
     expect(tasks[0]!.tags).toMatchObject({ api: 'chat', stream: 'true' });
   });

@@ -175,7 +175,7 @@ describe("errors before the stream starts get an HTTP status and OpenAI's error 
     expect(res.status).toBe(400);
     expect(res.json.error).toMatchObject({ type, param });
     expect(typeof res.json.error.message).toBe('string');
-    expect(gateway.broker!.tasks()).toEqual([]);
+    expect(await gateway.client.listTasks()).toEqual([]);
   });
 
   test('404 for an unknown model, naming the models there are', async () => {
@@ -210,7 +210,7 @@ describe("errors before the stream starts get an HTTP status and OpenAI's error 
       { headers: { Origin: 'https://evil.example' } },
     );
     expect(crossSite.status).toBe(403);
-    expect(gateway.broker!.tasks()).toEqual([]);
+    expect(await gateway.client.listTasks()).toEqual([]);
   });
 });
 
@@ -238,7 +238,7 @@ describe('timeouts and disconnects stop the agent', () => {
     expect(res.json.error).toMatchObject({ type: 'api_error', code: 'timeout' });
     const [pids] = slowPids(dir);
     await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
-    const [task] = gateway.broker!.tasks();
+    const [task] = await gateway.client.listTasks();
     expect(task).toMatchObject({ state: 'cancelled' });
     expect(task!.message).toContain('timed out');
   });
@@ -263,8 +263,8 @@ describe('timeouts and disconnects stop the agent', () => {
     );
     const [pids] = slowPids(dir);
     await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
-    await waitFor(() => gateway.broker!.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
-    expect(gateway.broker!.tasks()[0]!.message).toContain('client disconnected');
+    await waitFor(async () => (await gateway.client.listTasks())[0]?.state === 'cancelled', 'the task to be cancelled');
+    expect((await gateway.client.listTasks())[0]!.message).toContain('client disconnected');
   });
 });
 
@@ -281,7 +281,7 @@ describe('giving up and shutting down', () => {
     expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
     const [pids] = slowPids(dir);
     await waitUntilGone([pids!.pid, pids!.grandchild], 10_000);
-    await waitFor(() => gateway.broker!.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
+    await waitFor(async () => (await gateway.client.listTasks())[0]?.state === 'cancelled', 'the task to be cancelled');
   });
 
   test('close() ends running streams with an error event and leaves no process behind', async () => {
@@ -313,8 +313,8 @@ describe('concurrency and visibility', () => {
       raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`request ${i}`) }),
     );
     await waitFor(() => slowPids(dir).length === 5, 'five agents to start');
-    await waitFor(() => gateway.broker!.tasks().length === 6, 'six tasks');
-    const states = gateway.broker!.tasks().map((t) => t.state);
+    await waitFor(async () => (await gateway.client.listTasks()).length === 6, 'six tasks');
+    const states = (await gateway.client.listTasks()).map((t) => t.state);
     expect(states.filter((s) => s === 'running')).toHaveLength(5);
     expect(states.filter((s) => s === 'queued')).toHaveLength(1);
 
@@ -329,7 +329,7 @@ describe('concurrency and visibility', () => {
     const dir = tempDir('bc-gw-');
     const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
     await client(gateway.baseURL).chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'what is in src/?' }] });
-    const [task] = gateway.broker!.tasks();
+    const [task] = await gateway.client.listTasks();
     expect(task).toMatchObject({ state: 'succeeded', tags: { source: 'gateway', model: 'echo', stream: 'false' } });
     expect(task!.label).toBe('gateway echo: what is in src/?');
   });
@@ -343,10 +343,26 @@ describe('concurrency and visibility', () => {
       raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`x${i}`) }),
     );
     await waitFor(() => slowPids(dir).length === 2, 'two agents to start');
-    await waitFor(() => gateway.broker!.stats().running === 2, 'two running tasks');
+    await waitFor(async () => (await gateway.client.counts()).running === 2, 'two running tasks');
     expect(broker.tasks()).toHaveLength(2); // the third waits in the gateway, not in the broker
     fs.writeFileSync(path.join(dir, 'release'), '');
     expect((await Promise.all(requests)).map((r) => r.status)).toEqual([200, 200, 200]);
     expect(broker.tasks()).toHaveLength(3);
+    expect((await raw(`${gateway.url}/health`)).json.runs_on).toBe('app');
+  });
+
+  test('without a client, the gateway runs requests on a private broker of its own, capped by it', async () => {
+    const dir = tempDir('bc-gw-');
+    const gateway = await startTestGateway({ models: standinModels(dir), max_concurrent: 2 }, { dir });
+    expect(gateway.client.where).toEqual({ kind: 'local' });
+    expect((await raw(`${gateway.url}/health`)).json).toMatchObject({ runs_on: 'gateway', max_concurrent: 2 });
+    const requests = Array.from({ length: 3 }, (_, i) =>
+      raw(`${gateway.baseURL}/chat/completions`, { model: 'slow', messages: userMessage(`y${i}`) }),
+    );
+    // The third waits in the broker's own queue (its concurrency is max_concurrent), not in the gateway.
+    await waitFor(async () => (await gateway.client.counts()).queued === 1, 'one queued task');
+    expect(await gateway.client.counts()).toEqual({ running: 2, queued: 1 });
+    fs.writeFileSync(path.join(dir, 'release'), '');
+    expect((await Promise.all(requests)).map((r) => r.status)).toEqual([200, 200, 200]);
   });
 });

@@ -95,7 +95,7 @@ describe('the cursor-cli template behind the gateway', () => {
     expect(res.status).toBe(503);
     expect(res.json.error).toMatchObject({ type: 'api_error', code: 'agent_unavailable' });
     expect(res.json.error.message).toMatch(/not installed: install it with `curl https:\/\/cursor.com\/install/);
-    expect(gateway.broker!.tasks()).toEqual([]);
+    expect(await gateway.client.listTasks()).toEqual([]);
     const health = await raw(`${gateway.url}/health`);
     expect(health.status).toBe(200);
     expect(health.json).toMatchObject({ status: 'degraded', agent_cli: { available: false, path: '/nonexistent/agent' } });
@@ -130,8 +130,8 @@ describe('the cursor-cli template behind the gateway', () => {
     await waitFor(() => fs.existsSync(pidFile), 'the stand-in CLI to start');
     const { pid, worker } = JSON.parse(fs.readFileSync(pidFile, 'utf8')) as { pid: number; worker: number };
     await waitUntilGone([pid, worker], 10_000);
-    await waitFor(() => gateway.broker!.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
-    const agentPid = gateway.broker!.tasks()[0]!.pid;
+    await waitFor(async () => (await gateway.client.listTasks())[0]?.state === 'cancelled', 'the task to be cancelled');
+    const agentPid = (await gateway.client.listTasks())[0]!.pid;
     if (agentPid !== undefined) await waitUntilGone([agentPid], 10_000);
   });
 });

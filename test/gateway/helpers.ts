@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { resolveGatewayConfig, startGateway, type Gateway } from '../../src/gateway/index.js';
 import type { TaskBroker } from '../../src/broker/index.js';
+import { clientOf } from '../../src/client/index.js';
 import { fixture, tempDir } from '../helpers/core.js';
 
 const open: Gateway[] = [];
@@ -33,8 +34,9 @@ export function standinModels(dir: string): Record<string, unknown> {
 }
 
 /**
- * Starts a gateway from a config in the file's shape (port 0 unless given). Without `broker`, the
- * gateway makes its own (the CLI's path), with its endpoints in a private temp directory.
+ * Starts a gateway from a config in the file's shape (port 0 unless given). With `broker`, through
+ * `clientOf(broker)` (an embedding app's way); without, the gateway opens its own private client
+ * (the CLI's `--local` path), with its endpoints in a private temp directory.
  */
 export async function startTestGateway(
   raw: Record<string, unknown>,
@@ -47,7 +49,7 @@ export async function startTestGateway(
     const config = resolveGatewayConfig({ port: 0, ...raw }, process.env, dir);
     const gateway = await startGateway({
       config,
-      ...(options.broker ? { broker: options.broker } : {}),
+      ...(options.broker ? { client: clientOf(options.broker) } : {}),
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
     });
     open.push(gateway);

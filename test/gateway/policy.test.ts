@@ -124,13 +124,13 @@ describe('what the agent gets', () => {
     const local = await gateway();
     const res = await local.chat({ model: 'inputs', messages: title });
     expect(res.json.choices[0].message.content).toBe('Fix the login bug in src/auth.ts please, it fails…');
-    expect(local.gw.broker!.tasks()).toEqual([]);
+    expect(await local.gw.client.listTasks()).toEqual([]);
     const streamed = await local.chat({ model: 'inputs', stream: true, messages: title });
     expect(streamedText(streamed)).toBe('Fix the login bug in src/auth.ts please, it fails…');
     const run = await gateway({ side_requests: 'echo' });
     const routed = await run.chat({ model: 'inputs', messages: title });
     expect(routed.json.choices[0].message.content).toMatch(/^Hello: /);
-    expect(run.gw.broker!.tasks()).toHaveLength(1);
+    expect(await run.gw.client.listTasks()).toHaveLength(1);
   });
 });
 
@@ -156,14 +156,14 @@ describe('sessions and workspaces', () => {
     expect(second.input).toMatchObject({ resume: 'agent-session-1', prompt: 'And the tests?' });
     expect(second.cwd).toBe(first.cwd);
     expect(path.basename(first.cwd)).toMatch(/^[0-9a-f]{32}$/);
-    const [firstKey, secondKey] = gw.broker!.tasks().map((t) => t.tags?.session);
+    const [firstKey, secondKey] = (await gw.client.listTasks()).map((t) => t.tags?.session);
     expect(path.basename(first.cwd)).not.toBe(firstKey); // the workspace's name is random, not the session's
     const other = seenBy(
       await chat({ model: 'inputs', messages: userMessage('What is in README.md?') }, { 'x-opencode-session': 'ses_9' }),
     );
     expect(other.input.resume).toBeUndefined();
     expect(other.cwd).not.toBe(first.cwd);
-    const keys = gw.broker!.tasks().map((t) => t.tags?.session);
+    const keys = (await gw.client.listTasks()).map((t) => t.tags?.session);
     expect(secondKey).toBe(firstKey);
     expect(keys).toHaveLength(3);
     expect(keys[2]).not.toBe(firstKey);
@@ -230,6 +230,6 @@ describe('bounds and checks', () => {
     expect(cross.status).toBe(403);
     const form = await raw(`${gw.baseURL}/chat/completions`, 'model=echo', { headers: { 'Content-Type': 'text/plain' } });
     expect(form.status).toBe(415);
-    expect(gw.broker!.tasks()).toEqual([]);
+    expect(await gw.client.listTasks()).toEqual([]);
   });
 });

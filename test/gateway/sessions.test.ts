@@ -125,7 +125,7 @@ describe('through the gateway', () => {
     const other = await chat([{ role: 'user', content: 'Write a poem' }], { user: 'carol' });
     expect(other.seen.input.resume).toBeUndefined();
     expect(other.seen.cwd).not.toBe(first.seen.cwd);
-    const sessions = gw.broker!.tasks().map((t) => t.tags?.session);
+    const sessions = (await gw.client.listTasks()).map((t) => t.tags?.session);
     expect(new Set(sessions).size).toBe(5);
   });
 

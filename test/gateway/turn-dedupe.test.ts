@@ -103,7 +103,7 @@ describe('one logical turn runs once', () => {
     expect(error).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
     expect(count()).toBe(1);
     // Every attempt gone: the run is cancelled after the grace, its processes stopped.
-    await waitFor(() => gateway.broker!.tasks()[0]?.state === 'cancelled', 'the task to be cancelled');
+    await waitFor(async () => (await gateway.client.listTasks())[0]?.state === 'cancelled', 'the task to be cancelled');
     expect(slowPids(dir)).toHaveLength(1);
   });
 });

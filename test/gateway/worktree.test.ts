@@ -10,9 +10,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { GatewayConfigError, resolveGatewayConfig } from '../../src/gateway/index.js';
+import { clientOf } from '../../src/client/index.js';
+import { GatewayConfigError, resolveGatewayConfig, startGateway } from '../../src/gateway/index.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
-import { ROOT, tempDir, waitFor } from '../helpers/core.js';
+import { makeBroker, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { checkoutHash, gitIn, linkedWorktrees, makeRepo } from '../helpers/git-repo.js';
 import { cli, hubEnv, printed, start, startHub } from '../hub/control/hub-process.js';
 import { raw, STANDIN_AGENT, startTestGateway } from './helpers.js';
@@ -71,8 +72,8 @@ describe('worktree: true models', () => {
 
     const first = await turn(gw.baseURL, [{ role: 'user', content: 'Add the first line' }], 'alice');
     // In a worktree the broker made (on a branch of its own), in the same subdirectory as `cwd`.
-    const snapshot = () => new Map(gw.broker!.tasks().map((task) => [task.id, task]));
-    const one = snapshot().get(first.taskId)!;
+    const snapshot = async () => new Map((await gw.client.listTasks()).map((task) => [task.id, task]));
+    const one = (await snapshot()).get(first.taskId)!;
     expect(one.worktree?.repo).toBe(fs.realpathSync(repo));
     expect(first.seen.cwd).toBe(path.join(one.worktree!.worktree, 'src'));
     expect(linkedWorktrees(repo)).toEqual([one.worktree!.worktree]);
@@ -93,13 +94,13 @@ describe('worktree: true models', () => {
     expect(second.seen.cwd).toBe(first.seen.cwd);
     expect(second.seen.resume).toBe('agent-session-1');
     expect(second.seen.notes).toBe('Add the first line\nAdd the second line\n');
-    await waitFor(() => snapshot().get(second.taskId)?.change, 'the second turn’s change to be recorded');
-    const two = snapshot().get(second.taskId)!;
+    await waitFor(async () => (await snapshot()).get(second.taskId)?.change, 'the second turn’s change to be recorded');
+    const two = (await snapshot()).get(second.taskId)!;
     expect(two.parent).toBe(first.taskId);
     expect(two.worktree).toEqual(one.worktree);
     // The change of the thread, recorded against the base: both turns' lines.
     expect(two.change).toMatchObject({ files: [{ path: 'src/notes.md', status: 'added', insertions: 2 }] });
-    const { diff } = await gw.broker!.change(second.taskId);
+    const { diff } = await gw.client.taskChange(second.taskId);
     expect(diff).toContain('+Add the first line\n+Add the second line\n');
 
     // Another session: a worktree of its own, from the base again.
@@ -110,7 +111,7 @@ describe('worktree: true models', () => {
     expect(checkoutHash(repo)).toBe(before);
 
     // Without a hub, `backchannel diff` reads the same registry (the default data directory's).
-    await waitFor(() => snapshot().get(other.taskId)?.change, 'the other session’s change to be recorded');
+    await waitFor(async () => (await snapshot()).get(other.taskId)?.change, 'the other session’s change to be recorded');
     const env = { ...process.env, BACKCHANNEL_CONTROL: path.join(dir, 'no-hub.sock') };
     const stat = await runCli(['diff', '--stat', second.taskId], env);
     expect(stat.stderr).toBe('');
@@ -130,7 +131,7 @@ describe('worktree: true models', () => {
     const notes = turns.map((t) => t.seen.notes).sort((a, b) => a.length - b.length);
     expect(notes.map((n) => n.split('\n').length - 1)).toEqual([1, 2, 3]);
     // Each turn is a follow-up of the one before it: one chain of parents, one thread.
-    const byId = new Map(gw.broker!.tasks().map((task) => [task.id, task]));
+    const byId = new Map((await gw.client.listTasks()).map((task) => [task.id, task]));
     const parents = turns.map((t) => byId.get(t.taskId)!.parent).filter(Boolean);
     expect(parents).toHaveLength(2);
     expect(new Set(parents).size).toBe(2);
@@ -174,7 +175,7 @@ describe('worktree: true models', () => {
     const gw = await startTestGateway({ models: { coder: coder(repo, { base: 'release' }) } });
     const { seen, taskId } = await turn(gw.baseURL, [{ role: 'user', content: 'Go' }]);
     expect(fs.readFileSync(path.join(seen.cwd, 'RELEASE.md'), 'utf8')).toBe('v1\n');
-    expect(gw.broker!.tasks().find((task) => task.id === taskId)!.worktree?.base).toBe('release');
+    expect((await gw.client.listTasks()).find((task) => task.id === taskId)!.worktree?.base).toBe('release');
     expect(fs.existsSync(path.join(repo, 'RELEASE.md'))).toBe(false);
   });
 
@@ -225,6 +226,19 @@ describe('worktree: true models', () => {
     expect(run.code).not.toBe(0);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain(`is not in a git repository; a worktree needs one`);
+  });
+
+  test("an embedding app's client whose broker keeps no worktrees stops a worktree model's gateway at start", async () => {
+    const repo = makeRepo();
+    const { broker } = makeBroker();
+    const client = clientOf(broker);
+    expect(client.keepsWorktrees).toBe(false);
+    const config = resolveGatewayConfig({ port: 0, auth: 'none', models: { coder: coder(repo) } });
+    await expect(startGateway({ config, client })).rejects.toThrow(
+      new GatewayConfigError(
+        'model(s) coder have `worktree: true`, but the client given runs its tasks on a broker that keeps no worktrees (give the broker a `dataDir` or a `worktreeDir`)',
+      ),
+    );
   });
 
   test('on a running hub: the session’s tasks run in the hub’s worktree, one thread, and `backchannel diff` shows the change', async () => {

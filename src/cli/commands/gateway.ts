@@ -64,7 +64,7 @@ export const command: CliCommand = {
       return usageError(`backchannel gateway: Expected \`--port\` to be an integer from 0 to 65535, got \`${values.port}\``, HELP);
     }
 
-    const { loadGatewayConfig, startGateway, gatewayBanner, modelRunRules } = await import('../../gateway/index.js');
+    const { loadGatewayConfig, startGateway, gatewayBanner, gatewayClientOptions } = await import('../../gateway/index.js');
     const { createHeadlessLogger, openClient } = await import('../../client/index.js');
     let gateway;
     let hubPath: string | undefined;
@@ -72,14 +72,8 @@ export const command: CliCommand = {
       const config = values.config !== undefined ? loadGatewayConfig(values.config) : await gatewayConfigFromOneFile();
       if (port !== undefined) config.port = port;
       const logger = createHeadlessLogger({ console: 'info' });
-      // The one no-hub policy (src/client/open.ts); the private broker's agents get a minimal
-      // environment (config.envAllow), not the gateway's keys.
-      const client = await openClient({
-        withoutHub: 'private',
-        local: values.local === true,
-        broker: { concurrency: config.maxConcurrent, logger, env: { allow: config.envAllow } },
-        runRules: modelRunRules(config),
-      });
+      // The one no-hub policy (src/client/open.ts), with the broker the gateway would make itself.
+      const client = await openClient(gatewayClientOptions(config, logger, values.local === true));
       hubPath = client.where.kind === 'hub' ? client.where.path : undefined;
       try {
         gateway = await startGateway({ config, logger, client, ownsClient: client.where.kind === 'local' });

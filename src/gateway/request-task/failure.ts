@@ -2,8 +2,7 @@
  * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
  * front-end maps to its own status codes (the gateway: 504, 503, 500).
  */
-import { HubLostError } from '../../client/hub-client.js';
-import { BrokerError, TaskError } from '../../broker/errors.js';
+import { BrokerError, HubLostError, TaskError } from '../../client/index.js';
 import type { FailureReason } from '../../model/task.js';
 import type { CancelWhy } from './runner.js';
 

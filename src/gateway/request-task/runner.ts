@@ -15,8 +15,7 @@
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
-import type { TaskHandle } from '../../broker/types.js';
-import type { BackchannelClient } from '../../client/index.js';
+import type { BackchannelClient, TaskHandle } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
 export type { BackchannelClient, TaskCounts } from '../../client/index.js';
@@ -92,55 +91,65 @@ function isWaiting(entry: Entry): boolean {
   return entry.task === undefined || entry.task.snapshot().state === 'queued';
 }
 
+/** The reason the panel shows for a request stopped for `why`. */
+function cancelReasons(options: RequestTaskRunnerOptions): Record<CancelWhy, string> {
+  const name = options.name ?? 'server';
+  return {
+    timeout: `the ${name} request timed out after ${options.timeoutMs} ms`,
+    disconnect: 'the client disconnected',
+    shutdown: `the ${name} is shutting down`,
+  };
+}
+
+/** With `maxWaiting`: refuses a request that would make more than that many wait for a slot. */
+function refuseWhenFull(options: RequestTaskRunnerOptions, inFlight: ReadonlySet<Entry>): void {
+  if (options.maxWaiting === undefined) return;
+  const waiting = [...inFlight].filter(isWaiting).length;
+  const slots = options.maxConcurrent ?? options.slots ?? Number.POSITIVE_INFINITY;
+  if (inFlight.size - waiting >= slots && waiting >= options.maxWaiting) throw new QueueFullError(waiting);
+}
+
+/** Submits now (the broker's queue), or through this front-end's limiter: the slot is free once the task's processes are gone. */
+function submitThrough(tasks: BackchannelClient, limiter: PQueue | undefined, spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
+  if (!limiter) return Promise.resolve(tasks.run(spec));
+  return new Promise<TaskHandle>((resolve, reject) => {
+    limiter
+      .add(
+        async () => {
+          const task = await tasks.run(spec);
+          resolve(task);
+          await task.finished;
+        },
+        { signal },
+      )
+      .catch(reject);
+  });
+}
+
 export function createRequestTaskRunner(options: RequestTaskRunnerOptions): RequestTaskRunner {
   const { tasks, timeoutMs } = options;
   const limiter = options.maxConcurrent !== undefined ? new PQueue({ concurrency: options.maxConcurrent }) : undefined;
   const inFlight = new Set<Entry>();
-  const cancelReasons: Record<CancelWhy, string> = {
-    timeout: `the ${options.name ?? 'server'} request timed out after ${timeoutMs} ms`,
-    disconnect: 'the client disconnected',
-    shutdown: `the ${options.name ?? 'server'} is shutting down`,
-  };
-
-  /** Submits now (the broker's queue), or through this front-end's limiter. */
-  function submit(spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
-    if (!limiter) return Promise.resolve(tasks.run(spec));
-    return new Promise<TaskHandle>((resolve, reject) => {
-      limiter
-        .add(
-          async () => {
-            const task = await tasks.run(spec);
-            resolve(task);
-            await task.finished; // the slot is free once the processes are gone
-          },
-          { signal },
-        )
-        .catch(reject);
-    });
-  }
+  const reasons = cancelReasons(options);
 
   function start({ spec, abort, onUpdate }: RequestTaskOptions): RequestTask {
-    if (options.maxWaiting !== undefined) {
-      const waiting = [...inFlight].filter(isWaiting).length;
-      const slots = options.maxConcurrent ?? options.slots ?? Number.POSITIVE_INFINITY;
-      if (inFlight.size - waiting >= slots && waiting >= options.maxWaiting) throw new QueueFullError(waiting);
-    }
+    refuseWhenFull(options, inFlight);
     const { signal } = abort;
     const why = () => signal.reason as CancelWhy | undefined;
     const timer = setTimeout(() => abort.abort('timeout' satisfies CancelWhy), timeoutMs);
     let task: TaskHandle | undefined;
     // No `signal` in the spec: cancelling by hand gives the panel a reason a person can read.
-    signal.addEventListener('abort', () => task?.cancel(cancelReasons[why()!]), { once: true });
+    signal.addEventListener('abort', () => task?.cancel(reasons[why()!]), { once: true });
     const entry: Entry = { abort, finished: Promise.resolve() };
     inFlight.add(entry);
 
     const result = (async () => {
       let unsubscribe: (() => void) | undefined;
       try {
-        task = await submit(spec, signal);
+        task = await submitThrough(tasks, limiter, spec, signal);
         entry.task = task;
         entry.finished = task.finished;
-        if (signal.aborted) task.cancel(cancelReasons[why()!]);
+        if (signal.aborted) task.cancel(reasons[why()!]);
         const submitted = task;
         // Finished tasks stay in the broker's history: the listener (and the request) must not.
         if (onUpdate) unsubscribe = task.on('update', (update) => onUpdate(update, submitted));
