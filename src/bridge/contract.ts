@@ -9,6 +9,7 @@ import type { LogLine, ResultSummary, TaskOrigin, TaskPage, TaskPageQuery, TaskS
 import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
+import type { ErrorBody } from '../model/errors.js';
 
 export type {
   FinalPayload,
@@ -206,11 +207,12 @@ export interface TaskFeedEvent {
   update?: TaskUpdate;
 }
 
-/** Error shape both bridges use for a refused call. */
-export interface BridgeErrorBody {
-  /** `refused`: the run policy does not allow the submitted command line from its door (docs/run-policy.md). */
-  error: { code: 'not_found' | 'invalid_request' | 'conflict' | 'refused' | 'internal'; message: string };
-}
+/**
+ * Error shape both bridges (and the control endpoint) use for a refused call: `{code, message, data?}`
+ * with the code from the one table, src/model/errors.ts (`refused`: the run policy does not allow the
+ * submitted command line from its door, docs/run-policy.md).
+ */
+export type BridgeErrorBody = ErrorBody;
 
 declare global {
   interface Window {

@@ -14,7 +14,7 @@ import type {
   TaskFeedEvent,
   PresetInfo,
 } from '../bridge/contract.js';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError, fromCoreError } from '../bridge/errors.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
@@ -379,16 +379,9 @@ function toSpec(request: SubmitRequest): TaskSpec {
   return spec;
 }
 
-/** Broker errors carry a code; map the ones a person can cause onto the bridge's error codes. */
+/** Broker errors carry a code; the one table (`BROKER_ERROR_CODES`) says which bridge code each is. */
 function translate(error: unknown): never {
-  if (BridgeError.is(error)) throw error;
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  if (code === 'unknown_task') throw new BridgeError('not_found', message);
-  if (code === 'not_retryable' || code === 'closed' || code === 'worktree') throw new BridgeError('conflict', message);
-  if (code === 'invalid_option') throw new BridgeError('invalid_request', message);
-  if (code === 'refused') throw new BridgeError('refused', message);
-  throw new BridgeError('internal', message);
+  throw fromCoreError(error);
 }
 
 function handleOf(start: () => { id: string; result: Promise<unknown> }): { id: string } {
