@@ -1,11 +1,14 @@
 /**
- * Argument checkers for the bridge's calls (used by the route table in ./calls.ts). Each throws
- * `BridgeError('invalid_request')` with a message in one template and returns a clean value.
+ * The arguments of the bridge's calls, as zod schemas (the route table in ./calls.ts names one per
+ * argument). Each parses to a clean value or fails with one line in the repository's template
+ * (src/model/shapes.ts), thrown as `BridgeError('invalid_request')`. The task request's schema is
+ * the model's (`TASK_REQUEST`, src/model/task-request.ts).
  */
-import { MAX_TASK_PAGE_SIZE, type InsightsQuery, type SubmitRequest, type TaskPageQuery, type TaskState } from './contract.js';
-import { TASK_STATES, type TaskOrigin } from '../model/task.js';
-import { checkTaskRequest, isPlainName, MAX_ARGS, MAX_ID, MAX_STRING } from '../model/task-request.js';
-import { describe } from '../model/shapes.js';
+import * as z from 'zod/mini';
+import { MAX_TASK_PAGE_SIZE, type SubmitRequest } from './contract.js';
+import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
+import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
+import { boolean, describe, expected, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
 import { BridgeError, isRecord } from './errors.js';
 
 export { describe, isPlainName };
@@ -16,41 +19,104 @@ export function invalid(message: string): BridgeError {
   return new BridgeError('invalid_request', message);
 }
 
-export function checkString(value: unknown, what: string, { allowEmpty = false, max = MAX_STRING } = {}): string {
-  if (typeof value !== 'string') throw invalid(`Expected \`${what}\` to be a string, got ${describe(value)}`);
-  if (!allowEmpty && value.trim() === '') throw invalid(`Expected \`${what}\` to be a non-empty string`);
-  if (value.length > max) throw invalid(`Expected \`${what}\` to be at most ${max} characters, got ${value.length}`);
-  return value;
+/** `value` parsed by `schema`, named `place` in the message; throws `BridgeError('invalid_request')`. */
+export function checkWith<T extends z.core.$ZodType>(schema: T, value: unknown, place?: string): z.core.output<T> {
+  return parseOrThrow(schema, value, invalid, place);
 }
 
-/** A task id or ask id. */
-export function checkId(value: unknown, what = 'id'): string {
-  return checkString(value, what, { max: MAX_ID });
-}
+/** A task id, ask id or attachment name. */
+export const ID = id();
 
 /** A list of task ids (the changes to apply, in order). */
-export function checkIds(value: unknown, what = 'ids'): string[] {
-  if (!Array.isArray(value) || value.length === 0)
-    throw invalid(`Expected \`${what}\` to be a non-empty array of task ids, got ${describe(value)}`);
-  if (value.length > MAX_ARGS) throw invalid(`Expected at most ${MAX_ARGS} \`${what}\`, got ${value.length}`);
-  return value.map((id, i) => checkId(id, `${what}[${i}]`));
-}
+export const IDS = z
+  .array(ID, { error: expected('a non-empty array of task ids') })
+  .check(
+    z.minLength(1, { error: expected('a non-empty array of task ids') }),
+    z.maxLength(MAX_ARGS, { error: (issue) => `Expected at most ${MAX_ARGS} \`${PLACE}\`, got ${(issue.input as unknown[]).length}` }),
+  );
 
 /** The text of an answer (may be empty). */
-export function checkAnswer(value: unknown): string {
-  return checkString(value, 'answer', { allowEmpty: true, max: MAX_ANSWER });
-}
+export const ANSWER = text({ allowEmpty: true, max: MAX_ANSWER });
 
 /** A cancel reason: optional, one line for the panel. */
-export function checkReason(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  return checkString(value, 'reason', { max: 500 });
+export const REASON = z.pipe(
+  z.nullish(text({ max: 500 })),
+  z.transform((reason: string | null | undefined) => reason ?? undefined),
+);
+
+export const PAUSED = boolean();
+
+/** The whole body of a submission: a clean copy of the task request. */
+export const SUBMIT_REQUEST = CLEAN_TASK_REQUEST;
+
+/** An ISO 8601 time, normalized (`toISOString`). */
+const time = () =>
+  z.pipe(
+    text({ max: 64 }).check(z.refine((value: string) => Number.isFinite(Date.parse(value)), { error: expected('an ISO 8601 time') })),
+    z.transform((value: string) => new Date(value).toISOString()),
+  );
+
+/** A query, or nothing (`undefined`, `null`: every task). */
+function query<T extends z.core.$ZodType<object>>(shape: T) {
+  return z.pipe(
+    z.nullish(shape),
+    z.transform((value: z.core.output<T> | null | undefined) => withoutUndefined(value ?? {}) as z.core.output<T>),
+  );
 }
 
-export function checkBoolean(value: unknown, what: string): boolean {
-  if (typeof value !== 'boolean') throw invalid(`Expected \`${what}\` to be a boolean, got ${describe(value)}`);
-  return value;
-}
+const notAnObject = (issue: z.core.$ZodRawIssue) =>
+  issue.code === 'invalid_type' ? `Expected the query to be an object, got ${describe(issue.input)}` : undefined;
+
+export const INSIGHTS_QUERY = query(
+  z.object(
+    {
+      since: z.optional(time()),
+      until: z.optional(time()),
+      agent: z.optional(text()),
+      model: z.optional(text()),
+      by: z.optional(
+        z.enum(['agent', 'model'], {
+          error: (issue) => `Expected \`${PLACE}\` to be "agent" or "model", got ${describe(issue.input)}`,
+        }),
+      ),
+      pick: z.optional(z.object({ hour: time(), key: z.optional(text()) }, { error: expected('an object') })),
+    },
+    { error: notAnObject },
+  ),
+);
+
+const STATE = z.enum(TASK_STATES as unknown as [TaskState, ...TaskState[]], { error: expected(`one of ${TASK_STATES.join(', ')}`) });
+
+export const TASK_PAGE_QUERY = query(
+  z.object(
+    {
+      limit: z.optional(
+        z
+          .number({ error: expected(`an integer from 1 to ${MAX_TASK_PAGE_SIZE}`) })
+          .check(
+            z.int({ error: expected(`an integer from 1 to ${MAX_TASK_PAGE_SIZE}`) }),
+            z.minimum(1, { error: expected(`an integer from 1 to ${MAX_TASK_PAGE_SIZE}`) }),
+            z.maximum(MAX_TASK_PAGE_SIZE, { error: expected(`an integer from 1 to ${MAX_TASK_PAGE_SIZE}`) }),
+          ),
+      ),
+      before: z.optional(text({ max: MAX_ID * 2 })),
+      // More states than there are is a list with repeats: the extra are dropped, not refused.
+      state: z.optional(
+        z.union([
+          STATE,
+          z.pipe(
+            z.array(z.unknown()),
+            z.pipe(
+              z.transform((states: unknown[]) => states.slice(0, TASK_STATES.length)),
+              z.array(STATE),
+            ),
+          ),
+        ]),
+      ),
+    },
+    { error: notAnObject },
+  ),
+);
 
 /**
  * A submission as a door with a fixed origin passes it on (the panel's server and the app's IPC:
@@ -63,59 +129,4 @@ export function withOrigin(body: unknown, door: TaskOrigin): unknown {
 /** Checks a submit request and returns a clean copy holding only the known fields (the schema: TASK_REQUEST). */
 export function checkSubmitRequest(value: unknown): SubmitRequest {
   return checkTaskRequest(value, invalid);
-}
-
-function checkTime(value: unknown, what: string): string {
-  const text = checkString(value, what, { max: 64 });
-  if (!Number.isFinite(Date.parse(text))) throw invalid(`Expected \`${what}\` to be an ISO 8601 time, got ${describe(value)}`);
-  return new Date(text).toISOString();
-}
-
-/** Checks an insights query and returns a clean copy holding only the known fields. */
-export function checkInsightsQuery(value: unknown): InsightsQuery {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw invalid(`Expected the query to be an object, got ${describe(value)}`);
-  const query: InsightsQuery = {};
-  if (value.since !== undefined) query.since = checkTime(value.since, 'since');
-  if (value.until !== undefined) query.until = checkTime(value.until, 'until');
-  if (value.agent !== undefined) query.agent = checkString(value.agent, 'agent');
-  if (value.model !== undefined) query.model = checkString(value.model, 'model');
-  if (value.by !== undefined) {
-    if (value.by !== 'agent' && value.by !== 'model') throw invalid(`Expected \`by\` to be "agent" or "model", got ${describe(value.by)}`);
-    query.by = value.by;
-  }
-  if (value.pick !== undefined) {
-    if (!isRecord(value.pick)) throw invalid(`Expected \`pick\` to be an object, got ${describe(value.pick)}`);
-    query.pick = { hour: checkTime(value.pick.hour, 'pick.hour') };
-    if (value.pick.key !== undefined) query.pick.key = checkString(value.pick.key, 'pick.key');
-  }
-  return query;
-}
-
-function checkState(value: unknown, what: string): TaskState {
-  if (typeof value !== 'string' || !(TASK_STATES as readonly string[]).includes(value)) {
-    throw invalid(`Expected \`${what}\` to be one of ${TASK_STATES.join(', ')}, got ${describe(value)}`);
-  }
-  return value as TaskState;
-}
-
-/** Checks a task page query and returns a clean copy holding only the known fields. */
-export function checkTaskPageQuery(value: unknown): TaskPageQuery {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw invalid(`Expected the query to be an object, got ${describe(value)}`);
-  const query: TaskPageQuery = {};
-  if (value.limit !== undefined) {
-    const limit = value.limit;
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_TASK_PAGE_SIZE) {
-      throw invalid(`Expected \`limit\` to be an integer from 1 to ${MAX_TASK_PAGE_SIZE}, got ${describe(limit)}`);
-    }
-    query.limit = limit;
-  }
-  if (value.before !== undefined) query.before = checkString(value.before, 'before', { max: MAX_ID * 2 });
-  if (value.state !== undefined) {
-    query.state = Array.isArray(value.state)
-      ? value.state.slice(0, TASK_STATES.length).map((state, i) => checkState(state, `state[${i}]`))
-      : checkState(value.state, 'state');
-  }
-  return query;
 }

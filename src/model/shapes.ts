@@ -42,31 +42,54 @@ type Issue = z.core.$ZodIssue;
 
 /**
  * The one issue a person is told about, with its whole place: the first; inside a union, the first of
- * the branch that got furthest (the one whose type matched), else the union's own message.
+ * the branch that got furthest (the deepest place, then one whose type matched), else the union's own
+ * message (no branch took the value's type).
  */
 export function firstIssue(issues: readonly Issue[]): { issue: Issue; path: PropertyKey[] } | undefined {
   let issue: Issue | undefined = issues[0];
   if (!issue) return undefined;
   let path: PropertyKey[] = [...issue.path];
   while (issue.code === 'invalid_union' && issue.errors.length > 0) {
-    const branch: Issue[] | undefined = issue.errors.find((branchIssues) => {
-      const first = branchIssues[0];
-      return first !== undefined && !(first.code === 'invalid_type' && first.path.length === 0);
-    });
-    const next: Issue | undefined = branch?.[0];
-    if (!next) break;
+    const next = furthest(issue.errors);
+    if (!next || (next.code === 'invalid_type' && next.path.length === 0)) break;
     issue = next;
     path = [...path, ...next.path];
   }
   return { issue, path };
 }
 
-/** A failed parse in one line, `{path}` filled in (`root` names the place of the whole value). */
-export function firstProblem(error: z.core.$ZodError, root = 'value'): string {
+function furthest(branches: readonly (readonly Issue[])[]): Issue | undefined {
+  let best: Issue | undefined;
+  const score = (issue: Issue) => issue.path.length * 2 + (issue.code === 'invalid_type' ? 0 : 1);
+  for (const branch of branches) {
+    const first = branch[0];
+    if (first && (!best || score(first) > score(best))) best = first;
+  }
+  return best;
+}
+
+/**
+ * A failed parse in one line, its `{path}` filled in. `place`: the name of the value parsed (an
+ * argument's), put before the place inside it (`ids` → `ids[0]`); without it a field's place is its
+ * own path (`limit`), and the whole value is `value`.
+ */
+export function firstProblem(error: z.core.$ZodError, place?: PropertyKey): string {
   const first = firstIssue(error.issues);
   if (!first) return 'Invalid input';
-  const place = formatPath(first.path) || root;
-  return first.issue.message.replace(PLACE, place);
+  const path = place === undefined ? first.path : [place, ...first.path];
+  return first.issue.message.replace(PLACE, formatPath(path) || 'value');
+}
+
+/** `value` parsed by `schema`, or throws what `fail` makes of the one-line problem. */
+export function parseOrThrow<T extends z.core.$ZodType>(
+  schema: T,
+  value: unknown,
+  fail: (message: string) => Error,
+  place?: PropertyKey,
+): z.core.output<T> {
+  const parsed = z.safeParse(schema, value);
+  if (!parsed.success) throw fail(firstProblem(parsed.error, place));
+  return parsed.data;
 }
 
 /** The message of a leaf: `Expected `{path}` to be <expected>, got <the value>`. */
@@ -110,4 +133,9 @@ export function oneOf<const T extends readonly [string, ...string[]]>(choices: T
 /** A field's description (in the JSON Schema). */
 export function described<T extends z.ZodMiniType>(schema: T, description: string): T {
   return schema.check(z.describe(description)) as T;
+}
+
+/** A parsed object without the keys whose value is `undefined` (an optional field that was not given). */
+export function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

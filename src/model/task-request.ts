@@ -10,7 +10,19 @@
  * spec-wire.ts's `IN_PROCESS`).
  */
 import { checkInputSize } from './limits.js';
-import { boolean, describe, described, expected, firstProblem, nonNegative, oneOf, PLACE, text } from './shapes.js';
+import {
+  boolean,
+  describe,
+  described,
+  expected,
+  firstProblem,
+  nonNegative,
+  oneOf,
+  parseOrThrow,
+  PLACE,
+  text,
+  withoutUndefined,
+} from './shapes.js';
 import * as z from 'zod/mini';
 import { TASK_ORIGINS } from './origins.js';
 
@@ -150,10 +162,13 @@ export function taskRequestJsonSchema(): z.core.JSONSchema.BaseSchema {
   return jsonSchema;
 }
 
+/** A request parsed into a clean copy: only known fields, none left `undefined`. */
+export const CLEAN_TASK_REQUEST = z.pipe(TASK_REQUEST, z.transform(withoutUndefined<TaskRequest>));
+
 /** The problem with a request, in one line; undefined when there is none. */
 export function taskRequestProblem(value: unknown): string | undefined {
   const parsed = TASK_REQUEST.safeParse(value);
-  return parsed.success ? undefined : firstProblem(parsed.error, 'request');
+  return parsed.success ? undefined : firstProblem(parsed.error);
 }
 
 /**
@@ -161,11 +176,5 @@ export function taskRequestProblem(value: unknown): string | undefined {
  * what `fail` makes of the one-line problem.
  */
 export function checkTaskRequest(value: unknown, fail: (message: string) => Error = (message) => new TypeError(message)): TaskRequest {
-  const parsed = TASK_REQUEST.safeParse(value);
-  if (!parsed.success) throw fail(firstProblem(parsed.error, 'request'));
-  return withoutUndefined(parsed.data);
-}
-
-function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+  return parseOrThrow(CLEAN_TASK_REQUEST, value, fail);
 }
