@@ -92,6 +92,28 @@ export function parseOrThrow<T extends z.core.$ZodType>(
   return parsed.data;
 }
 
+/** A value as a config message quotes it: its JSON (`"/a"`, `5`, `{"x":1}`). */
+export function quote(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** The message of a config field: `<place> must be <what>, got <its JSON>` (`phrase` is the part after the place). */
+export function must(phrase: string): (issue: { input?: unknown }) => string {
+  return (issue) => `${PLACE} ${phrase}, got ${quote(issue.input)}`;
+}
+
+/**
+ * A config mapping's unknown key: `<place> has no key "x" (expected a, b), got <its value>`. For
+ * `strictObject`'s `error`; other issues fall through to the fields' own messages.
+ */
+export function noKey(expectedKeys: string): (issue: z.core.$ZodRawIssue) => string | undefined {
+  return (issue) => {
+    if (issue.code !== 'unrecognized_keys') return undefined;
+    const key = String(issue.keys[0]);
+    return `${PLACE} has no key "${key}" (expected ${expectedKeys}), got ${quote((issue.input as Record<string, unknown>)[key])}`;
+  };
+}
+
 /** The message of a leaf: `Expected `{path}` to be <expected>, got <the value>`. */
 export function expected(what: string): (issue: { input?: unknown }) => string {
   return (issue) => `Expected \`${PLACE}\` to be ${what}, got ${describe(issue.input)}`;
