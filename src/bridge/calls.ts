@@ -1,6 +1,6 @@
 /**
  * The bridge's calls as data: ONE table (`ROUTES`) declares every request/reply call once — its
- * HTTP verb and path and its argument checker — and everything else is derived from it: the method
+ * HTTP verb and path and the zod schema of each argument — and everything else is derived from it: the method
  * list, `checkArgs`, the HTTP routes (./http-routes.ts, both directions), the IPC channels and the
  * client (`bridgeClient`). A new call is a method on `BackchannelBridge` (./contract.ts), a row
  * here, and its implementation in hub/broker-bridge.ts.
@@ -8,18 +8,20 @@
  * Both hosts (Electron IPC handlers and the headless HTTP server) run every call through
  * `dispatch`, so they validate and fail the same way. Runs anywhere: no Node or DOM imports.
  */
+import type * as z from 'zod/mini';
 import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
 import {
-  checkAnswer,
-  checkBoolean,
-  checkId,
-  checkIds,
-  checkInsightsQuery,
-  checkReason,
-  checkSubmitRequest,
-  checkTaskPageQuery,
+  ANSWER,
+  checkWith,
   describe,
+  ID,
+  IDS,
+  INSIGHTS_QUERY,
   invalid,
+  PAUSED,
+  REASON,
+  SUBMIT_REQUEST,
+  TASK_PAGE_QUERY,
 } from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
 
@@ -33,51 +35,94 @@ export type BridgeResult<M extends BridgeMethod> = Awaited<ReturnType<Backchanne
 /** What a host sends back for one call: the value, or the reason it was refused. */
 export type BridgeReply = { ok: true; value: unknown } | ({ ok: false } & BridgeErrorBody);
 
+/**
+ * A call's arguments, in order: each a name and the zod schema of its value. The mapped type makes an
+ * argument of the wrong type (or a missing one) a compile error.
+ */
+export type RouteParams<M extends BridgeMethod> = ParamsOf<BridgeArgs<M>>;
+
+type ParamsOf<A extends readonly unknown[]> = { readonly [I in keyof A]: readonly [name: string, schema: z.core.$ZodType<A[I]>] };
+
 export interface Route<M extends BridgeMethod> {
   verb: 'GET' | 'POST' | 'PUT';
   /** Path below `/api/`. A `:name` segment carries the argument of that name (URL-encoded). */
   path: string;
   /**
-   * The call's argument names, in order. Each travels in the path (`:name`), or as a field of the
-   * JSON body — except `body`, which is the whole JSON body.
+   * The call's arguments, in order, with their schemas. Each travels in the path (`:name`), or as a
+   * field of the JSON body — except `body`, which is the whole JSON body.
    */
+  params: RouteParams<M>;
+}
+
+/** A route as the hosts and clients use it: its argument names and their checker, derived from `params`. */
+export interface CheckedRoute<M extends BridgeMethod> extends Route<M> {
+  /** The argument names, in order (`params`' names). */
   args: readonly string[];
-  /** Checks the raw arguments (an array); throws `BridgeError('invalid_request')`. */
+  /** Checks the raw arguments (an array) against `params`; throws `BridgeError('invalid_request')`. */
   check(args: readonly unknown[]): BridgeArgs<M>;
 }
 
+/** The argument that stands for the whole JSON body: its fields are named by their own path (`limit`). */
+const WHOLE_BODY = 'body';
+
 /** The one table. The mapped type makes a missing or misspelt method a compile error. */
-export const ROUTES: { readonly [M in BridgeMethod]: Route<M> } = {
-  info: { verb: 'GET', path: 'info', args: [], check: () => [] },
-  listTasks: { verb: 'GET', path: 'tasks', args: [], check: () => [] },
+const TABLE: { readonly [M in BridgeMethod]: Route<M> } = {
+  info: { verb: 'GET', path: 'info', params: [] },
+  listTasks: { verb: 'GET', path: 'tasks', params: [] },
   // POST, as insights: the query is a JSON body (a GET carries none).
-  listTaskPage: { verb: 'POST', path: 'tasks/page', args: ['body'], check: (a) => [checkTaskPageQuery(a[0])] },
-  getTask: { verb: 'GET', path: 'tasks/:id', args: ['id'], check: (a) => [checkId(a[0])] },
-  taskResult: { verb: 'GET', path: 'tasks/:id/result', args: ['id'], check: (a) => [checkId(a[0])] },
-  submit: { verb: 'POST', path: 'tasks', args: ['body'], check: (a) => [checkSubmitRequest(a[0])] },
-  cancel: { verb: 'POST', path: 'tasks/:id/cancel', args: ['id', 'reason'], check: (a) => [checkId(a[0]), checkReason(a[1])] },
-  retry: { verb: 'POST', path: 'tasks/:id/retry', args: ['id'], check: (a) => [checkId(a[0])] },
+  listTaskPage: { verb: 'POST', path: 'tasks/page', params: [['body', TASK_PAGE_QUERY]] },
+  getTask: { verb: 'GET', path: 'tasks/:id', params: [['id', ID]] },
+  taskResult: { verb: 'GET', path: 'tasks/:id/result', params: [['id', ID]] },
+  submit: { verb: 'POST', path: 'tasks', params: [['body', SUBMIT_REQUEST]] },
+  cancel: {
+    verb: 'POST',
+    path: 'tasks/:id/cancel',
+    params: [
+      ['id', ID],
+      ['reason', REASON],
+    ],
+  },
+  retry: { verb: 'POST', path: 'tasks/:id/retry', params: [['id', ID]] },
   answer: {
     verb: 'POST',
     path: 'tasks/:id/answer',
-    args: ['id', 'askId', 'answer'],
-    check: (a) => [checkId(a[0]), checkId(a[1], 'askId'), checkAnswer(a[2])],
+    params: [
+      ['id', ID],
+      ['askId', ID],
+      ['answer', ANSWER],
+    ],
   },
-  setPaused: { verb: 'PUT', path: 'paused', args: ['paused'], check: (a) => [checkBoolean(a[0], 'paused')] },
-  openLog: { verb: 'POST', path: 'log/open', args: [], check: () => [] },
-  fleet: { verb: 'GET', path: 'fleet', args: [], check: () => [] },
-  insights: { verb: 'POST', path: 'insights', args: ['body'], check: (a) => [checkInsightsQuery(a[0])] },
+  setPaused: { verb: 'PUT', path: 'paused', params: [['paused', PAUSED]] },
+  openLog: { verb: 'POST', path: 'log/open', params: [] },
+  fleet: { verb: 'GET', path: 'fleet', params: [] },
+  insights: { verb: 'POST', path: 'insights', params: [['body', INSIGHTS_QUERY]] },
   attachment: {
     verb: 'GET',
     path: 'tasks/:id/attachments/:name',
-    args: ['id', 'name'],
-    check: (a) => [checkId(a[0]), checkId(a[1], 'name')],
+    params: [
+      ['id', ID],
+      ['name', ID],
+    ],
   },
-  taskChange: { verb: 'GET', path: 'tasks/:id/change', args: ['id'], check: (a) => [checkId(a[0])] },
-  applyChanges: { verb: 'POST', path: 'changes/apply', args: ['ids'], check: (a) => [checkIds(a[0])] },
-  discardChange: { verb: 'POST', path: 'tasks/:id/change/discard', args: ['id'], check: (a) => [checkId(a[0])] },
-  keepBranch: { verb: 'POST', path: 'tasks/:id/change/keep', args: ['id'], check: (a) => [checkId(a[0])] },
-  listWorktrees: { verb: 'GET', path: 'worktrees', args: [], check: () => [] },
+  taskChange: { verb: 'GET', path: 'tasks/:id/change', params: [['id', ID]] },
+  applyChanges: { verb: 'POST', path: 'changes/apply', params: [['ids', IDS]] },
+  discardChange: { verb: 'POST', path: 'tasks/:id/change/discard', params: [['id', ID]] },
+  keepBranch: { verb: 'POST', path: 'tasks/:id/change/keep', params: [['id', ID]] },
+  listWorktrees: { verb: 'GET', path: 'worktrees', params: [] },
+};
+
+function checked<M extends BridgeMethod>(route: Route<M>): CheckedRoute<M> {
+  const params = route.params as unknown as readonly (readonly [string, z.core.$ZodType])[];
+  return {
+    ...route,
+    args: params.map(([name]) => name),
+    check: (args) => params.map(([name, schema], i) => checkWith(schema, args[i], name === WHOLE_BODY ? undefined : name)) as BridgeArgs<M>,
+  };
+}
+
+/** The one route table, each row with its argument names and checker (see `TABLE`). */
+export const ROUTES = Object.fromEntries(Object.entries(TABLE).map(([method, route]) => [method, checked(route)])) as unknown as {
+  readonly [M in BridgeMethod]: CheckedRoute<M>;
 };
 
 export const BRIDGE_METHODS = Object.keys(ROUTES) as readonly BridgeMethod[];
@@ -90,7 +135,7 @@ function isBridgeMethod(name: unknown): name is BridgeMethod {
 export function checkArgs<M extends BridgeMethod>(method: M, args: unknown): BridgeArgs<M> {
   if (!Array.isArray(args)) throw invalid(`Expected the arguments of ${method} to be an array`);
   if (!isBridgeMethod(method)) throw invalid(`Unknown bridge method ${describe(method)}`);
-  return (ROUTES[method] as Route<M>).check(args);
+  return (ROUTES[method] as CheckedRoute<M>).check(args);
 }
 
 /**

@@ -5,10 +5,12 @@
  * suite checks that. Everything crossing it is plain JSON.
  */
 import type { Figures, Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, ResultSummary, TaskOrigin, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
+import type { LogLine, ResultSummary, TaskPage, TaskPageQuery, TaskSnapshot, TaskState, TaskUpdate } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
+import type { TaskRequest } from '../model/task-request.js';
+import type { ErrorBody } from '../model/errors.js';
 
 export type {
   FinalPayload,
@@ -30,44 +32,13 @@ export type {
 };
 export { MAX_TASK_PAGE_SIZE, RESULT_INLINE_MAX_BYTES, TASK_PAGE_SIZE } from '../model/task.js';
 
-/** What the panel may start: a command line (never a shell string). */
-export interface SubmitRequest {
-  command: string;
-  args?: string[];
-  cwd?: string;
-  label?: string;
-  input?: unknown;
-  timeoutMs?: number;
-  heartbeatTimeoutMs?: number;
-  /** How long a question from the agent waits for an answer. @default the hub's */
-  askTimeoutMs?: number;
-  retries?: number;
-  /**
-   * Extra environment for the sub-agent, on top of the hub's own filtered environment (the gateway's
-   * per-model `env`). The panel never sets it.
-   */
-  env?: Record<string, string>;
-  /**
-   * The submitting front-end's own environment (a terminal's `backchannel run`): the agent starts
-   * from it instead of the hub's, filtered by the hub's allow/deny rules. Never journaled, listed,
-   * logged or shown. The panel never sets it.
-   */
-  callerEnv?: Record<string, string>;
-  /** Tags shown in the panel and history; `source` says who started the task. @default { source: 'panel' } */
-  tags?: Record<string, string>;
-  /**
-   * The door the request came through, judged by the run policy (`TaskOrigin`). Declared by clients
-   * of the control endpoint (`backchannel run` says `cli`); the panel's server sets `panel` whatever
-   * the request says. @default 'control'
-   */
-  origin?: TaskOrigin;
-  /** `false`: the command's arguments get no `--task-id=<id>` (`run --no-task-id-arg`). @default true */
-  taskIdArg?: boolean;
-  /** Run in a git worktree of its own (a coding task, docs/coding-agents.md). */
-  worktree?: WorktreeRequest | boolean;
-  /** The task this one follows up. */
-  parent?: string;
-}
+/**
+ * What the panel may start: a command line (never a shell string). Declared once, as the zod schema
+ * `TASK_REQUEST` (src/model/task-request.ts): its type, check, JSON Schema and copy to a `TaskSpec`.
+ * `env`, `callerEnv` (the submitting terminal's environment, never journaled or shown) and `origin`
+ * are never set by the panel; the panel's server sets `origin: 'panel'` whatever the request says.
+ */
+export type SubmitRequest = TaskRequest;
 
 /**
  * A preset: what the panel's "New task" offers to start with one click (a demo agent, or the agent
@@ -206,11 +177,12 @@ export interface TaskFeedEvent {
   update?: TaskUpdate;
 }
 
-/** Error shape both bridges use for a refused call. */
-export interface BridgeErrorBody {
-  /** `refused`: the run policy does not allow the submitted command line from its door (docs/run-policy.md). */
-  error: { code: 'not_found' | 'invalid_request' | 'conflict' | 'refused' | 'internal'; message: string };
-}
+/**
+ * Error shape both bridges (and the control endpoint) use for a refused call: `{code, message, data?}`
+ * with the code from the one table, src/model/errors.ts (`refused`: the run policy does not allow the
+ * submitted command line from its door, docs/run-policy.md).
+ */
+export type BridgeErrorBody = ErrorBody;
 
 declare global {
   interface Window {

@@ -1,5 +1,6 @@
 import type { FinalPayload } from '../protocol/index.js';
 import type { FailureReason } from '../model/task.js';
+import type { BrokerErrorCode } from '../model/errors.js';
 
 const BRAND = Symbol.for('backchannel.TaskError');
 
@@ -40,17 +41,8 @@ export class TaskError extends Error {
 export class BrokerError extends Error {
   override readonly name = 'BrokerError';
   constructor(
-    readonly code:
-      | 'closed'
-      | 'invalid_option'
-      | 'unknown_task'
-      | 'not_retryable'
-      | 'endpoint'
-      | 'data_dir'
-      | 'data_dir_in_use'
-      /** The run policy does not allow the task's command line from its origin (nothing was registered). */
-      | 'refused'
-      | 'worktree',
+    /** Mapped onto the front-ends' error codes in one table, `BROKER_ERROR_CODES` (src/model/errors.ts). */
+    readonly code: BrokerErrorCode,
     message: string,
     options?: { cause?: unknown },
   ) {

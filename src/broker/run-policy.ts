@@ -12,6 +12,8 @@
 import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import * as z from 'zod/mini';
+import { firstProblem, must, noKey } from '../model/shapes.js';
 import type { TaskOrigin } from '../model/task.js';
 
 /** One allowed command line. */
@@ -158,40 +160,43 @@ export class RunPolicyError extends Error {
  */
 export function parseRunPolicy(section: Record<string, unknown> | undefined, file: string): RunRule[] {
   if (section === undefined) return [];
-  const fail = (what: string, got: unknown): never => {
-    throw new RunPolicyError(`${file}: run_policy.${what}, got ${JSON.stringify(got) ?? String(got)}`);
-  };
-  for (const key of Object.keys(section)) if (key !== 'allow') fail(`has no key "${key}" (expected allow)`, section[key]);
-  const allow = section.allow ?? [];
-  if (!Array.isArray(allow)) return fail('allow must be a list of {command, args, more_args, dirs}', allow);
+  const parsed = z.safeParse(RUN_POLICY_SECTION, section);
+  if (!parsed.success) throw new RunPolicyError(`${file}: ${firstProblem(parsed.error, 'run_policy')}`);
   const base = path.dirname(file);
-  return allow.map((entry: unknown, i): RunRule => {
-    const where = `allow[${i}]`;
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return fail(`${where} must be a mapping`, entry);
-    const e = entry as Record<string, unknown>;
-    for (const key of Object.keys(e)) {
-      if (!['command', 'args', 'more_args', 'dirs'].includes(key))
-        fail(`${where} has no key "${key}" (expected command, args, more_args, dirs)`, e[key]);
-    }
-    if (typeof e.command !== 'string' || e.command.trim() === '')
-      fail(`${where}.command must be a program (a name, a path or "*")`, e.command);
-    const strings = (value: unknown, key: string): string[] | undefined => {
-      if (value === undefined) return undefined;
-      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
-        return fail(`${where}.${key} must be a list of strings`, value);
-      return value as string[];
-    };
-    const args = strings(e.args, 'args');
-    const dirs = strings(e.dirs, 'dirs');
-    if (e.more_args !== undefined && typeof e.more_args !== 'boolean') fail(`${where}.more_args must be true or false`, e.more_args);
-    const command = e.command as string;
-    const rule: RunRule = { name: `run_policy.${where}`, command: command.includes('/') ? expandPath(command, base) : command, base };
+  return (parsed.data.allow ?? []).map((entry, i): RunRule => {
+    const { command, args, dirs } = entry;
+    const rule: RunRule = { name: `run_policy.allow[${i}]`, command: command.includes('/') ? expandPath(command, base) : command, base };
     if (args) rule.args = args.map((arg, n) => (n === 0 && isNode(command) && !arg.startsWith('-') ? expandPath(arg, base) : arg));
-    if (e.more_args === true || command === '*') rule.moreArgs = true;
+    if (entry.more_args === true || command === '*') rule.moreArgs = true;
     if (dirs) rule.dirs = dirs.map((dir) => expandPath(dir, base));
     return rule;
   });
 }
+
+const strings = z.array(z.string({ error: must('must be a string') }), { error: must('must be a list of strings') });
+
+/** The `run_policy:` section's shape (the messages name the field: `run_policy.allow[0].dirs must be …`). */
+const RUN_POLICY_SECTION = z.strictObject(
+  {
+    allow: z.optional(
+      z.array(
+        z.strictObject(
+          {
+            command: z
+              .string({ error: must('must be a program (a name, a path or "*")') })
+              .check(z.refine((command: string) => command.trim() !== '', { error: must('must be a program (a name, a path or "*")') })),
+            args: z.optional(strings),
+            more_args: z.optional(z.boolean({ error: must('must be true or false') })),
+            dirs: z.optional(strings),
+          },
+          { error: (issue) => noKey('command, args, more_args, dirs')(issue) ?? must('must be a mapping')(issue) },
+        ),
+        { error: must('must be a list of {command, args, more_args, dirs}') },
+      ),
+    ),
+  },
+  { error: noKey('allow') },
+);
 
 /** `~/x` → the home directory's x; a relative path → against `base`. */
 export function expandPath(value: string, base: string): string {

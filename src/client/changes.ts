@@ -5,7 +5,7 @@
  * same calls, the same errors and the same fields.
  */
 import path from 'node:path';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError, fromCoreError } from '../bridge/errors.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { defaultDataDir } from '../paths/data-dir.js';
@@ -56,10 +56,7 @@ export function registryChanges(source: ChangeSource): ChangeService {
     try {
       return await run();
     } catch (error) {
-      if (BridgeError.is(error)) throw error;
-      const code = (error as { code?: unknown }).code;
-      const bridgeCode = code === 'unknown_task' ? 'not_found' : code === 'invalid_option' ? 'invalid_request' : 'conflict';
-      throw new BridgeError(bridgeCode, (error as Error).message);
+      throw fromCoreError(error);
     }
   };
   return {

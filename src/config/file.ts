@@ -15,10 +15,33 @@ import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readF
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import * as z from 'zod/mini';
+import { firstProblem, must } from '../model/shapes.js';
 
 export const CONFIG_ENV = 'BACKCHANNEL_CONFIG';
 export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy'] as const;
 export type SectionName = (typeof SECTIONS)[number];
+
+/** Where the file's name goes in a message about its shape. */
+const FILE = '{file}';
+
+/** A section: a mapping (key: value lines), or empty. */
+const SECTION = (name: string) =>
+  z.nullish(z.record(z.string(), z.unknown(), { error: () => `${FILE}: the "${name}" section must be a mapping (key: value lines)` }));
+
+/**
+ * The file's shape: a mapping of the known sections, each a mapping. Only the shape is checked here;
+ * each command checks its own section (messages start after the file's name).
+ */
+const CONFIG_FILE = z.strictObject(
+  Object.fromEntries(SECTIONS.map((name) => [name, SECTION(name)])) as Record<SectionName, ReturnType<typeof SECTION>>,
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `${FILE}: unknown section "${String(issue.keys[0])}" (expected ${SECTIONS.join(', ')})`
+        : `${FILE} must be a mapping of sections (${SECTIONS.join(', ')})`,
+  },
+);
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -52,16 +75,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
   }
-  if (!isMapping(raw)) throw new ConfigError(`${file} must be a mapping of sections (${SECTIONS.join(', ')})`);
+  const parsed = z.safeParse(CONFIG_FILE, raw);
+  if (!parsed.success) throw new ConfigError(firstProblem(parsed.error).replace(FILE, file));
   const sections: LoadedConfig['sections'] = {};
-  for (const [name, value] of Object.entries(raw)) {
-    if (!(SECTIONS as readonly string[]).includes(name)) {
-      throw new ConfigError(`${file}: unknown section "${name}" (expected ${SECTIONS.join(', ')})`);
-    }
-    if (value === null) continue;
-    if (!isMapping(value)) throw new ConfigError(`${file}: the "${name}" section must be a mapping (key: value lines)`);
-    sections[name as SectionName] = value;
-  }
+  for (const [name, value] of Object.entries(parsed.data)) if (value) sections[name as SectionName] = value;
   return { path: file, exists: true, sections };
 }
 
@@ -114,6 +131,16 @@ export function readTrustedFile(file: string): string {
   }
 }
 
+/** The types a section's key may be read as, each with its message. */
+const SETTING = {
+  number: z.number({ error: must('must be a non-negative number') }).check(z.minimum(0, { error: must('must be a non-negative number') })),
+  integer: z
+    .number({ error: must('must be a non-negative integer') })
+    .check(z.int({ error: must('must be a non-negative integer') }), z.minimum(0, { error: must('must be a non-negative integer') })),
+  boolean: z.boolean({ error: must('must be a boolean') }),
+  string: z.string({ error: must('must be a string') }),
+};
+
 /** Reads one key of a section, checked: a non-negative number (`integer` for counts), a boolean or a string. */
 export function setting(
   config: LoadedConfig,
@@ -123,19 +150,7 @@ export function setting(
 ): unknown {
   const value = config.sections[section]?.[key];
   if (value === undefined || value === null) return undefined;
-  const ok =
-    type === 'boolean'
-      ? typeof value === 'boolean'
-      : type === 'string'
-        ? typeof value === 'string'
-        : typeof value === 'number' && value >= 0 && Number.isFinite(value) && (type === 'number' || Number.isInteger(value));
-  if (!ok)
-    throw new ConfigError(
-      `${config.path}: ${section}.${key} must be ${type === 'integer' ? 'a non-negative integer' : type === 'number' ? 'a non-negative number' : `a ${type}`}, got ${JSON.stringify(value)}`,
-    );
-  return value;
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  const parsed = z.safeParse(SETTING[type], value);
+  if (!parsed.success) throw new ConfigError(`${config.path}: ${firstProblem(parsed.error, `${section}.${key}`)}`);
+  return parsed.data;
 }

@@ -40,6 +40,8 @@ import { parse as parseYaml } from 'yaml';
 import { planNewWorktree } from '../broker/worktree/worktrees.js';
 import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../paths/data-dir.js';
+import * as z from 'zod/mini';
+import { firstProblem, PLACE } from '../model/shapes.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
 export const DEFAULT_PORT = 8976;
@@ -254,7 +256,7 @@ export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = proces
       if (error instanceof ConfigError) throw error;
       throw new GatewayConfigError(`cannot read ${target}: ${(error as Error).message}`);
     }
-    config = resolveGatewayConfig(raw ?? {}, env, path.dirname(target));
+    config = inFile(target, () => resolveGatewayConfig(raw ?? {}, env, path.dirname(target)));
     config.source = path.resolve(target);
   }
   return withKey(config, env);
@@ -265,9 +267,19 @@ export function loadGatewayConfig(file?: string, env: NodeJS.ProcessEnv = proces
  * and the same key rule as a file of its own.
  */
 export function gatewayConfigFromSection(section: unknown, file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  const config = resolveGatewayConfig(section, env, path.dirname(file));
+  const config = inFile(file, () => resolveGatewayConfig(section, env, path.dirname(file), 'gateway'));
   config.source = `${file} (gateway section)`;
   return withKey(config, env);
+}
+
+/** A config's problem names the file it is in: `config.yaml: Expected \`gateway.port\` to be …`. */
+function inFile<T>(file: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof GatewayConfigError) throw new GatewayConfigError(`${file}: ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 /**
@@ -283,140 +295,193 @@ function withKey(config: GatewayConfig, env: NodeJS.ProcessEnv): GatewayConfig {
   return config;
 }
 
+/** A value as the gateway's messages quote it: `eighty` (string), `[1]` (list). */
+function describe(value: unknown): string {
+  return `\`${typeof value === 'string' ? value : JSON.stringify(value)}\` (${Array.isArray(value) ? 'list' : typeof value})`;
+}
+
+const expect = (what: string) => (issue: { input?: unknown }) => `Expected \`${PLACE}\` to be ${what}, got ${describe(issue.input)}`;
+
+/** The shape's leaves, each with its message; `null` is "not set" everywhere, as an absent key. */
+const leaf = {
+  integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+    const error = expect(`an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}`);
+    return z.nullish(z.number({ error }).check(z.int({ error }), z.minimum(min, { error }), z.maximum(max, { error })));
+  },
+  boolean: () => z.nullish(z.boolean({ error: expect('true or false') })),
+  string(...checks: z.core.$ZodCheck<string>[]) {
+    const error = expect('a non-empty string');
+    return z.nullish(
+      z.string({ error }).check(
+        z.refine((value: string) => value.trim() !== '', { error }),
+        ...checks,
+      ),
+    );
+  },
+  oneOf: <const T extends readonly [string, ...string[]]>(choices: T) =>
+    z.nullish(z.enum(choices, { error: expect(`one of ${choices.join(', ')}`) })),
+  /** Variable names (`*` is a wildcard), none empty. */
+  names() {
+    const error = () => `Expected \`${PLACE}\` to be a list of names (\`*\` is a wildcard)`;
+    const names = z
+      .array(z.unknown(), { error })
+      .check(z.refine((list) => list.every((v) => typeof v === 'string' && v !== ''), { error }));
+    return z.nullish(
+      z.pipe(
+        names,
+        z.transform((list) => list as string[]),
+      ),
+    );
+  },
+  /** `{NAME: value}`; numbers and booleans are written as strings (`LEVEL: 3`). */
+  stringMap() {
+    const value = z.pipe(z.union([z.string(), z.number(), z.boolean()], { error: expect('a string') }), z.transform(String));
+    return z.nullish(z.record(z.string(), value, { error: () => `Expected \`${PLACE}\` to be a mapping of names to strings` }));
+  },
+};
+
+/** A mapping's unknown keys, all of them, with the ones it knows. */
+const unknownKeys = (lead: (place: string) => string, known: readonly string[]) => (issue: z.core.$ZodRawIssue) =>
+  issue.code === 'unrecognized_keys' ? `${lead(PLACE)}: ${issue.keys.join(', ')} (known: ${known.join(', ')})` : undefined;
+
+const MODEL_SHAPE = {
+  template: leaf.string(
+    z.refine((name: string) => name === 'cursor-cli' || name === 'claude-code', {
+      error: () => `\`${PLACE}\`: "cursor-cli" and "claude-code" are built in; use \`command\` for other agents`,
+    }),
+  ),
+  cli_model: leaf.string(),
+  allow_writes: leaf.boolean(),
+  command: leaf.string(),
+  args: z.nullish(z.array(z.string(), { error: () => `\`${PLACE}\` must be a list of strings` })),
+  env: leaf.stringMap(),
+  cwd: leaf.string(),
+  description: leaf.string(),
+  worktree: leaf.boolean(),
+  base: leaf.string(),
+};
+
+/** One model: `{}` (or nothing) for the defaults of the cursor-cli template. */
+const MODEL = z.nullish(
+  z.strictObject(MODEL_SHAPE, {
+    error: (issue) =>
+      unknownKeys((place) => `unknown key(s) in \`${place}\``, Object.keys(MODEL_SHAPE))(issue) ??
+      `\`${PLACE}\` must be a mapping (or {} for the defaults)`,
+  }),
+);
+
+const SESSIONS = z.nullish(
+  z.strictObject(
+    { max: leaf.integer(0), idle_ms: leaf.integer(1) },
+    {
+      error: (issue) =>
+        unknownKeys((place) => `unknown key(s) in \`${place}\``, ['max', 'idle_ms'])(issue) ??
+        `\`${PLACE}\` must be a mapping: { max: 32, idle_ms: 900000 }`,
+    },
+  ),
+);
+
+const GATEWAY_SHAPE = {
+  port: leaf.integer(0, 65535),
+  api_key: leaf.string(),
+  default_model: leaf.string(),
+  request_timeout_ms: leaf.integer(1),
+  max_concurrent: leaf.integer(1),
+  cursor_cli_path: leaf.string(),
+  workspace: leaf.string(),
+  models: z.nullish(z.record(z.string(), MODEL, { error: () => `\`${PLACE}\` must be a mapping of model name → settings` })),
+  list_cli_models: leaf.boolean(),
+  cli_models_timeout_ms: leaf.integer(1),
+  auth: leaf.oneOf(['key', 'none']),
+  max_queued: leaf.integer(0),
+  max_connections: leaf.integer(1),
+  body_timeout_ms: leaf.integer(1),
+  env_allow: leaf.names(),
+  side_requests: leaf.string(),
+  client_system_prompt: leaf.oneOf(['auto', 'keep', 'drop']),
+  sessions: SESSIONS,
+  session_workspaces: leaf.boolean(),
+  workspaces_dir: leaf.string(),
+};
+
+/** The gateway's config in the file's shape (snake_case keys): every key, its type and its message. */
+export const GATEWAY_CONFIG = z.strictObject(GATEWAY_SHAPE, {
+  error: (issue) =>
+    unknownKeys(() => 'unknown config key(s)', Object.keys(GATEWAY_SHAPE))(issue) ??
+    (issue.code === 'invalid_type' ? 'the config must be a mapping (key: value lines)' : undefined),
+});
+
+type RawGateway = z.output<typeof GATEWAY_CONFIG>;
+type RawModel = NonNullable<z.output<typeof MODEL>>;
+
 /**
  * Validates a config object in the file's shape (snake_case keys) and fills in defaults.
- * Relative paths (workspace, model cwd, command) are resolved against `baseDir`.
+ * Relative paths (workspace, model cwd, command) are resolved against `baseDir`. `section`: the
+ * place of the config in its file (`gateway`), named in messages before each field.
  */
-export function resolveGatewayConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env, baseDir = process.cwd()): GatewayConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    throw new GatewayConfigError('the config must be a mapping (key: value lines)');
-  const o = raw as Record<string, unknown>;
-  const known = [
-    'port',
-    'api_key',
-    'default_model',
-    'request_timeout_ms',
-    'max_concurrent',
-    'cursor_cli_path',
-    'workspace',
-    'models',
-    'list_cli_models',
-    'cli_models_timeout_ms',
-    'auth',
-    'max_queued',
-    'max_connections',
-    'body_timeout_ms',
-    'env_allow',
-    'side_requests',
-    'client_system_prompt',
-    'sessions',
-    'session_workspaces',
-    'workspaces_dir',
-  ];
-  const unknown = Object.keys(o).filter((key) => !known.includes(key));
-  if (unknown.length > 0) throw new GatewayConfigError(`unknown config key(s): ${unknown.join(', ')} (known: ${known.join(', ')})`);
-
-  const port = integer(o.port, 'port', DEFAULT_PORT, 0, 65535);
-  const apiKey = optionalString(o.api_key, 'api_key');
-  const workspace = expandPath(optionalString(o.workspace, 'workspace') ?? process.cwd(), baseDir);
+export function resolveGatewayConfig(
+  raw: unknown,
+  env: NodeJS.ProcessEnv = process.env,
+  baseDir = process.cwd(),
+  section?: string,
+): GatewayConfig {
+  const parsed = z.safeParse(GATEWAY_CONFIG, raw);
+  if (!parsed.success) throw new GatewayConfigError(firstProblem(parsed.error, section));
+  const o: RawGateway = parsed.data;
+  const place = (field: string) => (section === undefined ? field : `${section}.${field}`);
+  const workspace = expandPath(o.workspace ?? process.cwd(), baseDir);
   const config: GatewayConfig = {
-    port,
-    defaultModel: optionalString(o.default_model, 'default_model') ?? DEFAULT_MODEL,
-    requestTimeoutMs: integer(o.request_timeout_ms, 'request_timeout_ms', DEFAULT_REQUEST_TIMEOUT_MS, 1),
-    maxConcurrent: integer(o.max_concurrent, 'max_concurrent', DEFAULT_MAX_CONCURRENT, 1),
-    cursorCliPath: optionalString(o.cursor_cli_path, 'cursor_cli_path') ?? nonEmpty(env.CURSOR_AGENT_BIN) ?? 'agent',
+    port: o.port ?? DEFAULT_PORT,
+    defaultModel: o.default_model ?? DEFAULT_MODEL,
+    requestTimeoutMs: o.request_timeout_ms ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    maxConcurrent: o.max_concurrent ?? DEFAULT_MAX_CONCURRENT,
+    cursorCliPath: o.cursor_cli_path ?? nonEmpty(env.CURSOR_AGENT_BIN) ?? 'agent',
     workspace,
-    models: resolveModels(o.models, baseDir),
-    listCliModels: boolean(o.list_cli_models, 'list_cli_models', true),
-    cliModelsTimeoutMs: integer(o.cli_models_timeout_ms, 'cli_models_timeout_ms', DEFAULT_CLI_MODELS_TIMEOUT_MS, 1),
-    auth: oneOf(o.auth, 'auth', ['key', 'none'] as const, 'key'),
-    maxQueued: integer(o.max_queued, 'max_queued', DEFAULT_MAX_QUEUED, 0),
-    maxConnections: integer(o.max_connections, 'max_connections', DEFAULT_MAX_CONNECTIONS, 1),
-    bodyTimeoutMs: integer(o.body_timeout_ms, 'body_timeout_ms', BODY_TIMEOUT_MS, 1),
-    envAllow: [...DEFAULT_ENV_ALLOW, ...stringList(o.env_allow, 'env_allow')],
+    models: {},
+    listCliModels: o.list_cli_models ?? true,
+    cliModelsTimeoutMs: o.cli_models_timeout_ms ?? DEFAULT_CLI_MODELS_TIMEOUT_MS,
+    auth: o.auth ?? 'key',
+    maxQueued: o.max_queued ?? DEFAULT_MAX_QUEUED,
+    maxConnections: o.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+    bodyTimeoutMs: o.body_timeout_ms ?? BODY_TIMEOUT_MS,
+    envAllow: [...DEFAULT_ENV_ALLOW, ...(o.env_allow ?? [])],
     sideRequests: sideRequests(o.side_requests),
-    clientSystemPrompt: oneOf(o.client_system_prompt, 'client_system_prompt', ['auto', 'keep', 'drop'] as const, 'auto'),
-    sessions: sessionsOf(o.sessions),
+    clientSystemPrompt: o.client_system_prompt ?? 'auto',
+    sessions: { max: o.sessions?.max ?? DEFAULT_MAX_SESSIONS, idleMs: o.sessions?.idle_ms ?? DEFAULT_SESSION_IDLE_MS },
   };
-  if (apiKey !== undefined) config.apiKey = apiKey;
-  if (boolean(o.session_workspaces, 'session_workspaces', false)) {
-    const dir = optionalString(o.workspaces_dir, 'workspaces_dir');
-    config.workspacesDir = dir === undefined ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(dir, baseDir);
+  for (const [name, entry] of Object.entries(o.models ?? {}))
+    config.models[name] = modelRoute(entry ?? {}, place(`models.${name}`), baseDir);
+  if (o.api_key != null) config.apiKey = o.api_key;
+  if (o.session_workspaces === true) {
+    const dir = o.workspaces_dir;
+    config.workspacesDir = dir == null ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(dir, baseDir);
   }
-  for (const [name, route] of Object.entries(config.models)) if (route.worktree) checkWorktree(name, route, workspace);
+  for (const [name, route] of Object.entries(config.models)) if (route.worktree) checkWorktree(place(`models.${name}`), route, workspace);
   if (config.cursorCliPath.includes('/')) config.cursorCliPath = expandPath(config.cursorCliPath, baseDir);
   if (Object.keys(config.models).length === 0) config.models[DEFAULT_MODEL] = { kind: 'cursor-cli', allowWrites: false, env: {} };
   return config;
 }
 
-function resolveModels(value: unknown, baseDir: string): Record<string, ModelRoute> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value))
-    throw new GatewayConfigError('`models` must be a mapping of model name → settings');
-  const models: Record<string, ModelRoute> = {};
-  for (const [name, entry] of Object.entries(value as Record<string, unknown>)) {
-    const where = `models.${name}`;
-    const o = entry ?? {};
-    if (typeof o !== 'object' || Array.isArray(o)) throw new GatewayConfigError(`\`${where}\` must be a mapping (or {} for the defaults)`);
-    const e = o as Record<string, unknown>;
-    const known = ['template', 'cli_model', 'allow_writes', 'command', 'args', 'env', 'cwd', 'description', 'worktree', 'base'];
-    const unknown = Object.keys(e).filter((key) => !known.includes(key));
-    if (unknown.length > 0)
-      throw new GatewayConfigError(`unknown key(s) in \`${where}\`: ${unknown.join(', ')} (known: ${known.join(', ')})`);
-    const envMap = stringMap(e.env, `${where}.env`);
-    const cwdValue = optionalString(e.cwd, `${where}.cwd`);
-    const cwd = cwdValue === undefined ? undefined : expandPath(cwdValue, baseDir);
-    const description = optionalString(e.description, `${where}.description`);
-    const command = optionalString(e.command, `${where}.command`);
-    const template = optionalString(e.template, `${where}.template`);
-    const worktreeOf = worktreeSetting(e, where);
-    if (command !== undefined && template !== undefined)
-      throw new GatewayConfigError(`\`${where}\`: give either \`command\` or \`template\`, not both`);
-    if (command !== undefined) {
-      const args = e.args ?? [];
-      if (!Array.isArray(args) || !args.every((a) => typeof a === 'string'))
-        throw new GatewayConfigError(`\`${where}.args\` must be a list of strings`);
-      const resolved = command.includes('/') ? expandPath(command, baseDir) : command;
-      const agentModel = optionalString(e.cli_model, `${where}.cli_model`);
-      models[name] = {
-        kind: 'command',
-        command: resolved,
-        args,
-        allowWrites: boolean(e.allow_writes, `${where}.allow_writes`, false),
-        ...(agentModel ? { cliModel: agentModel } : {}),
-        env: envMap,
-        ...(cwd ? { cwd } : {}),
-        ...(description ? { description } : {}),
-        ...worktreeOf,
-      };
-      continue;
-    }
-    if (template !== undefined && template !== 'cursor-cli' && template !== 'claude-code')
-      throw new GatewayConfigError(`\`${where}.template\`: "cursor-cli" and "claude-code" are built in; use \`command\` for other agents`);
-    const cliModel = optionalString(e.cli_model, `${where}.cli_model`);
-    models[name] = {
-      kind: template ?? 'cursor-cli',
-      allowWrites: boolean(e.allow_writes, `${where}.allow_writes`, false),
-      env: envMap,
-      ...(cliModel ? { cliModel } : {}),
-      ...(cwd ? { cwd } : {}),
-      ...(description ? { description } : {}),
-      ...worktreeOf,
-    };
+/** How one model is served: a command of its own, or a built-in agent (the cursor-cli one by default). */
+function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
+  if (e.command != null && e.template != null)
+    throw new GatewayConfigError(`\`${where}\`: give either \`command\` or \`template\`, not both`);
+  if (e.worktree !== true && e.base != null)
+    throw new GatewayConfigError(`\`${where}.base\` is the base of a worktree: add \`worktree: true\`, or remove it`);
+  const shared = {
+    allowWrites: e.allow_writes ?? false,
+    ...(e.cli_model ? { cliModel: e.cli_model } : {}),
+    env: e.env ?? {},
+    ...(e.cwd ? { cwd: expandPath(e.cwd, baseDir) } : {}),
+    ...(e.description ? { description: e.description } : {}),
+    // The repository is found by `checkWorktree` once the workspace is known.
+    ...(e.worktree === true ? { worktree: { repo: '', ...(e.base != null ? { base: e.base } : {}) } } : {}),
+  };
+  if (e.command != null) {
+    const command = e.command.includes('/') ? expandPath(e.command, baseDir) : e.command;
+    return { kind: 'command', command, args: e.args ?? [], ...shared };
   }
-  return models;
-}
-
-/** `worktree: true` and its `base` (the repository is found by `checkWorktree` once the workspace is known). */
-function worktreeSetting(e: Record<string, unknown>, where: string): { worktree?: GatewayWorktree } {
-  const on = boolean(e.worktree, `${where}.worktree`, false);
-  const base = optionalString(e.base, `${where}.base`);
-  if (!on) {
-    if (base !== undefined)
-      throw new GatewayConfigError(`\`${where}.base\` is the base of a worktree: add \`worktree: true\`, or remove it`);
-    return {};
-  }
-  return { worktree: { repo: '', ...(base !== undefined ? { base } : {}) } };
+  return { kind: (e.template as BuiltInAgent | null | undefined) ?? 'cursor-cli', ...shared };
 }
 
 /**
@@ -424,88 +489,22 @@ function worktreeSetting(e: Record<string, unknown>, where: string): { worktree?
  * repository around the model's `cwd`, else the `workspace`; an existing base), so that a bad config
  * stops the gateway with one line instead of failing every request.
  */
-function checkWorktree(name: string, route: ModelRoute, workspace: string): void {
+function checkWorktree(where: string, route: ModelRoute, workspace: string): void {
   const cwd = route.cwd ?? workspace;
-  const where = route.cwd === undefined ? `its workspace ${cwd}` : `its cwd ${cwd}`;
+  const dir = route.cwd === undefined ? `its workspace ${cwd}` : `its cwd ${cwd}`;
   try {
     const plan = planNewWorktree(cwd, route.worktree!.base === undefined ? {} : { base: route.worktree!.base });
     route.worktree!.repo = plan.repo;
   } catch (error) {
     throw new GatewayConfigError(
-      `\`models.${name}\` has \`worktree: true\`, but ${where} cannot have one: ${(error as Error).message}. Point \`cwd\` (or \`workspace\`) at a git repository.`,
+      `\`${where}\` has \`worktree: true\`, but ${dir} cannot have one: ${(error as Error).message}. Point \`cwd\` (or \`workspace\`) at a git repository.`,
     );
   }
 }
 
-function sideRequests(value: unknown): GatewayConfig['sideRequests'] {
-  const text = optionalString(value, 'side_requests') ?? 'local';
-  return text === 'local' || text === 'run' ? text : { model: text };
-}
-
-function sessionsOf(value: unknown): GatewayConfig['sessions'] {
-  if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value)))
-    throw new GatewayConfigError('`sessions` must be a mapping: { max: 32, idle_ms: 900000 }');
-  const o = (value ?? {}) as Record<string, unknown>;
-  const unknown = Object.keys(o).filter((key) => key !== 'max' && key !== 'idle_ms');
-  if (unknown.length > 0) throw new GatewayConfigError(`unknown key(s) in \`sessions\`: ${unknown.join(', ')} (known: max, idle_ms)`);
-  return {
-    max: integer(o.max, 'sessions.max', DEFAULT_MAX_SESSIONS, 0),
-    idleMs: integer(o.idle_ms, 'sessions.idle_ms', DEFAULT_SESSION_IDLE_MS, 1),
-  };
-}
-
-function oneOf<T extends string>(value: unknown, name: string, choices: readonly T[], fallback: T): T {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'string' || !choices.includes(value as T))
-    throw new GatewayConfigError(`Expected \`${name}\` to be one of ${choices.join(', ')}, got ${describe(value)}`);
-  return value as T;
-}
-
-function stringList(value: unknown, name: string): string[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== ''))
-    throw new GatewayConfigError(`Expected \`${name}\` to be a list of names (\`*\` is a wildcard)`);
-  return value as string[];
-}
-
-function describe(value: unknown): string {
-  return `\`${typeof value === 'string' ? value : JSON.stringify(value)}\` (${Array.isArray(value) ? 'list' : typeof value})`;
-}
-
-function integer(value: unknown, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new GatewayConfigError(
-      `Expected \`${name}\` to be an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}, got ${describe(value)}`,
-    );
-  }
-  return value;
-}
-
-function boolean(value: unknown, name: string, fallback: boolean): boolean {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'boolean') throw new GatewayConfigError(`Expected \`${name}\` to be true or false, got ${describe(value)}`);
-  return value;
-}
-
-function optionalString(value: unknown, name: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.trim() === '')
-    throw new GatewayConfigError(`Expected \`${name}\` to be a non-empty string, got ${describe(value)}`);
-  return value;
-}
-
-function stringMap(value: unknown, name: string): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value))
-    throw new GatewayConfigError(`Expected \`${name}\` to be a mapping of names to strings`);
-  const out: Record<string, string> = {};
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
-      throw new GatewayConfigError(`Expected \`${name}.${key}\` to be a string, got ${describe(v)}`);
-    out[key] = String(v);
-  }
-  return out;
+function sideRequests(text: string | null | undefined): GatewayConfig['sideRequests'] {
+  const value = text ?? 'local';
+  return value === 'local' || value === 'run' ? value : { model: value };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -14,7 +14,8 @@ import type {
   TaskFeedEvent,
   PresetInfo,
 } from '../bridge/contract.js';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError, fromCoreError } from '../bridge/errors.js';
+import { specOfRequest } from '../model/spec-wire.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
@@ -381,38 +382,18 @@ function pageOf(tasks: TaskSnapshot[], query: TaskPageQuery): TaskPage {
   return page;
 }
 
-/** The broker's spec for a request: only the known fields; tagged as coming from the panel unless it says who sent it. */
+/** The broker's spec for a request: its every field (spec-wire.ts); tagged as coming from the panel unless it says who sent it. */
 function toSpec(request: SubmitRequest): TaskSpec {
-  const spec: TaskSpec = { command: request.command };
-  if (request.args !== undefined) spec.args = request.args;
-  if (request.cwd !== undefined) spec.cwd = request.cwd;
-  if (request.label !== undefined) spec.label = request.label;
-  if (request.input !== undefined) spec.input = request.input;
-  if (request.timeoutMs !== undefined) spec.timeoutMs = request.timeoutMs;
-  if (request.heartbeatTimeoutMs !== undefined) spec.heartbeatTimeoutMs = request.heartbeatTimeoutMs;
-  if (request.askTimeoutMs !== undefined) spec.askTimeoutMs = request.askTimeoutMs;
-  if (request.retries !== undefined) spec.retries = request.retries;
-  if (request.env !== undefined) spec.env = request.env;
-  if (request.callerEnv !== undefined) spec.baseEnv = request.callerEnv;
-  if (request.taskIdArg !== undefined) spec.taskIdArg = request.taskIdArg;
-  if (request.worktree !== undefined) spec.worktree = request.worktree;
-  if (request.parent !== undefined) spec.parent = request.parent;
+  const spec = specOfRequest(request);
   spec.tags = { source: 'panel', ...request.tags };
   // A request that does not say which door it came through is judged as any other program's.
   spec.origin = request.origin ?? 'control';
   return spec;
 }
 
-/** Broker errors carry a code; map the ones a person can cause onto the bridge's error codes. */
+/** Broker errors carry a code; the one table (`BROKER_ERROR_CODES`) says which bridge code each is. */
 function translate(error: unknown): never {
-  if (BridgeError.is(error)) throw error;
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  if (code === 'unknown_task') throw new BridgeError('not_found', message);
-  if (code === 'not_retryable' || code === 'closed' || code === 'worktree') throw new BridgeError('conflict', message);
-  if (code === 'invalid_option') throw new BridgeError('invalid_request', message);
-  if (code === 'refused') throw new BridgeError('refused', message);
-  throw new BridgeError('internal', message);
+  throw fromCoreError(error);
 }
 
 function handleOf(start: () => { id: string; result: Promise<unknown> }): { id: string } {

@@ -1,5 +1,7 @@
 import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
-import type { ChangeSummary, WorktreeInfo, WorktreeRequest } from './change.js';
+import type { ChangeSummary, WorktreeInfo } from './change.js';
+import type { TaskOrigin } from './origins.js';
+import type { TaskRequest } from './task-request.js';
 
 /**
  * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
@@ -24,16 +26,7 @@ export function isFinished(state: TaskState): boolean {
  */
 export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol' | 'refused';
 
-/**
- * The door a task came through, judged by the run policy: `cli` is the owner's own `backchannel run`
- * (trusted, as is a spec without an origin: the owner's own program using the broker); every other
- * door runs only what the policy allows — `mcp` (a model's tool call), `panel` (New task, Retry),
- * `gateway` (a model API request), `control` (anything else over the hub's control endpoint).
- */
-export type TaskOrigin = 'cli' | 'mcp' | 'panel' | 'gateway' | 'control';
-
-/** Every origin (for validating one sent from outside). */
-export const TASK_ORIGINS: readonly TaskOrigin[] = ['cli', 'mcp', 'panel', 'gateway', 'control'];
+export { TASK_ORIGINS, type TaskOrigin } from './origins.js';
 
 /** Which path delivered the final payload. */
 export type DeliveryChannel = 'socket' | 'stdout' | 'spool' | 'broker';
@@ -49,54 +42,34 @@ export interface RetryPolicy {
   maxBackoffMs?: number;
 }
 
-export interface TaskSpec {
-  /** Executable, or a `.js`/`.mjs`/`.cjs`/`.ts` file run with this Node (or Electron as Node). */
-  command: string;
-  args?: string[];
-  /** Working directory. @default process.cwd() */
-  cwd?: string;
+/**
+ * What the broker runs. Its wire fields are the task request's (`TaskRequest`, declared once in
+ * ./task-request.ts: command, args, cwd, label, input, timeoutMs, heartbeatTimeoutMs, askTimeoutMs,
+ * tags, taskIdArg, worktree, parent, …), and a new request option is one here too. Below: the
+ * fields that differ in process (copied by ./spec-wire.ts) and those only a process has.
+ */
+export interface TaskSpec extends Omit<TaskRequest, 'env' | 'callerEnv' | 'retries' | 'origin'> {
   /** Extra environment for the sub-agent, on top of the broker's filtered environment; `undefined` removes a name. */
   env?: Record<string, string | undefined>;
   /**
    * The environment the sub-agent starts from instead of the broker's own, filtered by the broker's
-   * env policy in the same way (a terminal's `run` on the hub sends its own). Never journaled,
-   * listed, logged or shown: only the attempt's process sees it.
+   * env policy in the same way (a terminal's `run` on the hub sends its own: the request's
+   * `callerEnv`). Never journaled, listed, logged or shown: only the attempt's process sees it.
    */
   baseEnv?: Record<string, string>;
-  /** Any JSON value, delivered over the socket as an `input` message. */
-  input?: unknown;
-  /** Deadline for one attempt. @default 0 (none) */
-  timeoutMs?: number;
-  /** No message at all for this long ⇒ stalled. @default 0 (no watchdog) */
-  heartbeatTimeoutMs?: number;
-  /** How long a question from the agent waits for an answer. @default the broker's `askTimeoutMs` */
-  askTimeoutMs?: number;
   /** Retry policy, or just the number of retries. */
   retries?: Partial<RetryPolicy> | number;
-  /** Shown in the panel and CLI. @default the command line */
-  label?: string;
-  /** Aborting cancels the task. */
-  signal?: AbortSignal;
-  /** Append `--task-id=<id>` to argv. @default true */
-  taskIdArg?: boolean;
-  /** Token-budget estimate acquired before start (only with a broker `tokenBudget`). */
-  estimatedTokens?: number;
-  /** Free-form tags (e.g. `{source: 'gateway'}`), kept in the snapshot. */
-  tags?: Record<string, string>;
   /** The door it came through; the run policy judges every origin but `cli`. @default trusted (the caller's own program) */
   origin?: TaskOrigin;
+  /** Aborting cancels the task. */
+  signal?: AbortSignal;
+  /** Token-budget estimate acquired before start (only with a broker `tokenBudget`). */
+  estimatedTokens?: number;
   /**
    * The template or preset this command line is (set by the broker from the run policy's match): a
    * fleet worker runs its own copy of it by this name, never a command line from the queue.
    */
   preset?: string;
-  /**
-   * Run in a git worktree of its own, on a new branch from a base of the repository containing
-   * `cwd` (docs/coding-agents.md); its change is recorded when it ends. `true` is `{}`.
-   */
-  worktree?: WorktreeRequest | boolean;
-  /** The task this one follows up (set with `worktree.reuse`: the same worktree, one thread). */
-  parent?: string;
 }
 
 /** The tag `serve --demo` (the first `npm start`) puts on its demo tasks: `{demo: 'true'}`. */

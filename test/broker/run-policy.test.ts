@@ -92,7 +92,7 @@ describe('the run policy', () => {
       [{ allow: [{ args: [] }] }, /run_policy\.allow\[0\]\.command must be a program/],
       [{ allow: [{ command: 'x', dirs: '/a' }] }, /allow\[0\]\.dirs must be a list of strings, got "\/a"/],
       [{ allow: [{ command: 'x', more: true }] }, /allow\[0\] has no key "more"/],
-      [{ deny: [] }, /run_policy\.has no key "deny"/],
+      [{ deny: [] }, /^\/c\.yaml: run_policy has no key "deny" \(expected allow\), got \[\]$/],
     ];
     for (const [section, message] of bad) {
       expect(() => parseRunPolicy(section as Record<string, unknown>, '/c.yaml')).toThrow(RunPolicyError);

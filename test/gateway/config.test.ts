@@ -3,7 +3,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { AnswerStream, finalText, usageOf } from '../../src/gateway/answer.js';
-import { cursorAgentPath, GatewayConfigError, loadGatewayConfig, resolveGatewayConfig } from '../../src/gateway/config.js';
+import {
+  cursorAgentPath,
+  gatewayConfigFromSection,
+  GatewayConfigError,
+  loadGatewayConfig,
+  resolveGatewayConfig,
+} from '../../src/gateway/config.js';
 import { parseModelList } from '../../src/gateway/cursor-cli.js';
 import { buildPrompt, InvalidRequest, parseChatRequest } from '../../src/gateway/request.js';
 import { tempDir } from '../helpers/core.js';
@@ -117,6 +123,15 @@ describe('config', () => {
 
   test('a config file named explicitly must exist', () => {
     expect(() => loadGatewayConfig('/nonexistent/config.yaml')).toThrow(/not found/);
+  });
+
+  test("a problem in the one file's gateway section names the file and the field's whole place", () => {
+    expect(() => gatewayConfigFromSection({ port: 'x' }, '/c/config.yaml', {})).toThrow(
+      /^\/c\/config\.yaml: Expected `gateway\.port` to be an integer from 0 to 65535, got `x` \(string\)$/,
+    );
+    expect(() => gatewayConfigFromSection({ models: { coder: { base: 'main' } } }, '/c/config.yaml', {})).toThrow(
+      '/c/config.yaml: `gateway.models.coder.base` is the base of a worktree',
+    );
   });
 });
 
