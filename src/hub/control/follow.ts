@@ -18,7 +18,7 @@ import { payloadJson } from '../../model/payload-json.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { readJsonBody, REFUSED } from '../http/api.js';
 import { sendJson } from '../http/responses.js';
-import { MAX_SUBMIT_BYTES } from '../../bridge/limits.js';
+import { MAX_SUBMIT_BYTES } from '../../model/limits.js';
 
 /** A front-end this far behind on its task's stream is cut off (it sees the stream break). */
 const MAX_FOLLOW_BACKLOG_BYTES = 8 * 1024 * 1024;

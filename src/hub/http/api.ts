@@ -8,7 +8,7 @@ import type { BackchannelBridge } from '../../bridge/contract.js';
 import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
 import { withOrigin } from '../../bridge/checks.js';
 import { parseRequest } from '../../bridge/http-routes.js';
-import { formatLimit, MAX_SUBMIT_BYTES } from '../../bridge/limits.js';
+import { formatLimit, MAX_SUBMIT_BYTES } from '../../model/limits.js';
 import type { TaskOrigin } from '../../model/task.js';
 import { readBody, sendError, sendJson } from './responses.js';
 

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { MAX_INPUT_BYTES, MAX_SUBMIT_BYTES } from '../../../src/bridge/limits.js';
+import { MAX_INPUT_BYTES, MAX_SUBMIT_BYTES } from '../../../src/model/limits.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
 
 let headless: TestHeadless;
