@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { exitCodeOf, fromCoreError } from '../model/errors.js';
 
 /** One `backchannel` subcommand. `run` returns the process exit code. */
 export interface CliCommand {
@@ -27,11 +28,6 @@ export function wantsJson(argv: readonly string[]): boolean {
   return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
 }
 
-/**
- * Prints a usage error — the message and one line pointing at `--help` (the command is read from the
- * help text's `Usage: backchannel <command>` line) — and returns the usage exit code. With `--json`
- * the error is one JSON object on stdout instead.
- */
 /** A task command's ids: a usage error (exit 2) when fewer than `min` or more than `max`, else undefined. */
 export function checkTaskIds(name: string, ids: readonly string[], [min, max]: [number, number], help: string): number | undefined {
   if (ids.length < min) return usageError(`backchannel ${name}: missing the task id`, help);
@@ -39,6 +35,11 @@ export function checkTaskIds(name: string, ids: readonly string[], [min, max]: [
   return undefined;
 }
 
+/**
+ * Prints a usage error — the message and one line pointing at `--help` (the command is read from the
+ * help text's `Usage: backchannel <command>` line) — and returns the usage exit code. With `--json`
+ * the error is one JSON object on stdout instead.
+ */
 export function usageError(message: string, help: string): number {
   const command = /^Usage: (backchannel(?: [a-z][\w-]*)?)/.exec(help)?.[1] ?? 'backchannel';
   if (jsonErrors) {
@@ -47,6 +48,18 @@ export function usageError(message: string, help: string): number {
     process.stderr.write(`${message}\nRun \`${command} --help\` for usage.\n`);
   }
   return EXIT.usage;
+}
+
+/**
+ * A command that failed: one line on stderr (`backchannel <name>: <message>`), or with `--json` one
+ * object on stdout with the error's code; the exit code is the one the error table gives that code
+ * (src/model/errors.ts: a bad argument 2, anything else 1).
+ */
+export function commandFailed(name: string, error: unknown): number {
+  const failure = fromCoreError(error);
+  if (jsonErrors) process.stdout.write(JSON.stringify({ status: 'error', code: failure.code, message: failure.message }) + '\n');
+  else process.stderr.write(`backchannel ${name}: ${failure.message}\n`);
+  return exitCodeOf(failure);
 }
 
 /**

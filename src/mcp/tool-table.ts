@@ -66,10 +66,18 @@ export function registerTools(server: McpServer, tools: readonly McpTool[], cont
   }
 }
 
-/** A failure as a tool result: the message as text (what the SDK would send), and a BridgeError's code in `_meta`. */
+/**
+ * A failure as a tool result: the message as text (what the SDK would send), and a BridgeError's code
+ * (and `data`, when it has some) in `_meta`, from the one error table (src/model/errors.ts).
+ */
 export function toolError(error: unknown): CallToolResult {
   const message = error instanceof Error ? error.message : String(error);
   const result: CallToolResult = { content: [{ type: 'text', text: message }], isError: true };
-  if (BridgeError.is(error)) result._meta = { [ERROR_META_KEY]: { code: error.code satisfies BridgeErrorCode, message } };
+  if (BridgeError.is(error)) {
+    const body = error.toBody().error;
+    result._meta = {
+      [ERROR_META_KEY]: { code: body.code satisfies BridgeErrorCode, message, ...(body.data === undefined ? {} : { data: body.data }) },
+    };
+  }
   return result;
 }

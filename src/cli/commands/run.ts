@@ -19,6 +19,7 @@ import {
   type TaskRun,
 } from '../../client/index.js';
 import { describeChange } from '../../model/change.js';
+import { fromCoreError } from '../../model/errors.js';
 import { writeText } from '../terminal-text.js';
 
 const HELP = `Usage: backchannel run [options] -- <command> [args...]
@@ -263,13 +264,16 @@ export const command: CliCommand = {
   },
 };
 
-/** A refusal or a lost hub as one line on stderr (with `--json` one error object on stdout) and exit 1, never a stack. */
+/**
+ * A refusal or a lost hub as one line on stderr (with `--json` one error object on stdout, with the
+ * error's code from the one table) and exit 1 — `run`'s exit codes are the task's — never a stack.
+ */
 async function reportFailure(run: () => Promise<number>, json: boolean): Promise<number> {
   try {
     return await run();
   } catch (error) {
-    const message = (error as Error).message;
-    if (json) process.stdout.write(JSON.stringify({ status: 'error', reason: 'refused', message }) + '\n');
+    const { code, message } = fromCoreError(error);
+    if (json) process.stdout.write(JSON.stringify({ status: 'error', reason: 'refused', code, message }) + '\n');
     else process.stderr.write(`backchannel run: ${message}\n`);
     return EXIT.failed;
   }

@@ -4,7 +4,7 @@
  * ids among the coding tasks, run, and turn a refusal into one line and exit 1.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
+import { checkTaskIds, commandFailed, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
 import { openClient, type ChangeService } from '../../client/index.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
@@ -33,10 +33,7 @@ export function changeCommand<O extends OptionsConfig>(spec: ChangeCommandSpec<O
         for (const prefix of line.positionals) ids.push(await changes.resolve(prefix));
         return await spec.run({ line, changes, ids });
       } catch (error) {
-        const message = (error as Error).message;
-        if ((line.values as { json?: boolean }).json) process.stdout.write(JSON.stringify({ status: 'error', message }) + '\n');
-        else process.stderr.write(`backchannel ${spec.name}: ${message}\n`);
-        return EXIT.failed;
+        return commandFailed(spec.name, error);
       } finally {
         await client?.close();
       }

@@ -4,7 +4,7 @@
  * can do with it), resolve an abbreviated id, run, and turn a refusal into a one-line message and exit 1.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { checkTaskIds, EXIT, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
+import { checkTaskIds, commandFailed, parseCommandLine, type CliCommand, type CommandLine } from '../command.js';
 import { openClient, type BackchannelClient } from '../../client/index.js';
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
@@ -33,8 +33,7 @@ export function taskCommand<O extends OptionsConfig>(spec: TaskCommandSpec<O>): 
         const opened = client;
         return await spec.run({ line, client, id: () => opened.resolveId(line.positionals[0]!) });
       } catch (error) {
-        process.stderr.write(`backchannel ${spec.name}: ${(error as Error).message}\n`);
-        return EXIT.failed;
+        return commandFailed(spec.name, error);
       } finally {
         await client?.close();
       }
