@@ -23,9 +23,9 @@
  * models:
  *   cursor-cli: {}              # the cursor-cli template with the CLI's own default model
  *   sonnet: { cli_model: sonnet-4.5 }
- *   claude: { template: claude-code, cli_model: sonnet }
+ *   claude: { agent: claude-code, cli_model: sonnet }
  *   my-agent: { command: node, args: [./my-agent.mjs], env: { FOO: bar } }
- *   coder: { template: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
+ *   coder: { agent: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
  *                               # each session in a git worktree of its own (docs/gateway.md)
  * ```
  *
@@ -91,7 +91,8 @@ export const DEFAULT_ENV_ALLOW = [
 
 /**
  * The built-in agents a model can be served by: the agents of the shipped templates of these names
- * (a model's config says `template: <name>`, the name of the template whose agent runs).
+ * (a model's config says `agent: <name>`, the name of the shipped template whose agent runs;
+ * `template:` is its old name, still accepted).
  */
 export type BuiltInAgent = 'cursor-cli' | 'claude-code';
 
@@ -344,12 +345,17 @@ const leaf = {
 const unknownKeys = (lead: (place: string) => string, known: readonly string[]) => (issue: z.core.$ZodRawIssue) =>
   issue.code === 'unrecognized_keys' ? `${lead(PLACE)}: ${issue.keys.join(', ')} (known: ${known.join(', ')})` : undefined;
 
-const MODEL_SHAPE = {
-  template: leaf.string(
+/** A built-in agent's name (`agent:`, or `template:`, its old name). */
+const builtInAgent = () =>
+  leaf.string(
     z.refine((name: string) => name === 'cursor-cli' || name === 'claude-code', {
       error: () => `\`${PLACE}\`: "cursor-cli" and "claude-code" are built in; use \`command\` for other agents`,
     }),
-  ),
+  );
+
+const MODEL_SHAPE = {
+  agent: builtInAgent(),
+  template: builtInAgent(),
   cli_model: leaf.string(),
   allow_writes: leaf.boolean(),
   command: leaf.string(),
@@ -464,8 +470,13 @@ export function resolveGatewayConfig(
 
 /** How one model is served: a command of its own, or a built-in agent (the cursor-cli one by default). */
 function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
-  if (e.command != null && e.template != null)
-    throw new GatewayConfigError(`\`${where}\`: give either \`command\` or \`template\`, not both`);
+  if (e.agent != null && e.template != null)
+    throw new GatewayConfigError(`\`${where}\`: \`template\` is the old name of \`agent\`; give only \`agent\``);
+  // The key the user wrote names the agent in the messages.
+  const agentKey = e.template != null ? 'template' : 'agent';
+  const agent = (e.agent ?? e.template) as BuiltInAgent | null | undefined;
+  if (e.command != null && agent != null)
+    throw new GatewayConfigError(`\`${where}\`: give either \`command\` or \`${agentKey}\`, not both`);
   if (e.worktree !== true && e.base != null)
     throw new GatewayConfigError(`\`${where}.base\` is the base of a worktree: add \`worktree: true\`, or remove it`);
   const shared = {
@@ -481,7 +492,7 @@ function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
     const command = e.command.includes('/') ? expandPath(e.command, baseDir) : e.command;
     return { kind: 'command', command, args: e.args ?? [], ...shared };
   }
-  return { kind: (e.template as BuiltInAgent | null | undefined) ?? 'cursor-cli', ...shared };
+  return { kind: agent ?? 'cursor-cli', ...shared };
 }
 
 /**

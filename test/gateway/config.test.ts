@@ -113,12 +113,22 @@ describe('config', () => {
     [{ models: { x: { command: 'a', template: 'cursor-cli' } } }, /either `command` or `template`/],
     [{ models: { x: { args: 'no', command: 'a' } } }, /models\.x\.args/],
     [{ models: { x: { template: 'claude' } } }, /"cursor-cli" and "claude-code" are built in/],
+    [{ models: { x: { command: 'a', agent: 'cursor-cli' } } }, /either `command` or `agent`/],
+    [{ models: { x: { agent: 'claude' } } }, /models\.x\.agent`: "cursor-cli" and "claude-code" are built in/],
+    [{ models: { x: { agent: 'claude-code', template: 'claude-code' } } }, /`template` is the old name of `agent`; give only `agent`/],
     [{ auth: 'maybe' }, /`auth` to be one of key, none/],
     [{ side_requests: '' }, /side_requests/],
     [{ sessions: { ttl: 1 } }, /unknown key\(s\) in `sessions`/],
   ])('rejects %j', (raw, message) => {
     expect(() => resolveGatewayConfig(raw)).toThrow(GatewayConfigError);
     expect(() => resolveGatewayConfig(raw)).toThrow(message);
+  });
+
+  test('`agent:` names the built-in agent; `template:`, its old name, still works', () => {
+    const config = resolveGatewayConfig({ models: { a: { agent: 'claude-code' }, t: { template: 'claude-code' }, d: {} } });
+    expect(config.models.a!.kind).toBe('claude-code');
+    expect(config.models.t!.kind).toBe('claude-code');
+    expect(config.models.d!.kind).toBe('cursor-cli');
   });
 
   test('a config file named explicitly must exist', () => {
