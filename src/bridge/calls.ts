@@ -23,9 +23,7 @@ import {
   SUBMIT_REQUEST,
   TASK_PAGE_QUERY,
 } from './checks.js';
-import { BridgeError, errorFromBody, isRecord, toErrorBody } from './errors.js';
-
-export { BridgeError, errorFromBody, HTTP_STATUS, type BridgeErrorCode } from './errors.js';
+import { BridgeError, errorFromBody, isRecord, toErrorBody } from '../model/errors.js';
 
 /** Every bridge method except `subscribe`, which is a stream, not a call. */
 export type BridgeMethod = Exclude<keyof BackchannelBridge, 'subscribe'>;

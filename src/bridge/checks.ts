@@ -9,7 +9,7 @@ import { MAX_TASK_PAGE_SIZE, type SubmitRequest } from './contract.js';
 import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
 import { boolean, describe, expected, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
-import { BridgeError, isRecord } from './errors.js';
+import { BridgeError, isRecord } from '../model/errors.js';
 
 export { describe, isPlainName };
 

@@ -5,7 +5,7 @@
  * same calls, the same errors and the same fields.
  */
 import path from 'node:path';
-import { BridgeError, fromCoreError } from '../bridge/errors.js';
+import { BridgeError, fromCoreError } from '../model/errors.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { defaultDataDir } from '../paths/data-dir.js';

@@ -10,7 +10,8 @@
  * takes a bridge takes a client. Failures are `BridgeError`s with a code from one table.
  */
 import type { BackchannelBridge, SubmitRequest } from '../bridge/contract.js';
-import { BridgeError, bridgeClient, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { BridgeError } from '../model/errors.js';
+import { bridgeClient, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import type { LogLine, TaskSpec } from '../model/task.js';
 import type { ChangeService } from './changes.js';
 import type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';

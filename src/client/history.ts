@@ -7,7 +7,7 @@
  * The picture is the one the next hub would show: a task the journal leaves unfinished was running
  * when its broker stopped, so it reads `interrupted` (the next hub may still recover its result).
  */
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError } from '../model/errors.js';
 import { Journal } from '../broker/history/journal.js';
 import { ResultStore } from '../broker/history/results.js';
 import { readInsights, Rollup } from '../broker/history/rollup.js';

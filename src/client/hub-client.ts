@@ -9,7 +9,8 @@
  */
 import { request, type IncomingMessage } from 'node:http';
 import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
-import { bridgeClient, errorFromBody, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { bridgeClient, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { errorFromBody } from '../model/errors.js';
 import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from '../bridge/http-routes.js';
 import { isFinished } from '../model/task.js';
 import { LineDecoder } from '../protocol/framing.js';

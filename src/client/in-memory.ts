@@ -6,17 +6,9 @@
  * attached task cancelled when its client goes away — with no socket and no second process.
  */
 import type { BridgeEvent, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
-import {
-  bridgeClient,
-  dispatch,
-  errorFromBody,
-  unwrapReply,
-  type BridgeArgs,
-  type BridgeMethod,
-  type BridgeResult,
-} from '../bridge/calls.js';
+import { bridgeClient, dispatch, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { checkSubmitRequest } from '../bridge/checks.js';
-import { toErrorBody } from '../bridge/errors.js';
+import { errorFromBody, toErrorBody } from '../model/errors.js';
 import { isFinished } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge, type BrokerLike } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';

@@ -11,7 +11,7 @@ export type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
 export { defaultWorktreeDir, type ChangeService } from './changes.js';
 export { HubLostError } from './hub-client.js';
 export { UntrustedEndpointError } from './discover.js';
-export { BridgeError, type BridgeErrorCode } from '../bridge/calls.js';
+export { BridgeError, type ErrorCode } from '../model/errors.js';
 
 // What a front-end needs of the layers under the client, through this one door: the wire's types,
 // a task's failure, and the options of a broker of its own (`openClient({ withoutHub: 'private' })`).

@@ -1,6 +1,6 @@
 /** The in-process backend (./tasks.ts): a broker in this process, its calls through the same bridge the hub serves. */
 import type { TaskBroker } from '../broker/broker.js';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError } from '../model/errors.js';
 import { isFinished, type TaskUpdate } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';

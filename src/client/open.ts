@@ -17,7 +17,7 @@ import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
-import { BridgeError } from '../bridge/calls.js';
+import { BridgeError } from '../model/errors.js';
 import { createClient, type BackchannelClient } from './client.js';
 import { findHub } from './discover.js';
 import { historyTasks } from './history.js';

@@ -14,7 +14,7 @@ import type {
   TaskFeedEvent,
   PresetInfo,
 } from '../bridge/contract.js';
-import { BridgeError, fromCoreError } from '../bridge/errors.js';
+import { BridgeError, fromCoreError } from '../model/errors.js';
 import { specOfRequest } from '../model/spec-wire.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';

@@ -12,7 +12,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
-import { BridgeError, type BackchannelClient, type BridgeErrorCode } from '../client/index.js';
+import { BridgeError, type BackchannelClient, type ErrorCode } from '../client/index.js';
 import type { TaskSnapshot } from '../model/task.js';
 
 /** What every tool's handler reaches: the one client and this session's task tracking. */
@@ -76,7 +76,7 @@ export function toolError(error: unknown): CallToolResult {
   if (BridgeError.is(error)) {
     const body = error.toBody().error;
     result._meta = {
-      [ERROR_META_KEY]: { code: body.code satisfies BridgeErrorCode, message, ...(body.data === undefined ? {} : { data: body.data }) },
+      [ERROR_META_KEY]: { code: body.code satisfies ErrorCode, message, ...(body.data === undefined ? {} : { data: body.data }) },
     };
   }
   return result;

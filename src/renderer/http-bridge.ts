@@ -4,15 +4,8 @@
  * Also used from Node in tests (pass `fetch` and `EventSource` implementations).
  */
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
-import {
-  BridgeError,
-  bridgeClient,
-  checkArgs,
-  errorFromBody,
-  type BridgeArgs,
-  type BridgeMethod,
-  type BridgeResult,
-} from '../bridge/calls.js';
+import { bridgeClient, checkArgs, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
+import { BridgeError, errorFromBody } from '../model/errors.js';
 import { buildRequest, EVENTS_PATH, TOKEN_HEADER } from '../bridge/http-routes.js';
 
 /** The subset of the DOM's EventSource the bridge uses. */

@@ -8,7 +8,7 @@
  * (`TaskChange.record.state`, `ApplyOutcome`), never inferred here from message text.
  */
 import type { ApplyOutcome, BackchannelBridge, TaskChange, TaskSnapshot } from '../bridge/contract.js';
-import { BridgeError } from '../bridge/errors.js';
+import { BridgeError } from '../model/errors.js';
 import { combineChanges, parseUnifiedDiff, type CombinedView } from '../model/change-overlap.js';
 import { describeChange, type ChangeState } from '../model/change.js';
 import { diffView, singleDiffFiles, type DiffViewFile, type FilePart } from './diff-view.js';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { BackchannelBridge, BridgeEvent } from '../../src/bridge/contract.js';
-import { BridgeError } from '../../src/bridge/calls.js';
+import { BridgeError } from '../../src/model/errors.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/ipc-handlers.js';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
-import { BridgeError } from '../../src/bridge/calls.js';
+import { BridgeError } from '../../src/model/errors.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
 import { fixture } from '../helpers/core.js';
 import { NodeEventSource, origin, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';

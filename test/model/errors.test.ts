@@ -2,19 +2,26 @@ import { describe, expect, test } from 'vitest';
 import {
   BridgeError,
   BROKER_ERROR_CODES,
+  ERROR_CODE_LIST,
   ERROR_CODES,
   errorFromBody,
   exitCodeOf,
   fromCoreError,
+  httpStatusOf,
   mcpErrorOf,
   toErrorBody,
 } from '../../src/model/errors.js';
-import { HTTP_STATUS } from '../../src/bridge/errors.js';
 import { BrokerError } from '../../src/broker/errors.js';
 
 describe('the one error table', () => {
   test('keeps the wire values and HTTP statuses existing clients know', () => {
-    expect(HTTP_STATUS).toEqual({ invalid_request: 400, not_found: 404, conflict: 409, refused: 403, internal: 500 });
+    expect(Object.fromEntries(ERROR_CODE_LIST.map((code) => [code, httpStatusOf(code)]))).toEqual({
+      invalid_request: 400,
+      not_found: 404,
+      conflict: 409,
+      refused: 403,
+      internal: 500,
+    });
     expect(Object.keys(ERROR_CODES)).toEqual(['invalid_request', 'not_found', 'conflict', 'refused', 'internal']);
   });
 

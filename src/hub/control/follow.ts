@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskFeedEvent } from '../../bridge/contract.js';
 import { checkSubmitRequest } from '../../bridge/checks.js';
-import { HTTP_STATUS, toErrorBody } from '../../bridge/errors.js';
+import { httpStatusOf, toErrorBody } from '../../model/errors.js';
 import { isFinished } from '../../model/task.js';
 import { payloadJson } from '../../model/payload-json.js';
 import type { BrokerBridge } from '../broker-bridge.js';
@@ -77,7 +77,7 @@ export async function handleWatch(bridge: BrokerBridge, id: string, res: ServerR
     watching = bridge.watch(id, (event) => feed.write(event));
   } catch (error) {
     const refusal = toErrorBody(error);
-    return sendJson(res, HTTP_STATUS[refusal.error.code], refusal);
+    return sendJson(res, httpStatusOf(refusal.error.code), refusal);
   }
   if (stopped) watching.stop();
   res.on('close', stop);
@@ -97,7 +97,7 @@ export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, r
   } catch (error) {
     // Refused as a `submit` call is: a bad request, a closed broker.
     const refusal = toErrorBody(error);
-    return sendJson(res, HTTP_STATUS[refusal.error.code], refusal);
+    return sendJson(res, httpStatusOf(refusal.error.code), refusal);
   }
   const { id } = following;
   if (ended) following.stop();

@@ -5,7 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { dispatch, HTTP_STATUS } from '../../bridge/calls.js';
+import { dispatch } from '../../bridge/calls.js';
+import { httpStatusOf } from '../../model/errors.js';
 import { withOrigin } from '../../bridge/checks.js';
 import { parseRequest } from '../../bridge/http-routes.js';
 import { formatLimit, MAX_SUBMIT_BYTES } from '../../model/limits.js';
@@ -30,7 +31,7 @@ export async function handleApi(
   if (door && call.method === 'submit') call.args = [withOrigin(call.args[0], door)];
   const reply = await dispatch(bridge, call.method, call.args);
   if (reply.ok) return sendJson(res, 200, reply.value);
-  return sendJson(res, HTTP_STATUS[reply.error.code], { error: reply.error });
+  return sendJson(res, httpStatusOf(reply.error.code), { error: reply.error });
 }
 
 /** `readJsonBody` answered the request with an error already. */

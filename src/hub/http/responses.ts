@@ -1,6 +1,6 @@
 /** Small HTTP helpers of the headless server: bounded body reading and JSON/HTML/error replies. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BridgeErrorCode } from '../../bridge/calls.js';
+import type { ErrorCode } from '../../model/errors.js';
 
 /** The body, or undefined when it is over `maxBytes`. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
@@ -39,7 +39,7 @@ export function sendPage(res: ServerResponse, status: number, message: string): 
   res.end(body);
 }
 
-export function sendError(res: ServerResponse, status: number, code: BridgeErrorCode, message: string): void {
+export function sendError(res: ServerResponse, status: number, code: ErrorCode, message: string): void {
   sendJson(res, status, { error: { code, message } });
 }
 
