@@ -25,11 +25,6 @@ const CLI_FRONT_END =
   '^src/cli/(run/|broker-flags\\.ts|command\\.ts|terminal-text\\.ts|commands/(run|wait|logs|tasks|show|cancel|retry|answer|diff|apply|discard|worktrees|gateway|mcp)\\.ts)';
 /** The core's layers under the top, which know no kind of task. */
 const BROKER_LOW = '^src/broker/(transport|process|guards|task|history|queue)/';
-/**
- * Left outside the client for now: the worktree planner the gateway's config checks a `worktree: true`
- * model's workspace with (src/gateway/config.ts).
- */
-const FRONT_END_HELPERS = 'broker/worktree/worktrees\\.ts$';
 const forbid = (name, from, toPaths, comment) => ({
   name,
   comment,
@@ -137,7 +132,7 @@ module.exports = {
     forbid(
       'front-ends-through-the-client',
       `^src/(mcp|gateway)/|${CLI_FRONT_END}`,
-      `^src/(?!(client|model|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$|${FRONT_END_HELPERS})`,
+      '^src/(?!(client|model|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$)',
       'Front-ends reach tasks only through the one client (src/client/index.ts), the task model, the config and its paths.',
     ),
     forbid(

@@ -23,6 +23,8 @@ export type { BrokerOptions, EnvPolicy } from '../broker/index.js';
 export type { RunRule } from '../broker/run-policy.js';
 export { DEFAULTS } from '../broker/settings.js';
 export { durationTooLong, MAX_DURATION_MS } from '../broker/guards/duration.js';
+/** Checks a coding task's repository and base as the broker will (the gateway's `worktree: true` models, at start). */
+export { planNewWorktree } from '../broker/worktree/worktrees.js';
 export { createHeadlessLogger, silentLogger, type Logger } from '../broker/log.js';
 // A front-end that starts a process of its own (the gateway asks the Cursor CLI for its models)
 // ends its whole tree the way the core ends an agent's.

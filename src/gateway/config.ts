@@ -37,7 +37,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { planNewWorktree } from '../broker/worktree/worktrees.js';
+import { planNewWorktree } from '../client/index.js';
 import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import * as z from 'zod/mini';
