@@ -1,6 +1,6 @@
 /** `backchannel answer <id> <text>`: answers the question a sub-agent asked. */
 import { EXIT } from '../command.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel answer <id> <text>
 

@@ -1,6 +1,6 @@
 /** `backchannel apply <id> [<id>…]`: brings coding tasks' changes into the checkout, all or none. */
 import { EXIT } from '../command.js';
-import { changeCommand } from '../run/change-command.js';
+import { changeCommand } from '../run/client-command.js';
 import { writeText } from '../terminal-text.js';
 
 const HELP = `Usage: backchannel apply <id> [<id>...] [--json]

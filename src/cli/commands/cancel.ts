@@ -1,6 +1,6 @@
 /** `backchannel cancel <id>`: cancels a queued or running task of the hub. */
 import { EXIT } from '../command.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel cancel <id>
 

@@ -2,7 +2,7 @@
 import { combineChanges } from '../../model/change-overlap.js';
 import { describeChange } from '../../model/change.js';
 import { EXIT } from '../command.js';
-import { changeCommand } from '../run/change-command.js';
+import { changeCommand } from '../run/client-command.js';
 import { showCombined, showDiff, wantsColour } from '../run/diff-text.js';
 import { writeText } from '../terminal-text.js';
 

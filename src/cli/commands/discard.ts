@@ -1,6 +1,6 @@
 /** `backchannel discard <id> [--keep-branch]`: removes a coding task's worktree (and branch). */
 import { EXIT } from '../command.js';
-import { changeCommand } from '../run/change-command.js';
+import { changeCommand } from '../run/client-command.js';
 import { writeText } from '../terminal-text.js';
 
 const HELP = `Usage: backchannel discard <id> [<id>...] [--keep-branch] [--json]

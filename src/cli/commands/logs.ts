@@ -3,7 +3,7 @@ import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { HubLostError } from '../../client/index.js';
 import { LogPrinter } from '../run/log-printer.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel logs [-f] <id>
 

@@ -1,6 +1,6 @@
 /** `backchannel retry <id>`: runs an ended task again, as a new task. */
 import { EXIT } from '../command.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel retry <id> [--json]
 

@@ -1,7 +1,7 @@
 /** `backchannel show <id>`: one task's details. */
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel show <id> [--json]
 

@@ -3,7 +3,7 @@ import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/st
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel tasks [--json] [--state running|queued|finished|failed] [--limit n]
 

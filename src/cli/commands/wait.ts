@@ -3,7 +3,7 @@ import { isFinished } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { printOutcome } from '../run/outcome.js';
 import { NO_HUB } from '../../client/index.js';
-import { taskCommand } from '../run/task-command.js';
+import { taskCommand } from '../run/client-command.js';
 
 const HELP = `Usage: backchannel wait <id> [--json]
 

@@ -1,7 +1,7 @@
 /** `backchannel worktrees`: the worktrees Backchannel made for coding tasks. */
 import { describeChange } from '../../model/change.js';
 import { EXIT } from '../command.js';
-import { changeCommand } from '../run/change-command.js';
+import { changeCommand } from '../run/client-command.js';
 import { writeText } from '../terminal-text.js';
 
 const HELP = `Usage: backchannel worktrees [--json]
