@@ -1,5 +1,5 @@
 /**
- * Coding tasks' changes through the seam (docs/coding-agents.md): the diff, apply, discard, keep
+ * Coding tasks' changes through the client (docs/coding-agents.md): the diff, apply, discard, keep
  * branch and the list of worktrees — on the hub (its bridge calls) or, with no hub, on the worktree
  * registry on disk (`<data dir>/worktrees`), which a task run in this process used. Either way the
  * same calls, the same errors and the same fields.

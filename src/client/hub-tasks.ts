@@ -1,5 +1,5 @@
 /**
- * The hub side of the task seam (./tasks.ts): each task is submitted over the control endpoint and
+ * The client's hub backend (./tasks.ts): each task is submitted over the control endpoint and
  * followed on its own stream (`HubClient.follow`, or `watch` for an existing task), so it shows in
  * the hub's panel and history while this process shows or relays it. The handles are `FedTask`s,
  * the same as a local follow's, so a front-end cannot tell where its task runs.
