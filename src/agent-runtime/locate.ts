@@ -32,7 +32,7 @@ export function locateTask(argv: readonly string[] = process.argv, env: NodeJS.P
   if (!taskId) {
     throw new AgentRuntimeError(
       `No task id: neither ${ARG_TASK_ID}<id> in argv nor ${ENV_TASK_ID} in the environment. ` +
-        'Run this agent under Backchannel, e.g. `npx backchannel run -- node agent.js`.',
+        'Run this agent under Backchannel, e.g. `backchannel run -- node agent.js`.',
     );
   }
   const location: TaskLocation = { taskId, attempt: Number(env[ENV_TASK_ATTEMPT]) || 1 };

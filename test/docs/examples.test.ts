@@ -19,7 +19,7 @@
  *   benchmarks); use it only where no test can run the command.
  * - Output samples are `console` or `text` and are not run.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -179,6 +179,42 @@ describe('the docs convention', () => {
       '--data-dir',
       '--json',
     ]);
+  });
+});
+
+/**
+ * Markdown a user reads outside a project made by `backchannel new`: there a bare `npx backchannel`
+ * resolves to the unrelated npm package called `backchannel`, so none of it may say so. The
+ * templates' READMEs are copied into such a project, whose package.json depends on
+ * `backchannel-agents` and links its bin: there `npx backchannel` is ours.
+ */
+const READ_OUTSIDE_A_PROJECT = [
+  ...DOCS,
+  'sdk/python/README.md',
+  ...fs.readdirSync(path.join(ROOT, 'sdk')).flatMap((sdk) => (fs.existsSync(path.join(ROOT, 'sdk', sdk, 'README.md')) ? [`sdk/${sdk}/README.md`] : [])),
+];
+
+describe('commands that resolve to somebody else\'s package', () => {
+  it('no doc read outside a project tells the user to run a bare `npx backchannel`', () => {
+    const offending = [...new Set(READ_OUTSIDE_A_PROJECT)].flatMap((file) =>
+      fs
+        .readFileSync(path.join(ROOT, file), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/(^|[^\w-])npx\s+backchannel\b/.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('a project made by `backchannel new` depends on backchannel-agents, so its READMEs may say `npx backchannel`', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-npx-'));
+    scratch.push(dir);
+    const made = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'backchannel.js'), 'new', path.join(dir, 'p'), '--template', 'basic'], {
+      encoding: 'utf8',
+    });
+    expect(made.status, made.stderr).toBe(0);
+    const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'p', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    expect(Object.keys(pkg.dependencies ?? {})).toContain('backchannel-agents');
+    expect(fs.realpathSync(path.join(dir, 'p', 'node_modules', '.bin', 'backchannel'))).toBe(fs.realpathSync(path.join(ROOT, 'bin', 'backchannel.js')));
   });
 });
 

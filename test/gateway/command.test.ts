@@ -53,18 +53,15 @@ function privateNetwork(script: string): [string, string[]] {
 describe('backchannel gateway', () => {
   test('the README block runs as written on a fresh, empty HOME: no config file, a key generated at the first start', async () => {
     const [start, ...curl] = readmeBlock().trimEnd().split('\n');
-    expect(start).toBe('npx backchannel gateway');
+    expect(start).toBe('backchannel gateway');
     const dir = tempDir('bc-gwreadme-');
     const home = path.join(dir, 'home');
     fs.mkdirSync(home);
-    // `backchannel` is this checkout's bin and `npx backchannel` runs it (as test/docs does); the
+    // `backchannel` is this checkout's bin (the installed command, as test/docs has it); the
     // Cursor CLI is its recorded stand-in. Nothing else: no XDG variables, no hub, no config.
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     fs.symlinkSync(BIN, path.join(bin, 'backchannel'));
-    fs.writeFileSync(path.join(bin, 'npx'), '#!/usr/bin/env bash\n[ "$1" = backchannel ] && shift && exec backchannel "$@"\nexit 127\n', {
-      mode: 0o755,
-    });
     const script = [
       'set -e',
       `${start} > gateway.log 2>&1 &`,
