@@ -175,6 +175,20 @@ describe('PendingQuestion', () => {
     expect(updates.map((u) => u.kind)).toEqual(['ask', 'answered']);
   });
 
+  test('a question with choices takes a choice or its number, and refuses anything else while it goes on waiting', () => {
+    const { task } = makeTask();
+    const question = new PendingQuestion(task, 60_000);
+    const replies: BrokerMessage[] = [];
+    question.ask({ type: 'ask', task_id: TASK_ID, ask_id: 'q1', question: 'Deploy?', choices: ['yes', 'no'] }, (m) => replies.push(m));
+    expect(() => question.answer('q1', 'maybe')).toThrow(
+      expect.objectContaining({ code: 'invalid_request', message: '"maybe" is not one of the choices: 1. "yes", 2. "no"' }),
+    );
+    expect(replies).toEqual([]);
+    expect(task.snapshot().pendingQuestion).toMatchObject({ askId: 'q1' });
+    expect(question.answer('q1', '2')).toBe(true);
+    expect(replies).toEqual([{ type: 'answer', task_id: TASK_ID, ask_id: 'q1', answer: 'no' }]);
+  });
+
   test('an unanswered question times out with an error to the agent and a line in the log', () => {
     vi.useFakeTimers();
     try {

@@ -239,10 +239,22 @@ describe.each(RUN_MODES)('backchannel run on a terminal (%s)', (mode) => {
   test("prompts for a sub-agent's question and sends the answer", async () => {
     const run = await onTerminal(
       ['run', '--json', '--', fixture('asker.mjs')],
-      { 'Which branch should I use? (choices: "main", "dev")': 'dev' },
+      { 'Which branch should I use? [1. "main", 2. "dev"]': 'dev' },
       where.env(),
     );
     expect(run.code).toBe(0);
+    expect(run.screen).toContain('"data":{"answer":"dev"}');
+  });
+
+  test('an answer that is not a choice is refused with the list and asked again; a number picks a choice', async () => {
+    const run = await onTerminal(
+      ['run', '--json', '--', fixture('asker.mjs')],
+      // The second answer goes in once the refusal is shown: the CLI asks again in the same tick it prints it.
+      { 'Which branch should I use? [1. "main", 2. "dev"]': 'maybe', 'is not one of the choices': '2' },
+      where.env(),
+    );
+    expect(run.code).toBe(0);
+    expect(run.screen).toContain('"maybe" is not one of the choices: 1. "main", 2. "dev"');
     expect(run.screen).toContain('"data":{"answer":"dev"}');
   });
 });

@@ -2,6 +2,8 @@
  * A task's `ask`/`answer` exchange: at most one question waits at a time, for at most `timeoutMs`.
  * The question itself is shown through the Task (`ask`/`answered`); this keeps the reply path.
  */
+import { BridgeError } from '../../model/errors.js';
+import { choiceAnswer } from '../../model/questions.js';
 import type { AskMessage, BrokerMessage } from '../../protocol/index.js';
 import type { Task } from './task.js';
 import type { PendingQuestion as PendingQuestionShown } from '../../model/task.js';
@@ -10,7 +12,7 @@ type Reply = (message: BrokerMessage) => void;
 type PendingQuestionContext = NonNullable<PendingQuestionShown['worktree']>;
 
 export class PendingQuestion {
-  private waiting: { askId: string; reply: Reply; timer: NodeJS.Timeout } | undefined;
+  private waiting: { askId: string; choices?: string[]; reply: Reply; timer: NodeJS.Timeout } | undefined;
 
   constructor(
     private readonly task: Task,
@@ -38,7 +40,7 @@ export class PendingQuestion {
       reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: `nobody answered within ${this.timeoutMs} ms` });
       this.task.answered(`question "${message.question.slice(0, 80)}" timed out`);
     }, this.timeoutMs);
-    this.waiting = { askId: message.ask_id, reply, timer };
+    this.waiting = { askId: message.ask_id, ...(message.choices ? { choices: message.choices } : {}), reply, timer };
     const worktree = this.context();
     this.task.ask({
       askId: message.ask_id,
@@ -48,12 +50,18 @@ export class PendingQuestion {
     });
   }
 
-  /** A person answers. Returns false when no question with that id waits. */
-  answer(askId: string, answer: string): boolean {
+  /**
+   * A person answers. Returns false when no question with that id waits. A question with choices
+   * takes one of them, or its number (`choiceAnswer`); anything else throws an `invalid_request`
+   * BridgeError naming the choices, and the question goes on waiting.
+   */
+  answer(askId: string, text: string): boolean {
     const waiting = this.waiting;
     if (!waiting || waiting.askId !== askId) return false;
+    const chosen = choiceAnswer(waiting, String(text));
+    if ('refused' in chosen) throw new BridgeError('invalid_request', chosen.refused);
     this.drop();
-    waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: String(answer) });
+    waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: chosen.answer });
     this.task.answered();
     return true;
   }

@@ -1,4 +1,5 @@
 /** `backchannel show <id>`: one task's details. */
+import { choicesList } from '../../model/questions.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -36,9 +37,13 @@ export const command = taskCommand({
       ['created', task.createdAt],
       ['ended', task.endedAt],
       ['message', task.message],
+      ['question', task.pendingQuestion?.question],
+      ['choices', task.pendingQuestion?.choices?.length ? choicesList(task.pendingQuestion.choices) : undefined],
       [
-        'question',
-        task.pendingQuestion ? `${task.pendingQuestion.question} (answer with: backchannel answer ${task.id} <text>)` : undefined,
+        'answer with',
+        task.pendingQuestion
+          ? `backchannel answer ${task.id} ${task.pendingQuestion.choices?.length ? '<choice or its number>' : '<text>'}`
+          : undefined,
       ],
       ['last partial', task.lastPartial === undefined || task.endedAt ? undefined : JSON.stringify(task.lastPartial)],
     ];

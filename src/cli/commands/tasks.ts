@@ -50,7 +50,8 @@ export const command = taskCommand({
     }
     const rows = tasks.map((task) => [
       task.id,
-      task.state,
+      // A task waiting for a person reads as such, not as plain `running` (`show <id>` has the question).
+      task.pendingQuestion ? 'needs answer' : task.state,
       task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
       task.createdAt,
       task.label,

@@ -8,7 +8,7 @@ import type { TaskRun } from '../../client/index.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { neutralise, writeText } from '../terminal-text.js';
 import { describePartial } from '../../model/states.js';
-import { questionContext } from '../../model/questions.js';
+import { choiceAnswer, choicesList, questionContext } from '../../model/questions.js';
 import type { ProgressLine } from './progress-line.js';
 
 export interface UpdateViewOptions {
@@ -80,10 +80,28 @@ export async function askOnTerminal(
   }
   line?.stop();
   const rl = createInterface({ input: process.stdin, output: process.stderr });
-  const answer = await rl.question(neutralise(`? ${question.question}${choicesText(question.choices)} `));
-  rl.close();
-  line?.start();
-  return answer;
+  try {
+    // A question with choices takes one of them or its number; anything else asks again, a bounded number of times.
+    for (let tries = 0; tries < MAX_TERMINAL_TRIES; tries++) {
+      const text = await rl.question(neutralise(`? ${question.question}${numberedChoices(question.choices)} `));
+      const chosen = choiceAnswer(question, text);
+      if ('answer' in chosen) return chosen.answer;
+      writeText(process.stderr, `${chosen.refused}\n`);
+    }
+    writeText(process.stderr, `No answer given (${MAX_TERMINAL_TRIES} tries); answer later with: backchannel answer <id> <choice>\n`);
+    return undefined;
+  } finally {
+    rl.close();
+    line?.start();
+  }
+}
+
+/** How many times the terminal asks again after an answer that is not a choice. */
+const MAX_TERMINAL_TRIES = 5;
+
+/** ` [1. "Yes", 2. "No"]` after a question on the terminal, where a choice's number is an answer; empty without choices. */
+function numberedChoices(choices: readonly string[] | undefined): string {
+  return choices?.length ? ` [${choicesList(choices)}]` : '';
 }
 
 /** What `run` says when the agent asks and stdin is not a terminal. */
