@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { BridgeError, fromCoreError } from '../model/errors.js';
+import { shortTaskId, taskIdsNamedBy } from '../model/task-ids.js';
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { defaultDataDir } from '../paths/data-dir.js';
@@ -69,9 +70,12 @@ export function registryChanges(source: ChangeSource): ChangeService {
   };
 }
 
-function resolveAmong(records: WorktreeRecord[], prefix: string): string {
-  const ids = new Set(records.flatMap((record) => [record.taskId, ...(record.followUps ?? [])]).filter((id) => id.startsWith(prefix)));
-  if (ids.size === 1) return [...ids][0]!;
-  if (ids.size === 0) throw new BridgeError('not_found', `No coding task with an id starting with "${prefix}" has a worktree`);
-  throw new BridgeError('invalid_request', `"${prefix}" matches ${ids.size} coding tasks; give more of the id`);
+function resolveAmong(records: WorktreeRecord[], given: string): string {
+  const ids = taskIdsNamedBy(new Set(records.flatMap((record) => [record.taskId, ...(record.followUps ?? [])])), given);
+  if (ids.length === 1) return ids[0]!;
+  if (ids.length === 0) throw new BridgeError('not_found', `No coding task with an id or short id "${given}" has a worktree`);
+  throw new BridgeError(
+    'invalid_request',
+    `"${given}" matches ${ids.length} coding tasks (${ids.map(shortTaskId).join(', ')}); give more of the id`,
+  );
 }

@@ -15,6 +15,7 @@ import { bridgeClient, type BridgeArgs, type BridgeMethod, type BridgeResult } f
 import type { LogLine, TaskSpec } from '../model/task.js';
 import type { ChangeService } from './changes.js';
 import type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
+import { shortTaskId, taskIdsNamedBy } from '../model/task-ids.js';
 
 export interface BackchannelClient extends BackchannelBridge {
   /** Where the tasks run: `hub` (with its control endpoint), `local` (this process) or `history` (read-only). */
@@ -87,10 +88,16 @@ export function createClient(backend: TaskBackend): BackchannelClient {
         ))
       )
         return prefix;
-      const matches = (await calls.listTasks()).filter((task) => task.id.startsWith(prefix));
-      if (matches.length === 1) return matches[0]!.id;
+      const matches = taskIdsNamedBy(
+        (await calls.listTasks()).map((task) => task.id),
+        prefix,
+      );
+      if (matches.length === 1) return matches[0]!;
       if (matches.length === 0) throw new BridgeError('not_found', `No task with an id starting with "${prefix}"`);
-      throw new BridgeError('invalid_request', `"${prefix}" matches ${matches.length} tasks; give more of the id`);
+      throw new BridgeError(
+        'invalid_request',
+        `"${prefix}" matches ${matches.length} tasks (short ids ${matches.map(shortTaskId).join(', ')}); give more of the id`,
+      );
     },
     log: async (id: string) => (await calls.getTask(id)).log,
     counts: () => backend.counts(),

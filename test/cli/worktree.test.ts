@@ -87,6 +87,22 @@ describe.each(RUN_MODES)('coding tasks from the CLI (%s)', { timeout: 120_000 },
     const bothJson = JSON.parse((await cli(['diff', '--json', ids[0]!, ids[2]!])).stdout) as { overlaps: unknown[] };
     expect(bothJson.overlaps).toHaveLength(1);
 
+    // Every id form the review prints names its task again: the short id after `#n`, and the branch.
+    const short = both.stdout.match(/--- task #1 ([0-9a-f]{12})\b/)?.[1];
+    expect(short).toBe(ids[0]!.replace(/-/g, '').slice(-12));
+    expect((await cli(['diff', '--stat', short!])).stdout).toMatch(/a\.txt/);
+    expect((await cli(['diff', '--stat', `backchannel/${short}`])).code).toBe(0);
+    // Three tasks started together share the start of their UUIDv7: an ambiguous start names the short ids.
+    const common = ids[0]!.slice(
+      0,
+      [...ids[0]!].findIndex((c, i) => ids.some((id) => id[i] !== c)),
+    );
+    if (common.length > 0) {
+      const ambiguous = await cli(['diff', common]);
+      expect(ambiguous.code).toBe(2);
+      expect(ambiguous.stderr).toContain(ids[0]!.replace(/-/g, '').slice(-12));
+    }
+
     // All three in this order: the third conflicts, nothing changes.
     const refused = await cli(['apply', ids[0]!, ids[1]!, ids[2]!]);
     expect(refused.code).toBe(1);
@@ -159,7 +175,7 @@ describe.each(RUN_MODES)('coding tasks from the CLI (%s)', { timeout: 120_000 },
     expect(baseAlone.stderr).toMatch(/--base needs --worktree/);
     const unknown = await cli(['diff', 'ffffffff']);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toBe('backchannel diff: No coding task with an id starting with "ffffffff" has a worktree\n');
+    expect(unknown.stderr).toBe('backchannel diff: No coding task with an id or short id "ffffffff" has a worktree\n');
     expect(readdirSync(repo).sort()).toEqual(['.git', 'README.md', 'src']);
   });
 });

@@ -85,6 +85,10 @@ describe.each(BACKENDS)('the client %s', (_name, open) => {
     expect(id).not.toBe(first.id);
     expect((await (await client.follow(id)).result).data).toEqual({ n: 1 });
     expect(await client.resolveId(id.slice(0, 30))).toBe(id);
+    // The short id printed for people (the UUID's random tail), with or without its branch's prefix.
+    const short = id.replace(/-/g, '').slice(-12);
+    expect(await client.resolveId(short)).toBe(id);
+    expect(await client.resolveId(`backchannel/${short}`)).toBe(id);
   });
 
   test('refusals are BridgeErrors with a code from the one table', async () => {

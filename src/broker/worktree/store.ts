@@ -25,6 +25,7 @@ import {
 import path from 'node:path';
 import type { WorktreeRecord } from '../../model/change.js';
 import { ensureDataDir, NO_FOLLOW } from '../history/data-dir.js';
+import { shortTaskId } from '../../model/task-ids.js';
 
 const { O_CREAT, O_EXCL, O_RDONLY, O_WRONLY } = constants;
 const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | NO_FOLLOW;
@@ -35,9 +36,7 @@ export const TREE_DIR = 'tree';
 const ENTRY_NAME = /^[0-9a-f]{6,32}$/;
 
 /** The short id of a task (its branch is `backchannel/<short>`): the random tail of its UUID. */
-export function shortIdOf(taskId: string): string {
-  return taskId.replace(/-/g, '').slice(-12).toLowerCase();
-}
+export const shortIdOf = shortTaskId;
 
 export class WorktreeStore {
   constructor(readonly root: string) {}

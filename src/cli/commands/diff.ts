@@ -1,6 +1,7 @@
 /** `backchannel diff <id> [<id>…]`: a coding task's change, or several tasks' changes reviewed together. */
 import { combineChanges } from '../../model/change-overlap.js';
 import { describeChange } from '../../model/change.js';
+import { shortTaskId } from '../../model/task-ids.js';
 import { EXIT } from '../command.js';
 import { changeCommand } from '../run/client-command.js';
 import { showCombined, showDiff, wantsColour } from '../run/diff-text.js';
@@ -53,7 +54,7 @@ export const command = changeCommand({
       writeText(process.stdout, showDiff(diff, colour));
       return EXIT.ok;
     }
-    const labels = new Map(all.map(({ record }, i) => [record.taskId, `#${i + 1} ${record.taskId.slice(-12)}`]));
+    const labels = new Map(all.map(({ record }, i) => [record.taskId, `#${i + 1} ${shortTaskId(record.taskId)}`]));
     const view = combineChanges(all.map(({ record, diff }) => ({ taskId: record.taskId, diff })));
     writeText(
       process.stdout,
