@@ -82,13 +82,15 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
     return fail(`silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`);
   const times = run.receivedAt.slice(1);
   const span = times.length > 0 ? times.at(-1)! - times[0]! : 0;
-  if (span < busyMs * 0.9) {
-    return warn(`not verified: the agent's lines spanned ${span} ms; honour \`conformance.busy_ms\` (${busyMs}) to test heartbeats`);
-  }
   const gaps = times.slice(1).map((time, i) => time - times[i]!);
-  const longest = Math.max(...gaps);
+  const longest = gaps.length > 0 ? Math.max(...gaps) : 0;
   const after = gaps.indexOf(longest);
   const allowed = `allowed: 3 × ${ENV_HEARTBEAT_MS} = ${ALLOWED_SILENCE_MS} ms`;
+  // A silence over the margin is evidence whatever the span: a loaded machine can shorten the span
+  // it observed (the first line reaching it late), never lengthen a silence the agent did not keep.
+  if (longest <= ALLOWED_SILENCE_MS && span < busyMs * 0.9) {
+    return warn(`not verified: the agent's lines spanned ${span} ms; honour \`conformance.busy_ms\` (${busyMs}) to test heartbeats`);
+  }
   if (longest <= ALLOWED_SILENCE_MS) return pass(`${gaps.length} intervals between lines, the longest ${longest} ms (${allowed})`);
   const where = `between its lines ${after + 2} and ${after + 3} of ${run.receivedAt.length}`;
   const cadence = gaps.filter((gap) => gap >= HEARTBEAT_MS / 2 && gap <= 2 * HEARTBEAT_MS).length;
@@ -158,6 +160,11 @@ function taskIdRun(run: Observation, how: string): Verdict | undefined {
   return undefined;
 }
 
+/** Whether the broker took at least one message of the run as the task's (a payload: its task id was right). */
+function accepted(run: Observation): boolean {
+  return run.payloads.length > 0;
+}
+
 function lastStderr(run: Observation): string | undefined {
   return run.log.filter((l) => l.stream === 'stderr').at(-1)?.text;
 }
@@ -167,7 +174,12 @@ export const SCENARIOS: Scenario[] = [
     name: 'task-id',
     rule: '§1: read the task id from --task-id= first and CURSOR_TASK_ID second',
     runs: { argvOnly: { ...MAIN, unset: [ENV_TASK_ID] }, envOnly: { ...MAIN, taskIdArg: false } },
-    judge: (r) => taskIdRun(r.argvOnly!, 'argv (--task-id=)') ?? taskIdRun(r.envOnly!, 'the environment (CURSOR_TASK_ID)') ?? pass(),
+    judge: (r) =>
+      taskIdRun(r.argvOnly!, 'argv (--task-id=)') ??
+      taskIdRun(r.envOnly!, 'the environment (CURSOR_TASK_ID)') ??
+      (accepted(r.argvOnly!) && accepted(r.envOnly!)
+        ? pass()
+        : warn('not verified: the broker accepted no message from the agent in one of the runs (see connect and payloads)')),
   },
   {
     name: 'connect',
@@ -225,14 +237,19 @@ export const SCENARIOS: Scenario[] = [
     rule: '§4: data.progress of a partial payload is a number from 0 to 100',
     runs: { main: MAIN },
     judge: ({ main }) => {
+      let seen = 0;
       for (const payload of main!.payloads) {
         if (payload.status !== 'partial') continue;
         const progress = (payload.data as { progress?: unknown } | null | undefined)?.progress;
-        if (progress !== undefined && (typeof progress !== 'number' || !(progress >= 0 && progress <= 100))) {
+        if (progress === undefined) continue;
+        seen++;
+        if (typeof progress !== 'number' || !(progress >= 0 && progress <= 100)) {
           return fail(`data.progress is ${JSON.stringify(progress)}`, preview(payload));
         }
       }
-      return pass();
+      return seen > 0
+        ? pass(`${seen} partial payload${seen === 1 ? '' : 's'} with data.progress`)
+        : warn('not verified: no partial payload carried data.progress');
     },
   },
   {
@@ -241,7 +258,8 @@ export const SCENARIOS: Scenario[] = [
     runs: { main: MAIN },
     judge: ({ main }) => {
       const ignored = problems(main!, 'ignored')[0]?.detail;
-      return ignored !== undefined ? fail(`the agent wrote after its final payload: ${ignored}`, ignored) : pass();
+      if (ignored !== undefined) return fail(`the agent wrote after its final payload: ${ignored}`, ignored);
+      return finalOf(main!) ? pass() : warn(`not verified: no final payload arrived (see the other scenarios); ${ended(main!)}`);
     },
   },
   {
@@ -292,6 +310,7 @@ export const SCENARIOS: Scenario[] = [
     judge: ({ main }) => {
       const leftover = main!.log.find((l) => l.event?.kind === 'leftover-processes');
       if (leftover) return fail('processes the agent started were still running after it exited', leftover.text);
+      if (!finalOf(main!)) return warn(`not verified: no final payload arrived to exit after; ${ended(main!)}`);
       const code = main!.snapshot.exitCode;
       if (main!.snapshot.state === 'succeeded' && code !== 0) return warn(`exited with ${code ?? main!.snapshot.signal} after a success`);
       return pass();
@@ -302,6 +321,7 @@ export const SCENARIOS: Scenario[] = [
     rule: '§2: every line is UTF-8',
     runs: { main: MAIN },
     judge: ({ main }) => {
+      if (main!.payloads.length === 0) return warn('not verified: no payload arrived to read');
       for (const payload of main!.payloads) {
         const text = JSON.stringify(payload.data) ?? '';
         const bad = text.indexOf('\uFFFD');

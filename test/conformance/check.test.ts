@@ -91,6 +91,19 @@ describe('backchannel check', () => {
     160_000,
   );
 
+  test('an agent that never connects passes no scenario: what it never did is failed or "not verified"', async () => {
+    const card = await checkAgent(agent('never-connects'));
+    const passed = card.results.filter((r) => r.verdict.status === 'pass').map((r) => r.name);
+    expect(passed).toEqual([]);
+    expect(failedOf(card)).toEqual(expect.arrayContaining(['task-id', 'connect', 'payloads', 'stdout-fallback']));
+    for (const name of ['progress', 'final-once', 'utf8', 'clean-exit']) {
+      expect(card.results.find((r) => r.name === name)?.verdict).toMatchObject({
+        status: 'warn',
+        detail: expect.stringMatching(/^not verified: /),
+      });
+    }
+  });
+
   test('a scaffolded project runs backchannel check in its own npm test', async () => {
     const dir = path.join(tempDir(), 'my-agent');
     expect(

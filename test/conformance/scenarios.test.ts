@@ -6,6 +6,7 @@ import { ALLOWED_SILENCE_MS, asSent, BUSY_DELAY_MS, HEARTBEAT_MS, judgeSilences,
 import type { LogEvent, LogLine, TaskSnapshot } from '../../src/model/task.js';
 
 const TIME = '2026-11-30T08:00:00.000Z';
+const FINAL = { task_id: 't', status: 'success', data: {}, meta: { timestamp: TIME } } as const;
 
 function note(text: string, event?: LogEvent): LogLine {
   return event ? { time: TIME, stream: 'broker', text, event } : { time: TIME, stream: 'broker', text };
@@ -59,7 +60,7 @@ describe('scenario judges', () => {
   test('connect and task-id count arrived lines by their event, not by a "received via" prefix', () => {
     expect(judge('connect', { main: run([note('received via socket: {}')]) })).toMatchObject({ status: 'fail' });
     const wrongId = note('rejected: not ours', { kind: 'problem', problem: 'rejected', detail: 'not ours', cause: 'task-id' });
-    const ok = run([received]);
+    const ok = run([received], {}, { payloads: [FINAL] });
     expect(judge('task-id', { argvOnly: run([wrongId, received]), envOnly: ok })).toMatchObject({
       status: 'fail',
       detail: expect.stringContaining('wrong one: not ours'),
@@ -119,9 +120,20 @@ describe('scenario judges', () => {
   test('clean-exit and final-once: leftover processes and late lines come from events', () => {
     const leftover = note('processes were left', { kind: 'leftover-processes' });
     expect(judge('clean-exit', { main: run([leftover]) })).toMatchObject({ status: 'fail', line: 'processes were left' });
-    expect(judge('clean-exit', { main: run([note('the agent left processes running in its process group; killed them')]) })).toEqual({
+    expect(
+      judge('clean-exit', { main: run([note('the agent left processes running in its process group; killed them')], { result: FINAL }) }),
+    ).toEqual({
       status: 'pass',
     });
+    expect(judge('clean-exit', { main: run([]) })).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/^not verified: no final payload/),
+    });
+    expect(judge('final-once', { main: run([]) })).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/^not verified: no final payload/),
+    });
+    expect(judge('final-once', { main: run([], { result: FINAL }) })).toEqual({ status: 'pass' });
     const ignored = note('ignored: x', {
       kind: 'problem',
       problem: 'ignored',
@@ -178,6 +190,8 @@ describe('the heartbeat judge reads the gaps between the agent lines, with a mar
     ['the checker’s delay outside the gap explains nothing', [5, 1000, 3600], LATE_ELSEWHERE, 'fail', /silent for 3600 ms/],
     ['silence for the whole busy time fails even when the checker ran late during it', [5, 4600], BUSY_LOOP, 'fail', /silent for 4600 ms/],
     ['an agent that did not stay busy is not verified', [5, 10, 20], QUIET, 'warn', /not verified: .*busy_ms/],
+    // A loaded machine delayed the agent's first line: the span seen is short of busy_ms, but the silence is still one.
+    ['a silence over the margin fails though the span looks short', [5, 4429], LOADED, 'fail', /silent for 4429 ms while busy/],
   ];
   test.each(CASES)('%s', (_name, gaps, load, status, detail) => {
     const verdict = judgeSilences(beats(gaps, load), 5000);

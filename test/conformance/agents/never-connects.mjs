@@ -1,0 +1,2 @@
+// Does nothing the protocol asks: never connects, prints nothing, exits 0.
+process.exit(0);
