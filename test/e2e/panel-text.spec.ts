@@ -45,18 +45,24 @@ test('a failed and a quiet finished task read plainly in the row and the details
     args: ['--mode=fail', '--steps=1', '--interval=10'],
     label: 'rate limited',
   });
+  // It holds until the test opens the gate (at most 60 s), so it is surely running when its details open.
+  const gate = path.join(dir, 'quiet-gate');
   const quiet = await serve!.api<{ id: string }>('POST', '/api/tasks', {
     command: 'sh',
     args: [
       '-c',
-      `sleep 2; printf 'data: {"task_id":"%s","status":"success","data":{"ok":true},"meta":{"model_used":"none","duration_ms":7}}\\n\\n' "$CURSOR_TASK_ID"`,
+      `i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; ` +
+        `printf 'data: {"task_id":"%s","status":"success","data":{"ok":true},"meta":{"model_used":"none","duration_ms":7}}\\n\\n' "$CURSOR_TASK_ID"`,
+      gate,
     ],
     label: 'quiet success',
   });
   const row = (label: string) => page.locator('li.task', { has: page.locator('.task-label', { hasText: label }) });
   // Opened while it runs, then it ends: the log placeholder must follow.
+  await expect(row('quiet success').locator('.badge')).toHaveText('Running');
   await row('quiet success').click();
   await expect(page.locator('.details .log')).toHaveText('(no output yet)');
+  fs.writeFileSync(gate, '');
   await expect(row('rate limited').locator('.badge')).toHaveText('Failed');
   await expect(row('quiet success').locator('.badge')).toHaveText('Succeeded');
   await expect(page.locator('.details .log')).toContainText('the task printed nothing');
