@@ -1,13 +1,14 @@
 /**
  * A result over the inline limit (kept on disk by the hub, summarised in snapshots) comes back whole
- * through every command that prints a result: run --json, wait --json, show — with a hub running.
+ * through every command that prints a result as JSON: run --json, wait --json, show --json — with a hub
+ * running; `show` on its own prints the beginning and the command that gives the rest.
  */
 import { describe, expect, test } from 'vitest';
 import { fixture } from '../helpers/core.js';
 import { cli, hubEnv, startHub } from '../hub/control/hub-process.js';
 
 describe('a big result on the hub', () => {
-  test('run --json, wait --json and show print it whole', async () => {
+  test('run --json, wait --json and show --json print it whole; show prints its beginning and how to get the rest', async () => {
     const hub = hubEnv();
     await startHub(hub);
     const bytes = 300_000;
@@ -18,8 +19,15 @@ describe('a big result on the hub', () => {
     const waited = await cli(['wait', '--json', payload.task_id], hub.env);
     expect(waited.code, waited.stderr).toBe(0);
     expect((JSON.parse(waited.stdout) as { data: { text: string } }).data.text).toBe(payload.data.text);
+    const shownJson = await cli(['show', '--json', payload.task_id], hub.env);
+    expect(shownJson.code, shownJson.stderr).toBe(0);
+    expect((JSON.parse(shownJson.stdout) as { task: { result: { data: { text: string } } } }).task.result.data.text).toBe(
+      payload.data.text,
+    );
     const shown = await cli(['show', payload.task_id], hub.env);
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toContain(payload.data.text.slice(-200));
+    expect(shown.stdout).toContain(payload.data.text.slice(0, 200));
+    expect(shown.stdout.length).toBeLessThan(10_000);
+    expect(shown.stdout).toContain(`the whole result with \`backchannel wait --json ${payload.task_id}\``);
   });
 });

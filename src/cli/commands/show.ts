@@ -4,14 +4,28 @@ import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
 
+/** How much of a result `show` prints on its own; the rest is a command away (a 10 MB result would flood the terminal). */
+const SHOWN_RESULT_CHARS = 4000;
+
 const HELP = `Usage: backchannel show <id> [--json]
 
 Shows one task of the running hub (or of the history on disk): state, progress, result or failure.
 The id may be abbreviated to a unique prefix.
 
 Options:
-  --json        the task's snapshot and log as one JSON object
-  -h, --help    show this help`;
+  --json        the task's snapshot and log as one JSON object, with the whole result
+  -h, --help    show this help
+
+A result longer than ${SHOWN_RESULT_CHARS} characters is shown from its beginning, with the command that gives all of it.`;
+
+/** The result's beginning, and how to get all of it when it is longer. */
+function resultText(id: string, text: string): string {
+  if (text.length <= SHOWN_RESULT_CHARS) return text;
+  // At a line's end when one is near the limit; inside a long line (a big string) at the limit.
+  const lineEnd = text.lastIndexOf('\n', SHOWN_RESULT_CHARS);
+  const shown = text.slice(0, lineEnd > SHOWN_RESULT_CHARS * 0.75 ? lineEnd : SHOWN_RESULT_CHARS);
+  return `${shown}\n… ${text.length - shown.length} more characters of ${text.length}: the whole result with \`backchannel wait --json ${id}\` or \`backchannel show --json ${id}\``;
+}
 
 export const command = taskCommand({
   name: 'show',
@@ -21,11 +35,13 @@ export const command = taskCommand({
   history: true,
   async run({ line, client, id }) {
     const details = await client.getTask(await id());
+    const { task } = details;
+    // A big result is kept on disk and only summarised in the snapshot: fetched whole here.
+    const result = task.result ?? (task.resultSummary ? ((await client.taskResult(task.id)) ?? undefined) : undefined);
     if (line.values.json) {
-      process.stdout.write(JSON.stringify(details) + '\n');
+      process.stdout.write(JSON.stringify(result ? { ...details, task: { ...task, result } } : details) + '\n');
       return EXIT.ok;
     }
-    const { task } = details;
     const fields: Array<[string, unknown]> = [
       ['id', task.id],
       ['label', task.label],
@@ -50,8 +66,7 @@ export const command = taskCommand({
     // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
     const print = (text: string): void => writeText(process.stdout, text);
     for (const [name, value] of fields) if (value !== undefined) print(`${name.padEnd(12)} ${String(value)}\n`);
-    const result = task.result ?? (task.resultSummary ? await client.taskResult(task.id) : undefined);
-    if (result) print(`result\n${JSON.stringify(result, null, 2)}\n`);
+    if (result) print(`result\n${resultText(task.id, JSON.stringify(result, null, 2))}\n`);
     if (task.stderrTail) print(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;
   },
