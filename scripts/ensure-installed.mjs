@@ -120,15 +120,25 @@ export function testToolsPlan({ env = process.env, isRoot = process.getuid?.() =
   };
 }
 
+/**
+ * `apt-get update` then `apt-get install` of `packages`, quietly and without Recommends: Debian's
+ * chromium alone would otherwise bring 135 packages (avahi, samba-libs, cups helpers) and upgrade
+ * systemd and perl. Returns apt-get's exit code.
+ * @param {string[]} packages
+ */
+export function aptInstall(packages) {
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  return spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: 'inherit', env }).status ?? 1;
+}
+
 /** Installs (or names) the missing test tools; never stops the tests, whose summary counts what could not run. */
 export function ensureTestTools(log = (line) => console.log(line)) {
   const { install, tell } = testToolsPlan();
   for (const line of tell) log(line);
   if (install.length === 0) return;
   log(`npm test needs ${install.join(', ')}: installing with apt-get (once)…`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  spawnSync('apt-get', ['install', '-y', '-qq', ...install], { stdio: 'inherit', env });
+  aptInstall(install);
   for (const t of TEST_TOOLS.filter((t) => !t.present(process.env)))
     log(`npm test: apt-get could not install ${t.package}, so ${t.without}`);
 }

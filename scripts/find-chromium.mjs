@@ -9,6 +9,7 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { aptInstall } from './ensure-installed.mjs';
 
 const SYSTEM_NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'];
 
@@ -48,6 +49,19 @@ export function findChromium() {
   return playwrightCache();
 }
 
+/**
+ * One line for a failed download: the first line naming an error (`getaddrinfo ENOTFOUND …`), else
+ * the last line printed, else the exit status.
+ */
+export function downloadFailure(output, { status, error } = {}) {
+  const lines = output
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const named = lines.find((line) => /\b(E[A-Z]{3,}|Error|error|failed)\b/.test(line) && !/^at\s/.test(line));
+  return (named ?? lines.at(-1) ?? (error ? error.message : `exit status ${status}`)).slice(0, 300);
+}
+
 function isDebianRoot() {
   return process.getuid?.() === 0 && existsSync('/etc/debian_version') && onPath('apt-get') !== undefined;
 }
@@ -57,14 +71,14 @@ export function ensureChromium(log = (line) => console.error(line)) {
   const found = findChromium();
   if (found || process.env.CHROMIUM_PATH) return found;
   log('No Chromium found for the browser tests; running `npx playwright install chromium`…');
-  spawnSync('npx', ['playwright', 'install', 'chromium'], { stdio: 'inherit' });
+  // Its output is kept: where it cannot download it prints the same network stack for each retry.
+  const download = spawnSync('npx', ['playwright', 'install', 'chromium'], { encoding: 'utf8' });
   const downloaded = findChromium();
   if (downloaded) return downloaded;
+  log(`Playwright could not download Chromium: ${downloadFailure(`${download.stdout ?? ''}\n${download.stderr ?? ''}`, download)}`);
   if (isDebianRoot()) {
-    log('Playwright could not download Chromium; installing the distribution package instead (apt-get install chromium)…');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+    log('Installing the distribution package instead (apt-get install --no-install-recommends chromium)…');
+    aptInstall(['chromium']);
     const installed = findChromium();
     if (installed) return installed;
   }

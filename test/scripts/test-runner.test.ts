@@ -3,7 +3,7 @@
  * and the summary never counts a skipped or not-run browser test as a pass, listing each skip's reason.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
@@ -123,6 +123,44 @@ describe('finding a Chromium', () => {
     expect(none.status).toBe(1);
     expect(none.stderr).toContain('No Chromium found');
   });
+
+  /** A directory of shell scripts standing in for programs (each records its arguments in `<name>.args`). */
+  function standIns(scripts: Record<string, string>): string {
+    const bin = tempDir();
+    for (const [name, body] of Object.entries(scripts)) {
+      writeFileSync(path.join(bin, name), `#!/bin/sh\necho "$@" >> "${bin}/${name}.args"\n${body}\n`);
+      chmodSync(path.join(bin, name), 0o755);
+    }
+    return bin;
+  }
+  const ENOTFOUND_STACK = Array.from(
+    { length: 5 },
+    () => 'Error: getaddrinfo ENOTFOUND example.invalid\n    at GetAddrInfoReqWrap.onlookup [as oncomplete] (node:dns:120:26)',
+  ).join('\n');
+  const install = (bin: string) =>
+    spawnSync(process.execPath, [path.join(ROOT, 'scripts/find-chromium.mjs'), '--install'], {
+      encoding: 'utf8',
+      env: { PATH: bin, HOME: tempDir() },
+    });
+
+  test('a download that cannot reach the network is one line, not its stack once per retry', () => {
+    const bin = standIns({ npx: `/bin/cat >&2 <<'EOF'\n${ENOTFOUND_STACK}\nEOF\nexit 1` });
+    const run = install(bin);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('Playwright could not download Chromium: Error: getaddrinfo ENOTFOUND example.invalid\n');
+    expect(run.stderr).not.toContain('GetAddrInfoReqWrap');
+    expect(run.stderr.match(/ENOTFOUND/g)).toHaveLength(1);
+  });
+
+  test.skipIf(process.getuid?.() !== 0 || !existsSync('/etc/debian_version'))(
+    "as root on Debian, the fallback installs Debian's chromium without Recommends",
+    () => {
+      const bin = standIns({ npx: 'exit 1', 'apt-get': 'exit 0' });
+      install(bin);
+      const calls = readFileSync(path.join(bin, 'apt-get.args'), 'utf8').trim().split('\n');
+      expect(calls).toEqual(['update -qq', 'install -y -qq --no-install-recommends chromium']);
+    },
+  );
 
   test('the panel benchmarks find their Chromium the same way (was: /usr/bin/chromium or nothing)', () => {
     const launch = (env: Record<string, string>) =>
