@@ -88,6 +88,13 @@ test('the README install from a clone works: npm pack, then npm install --global
     timeout: 240_000,
   });
   expect(installed.status, installed.stderr).toBe(0);
+  // npm 11 lists the install scripts it did not run; the README names each and why none is needed.
+  const unrun = [...installed.stderr.matchAll(/^npm warn install-scripts {3}(\S+)@/gm)].map((m) => m[1]).sort();
+  if (unrun.length > 0) {
+    expect(unrun).toEqual(['backchannel-agents', 'esbuild', 'msgpackr-extract']);
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    for (const name of unrun) expect(readme).toMatch(new RegExp(`\`${name}\` (itself )?\\(\`(prepare|postinstall|install)\``));
+  }
   const onPath = { ...env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH ?? ''}` };
   const version = spawnSync('backchannel', ['--version'], { cwd: dir, encoding: 'utf8', env: onPath });
   const own = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
