@@ -85,6 +85,10 @@ const MARK: Record<Verdict['status'], string> = { pass: '✓', fail: '✗', warn
 /** What goes before a verdict's detail (an unjudged verdict's detail says so itself). */
 const LABEL: Record<Verdict['status'], string> = { pass: '', fail: 'fail: ', warn: 'warn: ', unjudged: '' };
 
+/** The rules name the hand-off variables; their names read as Cursor's own to everyone else, so one line says why. */
+export const CURSOR_NAMES =
+  'CURSOR_TASK_ID, CURSOR_IPC_PATH and the other CURSOR_* variables are the hand-off of every sub-agent, whatever tool runs it: the names come from the design Backchannel was built from.';
+
 export function formatReport(card: ReportCard): string {
   const width = Math.max(...card.results.map((r) => r.name.length));
   const lines = [`backchannel check: ${card.agent}`, ''];
@@ -94,6 +98,7 @@ export function formatReport(card: ReportCard): string {
     if (verdict.status !== 'pass' && verdict.line) lines.push(`  ${' '.repeat(width)}  line: ${verdict.line}`);
   }
   const unjudged = card.unjudged > 0 ? `, ${card.unjudged} could not be judged (machine too busy: run again)` : '';
+  lines.push('', CURSOR_NAMES);
   lines.push('', `${card.passed} passed, ${card.failed} failed, ${card.warnings} warning(s)${unjudged}`);
   return lines.join('\n') + '\n';
 }

@@ -128,6 +128,8 @@ describe('backchannel check', () => {
     expect(failing.stdout).toMatch(/✗ final-once\s+§5: send exactly one final payload/);
     expect(failing.stdout).toMatch(/✓ utf8/);
     expect(failing.stdout).toContain('1 passed, 1 failed, 0 warning(s)');
+    // The rules name CURSOR_* variables; one line says they are every sub-agent's, not Cursor's alone.
+    expect(failing.stdout).toContain('the other CURSOR_* variables are the hand-off of every sub-agent, whatever tool runs it');
     const json = await check('--json', '--scenario', 'connect', '--', 'node', 'test/conformance/agents/good.mjs');
     expect(json.status).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ passed: 1, failed: 0, results: [{ name: 'connect', verdict: { status: 'pass' } }] });
