@@ -107,7 +107,8 @@ if (!why) {
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 } else {
   console.log(`Not starting the desktop app: ${why}.`);
-  console.log('Starting the same panel headless instead, with a few demo tasks; open the URL below in a browser.\n');
+  // `serve --demo` itself says whether it adds demo tasks (only to an empty history).
+  console.log('Starting the same panel headless instead; open the URL below in a browser.\n');
   const { main } = await import('../dist/cli/main.js');
   process.exitCode = await main(['serve', '--demo', ...process.argv.slice(2)]);
 }

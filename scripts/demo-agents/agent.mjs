@@ -79,9 +79,8 @@ const model = { model_used: 'demo-model-1', token_usage: { input: 120 * steps, o
 
 if (mode === 'crash') {
   await sleep(interval);
-  console.error('Traceback (most recent call last):');
-  console.error('  File "agent.py", line 12, in <module>');
-  console.error("KeyError: 'OPENAI_API_KEY'");
+  // What a real agent's crash looks like from outside: words on stderr, then a non-zero exit and no result.
+  console.error('demo agent: OPENAI_API_KEY is not set; crashing on purpose (mode crash), without a result');
   process.exit(3);
 }
 

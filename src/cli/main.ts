@@ -10,7 +10,7 @@ const SUMMARIES: Record<string, string> = {
   send: 'send a payload by hand from inside a sub-agent (debugging aid)',
   serve: 'serve the task panel and its API on 127.0.0.1 (headless)',
   new: 'scaffold a new sub-agent from a template',
-  gateway: 'serve an OpenAI-compatible API backed by sub-agents',
+  gateway: 'serve the OpenAI and Anthropic model APIs, each request run as a sub-agent',
   worker: 'run sub-agents from a Redis queue (a worker of a fleet)',
   stats: 'how fast, reliable and costly each sub-agent and model has been',
   check: 'run a sub-agent under conformance scenarios and print a report card',

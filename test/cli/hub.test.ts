@@ -66,6 +66,11 @@ describe('task commands against a running hub', { timeout: 120_000 }, () => {
     const waited = await cli(['wait', id], hub.env);
     expect(waited.code).toBe(130);
     expect(waited.stderr).toContain('[cancelled]');
+    const shown = await cli(['show', id], hub.env);
+    expect(shown.stdout).toMatch(/^state\s+cancelled$/m);
+    const retried = await cli(['retry', id], hub.env);
+    expect(retried.stdout).toMatch(new RegExp(`^Started [0-9a-f-]{36}, a retry of ${id}\n$`));
+    await cli(['cancel', retried.stdout.split(' ')[1]!.replace(/,$/, '')], hub.env);
 
     await waitFor(async () => (await tasksOf(hub.env)).find((t) => t.id === asker)?.pendingQuestion, 'the question');
     expect((await cli(['answer', asker, 'dev'], hub.env)).code).toBe(0);

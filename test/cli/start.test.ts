@@ -10,8 +10,7 @@ import { expect, test } from 'vitest';
 // On Windows these are skipped (reported as skipped): process groups and DISPLAY are POSIX.
 import { ROOT, tempDir, waitFor } from '../helpers/core.js';
 
-function start(command: string[], env: NodeJS.ProcessEnv) {
-  const dir = tempDir('bc-start-');
+function start(command: string[], env: NodeJS.ProcessEnv, dir = tempDir('bc-start-')) {
   const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     env: {
@@ -29,6 +28,7 @@ function start(command: string[], env: NodeJS.ProcessEnv) {
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<string>((resolve) => child.on('close', (code, signal) => resolve(signal ?? String(code))));
   return {
+    dir,
     output: () => output,
     async stop() {
       process.kill(-child.pid!, 'SIGINT');
@@ -45,6 +45,13 @@ test.skipIf(process.platform === 'win32')('npm start without a display serves th
   // npm re-raises the SIGINT its script got once the script has stopped.
   expect(['0', 'SIGINT']).toContain(await run.stop());
   expect(run.output()).toContain('backchannel serve: stopping');
+
+  // The second start on the same history adds no demo tasks, and says only that.
+  const again = start(['npm', 'start'], { DISPLAY: '', WAYLAND_DISPLAY: '' }, run.dir);
+  await waitFor(() => again.output().includes('Backchannel panel: http://127.0.0.1:'), 'the headless panel URL', 30_000);
+  expect(again.output()).toMatch(/History already holds \d+ task\(s\); not adding demo tasks/);
+  expect(again.output()).not.toMatch(/with (a few )?demo tasks/);
+  expect(['0', 'SIGINT']).toContain(await again.stop());
 });
 
 test.skipIf(process.platform === 'win32')(

@@ -15,8 +15,10 @@ function electronBinary(): { path?: string; reason?: string } {
   const pathFile = path.join(dir, 'path.txt');
   if (!fs.existsSync(pathFile))
     return {
-      reason:
-        'the electron package was installed without its binary (ELECTRON_SKIP_BINARY_DOWNLOAD=1); run `npx install-electron` where the network allows it',
+      // Say why only where it is known: the variable set here, or else a download that did not happen.
+      reason: `the electron package was installed without its binary (${
+        process.env.ELECTRON_SKIP_BINARY_DOWNLOAD ? 'ELECTRON_SKIP_BINARY_DOWNLOAD is set' : 'its download was skipped or failed'
+      }); run \`npx install-electron\` where the network allows it`,
     };
   const binary = path.join(dir, 'dist', fs.readFileSync(pathFile, 'utf8').trim());
   return fs.existsSync(binary) ? { path: binary } : { reason: `Electron's binary is missing at ${binary}` };

@@ -80,6 +80,12 @@ describe.skipIf(REDIS_MISSING)(`the gateway on a hub with a worker fleet${REDIS_
     const serve = start(['serve', '--redis', redis.url, '--queue', queue, '--data-dir', path.join(hub.dir, 'data')], hub.env);
     procs.push(serve);
     await printed(serve, /Backchannel panel: (\S+)/, 'serve --redis to print its URL');
+    // It says it runs tasks on the fleet, naming the queue (a password in the URL would be redacted).
+    await printed(
+      serve,
+      new RegExp(`Fleet mode: tasks run on \`backchannel worker\`s through redis://\\S+, (queue ${queue})`),
+      'the fleet-mode line',
+    );
 
     const workerName = `${queue}-w1`;
     worker = await startWorker(redis.url, {

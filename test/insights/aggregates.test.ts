@@ -114,6 +114,9 @@ describe('insights aggregates', () => {
       ['gpt-a', 4, 0.75, 200],
       ['gpt-b', 2, 0.5, 1000],
     ]);
+    // "review" ran with gpt-a and without a reported model (crashes): that is not an A/B of two models.
+    expect(byModel.ab.filter((row) => row.label === 'review')).toEqual([]);
+    expect(byModel.ab.map((row) => row.figures.key)).not.toContain('(none)');
     const filtered = computeInsights(foldTasks(snapshots).values(), { model: 'gpt-a', since: `${H11}00:00.000Z` });
     expect(filtered.total.count).toBe(1);
     const picked = computeInsights(foldTasks(snapshots).values(), { pick: { hour: `${H10}00:00.000Z`, key: 'review.py' } });

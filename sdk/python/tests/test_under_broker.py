@@ -113,6 +113,9 @@ def test_an_agent_error_is_final_and_carries_its_data(broker: Broker, agent_env:
     assert snapshot["result"]["retryable"] is False
     assert snapshot["result"]["data"]["message"] == "pas de branche « main »"
     assert snapshot["result"]["data"]["branches"] == ["dév"]
+    # As the README's table says: the class name and the traceback's tail beside the message.
+    assert snapshot["result"]["data"]["name"] == "AgentError"
+    assert "raise AgentError" in snapshot["result"]["data"]["traceback"]
 
 
 def test_connect_task_as_a_context_manager(broker: Broker, agent_env: Dict[str, str]) -> None:

@@ -239,7 +239,8 @@ function abRows(buckets: readonly Bucket[]): AbRow[] {
   const rows: AbRow[] = [];
   for (const [label, list] of [...groupBy(buckets, (b) => b.label)].sort(([a], [b]) => (a < b ? -1 : 1))) {
     for (const kind of ['model', 'agent'] as const) {
-      const variants = groupBy(list, (b) => b[kind]);
+      // A run that reported no model (a crash before it said) is no model variant.
+      const variants = groupBy(kind === 'model' ? list.filter((b) => b.model !== NO_MODEL) : list, (b) => b[kind]);
       if (variants.size < 2) continue;
       const figures = [...variants].map(([key, group]) => figuresOf(key, group)).sort(byCountThenKey);
       rows.push(...figures.map((f) => ({ label, kind, figures: f })));

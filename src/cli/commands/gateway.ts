@@ -1,4 +1,4 @@
-/** `backchannel gateway`: the OpenAI-compatible API on 127.0.0.1, each request run as a sub-agent. */
+/** `backchannel gateway`: the OpenAI and Anthropic model APIs on 127.0.0.1, each request run as a sub-agent. */
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.js';
 import { defaultConfigPath } from '../../gateway/config.js';

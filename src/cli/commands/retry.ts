@@ -5,7 +5,7 @@ import { taskCommand } from '../run/client-command.js';
 const HELP = `Usage: backchannel retry <id> [--json]
 
 Runs an ended task of the running hub again with the same command and input, as a new task, and
-prints the new task's id. The id may be abbreviated.
+says which (\`Started <new id>, a retry of <id>\`). The id may be abbreviated.
 
 Options:
   --json        print {"task_id": "<new id>"}
@@ -18,8 +18,9 @@ export const command = taskCommand({
   positionals: [1, 1],
   history: false,
   async run({ line, client, id }) {
-    const { id: newId } = await client.retry(await id());
-    process.stdout.write(line.values.json ? JSON.stringify({ task_id: newId }) + '\n' : `${newId}\n`);
+    const oldId = await id();
+    const { id: newId } = await client.retry(oldId);
+    process.stdout.write(line.values.json ? JSON.stringify({ task_id: newId }) + '\n' : `Started ${newId}, a retry of ${oldId}\n`);
     return EXIT.ok;
   },
 });

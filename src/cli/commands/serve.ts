@@ -4,7 +4,7 @@ import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.j
 import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
-import { takeRedisUrl } from '../../fleet/redis-url.js';
+import { redactedUrl, takeRedisUrl } from '../../fleet/redis-url.js';
 import type { Headless } from '../../hub/headless/start.js';
 
 const HELP = `Usage: backchannel serve [options]
@@ -84,6 +84,10 @@ export const command: CliCommand = {
     if (values.demo) await startDemoTasks(headless);
     const stopped = runUntilSignal('serve', 'running tasks', () => headless.close());
     process.stdout.write(`Backchannel panel: ${headless.url}\n`);
+    if (values.redis !== undefined) {
+      const queue = values.queue === undefined ? '' : `, queue ${values.queue}`;
+      process.stdout.write(`Fleet mode: tasks run on \`backchannel worker\`s through ${redactedUrl(values.redis)}${queue}\n`);
+    }
     process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
     return stopped;
   },

@@ -45,11 +45,13 @@ export const command = taskCommand({
     const fields: Array<[string, unknown]> = [
       ['id', task.id],
       ['label', task.label],
-      ['state', task.reason ? `${task.state} (${task.reason})` : task.state],
+      // The reason only where it says more than the state (`cancelled`, not `cancelled (cancelled)`).
+      ['state', task.reason && task.reason !== task.state ? `${task.state} (${task.reason})` : task.state],
       ['progress', task.progress === undefined ? undefined : `${task.progress}%`],
       ['attempt', `${task.attempt} of ${task.maxAttempts}`],
       ['command', [task.command, ...task.args].join(' ')],
       ['cwd', task.cwd],
+      ['worker', task.worker],
       ['created', task.createdAt],
       ['ended', task.endedAt],
       ['message', task.message],
