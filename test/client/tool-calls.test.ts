@@ -111,7 +111,7 @@ describe.each(BACKENDS)('tool calls through the client %s', (_name, open) => {
     const content = 'été ✓ line\n'.repeat(1024 * 1024);
     await task.answerToolCall(call.callId, { content });
     const sha256 = createHash('sha256').update(content).digest('hex');
-    expect((await task.result).data).toEqual({ offered: ['Read'], results: [{ content: { length: content.length, sha256 } }] });
+    expect((await task.result).data).toEqual({ offered: ['Read'], results: [{ content: { bytes: Buffer.byteLength(content), sha256 } }] });
   });
 
   test('cancel reaches a task waiting on a tool call, and leaves no process', async () => {
