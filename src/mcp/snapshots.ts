@@ -23,7 +23,7 @@ export interface TaskSummary {
   last_partial?: unknown;
   /** A pending question; a coding task's names where it stands (`worktree`: its branch and the files changed so far). */
   question?: { ask_id: string; question: string; choices?: string[]; worktree?: { branch: string; files: string[] } };
-  /** `waiting for <tool>` while the task waits on its caller's tools (docs/protocol.md §7). */
+  /** `waiting for <tool>` while the task waits on its caller's tools (docs/protocol.md §6.1). */
   waiting?: string;
   result?: unknown;
   failure?: { reason: string; message: string; stderr_tail?: string };

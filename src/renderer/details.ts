@@ -439,7 +439,7 @@ function safeStringify(value: unknown): string {
   }
 }
 
-/** `, waiting for Read` while the task waits on its caller's tools (docs/protocol.md §7). */
+/** `, waiting for Read` while the task waits on its caller's tools (docs/protocol.md §6.1). */
 function waitingNote(task: TaskSnapshot): string {
   const waiting = isFinished(task.state) ? undefined : waitingForTools(task.pendingToolCalls);
   return waiting ? `, ${waiting}` : '';
