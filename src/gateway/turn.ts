@@ -83,6 +83,9 @@ export interface TurnRunnerOptions {
   workspaces?: Workspaces;
 }
 
+/** How a model name finds its route (what a background response needs of the runner's options). */
+export type ModelRouting = Pick<TurnRunnerOptions, 'config' | 'resolveModel' | 'knownModels'>;
+
 export interface TurnRunner {
   run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void>;
   /** Why a route cannot run now (its CLI is missing), or undefined. */
@@ -180,7 +183,7 @@ async function runTurn(context: TurnContext, turn: Turn, abort: AbortController,
 }
 
 /** The route, and the model name it goes by (a `claude-*` name Claude Code sends on its own → the default). */
-async function findRoute(options: TurnRunnerOptions, wanted: string): Promise<[string, ModelRoute]> {
+export async function findRoute(options: ModelRouting, wanted: string): Promise<[string, ModelRoute]> {
   const route = await options.resolveModel(wanted);
   if (route) return [wanted, route];
   const model = CLAUDE_MODEL.test(wanted) ? options.config.defaultModel : wanted;
