@@ -5,6 +5,8 @@
  *
  *   POST /v1/chat/completions        OpenAI Chat Completions (./chat-completions.ts)
  *   POST /v1/responses               OpenAI Responses (./responses.ts)
+ *   GET, DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel
+ *                                    background responses (./background/)
  *   POST /v1/messages                Anthropic Messages (./anthropic-messages.ts)
  *   POST /v1/messages/count_tokens   an estimate
  *   GET  /v1/models, /v1/models/<id> configured models, plus the Cursor CLI's own when it lists them

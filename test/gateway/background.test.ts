@@ -77,6 +77,10 @@ describe('background responses', () => {
     expect(all.at(-1)!.type).toBe('response.completed');
     const text = all.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : [])).join('');
     expect(text).toBe('working, done');
+    // A stream that is not in the background numbers its events the same way.
+    const foreground: ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.create({ model: 'echo', input: 'x', stream: true })) foreground.push(event);
+    expect(foreground.map((e) => e.sequence_number)).toEqual(foreground.map((_, i) => i));
     // Resuming from the start replays every event, the same ones.
     const again: ResponseStreamEvent[] = [];
     for await (const event of await openai.responses.retrieve(id, { stream: true })) again.push(event);
