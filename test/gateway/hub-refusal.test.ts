@@ -34,6 +34,9 @@ describe('a refusal by the hub', () => {
     expect(refused.json.error.message).toContain('The model `echo` may not run');
     expect(refused.json.error.message).toContain(`the hub read ${hubConfig} at `);
     expect(refused.json.error.message).toContain("the hub's config file");
+    const background = await raw(`${baseURL}/responses`, { model: 'echo', input: 'refused?', background: true });
+    expect(background.status).toBe(403);
+    expect(background.json.error).toMatchObject({ code: 'refused', message: expect.stringContaining(`the hub read ${hubConfig} at `) });
     const anthropic = await raw(`${baseURL}/messages`, { model: 'echo', max_tokens: 10, messages: userMessage('refused?') });
     expect(anthropic.status).toBe(403);
     expect(anthropic.json).toMatchObject({ type: 'error', error: { type: 'permission_error' } });

@@ -12,7 +12,8 @@
  *   events it sees from 0 again, from the task's picture: the final text is whole either way);
  * - cancel cancels the task (the broker stops its whole process tree) and answers once it ended,
  *   `cancelled`; an ended response is answered unchanged;
- * - delete forgets the response (cancelling it if it runs): retrieve is a 404 after, in this gateway;
+ * - delete forgets the response (cancelling it if it runs): retrieve is a 404 after, in this gateway
+ *   (a gateway started later, which finds the task, answers for it until its keep time is over);
  * - nothing but the task is stored: the request's echoed parameters travel in its tags, the rest is
  *   the task's history, kept by the hub; an ended response is retrievable for `background_keep_ms`
  *   after it ended, then a 404 like an unknown id;
@@ -158,8 +159,11 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
     async delete(responseId, res) {
       const response = await find(responseId);
       if (!response.isEnded) await options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {});
-      deleted.add(response.taskId);
-      forget(response.taskId);
+      const { taskId } = response;
+      deleted.add(taskId);
+      forget(taskId);
+      // Past the keep time it is expired anyway: the set stays as small as the responses kept.
+      setTimeout(() => deleted.delete(taskId), keepMs).unref();
       sendJson(res, 200, { id: responseId, object: 'response', deleted: true });
     },
 
