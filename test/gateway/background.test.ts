@@ -119,4 +119,18 @@ describe('background responses', () => {
       'the response to expire',
     );
   });
+
+  test('at most max_concurrent + max_queued background responses are unended at once: beyond, a 429 with Retry-After', async () => {
+    const { dir, openai, gateway, release } = await backgroundGateway({ max_concurrent: 1, max_queued: 0 });
+    const first = await openai.responses.create({ model: 'slow', input: 'hold the slot', background: true });
+    const refused = await raw(`${gateway.baseURL}/responses`, { model: 'echo', input: 'x', background: true });
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('5');
+    expect(refused.json.error).toMatchObject({ type: 'rate_limit_error', code: 'queue_full' });
+    await waitFor(() => slowPids(dir).length === 1, 'the agent to run');
+    release();
+    await waitFor(async () => (await openai.responses.retrieve(first.id)).status === 'completed', 'the first to complete');
+    const next = await openai.responses.create({ model: 'echo', input: 'now', background: true });
+    expect(['queued', 'in_progress', 'completed']).toContain(next.status);
+  });
 });

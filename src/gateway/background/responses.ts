@@ -5,7 +5,8 @@
  *
  * Guarantees:
  * - create answers at once, `queued` or `in_progress`; with `stream: true` it streams the response's
- *   events as they come, each with its `sequence_number`;
+ *   events as they come, each with its `sequence_number`. At most `max_concurrent + max_queued`
+ *   background responses of this gateway are unended at once: beyond, a 429 with `Retry-After`;
  * - retrieve gives the status and, once ended, the output and usage, or `error`; `stream=true` with
  *   `starting_after=N` replays the events after N, then follows: none lost, none repeated, as long as
  *   this gateway has followed the response since it started (a gateway started later numbers the
@@ -27,7 +28,7 @@ import { isFinished, type TaskSnapshot, type TaskState } from '../../model/task.
 import { AnswerStream, usageOf } from '../answer.js';
 import { HttpError, sendJson } from '../http.js';
 import { buildPrompt, InvalidRequest, type Turn } from '../request.js';
-import { describeFailure, SseResponder } from '../request-task/index.js';
+import { describeFailure, RETRY_AFTER_SECONDS, SseResponder } from '../request-task/index.js';
 import { taskSpecFor } from '../routes.js';
 import { findRoute, httpErrorFor, prepareMessages, TASK_ID_HEADER, unavailableRoute, type ModelRouting } from '../turn.js';
 import { NO_RETRY } from '../turn-dedupe.js';
@@ -106,6 +107,17 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
 
   return {
     async create(body, turn, res) {
+      const unended = [...live.values()].filter((r) => !r.isEnded).length;
+      const bound = options.config.maxConcurrent + options.config.maxQueued;
+      if (unended >= bound)
+        throw new HttpError(
+          429,
+          `${unended} background responses of this gateway have not ended (max_concurrent + max_queued = ${bound}); try again in ${RETRY_AFTER_SECONDS} s.`,
+          'rate_limit',
+          'queue_full',
+          null,
+          { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        );
       if (body.store === false)
         throw new InvalidRequest('Background mode requires `store: true`: a background response is kept to be retrieved.', 'store');
       const [model, route] = await findRoute(options, turn.model ?? options.config.defaultModel);
