@@ -14,7 +14,12 @@ const ONE_RESPONSE = /^\/v1\/responses\/([^/]+)(\/cancel)?\/?$/;
 export function backgroundRoute(method: string | undefined, pathname: string): { action: ResponseAction; id: string } | undefined {
   const match = ONE_RESPONSE.exec(pathname);
   if (!match) return undefined;
-  const id = decodeURIComponent(match[1]!);
+  let id: string;
+  try {
+    id = decodeURIComponent(match[1]!);
+  } catch {
+    id = match[1]!; // malformed %-escapes: no id of ours, so a 404 names it as sent
+  }
   if (match[2]) return method === 'POST' ? { action: 'cancel', id } : undefined;
   if (method === 'GET') return { action: 'retrieve', id };
   if (method === 'DELETE') return { action: 'delete', id };

@@ -3,15 +3,16 @@
  * real stand-in agents: create then retrieve until completed, cancel of a sleeping agent that leaves
  * no process, a streamed response cut and resumed with `starting_after` (no event lost or repeated),
  * delete, the 404s, and the keep time. The same on a hub across a gateway restart, and with the
- * Python SDK: test/clients/sdks.clients.ts and ./hub-background.test.ts.
+ * Python SDK: test/clients/sdks.clients.ts and ../hub-background.test.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { describe, expect, test } from 'vitest';
-import { tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
-import { raw, slowPids, standinModels, startTestGateway } from './helpers.js';
+import { tempDir, waitFor, waitUntilGone } from '../../helpers/core.js';
+import { responseIdOf, taskIdOf } from '../../../src/gateway/background/index.js';
+import { raw, slowPids, standinModels, startTestGateway } from '../helpers.js';
 
 async function backgroundGateway(extra: Record<string, unknown> = {}) {
   const dir = tempDir('bc-gwbg-');
@@ -21,6 +22,14 @@ async function backgroundGateway(extra: Record<string, unknown> = {}) {
 }
 
 describe('background responses', () => {
+  test('a response id is the task id: it maps both ways, and nothing else is one', () => {
+    const taskId = '019aee43-1c2b-7d4e-8f90-a1b2c3d4e5f6';
+    expect(responseIdOf(taskId)).toBe('resp_019aee431c2b7d4e8f90a1b2c3d4e5f6');
+    expect(taskIdOf(responseIdOf(taskId))).toBe(taskId);
+    for (const id of ['resp_019aee431c2b7d4e8f90a1b2c3d4e5f', 'msg_019aee431c2b7d4e8f90a1b2c3d4e5f6', 'resp_../../x', ''])
+      expect(taskIdOf(id), id).toBeUndefined();
+  });
+
   test('create returns at once, queued or in progress; retrieve gives the answer once completed, as the task', async () => {
     const { gateway, openai } = await backgroundGateway();
     const created = await openai.responses.create({ model: 'echo', input: 'in the back', background: true, metadata: { k: 'v' } });
@@ -92,7 +101,7 @@ describe('background responses', () => {
     const created = await openai.responses.create({ model: 'echo', input: 'delete me', background: true });
     await openai.responses.delete(created.id);
     await expect(openai.responses.retrieve(created.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    for (const id of ['resp_nope', `resp_${'0'.repeat(32)}`]) {
+    for (const id of ['resp_nope', `resp_${'0'.repeat(32)}`, 'resp_%E0%A4%A']) {
       const missing = await raw(`${gateway.baseURL}/responses/${id}`);
       expect(missing.status).toBe(404);
       expect(missing.json.error).toMatchObject({ type: 'not_found_error', message: expect.stringContaining(id) });
