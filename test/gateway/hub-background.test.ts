@@ -2,7 +2,8 @@
  * Background responses on a hub, all real processes (`backchannel serve`, `backchannel gateway`):
  * the response is a hub task, listed by `backchannel tasks`; it outlives the gateway that created it,
  * and a gateway started after it (the first one killed) answers for it: still running, then completed
- * with the whole answer.
+ * with the whole answer. A hub that goes away is a 503 for its responses, not their end: the hub
+ * started again answers for them from its history.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -69,5 +70,38 @@ describe('background responses on a hub', () => {
       'the response to complete',
     );
     expect(answer.output_text).toBe('working, done');
+  });
+
+  test('a hub that goes away is a 503, not the response’s end; the hub started again answers for it from its history', async () => {
+    const hub = hubEnv();
+    const firstHub = await startHub(hub);
+    const dir = tempDir('bc-gw-hub-bg-');
+    dirs.push(dir);
+    const gateway = await startGateway(hub, dir);
+    const created = await gateway.openai.responses.create({ model: 'slow', input: 'hold', background: true });
+    await waitFor(() => slowPids(dir).length === 1, 'the slow agent to start');
+    firstHub.child.kill('SIGKILL');
+    await firstHub.exited;
+    fs.writeFileSync(path.join(dir, 'release'), ''); // the hub's orphaned stand-in ends itself
+    // Once the gateway has seen its hub go (its follow stream breaks), a retrieve is a 503.
+    await waitFor(
+      () =>
+        gateway.openai.responses.retrieve(created.id).then(
+          () => false,
+          (e: unknown) => e instanceof OpenAI.APIError && e.status === 503,
+        ),
+      'a retrieve to say the hub is gone',
+    );
+
+    await startHub(hub);
+    // The new hub recovered the task from its journal: its end is the hub's word, not the lost stream's.
+    let again = await gateway.openai.responses.retrieve(created.id);
+    await waitFor(
+      async () => ['failed', 'completed'].includes((again = await gateway.openai.responses.retrieve(created.id)).status!),
+      'the response to show how the task ended',
+    );
+    const task = (await tasksOf(hub.env)).find((t) => created.id === `resp_${t.id.replace(/-/g, '')}`)!;
+    expect(again.status).toBe(task.state === 'succeeded' ? 'completed' : 'failed');
+    if (again.status === 'failed') expect(again.error?.message).not.toContain('could not follow');
   });
 });

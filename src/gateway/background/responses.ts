@@ -23,7 +23,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { BackchannelClient, TaskRun } from '../../client/index.js';
-import { TaskError } from '../../client/index.js';
+import { BridgeError, TaskError } from '../../client/index.js';
 import { isFinished, type TaskSnapshot, type TaskState } from '../../model/task.js';
 import { AnswerStream, usageOf } from '../answer.js';
 import { HttpError, sendJson } from '../http.js';
@@ -76,8 +76,12 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
     const taskId = taskIdOf(responseId);
     if (taskId === undefined || deleted.has(taskId)) throw notFound(responseId);
     let response = live.get(taskId);
+    if (response?.lost) {
+      forget(taskId); // followed until the hub went away: read it again from whoever runs it now
+      response = undefined;
+    }
     if (!response) {
-      const snapshot = (await options.tasks.getTask(taskId).catch(() => undefined))?.task;
+      const snapshot = (await options.tasks.getTask(taskId).catch(unlessNotFound))?.task;
       if (!snapshot || snapshot.tags?.[TAG.background] !== 'true' || snapshot.tags.source !== 'gateway') throw notFound(responseId);
       response =
         live.get(taskId) ?? track(taskId, snapshot.tags.model ?? 'unknown', echoFromTags(snapshot), createdOf(snapshot), '', false);
@@ -185,6 +189,12 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
   };
 }
 
+/** A failed look-up: undefined for an unknown task, a 503 when the tasks cannot be reached (the hub went away). */
+function unlessNotFound(error: unknown): undefined {
+  if (BridgeError.is(error) && error.code === 'not_found') return undefined;
+  throw new HttpError(503, `The gateway cannot reach its tasks: ${(error as Error).message}`, 'unavailable', 'unavailable');
+}
+
 /** `starting_after`: a sequence number (absent: every event). */
 function startingAfter(value: string | null): number {
   if (value === null || value === '') return -1;
@@ -264,6 +274,8 @@ class LiveResponse {
   readonly following: Promise<void>;
   /** Settles when the response ended (completed, failed or cancelled). */
   readonly ended: Promise<void>;
+  /** Its follow stream broke (the hub went away): what it says now is not the task's end. */
+  lost = false;
   #state: TaskState = 'queued';
   #answer = new AnswerStream();
   #final: ResponseFacts['answer'];
@@ -323,6 +335,7 @@ class LiveResponse {
     try {
       run = await this.options.tasks.follow(this.facts.taskId);
     } catch (error) {
+      this.lost = true; // not the task's end: the next look-up tries again
       this.#fail(`The gateway could not follow the task: ${(error as Error).message}`);
       return;
     }
@@ -387,6 +400,8 @@ class LiveResponse {
       return this.#end(); // the stream just ends: a retrieve says `cancelled`
     }
     const failure = describeFailure(error, { why: undefined, timeoutMs: this.options.config.requestTimeoutMs, name: 'gateway' });
+    // The hub went away, not the task: the next look-up reads the task again (its own end, if it has one).
+    if (failure.kind === 'unavailable') this.lost = true;
     this.#fail(failure.message, snapshot);
   }
 
