@@ -14,6 +14,7 @@
  * max_queued: 20                # more waiting requests → 429 with Retry-After
  * max_connections: 64           # open client connections
  * body_timeout_ms: 30000        # a request body must arrive within this (408)
+ * background_keep_ms: 600000    # a background response is kept this long after it ended (./background/)
  * env_allow: [MY_TOKEN]         # variables agents inherit beyond the minimal set (own broker only)
  * side_requests: local          # title/summary requests: `local` (answered without an agent), `run`, or a model name
  * client_system_prompt: auto    # `auto` (long ones summarised), `keep`, `drop`
@@ -56,6 +57,8 @@ export const DEFAULT_CLI_MODELS_TIMEOUT_MS = 3000;
 
 /** A request body must arrive within this long after its headers (a stalled body holds memory). */
 export const BODY_TIMEOUT_MS = 30_000;
+/** How long an ended background response can be retrieved: the Responses API keeps one about 10 minutes. */
+export const BACKGROUND_KEEP_MS = 600_000;
 /** Requests that may wait for a slot before new ones get 429: a burst, not a backlog. */
 export const DEFAULT_MAX_QUEUED = 20;
 /** Open client connections; more are closed at once (each idle one costs a socket and buffers). */
@@ -152,6 +155,8 @@ export interface GatewayConfig {
   maxConnections: number;
   /** @default 30000 */
   bodyTimeoutMs: number;
+  /** How long an ended background response can be retrieved (`background_keep_ms`). @default BACKGROUND_KEEP_MS */
+  backgroundKeepMs: number;
   /** Variable patterns agents inherit (own broker). @default DEFAULT_ENV_ALLOW plus `env_allow` */
   envAllow: string[];
   /** Title/summary side requests. @default 'local' */
@@ -402,6 +407,7 @@ const GATEWAY_SHAPE = {
   max_queued: leaf.integer(0),
   max_connections: leaf.integer(1),
   body_timeout_ms: leaf.integer(1),
+  background_keep_ms: leaf.integer(1),
   env_allow: leaf.names(),
   side_requests: leaf.string(),
   client_system_prompt: leaf.oneOf(['auto', 'keep', 'drop']),
@@ -450,6 +456,7 @@ export function resolveGatewayConfig(
     maxQueued: o.max_queued ?? DEFAULT_MAX_QUEUED,
     maxConnections: o.max_connections ?? DEFAULT_MAX_CONNECTIONS,
     bodyTimeoutMs: o.body_timeout_ms ?? BODY_TIMEOUT_MS,
+    backgroundKeepMs: o.background_keep_ms ?? BACKGROUND_KEEP_MS,
     envAllow: [...DEFAULT_ENV_ALLOW, ...(o.env_allow ?? [])],
     sideRequests: sideRequests(o.side_requests),
     clientSystemPrompt: o.client_system_prompt ?? 'auto',

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAllowedHost, isAllowedOrigin } from '../loopback/security.js';
 import { abortOnDisconnect, type BackchannelClient, type TaskCounts } from './request-task/index.js';
+import { backgroundRoute, isBackgroundRequest, type BackgroundResponses } from './background/index.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
 import type { GatewayConfig } from './config.js';
@@ -27,6 +28,8 @@ export interface EndpointContext {
   keepAliveMs: number;
   /** The configured models, then the Cursor CLI's own when `list_cli_models` is on. */
   models(): Promise<ModelEntry[]>;
+  /** Responses background mode (./background/). */
+  background: BackgroundResponses;
 }
 
 export type ModelEntry = ReturnType<typeof modelEntry>;
@@ -108,12 +111,14 @@ export async function serveEndpoint(req: IncomingMessage, res: ServerResponse, p
   const url = new URL(req.url ?? '/', `http://${GATEWAY_HOST}`);
   const route = `${req.method} ${url.pathname.replace(/\/+$/, '') || '/'}`;
   const endpoint =
-    ENDPOINTS.get(route) ?? (req.method === 'GET' && url.pathname.startsWith(ONE_MODEL_PREFIX) ? ENDPOINTS.get(ONE_MODEL) : undefined);
+    ENDPOINTS.get(route) ??
+    (req.method === 'GET' && url.pathname.startsWith(ONE_MODEL_PREFIX) ? ENDPOINTS.get(ONE_MODEL) : undefined) ??
+    oneResponse(req.method, url.pathname);
   if (!endpoint?.open) checkKey(context.config.apiKey, req.headers);
   if (!endpoint)
     throw new HttpError(
       404,
-      `Unknown endpoint ${route}. This gateway serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models and GET /health.`,
+      `Unknown endpoint ${route}. This gateway serves POST /v1/chat/completions, POST /v1/responses (GET, DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel), POST /v1/messages, GET /v1/models and GET /health.`,
       'not_found',
       'unknown_url',
     );
@@ -145,16 +150,28 @@ function checkJsonBody(req: IncomingMessage): void {
     );
 }
 
-async function answer(
-  api: ModelApi,
-  req: IncomingMessage,
-  res: ServerResponse,
-  { config, turns, keepAliveMs }: EndpointContext,
-): Promise<void> {
+async function answer(api: ModelApi, req: IncomingMessage, res: ServerResponse, context: EndpointContext): Promise<void> {
+  const { config, turns, keepAliveMs } = context;
   const abort = abortOnDisconnect(res);
-  const turn = api.parse(await readJson(req, config.bodyTimeoutMs), req);
+  const body = await readJson(req, config.bodyTimeoutMs);
+  const turn = api.parse(body, req);
+  if (api.name === 'responses' && isBackgroundRequest(body)) return context.background.create(body, turn, res);
   const writer = api.writer(res, turn, turn.model ?? config.defaultModel, keepAliveMs);
   await turns.run(turn, abort, writer, api.name);
+}
+
+/** A background response's own routes (./background/), as endpoints of the table's shape. */
+function oneResponse(method: string | undefined, pathname: string): Endpoint | undefined {
+  const found = backgroundRoute(method, pathname);
+  if (!found) return undefined;
+  return {
+    serve: ({ res, url }, { background }) =>
+      found.action === 'retrieve'
+        ? background.retrieve(found.id, url.searchParams, res)
+        : found.action === 'cancel'
+          ? background.cancel(found.id, res)
+          : background.delete(found.id, res),
+  };
 }
 
 async function oneModel(res: ServerResponse, id: string, context: EndpointContext): Promise<void> {

@@ -30,6 +30,11 @@ export interface TurnIdentity {
   /** SHA-256 (hex) of the API, the credential, the session headers and the body or the Idempotency-Key. */
   key: string;
   attempt: Attempt;
+  /**
+   * With an `Idempotency-Key`: SHA-256 (hex) of the body (the model is in it), which the key is bound
+   * to. A request that reuses the key with another body is refused (422), never given the first run's answer.
+   */
+  bodyHash?: string;
 }
 
 /** One request of any API, as the gateway runs it. */

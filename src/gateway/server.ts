@@ -5,6 +5,8 @@
  *
  *   POST /v1/chat/completions        OpenAI Chat Completions (./chat-completions.ts)
  *   POST /v1/responses               OpenAI Responses (./responses.ts)
+ *   GET, DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel
+ *                                    background responses (./background/)
  *   POST /v1/messages                Anthropic Messages (./anthropic-messages.ts)
  *   POST /v1/messages/count_tokens   an estimate
  *   GET  /v1/models, /v1/models/<id> configured models, plus the Cursor CLI's own when it lists them
@@ -31,7 +33,8 @@ import { GATEWAY_HOST, hasKey, HttpError } from './http.js';
 import { openAIError } from './openai-shapes.js';
 import { InvalidRequest } from './request.js';
 import { routeFor } from './routes.js';
-import { createTurnRunner, type TurnRunner } from './turn.js';
+import { createTurnRunner, type ModelRouting, type TurnRunner } from './turn.js';
+import { createBackgroundResponses, type BackgroundResponses } from './background/index.js';
 import type { Workspaces } from './workspaces.js';
 
 export { gatewayProblems } from './endpoints.js';
@@ -81,22 +84,28 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   const { config, logger } = options;
   const cliModels = new CliModelCache(config.cursorCliPath, config.cliModelsTimeoutMs);
   const models = () => listModels(config, cliModels);
-  const turns = createTurnRunner({
-    tasks: options.tasks,
+  const routing: ModelRouting = {
     config,
-    limitConcurrency: options.limitConcurrency,
-    ...(options.workspaces ? { workspaces: options.workspaces } : {}),
     async resolveModel(model) {
       return routeFor(config, model, []) ?? (config.listCliModels ? routeFor(config, model, await cliModels.get()) : undefined);
     },
     knownModels: async () => (await models()).map((m) => m.id),
+  };
+  const turns = createTurnRunner({
+    ...routing,
+    tasks: options.tasks,
+    limitConcurrency: options.limitConcurrency,
+    ...(options.workspaces ? { workspaces: options.workspaces } : {}),
   });
+  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const background = createBackgroundResponses({ ...routing, tasks: options.tasks, keepAliveMs });
   const context: EndpointContext = {
     tasks: options.tasks,
     turns,
     config,
     runsOn: options.runsOn,
-    keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS,
+    keepAliveMs,
+    background,
     models,
   };
   let port = 0;
@@ -116,7 +125,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.on('connection', (socket: Socket) => connections.accept(socket));
   port = await listen(server, config.port);
-  return { port, close: closeOnce(server, turns) };
+  return { port, close: closeOnce(server, turns, background) };
 }
 
 /** A request's failure in its API's shape (Anthropic's for /v1/messages), or as a last SSE event once the stream started. */
@@ -142,11 +151,12 @@ async function listen(server: Server, port: number): Promise<number> {
 }
 
 /** `close()`: stop listening, cancel the running requests and wait for their processes, then drop the connections; once. */
-function closeOnce(server: Server, turns: TurnRunner): () => Promise<void> {
+function closeOnce(server: Server, turns: TurnRunner, background: BackgroundResponses): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () => {
     closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      background.close(); // its tasks go on (on a hub, another gateway answers for them)
       await turns.shutdown();
       server.closeAllConnections();
       await stopped;

@@ -7,7 +7,10 @@
  * new agent starts.
  *
  * Identical means the same {@link TurnIdentity} key: the API, the caller's credential, its session
- * headers and the body byte for byte — or, when the client sends an `Idempotency-Key`, that key.
+ * headers and the body byte for byte — or, when the client sends an `Idempotency-Key`, that key,
+ * bound to a hash of the body (model included): a request that reuses a key with another body is
+ * refused with a 422 ({@link keyReused}, as the IETF Idempotency-Key draft answers), never given the
+ * first run's answer.
  * The SDKs' own `x-stainless-retry-count` header says which attempt a request is: `0` is a new
  * logical request (two separate calls with the same body both run), above 0 is a retry (it joins).
  * A copy from a client that sends neither joins a run still going or one that failed, not a
@@ -26,7 +29,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import type { CancelWhy } from './request-task/index.js';
-import type { HttpError } from './http.js';
+import { HttpError } from './http.js';
 import type { Attempt, TurnIdentity } from './request.js';
 import { headerSessionIds } from './sessions.js';
 
@@ -69,7 +72,24 @@ export function turnIdentity(api: string, body: unknown, headers: IncomingHttpHe
   hash.update(idempotencyKey !== undefined ? `key\0${idempotencyKey}` : `body\0${JSON.stringify(body)}`);
   const attempt: Attempt =
     idempotencyKey !== undefined ? 'retry' : retryCount === undefined ? 'unknown' : retryCount.trim() === '0' ? 'first' : 'retry';
-  return { key: hash.digest('hex'), attempt };
+  const bound = idempotencyKey !== undefined ? { bodyHash: createHash('sha256').update(JSON.stringify(body)).digest('hex') } : {};
+  return { key: hash.digest('hex'), attempt, ...bound };
+}
+
+/**
+ * The IETF Idempotency-Key draft's answer to a key reused with another payload (422, "Idempotency-Key
+ * is already used"), in the API's own error shape: the SDKs read that, not `application/problem+json`.
+ */
+export function keyReused(): HttpError {
+  return new HttpError(
+    422,
+    'Idempotency-Key is already used: it was sent with another request body (or model) less than ' +
+      `${IDEMPOTENCY_WINDOW_MS / 1000} s ago. Use a new key for a new request.`,
+    'invalid_request',
+    'idempotency_key_reused',
+    null,
+    NO_RETRY,
+  );
 }
 
 /** Runs one turn, writing its answer to `writer`; aborting `abort` cancels it. */
@@ -117,8 +137,9 @@ export function createTurnDedupe(options: TurnDedupeOptions = {}): TurnDedupe {
     run(identity, abort, writer, produce) {
       if (identity === undefined) return produce(abort, writer);
       const joined = identity.attempt === 'first' ? undefined : runs.get(identity.key);
+      if (joined && joined.bodyHash !== identity.bodyHash) return Promise.reject(keyReused());
       if (joined?.joinableBy(identity.attempt)) return joined.join(writer, abort, identity.attempt);
-      const run = new SharedTurn(graceMs);
+      const run = new SharedTurn(graceMs, identity.bodyHash);
       runs.set(identity.key, run);
       const done = run.join(writer, abort, identity.attempt);
       run.start(produce).then(
@@ -158,7 +179,11 @@ class SharedTurn {
   private grace: NodeJS.Timeout | undefined;
   private failed = false;
 
-  constructor(private readonly graceMs: number) {}
+  constructor(
+    private readonly graceMs: number,
+    /** The body an `Idempotency-Key` is bound to (see `TurnIdentity.bodyHash`). */
+    readonly bodyHash: string | undefined,
+  ) {}
 
   /** False once every client left and the run is being cancelled: it will answer nobody. */
   get joinable(): boolean {

@@ -83,6 +83,9 @@ export interface TurnRunnerOptions {
   workspaces?: Workspaces;
 }
 
+/** How a model name finds its route (what a background response needs of the runner's options). */
+export type ModelRouting = Pick<TurnRunnerOptions, 'config' | 'resolveModel' | 'knownModels'>;
+
 export interface TurnRunner {
   run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void>;
   /** Why a route cannot run now (its CLI is missing), or undefined. */
@@ -180,7 +183,7 @@ async function runTurn(context: TurnContext, turn: Turn, abort: AbortController,
 }
 
 /** The route, and the model name it goes by (a `claude-*` name Claude Code sends on its own → the default). */
-async function findRoute(options: TurnRunnerOptions, wanted: string): Promise<[string, ModelRoute]> {
+export async function findRoute(options: ModelRouting, wanted: string): Promise<[string, ModelRoute]> {
   const route = await options.resolveModel(wanted);
   if (route) return [wanted, route];
   const model = CLAUDE_MODEL.test(wanted) ? options.config.defaultModel : wanted;
@@ -223,7 +226,7 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
         : {}),
   });
   const writer = noticingAnswer(routed.writer, (text) => (outcome.answered = text));
-  const ran = await runTask(context, { spec, prompt, abort, writer, json: turn.json });
+  const ran = await runTask(context, { spec, prompt, abort, writer, json: turn.json, model: routed.model });
   outcome.agentSession = ran.agentSession;
   outcome.task = ran.task;
 }
@@ -254,10 +257,17 @@ interface TurnTask {
   abort: AbortController;
   writer: TurnWriter;
   json: boolean;
+  /** The model name, for a refusal's message. */
+  model: string;
 }
 
-/** Runs the task and writes its answer; resolves with the task (once submitted) and the agent's session id, if it gave one. */
-async function runTask(context: TurnContext, { spec, prompt, abort, writer, json }: TurnTask): Promise<Ran> {
+/**
+ * Runs the task and writes its answer; resolves with the task (once submitted) and the agent's session id, if it gave one.
+ * A failure before any task was submitted (a refusal, a queue deadline, the hub gone) is thrown, not
+ * written: the turn dedupe then forgets it, and a copy of the request is asked anew, never answered
+ * with a remembered refusal.
+ */
+async function runTask(context: TurnContext, { spec, prompt, abort, writer, json, model }: TurnTask): Promise<Ran> {
   const answer = new AnswerStream();
   const run = startTask(context.runner, spec, abort, (update, task) => {
     if (update.kind === 'partial') writer.delta(answer.push(update.payload?.data), task);
@@ -269,7 +279,9 @@ async function runTask(context: TurnContext, { spec, prompt, abort, writer, json
     const task = run.task ? { task: run.task } : {};
     if (run.why === 'disconnect') return task; // nobody is listening; the task is cancelled
     const failure = describeFailure(error, { why: run.why, timeoutMs: context.options.config.requestTimeoutMs, name: 'gateway' });
-    writer.fail(httpErrorFor(failure), run.task);
+    const httpError = httpErrorFor(failure, model, context.options.tasks.where.kind === 'hub');
+    if (!run.task) throw httpError;
+    writer.fail(httpError, run.task);
     return task;
   } finally {
     writer.close();
@@ -340,10 +352,19 @@ export function unavailableRoute(config: GatewayConfig, route: ModelRoute): stri
 /**
  * A task failure as a status the clients of every API understand. Only `unavailable` (the gateway
  * is shutting down, the hub went away) may go better on a retry; the agent's own failure or
- * deadline would only repeat, spending again.
+ * deadline would only repeat, spending again. A refusal is a 403 that names where the model must be
+ * allowed: on a hub, the hub's config file (which it reads again when it changes), not this gateway's.
  */
-function httpErrorFor(failure: TaskFailure): HttpError {
+export function httpErrorFor(failure: TaskFailure, model: string, onHub: boolean): HttpError {
   switch (failure.kind) {
+    case 'refused': {
+      const where = onHub
+        ? ' A gateway on a hub runs what the hub allows: the `command` models of the `gateway:` section of the ' +
+          "hub's config file (which it reads again when it changes), its presets and its `run_policy:`. Add the model " +
+          "there, or run this gateway with --local to run its models in the gateway's own broker."
+        : '';
+      return new HttpError(403, `The model \`${model}\` may not run: ${failure.message}.${where}`, 'permission', 'refused', null, NO_RETRY);
+    }
     case 'timeout':
       return new HttpError(504, failure.message, 'timeout', 'timeout', null, NO_RETRY);
     case 'unavailable':

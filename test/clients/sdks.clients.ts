@@ -11,7 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
-import { ROOT, tempDir } from '../helpers/core.js';
+import { ROOT, tempDir, waitUntilGone } from '../helpers/core.js';
 import { clientFor, ensurePythonClients, runCli } from '../helpers/real-clients.js';
 import { typeErrors } from '../helpers/sdk-types.js';
 import { standinModels, STANDIN_AGENT, startTestGateway } from '../gateway/helpers.js';
@@ -108,6 +108,30 @@ describe.skipIf('skip' in python)(`${pythonTitle}${'skip' in python ? ` (skipped
     const failure = { status: 500, should_retry: 'false' };
     expect(report.failures).toEqual({ openai: failure, anthropic: failure });
     expect(gw.runs()).toBe(2); // one per SDK call, not three
+  });
+});
+
+describe.skipIf('skip' in python)(`${pythonTitle}: background responses${'skip' in python ? ` (skipped: ${python.skip})` : ''}`, () => {
+  test('create(background=True) then retrieve until completed, cancel of a sleeping agent, a cut stream resumed with starting_after', async () => {
+    const gw = await gateway();
+    const script = path.join(ROOT, 'test/clients/python/background.py');
+    const release = path.join(gw.dir, 'release');
+    const run = await runCli((python as { python: string }).python, [script, gw.baseURL, 'k-sdk', gw.dir, release], {
+      cwd: gw.dir,
+      env: { PATH: process.env.PATH ?? '', HOME: gw.dir },
+    });
+    expect(run.stderr).toBe('');
+    const report = JSON.parse(run.stdout) as Record<string, any>;
+    expect(['queued', 'in_progress']).toContain(report.created_status);
+    expect(report.completed).toEqual({ status: 'completed', text: 'Hello: from python', background: true });
+    expect(report.cancelled.status).toBe('cancelled');
+    // The cancelled agent and its child are gone (the stream's agent was released and ended by itself).
+    const [cancelledPids] = report.cancelled.pids.map((name: string) => JSON.parse(fs.readFileSync(path.join(gw.dir, name), 'utf8')));
+    await waitUntilGone([cancelledPids.pid, cancelledPids.grandchild], 10_000);
+    const { sequence, types, text } = report.resumed;
+    expect(sequence).toEqual(sequence.map((_: number, i: number) => i));
+    expect(types).toEqual(['response.created', 'response.completed']);
+    expect(text).toBe('working, done');
   });
 });
 

@@ -96,6 +96,34 @@ describe('one logical turn runs once', () => {
     expect(count()).toBe(1);
   });
 
+  test('a key reused with another body or model is refused with a 422, never given the first answer', async () => {
+    const { gateway, count } = await countingGateway();
+    const url = `${gateway.baseURL}/chat/completions`;
+    const headers = { 'Idempotency-Key': 'key-1' };
+    const first = await raw(url, { model: 'echo', messages: userMessage('mine') }, { headers });
+    expect(first.json.choices[0].message.content).toBe('Hello: mine');
+    const again = await raw(url, { model: 'echo', messages: userMessage('mine') }, { headers });
+    expect(again.json.choices[0].message.content).toBe('Hello: mine');
+    expect(count()).toBe(1);
+    for (const body of [
+      { model: 'echo', messages: userMessage('yours') },
+      { model: 'slow', messages: userMessage('mine') },
+    ]) {
+      const reused = await raw(url, body, { headers });
+      expect(reused.status).toBe(422);
+      expect(reused.json.error).toMatchObject({ type: 'invalid_request_error', code: 'idempotency_key_reused' });
+      expect(reused.json.error.message).toMatch(/^Idempotency-Key is already used/);
+      expect(reused.text).not.toContain('Hello: mine');
+    }
+    // The official SDK (its own credential: its own keys) sees the API's error shape, with its status class.
+    const openai = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'unused', maxRetries: 0 });
+    const options = { headers: { 'Idempotency-Key': 'key-2' } };
+    await openai.chat.completions.create({ model: 'echo', messages: userMessage('mine') }, options);
+    const error = await openai.chat.completions.create({ model: 'echo', messages: userMessage('yours') }, options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    expect(count()).toBe(2);
+  });
+
   test("the SDK's retries after its own timeouts join the run in flight instead of starting the agent again", async () => {
     const { gateway, dir, count } = await countingGateway();
     const openai = new OpenAI({ baseURL: gateway.baseURL, apiKey: 'unused', timeout: 1500 }); // 2 retries

@@ -55,6 +55,8 @@ export async function wireSamples(url: string, key: string): Promise<WireSample[
   events('response.event', 'responses stream', await post('/responses', { model: 'echo', input: 'ping', stream: true }));
   events('response.event', 'responses failing stream', await post('/responses', { model: 'fail-streaming', input: 'x', stream: true }));
 
+  await backgroundSamples(url, headers, whole, events);
+
   whole('message', 'messages', await post('/messages', { model: 'echo', max_tokens: 64, messages: user }));
   for (const model of ['fail', 'no-such-model']) {
     const failed = await post('/messages', { model, max_tokens: 64, messages: user });
@@ -66,6 +68,28 @@ export async function wireSamples(url: string, key: string): Promise<WireSample[
   for (const model of (models.json as { data: unknown[] }).data) samples.push({ kind: 'model', label: 'models', value: model });
   whole('count_tokens', 'count_tokens', await post('/messages/count_tokens', { model: 'echo', messages: user }));
   return samples;
+}
+
+/** Background responses (src/gateway/background/): created, retrieved once completed, streamed, cancelled. */
+async function backgroundSamples(
+  url: string,
+  headers: Record<string, string>,
+  whole: (kind: WireKind, label: string, response: RawResponse) => void,
+  events: (kind: WireKind, label: string, response: RawResponse) => void,
+): Promise<void> {
+  const post = (route: string, body: unknown) => raw(`${url}${route}`, body, { headers });
+  const created = await post('/responses', { model: 'echo', input: 'ping', background: true });
+  whole('response', 'background created', created);
+  const id = (created.json as { id: string }).id;
+  let retrieved = await raw(`${url}/responses/${id}`, undefined, { headers });
+  for (let i = 0; i < 600 && retrieved.json?.status !== 'completed'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    retrieved = await raw(`${url}/responses/${id}`, undefined, { headers });
+  }
+  whole('response', 'background retrieved', retrieved);
+  events('response.event', 'background stream', await post('/responses', { model: 'echo', input: 'ping', background: true, stream: true }));
+  const slow = await post('/responses', { model: 'slow', input: 'ping', background: true });
+  whole('response', 'background cancelled', await post(`/responses/${(slow.json as { id: string }).id}/cancel`, {}));
 }
 
 /** Each kind's type in the Node SDKs: the namespace (a declaration file of `openai` or `@anthropic-ai/sdk`) and the name. */

@@ -4,6 +4,7 @@
  * its body says; a control client is judged by the door it declares (`backchannel run` says `cli`),
  * `control` when it declares none. A refusal is a 403 `refused` / a `refused` BridgeError.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { connectHub } from '../../src/client/hub-client.js';
@@ -92,5 +93,30 @@ describe("the hub's doors", () => {
     });
     expect(cursor.input).not.toHaveProperty('bin');
     expect(cursor.env).toMatchObject({ CURSOR_AGENT_BIN: 'agent' });
+  });
+
+  test('a model added to the config file after the hub read it runs without a restart; an unreadable change keeps the rules and says so', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'config.yaml');
+    fs.writeFileSync(file, JSON.stringify({ gateway: { models: {} } }));
+    const saved = process.env.BACKCHANNEL_CONFIG;
+    process.env.BACKCHANNEL_CONFIG = file;
+    try {
+      const policy = ownerRunPolicy({ presets: [] });
+      const request = { command: path.join(dir, 'echo.mjs'), args: [], cwd: dir, origin: 'gateway' as const };
+      const refused = policy.judge(request);
+      expect(refused.allowed).toBe(false);
+      expect(refused.allowed === false && refused.message).toContain(`the hub read ${file} at `);
+      fs.writeFileSync(file, JSON.stringify({ gateway: { models: { echo: { command: './echo.mjs' } } } }));
+      expect(policy.judge(request)).toMatchObject({ allowed: true, rule: { name: 'gateway model echo' } });
+      // Half-written: the rules read last still hold; a refusal names the problem.
+      fs.writeFileSync(file, 'gateway: [');
+      expect(policy.judge(request)).toMatchObject({ allowed: true });
+      const other = policy.judge({ ...request, command: path.join(dir, 'other.mjs') });
+      expect(other.allowed === false && other.message).toMatch(/its change since could not be read \(.*config\.yaml/);
+    } finally {
+      if (saved === undefined) delete process.env.BACKCHANNEL_CONFIG;
+      else process.env.BACKCHANNEL_CONFIG = saved;
+    }
   });
 });

@@ -1,8 +1,8 @@
 /**
  * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
- * front-end maps to its own status codes (the gateway: 504, 503, 500).
+ * front-end maps to its own status codes (the gateway: 504, 503, 403, 500).
  */
-import { BrokerError, HubLostError, TaskError } from '../../client/index.js';
+import { BridgeError, BrokerError, HubLostError, TaskError } from '../../client/index.js';
 import type { FailureReason } from '../../model/task.js';
 import type { CancelWhy } from './runner.js';
 
@@ -13,6 +13,8 @@ export type TaskFailure =
   | { kind: 'timeout'; message: string }
   | { kind: 'unavailable'; message: string }
   | { kind: 'internal'; message: string }
+  /** The run policy of whoever runs the tasks did not admit it: nothing ran. */
+  | { kind: 'refused'; message: string }
   | { kind: 'agent'; reason: FailureReason; message: string };
 
 export interface DescribeFailureContext {
@@ -34,6 +36,9 @@ export function describeFailure(error: unknown, context: DescribeFailureContext)
   }
   if (error instanceof HubLostError) {
     return { kind: 'unavailable', message: `The ${name} could not run the sub-agent: ${error.message}.` };
+  }
+  if ((BridgeError.is(error) || error instanceof BrokerError) && error.code === 'refused') {
+    return { kind: 'refused', message: error.message };
   }
   if (!TaskError.is(error)) {
     return { kind: 'internal', message: `The ${name} could not run the sub-agent: ${(error as Error).message}` };
