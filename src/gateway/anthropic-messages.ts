@@ -15,6 +15,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
+import { isSteering, messagesResult, messagesTools, messagesWantThinking, type MessageTools } from './bridge/wire.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
@@ -63,7 +64,10 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
         `messages.${i}.role: must be "user" or "assistant", got ${JSON.stringify(message?.role)}.`,
         `messages.${i}.role`,
       );
-    messages.push({ role: message.role, content: blocksText(message.content, `messages.${i}.content`) });
+    const parsed: ChatMessage = { role: message.role, content: blocksText(message.content, `messages.${i}.content`) };
+    const tools = blockTools(message.role, message.content, `messages.${i}.content`);
+    if (tools) parsed.tools = tools;
+    messages.push(parsed);
   });
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');
   const tools = toolNames(b.tools, 'tools');
@@ -77,6 +81,8 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     stream: b.stream === true,
     json: false,
     tools,
+    toolDefinitions: messagesTools(b.tools),
+    thinking: messagesWantThinking(b.thinking),
     sessionIds: [...headerSessionIds(headers), ...stringsOf([session])],
     identity: turnIdentity('messages', body, headers),
   };
@@ -89,6 +95,20 @@ const CLAUDE_CODE_SESSION = /_session_([0-9a-f-]{36})$/;
 export function countTokens(turn: Turn): { input_tokens: number } {
   const chars = turn.messages.reduce((sum, m) => sum + m.content.length, 0);
   return { input_tokens: Math.ceil(chars / 4) };
+}
+
+/** An assistant message's `tool_use` blocks, or a user message's `tool_result` blocks (with its own text as steering). */
+function blockTools(role: string, content: unknown, param: string): MessageTools | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const blocks = content.filter((b): b is Record<string, unknown> => typeof b === 'object' && b !== null);
+  if (role === 'assistant') {
+    const calls = blocks.flatMap((b) => (b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string' ? [{ id: b.id, name: b.name }] : []));
+    return calls.length > 0 ? { calls } : undefined;
+  }
+  const results = blocks.flatMap((b, j) => (b.type === 'tool_result' ? [messagesResult(b, `${param}.${j}`)] : []));
+  if (results.length === 0) return undefined;
+  const text = blocks.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('\n');
+  return isSteering(text) ? { results, steering: true } : { results };
 }
 
 /** A string, or content blocks: text kept, tool calls and results as one line each, the rest a placeholder. */

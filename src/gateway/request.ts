@@ -21,6 +21,8 @@ export interface ChatMessage {
   role: string;
   content: string;
   name?: string;
+  /** The tool calls or results the message carries (bridge mode, ./bridge/wire.ts). */
+  tools?: MessageTools;
 }
 
 /** Which copy of a logical request this is, as far as the client says (./turn-dedupe.ts). */
@@ -41,8 +43,12 @@ export interface Turn {
   stream: boolean;
   /** The client asked for a JSON answer (`response_format`, `text.format`): the prompt says so and the answer is checked. */
   json: boolean;
-  /** Names of the tools the client offered: the sub-agent cannot call them (see docs/gateway.md, "Tools"). */
+  /** Names of the tools the client offered. */
   tools: string[];
+  /** The client's function tools in the protocol's shape: what bridge mode offers the agent. */
+  toolDefinitions: ToolDefinition[];
+  /** The client asked to see the agent's thinking (Messages `thinking`, Responses `reasoning.summary`). */
+  thinking: boolean;
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
   /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
@@ -54,6 +60,8 @@ export interface Turn {
 export interface ChatRequest extends Turn {
   includeUsage: boolean;
 }
+
+import { chatCalls, chatResult, chatTools, type MessageTools, type ToolDefinition } from './bridge/wire.js';
 
 /** A 400 with OpenAI's `param` field. */
 export class InvalidRequest extends Error {
@@ -98,6 +106,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     includeUsage: b.stream === true && (options as { include_usage?: unknown } | undefined)?.include_usage === true,
     json: wantsJson(b.response_format, 'response_format'),
     tools,
+    toolDefinitions: chatTools(b.tools),
+    thinking: false,
     // Not `user`: it names the end user, whose separate conversations are separate sessions.
     sessionIds: stringsOf([b.conversation_id, b.prompt_cache_key]),
   };
@@ -169,6 +179,9 @@ function parseMessage(value: unknown, index: number): ChatMessage {
     content = [content, ...calls].filter((text) => text !== '').join('\n');
   }
   const message: ChatMessage = { role: m.role, content };
+  const calls = m.role === 'assistant' ? chatCalls(m.tool_calls) : [];
+  if (calls.length > 0) message.tools = { calls };
+  if (m.role === 'tool') message.tools = { results: [chatResult(m, param)] };
   if (typeof m.name === 'string' && m.name !== '') message.name = m.name;
   else if (typeof m.tool_call_id === 'string' && m.tool_call_id !== '') message.name = m.tool_call_id;
   return message;

@@ -15,6 +15,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
+import { responsesResult, responsesTools, responsesWantReasoning } from './bridge/wire.js';
 import { openAIError } from './openai-shapes.js';
 import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
@@ -46,6 +47,8 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     stream: b.stream === true,
     json: wantsJson(format, 'text.format'),
     tools,
+    toolDefinitions: responsesTools(b.tools),
+    thinking: responsesWantReasoning(b.reasoning),
     // Not `user`: it names the end user, whose separate conversations are separate sessions.
     sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key])],
     echo: echoOf(b),
@@ -82,9 +85,17 @@ function itemMessage(item: unknown, index: number, out: ChatMessage[]): void {
   const i = item as { type?: unknown; role?: unknown; content?: unknown; name?: unknown; arguments?: unknown; output?: unknown };
   if (typeof item !== 'object' || item === null) throw new InvalidRequest(`\`${param}\` must be an input item object.`, param);
   if (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'local_shell_call') {
-    out.push({ role: 'assistant', content: `[called ${String(i.name ?? i.type)}(${typeof i.arguments === 'string' ? i.arguments : ''})]` });
+    const message: ChatMessage = {
+      role: 'assistant',
+      content: `[called ${String(i.name ?? i.type)}(${typeof i.arguments === 'string' ? i.arguments : ''})]`,
+    };
+    const callId = (item as { call_id?: unknown }).call_id;
+    if (typeof callId === 'string' && typeof i.name === 'string') message.tools = { calls: [{ id: callId, name: i.name }] };
+    out.push(message);
   } else if (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') {
-    out.push({ role: 'tool', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output ?? '') });
+    const message: ChatMessage = { role: 'tool', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output ?? '') };
+    if (i.type === 'function_call_output') message.tools = { results: [responsesResult(item as Record<string, unknown>, param)] };
+    out.push(message);
   } else if (i.type === undefined || i.type === 'message') {
     if (typeof i.role !== 'string' || !ROLES.includes(i.role))
       throw new InvalidRequest(`\`${param}.role\` must be one of ${ROLES.join(', ')}.`, `${param}.role`);
