@@ -17,7 +17,7 @@ import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { isSteering, messagesResult, messagesTools, messagesWantThinking, type MessageTools } from './bridge/wire.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
-import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
+import { requiresToolCall, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
@@ -71,7 +71,6 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
   });
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   const userId = (b.metadata as { user_id?: unknown } | undefined)?.user_id;
   // `metadata.user_id` names the end user; only Claude Code's carries its session (`…_session_<uuid>`).
   const session = typeof userId === 'string' ? CLAUDE_CODE_SESSION.exec(userId)?.[1] : undefined;
@@ -81,6 +80,7 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     stream: b.stream === true,
     json: false,
     tools,
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
     toolDefinitions: messagesTools(b.tools),
     thinking: messagesWantThinking(b.thinking),
     sessionIds: [...headerSessionIds(headers), ...stringsOf([session])],
@@ -102,7 +102,9 @@ function blockTools(role: string, content: unknown, param: string): MessageTools
   if (!Array.isArray(content)) return undefined;
   const blocks = content.filter((b): b is Record<string, unknown> => typeof b === 'object' && b !== null);
   if (role === 'assistant') {
-    const calls = blocks.flatMap((b) => (b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string' ? [{ id: b.id, name: b.name }] : []));
+    const calls = blocks.flatMap((b) =>
+      b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string' ? [{ id: b.id, name: b.name }] : [],
+    );
     return calls.length > 0 ? { calls } : undefined;
   }
   const results = blocks.flatMap((b, j) => (b.type === 'tool_result' ? [messagesResult(b, `${param}.${j}`)] : []));

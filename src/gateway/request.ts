@@ -49,6 +49,8 @@ export interface Turn {
   toolDefinitions: ToolDefinition[];
   /** The client asked to see the agent's thinking (Messages `thinking`, Responses `reasoning.summary`). */
   thinking: boolean;
+  /** `tool_choice` requires a tool call (a 400 unless the turn is bridged). */
+  requiresToolCall?: boolean;
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
   /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
@@ -98,8 +100,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (n !== undefined && n !== null && n !== 1)
     throw new InvalidRequest('Only `n: 1` is supported: one sub-agent run answers one request.', 'n');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   return {
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
     model: typeof b.model === 'string' ? b.model : undefined,
     messages,
     stream: b.stream === true,
@@ -129,19 +131,24 @@ export function toolNames(value: unknown, param: string): string[] {
   });
 }
 
-/**
- * Tools policy: a sub-agent cannot call the client's tools (it has its own), so a request that
- * *requires* a tool call is refused (400) rather than answered with text the client does not expect.
- * `auto`/`none` pass: the tools are summarised in one line of the prompt, never pasted.
- */
-export function checkToolChoice(choice: unknown, tools: string[], param = 'tool_choice'): void {
-  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return;
+/** Whether `tool_choice` requires a tool call (`required`, `any`, a named tool): only a bridged run can make one. */
+export function requiresToolCall(choice: unknown, tools: string[]): boolean {
+  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return false;
   const type = typeof choice === 'object' ? (choice as { type?: unknown }).type : choice;
-  if (type === 'auto' || type === 'none') return;
+  return type !== 'auto' && type !== 'none';
+}
+
+/**
+ * Tools policy outside bridge mode: the sub-agent cannot call the client's tools (it has its own),
+ * so a request that *requires* a tool call is refused (400) rather than answered with text the client
+ * does not expect. `auto`/`none` pass: the tools are summarised in one line of the prompt, never pasted.
+ */
+export function refuseRequiredToolCall(turn: Turn): void {
+  if (!turn.requiresToolCall) return;
   throw new InvalidRequest(
-    `\`${param}\` requires a tool call, but a Backchannel sub-agent cannot call the client's tools (it runs its own): ` +
-      'send `tool_choice: "auto"` or no tools.',
-    param,
+    "`tool_choice` requires a tool call, but this model's sub-agent cannot call the client's tools (it runs its own): " +
+      'send `tool_choice: "auto"` or no tools, or give the model `mode: bridge`.',
+    'tool_choice',
   );
 }
 

@@ -17,7 +17,7 @@ import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
 import { responsesResult, responsesTools, responsesWantReasoning } from './bridge/wire.js';
 import { openAIError } from './openai-shapes.js';
-import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
+import { requiresToolCall, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
@@ -39,7 +39,6 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
   else throw new InvalidRequest('`input` is required: a string or a list of input items.', 'input');
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('`input` is empty: there is nothing to ask.', 'input');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   const format = (b.text as { format?: unknown } | undefined)?.format;
   return {
     model: typeof b.model === 'string' ? b.model : undefined,
@@ -47,6 +46,7 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     stream: b.stream === true,
     json: wantsJson(format, 'text.format'),
     tools,
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
     toolDefinitions: responsesTools(b.tools),
     thinking: responsesWantReasoning(b.reasoning),
     // Not `user`: it names the end user, whose separate conversations are separate sessions.
