@@ -65,16 +65,8 @@ export interface ChatRequest extends Turn {
 
 import { chatCalls, chatResult, chatTools, type MessageTools, type ToolDefinition } from './bridge/wire.js';
 
-/** A 400 with OpenAI's `param` field. */
-export class InvalidRequest extends Error {
-  override readonly name = 'InvalidRequest';
-  constructor(
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
+export { InvalidRequest } from './invalid-request.js';
+import { InvalidRequest } from './invalid-request.js';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 

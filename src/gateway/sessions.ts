@@ -19,7 +19,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ChatMessage } from './request.js';
 import type { SessionWorktree } from './session-worktree.js';
 import type { GuardCounts } from './bridge/guard.js';
-import type { BridgedRun } from './bridge/run.js';
 
 /** Session headers real clients send, most specific first. */
 export const SESSION_HEADERS = [
@@ -41,12 +40,18 @@ export interface Session {
   transcript?: string;
   /** The worktree its turns share (a `worktree: true` model); it outlives the session, as any task's does. */
   worktree?: SessionWorktree;
-  /** Its bridged run, while one is alive (it holds the session in flight). */
-  bridge?: BridgedRun;
+  /** Its bridged run (./bridge/run.ts), while one is alive (it holds the session in flight). */
+  bridge?: SessionRun;
   /** The scratch-path guard's counts (bridge mode). */
   guard?: GuardCounts;
   inFlight: number;
   lastUsed: number;
+}
+
+/** What a session knows of its bridged run. */
+export interface SessionRun {
+  readonly state: 'running' | 'suspended' | 'ended';
+  retire(): Promise<void>;
 }
 
 /** How a request finds its session: by the client's id, else by the history it continues. */

@@ -36,7 +36,7 @@ import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelMode, type Mode
 import { findExecutable } from './cursor-cli.js';
 import type { ServerResponse } from 'node:http';
 import { HttpError, sendJson } from './http.js';
-import type { Usage } from './openai-shapes.js';
+import type { AnswerExtras, TurnAnswer, TurnWriter } from './writer.js';
 import { buildPrompt, InvalidRequest, refuseRequiredToolCall, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
@@ -62,34 +62,7 @@ const CLAUDE_MODEL = /^claude-[a-z0-9.-]+$/i;
 /** Longest title the local side path answers with (OpenCode asks for ≤ 50). */
 const TITLE_CHARS = 50;
 
-export interface TurnAnswer {
-  text: string;
-  usage: Usage;
-}
-
-/** A tool call as the client sees it (bridge mode): the gateway's id for it, the tool, its arguments. */
-export interface ClientToolCall {
-  id: string;
-  name: string;
-  arguments: unknown;
-}
-
-/**
- * How one API writes an answer; `task` is undefined for answers made without a sub-agent. An answer
- * is text, the agent's thinking (only when the client asked for it), and the tool calls of one step
- * (bridge mode): `finish` after a `toolCall` ends the answer with the API's tool-use stop.
- */
-export interface TurnWriter {
-  /** New answer text from a partial ('' when it carried none: the stream may still start). */
-  delta(text: string, task: TaskHandle): void;
-  /** A piece of the agent's thinking. */
-  thinking(text: string, task: TaskHandle): void;
-  /** One tool call for the client to run. */
-  toolCall(call: ClientToolCall, task: TaskHandle): void;
-  finish(answer: TurnAnswer, task: TaskHandle | undefined): void;
-  fail(error: HttpError, task: TaskHandle | undefined): void;
-  close(): void;
-}
+export type { AnswerExtras, ClientToolCall, TurnAnswer, TurnWriter } from './writer.js';
 
 export interface TurnRunnerOptions {
   /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */
@@ -134,7 +107,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
   });
   const dedupe = createTurnDedupe();
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
-  const bridges = new Set<BridgedRun>();
+  const bridges = new Map<BridgedRun, Session | undefined>();
   const guardTotals: GuardCounts = { violations: 0, corrections: 0 };
   const context: TurnContext = { options, runner, registry, bridges, guardTotals };
   return {
@@ -148,7 +121,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     },
     bridgeStats: () => ({
       runs: bridges.size,
-      suspended: [...bridges].filter((run) => run.state === 'suspended').length,
+      suspended: [...bridges.keys()].filter((run) => run.state === 'suspended').length,
       ...guardTotals,
     }),
     async shutdown() {
@@ -165,8 +138,8 @@ interface TurnContext {
   options: TurnRunnerOptions;
   runner: RequestTaskRunner;
   registry: SessionRegistry;
-  /** Bridged runs alive (running or suspended on the client's tool calls). */
-  bridges: Set<BridgedRun>;
+  /** Bridged runs alive (running or suspended on the client's tool calls), with the session each holds. */
+  bridges: Map<BridgedRun, Session | undefined>;
   guardTotals: GuardCounts;
 }
 
@@ -324,7 +297,6 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
     ...(env?.root ? { hostRoot: env.root } : {}),
     counts: countingInto(counts, context.guardTotals),
     idleMs: config.sessions.idleMs,
-    ...(session ? { session } : {}),
     failure: (error, why) =>
       httpErrorFor(describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' })),
     onEnd(ended, result) {
@@ -339,7 +311,7 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
     },
   });
   run.onHistory = (messages) => (last = messages);
-  context.bridges.add(run);
+  context.bridges.set(run, session);
   if (session) session.bridge = run;
   run.history = transcriptHash(turn.messages, routed.model, purpose);
   await run.attach(routed.writer, abort, turn.thinking);
@@ -412,9 +384,9 @@ async function continueBridged(
   checkResultIds(turn.messages);
   const { results, steering, prefix } = trailingResults(turn.messages);
   if (results.length === 0) return false;
-  const run = [...context.bridges].find((r) => results.some((result) => r.pending.has(result.id)));
+  const run = [...context.bridges.keys()].find((r) => results.some((result) => r.pending.has(result.id)));
   if (!run) return false;
-  const session = run.session;
+  const session = context.bridges.get(run);
   if (run.state === 'suspended' && run.matches(results) && !steering && run.history === transcriptHash(prefix, model, purpose)) {
     run.history = transcriptHash(turn.messages, model, purpose);
     run.onHistory?.(turn.messages);
@@ -430,7 +402,7 @@ async function continueBridged(
 }
 
 /** Retires a run another turn replaces: its agent session is not resumed (the replay carries the whole transcript). */
-async function retire(run: BridgedRun, session: Session | undefined): Promise<void> {
+async function retire(run: { retire(): Promise<void> }, session: Session | undefined): Promise<void> {
   await run.retire();
   if (session) session.agentSession = undefined;
 }
@@ -638,13 +610,6 @@ function isJson(text: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** What a non-streamed answer has besides its text: the thinking and the tool calls of the step. */
-export interface AnswerExtras {
-  /** The agent's thinking, when the client asked for it and the agent had any. */
-  thinking?: string;
-  calls: ClientToolCall[];
 }
 
 /**

@@ -20,11 +20,10 @@ import type { TaskSpec } from '../../model/task.js';
 import { AnswerStream, finalText, usageOf } from '../answer.js';
 import type { HttpError } from '../http.js';
 import type { CancelWhy, RequestTask, RequestTaskRunner, TaskResult } from '../request-task/index.js';
-import type { TurnAnswer, TurnWriter } from '../turn.js';
+import type { TurnAnswer, TurnWriter } from '../writer.js';
 import { guardCall, type GuardCounts } from './guard.js';
 import type { ToolResultIn } from './wire.js';
 import type { ChatMessage } from '../request.js';
-import type { Session } from '../sessions.js';
 
 /**
  * How long a step's tool calls are gathered before its response ends: the calls an agent makes in
@@ -48,7 +47,6 @@ export interface BridgedRunOptions {
   /** The session's guard counts (shared by its runs). */
   counts: GuardCounts;
   idleMs: number;
-  session?: Session;
   /** Turns a task failure into the API error (./turn.ts). */
   failure(error: unknown, why: CancelWhy | undefined): HttpError;
   /** The task answered (text and usage so far) or ended: once. */
@@ -76,8 +74,6 @@ export class BridgedRun {
   history: string | undefined;
   /** Hears of each request's messages the run continues into (the transcript of its answer). */
   onHistory?: (messages: ChatMessage[]) => void;
-  /** The session the run holds, if any. */
-  readonly session: Session | undefined;
   private readonly answer = new AnswerStream();
   private readonly request: RequestTask;
   private readonly offered: Set<string>;
@@ -89,7 +85,6 @@ export class BridgedRun {
   private stateNow: BridgedRunState = 'running';
 
   constructor(private readonly options: BridgedRunOptions) {
-    this.session = options.session;
     this.offered = new Set(options.spec.tools.map((tool) => tool.name));
     this.request = options.runner.start({ spec: options.spec, abort: this.abort, onUpdate: (update) => this.onUpdate(update) });
     this.request.result.then(

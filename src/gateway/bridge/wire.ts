@@ -11,7 +11,7 @@
  * - a tool-results turn that also carries text of the user's own (anything but Claude Code's
  *   `<system-reminder>` blocks) is marked `steering`: it is not a plain continuation.
  */
-import { InvalidRequest } from '../request.js';
+import { InvalidRequest } from '../invalid-request.js';
 
 /** A tool the client offers, in the protocol's shape (docs/protocol.md, "Tool calls"). */
 export interface ToolDefinition {
