@@ -223,6 +223,16 @@ describe('when a run cannot simply continue', () => {
     expect(second.data.choices[0]!.finish_reason).toBe('tool_calls'); // the new agent starts its own step
   });
 
+  test("an SDK's retry of a request that ended with tool calls joins the run: the same calls, the same task, no second agent", async () => {
+    const { gw } = await gateway();
+    const body = { model: 'bridge', tools: CHAT_TOOLS, messages: [{ role: 'user', content: 'Read the file.' }] };
+    const first = await raw(`${gw.baseURL}/chat/completions`, body, { headers: { 'x-stainless-retry-count': '0' } });
+    const retry = await raw(`${gw.baseURL}/chat/completions`, body, { headers: { 'x-stainless-retry-count': '1' } });
+    expect(retry.json.choices[0].message.tool_calls).toEqual(first.json.choices[0].message.tool_calls);
+    expect(retry.headers[TASK_ID]).toBe(first.headers[TASK_ID]);
+    expect(await gw.client.listTasks()).toHaveLength(1);
+  });
+
   test('a client that never sends the results: the run is cancelled after the idle time and nothing is left running', async () => {
     const { gw, openai } = await gateway({ sessions: { max: 8, idle_ms: 300 } });
     const first = await openai.chat.completions
