@@ -25,6 +25,7 @@ const MODULES = [
   { name: 'hub-run', title: '`run` through a hub' },
   { name: 'hub-path', title: 'The hub path: many tasks, MCP' },
   { name: 'gateway', title: "The gateway's own cost" },
+  { name: 'gateway-tools', title: "The gateway's tool round trip (bridge mode)" },
   { name: 'growth', title: 'How cost grows with history' },
   { name: 'worktree', title: 'Coding tasks: worktree and diff' },
   { name: 'diff-render', title: 'Diff render (a coding task in the panel)' },

@@ -50,6 +50,17 @@ export class AnswerStream {
   }
 
   /**
+   * `finish` for a bridged run, whose final text may be its last step's only (what came after the
+   * last tool call, from `offset` on: Claude Code's result is its last message): the rest of the
+   * whole text, else the rest of the step's, else nothing (they disagree).
+   */
+  finishStep(finalText: string, offset: number): string {
+    if (finalText.startsWith(this.sent)) return this.emit(finalText.slice(this.sent.length));
+    const step = this.sent.slice(offset);
+    return finalText.startsWith(step) ? this.emit(finalText.slice(step.length)) : '';
+  }
+
+  /**
    * Whatever must still be sent for a `success` payload's data: `finish(finalText)`, or, when the
    * run produced no text at all, the data itself as JSON (an agent such as the `basic` template
    * answers with data, never an empty answer). `undefined`: there is nothing to answer with.

@@ -11,15 +11,16 @@
  * sub-agent and are ignored. `count_tokens` is an estimate (about four characters per token), not
  * a tokenizer's count.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
+import { isSteering, messagesResult, messagesTools, messagesWantThinking, type MessageTools } from './bridge/wire.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
-import { checkToolChoice, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
+import { requiresToolCall, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
 const MESSAGE_ROLES = ['user', 'assistant', 'system'];
@@ -63,11 +64,13 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
         `messages.${i}.role: must be "user" or "assistant", got ${JSON.stringify(message?.role)}.`,
         `messages.${i}.role`,
       );
-    messages.push({ role: message.role, content: blocksText(message.content, `messages.${i}.content`) });
+    const parsed: ChatMessage = { role: message.role, content: blocksText(message.content, `messages.${i}.content`) };
+    const tools = blockTools(message.role, message.content, `messages.${i}.content`);
+    if (tools) parsed.tools = tools;
+    messages.push(parsed);
   });
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('messages: every message is empty.', 'messages');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   const userId = (b.metadata as { user_id?: unknown } | undefined)?.user_id;
   // `metadata.user_id` names the end user; only Claude Code's carries its session (`…_session_<uuid>`).
   const session = typeof userId === 'string' ? CLAUDE_CODE_SESSION.exec(userId)?.[1] : undefined;
@@ -77,6 +80,9 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     stream: b.stream === true,
     json: false,
     tools,
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
+    toolDefinitions: messagesTools(b.tools),
+    thinking: messagesWantThinking(b.thinking),
     sessionIds: [...headerSessionIds(headers), ...stringsOf([session])],
     identity: turnIdentity('messages', body, headers),
   };
@@ -89,6 +95,22 @@ const CLAUDE_CODE_SESSION = /_session_([0-9a-f-]{36})$/;
 export function countTokens(turn: Turn): { input_tokens: number } {
   const chars = turn.messages.reduce((sum, m) => sum + m.content.length, 0);
   return { input_tokens: Math.ceil(chars / 4) };
+}
+
+/** An assistant message's `tool_use` blocks, or a user message's `tool_result` blocks (with its own text as steering). */
+function blockTools(role: string, content: unknown, param: string): MessageTools | undefined {
+  if (!Array.isArray(content)) return undefined;
+  const blocks = content.filter((b): b is Record<string, unknown> => typeof b === 'object' && b !== null);
+  if (role === 'assistant') {
+    const calls = blocks.flatMap((b) =>
+      b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string' ? [{ id: b.id, name: b.name }] : [],
+    );
+    return calls.length > 0 ? { calls } : undefined;
+  }
+  const results = blocks.flatMap((b, j) => (b.type === 'tool_result' ? [messagesResult(b, `${param}.${j}`)] : []));
+  if (results.length === 0) return undefined;
+  const text = blocks.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('\n');
+  return isSteering(text) ? { results, steering: true } : { results };
 }
 
 /** A string, or content blocks: text kept, tool calls and results as one line each, the rest a placeholder. */
@@ -112,23 +134,40 @@ function blocksText(value: unknown, param: string): string {
 export function messagesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
   const id = `msg_${randomUUID().replace(/-/g, '')}`;
   if (turn.stream) return new StreamWriter(res, id, model, countTokens(turn).input_tokens, keepAliveMs);
-  return jsonWriter(res, (answer) => message(id, model, answer.text, messageUsage(answer.usage)), sendAnthropicError);
+  return jsonWriter(res, (answer, extras) => message(id, model, messageUsage(answer.usage), answer.text, extras), sendAnthropicError);
 }
 
-function message(id: string, model: string, text: string | undefined, usage: ReturnType<typeof messageUsage>) {
+/** A `message`; without an answer (the stream's `message_start`) its content is empty and it has no stop reason yet. */
+function message(id: string, model: string, usage: ReturnType<typeof messageUsage>, text?: string, extras?: AnswerExtras) {
+  const calls = extras?.calls ?? [];
+  const content: unknown[] = [];
+  if (extras?.thinking) content.push(thinkingBlock(extras.thinking, signatureOf(extras.thinking)));
+  if (text !== undefined && (text !== '' || calls.length === 0)) content.push(textBlock(text));
+  for (const call of calls) content.push(toolUseBlock(call, call.arguments));
   return {
     id,
     type: 'message',
     role: 'assistant',
     model,
-    content: text === undefined ? [] : [textBlock(text)],
-    stop_reason: text === undefined ? null : 'end_turn',
+    content,
+    stop_reason: text === undefined ? null : calls.length > 0 ? 'tool_use' : 'end_turn',
     stop_sequence: null,
     usage,
   };
 }
 
 const textBlock = (text: string) => ({ type: 'text', text, citations: null });
+const thinkingBlock = (thinking: string, signature: string) => ({ type: 'thinking', thinking, signature });
+const toolUseBlock = (call: ClientToolCall, input: unknown) => ({ type: 'tool_use', id: call.id, name: call.name, input });
+
+/**
+ * A thinking block's signature: Claude Code expects one (`signature_delta`) and sends it back with
+ * the block; the gateway never checks it (the block is the gateway's own), so it is a digest of the
+ * text, not a secret.
+ */
+export function signatureOf(thinking: string): string {
+  return Buffer.from(`backchannel:${createHash('sha256').update(thinking).digest('hex')}`).toString('base64');
+}
 
 /** A message's `usage` in Anthropic's names (no prompt caching, no server tools here). */
 function messageUsage(usage: { prompt_tokens: number; completion_tokens: number }) {
@@ -156,8 +195,15 @@ function deltaUsage(usage: { prompt_tokens: number; completion_tokens: number })
 
 const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
+/** The content block a stream has open. */
+type OpenBlock = { kind: 'text' } | { kind: 'thinking'; text: string } | undefined;
+
 class StreamWriter implements TurnWriter {
   private readonly sse: SseResponder;
+  /** Index of the last block started (-1: none yet). */
+  private index = -1;
+  private open: OpenBlock;
+  private calls = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -171,14 +217,37 @@ class StreamWriter implements TurnWriter {
   }
 
   delta(text: string, task: TaskHandle | undefined): void {
-    this.start(task);
-    if (text !== '') this.sse.write(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+    this.start(task, 'text');
+    if (text === '') return;
+    if (this.open?.kind !== 'text') this.openBlock({ kind: 'text' }, textBlock(''));
+    this.sse.write(event('content_block_delta', { index: this.index, delta: { type: 'text_delta', text } }));
+  }
+
+  thinking(text: string, task: TaskHandle): void {
+    this.start(task, 'thinking');
+    if (text === '') return;
+    if (this.open?.kind !== 'thinking') this.openBlock({ kind: 'thinking', text: '' }, thinkingBlock('', ''));
+    (this.open as { text: string }).text += text;
+    this.sse.write(event('content_block_delta', { index: this.index, delta: { type: 'thinking_delta', thinking: text } }));
+  }
+
+  toolCall(call: ClientToolCall, task: TaskHandle): void {
+    this.start(task, 'tool');
+    this.closeBlock();
+    this.index += 1;
+    this.calls += 1;
+    this.sse.write(event('content_block_start', { index: this.index, content_block: toolUseBlock(call, {}) }));
+    const json = JSON.stringify(call.arguments ?? {});
+    this.sse.write(event('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: json } }));
+    this.sse.write(event('content_block_stop', { index: this.index }));
   }
 
   finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
     if (!this.sse.started) this.delta(answer.text, task);
-    this.sse.write(event('content_block_stop', { index: 0 }));
-    this.sse.write(event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: deltaUsage(answer.usage) }));
+    if (this.index < 0) this.openBlock({ kind: 'text' }, textBlock(''));
+    this.closeBlock();
+    const stop_reason = this.calls > 0 ? 'tool_use' : 'end_turn';
+    this.sse.write(event('message_delta', { delta: { stop_reason, stop_sequence: null }, usage: deltaUsage(answer.usage) }));
     this.sse.end(event('message_stop', {}));
   }
 
@@ -191,13 +260,30 @@ class StreamWriter implements TurnWriter {
     this.sse.close();
   }
 
-  private start(task: TaskHandle | undefined): void {
-    const first =
-      event('message_start', {
-        message: message(this.id, this.model, undefined, messageUsage({ prompt_tokens: this.inputTokens, completion_tokens: 0 })),
-      }) +
-      event('content_block_start', { index: 0, content_block: textBlock('') }) +
-      event('ping', {});
-    this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
+  private openBlock(open: NonNullable<OpenBlock>, block: unknown): void {
+    this.closeBlock();
+    this.index += 1;
+    this.open = open;
+    this.sse.write(event('content_block_start', { index: this.index, content_block: block }));
+  }
+
+  /** Ends the open block; a thinking block gets its signature first. */
+  private closeBlock(): void {
+    if (!this.open) return;
+    if (this.open.kind === 'thinking')
+      this.sse.write(
+        event('content_block_delta', { index: this.index, delta: { type: 'signature_delta', signature: signatureOf(this.open.text) } }),
+      );
+    this.sse.write(event('content_block_stop', { index: this.index }));
+    this.open = undefined;
+  }
+
+  /** `message_start`, the first block when it is text (as Anthropic's own streams begin), and a `ping`. */
+  private start(task: TaskHandle | undefined, first: 'text' | 'thinking' | 'tool'): void {
+    if (this.sse.started) return;
+    const usage = messageUsage({ prompt_tokens: this.inputTokens, completion_tokens: 0 });
+    this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, event('message_start', { message: message(this.id, this.model, usage) }));
+    if (first === 'text') this.openBlock({ kind: 'text' }, textBlock(''));
+    this.sse.write(event('ping', {}));
   }
 }

@@ -5,6 +5,8 @@
  * - a stream starts (headers and the role chunk, written at once with Nagle off) on the sub-agent's
  *   first partial, and every text delta is written as soon as its partial arrives; a started stream
  *   that goes quiet gets an SSE keep-alive comment;
+ * - bridge mode: each tool call is streamed as soon as the agent makes it (`delta.tool_calls`: id and
+ *   name, then the arguments), and the step ends with `finish_reason: "tool_calls"`;
  * - errors before the stream starts get an HTTP status and OpenAI's error body; after it started,
  *   one final `data: {"error": …}` event, then the end (no `[DONE]`).
  */
@@ -21,13 +23,14 @@ import {
   sseEvent,
   SSE_DONE,
   stopChunk,
+  toolCallChunks,
   usageChunk,
   type CompletionIdentity,
 } from './openai-shapes.js';
 import { parseChatRequest, type ChatRequest } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
 
 /** The body as a `Turn` (400 `InvalidRequest` when it is not a chat request). */
 export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatRequest {
@@ -40,7 +43,7 @@ export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatReque
 export function chatWriter(res: ServerResponse, request: ChatRequest, model: string, keepAliveMs: number): TurnWriter {
   const who: CompletionIdentity = { id: `chatcmpl-${randomUUID().replace(/-/g, '')}`, created: Math.floor(Date.now() / 1000), model };
   if (request.stream) return new StreamWriter(res, who, keepAliveMs, request.includeUsage);
-  return jsonWriter(res, (answer) => completion(who, answer.text, answer.usage), sendOpenAIError);
+  return jsonWriter(res, (answer, extras) => completion(who, answer.text, answer.usage, extras.calls), sendOpenAIError);
 }
 
 /** Errors before anything was sent: the status, the body, and the task id when there was a task. */
@@ -51,6 +54,7 @@ export function sendOpenAIError(res: ServerResponse, error: HttpError, task: Tas
 
 class StreamWriter implements TurnWriter {
   private readonly sse: SseResponder;
+  private calls = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -66,13 +70,21 @@ class StreamWriter implements TurnWriter {
     if (text !== '') this.sse.write(sseEvent(contentChunk(this.who, text)));
   }
 
+  /** Chat Completions has no thinking of its own: none is sent. */
+  thinking(): void {}
+
+  toolCall(call: ClientToolCall, task: TaskHandle): void {
+    this.start(task);
+    for (const part of toolCallChunks(this.who, call, this.calls++)) this.sse.write(sseEvent(part));
+  }
+
   finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
     if (!this.sse.started && answer.text !== '') {
       this.start(task);
       this.sse.write(sseEvent(contentChunk(this.who, answer.text)));
     }
     this.start(task);
-    this.sse.write(sseEvent(stopChunk(this.who)));
+    this.sse.write(sseEvent(stopChunk(this.who, this.calls > 0 ? 'tool_calls' : 'stop')));
     if (this.includeUsage) this.sse.write(sseEvent(usageChunk(this.who, answer.usage)));
     this.sse.end(SSE_DONE);
   }

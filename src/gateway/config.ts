@@ -28,6 +28,9 @@
  *   my-agent: { command: node, args: [./my-agent.mjs], env: { FOO: bar } }
  *   coder: { agent: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
  *                               # each session in a git worktree of its own (docs/gateway.md)
+ *   bridged: { agent: claude-code, mode: bridge }
+ *                               # `bridge` (default when a request offers tools): the agent calls the
+ *                               # client's tools; `agent`: its own tools only; `plan`: text only
  * ```
  *
  * `loadGatewayConfig` is the one function that reads it; the schema is `resolveGatewayConfig`.
@@ -100,6 +103,14 @@ export const DEFAULT_ENV_ALLOW = [
 export type BuiltInAgent = 'cursor-cli' | 'claude-code';
 
 /**
+ * How a model treats the tools a request offers (docs/gateway.md, "Bridge mode"): `bridge` offers
+ * them to the agent and its calls become the client's tool calls; `agent` keeps the agent on its own
+ * tools; `plan` asks for text only. Unset: `bridge` when the request offers tools, else `agent`.
+ */
+export type ModelMode = 'bridge' | 'agent' | 'plan';
+export const MODEL_MODES = ['bridge', 'agent', 'plan'] as const satisfies readonly ModelMode[];
+
+/**
  * A model whose sessions each run in a git worktree of their own (`worktree: true`): made by the
  * broker from `base` of the repository containing the model's working directory, reused by the
  * session's later turns (follow-ups), its change recorded as for any coding task.
@@ -123,6 +134,8 @@ export type ModelRoute =
       cwd?: string;
       description?: string;
       worktree?: GatewayWorktree;
+      /** Unset: `bridge` when the request offers tools, else `agent`. */
+      mode?: ModelMode;
     }
   | {
       kind: 'command';
@@ -136,6 +149,8 @@ export type ModelRoute =
       cwd?: string;
       description?: string;
       worktree?: GatewayWorktree;
+      /** Unset: `bridge` when the request offers tools, else `agent`. */
+      mode?: ModelMode;
     };
 
 export interface GatewayConfig {
@@ -370,6 +385,7 @@ const MODEL_SHAPE = {
   description: leaf.string(),
   worktree: leaf.boolean(),
   base: leaf.string(),
+  mode: leaf.oneOf(MODEL_MODES),
 };
 
 /** One model: `{}` (or nothing) for the defaults of the cursor-cli template. */
@@ -492,6 +508,7 @@ function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
     env: e.env ?? {},
     ...(e.cwd ? { cwd: expandPath(e.cwd, baseDir) } : {}),
     ...(e.description ? { description: e.description } : {}),
+    ...(e.mode != null ? { mode: e.mode } : {}),
     // The repository is found by `checkWorktree` once the workspace is known.
     ...(e.worktree === true ? { worktree: { repo: '', ...(e.base != null ? { base: e.base } : {}) } } : {}),
   };

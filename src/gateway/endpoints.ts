@@ -221,6 +221,7 @@ async function health(res: ServerResponse, { tasks, turns, config, runsOn }: End
     max_concurrent: config.maxConcurrent,
     requests: turns.inFlight,
     sessions: turns.sessions,
+    bridge: turns.bridgeStats(),
     tasks: { running: stats.running, queued: stats.queued },
     runs_on: runsOn,
   });

@@ -45,15 +45,35 @@ export interface CompletionIdentity {
   model: string;
 }
 
-export function completion(who: CompletionIdentity, content: string, usage: Usage) {
+/** A tool call as a chat message carries it (`arguments` is JSON text). */
+export interface ChatToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+const argumentsText = (args: unknown) => JSON.stringify(args ?? {});
+
+/** `tool_calls` of an assistant message. */
+export const messageToolCalls = (calls: ChatToolCall[]) =>
+  calls.map((call) => ({
+    id: call.id,
+    type: 'function' as const,
+    function: { name: call.name, arguments: argumentsText(call.arguments) },
+  }));
+
+/** A whole completion; with tool calls, `finish_reason: "tool_calls"` (and `content: null` when there is no text). */
+export function completion(who: CompletionIdentity, content: string, usage: Usage, calls: ChatToolCall[] = []) {
+  const message =
+    calls.length === 0
+      ? { role: 'assistant' as const, content, refusal: null }
+      : { role: 'assistant' as const, content: content === '' ? null : content, refusal: null, tool_calls: messageToolCalls(calls) };
   return {
     id: who.id,
     object: 'chat.completion' as const,
     created: who.created,
     model: who.model,
-    choices: [
-      { index: 0, message: { role: 'assistant' as const, content, refusal: null }, logprobs: null, finish_reason: 'stop' as const },
-    ],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: calls.length === 0 ? ('stop' as const) : ('tool_calls' as const) }],
     usage: usageFields(usage),
   };
 }
@@ -65,9 +85,9 @@ const usageFields = ({ prompt_tokens, completion_tokens, total_tokens }: Usage):
   total_tokens,
 });
 
-type Delta = { role?: 'assistant'; content?: string };
+type Delta = { role?: 'assistant'; content?: string; tool_calls?: unknown[] };
 
-function chunk(who: CompletionIdentity, delta: Delta, finishReason: 'stop' | null) {
+function chunk(who: CompletionIdentity, delta: Delta, finishReason: 'stop' | 'tool_calls' | null) {
   return {
     id: who.id,
     object: 'chat.completion.chunk' as const,
@@ -80,7 +100,17 @@ function chunk(who: CompletionIdentity, delta: Delta, finishReason: 'stop' | nul
 /** First chunk of a stream: the role, empty content. */
 export const roleChunk = (who: CompletionIdentity) => chunk(who, { role: 'assistant', content: '' }, null);
 export const contentChunk = (who: CompletionIdentity, content: string) => chunk(who, { content }, null);
-export const stopChunk = (who: CompletionIdentity) => chunk(who, {}, 'stop');
+export const stopChunk = (who: CompletionIdentity, reason: 'stop' | 'tool_calls' = 'stop') => chunk(who, {}, reason);
+/**
+ * A streamed tool call, as OpenAI streams one: a chunk with its id, name and empty arguments, then
+ * one with the arguments (`index` is the call's place in the step).
+ */
+export function toolCallChunks(who: CompletionIdentity, call: ChatToolCall, index: number) {
+  return [
+    chunk(who, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, null),
+    chunk(who, { tool_calls: [{ index, function: { arguments: argumentsText(call.arguments) } }] }, null),
+  ];
+}
 /** Sent before `[DONE]` when the client asked for `stream_options.include_usage`. */
 export function usageChunk(who: CompletionIdentity, usage: Usage) {
   return {

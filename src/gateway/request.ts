@@ -21,6 +21,8 @@ export interface ChatMessage {
   role: string;
   content: string;
   name?: string;
+  /** The tool calls or results the message carries (bridge mode, ./bridge/wire.ts). */
+  tools?: MessageTools;
 }
 
 /** Which copy of a logical request this is, as far as the client says (./turn-dedupe.ts). */
@@ -46,8 +48,14 @@ export interface Turn {
   stream: boolean;
   /** The client asked for a JSON answer (`response_format`, `text.format`): the prompt says so and the answer is checked. */
   json: boolean;
-  /** Names of the tools the client offered: the sub-agent cannot call them (see docs/gateway.md, "Tools"). */
+  /** Names of the tools the client offered. */
   tools: string[];
+  /** The client's function tools in the protocol's shape: what bridge mode offers the agent. */
+  toolDefinitions: ToolDefinition[];
+  /** The client asked to see the agent's thinking (Messages `thinking`, Responses `reasoning.summary`). */
+  thinking: boolean;
+  /** `tool_choice` requires a tool call (a 400 unless the turn is bridged). */
+  requiresToolCall?: boolean;
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
   /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
@@ -60,16 +68,10 @@ export interface ChatRequest extends Turn {
   includeUsage: boolean;
 }
 
-/** A 400 with OpenAI's `param` field. */
-export class InvalidRequest extends Error {
-  override readonly name = 'InvalidRequest';
-  constructor(
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
+import { chatCalls, chatResult, chatTools, type MessageTools, type ToolDefinition } from './bridge/wire.js';
+
+export { InvalidRequest } from './invalid-request.js';
+import { InvalidRequest } from './invalid-request.js';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 
@@ -95,14 +97,16 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (n !== undefined && n !== null && n !== 1)
     throw new InvalidRequest('Only `n: 1` is supported: one sub-agent run answers one request.', 'n');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   return {
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
     model: typeof b.model === 'string' ? b.model : undefined,
     messages,
     stream: b.stream === true,
     includeUsage: b.stream === true && (options as { include_usage?: unknown } | undefined)?.include_usage === true,
     json: wantsJson(b.response_format, 'response_format'),
     tools,
+    toolDefinitions: chatTools(b.tools),
+    thinking: false,
     // Not `user`: it names the end user, whose separate conversations are separate sessions.
     sessionIds: stringsOf([b.conversation_id, b.prompt_cache_key]),
   };
@@ -124,19 +128,24 @@ export function toolNames(value: unknown, param: string): string[] {
   });
 }
 
-/**
- * Tools policy: a sub-agent cannot call the client's tools (it has its own), so a request that
- * *requires* a tool call is refused (400) rather than answered with text the client does not expect.
- * `auto`/`none` pass: the tools are summarised in one line of the prompt, never pasted.
- */
-export function checkToolChoice(choice: unknown, tools: string[], param = 'tool_choice'): void {
-  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return;
+/** Whether `tool_choice` requires a tool call (`required`, `any`, a named tool): only a bridged run can make one. */
+export function requiresToolCall(choice: unknown, tools: string[]): boolean {
+  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return false;
   const type = typeof choice === 'object' ? (choice as { type?: unknown }).type : choice;
-  if (type === 'auto' || type === 'none') return;
+  return type !== 'auto' && type !== 'none';
+}
+
+/**
+ * Tools policy outside bridge mode: the sub-agent cannot call the client's tools (it has its own),
+ * so a request that *requires* a tool call is refused (400) rather than answered with text the client
+ * does not expect. `auto`/`none` pass: the tools are summarised in one line of the prompt, never pasted.
+ */
+export function refuseRequiredToolCall(turn: Turn): void {
+  if (!turn.requiresToolCall) return;
   throw new InvalidRequest(
-    `\`${param}\` requires a tool call, but a Backchannel sub-agent cannot call the client's tools (it runs its own): ` +
-      'send `tool_choice: "auto"` or no tools.',
-    param,
+    "`tool_choice` requires a tool call, but this model's sub-agent cannot call the client's tools (it runs its own): " +
+      'send `tool_choice: "auto"` or no tools, or give the model `mode: bridge`.',
+    'tool_choice',
   );
 }
 
@@ -174,6 +183,9 @@ function parseMessage(value: unknown, index: number): ChatMessage {
     content = [content, ...calls].filter((text) => text !== '').join('\n');
   }
   const message: ChatMessage = { role: m.role, content };
+  const calls = m.role === 'assistant' ? chatCalls(m.tool_calls) : [];
+  if (calls.length > 0) message.tools = { calls };
+  if (m.role === 'tool') message.tools = { results: [chatResult(m, param)] };
   if (typeof m.name === 'string' && m.name !== '') message.name = m.name;
   else if (typeof m.tool_call_id === 'string' && m.tool_call_id !== '') message.name = m.tool_call_id;
   return message;

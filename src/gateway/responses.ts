@@ -15,11 +15,12 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
+import { responsesResult, responsesTools, responsesWantReasoning } from './bridge/wire.js';
 import { openAIError } from './openai-shapes.js';
-import { checkToolChoice, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
+import { requiresToolCall, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
 
 const ROLES = ['user', 'assistant', 'system', 'developer'];
 
@@ -38,7 +39,6 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
   else throw new InvalidRequest('`input` is required: a string or a list of input items.', 'input');
   if (messages.every((m) => m.content.trim() === '')) throw new InvalidRequest('`input` is empty: there is nothing to ask.', 'input');
   const tools = toolNames(b.tools, 'tools');
-  checkToolChoice(b.tool_choice, tools);
   const format = (b.text as { format?: unknown } | undefined)?.format;
   return {
     model: typeof b.model === 'string' ? b.model : undefined,
@@ -46,6 +46,9 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     stream: b.stream === true,
     json: wantsJson(format, 'text.format'),
     tools,
+    requiresToolCall: requiresToolCall(b.tool_choice, tools),
+    toolDefinitions: responsesTools(b.tools),
+    thinking: responsesWantReasoning(b.reasoning),
     // Not `user`: it names the end user, whose separate conversations are separate sessions.
     sessionIds: [...headerSessionIds(headers), ...stringsOf([b.conversation, b.prompt_cache_key])],
     echo: echoOf(b),
@@ -82,9 +85,17 @@ function itemMessage(item: unknown, index: number, out: ChatMessage[]): void {
   const i = item as { type?: unknown; role?: unknown; content?: unknown; name?: unknown; arguments?: unknown; output?: unknown };
   if (typeof item !== 'object' || item === null) throw new InvalidRequest(`\`${param}\` must be an input item object.`, param);
   if (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'local_shell_call') {
-    out.push({ role: 'assistant', content: `[called ${String(i.name ?? i.type)}(${typeof i.arguments === 'string' ? i.arguments : ''})]` });
+    const message: ChatMessage = {
+      role: 'assistant',
+      content: `[called ${String(i.name ?? i.type)}(${typeof i.arguments === 'string' ? i.arguments : ''})]`,
+    };
+    const callId = (item as { call_id?: unknown }).call_id;
+    if (typeof callId === 'string' && typeof i.name === 'string') message.tools = { calls: [{ id: callId, name: i.name }] };
+    out.push(message);
   } else if (i.type === 'function_call_output' || i.type === 'custom_tool_call_output') {
-    out.push({ role: 'tool', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output ?? '') });
+    const message: ChatMessage = { role: 'tool', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output ?? '') };
+    if (i.type === 'function_call_output') message.tools = { results: [responsesResult(item as Record<string, unknown>, param)] };
+    out.push(message);
   } else if (i.type === undefined || i.type === 'message') {
     if (typeof i.role !== 'string' || !ROLES.includes(i.role))
       throw new InvalidRequest(`\`${param}.role\` must be one of ${ROLES.join(', ')}.`, `${param}.role`);
@@ -106,26 +117,27 @@ function partsText(content: unknown, param: string): string {
 }
 
 export function responsesWriter(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter {
-  const ids = {
-    response: `resp_${randomUUID().replace(/-/g, '')}`,
-    item: `msg_${randomUUID().replace(/-/g, '')}`,
-    created: Math.floor(Date.now() / 1000),
-  };
+  const ids = { response: `resp_${randomUUID().replace(/-/g, '')}`, created: Math.floor(Date.now() / 1000) };
   const echo = turn.echo ?? {};
   if (turn.stream) return new StreamWriter(res, ids, model, echo, keepAliveMs);
-  return jsonWriter(res, (answer) => response(ids, model, echo, 'completed', answer), sendResponsesError);
+  return jsonWriter(
+    res,
+    (answer, extras) => response(ids, model, echo, 'completed', itemsOf(answer.text, extras), answer),
+    sendResponsesError,
+  );
 }
 
 interface Ids {
   response: string;
-  item: string;
   /** Unix seconds. */
   created: number;
 }
 
-function outputItem(ids: Ids, text: string | undefined) {
+const itemId = (prefix: string) => `${prefix}_${randomUUID().replace(/-/g, '')}`;
+
+function messageItem(id: string, text: string | undefined) {
   return {
-    id: ids.item,
+    id,
     type: 'message',
     status: text === undefined ? 'in_progress' : 'completed',
     role: 'assistant',
@@ -133,8 +145,40 @@ function outputItem(ids: Ids, text: string | undefined) {
   };
 }
 
+function reasoningItem(id: string, text: string | undefined) {
+  return { id, type: 'reasoning', summary: text === undefined ? [] : [{ type: 'summary_text', text }] };
+}
+
+function functionCallItem(id: string, call: ClientToolCall, done: boolean) {
+  return {
+    id,
+    type: 'function_call',
+    status: done ? 'completed' : 'in_progress',
+    arguments: done ? JSON.stringify(call.arguments ?? {}) : '',
+    call_id: call.id,
+    name: call.name,
+  };
+}
+
+/** A non-streamed answer's output items: reasoning (if any), the message (if it has text, or nothing else), the calls. */
+function itemsOf(text: string, extras: AnswerExtras): unknown[] {
+  const items: unknown[] = [];
+  if (extras.thinking) items.push(reasoningItem(itemId('rs'), extras.thinking));
+  if (text !== '' || extras.calls.length === 0) items.push(messageItem(itemId('msg'), text));
+  for (const call of extras.calls) items.push(functionCallItem(itemId('fc'), call, true));
+  return items;
+}
+
 /** A `response` object; `usage` only once known (the SDKs' type has no `null` for it). */
-function response(ids: Ids, model: string, echo: Record<string, unknown>, status: string, answer?: TurnAnswer, error?: HttpError) {
+function response(
+  ids: Ids,
+  model: string,
+  echo: Record<string, unknown>,
+  status: string,
+  output: unknown[],
+  answer?: TurnAnswer,
+  error?: HttpError,
+) {
   const usage = answer && {
     input_tokens: answer.usage.prompt_tokens,
     input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
@@ -152,16 +196,22 @@ function response(ids: Ids, model: string, echo: Record<string, unknown>, status
     error: error ? { code: error.kind === 'rate_limit' ? 'rate_limit_exceeded' : 'server_error', message: error.message } : null,
     incomplete_details: null,
     model,
-    output: answer ? [outputItem(ids, answer.text)] : [],
+    output,
     output_text: answer?.text ?? '',
     ...echo,
     ...(usage ? { usage } : {}),
   };
 }
 
+/** The output item a stream has open: the message (its text so far) or the reasoning (its summary so far). */
+type OpenItem = { kind: 'message' | 'reasoning'; id: string; index: number; text: string } | undefined;
+
 class StreamWriter implements TurnWriter {
   private readonly sse: SseResponder;
   private sequence = 0;
+  /** The items done so far, in order (the `response.completed` output). */
+  private readonly output: unknown[] = [];
+  private open: OpenItem;
 
   constructor(
     private readonly res: ServerResponse,
@@ -175,21 +225,49 @@ class StreamWriter implements TurnWriter {
 
   delta(text: string, task: TaskHandle | undefined): void {
     this.start(task);
-    if (text !== '') this.sse.write(this.event('response.output_text.delta', { ...this.where(), delta: text, logprobs: [] }));
+    if (text === '') return;
+    const item = this.item('message');
+    item.text += text;
+    this.sse.write(this.event('response.output_text.delta', { ...this.where(item), delta: text, logprobs: [] }));
+  }
+
+  thinking(text: string, task: TaskHandle): void {
+    this.start(task);
+    if (text === '') return;
+    const item = this.item('reasoning');
+    item.text += text;
+    this.sse.write(this.event('response.reasoning_summary_text.delta', { ...this.summary(item), delta: text }));
+  }
+
+  toolCall(call: ClientToolCall, task: TaskHandle): void {
+    this.start(task);
+    this.closeItem();
+    const id = itemId('fc');
+    const output_index = this.output.length;
+    const args = JSON.stringify(call.arguments ?? {});
+    this.sse.write(this.event('response.output_item.added', { output_index, item: functionCallItem(id, call, false) }));
+    this.sse.write(this.event('response.function_call_arguments.delta', { item_id: id, output_index, delta: args }));
+    this.sse.write(this.event('response.function_call_arguments.done', { item_id: id, output_index, name: call.name, arguments: args }));
+    const done = functionCallItem(id, call, true);
+    this.output.push(done);
+    this.sse.write(this.event('response.output_item.done', { output_index, item: done }));
   }
 
   finish(answer: TurnAnswer, task: TaskHandle | undefined): void {
-    if (!this.sse.started) this.delta(answer.text, task);
-    const part = { type: 'output_text', text: answer.text, annotations: [] };
-    this.sse.write(this.event('response.output_text.done', { ...this.where(), text: answer.text, logprobs: [] }));
-    this.sse.write(this.event('response.content_part.done', { ...this.where(), part }));
-    this.sse.write(this.event('response.output_item.done', { output_index: 0, item: outputItem(this.ids, answer.text) }));
-    this.sse.end(this.event('response.completed', { response: response(this.ids, this.model, this.echo, 'completed', answer) }));
+    this.start(task);
+    if (this.output.length === 0 && this.open === undefined) this.item('message');
+    if (this.open?.kind === 'message' && this.open.text === '' && answer.text !== '') this.delta(answer.text, task);
+    this.closeItem();
+    this.sse.end(
+      this.event('response.completed', { response: response(this.ids, this.model, this.echo, 'completed', this.output, answer) }),
+    );
   }
 
   fail(error: HttpError, task: TaskHandle | undefined): void {
     if (this.sse.started)
-      this.sse.end(this.event('response.failed', { response: response(this.ids, this.model, this.echo, 'failed', undefined, error) }));
+      this.sse.end(
+        this.event('response.failed', { response: response(this.ids, this.model, this.echo, 'failed', this.output, undefined, error) }),
+      );
     else sendResponsesError(this.res, error, task);
   }
 
@@ -197,22 +275,65 @@ class StreamWriter implements TurnWriter {
     this.sse.close();
   }
 
-  private where() {
-    return { item_id: this.ids.item, output_index: 0, content_index: 0 };
+  /** The open item of this kind, opened (and the other closed) when needed. */
+  private item(kind: 'message' | 'reasoning'): NonNullable<OpenItem> {
+    if (this.open?.kind === kind) return this.open;
+    this.closeItem();
+    const open = { kind, id: itemId(kind === 'message' ? 'msg' : 'rs'), index: this.output.length, text: '' };
+    this.open = open;
+    if (kind === 'message') {
+      this.sse.write(this.event('response.output_item.added', { output_index: open.index, item: messageItem(open.id, undefined) }));
+      this.sse.write(
+        this.event('response.content_part.added', { ...this.where(open), part: { type: 'output_text', text: '', annotations: [] } }),
+      );
+    } else {
+      this.sse.write(this.event('response.output_item.added', { output_index: open.index, item: reasoningItem(open.id, undefined) }));
+      this.sse.write(
+        this.event('response.reasoning_summary_part.added', { ...this.summary(open), part: { type: 'summary_text', text: '' } }),
+      );
+    }
+    return open;
+  }
+
+  private closeItem(): void {
+    const open = this.open;
+    if (!open) return;
+    this.open = undefined;
+    if (open.kind === 'message') {
+      const part = { type: 'output_text', text: open.text, annotations: [] };
+      this.sse.write(this.event('response.output_text.done', { ...this.where(open), text: open.text, logprobs: [] }));
+      this.sse.write(this.event('response.content_part.done', { ...this.where(open), part }));
+      const item = messageItem(open.id, open.text);
+      this.output.push(item);
+      this.sse.write(this.event('response.output_item.done', { output_index: open.index, item }));
+    } else {
+      this.sse.write(this.event('response.reasoning_summary_text.done', { ...this.summary(open), text: open.text }));
+      this.sse.write(
+        this.event('response.reasoning_summary_part.done', { ...this.summary(open), part: { type: 'summary_text', text: open.text } }),
+      );
+      const item = reasoningItem(open.id, open.text);
+      this.output.push(item);
+      this.sse.write(this.event('response.output_item.done', { output_index: open.index, item }));
+    }
+  }
+
+  private where(item: NonNullable<OpenItem>) {
+    return { item_id: item.id, output_index: item.index, content_index: 0 };
+  }
+
+  private summary(item: NonNullable<OpenItem>) {
+    return { item_id: item.id, output_index: item.index, summary_index: 0 };
   }
 
   private event(type: string, data: Record<string, unknown>): string {
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...data })}\n\n`;
   }
 
+  /** `response.created` and `response.in_progress`; the items follow as they come. */
   private start(task: TaskHandle | undefined): void {
     if (this.sse.started) return;
-    const created = response(this.ids, this.model, this.echo, 'in_progress');
-    const first =
-      this.event('response.created', { response: created }) +
-      this.event('response.in_progress', { response: created }) +
-      this.event('response.output_item.added', { output_index: 0, item: outputItem(this.ids, undefined) }) +
-      this.event('response.content_part.added', { ...this.where(), part: { type: 'output_text', text: '', annotations: [] } });
+    const created = response(this.ids, this.model, this.echo, 'in_progress', []);
+    const first = this.event('response.created', { response: created }) + this.event('response.in_progress', { response: created });
     this.sse.start(task ? { [TASK_ID_HEADER]: task.id } : {}, first);
   }
 }

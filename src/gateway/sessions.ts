@@ -18,6 +18,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ChatMessage } from './request.js';
 import type { SessionWorktree } from './session-worktree.js';
+import type { GuardCounts } from './bridge/guard.js';
 
 /** Session headers real clients send, most specific first. */
 export const SESSION_HEADERS = [
@@ -39,8 +40,18 @@ export interface Session {
   transcript?: string;
   /** The worktree its turns share (a `worktree: true` model); it outlives the session, as any task's does. */
   worktree?: SessionWorktree;
+  /** Its bridged run (./bridge/run.ts), while one is alive (it holds the session in flight). */
+  bridge?: SessionRun;
+  /** The scratch-path guard's counts (bridge mode). */
+  guard?: GuardCounts;
   inFlight: number;
   lastUsed: number;
+}
+
+/** What a session knows of its bridged run. */
+export interface SessionRun {
+  readonly state: 'running' | 'suspended' | 'ended';
+  retire(): Promise<void>;
 }
 
 /** How a request finds its session: by the client's id, else by the history it continues. */
@@ -109,6 +120,12 @@ export class SessionRegistry {
     this.sessions.set(session.key, session);
     this.evictOverCap();
     return session;
+  }
+
+  /** Another holder of a session in flight (a bridged run, until it ends); released with `done`. */
+  hold(session: Session): void {
+    session.inFlight += 1;
+    session.lastUsed = this.now();
   }
 
   /**

@@ -53,6 +53,8 @@ export const NO_RETRY: Readonly<Record<string, string>> = { 'x-should-retry': 'f
 /** The calls of an API's answer writer (./turn.ts `TurnWriter`), as a run makes them and its members get them. */
 export interface SharedWriter {
   delta(text: string, task: TaskHandle): void;
+  thinking(text: string, task: TaskHandle): void;
+  toolCall(call: { id: string; name: string; arguments: unknown }, task: TaskHandle): void;
   finish(answer: unknown, task: TaskHandle | undefined): void;
   fail(error: HttpError, task: TaskHandle | undefined): void;
   close(): void;
@@ -252,6 +254,8 @@ class SharedTurn {
     };
     return {
       delta: (text, task) => send((w) => w.delta(text, task)),
+      thinking: (text, task) => send((w) => w.thinking(text, task)),
+      toolCall: (call, task) => send((w) => w.toolCall(call, task)),
       finish: (answer, task) => send((w) => w.finish(answer, task)),
       fail: (error, task) => {
         this.failed = true;

@@ -32,17 +32,22 @@ import {
   type TaskResult,
 } from './request-task/index.js';
 import { AnswerStream, usageOf } from './answer.js';
-import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelRoute } from './config.js';
+import { LONG_SYSTEM_PROMPT_CHARS, type GatewayConfig, type ModelMode, type ModelRoute } from './config.js';
 import { findExecutable } from './cursor-cli.js';
 import type { ServerResponse } from 'node:http';
 import { HttpError, sendJson } from './http.js';
-import type { Usage } from './openai-shapes.js';
-import { buildPrompt, type ChatMessage, type Turn } from './request.js';
+import type { AnswerExtras, TurnAnswer, TurnWriter } from './writer.js';
+import { buildPrompt, InvalidRequest, refuseRequiredToolCall, type ChatMessage, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
 import { sessionClaim, SessionRegistry, transcriptHash, type Session } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
 import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
+import { hostEnvOf, topology, writeRules, type HostEnv } from './bridge/anchor.js';
+import type { GuardCounts } from './bridge/guard.js';
+import { BridgedRun } from './bridge/run.js';
+import type { ToolResultIn } from './bridge/wire.js';
+import type { CancelWhy } from './request-task/index.js';
 
 export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
 
@@ -57,19 +62,7 @@ const CLAUDE_MODEL = /^claude-[a-z0-9.-]+$/i;
 /** Longest title the local side path answers with (OpenCode asks for ≤ 50). */
 const TITLE_CHARS = 50;
 
-export interface TurnAnswer {
-  text: string;
-  usage: Usage;
-}
-
-/** How one API writes an answer; `task` is undefined for answers made without a sub-agent. */
-export interface TurnWriter {
-  /** New answer text from a partial ('' when it carried none: the stream may still start). */
-  delta(text: string, task: TaskHandle): void;
-  finish(answer: TurnAnswer, task: TaskHandle | undefined): void;
-  fail(error: HttpError, task: TaskHandle | undefined): void;
-  close(): void;
-}
+export type { AnswerExtras, ClientToolCall, TurnAnswer, TurnWriter } from './writer.js';
 
 export interface TurnRunnerOptions {
   /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */
@@ -92,7 +85,17 @@ export interface TurnRunner {
   unavailable(route: ModelRoute): string | undefined;
   readonly inFlight: number;
   readonly sessions: number;
+  /** Bridge mode's figures, for `/health`. */
+  bridgeStats(): BridgeStats;
   shutdown(): Promise<void>;
+}
+
+/** Bridged runs now, and the scratch-path guard's counts since the gateway started. */
+export interface BridgeStats {
+  runs: number;
+  suspended: number;
+  violations: number;
+  corrections: number;
 }
 
 export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
@@ -107,7 +110,9 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
   });
   const dedupe = createTurnDedupe();
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
-  const context: TurnContext = { options, runner, registry };
+  const bridges = new Map<BridgedRun, Session | undefined>();
+  const guardTotals: GuardCounts = { violations: 0, corrections: 0 };
+  const context: TurnContext = { options, runner, registry, bridges, guardTotals };
   return {
     run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => runTurn(context, turn, own, shared, api)),
     unavailable: (route) => unavailableRoute(config, route),
@@ -117,8 +122,14 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     get sessions() {
       return registry.size;
     },
+    bridgeStats: () => ({
+      runs: bridges.size,
+      suspended: [...bridges.keys()].filter((run) => run.state === 'suspended').length,
+      ...guardTotals,
+    }),
     async shutdown() {
       await runner.shutdown();
+      bridges.clear();
       dedupe.clear();
       registry.clear();
     },
@@ -130,6 +141,9 @@ interface TurnContext {
   options: TurnRunnerOptions;
   runner: RequestTaskRunner;
   registry: SessionRegistry;
+  /** Bridged runs alive (running or suspended on the client's tool calls), with the session each holds. */
+  bridges: Map<BridgedRun, Session | undefined>;
+  guardTotals: GuardCounts;
 }
 
 /** One turn on its route, in its session (if any): what it asks the task, and where. */
@@ -168,7 +182,10 @@ async function runTurn(context: TurnContext, turn: Turn, abort: AbortController,
   if (abort.signal.aborted) return; // the client left while the body or the model list was read
 
   const purpose = side ? 'side' : 'main';
+  if (await continueBridged(context, turn, { model, purpose, abort, writer })) return;
   const session = context.registry.acquire(sessionClaim(turn.sessionIds, turn.messages, model, purpose));
+  // A run still waiting on tool calls that this request does not answer is over: it is replayed.
+  if (session?.bridge && session.bridge.state !== 'ended') await retire(session.bridge, session);
   const outcome: TurnOutcome = {};
   try {
     await runRoutedTurn(context, { turn, model, route, session, api, abort, writer }, outcome);
@@ -207,8 +224,11 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
     outcome.worktree = await worktreeTurn(routed.route.worktree.base, session, abort.signal);
     if (!outcome.worktree) return; // the client left while the turn before was still working
   }
+  const mode = modeOf(routed.route, turn);
+  if (mode === 'bridge' && !routed.route.worktree) return runBridgedTurn(context, routed, outcome);
+  refuseRequiredToolCall(turn);
   const resume = session?.agentSession;
-  const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config);
+  const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config, { mode });
   const prompt = buildPrompt(messages);
   const spec = taskSpecFor(config, {
     model: routed.model,
@@ -229,6 +249,165 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
   const ran = await runTask(context, { spec, prompt, abort, writer, json: turn.json, model: routed.model });
   outcome.agentSession = ran.agentSession;
   outcome.task = ran.task;
+}
+
+/** How a model treats this request's tools: its `mode`, else bridge when the request offers tools. */
+export function modeOf(route: ModelRoute, turn: Turn): ModelMode {
+  const mode = route.mode ?? 'bridge';
+  return mode === 'bridge' && turn.toolDefinitions.length === 0 ? 'agent' : mode;
+}
+
+/** The API's prefix of tool-call ids, by API name. */
+const CALL_ID_PREFIX: Record<string, string> = { chat: 'call_', responses: 'call_', messages: 'toolu_' };
+
+/**
+ * A bridged turn: a new run of the agent with the client's tools, written to this request until its
+ * first step of tool calls (or its answer). The run holds its session until it ends.
+ */
+async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome: TurnOutcome): Promise<void> {
+  const { config, workspaces } = context.options;
+  const { turn, session, abort } = routed;
+  const resume = session?.agentSession;
+  const workspace = session && workspaces ? workspaces.forSession(session.key) : undefined;
+  const env = hostEnvOf(turn.messages);
+  const cwd = workspace ?? routed.route.cwd ?? config.workspace;
+  if (workspace) writeRules(workspace, env);
+  const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config, { mode: 'bridge', env, workspace: cwd });
+  const prompt = buildPrompt(messages);
+  const spec = {
+    ...taskSpecFor(config, {
+      model: routed.model,
+      route: routed.route,
+      prompt,
+      messages,
+      stream: turn.stream,
+      tags: { api: routed.api, mode: 'bridge', ...(session ? { session: session.key } : {}) },
+      ...(resume ? { resume } : {}),
+      cwd,
+    }),
+    tools: turn.toolDefinitions,
+  };
+  const purpose = isSideRequest(turn.messages) ? 'side' : 'main';
+  const counts = session ? (session.guard ??= { violations: 0, corrections: 0 }) : { violations: 0, corrections: 0 };
+  if (session) context.registry.hold(session);
+  let last = turn.messages;
+  const run: BridgedRun = new BridgedRun({
+    runner: context.runner,
+    spec,
+    prompt,
+    idPrefix: CALL_ID_PREFIX[routed.api] ?? 'call_',
+    workspace: cwd,
+    ...(env?.root ? { hostRoot: env.root } : {}),
+    counts: countingInto(counts, context.guardTotals),
+    idleMs: config.sessions.idleMs,
+    failure: (error, why) =>
+      httpErrorFor(describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' })),
+    onEnd(ended, result) {
+      context.bridges.delete(ended);
+      if (!session) return;
+      if (session.bridge === ended) session.bridge = undefined;
+      const transcript =
+        result.answered === undefined
+          ? undefined
+          : transcriptHash([...last, { role: 'assistant', content: result.answered }], routed.model, purpose);
+      context.registry.done(session, result.agentSession, transcript);
+    },
+  });
+  run.onHistory = (messages) => (last = messages);
+  context.bridges.set(run, session);
+  if (session) session.bridge = run;
+  run.history = transcriptHash(turn.messages, routed.model, purpose);
+  await run.attach(routed.writer, abort, turn.thinking);
+  outcome.task = run.task;
+}
+
+/** `counts`, each increment also added to `totals`. */
+function countingInto(counts: GuardCounts, totals: GuardCounts): GuardCounts {
+  return {
+    get violations() {
+      return counts.violations;
+    },
+    set violations(value) {
+      totals.violations += value - counts.violations;
+      counts.violations = value;
+    },
+    get corrections() {
+      return counts.corrections;
+    },
+    set corrections(value) {
+      totals.corrections += value - counts.corrections;
+      counts.corrections = value;
+    },
+  };
+}
+
+/**
+ * The results at the end of a transcript, whether they come with text of the user's own, and what
+ * comes before the assistant turn they answer.
+ */
+export function trailingResults(messages: ChatMessage[]): { results: ToolResultIn[]; steering: boolean; prefix: ChatMessage[] } {
+  let end = messages.length;
+  const results: ToolResultIn[] = [];
+  let steering = false;
+  while (end > 0 && messages[end - 1]!.tools?.results) {
+    const tools = messages[end - 1]!.tools!;
+    results.unshift(...tools.results!);
+    steering ||= tools.steering === true;
+    end -= 1;
+  }
+  let start = end;
+  while (start > 0 && messages[start - 1]!.role === 'assistant') start -= 1;
+  return { results, steering, prefix: messages.slice(0, start) };
+}
+
+/** A 400 for a result whose call no assistant message of the request made (the API's own rule). */
+export function checkResultIds(messages: ChatMessage[]): void {
+  const calls = new Set(messages.flatMap((m) => m.tools?.calls?.map((call) => call.id) ?? []));
+  for (const message of messages) {
+    for (const result of message.tools?.results ?? []) {
+      if (!calls.has(result.id))
+        throw new InvalidRequest(
+          `A tool result answers the call \`${result.id}\`, which no assistant message in this conversation made.`,
+          'messages',
+        );
+    }
+  }
+}
+
+/**
+ * Continues the suspended run whose calls this request's results answer, when it safely can: the
+ * results are exactly its pending calls, the history is what it was, nothing new was said. Else the
+ * run is retired and the request is a new turn (the whole transcript replayed). True when continued.
+ */
+async function continueBridged(
+  context: TurnContext,
+  turn: Turn,
+  { model, purpose, abort, writer }: { model: string; purpose: 'main' | 'side'; abort: AbortController; writer: TurnWriter },
+): Promise<boolean> {
+  checkResultIds(turn.messages);
+  const { results, steering, prefix } = trailingResults(turn.messages);
+  if (results.length === 0) return false;
+  const run = [...context.bridges.keys()].find((r) => results.some((result) => r.pending.has(result.id)));
+  if (!run) return false;
+  const session = context.bridges.get(run);
+  if (run.state === 'suspended' && run.matches(results) && !steering && run.history === transcriptHash(prefix, model, purpose)) {
+    run.history = transcriptHash(turn.messages, model, purpose);
+    run.onHistory?.(turn.messages);
+    try {
+      await run.continueWith(results, writer, abort, turn.thinking);
+      return true;
+    } catch {
+      // The task no longer waits on those calls: replayed below.
+    }
+  }
+  await retire(run, session);
+  return false;
+}
+
+/** Retires a run another turn replaces: its agent session is not resumed (the replay carries the whole transcript). */
+async function retire(run: { retire(): Promise<void> }, session: Session | undefined): Promise<void> {
+  await run.retire();
+  if (session) session.agentSession = undefined;
 }
 
 /**
@@ -385,6 +564,8 @@ export function isSideRequest(messages: ChatMessage[]): boolean {
 function noticingAnswer(writer: TurnWriter, onAnswer: (text: string) => void): TurnWriter {
   return {
     delta: (text, task) => writer.delta(text, task),
+    thinking: (text, task) => writer.thinking(text, task),
+    toolCall: (call, task) => writer.toolCall(call, task),
     finish(answer, task) {
       onAnswer(answer.text);
       writer.finish(answer, task);
@@ -413,7 +594,12 @@ export function newTurn(messages: ChatMessage[]): ChatMessage[] {
  * The messages as the sub-agent gets them: long client system prompts summarised (`auto`) or
  * dropped, one line naming the client's tools (never their definitions), and the JSON instruction.
  */
-export function prepareMessages(messages: ChatMessage[], turn: Turn, config: GatewayConfig): ChatMessage[] {
+export function prepareMessages(
+  messages: ChatMessage[],
+  turn: Turn,
+  config: GatewayConfig,
+  bridge: { mode: ModelMode; env?: HostEnv | undefined; workspace?: string } = { mode: 'agent' },
+): ChatMessage[] {
   const policy = config.clientSystemPrompt;
   const out = messages
     .filter((m) => policy !== 'drop' || (m.role !== 'system' && m.role !== 'developer'))
@@ -426,7 +612,12 @@ export function prepareMessages(messages: ChatMessage[], turn: Turn, config: Gat
         : m,
     );
   const notes: string[] = [];
-  if (turn.tools.length > 0)
+  if (bridge.mode === 'bridge') {
+    const where = topology(bridge.env, bridge.workspace);
+    notes.push(`Use the client's tools (${turn.toolDefinitions.map((t) => t.name).join(', ')}) for files and commands. ${where}`);
+    out.push({ role: 'system', content: where });
+  } else if (bridge.mode === 'plan') notes.push('Answer in text only: do not call tools, run commands or change files.');
+  else if (turn.tools.length > 0)
     notes.push(`The client offered tools you cannot call (${turn.tools.slice(0, 20).join(', ')}); use your own tools instead.`);
   if (turn.json) notes.push('Answer with one valid JSON value only: no prose, no code fences.');
   if (notes.length > 0) out.unshift({ role: 'system', content: notes.join('\n') });
@@ -448,16 +639,23 @@ function isJson(text: string): boolean {
  */
 export function jsonWriter(
   res: ServerResponse,
-  render: (answer: TurnAnswer) => unknown,
+  render: (answer: TurnAnswer, extras: AnswerExtras) => unknown,
   sendError: (res: ServerResponse, error: HttpError, task: TaskHandle | undefined) => void,
 ): TurnWriter {
+  const extras: AnswerExtras = { calls: [] };
   return {
     delta() {
       // The answer is sent whole at the end.
     },
+    thinking(text) {
+      extras.thinking = (extras.thinking ?? '') + text;
+    },
+    toolCall(call) {
+      extras.calls.push(call);
+    },
     finish(answer, task) {
       if (task) res.setHeader(TASK_ID_HEADER, task.id);
-      sendJson(res, 200, render(answer));
+      sendJson(res, 200, render(answer, extras));
     },
     fail: (error, task) => sendError(res, error, task),
     close() {},

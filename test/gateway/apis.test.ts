@@ -81,7 +81,9 @@ describe('Anthropic Messages API', () => {
     expect(missing.json).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
     const claude = await raw(`${gw.url}/v1/messages`, { model: 'claude-opus-5-5', messages: userMessage('x') });
     expect(claude.json.content[0].text).toBe('Hello: x');
-    const required = await raw(`${gw.url}/v1/messages`, {
+    const models = standinModels(tempDir('bc-gwa-'));
+    const agentMode = await gateway({ models: { ...models, echo: { ...(models.echo as object), mode: 'agent' } } });
+    const required = await raw(`${agentMode.url}/v1/messages`, {
       model: 'echo',
       messages: userMessage('x'),
       tools: [{ name: 'Bash', input_schema: {} }],

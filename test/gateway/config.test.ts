@@ -264,3 +264,18 @@ describe('the Cursor CLI model list', () => {
     expect(parseModelList('{"type":"system","subtype":"init"}\n{"type":"result"}\n')).toEqual([]);
   });
 });
+
+describe('model modes', () => {
+  test('`mode` is bridge, agent or plan; unset it stays unset (bridge when a request offers tools)', () => {
+    const config = resolveGatewayConfig({ models: { a: { mode: 'bridge' }, b: { mode: 'plan' }, c: {} } }, {});
+    expect(config.models.a).toMatchObject({ mode: 'bridge' });
+    expect(config.models.b).toMatchObject({ mode: 'plan' });
+    expect(config.models.c!.mode).toBeUndefined();
+  });
+
+  test('another mode is a one-line error naming the field and the choices', () => {
+    expect(() => resolveGatewayConfig({ models: { a: { mode: 'auto' } } }, {})).toThrow(
+      new GatewayConfigError('Expected `models.a.mode` to be one of bridge, agent, plan, got `auto` (string)'),
+    );
+  });
+});

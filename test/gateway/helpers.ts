@@ -30,6 +30,7 @@ export function standinModels(dir: string): Record<string, unknown> {
     'data-only': model('data-only'),
     empty: model('empty'),
     json: model('json'),
+    bridge: model('bridge'),
   };
 }
 

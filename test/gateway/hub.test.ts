@@ -160,4 +160,26 @@ describe('the gateway on a running hub', () => {
     expect(res.json.choices[0].message.content).toBe('Hello: local');
     expect(await tasksOf(hub.env)).toEqual([]);
   });
+
+  test("bridge mode on the hub: the agent's tool call goes to the client and its result back, one hub task for the turn", async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const gateway = await startGateway(hub);
+    const tools = [
+      { type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+    ];
+    const messages: unknown[] = [{ role: 'user', content: 'Read it.' }];
+    const first = await raw(`${gateway.baseURL}/chat/completions`, { model: 'bridge', tools, messages });
+    expect(first.status, first.text).toBe(200);
+    const message = first.json.choices[0].message;
+    expect(first.json.choices[0].finish_reason).toBe('tool_calls');
+    expect(JSON.parse(message.tool_calls[0].function.arguments)).toEqual({ path: 'a.txt' });
+    messages.push(message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'on the hub' });
+    const second = await raw(`${gateway.baseURL}/chat/completions`, { model: 'bridge', tools, messages });
+    expect(second.json.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'done: "on the hub"' } });
+    const id = first.headers['x-backchannel-task-id'];
+    expect(second.headers['x-backchannel-task-id']).toBe(id);
+    const task = (await tasksOf(hub.env)).find((t) => t.id === id);
+    expect(task).toMatchObject({ state: 'succeeded', tags: { mode: 'bridge' } });
+  });
 });

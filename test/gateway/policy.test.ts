@@ -57,8 +57,10 @@ describe('answers', () => {
     expect(bad.json.error.param).toBe('response_format');
   });
 
-  test('tools the agent cannot call: a required tool call is a 400, offered tools are one line of the prompt', async () => {
-    const { chat } = await gateway();
+  test('a model in agent mode cannot call the client tools: a required tool call is a 400, offered tools are one line of the prompt', async () => {
+    const dir = tempDir('bc-gwp-');
+    const models = standinModels(dir);
+    const { chat } = await gateway({ models: { ...models, inputs: { ...(models.inputs as object), mode: 'agent' } } });
     const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
     const required = await chat({ model: 'inputs', tools, tool_choice: 'required', messages: userMessage('weather?') });
     expect(required.status).toBe(400);

@@ -15,16 +15,19 @@
  * - `shutdown()` aborts every request with `'shutdown'` and resolves when their processes are gone.
  */
 import PQueue from 'p-queue';
-import type { BackchannelClient, TaskHandle } from '../../client/index.js';
+import type { BackchannelClient, TaskRun } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
 export type { BackchannelClient, TaskCounts } from '../../client/index.js';
 
-/** Why a request was stopped before its task finished. */
-export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown';
+/**
+ * Why a request was stopped before its task finished; `idle`: a bridged run's client sent no tool
+ * results within the session idle time (./../bridge/run.ts).
+ */
+export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown' | 'idle';
 
 /** The `success` payload a task resolves with. */
-export type TaskResult = Awaited<TaskHandle['result']>;
+export type TaskResult = Awaited<TaskRun['result']>;
 
 export interface RequestTaskRunnerOptions {
   tasks: BackchannelClient;
@@ -57,12 +60,12 @@ export interface RequestTaskOptions {
   /** Aborted (with a {@link CancelWhy}) when the request must stop; the runner aborts it on timeout. */
   abort: AbortController;
   /** Every update of the task until it settles. */
-  onUpdate?(update: TaskUpdate, task: TaskHandle): void;
+  onUpdate?(update: TaskUpdate, task: TaskRun): void;
 }
 
 export interface RequestTask {
   /** The broker task, once submitted (undefined while it waits for a slot). */
-  readonly task: TaskHandle | undefined;
+  readonly task: TaskRun | undefined;
   /** Why the request was aborted, if it was. */
   readonly why: CancelWhy | undefined;
   /**
@@ -83,7 +86,7 @@ export interface RequestTaskRunner {
 interface Entry {
   abort: AbortController;
   finished: Promise<unknown>;
-  task?: TaskHandle;
+  task?: TaskRun;
 }
 
 /** Not running yet: waiting in this front-end's limiter or in the broker's queue. */
@@ -98,6 +101,7 @@ function cancelReasons(options: RequestTaskRunnerOptions): Record<CancelWhy, str
     timeout: `the ${name} request timed out after ${options.timeoutMs} ms`,
     disconnect: 'the client disconnected',
     shutdown: `the ${name} is shutting down`,
+    idle: 'the client sent no tool results in time',
   };
 }
 
@@ -110,9 +114,9 @@ function refuseWhenFull(options: RequestTaskRunnerOptions, inFlight: ReadonlySet
 }
 
 /** Submits now (the broker's queue), or through this front-end's limiter: the slot is free once the task's processes are gone. */
-function submitThrough(tasks: BackchannelClient, limiter: PQueue | undefined, spec: TaskSpec, signal: AbortSignal): Promise<TaskHandle> {
+function submitThrough(tasks: BackchannelClient, limiter: PQueue | undefined, spec: TaskSpec, signal: AbortSignal): Promise<TaskRun> {
   if (!limiter) return Promise.resolve(tasks.run(spec));
-  return new Promise<TaskHandle>((resolve, reject) => {
+  return new Promise<TaskRun>((resolve, reject) => {
     limiter
       .add(
         async () => {
@@ -137,7 +141,7 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
     const { signal } = abort;
     const why = () => signal.reason as CancelWhy | undefined;
     const timer = setTimeout(() => abort.abort('timeout' satisfies CancelWhy), timeoutMs);
-    let task: TaskHandle | undefined;
+    let task: TaskRun | undefined;
     // No `signal` in the spec: cancelling by hand gives the panel a reason a person can read.
     signal.addEventListener('abort', () => task?.cancel(reasons[why()!]), { once: true });
     const entry: Entry = { abort, finished: Promise.resolve() };

@@ -1,0 +1,271 @@
+/**
+ * Bridge mode through the official Node SDKs (`openai`, `@anthropic-ai/sdk`) against the stand-in
+ * agent's `bridge` mode (a real agent process calling `task.callTool`): the agent's tool call ends
+ * the response in each API's own shape, streamed and not; the client's results continue the same
+ * task; parallel calls, a replayed history, the guard, bad results and a client that never answers.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { describe, expect, test } from 'vitest';
+import { tempDir } from '../helpers/core.js';
+import { raw, standinModels, startTestGateway } from './helpers.js';
+
+const READ_SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
+const CHAT_TOOLS = [{ type: 'function' as const, function: { name: 'read_file', description: 'Reads a file', parameters: READ_SCHEMA } }];
+const RESPONSES_TOOLS = [
+  { type: 'function' as const, name: 'read_file', description: 'Reads a file', parameters: READ_SCHEMA, strict: false },
+];
+const MESSAGES_TOOLS = [{ name: 'read_file', description: 'Reads a file', input_schema: READ_SCHEMA as Anthropic.Tool.InputSchema }];
+const TASK_ID = 'x-backchannel-task-id';
+
+async function gateway(extra: Record<string, unknown> = {}) {
+  const dir = tempDir('bc-gwb-');
+  const gw = await startTestGateway({ models: standinModels(dir), default_model: 'bridge', ...extra }, { dir });
+  return {
+    gw,
+    dir,
+    openai: new OpenAI({ baseURL: gw.baseURL, apiKey: 'none', maxRetries: 0 }),
+    anthropic: new Anthropic({ baseURL: gw.url, apiKey: 'none', maxRetries: 0 }),
+  };
+}
+
+/** What the client's tool returns for a call's arguments. */
+const toolOutput = (args: string | unknown) => {
+  const parsed = (typeof args === 'string' ? JSON.parse(args) : args) as { path: string };
+  return `contents of ${parsed.path}`;
+};
+
+describe('Chat Completions', () => {
+  test('non-streamed: the call ends the response with tool_calls; the result continues the same task to its answer', async () => {
+    const { openai } = await gateway();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read the file.' }];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const choice = first.data.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.content).toBe('Let me look. ');
+    const call = choice.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call).toMatchObject({ type: 'function', function: { name: 'read_file' } });
+    expect(call.id).toMatch(/^call_[0-9a-f]{24}$/);
+    expect(JSON.parse(call.function.arguments)).toEqual({ path: 'a.txt' });
+    messages.push(choice.message, { role: 'tool', tool_call_id: call.id, content: toolOutput(call.function.arguments) });
+    const second = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    expect(second.data.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'done: "contents of a.txt"' } });
+    expect(second.response.headers.get(TASK_ID)).toBe(first.response.headers.get(TASK_ID));
+  });
+
+  test('streamed: a parallel pair arrives as delta.tool_calls chunks with finish_reason tool_calls; the results continue', async () => {
+    const { openai } = await gateway();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read both files. PARALLEL' }];
+    const seen: string[] = [];
+    // The pair comes in one step; on a machine too busy to deliver the agent's second call within the
+    // gather window it comes in the next response instead: either way every call reaches the client once.
+    for (let step = 0; step < 3; step++) {
+      const stream = openai.chat.completions.stream({ model: 'bridge', messages, tools: CHAT_TOOLS, stream: true });
+      const chunks: string[] = [];
+      for await (const chunk of stream)
+        if (chunk.choices[0]?.delta.tool_calls) chunks.push(...chunk.choices[0].delta.tool_calls.map((c) => (c.id ? 'start' : 'args')));
+      const completion = await stream.finalChatCompletion();
+      const choice = completion.choices[0]!;
+      if (choice.finish_reason === 'stop') {
+        expect(choice.message.content).toBe('done: "contents of a.txt" | "contents of b.txt"');
+        break;
+      }
+      expect(choice.finish_reason).toBe('tool_calls');
+      const calls = choice.message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
+      expect(chunks).toEqual(calls.flatMap(() => ['start', 'args']));
+      seen.push(...calls.map((c) => JSON.parse(c.function.arguments).path));
+      messages.push(
+        choice.message,
+        ...calls.map((c) => ({ role: 'tool' as const, tool_call_id: c.id, content: toolOutput(c.function.arguments) })),
+      );
+    }
+    expect(seen.sort()).toEqual(['a.txt', 'b.txt']);
+    expect(messages.at(-1)).toMatchObject({ role: 'tool' });
+  });
+
+  test('a result for a call no assistant message made is a 400 naming it', async () => {
+    const { openai } = await gateway();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Read the file.' },
+      { role: 'tool', tool_call_id: 'call_nobody_made', content: 'x' },
+    ];
+    const error = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as Error).message).toContain('call_nobody_made');
+  });
+});
+
+describe('Responses', () => {
+  test('streamed: function_call items with argument events; the function_call_output continues the same task', async () => {
+    const { openai } = await gateway();
+    const stream = openai.responses.stream({
+      model: 'bridge',
+      input: 'Read the file.',
+      tools: RESPONSES_TOOLS,
+      reasoning: { summary: 'auto' },
+    });
+    const types: string[] = [];
+    for await (const event of stream) types.push(event.type);
+    const response = await stream.finalResponse();
+    expect(types).toContain('response.function_call_arguments.delta');
+    expect(types).toContain('response.function_call_arguments.done');
+    expect(types).toContain('response.reasoning_summary_text.delta');
+    const reasoning = response.output.find((item) => item.type === 'reasoning') as OpenAI.Responses.ResponseReasoningItem;
+    expect(reasoning.summary[0]!.text).toBe('Thinking about it.');
+    const call = response.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ name: 'read_file', status: 'completed' });
+    const input: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Read the file.' },
+      { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.call_id, output: toolOutput(call.arguments) },
+    ];
+    const done = await openai.responses.create({ model: 'bridge', input, tools: RESPONSES_TOOLS });
+    expect(done.output_text).toBe('done: "contents of a.txt"');
+    expect(done.output.some((item) => item.type === 'reasoning')).toBe(false); // not asked this time
+  });
+
+  test('non-streamed: the response holds the function_call item (no reasoning unless asked)', async () => {
+    const { openai } = await gateway();
+    const response = await openai.responses.create({ model: 'bridge', input: 'Read the file.', tools: RESPONSES_TOOLS });
+    expect(response.output.map((item) => item.type)).toEqual(['message', 'function_call']);
+    expect(response.output_text).toBe('Let me look. ');
+  });
+});
+
+describe('Anthropic Messages', () => {
+  test('streamed with thinking: a thinking block with its signature, then tool_use with input_json_delta and stop_reason tool_use', async () => {
+    const { anthropic } = await gateway();
+    const params = {
+      model: 'bridge',
+      max_tokens: 1000,
+      thinking: { type: 'enabled' as const, budget_tokens: 1024 },
+      tools: MESSAGES_TOOLS,
+      messages: [{ role: 'user' as const, content: 'Read the file.' }] as Anthropic.MessageParam[],
+    };
+    const stream = anthropic.messages.stream(params);
+    const deltas: string[] = [];
+    stream.on('streamEvent', (event) => void (event.type === 'content_block_delta' && deltas.push(event.delta.type)));
+    const message = await stream.finalMessage();
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content.map((b) => b.type)).toEqual(['thinking', 'text', 'tool_use']);
+    expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: 'Thinking about it.' });
+    expect((message.content[0] as Anthropic.ThinkingBlock).signature).not.toBe('');
+    expect(deltas).toEqual(['thinking_delta', 'signature_delta', 'text_delta', 'input_json_delta']);
+    const use = message.content[2] as Anthropic.ToolUseBlock;
+    expect(use).toMatchObject({ name: 'read_file', input: { path: 'a.txt' } });
+    expect(use.id).toMatch(/^toolu_/);
+    params.messages.push(
+      { role: 'assistant', content: message.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: toolOutput(use.input) }] },
+    );
+    const done = await anthropic.messages.stream(params).finalMessage();
+    expect(done.stop_reason).toBe('end_turn');
+    expect(done.content.filter((b) => b.type === 'text').map((b) => (b as Anthropic.TextBlock).text)).toEqual([
+      'done: "contents of a.txt"',
+    ]);
+  });
+
+  test('non-streamed, two steps: each step ends with tool_use, one task serves the whole turn; no thinking unless asked', async () => {
+    const { anthropic } = await gateway();
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Read it. TWICE' }];
+    const ids = new Set<string | null>();
+    const texts: string[] = [];
+    for (const expected of ['a.txt', 'c.txt']) {
+      const { data, response } = await anthropic.messages
+        .create({ model: 'bridge', max_tokens: 100, tools: MESSAGES_TOOLS, messages })
+        .withResponse();
+      ids.add(response.headers.get(TASK_ID));
+      expect(data.stop_reason).toBe('tool_use');
+      expect(data.content.some((b) => b.type === 'thinking')).toBe(false);
+      const use = data.content.find((b) => b.type === 'tool_use') as Anthropic.ToolUseBlock;
+      expect(use.input).toEqual({ path: expected });
+      texts.push(
+        data.content
+          .filter((b) => b.type === 'text')
+          .map((b) => (b as Anthropic.TextBlock).text)
+          .join(''),
+      );
+      messages.push(
+        { role: 'assistant', content: data.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: toolOutput(use.input) }] },
+      );
+    }
+    const { data, response } = await anthropic.messages
+      .create({ model: 'bridge', max_tokens: 100, tools: MESSAGES_TOOLS, messages })
+      .withResponse();
+    ids.add(response.headers.get(TASK_ID));
+    expect(texts).toEqual(['Let me look. ', 'Once more. ']);
+    expect(data.content).toMatchObject([{ type: 'text', text: 'done: "contents of a.txt" | "contents of c.txt"' }]);
+    expect(ids.size).toBe(1);
+  });
+});
+
+describe('when a run cannot simply continue', () => {
+  test('an edited history retires the agent and replays the whole transcript to a new one', async () => {
+    const { openai, dir } = await gateway();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read the file.' }];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const message = first.data.choices[0]!.message;
+    const call = message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    const edited: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Read the file, please.' },
+      message,
+      { role: 'tool', tool_call_id: call.id, content: 'contents of a.txt' },
+    ];
+    const second = await openai.chat.completions.create({ model: 'bridge', messages: edited, tools: CHAT_TOOLS }).withResponse();
+    const replayed = second.response.headers.get(TASK_ID)!;
+    expect(replayed).not.toBe(first.response.headers.get(TASK_ID));
+    const prompt = fs.readFileSync(path.join(dir, `prompt-${replayed}.txt`), 'utf8');
+    expect(prompt).toContain('Read the file, please.');
+    expect(prompt).toContain('contents of a.txt');
+    expect(second.data.choices[0]!.finish_reason).toBe('tool_calls'); // the new agent starts its own step
+  });
+
+  test("an SDK's retry of a request that ended with tool calls joins the run: the same calls, the same task, no second agent", async () => {
+    const { gw } = await gateway();
+    const body = { model: 'bridge', tools: CHAT_TOOLS, messages: [{ role: 'user', content: 'Read the file.' }] };
+    const first = await raw(`${gw.baseURL}/chat/completions`, body, { headers: { 'x-stainless-retry-count': '0' } });
+    const retry = await raw(`${gw.baseURL}/chat/completions`, body, { headers: { 'x-stainless-retry-count': '1' } });
+    expect(retry.json.choices[0].message.tool_calls).toEqual(first.json.choices[0].message.tool_calls);
+    expect(retry.headers[TASK_ID]).toBe(first.headers[TASK_ID]);
+    expect(await gw.client.listTasks()).toHaveLength(1);
+  });
+
+  test('a client that never sends the results: the run is cancelled after the idle time and nothing is left running', async () => {
+    const { gw, openai } = await gateway({ sessions: { max: 8, idle_ms: 300 } });
+    const first = await openai.chat.completions
+      .create({ model: 'bridge', messages: [{ role: 'user', content: 'Read.' }], tools: CHAT_TOOLS })
+      .withResponse();
+    const id = first.response.headers.get(TASK_ID)!;
+    const task = await gw.client.follow(id);
+    const final = await task.result.catch((error: unknown) => error);
+    await task.finished;
+    expect(task.snapshot()).toMatchObject({ state: 'cancelled' });
+    expect(String((final as Error).message)).toMatch(/no tool results in time/);
+    const health = await raw(`${gw.url}/health`);
+    expect(health.json.bridge).toMatchObject({ runs: 0, suspended: 0 });
+  });
+
+  test('a call to a tool the client did not offer, and one naming the scratch workspace, get corrective results; the guard is counted', async () => {
+    const { gw, openai } = await gateway({ session_workspaces: true });
+    const env = '<env>\nWorking directory: /home/user/project\nPlatform: linux\n</env>';
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: env },
+      { role: 'user', content: 'Read it. UNOFFERED SCRATCH' },
+    ];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS });
+    const message = first.choices[0]!.message;
+    const calls = message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    expect(calls.map((c) => JSON.parse(c.function.arguments))).toEqual([{ path: 'a.txt' }]); // neither bad call reached the client
+    messages.push(message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'A'.repeat(10 * 1024 * 1024) });
+    const done = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS });
+    const text = done.choices[0]!.message.content!;
+    expect(text).toContain(`done: ${10 * 1024 * 1024} chars`);
+    expect(text).toMatch(/unoffered: tool call failed: .*not_offered/);
+    expect(text).toMatch(/scratch: tool call failed: Not run: `command` names .* in \/home\/user\/project/);
+    const health = await raw(`${gw.url}/health`, undefined, { headers: { Authorization: 'Bearer none' } });
+    expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
+  });
+});
