@@ -301,7 +301,11 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
     counts: countingInto(counts, context.guardTotals),
     idleMs: config.sessions.idleMs,
     failure: (error, why) =>
-      httpErrorFor(describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' })),
+      httpErrorFor(
+        describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' }),
+        routed.model,
+        context.options.tasks.where.kind === 'hub',
+      ),
     onEnd(ended, result) {
       context.bridges.delete(ended);
       if (!session) return;
