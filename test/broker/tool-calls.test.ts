@@ -112,7 +112,7 @@ describe('the broker with tools (real agents)', () => {
     const result = await handle.result;
     expect(result.data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ content: 'text of a' }, { content: { written: 1 } }, { error: 'tool call failed: ENOENT: no such file' }],
+      results: [{ content: 'text of a' }, { content: { written: 1 } }, { error: 'tool call Read failed: ENOENT: no such file' }],
     });
     expect(broker.get(handle.id)?.pendingToolCalls).toBeUndefined();
     const answered = updates.filter((u) => u.kind === 'tool_result').map((u) => u.toolCall?.callId);
@@ -129,12 +129,12 @@ describe('the broker with tools (real agents)', () => {
     });
     expect((await offered.result).data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ error: 'tool call failed: tool "Bash" was not offered to this task (offered: Read, Write)' }],
+      results: [{ error: 'tool call Bash failed: tool "Bash" was not offered to this task (offered: Read, Write)' }],
     });
     const none = broker.submit({ command: node, args: [fixture('tool-caller.mjs')], input: { calls: [{ name: 'Read' }] } });
     expect((await none.result).data).toEqual({
       offered: [],
-      results: [{ error: 'tool call failed: tool "Read" was not offered to this task (offered: none)' }],
+      results: [{ error: 'tool call Read failed: tool "Read" was not offered to this task (offered: none)' }],
     });
   });
 
