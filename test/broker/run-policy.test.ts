@@ -3,12 +3,12 @@
  * terminal is trusted, every other door runs only what a rule allows — judged on the effective
  * command line, its arguments and its directory — and a refusal registers nothing.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { BrokerError } from '../../src/broker/errors.js';
 import { effectiveArgv, parseRunPolicy, RunPolicy, RunPolicyError } from '../../src/broker/run-policy.js';
-import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, ROOT, tempDir } from '../helpers/core.js';
 
 const TPL = '/srv/templates/cursor-cli';
 const policy = new RunPolicy(
@@ -99,6 +99,17 @@ describe('the run policy', () => {
       expect(() => parseRunPolicy(section as Record<string, unknown>, '/c.yaml')).toThrow(RunPolicyError);
       expect(() => parseRunPolicy(section as Record<string, unknown>, '/c.yaml')).toThrow(message);
     }
+  });
+});
+
+describe('what the docs promise of `dirs`', () => {
+  test('a `*` rule with dirs is judged by where the task starts, and docs/run-policy.md says so, never "confined"', () => {
+    const anything = new RunPolicy([{ name: 'any', command: '*', dirs: ['/sandbox'] }]);
+    // Allowed: it starts in /sandbox. What `cd /` does afterwards is not the policy's to stop.
+    expect(anything.judge({ command: 'sh', args: ['-c', 'cd / && touch x'], cwd: '/sandbox', origin: 'mcp' }).allowed).toBe(true);
+    const docs = readFileSync(path.join(ROOT, 'docs/run-policy.md'), 'utf8');
+    expect(docs).toContain('**`dirs` is where a task starts, not a sandbox.**');
+    expect(docs).not.toMatch(/\bconfined\)|confines it to/);
   });
 });
 

@@ -214,6 +214,13 @@ export class Worktrees {
         throw new BrokerError('worktree', `task ${record.taskId} is still working; apply its change once it ended`);
       if (!record.change) throw new BrokerError('worktree', `task ${record.taskId} has no recorded change`);
     }
+    // One apply at a time per repository: two at once both checked against the same working tree,
+    // and the second's write then failed with git's own text (a 500). Queued, the second is checked
+    // against what the first wrote, and a conflict is reported as one.
+    return this.oneAtATime(repo, () => this.applyNow(repo, records));
+  }
+
+  private async applyNow(repo: string, records: readonly WorktreeRecord[]): Promise<ApplyOutcome> {
     const index = path.join(this.store.root, `.apply-${randomBytes(6).toString('hex')}`);
     const drivers = await driverConfig(repo);
     const env = { GIT_INDEX_FILE: index };
@@ -243,7 +250,21 @@ export class Worktrees {
       const files = (await git(['diff', '--name-only', '-z', '--no-renames', before, after], { cwd: repo, drivers }))
         .split('\0')
         .filter(Boolean);
-      if (combined !== '') await git(['apply', '--binary', '-'], { cwd: repo, input: combined, drivers });
+      if (combined !== '') {
+        try {
+          await git(['apply', '--binary', '-'], { cwd: repo, input: combined, drivers });
+        } catch (error) {
+          // The user (or another program) changed the tree since the check: still all or nothing.
+          const files = conflictingFiles((error as GitError).stderr ?? '');
+          const named = files.length > 0 ? files.join(', ') : (error as Error).message;
+          return {
+            ok: false,
+            applied: [],
+            conflict: { taskId: records[0]!.taskId, files },
+            message: `the changes do not apply to ${repo} as it is now (${named}); nothing was changed`,
+          };
+        }
+      }
       for (const record of records) this.store.writeRecord({ ...record, state: record.state === 'kept' ? 'kept' : 'applied' });
       return { ok: true, applied: records.map((record) => record.taskId), files };
     } finally {
