@@ -1,13 +1,13 @@
 /**
  * A result over the inline limit (kept on disk by the hub, summarised in snapshots) comes back whole
- * through every command that prints a result: run --json, wait --json, show — with a hub running.
+ * through every command that prints a result: run --json, wait --json, show and show --json — with a hub running.
  */
 import { describe, expect, test } from 'vitest';
 import { fixture } from '../helpers/core.js';
 import { cli, hubEnv, startHub } from '../hub/control/hub-process.js';
 
 describe('a big result on the hub', () => {
-  test('run --json, wait --json and show print it whole', async () => {
+  test('run --json, wait --json, show and show --json print it whole', async () => {
     const hub = hubEnv();
     await startHub(hub);
     const bytes = 300_000;
@@ -21,5 +21,11 @@ describe('a big result on the hub', () => {
     const shown = await cli(['show', payload.task_id], hub.env);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(payload.data.text.slice(-200));
+    // --json too: the snapshot carries only a summary; the result stored on disk is read into it.
+    const json = await cli(['show', '--json', payload.task_id], hub.env);
+    expect(json.code, json.stderr).toBe(0);
+    const details = JSON.parse(json.stdout) as { task: { result?: { data: { text: string } }; resultSummary?: { bytes: number } } };
+    expect(details.task.resultSummary?.bytes).toBeGreaterThan(bytes);
+    expect(details.task.result?.data.text).toBe(payload.data.text);
   });
 });

@@ -9,7 +9,8 @@ Shows one task of the running hub (or of the history on disk): state, progress, 
 The id may be abbreviated to a unique prefix.
 
 Options:
-  --json        the task's snapshot and log as one JSON object
+  --json        the task's snapshot and log as one JSON object (with its whole result,
+                also when the hub keeps it on disk)
   -h, --help    show this help`;
 
 export const command = taskCommand({
@@ -20,11 +21,14 @@ export const command = taskCommand({
   history: true,
   async run({ line, client, id }) {
     const details = await client.getTask(await id());
+    const { task } = details;
+    // A result kept on disk (over the inline limit) is only summarised in the snapshot: read it whole.
+    const result = task.result ?? (task.resultSummary ? await client.taskResult(task.id) : undefined);
     if (line.values.json) {
-      process.stdout.write(JSON.stringify(details) + '\n');
+      const whole = result && !task.result ? { ...details, task: { ...task, result } } : details;
+      process.stdout.write(JSON.stringify(whole) + '\n');
       return EXIT.ok;
     }
-    const { task } = details;
     const fields: Array<[string, unknown]> = [
       ['id', task.id],
       ['label', task.label],
@@ -45,7 +49,6 @@ export const command = taskCommand({
     // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
     const print = (text: string): void => writeText(process.stdout, text);
     for (const [name, value] of fields) if (value !== undefined) print(`${name.padEnd(12)} ${String(value)}\n`);
-    const result = task.result ?? (task.resultSummary ? await client.taskResult(task.id) : undefined);
     if (result) print(`result\n${JSON.stringify(result, null, 2)}\n`);
     if (task.stderrTail) print(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;
