@@ -1,13 +1,14 @@
 /**
  * Admission at submit: a spec runs only when the run policy admits its origin, and it is named after
  * the template or preset the policy's rule says it is (a claimed `preset` the rule does not give is
- * dropped). A refusal is a `refused` BrokerError, logged once: nothing is registered, nothing run.
+ * dropped). From an untrusted door, a program allowed by name is run by the absolute path the policy
+ * found it at when it was made. A refusal is a `refused` BrokerError, logged once: nothing is registered, nothing run.
  */
 import path from 'node:path';
 import type { TaskSpec } from '../model/task.js';
 import { BrokerError } from './errors.js';
 import type { Logger } from './log.js';
-import { RunPolicy } from './run-policy.js';
+import { isTrustedOrigin, RunPolicy } from './run-policy.js';
 
 /** The policy of a broker given none: only trusted origins run. */
 const NO_RULES = new RunPolicy([]);
@@ -26,7 +27,16 @@ export function admitted(spec: TaskSpec, policy: RunPolicy | undefined, logger: 
     throw new BrokerError('refused', verdict.message);
   }
   const preset = verdict.rule?.preset;
-  if (preset === spec.preset) return spec;
+  const named = preset === spec.preset ? spec : withPreset(spec, preset);
+  // From an untrusted door, a program allowed by name runs from where the policy found it: a PATH
+  // entry relative to the caller's working directory cannot swap it for the caller's own.
+  const resolved = verdict.rule?.resolved;
+  if (!isTrustedOrigin(spec.origin) && resolved !== undefined && spec.command === verdict.rule!.command)
+    return { ...named, command: resolved };
+  return named;
+}
+
+function withPreset(spec: TaskSpec, preset: string | undefined): TaskSpec {
   const { preset: _claimed, ...rest } = spec;
   return preset === undefined ? rest : { ...rest, preset };
 }

@@ -9,7 +9,7 @@
  * The rules come from the owner (templates, presets, the config file's `run_policy:` section, the
  * gateway's configured models; src/hub/run-policy.ts collects them); this file only decides.
  */
-import { realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import * as z from 'zod/mini';
@@ -24,13 +24,18 @@ export interface RunRule {
   preset?: string;
   /** The program: a name looked up on PATH, a path, or `*` (any program, any arguments). */
   command: string;
+  /**
+   * A `command` given by name: the absolute path it names on the hub's PATH when the policy was
+   * made (absolute PATH entries only). Set by RunPolicy; a name not found there allows nothing.
+   */
+  resolved?: string;
   /** The first arguments, exactly. @default [] */
   args?: readonly string[];
   /** Further arguments may follow. @default false */
   moreArgs?: boolean;
   /** Relative paths in `command` and in Node's script argument resolve here. @default the task's working directory */
   base?: string;
-  /** Working directories it may run in, each with everything below it. @default any */
+  /** Working directories it may start in, each with everything below it (not a sandbox: see docs/run-policy.md). @default any */
   dirs?: readonly string[];
   /** Only tasks from these doors (a gateway model: the gateway). @default every door */
   origins?: readonly TaskOrigin[];
@@ -64,11 +69,13 @@ export function isTrustedOrigin(origin: TaskOrigin | undefined): boolean {
 
 const SCRIPT = /\.(mjs|cjs|js|ts|mts|cts)$/i;
 const isNode = (command: string) => command === 'node' || command === 'node.exe';
+const PYTHON = /^python[0-9.]*(\.exe)?$/;
 
 /**
  * The command line the broker really starts, for comparing: `node` and a script run by Node both
- * become `node <absolute script> …`; a program given as a path becomes absolute; other arguments
- * stay as they are (only Node's script is known to be a path).
+ * become `node <absolute script> …`; a program given as a path becomes absolute, and so does
+ * Python's script (`python3 agent.py`); other arguments stay as they are (only those scripts are
+ * known to be paths).
  */
 export function effectiveArgv(command: string, args: readonly string[], cwd: string): string[] {
   if (isNode(command)) {
@@ -76,18 +83,31 @@ export function effectiveArgv(command: string, args: readonly string[], cwd: str
     return first === undefined || first.startsWith('-') ? ['node', ...args] : ['node', path.resolve(cwd, first), ...rest];
   }
   if (SCRIPT.test(command)) return ['node', path.resolve(cwd, command), ...args];
-  return [command.includes('/') ? path.resolve(cwd, command) : command, ...args];
+  const program = command.includes('/') ? path.resolve(cwd, command) : command;
+  // Python's script is a path too: `python3 agent.py` in another directory is another program.
+  if (PYTHON.test(path.basename(command))) {
+    const [first, ...rest] = args;
+    if (first !== undefined && !first.startsWith('-')) return [program, path.resolve(cwd, first), ...rest];
+  }
+  return [program, ...args];
 }
 
 export class RunPolicy {
+  /** What may run; a program given by name carries the absolute path it was found at (`resolved`). */
+  readonly rules: readonly RunRule[];
+
   /**
    * @param rules what may run
    * @param source where the owner changes it, for refusals (the config file's path)
+   * @param searchPath where programs given by name are looked up, once, now @default the hub's PATH
    */
   constructor(
-    readonly rules: readonly RunRule[],
+    rules: readonly RunRule[],
     readonly source = 'the config file',
-  ) {}
+    searchPath = process.env.PATH ?? '',
+  ) {
+    this.rules = rules.map((rule) => (isBareName(rule.command) ? { ...rule, resolved: findOnPath(rule.command, searchPath) } : rule));
+  }
 
   /** The first rule that allows this command line in this directory (from `origin`, when given). */
   match(command: string, args: readonly string[], cwd: string, origin?: TaskOrigin): RunRule | undefined {
@@ -121,7 +141,38 @@ function allows(rule: RunRule, argv: readonly string[], cwd: string): boolean {
   if (rule.command === '*') return true;
   const wanted = effectiveArgv(rule.command, rule.args ?? [], rule.base ?? cwd);
   if (argv.length < wanted.length || (!rule.moreArgs && argv.length !== wanted.length)) return false;
+  if (isBareName(rule.command)) {
+    // By name or by the path it was found at; never a name the hub's PATH did not have.
+    if (rule.resolved === undefined || (argv[0] !== rule.command && argv[0] !== rule.resolved)) return false;
+    return wanted.every((part, i) => i === 0 || argv[i] === part);
+  }
   return wanted.every((part, i) => argv[i] === part);
+}
+
+/** A program named without a directory (not `*`, not Node: the broker runs its own Node). */
+function isBareName(command: string): boolean {
+  return command !== '*' && !isNode(command) && !command.includes('/') && !SCRIPT.test(command) && process.platform !== 'win32';
+}
+
+/**
+ * The first executable file called `name` in the absolute entries of `searchPath`. A relative
+ * entry (`.`, `bin`, an empty one) would be looked up in the task's working directory, which the
+ * caller chooses, so it is skipped.
+ */
+export function findOnPath(name: string, searchPath: string): string | undefined {
+  for (const dir of searchPath.split(path.delimiter)) {
+    if (!path.isAbsolute(dir)) continue;
+    const file = path.join(dir, name);
+    try {
+      if (statSync(file).isFile()) {
+        accessSync(file, constants.X_OK);
+        return file;
+      }
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined;
 }
 
 /** `dir` or below it, symlinks resolved (a link inside an allowed directory does not lead out of it). */
@@ -154,7 +205,7 @@ export class RunPolicyError extends Error {
  *   run_policy:
  *     allow:
  *       - { command: node, args: [/opt/agents/review.mjs], more_args: true, dirs: [~/projects] }
- *       - { command: "*", dirs: [~/sandbox] }     # anything, but only in ~/sandbox
+ *       - { command: "*", dirs: [~/sandbox] }     # anything, started in ~/sandbox (not confined to it)
  *
  * `~/` is the home directory; other relative paths are relative to the config file's directory.
  */

@@ -9,6 +9,7 @@ import { connectHub, type HubClient } from './hub-client.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
+import { readHomePointer } from '../hub/control/home-pointer.js';
 import { CONTROL_ENV, controlSocketCandidates } from '../paths/control-endpoint.js';
 
 export { HubLostError, type HubClient } from './hub-client.js';
@@ -24,7 +25,10 @@ export async function findHubPath(env: NodeJS.ProcessEnv = process.env): Promise
   if (env[CONTROL_ENV]) return undefined;
   // A hub listening elsewhere (its own BACKCHANNEL_CONTROL) still holds the data directory, and says where.
   const control = (await readLockHolder(defaultDataDir(env)))?.control;
-  return control && (await answers(control)) ? control : undefined;
+  if (control && (await answers(control))) return control;
+  // A host that stripped XDG_STATE_HOME: a hub that has it says in ~/.local/state where it listens.
+  const pointed = env.XDG_STATE_HOME ? undefined : readHomePointer();
+  return pointed && (await answers(pointed)) ? pointed : undefined;
 }
 
 async function answers(path: string): Promise<boolean> {

@@ -35,7 +35,9 @@ export function presetOf(template: Template): PresetInfo {
     name: template.name,
     description: template.description,
     request: {
-      command,
+      // A script run as the command (basic's `agent.ts`) by absolute path too: started in another
+      // directory, it is still this template's agent (it was refused there as another program).
+      command: inTemplate(template, command),
       args,
       cwd: template.dir,
       label: `${template.name} (template)`,

@@ -4,14 +4,21 @@
  * agent runs it in the task's working directory and feeds the result back, until the model answers.
  *
  * Input: a task string, or
- *   {"task": "…", "model": "gpt-4o-mini", "max_steps": 12, "allow_writes": true,
- *    "commands": ["ls", "cat", …], "history_window": 16, "request_timeout_ms": 120000}
- * Environment: OPENAI_BASE_URL (default https://api.openai.com/v1; Ollama: http://localhost:11434/v1),
- *   OPENAI_API_KEY, OPENAI_MODEL, LLM_AGENT_COMMANDS (comma-separated allowlist).
+ *   {"task": "…", "model": "gpt-4o-mini", "max_steps": 12, "allow_writes": false,
+ *    "history_window": 16, "request_timeout_ms": 120000}
+ * Environment (the owner's, never the input's): OPENAI_BASE_URL (default https://api.openai.com/v1;
+ *   Ollama: http://localhost:11434/v1), OPENAI_API_KEY, OPENAI_MODEL, LLM_AGENT_COMMANDS
+ *   (comma-separated allowlist), LLM_AGENT_WRITE_DIR (an absolute directory: write_file is offered,
+ *   and writes only there; unset: no writes).
+ *
+ * Whoever submits the task writes its input (an MCP client, the panel) and, through the model, its
+ * task text: so what the agent may run and where it may write come from the environment only. An
+ * input naming `commands` or asking for writes the owner did not allow is refused.
  *
  * Progress: one partial per step {step, thought, tool, arguments, ok, result}. Result:
  * {answer, steps}; meta.model_used and meta.token_usage summed over every model call.
  */
+import path from 'node:path';
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { runLoop } from './loop.mjs';
 import { createChat, DEFAULT_BASE_URL } from './openai.mjs';
@@ -38,13 +45,22 @@ function readOptions(input) {
   const task = options.task ?? options.prompt;
   if (typeof task !== 'string' || task.trim() === '')
     throw new InputError('input needs a "task" (a non-empty string), e.g. {"task": "Count the TODOs in src/"}');
-  let commands = options.commands;
-  if (commands === undefined && process.env.LLM_AGENT_COMMANDS)
+  if (options.commands !== undefined) {
+    throw new InputError('input "commands" is not accepted: only the owner sets the allow-list, in LLM_AGENT_COMMANDS');
+  }
+  let commands;
+  if (process.env.LLM_AGENT_COMMANDS) {
     commands = process.env.LLM_AGENT_COMMANDS.split(',')
       .map((c) => c.trim())
       .filter(Boolean);
-  if (commands !== undefined && !(Array.isArray(commands) && commands.every((c) => typeof c === 'string' && /^[\w.+-]+$/.test(c)))) {
-    throw new InputError('"commands" must be an array of program names');
+    if (!commands.every((c) => /^[\w.+-]+$/.test(c))) throw new InputError('LLM_AGENT_COMMANDS must be comma-separated program names');
+  }
+  const writeDir = process.env.LLM_AGENT_WRITE_DIR || undefined;
+  if (writeDir !== undefined && !path.isAbsolute(writeDir)) throw new InputError('LLM_AGENT_WRITE_DIR must be an absolute directory');
+  if (options.allow_writes !== undefined && typeof options.allow_writes !== 'boolean')
+    throw new InputError('"allow_writes" must be true or false');
+  if (options.allow_writes === true && writeDir === undefined) {
+    throw new InputError('input "allow_writes": true is not accepted: only the owner allows writes, with LLM_AGENT_WRITE_DIR=<directory>');
   }
   const model = typeof options.model === 'string' && options.model ? options.model : process.env.OPENAI_MODEL || DEFAULT_MODEL;
   const baseUrl = process.env.OPENAI_BASE_URL || DEFAULT_BASE_URL;
@@ -60,7 +76,7 @@ function readOptions(input) {
     baseUrl,
     apiKey,
     commands: commands ?? DEFAULT_COMMANDS,
-    allowWrites: options.allow_writes !== false,
+    writeDir: options.allow_writes === false ? undefined : writeDir,
     maxSteps: positiveInt(options.max_steps, 'max_steps'),
     historyWindow: positiveInt(options.history_window, 'history_window'),
     requestTimeoutMs: positiveInt(options.request_timeout_ms, 'request_timeout_ms'),
@@ -77,7 +93,7 @@ runAgent(async (task) => {
   });
   const tools = createTools({
     root: process.cwd(),
-    allowWrites: options.allowWrites,
+    writeDir: options.writeDir,
     commands: options.commands,
     signal: task.signal,
     ask: (question, choices) => task.ask(question, choices ? { choices } : {}),

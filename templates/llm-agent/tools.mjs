@@ -1,17 +1,22 @@
 /**
  * The llm-agent's tools. Every path is confined to the workspace (the task's working directory):
- * `..`, absolute paths and symlinks that lead outside are refused. Commands run without a shell
- * (execFile), only from an allowlist, with a timeout, and without the task's secrets in their
- * environment. This is a guard rail for a cooperative model, not a sandbox: run untrusted prompts
- * in a container or VM.
+ * `..`, absolute paths and symlinks that lead outside are refused. Writes exist only when the owner
+ * gave a write directory, and land only inside it. Commands run without a shell (execFile), only
+ * from an allowlist, with a timeout, and without the task's secrets in their environment; their
+ * arguments pass the same shell-syntax and path checks whether they come as one line or an array.
+ * This is a guard rail for a cooperative model, not a sandbox: run untrusted prompts in a
+ * container or VM.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { lstatSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
-/** Read-only programs that cannot start other programs on their own. Extend per task with care. */
-export const DEFAULT_COMMANDS = ['ls', 'cat', 'head', 'tail', 'wc', 'grep', 'sort', 'uniq', 'diff', 'echo', 'pwd', 'date', 'du', 'file'];
+/**
+ * Read-only programs that cannot start other programs on their own, nor write a file (so no `sort`
+ * with its `-o`, `uniq` with its output argument, `date -s`, `file -C`). Extend per task with care.
+ */
+export const DEFAULT_COMMANDS = ['ls', 'cat', 'head', 'tail', 'wc', 'grep', 'diff', 'echo', 'pwd', 'du'];
 /** read_file returns at most this much text (the model only needs the start of a large file). */
 const READ_LIMIT_CHARS = 20_000;
 const WRITE_LIMIT_BYTES = 1024 * 1024;
@@ -91,7 +96,7 @@ function commandEnv() {
 }
 
 /**
- * @param {{root: string, allowWrites?: boolean, commands?: string[],
+ * @param {{root: string, writeDir?: string, commands?: string[],
  *   ask?: (question: string, choices?: string[]) => Promise<string>, signal?: AbortSignal}} options
  * @returns {Record<string, {description: string, parameters: string, run: (args: object) => Promise<unknown>}>}
  */
@@ -145,6 +150,8 @@ export function createTools(options) {
         if (args.args !== undefined) {
           if (!Array.isArray(args.args) || !args.args.every((a) => typeof a === 'string'))
             throw new ToolError('"args" must be an array of strings');
+          // The same refusal as a line: an array is not a way around it.
+          for (const word of [command, ...args.args]) if (SHELL_SYNTAX.test(word)) splitCommand(word);
           argv = [command, ...args.args];
         } else {
           argv = splitCommand(command);
@@ -153,12 +160,15 @@ export function createTools(options) {
         if (!program || !commands.has(program)) {
           throw new ToolError(`command ${JSON.stringify(program ?? '')} is not allowed; allowed: ${[...commands].join(', ')}`);
         }
-        // Arguments that look like paths must stay in the workspace too.
+        // Arguments that look like paths must stay in the workspace too: `x`, `--opt=x` and `-ox`.
         for (const arg of rest) {
           if (arg.includes('\0')) throw new ToolError('arguments must not contain NUL bytes');
-          const value = arg.startsWith('-') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg;
-          if (path.isAbsolute(value) || value.split(/[\\/]/).includes('..') || value.startsWith('~'))
-            confine(root, value.replace(/^~/, '/'));
+          const values = [arg];
+          if (arg.startsWith('-') && arg.includes('=')) values.push(arg.slice(arg.indexOf('=') + 1));
+          if (/^-[^-]/.test(arg)) values.push(arg.slice(2));
+          for (const value of values)
+            if (path.isAbsolute(value) || value.split(/[\\/]/).includes('..') || value.startsWith('~'))
+              confine(root, value.replace(/^~/, '/'));
         }
         return new Promise((resolve, reject) => {
           const child = execFile(
@@ -185,17 +195,20 @@ export function createTools(options) {
       },
     },
   };
-  if (options.allowWrites !== false) {
+  if (options.writeDir !== undefined) {
+    const writeRoot = realpathSync(options.writeDir);
+    const where = path.relative(root, writeRoot) || '.';
     tools.write_file = {
-      description: 'Create or overwrite a text file in the workspace (parent directories are created).',
+      description: `Create or overwrite a text file under ${where} in the workspace (parent directories are created).`,
       parameters: '{"path": "relative/path", "content": "the whole new text"}',
       async run(args) {
         const file = confine(root, requireString(args, 'path'));
+        if (!isInside(writeRoot, file)) throw new ToolError(`refused: writes go only under ${where}`);
         const content = requireString(args, 'content');
         if (Buffer.byteLength(content) > WRITE_LIMIT_BYTES) throw new ToolError(`content is larger than ${WRITE_LIMIT_BYTES} bytes`);
         await fs.mkdir(path.dirname(file), { recursive: true });
         // Re-check after mkdir: a parent might have been swapped for a link meanwhile.
-        confine(root, path.relative(root, file));
+        if (!isInside(writeRoot, confine(root, path.relative(root, file)))) throw new ToolError(`refused: writes go only under ${where}`);
         await fs.writeFile(file, content, 'utf8');
         return `wrote ${Buffer.byteLength(content)} bytes to ${path.relative(root, file)}`;
       },

@@ -3,11 +3,12 @@
  * terminal is trusted, every other door runs only what a rule allows — judged on the effective
  * command line, its arguments and its directory — and a refusal registers nothing.
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { BrokerError } from '../../src/broker/errors.js';
 import { effectiveArgv, parseRunPolicy, RunPolicy, RunPolicyError } from '../../src/broker/run-policy.js';
-import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, ROOT, tempDir } from '../helpers/core.js';
 
 const TPL = '/srv/templates/cursor-cli';
 const policy = new RunPolicy(
@@ -97,6 +98,74 @@ describe('the run policy', () => {
     for (const [section, message] of bad) {
       expect(() => parseRunPolicy(section as Record<string, unknown>, '/c.yaml')).toThrow(RunPolicyError);
       expect(() => parseRunPolicy(section as Record<string, unknown>, '/c.yaml')).toThrow(message);
+    }
+  });
+});
+
+describe('what the docs promise of `dirs`', () => {
+  test('a `*` rule with dirs is judged by where the task starts, and docs/run-policy.md says so, never "confined"', () => {
+    const anything = new RunPolicy([{ name: 'any', command: '*', dirs: ['/sandbox'] }]);
+    // Allowed: it starts in /sandbox. What `cd /` does afterwards is not the policy's to stop.
+    expect(anything.judge({ command: 'sh', args: ['-c', 'cd / && touch x'], cwd: '/sandbox', origin: 'mcp' }).allowed).toBe(true);
+    const docs = readFileSync(path.join(ROOT, 'docs/run-policy.md'), 'utf8');
+    expect(docs).toContain('**`dirs` is where a task starts, not a sandbox.**');
+    expect(docs).not.toMatch(/\bconfined\)|confines it to/);
+  });
+});
+
+describe('programs allowed by name', () => {
+  test('are found on the absolute PATH entries when the policy is made; a relative entry is never searched', () => {
+    const owner = tempDir('bc-owner-bin-');
+    const caller = tempDir('bc-caller-');
+    const program = (dir: string) => {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'mytool'), '#!/bin/sh\n', { mode: 0o755 });
+    };
+    program(path.join(caller, 'bin'));
+    program(owner);
+    const only = new RunPolicy([{ name: 'mytool', command: 'mytool' }], 'c', `bin:.:${owner}`);
+    expect(only.rules[0]!.resolved).toBe(path.join(owner, 'mytool'));
+    const nowhere = new RunPolicy([{ name: 'mytool', command: 'mytool' }], 'c', `bin:.`);
+    expect(nowhere.rules[0]!.resolved).toBeUndefined();
+    expect(nowhere.judge({ command: 'mytool', args: [], cwd: caller, origin: 'mcp' })).toMatchObject({ allowed: false });
+    expect(only.judge({ command: 'mytool', args: [], cwd: caller, origin: 'mcp' })).toMatchObject({ allowed: true });
+    expect(only.judge({ command: path.join(owner, 'mytool'), args: [], cwd: caller, origin: 'mcp' })).toMatchObject({ allowed: true });
+    expect(only.judge({ command: './bin/mytool', args: [], cwd: caller, origin: 'mcp' })).toMatchObject({ allowed: false });
+  });
+
+  test("Python's script is a path: the python preset's `python3 agent.py` in another directory is refused", () => {
+    expect(effectiveArgv('python3', ['agent.py', '-v'], '/a')).toEqual(['python3', '/a/agent.py', '-v']);
+    expect(effectiveArgv('python3', ['-c', 'x'], '/a')).toEqual(['python3', '-c', 'x']);
+    const python = new RunPolicy([
+      { name: 'preset python', preset: 'python', command: 'python3', args: ['agent.py'], base: '/srv/tpl/python' },
+    ]);
+    expect(python.judge({ command: 'python3', args: ['agent.py'], cwd: '/srv/tpl/python', origin: 'mcp' }).allowed).toBe(
+      python.rules[0]!.resolved !== undefined,
+    );
+    expect(python.judge({ command: 'python3', args: ['agent.py'], cwd: '/tmp/evil', origin: 'mcp' })).toMatchObject({ allowed: false });
+  });
+
+  test("from an MCP client, the broker runs the policy's program, not the one a relative PATH entry finds in the caller's directory", async () => {
+    const markers = tempDir('bc-markers-');
+    const owner = tempDir('bc-owner-bin-');
+    const caller = tempDir('bc-caller-');
+    const program = (dir: string, marker: string) => {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'mytool'), `#!/bin/sh\ntouch '${path.join(markers, marker)}'\n`, { mode: 0o755 });
+    };
+    program(path.join(caller, 'bin'), 'caller');
+    program(owner, 'owner');
+    const saved = process.env.PATH;
+    process.env.PATH = `bin:${owner}:${saved}`;
+    try {
+      const { broker } = createTestBroker({ runPolicy: new RunPolicy([{ name: 'mytool', command: 'mytool' }]) });
+      const handle = broker.submit({ command: 'mytool', cwd: caller, origin: 'mcp' });
+      await handle.result.catch(() => undefined);
+      await handle.finished;
+      expect(existsSync(path.join(markers, 'owner'))).toBe(true);
+      expect(existsSync(path.join(markers, 'caller'))).toBe(false);
+    } finally {
+      process.env.PATH = saved;
     }
   });
 });

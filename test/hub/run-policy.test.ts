@@ -11,6 +11,7 @@ import { connectHub } from '../../src/client/hub-client.js';
 import { resolveGatewayConfig } from '../../src/gateway/config.js';
 import { taskSpecFor } from '../../src/gateway/routes.js';
 import { ownerRunPolicy } from '../../src/hub/run-policy.js';
+import { defaultDemoAgentsDir, loadPresets } from '../../src/templates/presets.js';
 import { fixture, tempDir } from '../helpers/core.js';
 import { startTestHeadless, type TestHeadless } from '../helpers/panel.js';
 
@@ -37,6 +38,24 @@ async function post(hub: TestHeadless, body: unknown): Promise<{ status: number;
   });
   return { status: reply.status, body: await reply.json() };
 }
+
+describe("the shipped templates' presets", () => {
+  test('run from every door in any working directory, the basic preset (its script as the command) included', () => {
+    const config = { path: path.join(tempDir(), 'config.yaml'), exists: false, sections: {} };
+    const presets = loadPresets(defaultDemoAgentsDir());
+    const policy = ownerRunPolicy({ config, presets });
+    const elsewhere = tempDir('bc-elsewhere-');
+    const basic = presets.find((preset) => preset.name === 'basic')!;
+    expect(path.isAbsolute(basic.request.command)).toBe(true);
+    for (const name of ['basic', 'raw-node', 'llm-agent']) {
+      const { request } = presets.find((preset) => preset.name === name)!;
+      expect(policy.judge({ command: request.command, args: request.args ?? [], cwd: elsewhere, origin: 'mcp' }), name).toMatchObject({
+        allowed: true,
+        rule: { preset: name },
+      });
+    }
+  });
+});
 
 describe("the hub's doors", () => {
   test("the panel's API: a command line is refused with 403 `refused`, also when the body claims to be the CLI", async () => {

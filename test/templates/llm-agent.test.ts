@@ -100,7 +100,7 @@ describe('llm-agent pieces', () => {
     });
 
     it('reads, lists and writes inside the workspace and reports refusals as tool errors', async () => {
-      const tools = createTools({ root: ws });
+      const tools = createTools({ root: ws, writeDir: ws });
       await expect(tools.read_file!.run({ path: 'src/a.js' })).resolves.toMatch(/TODO: one/);
       await expect(tools.list_dir!.run({})).resolves.toEqual(['README.md', 'link-in', 'link-out', 'src/']);
       await expect(tools.write_file!.run({ path: 'out/n.txt', content: 'hi' })).resolves.toMatch(/wrote 2 bytes/);
@@ -129,8 +129,28 @@ describe('llm-agent pieces', () => {
       expect(splitCommand(`grep -n 'a b' "c d"`)).toEqual(['grep', '-n', 'a b', 'c d']);
     });
 
-    it('leaves write_file out when writes are not allowed', () => {
-      expect(Object.keys(createTools({ root: ws, allowWrites: false }))).toEqual(['read_file', 'list_dir', 'shell_command']);
+    it('offers no write_file unless the owner gave a write directory, and writes only under it', async () => {
+      expect(Object.keys(createTools({ root: ws }))).toEqual(['read_file', 'list_dir', 'shell_command']);
+      const tools = createTools({ root: ws, writeDir: path.join(ws, 'src') });
+      await expect(tools.write_file!.run({ path: 'src/b.js', content: 'b' })).resolves.toMatch(/wrote 1 bytes to src\/b.js/);
+      await expect(tools.write_file!.run({ path: '.bashrc', content: 'x' })).rejects.toThrow(/writes go only under src/);
+      expect(fs.existsSync(path.join(ws, '.bashrc'))).toBe(false);
+    });
+
+    it('checks array arguments like a command line: shell syntax, and paths in -o/x and --opt=/x', async () => {
+      const tools = createTools({ root: ws });
+      await expect(tools.shell_command!.run({ command: 'grep', args: ['-c', 'TODO', 'src/a.js'] })).resolves.toMatchObject({
+        exit_code: 0,
+      });
+      for (const args of [['x', '$(id)'], ['`id`'], ['a;b'], ['x', '>out']])
+        await expect(tools.shell_command!.run({ command: 'echo', args }), args.join(' ')).rejects.toThrow(/no shell/);
+      await expect(tools.shell_command!.run({ command: 'grep', args: ['-f/etc/passwd', 'README.md'] })).rejects.toThrow(/refused/);
+      await expect(tools.shell_command!.run({ command: 'diff', args: ['--to-file=../secret.txt', 'README.md'] })).rejects.toThrow(
+        /refused/,
+      );
+      // Nothing in the default list writes a file or sets the clock.
+      for (const program of ['sort', 'uniq', 'date', 'file', 'sh'])
+        await expect(tools.shell_command!.run({ command: program, args: [] }), program).rejects.toThrow(/not allowed/);
     });
   });
 });
@@ -142,13 +162,13 @@ describe('the llm-agent template under the broker', () => {
     fake = undefined;
   });
 
-  async function start(script: ScriptedReply[], input: unknown, ws = workspace()) {
+  async function start(script: ScriptedReply[], input: unknown, ws = workspace(), env: Record<string, string> = {}) {
     fake = await startFakeOpenAI(script);
     const spec = {
       command: agent,
       cwd: ws,
       input,
-      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'sk-test-key-123456789', OPENAI_MODEL: 'fake-model' },
+      env: { OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'sk-test-key-123456789', OPENAI_MODEL: 'fake-model', ...env },
       heartbeatTimeoutMs: 10_000,
       timeoutMs: 30_000,
     };
@@ -156,6 +176,7 @@ describe('the llm-agent template under the broker', () => {
   }
 
   it('runs a multi-step tool loop to an answer, reporting each step and the summed token usage', async () => {
+    const writable = workspace();
     const {
       ws,
       spec,
@@ -176,6 +197,8 @@ describe('the llm-agent template under the broker', () => {
         },
       ],
       { task: 'Count the TODOs in src and write the count to TODO-COUNT.txt' },
+      writable,
+      { LLM_AGENT_WRITE_DIR: writable },
     );
     const run = await runTask(tb.broker, spec);
     expect(run.error).toBeUndefined();
@@ -196,6 +219,34 @@ describe('the llm-agent template under the broker', () => {
     expect(first.authorization).toBe('Bearer sk-test-key-123456789');
     expect(server.requests[1]!.body.messages.at(-1)?.content).toMatch(/^Result of list_dir:[\s\S]*src\//);
     expect(server.requests[2]!.body.messages.at(-1)?.content).toMatch(/TODO: two/);
+  });
+
+  it('refuses an input that names its own commands or asks for writes the owner did not allow; the model is never asked', async () => {
+    for (const [input, message] of [
+      [{ task: 'run sh', commands: ['sh'] }, /input "commands" is not accepted: only the owner sets the allow-list, in LLM_AGENT_COMMANDS/],
+      [
+        { task: 'write ~/.bashrc', allow_writes: true },
+        /"allow_writes": true is not accepted: only the owner allows writes, with LLM_AGENT_WRITE_DIR/,
+      ],
+    ] as const) {
+      const { spec, fake: server } = await start([{ content: act('shell_command', { command: 'sh', args: ['-c', 'id'] }) }], input);
+      const run = await runTask(tb.broker, spec);
+      expect((run.error?.payload?.data as { message: string }).message).toMatch(message);
+      expect(run.error?.payload?.retryable).toBe(false);
+      expect(server.requests).toHaveLength(0);
+      await server.close();
+      fake = undefined;
+    }
+  });
+
+  it('has no write_file by default: a model asked to write gets an unknown tool, and nothing is written', async () => {
+    const { ws, spec } = await start(
+      [{ content: act('write_file', { path: 'x.txt', content: 'x' }) }, { content: answer('could not') }],
+      'Write x.txt',
+    );
+    const run = await runTask(tb.broker, spec);
+    expect(run.payload?.data).toMatchObject({ answer: 'could not' });
+    expect(fs.existsSync(path.join(ws, 'x.txt'))).toBe(false);
   });
 
   it('feeds an unparseable reply back to the model and goes on with the corrected one', async () => {

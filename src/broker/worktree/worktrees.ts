@@ -8,7 +8,7 @@
  * they are (git writes only objects, the worktree's metadata under .git/worktrees and our branch).
  * Every index Backchannel builds is a temporary one of its own (GIT_INDEX_FILE), never the user's.
  */
-import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type {
@@ -22,10 +22,15 @@ import type {
   WorktreeRequest,
 } from '../../model/change.js';
 import { BrokerError } from '../errors.js';
-import { git, GitError, gitSync } from './git.js';
+import { type DriverConfig, driverConfig, driverConfigSync, git, GitError, gitSync } from './git.js';
 import { shortIdOf, TREE_DIR, WorktreeStore } from './store.js';
 
 export const BRANCH_PREFIX = 'backchannel/';
+/**
+ * For git commands that read refs, config and admin files but never a file's content (`rev-parse`,
+ * `branch -D`, `worktree remove --force --force`, `worktree prune`): no driver could run, none to list.
+ */
+const NO_CONTENT: DriverConfig = [];
 /** A diff takes these so it applies whatever the user's diff settings are (noprefix, external diff, textconv). */
 const DIFF_ARGS = ['--binary', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '--src-prefix=a/', '--dst-prefix=b/'];
 
@@ -119,16 +124,17 @@ export class Worktrees {
     const cwd = record.worktree;
     const index = path.join(record.dir, `.index-${randomBytes(6).toString('hex')}`);
     try {
-      const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd })).trim();
-      const env = { GIT_INDEX_FILE: index };
-      if (!copyIndex(gitDir, index)) await git(['read-tree', 'HEAD'], { cwd, env });
-      await git(['add', '-A', '--', '.'], { cwd, env });
-      const tree = (await git(['write-tree'], { cwd, env })).trim();
+      const own = await treeEnv(record);
+      const drivers = await driverConfig(cwd, own);
+      const env = { ...own, GIT_INDEX_FILE: index };
+      if (!copyIndex(own.GIT_DIR, index)) await git(['read-tree', 'HEAD'], { cwd, env, drivers });
+      await git(['add', '-A', '--', '.'], { cwd, env, drivers });
+      const tree = (await git(['write-tree'], { cwd, env, drivers })).trim();
       const [diff, numstat, status, log] = await Promise.all([
-        git(['diff', ...DIFF_ARGS, record.baseSha, tree], { cwd }),
-        git(['diff', '--numstat', '-z', '--no-renames', record.baseSha, tree], { cwd }),
-        git(['diff', '--name-status', '-z', '--no-renames', record.baseSha, tree], { cwd }),
-        git(['log', '--format=%H%x1f%s%x1e', `${record.baseSha}..HEAD`], { cwd }),
+        git(['diff', ...DIFF_ARGS, record.baseSha, tree], { cwd, env: own, drivers }),
+        git(['diff', '--numstat', '-z', '--no-renames', record.baseSha, tree], { cwd, env: own, drivers }),
+        git(['diff', '--name-status', '-z', '--no-renames', record.baseSha, tree], { cwd, env: own, drivers }),
+        git(['log', '--format=%H%x1f%s%x1e', `${record.baseSha}..HEAD`], { cwd, env: own, drivers }),
       ]);
       this.store.writeDiff(path.basename(record.dir), diff);
       const files = changedFiles(numstat, status);
@@ -165,8 +171,10 @@ export class Worktrees {
   changedSoFar(record: WorktreeRecord): string[] {
     try {
       const cwd = record.worktree;
-      const tracked = gitSync(['diff', '--name-only', '-z', '--no-renames', record.baseSha], { cwd });
-      const untracked = gitSync(['ls-files', '--others', '--exclude-standard', '-z'], { cwd });
+      const env = treeEnvSync(record);
+      const drivers = driverConfigSync(cwd, env);
+      const tracked = gitSync(['diff', '--name-only', '-z', '--no-renames', record.baseSha], { cwd, env, drivers });
+      const untracked = gitSync(['ls-files', '--others', '--exclude-standard', '-z'], { cwd, env, drivers });
       return [...new Set([...tracked.split('\0'), ...untracked.split('\0')].filter(Boolean))].sort();
     } catch {
       return [];
@@ -206,18 +214,26 @@ export class Worktrees {
         throw new BrokerError('worktree', `task ${record.taskId} is still working; apply its change once it ended`);
       if (!record.change) throw new BrokerError('worktree', `task ${record.taskId} has no recorded change`);
     }
+    // One apply at a time per repository: two at once both checked against the same working tree,
+    // and the second's write then failed with git's own text (a 500). Queued, the second is checked
+    // against what the first wrote, and a conflict is reported as one.
+    return this.oneAtATime(repo, () => this.applyNow(repo, records));
+  }
+
+  private async applyNow(repo: string, records: readonly WorktreeRecord[]): Promise<ApplyOutcome> {
     const index = path.join(this.store.root, `.apply-${randomBytes(6).toString('hex')}`);
+    const drivers = await driverConfig(repo);
     const env = { GIT_INDEX_FILE: index };
     try {
-      const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd: repo })).trim();
+      const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd: repo, drivers })).trim();
       copyIndex(gitDir, index);
-      await git(['add', '-A', '--', '.'], { cwd: repo, env });
-      const before = (await git(['write-tree'], { cwd: repo, env })).trim();
+      await git(['add', '-A', '--', '.'], { cwd: repo, env, drivers });
+      const before = (await git(['write-tree'], { cwd: repo, env, drivers })).trim();
       for (const record of records) {
         const diff = this.store.readDiff(path.basename(record.dir)) ?? '';
         if (diff === '') continue;
         try {
-          await git(['apply', '--cached', '--binary', '-'], { cwd: repo, env, input: diff });
+          await git(['apply', '--cached', '--binary', '-'], { cwd: repo, env, input: diff, drivers });
         } catch (error) {
           const files = conflictingFiles((error as GitError).stderr ?? '');
           const named = files.length > 0 ? files.join(', ') : (error as Error).message;
@@ -229,10 +245,26 @@ export class Worktrees {
           };
         }
       }
-      const after = (await git(['write-tree'], { cwd: repo, env })).trim();
-      const combined = await git(['diff', ...DIFF_ARGS, before, after], { cwd: repo });
-      const files = (await git(['diff', '--name-only', '-z', '--no-renames', before, after], { cwd: repo })).split('\0').filter(Boolean);
-      if (combined !== '') await git(['apply', '--binary', '-'], { cwd: repo, input: combined });
+      const after = (await git(['write-tree'], { cwd: repo, env, drivers })).trim();
+      const combined = await git(['diff', ...DIFF_ARGS, before, after], { cwd: repo, drivers });
+      const files = (await git(['diff', '--name-only', '-z', '--no-renames', before, after], { cwd: repo, drivers }))
+        .split('\0')
+        .filter(Boolean);
+      if (combined !== '') {
+        try {
+          await git(['apply', '--binary', '-'], { cwd: repo, input: combined, drivers });
+        } catch (error) {
+          // The user (or another program) changed the tree since the check: still all or nothing.
+          const files = conflictingFiles((error as GitError).stderr ?? '');
+          const named = files.length > 0 ? files.join(', ') : (error as Error).message;
+          return {
+            ok: false,
+            applied: [],
+            conflict: { taskId: records[0]!.taskId, files },
+            message: `the changes do not apply to ${repo} as it is now (${named}); nothing was changed`,
+          };
+        }
+      }
       for (const record of records) this.store.writeRecord({ ...record, state: record.state === 'kept' ? 'kept' : 'applied' });
       return { ok: true, applied: records.map((record) => record.taskId), files };
     } finally {
@@ -287,10 +319,12 @@ export class Worktrees {
 
   private async commitLeftovers(record: WorktreeRecord): Promise<void> {
     const cwd = record.worktree;
-    await git(['add', '-A', '--', '.'], { cwd });
-    if ((await git(['diff', '--cached', '--name-only'], { cwd })) === '') return;
+    const env = await treeEnv(record);
+    const drivers = await driverConfig(cwd, env);
+    await git(['add', '-A', '--', '.'], { cwd, env, drivers });
+    if ((await git(['diff', '--cached', '--name-only'], { cwd, env, drivers })) === '') return;
     const subject = `backchannel: the uncommitted changes of task ${record.taskId}`;
-    await git(['commit', '--quiet', '--no-verify', '-m', subject], { cwd, env: BACKCHANNEL_IDENTITY });
+    await git(['commit', '--quiet', '--no-verify', '-m', subject], { cwd, env: { ...env, ...BACKCHANNEL_IDENTITY }, drivers });
   }
 
   /** Runs `operation` after the repository's previous worktree operation has ended (see repoQueues). */
@@ -311,8 +345,9 @@ export class Worktrees {
   private async removeTree(record: WorktreeRecord): Promise<void> {
     if (existsSync(record.repo)) {
       await this.oneAtATime(record.repo, async () => {
-        await git(['worktree', 'remove', '--force', '--force', record.worktree], { cwd: record.repo }).catch(() => undefined);
-        await git(['worktree', 'prune'], { cwd: record.repo }).catch(() => undefined);
+        const drivers = NO_CONTENT;
+        await git(['worktree', 'remove', '--force', '--force', record.worktree], { cwd: record.repo, drivers }).catch(() => undefined);
+        await git(['worktree', 'prune'], { cwd: record.repo, drivers }).catch(() => undefined);
       });
     }
     rmSync(record.worktree, { recursive: true, force: true });
@@ -322,9 +357,12 @@ export class Worktrees {
     // Only a branch of ours: the name the record holds, with our prefix and the entry's own id.
     if (record.branch !== `${BRANCH_PREFIX}${path.basename(record.dir)}` || !existsSync(record.repo)) return;
     // `branch -D` reads every worktree's admin directory (is the branch checked out there?).
-    await this.oneAtATime(record.repo, () => git(['branch', '-D', '--', record.branch], { cwd: record.repo })).catch((error: Error) => {
-      if (!/not found/.test(error.message)) throw new BrokerError('worktree', `could not delete branch ${record.branch}: ${error.message}`);
-    });
+    await this.oneAtATime(record.repo, () => git(['branch', '-D', '--', record.branch], { cwd: record.repo, drivers: NO_CONTENT })).catch(
+      (error: Error) => {
+        if (!/not found/.test(error.message))
+          throw new BrokerError('worktree', `could not delete branch ${record.branch}: ${error.message}`);
+      },
+    );
   }
 }
 
@@ -346,7 +384,7 @@ export function planNewWorktree(cwd: string, request: Omit<WorktreeRequest, 'reu
   if (!isDirectory(cwd)) refuse(`working directory ${cwd} does not exist`);
   let repo: string;
   try {
-    repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd }).trim());
+    repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd, drivers: NO_CONTENT }).trim());
   } catch (error) {
     return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
   }
@@ -355,7 +393,10 @@ export function planNewWorktree(cwd: string, request: Omit<WorktreeRequest, 'reu
     return { repo, base: 'the checkout (with uncommitted changes)', baseSha: snapshotCheckout(repo, refuse), subdir };
   let baseSha: string;
   try {
-    baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], { cwd: repo }).trim();
+    baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], {
+      cwd: repo,
+      drivers: NO_CONTENT,
+    }).trim();
   } catch {
     return refuse(
       base === 'HEAD' ? `the repository ${repo} has no commit yet; a worktree starts from one` : `base "${base}" does not exist in ${repo}`,
@@ -366,29 +407,80 @@ export function planNewWorktree(cwd: string, request: Omit<WorktreeRequest, 'reu
 
 /** A commit of the checkout as it is (tracked changes and untracked files), made without touching its index. */
 function snapshotCheckout(repo: string, refuse: (message: string) => never): string {
-  const gitDir = gitSync(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim();
+  const gitDir = gitSync(['rev-parse', '--absolute-git-dir'], { cwd: repo, drivers: NO_CONTENT }).trim();
   const temp = path.join(gitDir, `backchannel-snapshot-${randomBytes(6).toString('hex')}`);
+  const drivers = driverConfigSync(repo);
   const env = { GIT_INDEX_FILE: temp };
   try {
     let head: string | undefined;
     try {
-      head = gitSync(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: repo }).trim();
+      head = gitSync(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { cwd: repo, drivers }).trim();
     } catch {
       head = undefined;
     }
     copyIndex(gitDir, temp);
-    const unmerged = gitSync(['ls-files', '--unmerged', '-z'], { cwd: repo, env });
+    const unmerged = gitSync(['ls-files', '--unmerged', '-z'], { cwd: repo, env, drivers });
     if (unmerged !== '') refuse(`the checkout ${repo} has unresolved merge conflicts; resolve them before starting from it`);
-    gitSync(['add', '-A', '--', '.'], { cwd: repo, env });
-    const tree = gitSync(['write-tree'], { cwd: repo, env }).trim();
+    gitSync(['add', '-A', '--', '.'], { cwd: repo, env, drivers });
+    const tree = gitSync(['write-tree'], { cwd: repo, env, drivers }).trim();
     const parents = head ? ['-p', head] : [];
     return gitSync(['commit-tree', tree, ...parents, '-m', 'backchannel: the checkout with its uncommitted changes'], {
       cwd: repo,
       env: BACKCHANNEL_IDENTITY,
+      drivers,
     }).trim();
   } finally {
     rmSync(temp, { force: true });
     rmSync(`${temp}.lock`, { force: true });
+  }
+}
+
+/**
+ * The environment that points git at a task's worktree and nothing else: its own admin directory
+ * (`<repo's common dir>/worktrees/<name>`, the one whose `gitdir` file names this worktree) as
+ * GIT_DIR, the worktree as GIT_WORK_TREE. The worktree's `.git` file is the agent's to write: one
+ * saying `gitdir: <the user's repo>/.git`, or naming a fake git directory with a filter, would
+ * otherwise send the capture's `add -A` and the kept branch's commit there. Found from the user's
+ * repository, never from the worktree; a worktree git does not know is refused.
+ */
+async function treeEnv(record: WorktreeRecord): Promise<{ GIT_DIR: string; GIT_WORK_TREE: string }> {
+  const common = (await git(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: record.repo, drivers: NO_CONTENT })).trim();
+  return adminEnv(record, common);
+}
+
+function treeEnvSync(record: WorktreeRecord): { GIT_DIR: string; GIT_WORK_TREE: string } {
+  return adminEnv(
+    record,
+    gitSync(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: record.repo, drivers: NO_CONTENT }).trim(),
+  );
+}
+
+function adminEnv(record: WorktreeRecord, common: string): { GIT_DIR: string; GIT_WORK_TREE: string } {
+  const wanted = new Set([path.join(record.worktree, '.git'), path.join(realOr(record.worktree), '.git')]);
+  const admin = path.join(common, 'worktrees');
+  let names: string[] = [];
+  try {
+    names = readdirSync(admin);
+  } catch {
+    // No linked worktrees at all: refused below.
+  }
+  for (const name of names) {
+    let target: string;
+    try {
+      target = readFileSync(path.join(admin, name, 'gitdir'), 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (wanted.has(target)) return { GIT_DIR: path.join(admin, name), GIT_WORK_TREE: record.worktree };
+  }
+  throw new BrokerError('worktree', `${record.repo} has no worktree at ${record.worktree} any more (git worktree prune?)`);
+}
+
+function realOr(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
   }
 }
 

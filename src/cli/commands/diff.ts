@@ -4,7 +4,7 @@ import { describeChange } from '../../model/change.js';
 import { shortTaskId } from '../../model/task-ids.js';
 import { EXIT } from '../command.js';
 import { changeCommand } from '../run/client-command.js';
-import { showCombined, showDiff, wantsColour } from '../run/diff-text.js';
+import { showCombined, showDiff, wantsColour, writeShown } from '../run/diff-text.js';
 import { writeText } from '../terminal-text.js';
 
 const HELP = `Usage: backchannel diff <id> [<id>...] [--stat] [--json]
@@ -51,14 +51,15 @@ export const command = changeCommand({
     if (all.length === 1) {
       const { diff, record } = all[0]!;
       if (diff === '') process.stderr.write(`Task ${record.taskId} changed nothing${record.change ? '' : ' (yet)'}.\n`);
-      writeText(process.stdout, showDiff(diff, colour));
+      writeShown(process.stdout, showDiff(diff, colour), colour);
       return EXIT.ok;
     }
     const labels = new Map(all.map(({ record }, i) => [record.taskId, `#${i + 1} ${shortTaskId(record.taskId)}`]));
     const view = combineChanges(all.map(({ record, diff }) => ({ taskId: record.taskId, diff })));
-    writeText(
+    writeShown(
       process.stdout,
       showCombined(view, (id) => labels.get(id) ?? id, colour),
+      colour,
     );
     return EXIT.ok;
   },

@@ -4,7 +4,7 @@
  * overlaps flagged (../../model/change-overlap.ts).
  */
 import type { CombinedView } from '../../model/change-overlap.js';
-import { neutralise } from '../terminal-text.js';
+import { neutralise, writeText } from '../terminal-text.js';
 
 const COLOURS = { meta: '\x1b[1m', hunk: '\x1b[36m', add: '\x1b[32m', remove: '\x1b[31m', flag: '\x1b[33;1m', reset: '\x1b[0m' };
 
@@ -28,6 +28,17 @@ export function diffLine(line: string, colour: boolean): string {
   return kind ? `${COLOURS[kind]}${text}${COLOURS.reset}` : text;
 }
 
+/**
+ * Writes what showDiff or showCombined made for `stream`. Coloured, every line of agent text in it
+ * is neutralised already and the escapes left are the product's own colours: written as they are
+ * (neutralising again turned them into `\uFFFD[32m` garbage). Not coloured, it is agent text as
+ * is, neutralised on a terminal by writeText.
+ */
+export function writeShown(stream: NodeJS.WriteStream, text: string, colour: boolean): void {
+  if (colour) stream.write(text);
+  else writeText(stream, text);
+}
+
 /** A whole diff as shown. */
 export function showDiff(diff: string, colour: boolean): string {
   if (!colour) return diff;
@@ -43,7 +54,8 @@ export function showDiff(diff: string, colour: boolean): string {
  */
 export function showCombined(view: CombinedView, label: (taskId: string) => string, colour: boolean): string {
   const out: string[] = [];
-  const flag = (text: string) => (colour ? `${COLOURS.flag}${text}${COLOURS.reset}` : text);
+  // Flags name files and tasks (agent text): neutralised like every coloured line.
+  const flag = (text: string) => (colour ? `${COLOURS.flag}${neutralise(text)}${COLOURS.reset}` : text);
   const files = new Set(view.overlaps.map((o) => o.path));
   out.push(
     view.overlaps.length === 0

@@ -31,7 +31,12 @@ export function preparePrivateDir(socketPath: string): void {
   const stat = lstatSync(dir);
   const uid = process.getuid?.();
   if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid)) {
-    throw new Error(`The control endpoint's directory ${dir} is not a directory owned by this user; refusing to listen there`);
+    const what = stat.isSymbolicLink()
+      ? 'is a symlink'
+      : !stat.isDirectory()
+        ? 'is not a directory'
+        : `belongs to uid ${stat.uid}, not to this user (uid ${uid})`;
+    throw new Error(`The control endpoint's directory ${dir} ${what}; refusing to listen there (remove it, or set BACKCHANNEL_CONTROL)`);
   }
   if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }

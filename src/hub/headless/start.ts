@@ -14,6 +14,7 @@ import { defaultDemoAgentsDir, loadPresets } from '../../templates/presets.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
+import { needsHomePointer, removeHomePointer, writeHomePointer } from '../control/home-pointer.js';
 import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
@@ -99,6 +100,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     close() {
       closing ??= (async () => {
         await server.close();
+        if (control) removeHomePointer(control.path);
         await control?.close();
         bridge.close();
         await broker.close();
@@ -168,6 +170,14 @@ async function startServers(
     if (controlPath !== false) control = await startControlServer({ bridge, path: controlPath, logger: core.logger });
     // Who finds the data directory held learns where this hub listens (see client/discover.ts).
     if (control) lock.advertise({ control: control.path });
+    // A client whose host stripped XDG_STATE_HOME looks in ~/.local/state: say there where this hub is.
+    if (control && options.control === undefined && needsHomePointer(options.dataDir ?? defaultDataDir())) {
+      try {
+        writeHomePointer(control.path);
+      } catch (error) {
+        core.logger.warn(`could not record where this hub listens in ~/.local/state/backchannel: ${(error as Error).message}`);
+      }
+    }
     const { token, logPath } = core;
     const server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
     return { server, control };

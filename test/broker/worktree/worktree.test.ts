@@ -212,6 +212,24 @@ describe('a follow-up', () => {
 });
 
 describe('applying changes', () => {
+  test('two applies at once that touch the same file: one applies, the other is a conflict outcome (never a raw git error)', async () => {
+    const repo = makeRepo();
+    const { broker } = brokerWithWorktrees();
+    const handles = Array.from({ length: 4 }, (_, i) => coder(broker, repo, [{ path: 'same.txt', content: `version ${i}\n` }]));
+    await Promise.all(handles.map(finished));
+    const outcomes = await Promise.all(handles.map((handle) => broker.applyChanges([handle.id])));
+    expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(1);
+    for (const outcome of outcomes.filter((o) => !o.ok))
+      expect(outcome).toMatchObject({
+        ok: false,
+        applied: [],
+        conflict: { files: ['same.txt'] },
+        message: expect.stringMatching(/nothing was changed$/),
+      });
+    const winner = outcomes.findIndex((outcome) => outcome.ok);
+    expect(readFileSync(path.join(repo, 'same.txt'), 'utf8')).toBe(`version ${winner}\n`);
+  });
+
   test('three tasks on one repository: two apply in order, the third conflicts, nothing is half-applied', async () => {
     const repo = makeRepo({ 'a.txt': lines(10, 'a'), 'b.txt': lines(10, 'b') });
     const { broker } = brokerWithWorktrees();

@@ -4,6 +4,7 @@
  * connect (checked with a real process running as `nobody`).
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -23,6 +24,8 @@ afterEach(async () => {
   await headless?.stop();
   headless = undefined;
 });
+
+const sha32 = (dir: string) => createHash('sha256').update(dir).digest('hex').slice(0, 32);
 
 async function hubIn(dir: string): Promise<TestHeadless> {
   headless = await startTestHeadless({ dir, control: path.join(dir, 'run', 'control.sock') });
@@ -161,7 +164,7 @@ describe('control endpoint', () => {
     }
   });
 
-  test('the path: BACKCHANNEL_CONTROL, else a given data dir, else the default data dir (XDG_STATE_HOME, else HOME) — never the runtime directory; a path past the socket limit becomes a short one in /tmp; clients also ask the old runtime-directory path', () => {
+  test('the path: BACKCHANNEL_CONTROL, else a given data dir, else the default data dir (XDG_STATE_HOME, else HOME) — never the runtime directory; a path past the socket limit becomes a short one in ~/.backchannel-control; clients also ask the old runtime-directory path', () => {
     const home = os.homedir();
     expect(controlSocketPath({ BACKCHANNEL_CONTROL: '/x/c.sock' }, '/data')).toBe('/x/c.sock');
     expect(controlSocketPath({ XDG_RUNTIME_DIR: '/run/user/7' }, '/data')).toBe('/data/control.sock');
@@ -169,7 +172,7 @@ describe('control endpoint', () => {
     expect(controlSocketPath({})).toBe(path.join(home, '.local/state/backchannel/control.sock'));
     expect(controlSocketPath({ XDG_STATE_HOME: '/st' })).toBe('/st/backchannel/control.sock');
     const deep = '/' + 'd'.repeat(120);
-    expect(controlSocketPath({}, deep)).toMatch(/^\/tmp\/backchannel-control-[^/]+\/[0-9a-f]{32}\.sock$/);
+    expect(controlSocketPath({}, deep)).toBe(path.join(home, '.backchannel-control', `${sha32(deep)}.sock`));
     expect(Buffer.byteLength(controlSocketPath({}, deep))).toBeLessThanOrEqual(103);
     expect(controlSocketCandidates({ XDG_STATE_HOME: '/st', XDG_RUNTIME_DIR: '/run/user/7' })).toEqual([
       '/st/backchannel/control.sock',
@@ -181,6 +184,60 @@ describe('control endpoint', () => {
 
   const root = process.getuid?.() === 0;
   const asRoot = root ? '' : ' (skipped: needs root to run a process as another user)';
+
+  describe('a data directory too long for a socket path', () => {
+    let savedHome: string | undefined;
+    afterEach(() => {
+      if (savedHome !== undefined) process.env.HOME = savedHome;
+      savedHome = undefined;
+    });
+    /** A home of its own (0755, like a real one), and a data directory past the socket limit. */
+    function longDataDir(): { home: string; data: string; socket: string } {
+      savedHome = process.env.HOME;
+      const home = tempDir('bc-home-');
+      fs.chmodSync(home, 0o755);
+      process.env.HOME = home;
+      const data = path.join(tempDir(), 'd'.repeat(120));
+      fs.mkdirSync(data, { recursive: true });
+      return { home, data, socket: controlSocketPath({}, data) };
+    }
+
+    test(`gets its socket in ~/.backchannel-control, which another user cannot create first; a hub listens there and a client reaches it${asRoot}`, async () => {
+      const { home, socket } = longDataDir();
+      expect(path.dirname(socket)).toBe(path.join(home, '.backchannel-control'));
+      if (root) {
+        const tried = spawnSync('mkdir', [path.dirname(socket)], { uid: 65534, gid: 65534, encoding: 'utf8', timeout: 10_000 });
+        expect(tried.status).not.toBe(0);
+        expect(tried.stderr).toMatch(/Permission denied/);
+      }
+      headless = await startTestHeadless({ dir: tempDir(), control: socket });
+      expect(fs.lstatSync(path.dirname(socket)).mode & 0o777).toBe(0o700);
+      expect((await connectHub(socket).info()).mode).toBe('headless');
+    });
+
+    test.skipIf(!root)(`a stand-in directory that is a symlink, or another user's, is refused in one line${asRoot}`, async () => {
+      const { socket } = longDataDir();
+      const dir = path.dirname(socket);
+      const elsewhere = tempDir('bc-elsewhere-');
+      fs.symlinkSync(elsewhere, dir);
+      await expect(startTestHeadless({ dir: tempDir(), control: socket })).rejects.toThrow(
+        `The control endpoint's directory ${dir} is a symlink; refusing to listen there`,
+      );
+      expect(fs.readdirSync(elsewhere)).toEqual([]);
+      fs.unlinkSync(dir);
+      fs.mkdirSync(dir, { mode: 0o700 });
+      fs.chownSync(dir, 65534, 65534);
+      await expect(startTestHeadless({ dir: tempDir(), control: socket })).rejects.toThrow(
+        /belongs to uid 65534, not to this user \(uid 0\)/,
+      );
+    });
+
+    test('past the limit even in the home directory: one line saying what to do', () => {
+      savedHome = process.env.HOME;
+      process.env.HOME = '/' + 'h'.repeat(100);
+      expect(() => controlSocketPath({}, '/' + 'd'.repeat(120))).toThrow(/give a shorter data directory, or set BACKCHANNEL_CONTROL/);
+    });
+  });
   test.skipIf(!root)(`another user cannot open the control endpoint (connect fails with EACCES)${asRoot}`, async () => {
     const dir = tempDir();
     fs.chmodSync(dir, 0o755); // the temp dir itself is traversable: only the endpoint's own directory guards it
