@@ -20,7 +20,7 @@
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { AgentFailure, argsFromEnv, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
+import { AgentFailure, argsFromEnv, argvValueFromInput, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
@@ -54,11 +54,11 @@ function readOptions(input) {
   return {
     prompt: options.prompt,
     bin: text(process.env.CLAUDE_BIN) ?? 'claude',
-    model: text(options.model) ?? text(process.env.CLAUDE_MODEL),
+    model: argvValueFromInput(options, 'model') ?? text(process.env.CLAUDE_MODEL),
     allowWrites: options.allow_writes === true,
     permissionMode,
     maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
-    resume: text(options.resume),
+    resume: argvValueFromInput(options, 'resume'),
     partialOutput: options.partial_output === true,
     extraArgs: argsFromEnv('CLAUDE_EXTRA_ARGS'),
     idleTimeoutMs:

@@ -19,7 +19,7 @@ import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { AgentFailure, argsFromEnv, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
+import { AgentFailure, argsFromEnv, argvValueFromInput, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { buildCursorArgs, createCursorTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
@@ -51,9 +51,9 @@ function readOptions(input) {
   return {
     prompt: options.prompt,
     bin: text(process.env.CURSOR_AGENT_BIN) ?? defaultBin(),
-    model: text(options.model) ?? text(process.env.CURSOR_AGENT_MODEL),
+    model: argvValueFromInput(options, 'model') ?? text(process.env.CURSOR_AGENT_MODEL),
     allowWrites: options.allow_writes === true,
-    resume: text(options.resume),
+    resume: argvValueFromInput(options, 'resume'),
     extraArgs: argsFromEnv('CURSOR_AGENT_EXTRA_ARGS'),
     idleTimeoutMs:
       Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
