@@ -1,5 +1,6 @@
 /**
- * The agent's view of its task: input, progress, cancellation, questions, and the one final payload.
+ * The agent's view of its task: input, progress, cancellation, questions, calls to the tools its
+ * caller hosts, and the one final payload.
  */
 import {
   HAND_OFF_VARIABLES,
@@ -12,6 +13,7 @@ import {
   type OutgoingAttachment,
   type BrokerMessage,
   type FinalStatus,
+  type OfferedTool,
   type Payload,
   type PayloadMeta,
 } from '../protocol/index.js';
@@ -38,6 +40,13 @@ export interface AskOptions {
   timeoutMs?: number;
 }
 
+export interface CallToolOptions {
+  /** Aborting gives up on the call: `callTool` rejects with an AgentRuntimeError (the caller may still answer; it is ignored). */
+  signal?: AbortSignal;
+  /** Give up after this many milliseconds (rejects with an AgentRuntimeError). @default no limit */
+  timeout?: number;
+}
+
 /** Thrown into the handler's `signal` when the broker cancels (timeout, stall, user). */
 export class TaskCancelledError extends Error {
   override readonly name = 'AbortError';
@@ -51,6 +60,11 @@ export class AgentTask<Input = unknown> {
   readonly attempt: number;
   /** The task's input (any JSON value; null when none, or in stdout mode). */
   input: Input = null as Input;
+  /**
+   * The tools the task's caller hosts, offered in the broker's welcome (docs/protocol.md §7): call one
+   * with `callTool`. Empty when none were offered (or in stdout mode).
+   */
+  tools: readonly OfferedTool[] = [];
   /** Fires when the broker cancels this task. Pass it to fetch(), child processes, loops. */
   readonly signal: AbortSignal;
   private readonly controller = new AbortController();
@@ -63,6 +77,9 @@ export class AgentTask<Input = unknown> {
   private ackWaiter: ((acked: boolean) => void) | undefined;
   private readonly asks = new Map<string, { resolve: (answer: string) => void; reject: (error: Error) => void }>();
   private askCounter = 0;
+  private readonly toolCalls = new Map<string, { resolve: (content: unknown) => void; reject: (error: Error) => void }>();
+  private toolCallCounter = 0;
+  private watchingClose = false;
   private readonly attachments: OutgoingAttachment[] = [];
   private inputReady: Promise<void> = Promise.resolve();
 
@@ -118,6 +135,9 @@ export class AgentTask<Input = unknown> {
 
   private onMessage(message: BrokerMessage, gotInput: () => void): void {
     switch (message.type) {
+      case 'welcome':
+        if (Array.isArray(message.tools)) this.tools = Object.freeze(message.tools.slice());
+        return;
       case 'input':
         this.input = message.data as Input;
         gotInput();
@@ -127,6 +147,7 @@ export class AgentTask<Input = unknown> {
         this.controller.abort(new TaskCancelledError(message.reason));
         // Questions still waiting get no answer now (one pass here, not an abort listener per question).
         for (const pending of [...this.asks.values()]) pending.reject(this.signal.reason as Error);
+        for (const pending of [...this.toolCalls.values()]) pending.reject(this.signal.reason as Error);
         return;
       case 'ack':
         this.ackWaiter?.(true);
@@ -138,6 +159,13 @@ export class AgentTask<Input = unknown> {
         if (message.error !== undefined || message.answer === undefined)
           pending.reject(new AgentRuntimeError(`no answer: ${message.error ?? 'empty answer'}`));
         else pending.resolve(message.answer);
+        return;
+      }
+      case 'tool_result': {
+        const pending = this.toolCalls.get(message.call_id);
+        if (!pending) return;
+        if (message.error !== undefined) pending.reject(new AgentRuntimeError(`tool call failed: ${message.error}`));
+        else pending.resolve(message.content);
         return;
       }
       case 'reject':
@@ -242,6 +270,63 @@ export class AgentTask<Input = unknown> {
         question,
         ...(options.choices ? { choices: options.choices } : {}),
       });
+    });
+  }
+
+  /**
+   * Calls `name`, one of the tools the task's caller hosts (`task.tools`), with `args`; resolves with
+   * what the tool returned (any JSON, usually a string). Rejects with an AgentRuntimeError when the
+   * caller answers with an error (a tool that failed, or was not offered), on `signal`, on `timeout`,
+   * and with the cancel when the task is cancelled. Several calls may be in flight at once. While a
+   * call waits, the broker's watchdog leaves the task alone. Needs the socket channel.
+   */
+  callTool(name: string, args: Record<string, unknown> = {}, options: CallToolOptions = {}): Promise<unknown> {
+    const link = this.link;
+    if (!link || link.closed) return Promise.reject(new AgentRuntimeError('cannot call a tool: no connection to the broker (stdout mode)'));
+    if (typeof name !== 'string' || name === '') return Promise.reject(new AgentRuntimeError('callTool() needs a tool name'));
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      return Promise.reject(new AgentRuntimeError('callTool() takes its arguments as an object'));
+    }
+    if (this.signal.aborted) return Promise.reject(this.signal.reason as Error);
+    const { signal, timeout } = options;
+    if (signal?.aborted) return Promise.reject(new AgentRuntimeError(`tool call ${name} aborted`, { cause: signal.reason }));
+    const callId = `call_${++this.toolCallCounter}`;
+    return new Promise<unknown>((resolve, reject) => {
+      const onAbort = () => fail(new AgentRuntimeError(`tool call ${name} aborted`, { cause: signal?.reason }));
+      const timer =
+        timeout !== undefined && timeout > 0
+          ? setTimeout(() => fail(new AgentRuntimeError(`tool call ${name} got no result within ${timeout} ms`)), timeout)
+          : undefined;
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.toolCalls.delete(callId);
+      };
+      const fail = (error: Error) => {
+        done();
+        reject(error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.toolCalls.set(callId, {
+        resolve: (content) => {
+          done();
+          resolve(content);
+        },
+        reject: fail,
+      });
+      // Written at once: the agent waits for the result.
+      void link.sendNow({ type: 'tool_call', task_id: this.id, call_id: callId, name, arguments: args });
+      this.failToolCallsOnClose(link);
+    });
+  }
+
+  /** A broker that goes away never answers: the calls waiting then fail rather than wait forever (one watch per link). */
+  private failToolCallsOnClose(link: MessageLink): void {
+    if (this.watchingClose) return;
+    this.watchingClose = true;
+    void link.whenClosed().then(() => {
+      for (const pending of [...this.toolCalls.values()])
+        pending.reject(new AgentRuntimeError('tool call: the connection to the broker closed'));
     });
   }
 

@@ -22,6 +22,7 @@ import {
   REASON,
   SUBMIT_REQUEST,
   TASK_PAGE_QUERY,
+  TOOL_ANSWER,
 } from './checks.js';
 import { BridgeError, errorFromBody, isRecord, toErrorBody } from '../model/errors.js';
 
@@ -88,6 +89,15 @@ const TABLE: { readonly [M in BridgeMethod]: Route<M> } = {
       ['id', ID],
       ['askId', ID],
       ['answer', ANSWER],
+    ],
+  },
+  answerToolCall: {
+    verb: 'POST',
+    path: 'tasks/:id/tool-calls/:callId',
+    params: [
+      ['id', ID],
+      ['callId', ID],
+      ['answer', TOOL_ANSWER],
     ],
   },
   setPaused: { verb: 'PUT', path: 'paused', params: [['paused', PAUSED]] },

@@ -10,6 +10,7 @@ import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
 import { boolean, describe, expected, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
 import { BridgeError, isRecord } from '../model/errors.js';
+import { TOOL_ANSWER as TOOL_ANSWER_SHAPE } from '../model/tools.js';
 
 export { describe, isPlainName };
 
@@ -34,6 +35,9 @@ export const IDS = z
     z.minLength(1, { error: expected('a non-empty array of task ids') }),
     z.maxLength(MAX_ARGS, { error: (issue) => `Expected at most ${MAX_ARGS} \`${PLACE}\`, got ${(issue.input as unknown[]).length}` }),
   );
+
+/** The caller's answer to a tool call: `{content}` or `{error}`. */
+export const TOOL_ANSWER = TOOL_ANSWER_SHAPE;
 
 /** The text of an answer (may be empty). */
 export const ANSWER = text({ allowEmpty: true, max: MAX_ANSWER });

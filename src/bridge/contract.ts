@@ -10,6 +10,7 @@ import type { FinalPayload } from '../protocol/index.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
 import type { TaskRequest } from '../model/task-request.js';
+import type { ToolAnswer } from '../model/tools.js';
 import type { ErrorBody } from '../model/errors.js';
 
 export type {
@@ -127,6 +128,12 @@ export interface BackchannelBridge {
   retry(id: string): Promise<{ id: string }>;
   /** Answers a sub-agent's question (`ask`). */
   answer(id: string, askId: string, answer: string): Promise<void>;
+  /**
+   * Answers a sub-agent's call `callId` to a tool its caller hosts (`tool_call`, docs/protocol.md §7)
+   * with the tool's content or an error; `not_found` for an unknown task, `conflict` when the task no
+   * longer waits on that call.
+   */
+  answerToolCall(id: string, callId: string, answer: ToolAnswer): Promise<void>;
   setPaused(paused: boolean): Promise<void>;
   /** Opens the app log (Electron: in the OS; headless: returns its path only). */
   openLog(): Promise<{ path: string }>;

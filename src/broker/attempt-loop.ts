@@ -56,6 +56,7 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
     attemptSink(task, loop.logger, {
       partial: () => entry.journalProgress(),
       ask: (message, reply) => entry.question.ask(message, reply),
+      toolCall: (message, reply) => entry.toolCalls.call(message, reply),
       // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
       spawned: (pid) =>
         entry.journal(() => {
@@ -67,7 +68,10 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   entry.attempt = attempt;
   task.started();
   await attempt.start();
-  const retry = decideAttempt(entry, number, await attempt.outcome, loop);
+  const outcome = await attempt.outcome;
+  // Its agent is done or stopping: calls it made wait no more (a next attempt's agent starts afresh).
+  entry.toolCalls.dropAll(`attempt ${number} ended`);
+  const retry = decideAttempt(entry, number, outcome, loop);
   await attempt.finished;
   entry.attempt = undefined;
   if (retry !== undefined) return retry;

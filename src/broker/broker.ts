@@ -35,7 +35,7 @@ import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
@@ -264,6 +264,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   /** Answers a sub-agent's pending question. Returns false when there is none with that id. */
   answer(id: string, askId: string, answer: string): boolean {
     return this.live.get(id)?.question.answer(askId, answer) ?? false;
+  }
+
+  /**
+   * Answers a sub-agent's pending call to a tool its caller hosts (`TaskSpec.tools`) with the tool's
+   * content or an error. Returns false when the task does not wait on a call with that id.
+   */
+  answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean {
+    return this.live.get(id)?.toolCalls.answer(callId, answer) ?? false;
   }
 
   get paused(): boolean {

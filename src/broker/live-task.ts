@@ -1,5 +1,5 @@
 /**
- * One task the broker holds in memory: its Task, its pending question, the attempt running now,
+ * One task the broker holds in memory: its Task, its pending question and tool calls, the attempt running now,
  * what its kinds added to it (task-kinds.ts), and the once-only steps of its life the broker's queue
  * calls in order. It ends once (`end`): the question dropped, the task settled, a big result written
  * to its own file, the `ended` record fsynced — and `finished` resolves once no attempt is left. Its
@@ -17,6 +17,7 @@ import type { RunningAttempt } from './queue/attempt-queue.js';
 import { DEFAULTS } from './settings.js';
 import { askContext, captureRuns, prepareRuns, type HeldTask, type KindStep, type TaskRun } from './task-kinds.js';
 import { PendingQuestion } from './task/questions.js';
+import { PendingToolCalls } from './task/tool-calls.js';
 import type { Task } from './task/task.js';
 import type { TaskHandle } from './types.js';
 
@@ -29,6 +30,8 @@ export interface TaskRecords {
 
 export class LiveTask implements Registered, HeldTask {
   readonly question: PendingQuestion;
+  /** Its agent's calls to tools the caller hosts, waiting for the caller's answers. */
+  readonly toolCalls: PendingToolCalls;
   /** Resolves when the task's processes are gone and its endpoints removed. */
   readonly finished: Promise<void>;
   readonly markFinished: () => void;
@@ -49,6 +52,7 @@ export class LiveTask implements Registered, HeldTask {
     private readonly records: TaskRecords,
   ) {
     this.question = new PendingQuestion(task, askTimeoutMs, () => askContext(runs));
+    this.toolCalls = new PendingToolCalls(task);
     let markFinished!: () => void;
     this.finished = new Promise<void>((resolve) => (markFinished = resolve));
     this.markFinished = markFinished;
@@ -59,6 +63,7 @@ export class LiveTask implements Registered, HeldTask {
     const { task, records } = this;
     if (task.finished) return;
     this.question.drop();
+    this.toolCalls.dropAll();
     settleTask();
     if (!this.attempt) queueMicrotask(() => !this.attempt && this.markFinished());
     // A big result is written once, to its own file; the journal and every snapshot carry its summary.

@@ -172,6 +172,7 @@ export function attemptSettings(
     cwd: task.cwd,
     env: mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env),
     input: spec.input,
+    ...(spec.tools && spec.tools.length > 0 ? { tools: spec.tools } : {}),
     timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
     heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,
     endpointDir: place.endpointDir,

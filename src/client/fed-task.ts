@@ -6,7 +6,7 @@
 import type { TaskFeedEvent } from '../bridge/contract.js';
 import { TaskError } from '../broker/errors.js';
 import { failureOf } from '../model/states.js';
-import { isFinished, type TaskSnapshot, type TaskUpdate } from '../model/task.js';
+import { isFinished, type TaskSnapshot, type TaskUpdate, type ToolAnswer } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { TaskRun } from './tasks.js';
 
@@ -14,6 +14,7 @@ import type { TaskRun } from './tasks.js';
 export interface TaskControls {
   cancel(id: string, reason?: string): Promise<void>;
   answer(id: string, askId: string, text: string): Promise<void>;
+  answerToolCall(id: string, callId: string, answer: ToolAnswer): Promise<void>;
   /** The whole final payload of a task whose picture holds only its summary. */
   result?(id: string): Promise<FinalPayload | null>;
 }
@@ -84,6 +85,10 @@ export class FedTask implements TaskRun {
 
   answer(askId: string, text: string): Promise<void> {
     return this.controls.answer(this.#id, askId, text);
+  }
+
+  answerToolCall(callId: string, answer: ToolAnswer): Promise<void> {
+    return this.controls.answerToolCall(this.#id, callId, answer);
   }
 
   #fail(error: Error): void {

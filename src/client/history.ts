@@ -58,6 +58,7 @@ function historyView(dir: string): BrokerLike {
     retry: refuse,
     cancel: refuse,
     answer: refuse,
+    answerToolCall: refuse,
     pause: refuse,
     resume: refuse,
     paused: false,
@@ -97,7 +98,10 @@ export async function historyTasks(dataDir: string): Promise<TaskBackend> {
     start: refuse,
     async follow(id) {
       const { task } = await bridge.getTask(id);
-      const run = new FedTask({ cancel: refuse, answer: refuse, result: (taskId) => bridge.taskResult(taskId) }, id);
+      const run = new FedTask(
+        { cancel: refuse, answer: refuse, answerToolCall: refuse, result: (taskId) => bridge.taskResult(taskId) },
+        id,
+      );
       run.receive({ task });
       run.end();
       return run;

@@ -96,6 +96,7 @@ export class HubTasks implements TaskBackend {
     const controls: TaskControls = {
       cancel: (taskId, reason) => hub.cancel(taskId, reason),
       answer: (taskId, askId, text) => hub.answer(taskId, askId, text),
+      answerToolCall: (taskId, callId, answer) => hub.answerToolCall(taskId, callId, answer),
       result: (taskId) => hub.taskResult(taskId),
     };
     const task = new FedTask(controls, id);

@@ -1,8 +1,9 @@
 /** The in-process backend (./tasks.ts): a broker in this process, its calls through the same bridge the hub serves. */
 import type { TaskBroker } from '../broker/broker.js';
 import { BridgeError } from '../model/errors.js';
-import { isFinished, type TaskUpdate } from '../model/task.js';
-import { createBrokerBridge, type BrokerBridge } from '../hub/broker-bridge.js';
+import { isFinished, type TaskUpdate, type ToolAnswer } from '../model/task.js';
+import { createBrokerBridge, noToolCall, type BrokerBridge } from '../hub/broker-bridge.js';
+import { checkWith, TOOL_ANSWER } from '../bridge/checks.js';
 import { readOwnVersion } from '../version.js';
 import { FedTask } from './fed-task.js';
 import type { TaskBackend } from './tasks.js';
@@ -22,6 +23,12 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
   const answer = async (id: string, askId: string, text: string): Promise<void> => {
     if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
   };
+  const answerToolCall = async (id: string, callId: string, toolAnswer: ToolAnswer): Promise<void> => {
+    if (!broker.get(id)) throw new BridgeError('not_found', `No task with id ${id}`);
+    if (!broker.answerToolCall(id, callId, checkWith(TOOL_ANSWER, toolAnswer, 'answer'))) {
+      throw new BridgeError('conflict', noToolCall(id, callId));
+    }
+  };
   // Made on first use: a `run` that only starts and follows its own task needs no all-task stream.
   let bridge: BrokerBridge | undefined = options.bridge;
   const bridgeOf = (): BrokerBridge =>
@@ -34,7 +41,12 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
     },
     async run(spec) {
       const handle = broker.submit(spec);
-      return { ...handle, answer: (askId, text) => answer(handle.id, askId, text), stop: () => {} };
+      return {
+        ...handle,
+        answer: (askId, text) => answer(handle.id, askId, text),
+        answerToolCall: (callId, toolAnswer) => answerToolCall(handle.id, callId, toolAnswer),
+        stop: () => {},
+      };
     },
     async start(spec) {
       const handle = broker.submit(spec);
@@ -45,7 +57,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
     async follow(id) {
       const snapshot = broker.get(id);
       if (!snapshot) throw new BridgeError('not_found', `No task with id ${id}`);
-      const task = new FedTask({ cancel: async (taskId, reason) => void broker.cancel(taskId, reason), answer }, id);
+      const task = new FedTask({ cancel: async (taskId, reason) => void broker.cancel(taskId, reason), answer, answerToolCall }, id);
       const onUpdate = (update: TaskUpdate): void => {
         if (update.taskId !== id) return;
         const now = broker.get(id);

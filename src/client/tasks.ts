@@ -9,7 +9,7 @@
  */
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { TaskHandle } from '../broker/types.js';
-import type { TaskSpec } from '../model/task.js';
+import type { TaskSpec, ToolAnswer } from '../model/task.js';
 import type { ChangeService } from './changes.js';
 
 export interface TaskCounts {
@@ -21,6 +21,12 @@ export interface TaskCounts {
 export interface TaskRun extends TaskHandle {
   /** Answers the agent's pending question `askId`; rejects when it no longer waits for it. */
   answer(askId: string, text: string): Promise<void>;
+  /**
+   * Answers the agent's pending call `callId` to a tool this caller hosts (`TaskSpec.tools`) with the
+   * tool's content or an error. Rejects with a BridgeError — `conflict` (or `not_found` for a task the
+   * broker no longer knows) — when the task no longer waits on that call.
+   */
+  answerToolCall(callId: string, answer: ToolAnswer): Promise<void>;
   /**
    * Stops following: no more updates reach this handle. The task goes on — except one this handle
    * started attached on the hub, which the hub then cancels (nobody is left to hear it; see `run`).

@@ -53,6 +53,7 @@ export class RemoteAttempt implements RunningAttempt {
       command: s.command,
       args: s.args,
       input: s.input ?? null,
+      ...(s.tools && s.tools.length > 0 ? { tools: s.tools } : {}),
       timeoutMs: s.timeoutMs,
       heartbeatTimeoutMs: s.heartbeatTimeoutMs,
       ...(s.preset !== undefined ? { preset: s.preset } : {}),
@@ -111,6 +112,8 @@ export class RemoteAttempt implements RunningAttempt {
       else if (event.t === 'log') this.sink.log(event.stream, event.text, event.event);
       else if (event.t === 'problem') this.sink.problem(event.kind, event.detail, event.facts);
       else if (event.t === 'ask') this.sink.ask(event.message, (message) => this.hub.send({ t: 'reply', jobId: this.jobId, message }));
+      else if (event.t === 'tool_call')
+        this.sink.toolCall(event.message, (message) => this.hub.send({ t: 'reply', jobId: this.jobId, message }));
     }
   }
 

@@ -1,9 +1,9 @@
 /**
  * What travels through Redis between the broker (the queue side) and the workers, and where: one
  * BullMQ job per attempt, the worker's reports as job progress, the attempt's outcome as the job's
- * return value, and stop/answer messages on a pub/sub channel. Both sides import this file only.
+ * return value, and stop/answer/tool-result messages on a pub/sub channel. Both sides import this file only.
  */
-import type { AskMessage, BrokerMessage, Payload } from '../protocol/index.js';
+import type { AskMessage, BrokerMessage, OfferedTool, Payload, ToolCallMessage } from '../protocol/index.js';
 import type { AttemptOutcome, StopReason } from '../broker/task/attempt.js';
 import type { ProblemFacts } from '../broker/task/task.js';
 import type { LogEvent, ProblemKind } from '../model/task.js';
@@ -28,6 +28,8 @@ export interface AttemptJob {
    */
   preset?: string;
   input: unknown;
+  /** The tools the task's caller hosts: the worker offers them to the agent, and relays its calls. */
+  tools?: OfferedTool[];
   timeoutMs: number;
   heartbeatTimeoutMs: number;
 }
@@ -38,7 +40,8 @@ export type WorkerEvent =
   | { t: 'partial'; payload: Payload }
   | { t: 'log'; stream: 'stdout' | 'stderr' | 'broker'; text: string; event?: LogEvent }
   | { t: 'problem'; kind: ProblemKind; detail: string; facts?: ProblemFacts }
-  | { t: 'ask'; message: AskMessage };
+  | { t: 'ask'; message: AskMessage }
+  | { t: 'tool_call'; message: ToolCallMessage };
 
 /** One job-progress message: a worker's events in order; `seq` counts a job's messages from 0. */
 export interface ProgressBatch {

@@ -46,6 +46,8 @@ const REPORT_KEPT_SECONDS = 24 * 3600;
 interface RunningJob {
   attempt: Attempt;
   replies: Map<string, (message: BrokerMessage) => void>;
+  /** The agent's tool calls waiting for their result, by call id (apart from questions: ids may clash). */
+  toolReplies: Map<string, (message: BrokerMessage) => void>;
 }
 
 /** How long close() waits for running jobs: the core's cancel grace (3 s) + kill grace (1 s) + slack. */
@@ -134,7 +136,11 @@ export class FleetWorker {
     if (!job) return;
     if (message.t === 'stop') job.attempt.stop(message.reason, message.message);
     else if (message.message.type === 'answer') job.replies.get(message.message.ask_id)?.(message.message);
-    else for (const reply of job.replies.values()) reply(message.message);
+    else if (message.message.type === 'tool_result') {
+      const reply = job.toolReplies.get(message.message.call_id);
+      job.toolReplies.delete(message.message.call_id);
+      reply?.(message.message);
+    } else for (const reply of job.replies.values()) reply(message.message);
   }
 
   private async process(job: Job<AttemptJob, AttemptReport>): Promise<AttemptReport> {
@@ -160,8 +166,9 @@ export class FleetWorker {
     const reporter = new Reporter(job, (chars) => attempt.stop('cancelled', `${behind(chars)}; stopping it`));
     reporter.push({ t: 'placed', worker: this.name });
     const replies = new Map<string, (message: BrokerMessage) => void>();
-    const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies));
-    this.running.set(job.id!, { attempt, replies });
+    const toolReplies = new Map<string, (message: BrokerMessage) => void>();
+    const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies, toolReplies));
+    this.running.set(job.id!, { attempt, replies, toolReplies });
     try {
       await attempt.start();
       let outcome = await attempt.outcome;
@@ -199,6 +206,7 @@ export class FleetWorker {
       cwd: admitted.cwd ?? process.cwd(),
       env: this.baseEnv,
       input: job.input,
+      ...(job.tools ? { tools: job.tools } : {}),
       timeoutMs: job.timeoutMs,
       heartbeatTimeoutMs: job.heartbeatTimeoutMs,
       endpointDir: this.endpointDir,
@@ -214,7 +222,11 @@ export class FleetWorker {
 }
 
 /** The attempt's reports, queued in order for the broker. */
-function forwardingSink(reporter: Reporter, replies: Map<string, (message: BrokerMessage) => void>): AttemptSink {
+function forwardingSink(
+  reporter: Reporter,
+  replies: Map<string, (message: BrokerMessage) => void>,
+  toolReplies: Map<string, (message: BrokerMessage) => void>,
+): AttemptSink {
   return {
     partial: (payload) => reporter.push({ t: 'partial', payload }),
     log: (stream, text, event) => reporter.push(event ? { t: 'log', stream, text, event } : { t: 'log', stream, text }),
@@ -222,6 +234,12 @@ function forwardingSink(reporter: Reporter, replies: Map<string, (message: Broke
     ask: (message, reply) => {
       replies.set(message.ask_id, reply);
       reporter.push({ t: 'ask', message }, true);
+    },
+    toolCall: (message, reply) => {
+      // A call under an id that still waits is the broker's to refuse; its reply must reach the agent too.
+      const earlier = toolReplies.get(message.call_id);
+      toolReplies.set(message.call_id, earlier ? (result) => (toolReplies.set(message.call_id, earlier), reply(result)) : reply);
+      reporter.push({ t: 'tool_call', message }, true);
     },
     spawned: () => {},
   };

@@ -18,7 +18,7 @@ import { BridgeError, fromCoreError } from '../model/errors.js';
 import { specOfRequest } from '../model/spec-wire.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
-import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate } from '../model/task.js';
+import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
@@ -45,6 +45,8 @@ export interface BrokerLike {
   cancel(id: string, reason?: string): boolean;
   retry(id: string): { id: string; result: Promise<unknown> };
   answer(id: string, askId: string, text: string): boolean;
+  /** Answers a pending tool call; false when the task does not wait on a call with that id. */
+  answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean;
   pause(): void;
   resume(): void;
   readonly paused: boolean;
@@ -293,7 +295,10 @@ function readCalls(
 }
 
 /** The calls that start or change a task, each refused with `conflict` when the task's state does not allow it. */
-function taskCalls(broker: BrokerLike, requireTask: RequireTask): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer'> {
+function taskCalls(
+  broker: BrokerLike,
+  requireTask: RequireTask,
+): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall'> {
   return {
     async submit(request) {
       return handleOf(() => broker.submit(toSpec(request)));
@@ -318,6 +323,10 @@ function taskCalls(broker: BrokerLike, requireTask: RequireTask): Pick<Backchann
         throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
       }
       if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} no longer waits for "${askId}"`);
+    },
+    async answerToolCall(id, callId, answer) {
+      requireTask(id);
+      if (!broker.answerToolCall(id, callId, answer)) throw new BridgeError('conflict', noToolCall(id, callId));
     },
   };
 }
@@ -406,4 +415,9 @@ function handleOf(start: () => { id: string; result: Promise<unknown> }): { id: 
   // The outcome reaches the panel through updates; an unobserved rejection must not crash the host.
   handle.result.catch(() => {});
   return { id: handle.id };
+}
+
+/** The refusal of an answer to a call the task does not wait on (one wording for every backend). */
+export function noToolCall(id: string, callId: string): string {
+  return `Task ${id} is not waiting on a tool call with id "${callId.slice(0, 80)}"`;
 }

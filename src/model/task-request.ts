@@ -25,6 +25,7 @@ import {
 } from './shapes.js';
 import * as z from 'zod/mini';
 import { TASK_ORIGINS } from './origins.js';
+import { TOOL_DEFINITIONS } from './tools.js';
 
 /** Limits on what a front-end may submit; generous, but they keep a bad client from sending megabytes of argv. */
 export const MAX_STRING = 4096;
@@ -138,6 +139,7 @@ export const TASK_REQUEST = z.object(
     taskIdArg: z.optional(described(boolean(), 'false: the command gets no --task-id=<id> argument')),
     worktree: z.optional(described(worktree, 'Run in a git worktree of its own (a coding task)')),
     parent: z.optional(described(id(), 'The task this one follows up')),
+    tools: z.optional(TOOL_DEFINITIONS),
     retries: z.optional(
       described(
         nonNegative().check(z.int({ error: retriesRange }), z.maximum(100, { error: retriesRange })),

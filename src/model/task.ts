@@ -2,6 +2,9 @@ import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol
 import type { ChangeSummary, WorktreeInfo } from './change.js';
 import type { TaskOrigin } from './origins.js';
 import type { TaskRequest } from './task-request.js';
+import type { PendingToolCall } from './tools.js';
+
+export type { PendingToolCall, ToolAnswer, ToolDefinition } from './tools.js';
 
 /**
  * Lifecycle: queued → running → (retrying → running)* → succeeded | failed | cancelled.
@@ -180,6 +183,11 @@ export interface TaskSnapshot {
   /** The fleet worker that runs (or ran) the current attempt, when tasks go through a remote queue. */
   worker?: string;
   pendingQuestion?: PendingQuestion;
+  /**
+   * Calls of the agent to tools its caller hosts, waiting for the caller's answer (several may wait at
+   * once), oldest first; absent when none waits. The task shows `waiting for <tool>` meanwhile.
+   */
+  pendingToolCalls?: PendingToolCall[];
   tags?: Record<string, string>;
   /** The worktree the task runs in (a coding task, `TaskSpec.worktree`), once it was made. */
   worktree?: WorktreeInfo;
@@ -256,7 +264,8 @@ export interface TaskPage {
  * `ended`: the task is decided (its result promise has settled). `exited`: afterwards, its processes
  * are gone and its endpoints removed; the snapshot now has the exit code and no pid.
  */
-export type TaskUpdateKind = 'queued' | 'started' | 'partial' | 'retrying' | 'ended' | 'exited' | 'ask' | 'answered' | 'log';
+export type TaskUpdateKind =
+  'queued' | 'started' | 'partial' | 'retrying' | 'ended' | 'exited' | 'ask' | 'answered' | 'tool_call' | 'tool_result' | 'log';
 
 /** Emitted on every change; small on purpose (a chatty agent sends hundreds of thousands). */
 export interface TaskUpdate {
@@ -269,6 +278,11 @@ export interface TaskUpdate {
   payload?: Payload;
   /** For `log` updates. */
   line?: LogLine;
+  /**
+   * On `tool_call` updates: the call now waiting for the caller's answer; on `tool_result` updates:
+   * the call that was answered (or given up) and waits no more.
+   */
+  toolCall?: PendingToolCall;
 }
 
 /** Meta fields the broker adds to every final payload it hands out. */

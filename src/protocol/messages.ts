@@ -90,7 +90,33 @@ export interface AskMessage {
   token?: string;
 }
 
-export type AgentMessage = Payload | HelloMessage | AskMessage;
+/**
+ * A tool the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §7): its
+ * name, what it does, and the JSON Schema of its arguments.
+ */
+export interface OfferedTool {
+  name: string;
+  description?: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** Longest `call_id` of a tool call (it travels back to the caller, who names the call by it). */
+export const MAX_CALL_ID = 200;
+
+/** Agent → broker: call a tool the task's caller hosts, and wait for its `tool_result`. */
+export interface ToolCallMessage {
+  type: 'tool_call';
+  task_id: string;
+  /** Agent-chosen id, unique among the task's pending calls; echoed in the result. */
+  call_id: string;
+  /** One of the offered tools' names. */
+  name: string;
+  /** The arguments (a JSON object, as the tool's `input_schema` describes). */
+  arguments: Record<string, unknown>;
+  token?: string;
+}
+
+export type AgentMessage = Payload | HelloMessage | AskMessage | ToolCallMessage;
 
 /** Broker → agent messages. */
 export interface WelcomeMessage {
@@ -100,6 +126,8 @@ export interface WelcomeMessage {
   protocol: number;
   /** How often the broker expects a message; the SDK heartbeats at a third of it. 0 = no watchdog. */
   heartbeat_timeout_ms: number;
+  /** The tools the task's caller hosts (§7); absent when it offered none. */
+  tools?: OfferedTool[];
 }
 export interface InputMessage {
   type: 'input';
@@ -124,12 +152,23 @@ export interface AnswerMessage {
   answer?: string;
   error?: string;
 }
+/**
+ * Broker → agent: the caller's answer to a `tool_call`: `content` (any JSON, usually a string), or
+ * `error` instead when the tool failed, was not offered, or the task is ending.
+ */
+export interface ToolResultMessage {
+  type: 'tool_result';
+  task_id: string;
+  call_id: string;
+  content?: unknown;
+  error?: string;
+}
 export interface RejectMessage {
   type: 'reject';
   task_id?: string;
   reason: string;
 }
-export type BrokerMessage = WelcomeMessage | InputMessage | CancelMessage | AckMessage | AnswerMessage | RejectMessage;
+export type BrokerMessage = WelcomeMessage | InputMessage | CancelMessage | AckMessage | AnswerMessage | ToolResultMessage | RejectMessage;
 
 // Comparisons, not FINAL_STATUSES.includes(): these run for every line of a chatty agent.
 export function isFinalStatus(status: unknown): status is FinalStatus {
@@ -214,6 +253,7 @@ export function agentMessageProblem(value: unknown): string | undefined {
       }
       return undefined;
     }
+    if (value.type === 'tool_call') return toolCallProblem(value);
     return `unknown message type ${JSON.stringify(String(value.type)).slice(0, 40)}`;
   }
   if (!isPayloadStatus(value.status)) {
@@ -222,6 +262,15 @@ export function agentMessageProblem(value: unknown): string | undefined {
   if (value.meta !== undefined && !isPlainObject(value.meta)) return '"meta" must be an object';
   if (value.retryable !== undefined && typeof value.retryable !== 'boolean') return '"retryable" must be a boolean';
   if (value.attachments !== undefined) return attachmentProblem(value);
+  return undefined;
+}
+
+/** What is wrong with a `tool_call`, or undefined. */
+function toolCallProblem(value: Record<string, unknown>): string | undefined {
+  if (typeof value.call_id !== 'string' || value.call_id === '') return 'tool_call without "call_id"';
+  if (value.call_id.length > MAX_CALL_ID) return `tool_call "call_id" is longer than ${MAX_CALL_ID} characters`;
+  if (typeof value.name !== 'string' || value.name === '') return 'tool_call without "name"';
+  if (!isPlainObject(value.arguments)) return 'tool_call "arguments" must be an object';
   return undefined;
 }
 
@@ -239,6 +288,11 @@ export function validateBrokerMessage(value: unknown): Validation<BrokerMessage>
     case 'ack':
     case 'answer':
     case 'reject':
+      return { ok: true, message: value as unknown as BrokerMessage };
+    case 'tool_result':
+      if (typeof value.call_id !== 'string') return { ok: false, reason: 'tool_result without "call_id"' };
+      if (value.error !== undefined && typeof value.error !== 'string')
+        return { ok: false, reason: 'tool_result "error" must be a string' };
       return { ok: true, message: value as unknown as BrokerMessage };
     default:
       return { ok: false, reason: `unknown broker message type ${JSON.stringify(value.type)}` };

@@ -14,6 +14,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   cancel: ['t1', 'no longer needed'],
   retry: ['t1'],
   answer: ['t1', 'q1', 'yes'],
+  answerToolCall: ['t1', 'call 1', { content: { lines: ['a', 'b'] } }],
   setPaused: [true],
   openLog: [],
   fleet: [],

@@ -41,6 +41,15 @@ describe('the route arguments, as schemas in the one route table', () => {
     ['insights', [{ by: 'day' }], 'Expected `by` to be "agent" or "model", got `day` (string)'],
     ['insights', [{ pick: 5 }], 'Expected `pick` to be an object, got `5` (number)'],
     ['insights', [{ pick: {} }], 'Expected `pick.hour` to be a string, got undefined'],
+    ['answerToolCall', ['t1', 'c1', 'done'], 'Expected `answer` to be {content} or {error}, got `done` (string)'],
+    ['answerToolCall', ['t1', 'c1', {}], 'Expected `answer` to be {content} or {error}, got an object with no keys'],
+    [
+      'answerToolCall',
+      ['t1', 'c1', { content: 'a', error: 'b' }],
+      'Expected `answer` to be {content} or {error}, got an object with content, error',
+    ],
+    ['answerToolCall', ['t1', 'c1', { error: '' }], 'Expected `answer.error` to be a non-empty string, got `` (string)'],
+    ['answerToolCall', ['t1', '', { content: 'x' }], 'Expected `callId` to be a non-empty string'],
   ] as const)('%s(%j) is refused in one line', (method, args, message) => {
     expect(problem(() => checkArgs(method, args as unknown as never))).toBe(message);
   });
@@ -52,5 +61,7 @@ describe('the route arguments, as schemas in the one route table', () => {
     expect(many.state).toHaveLength(7);
     expect(checkArgs('cancel', ['t1', null as never])).toEqual(['t1', undefined]);
     expect(checkArgs('answer', ['t1', 'q1', ''])).toEqual(['t1', 'q1', '']);
+    expect(checkArgs('answerToolCall', ['t1', 'c1', { content: null }])).toEqual(['t1', 'c1', { content: null }]);
+    expect(checkArgs('answerToolCall', ['t1', 'c1', { error: 'no such file' }])).toEqual(['t1', 'c1', { error: 'no such file' }]);
   });
 });

@@ -12,7 +12,9 @@ import {
   type AskMessage,
   type BrokerMessage,
   type FinalPayload,
+  type OfferedTool,
   type Payload,
+  type ToolCallMessage,
 } from '../../protocol/index.js';
 import { readSpooled, removeSpoolFile, spoolPath } from '../../protocol/spool.js';
 import { AttemptTimers } from '../guards/watchdog.js';
@@ -52,6 +54,8 @@ export interface AttemptSettings {
   cwd: string;
   env: Record<string, string>;
   input: unknown;
+  /** The tools the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §7). */
+  tools?: OfferedTool[];
   timeoutMs: number;
   heartbeatTimeoutMs: number;
   endpointDir: string;
@@ -76,6 +80,8 @@ export interface AttemptSink {
   log(stream: 'stdout' | 'stderr' | 'broker', text: string, event?: LogEvent): void;
   problem(kind: ProblemKind, detail: string, facts?: ProblemFacts): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  /** A call to a tool the caller hosts; `reply` carries its `tool_result` (see PendingToolCalls). */
+  toolCall(message: ToolCallMessage, reply: (message: BrokerMessage) => void): void;
   spawned(pid: number): void;
   /** The attempt runs on a fleet worker (only attempts sent through a remote queue report this). */
   placed?(worker: string): void;
@@ -129,6 +135,8 @@ export class Attempt {
   /** Refused connections and malformed lines, for a failure message that says what happened. */
   private readonly tally = new ChannelTally();
   private token = '';
+  /** Tool calls of this attempt's agent waiting for their result, by call id (a count: a refused duplicate id replies too). */
+  private readonly toolCallsWaiting = new Map<string, number>();
 
   constructor(
     private readonly settings: AttemptSettings,
@@ -189,7 +197,14 @@ export class Attempt {
     const s = this.settings;
     return {
       greeting: () => [
-        { type: 'welcome', task_id: s.taskId, attempt: s.attempt, protocol: PROTOCOL_VERSION, heartbeat_timeout_ms: s.heartbeatTimeoutMs },
+        {
+          type: 'welcome',
+          task_id: s.taskId,
+          attempt: s.attempt,
+          protocol: PROTOCOL_VERSION,
+          heartbeat_timeout_ms: s.heartbeatTimeoutMs,
+          ...(s.tools && s.tools.length > 0 ? { tools: s.tools } : {}),
+        },
         { type: 'input', task_id: s.taskId, data: s.input ?? null },
       ],
       payload: (payload, reply) => this.onPayload(payload, 'socket', reply),
@@ -198,12 +213,35 @@ export class Attempt {
         this.decided
           ? reply({ type: 'answer', task_id: s.taskId, ask_id: message.ask_id, error: 'the task has ended' })
           : this.sink.ask(message, reply),
+      toolCall: (message, reply) => this.onToolCall(message, reply),
       activity: () => this.timers?.alive(),
       ...(s.traceLines ? { trace: (text: string) => this.trace('socket', text) } : {}),
       problem: (kind, detail, cause) => this.problem(kind, detail, cause),
       refused: (reason) => this.tally.refused(reason),
       overflow: (detail) => this.protocolFailure(detail),
     };
+  }
+
+  /**
+   * A call to the caller's tools. While one waits the agent is not stalled, it is waiting on its
+   * caller: the heartbeat watchdog leaves it alone until the result is written back (see watch()).
+   */
+  private onToolCall(message: ToolCallMessage, reply: (message: BrokerMessage) => void): void {
+    const s = this.settings;
+    if (this.decided) {
+      reply({ type: 'tool_result', task_id: s.taskId, call_id: message.call_id, error: 'the task has ended' });
+      return;
+    }
+    const id = message.call_id;
+    this.toolCallsWaiting.set(id, (this.toolCallsWaiting.get(id) ?? 0) + 1);
+    this.sink.toolCall(message, (result) => {
+      const left = (this.toolCallsWaiting.get(id) ?? 1) - 1;
+      if (left > 0) this.toolCallsWaiting.set(id, left);
+      else this.toolCallsWaiting.delete(id);
+      // The wait is over: the agent has a full heartbeat period from now to say something again.
+      this.timers?.alive();
+      reply(result);
+    });
   }
 
   /** Spawns the agent with the hand-off environment. Undefined when it did not start (the outcome then says why). */
@@ -247,9 +285,11 @@ export class Attempt {
       readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes + Math.ceil(s.limits.maxAttachmentBytes / 3) * 4),
       readStderr(child.stderr, output, s.limits.maxLineBytes),
     ]);
-    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>
-      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
-    );
+    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) => {
+      // Waiting on the caller's tool is not a stall (as a question is not, with its heartbeats).
+      if (kind === 'stalled' && this.toolCallsWaiting.size > 0) return this.timers?.alive();
+      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`);
+    });
     child.once('exit', (code, signal) => {
       this.exited = true;
       this.exitCode = code;

@@ -1,8 +1,8 @@
 /**
  * What an attempt reports, applied to its Task (and to the broker's log): partials, log lines,
- * problems, the process id. `after` lets the broker add its own bookkeeping (journal, questions).
+ * problems, the process id. `after` lets the broker add its own bookkeeping (journal, questions, tool calls).
  */
-import type { AskMessage, BrokerMessage } from '../../protocol/index.js';
+import type { AskMessage, BrokerMessage, ToolCallMessage } from '../../protocol/index.js';
 import type { Logger } from '../log.js';
 import type { AttemptSink } from './attempt.js';
 import type { Task } from './task.js';
@@ -11,6 +11,7 @@ export interface SinkHooks {
   /** After a partial was recorded. */
   partial(): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  toolCall(message: ToolCallMessage, reply: (message: BrokerMessage) => void): void;
   /** After the process id was recorded. */
   spawned(pid: number): void;
 }
@@ -32,6 +33,7 @@ export function attemptSink(task: Task, logger: Logger, hooks: SinkHooks): Attem
       else logger.warn(`task ${task.id}: ${kind}: ${detail}`);
     },
     ask: (message, reply) => hooks.ask(message, reply),
+    toolCall: (message, reply) => hooks.toolCall(message, reply),
     placed: (worker) => task.placed(worker),
     spawned: (pid) => {
       task.spawned(pid);

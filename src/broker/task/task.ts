@@ -3,7 +3,7 @@
  * and the `result` promise settled exactly once.
  *
  * Every change goes through a transition method (`startAttempt`, `started`, `spawned`, `recordPartial`,
- * `log`, `recordProblem`, `ask`/`answered`, `retrying`, `succeed`/`fail`, `attemptExited`); each one
+ * `log`, `recordProblem`, `ask`/`answered`, `toolCall`/`toolResult`, `retrying`, `succeed`/`fail`, `attemptExited`); each one
  * emits the matching update. Nothing outside this class writes its state.
  */
 import { EventEmitter } from 'node:events';
@@ -18,6 +18,7 @@ import {
   type LogEvent,
   type LogLine,
   type PendingQuestion,
+  type PendingToolCall,
   type ProblemKind,
   type TaskSnapshot,
   type TaskSpec,
@@ -66,6 +67,8 @@ export class Task {
   private exitCode: number | null | undefined;
   private exitSignal: string | null | undefined;
   private question: PendingQuestion | undefined;
+  /** Calls to the caller's tools waiting for their answer, oldest first. */
+  private toolCalls: PendingToolCall[] = [];
   private worktreeInfo: WorktreeInfo | undefined;
   private changeSummary: ChangeSummary | undefined;
   private readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
@@ -228,6 +231,21 @@ export class Task {
     this.update('answered');
   }
 
+  /** The agent called a tool its caller hosts; the call waits for the caller's answer. */
+  toolCall(call: Omit<PendingToolCall, 'calledAt'>): void {
+    const pending: PendingToolCall = { ...call, calledAt: isoNow() };
+    this.toolCalls = [...this.toolCalls, pending];
+    this.update('tool_call', { toolCall: pending });
+  }
+
+  /** The call `callId` waits no more (answered, or dropped with its attempt). */
+  toolResult(callId: string): void {
+    const call = this.toolCalls.find((c) => c.callId === callId);
+    if (!call) return;
+    this.toolCalls = this.toolCalls.filter((c) => c !== call);
+    this.update('tool_result', { toolCall: call });
+  }
+
   /** Attempt `number` failed with `why` and another follows after `delayMs`. */
   retrying(why: string, delayMs: number): void {
     this.currentState = 'retrying';
@@ -332,6 +350,7 @@ export class Task {
     if (this.pid !== undefined) snap.pid = this.pid;
     if (this.worker !== undefined) snap.worker = this.worker;
     if (this.question) snap.pendingQuestion = this.question;
+    if (this.toolCalls.length > 0) snap.pendingToolCalls = this.toolCalls;
     if (this.spec.tags) snap.tags = this.spec.tags;
     if (this.worktreeInfo) snap.worktree = this.worktreeInfo;
     if (this.changeSummary) snap.change = this.changeSummary;
@@ -344,7 +363,7 @@ export class Task {
   }
 
   /** Announces a change. Every update has the same shape (payload and line always present), which keeps listeners fast. */
-  private update(kind: TaskUpdateKind, extra: { payload?: Payload; line?: LogLine } = NO_EXTRA): void {
+  private update(kind: TaskUpdateKind, extra: { payload?: Payload; line?: LogLine; toolCall?: PendingToolCall } = NO_EXTRA): void {
     const update: TaskUpdate = {
       taskId: this.id,
       kind,
@@ -354,6 +373,7 @@ export class Task {
       payload: extra.payload,
       line: extra.line,
     };
+    if (extra.toolCall) update.toolCall = extra.toolCall;
     this.events.emit('update', update);
     this.emit(update);
   }
@@ -361,6 +381,7 @@ export class Task {
   private end(): void {
     this.endedAt = isoNow();
     this.question = undefined;
+    this.toolCalls = [];
     this.update('ended', { payload: this.finalPayload && withoutContent(this.finalPayload) });
   }
 

@@ -19,6 +19,7 @@ import {
   type AskMessage,
   type BrokerMessage,
   type Payload,
+  type ToolCallMessage,
 } from '../../protocol/index.js';
 import { readInbound } from './inbound.js';
 import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
@@ -66,6 +67,8 @@ export interface ChannelHandlers {
   /** A validated payload from an authenticated connection. */
   payload(payload: Payload, reply: (message: BrokerMessage) => void): void;
   ask(message: AskMessage, reply: (message: BrokerMessage) => void): void;
+  /** A call to a tool the task's caller hosts; `reply` carries its `tool_result`. */
+  toolCall(message: ToolCallMessage, reply: (message: BrokerMessage) => void): void;
   /** Any valid message from an authenticated sender (hello included): the agent is alive. */
   activity(): void;
   /** Debugging aid (BACKCHANNEL_DEBUG=1): sees every received line before it is parsed. */
@@ -476,6 +479,7 @@ export class TaskChannel implements TaskEndpoint {
     this.handlers.activity();
     if (isPayload(message)) this.handlers.payload(message, connection.reply);
     else if (message.type === 'ask') this.handlers.ask(message, connection.reply);
+    else if (message.type === 'tool_call') this.handlers.toolCall(message, connection.reply);
     // hello: authentication was all it was for.
   }
 }

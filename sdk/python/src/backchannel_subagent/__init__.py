@@ -14,7 +14,7 @@ wire protocol v1 with the standard library only::
     run_agent(work)
 
 Public names: :func:`run_agent`, :func:`connect_task`, :class:`Task`, :class:`AgentError`,
-:class:`Cancelled`, :class:`AskError`, :class:`AgentRuntimeError`, :class:`TaskLocation` and
+:class:`Cancelled`, :class:`AskError`, :class:`ToolCallError`, :class:`AgentRuntimeError`, :class:`TaskLocation` and
 :func:`locate_task`.
 """
 
@@ -22,7 +22,7 @@ from ._locate import TaskLocation, locate_task
 from ._run import CANCEL_GRACE_S, EXIT_CANCELLED, EXIT_ERROR, EXIT_OK, EXIT_USAGE, run_agent
 from ._task import Task, connect_task
 from ._version import __version__
-from .errors import AgentError, AgentRuntimeError, AskError, Cancelled
+from .errors import AgentError, AgentRuntimeError, AskError, Cancelled, ToolCallError
 
 __all__ = [
     "AgentError",
@@ -36,6 +36,7 @@ __all__ = [
     "EXIT_USAGE",
     "Task",
     "TaskLocation",
+    "ToolCallError",
     "__version__",
     "connect_task",
     "locate_task",

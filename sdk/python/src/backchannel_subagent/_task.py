@@ -1,4 +1,5 @@
-"""The agent's view of its task: input, progress, cancellation, questions, and the one final payload."""
+"""The agent's view of its task: input, progress, cancellation, questions, calls to the tools its caller
+hosts, and the one final payload."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ._link import Link, connect_with_retry
 from ._locate import TaskLocation, locate_task, remove_hand_off
 from ._version import __version__
 from ._wire import Message, drop_broken_output, encode, iso_now, print_to_stdout, warn, write_spool, write_stderr
-from .errors import AgentError, AgentRuntimeError, AskError, Cancelled
+from .errors import AgentError, AgentRuntimeError, AskError, Cancelled, ToolCallError
 
 #: How long to wait for ``welcome`` + ``input`` after ``hello``. Input can be large (tested with 10 MB).
 HANDSHAKE_TIMEOUT_S = 30.0
@@ -50,6 +51,9 @@ class Task:
         id: the task id.
         attempt: the attempt number, from 1 (a retry is a new process with a new attempt).
         input: the task's input (any JSON value); ``None`` when it has none, and in stdout mode.
+        tools: the tools the task's caller hosts (docs/protocol.md §7), each a dict with ``name``,
+            ``description`` (optional) and ``input_schema``; call one with :meth:`call_tool`. Empty when
+            none were offered, and in stdout mode.
         cancel_event: set when the broker cancels the task. Wait on it, or pass it to your own loops.
         cancel_reason: the broker's reason once cancelled (``cancelled``, ``timeout``, ``stalled``, …).
     """
@@ -58,6 +62,7 @@ class Task:
         self.id: str = location.task_id
         self.attempt: int = location.attempt
         self.input: Any = None
+        self.tools: List[Dict[str, Any]] = []
         self.cancel_event: threading.Event = threading.Event()
         self.cancel_reason: Optional[str] = None
         self._location = location
@@ -75,6 +80,8 @@ class Task:
         self._extra_meta: Dict[str, Any] = {}
         self._asks: Dict[str, Dict[str, Any]] = {}
         self._ask_counter = 0
+        self._tool_calls: Dict[str, Dict[str, Any]] = {}
+        self._tool_call_counter = 0
         self._cancel_callbacks: List[Callable[[], object]] = []
         self._attachments: List[Tuple[str, bytes, str]] = []
 
@@ -167,6 +174,50 @@ class Task:
         """:meth:`ask` for ``async def`` handlers: waits on a worker thread, so the event loop keeps running."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, lambda: self.ask(question, choices, timeout))
+
+    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> Any:
+        """Calls ``name``, one of the tools the task's caller hosts (:attr:`tools`), and returns its content.
+
+        ``arguments`` is a JSON object, as the tool's ``input_schema`` describes. The content is any
+        JSON value, usually a string. Heartbeats go on while waiting, and the broker's watchdog leaves
+        a task waiting on its caller alone. Several threads may call tools at once.
+
+        Raises:
+            ToolCallError: the caller answered with an error (the tool failed, or was not offered), no
+                result came within ``timeout`` seconds, the connection closed, or there is none (stdout mode).
+            Cancelled: the task was cancelled while waiting.
+        """
+        self.check_cancelled()
+        if not isinstance(name, str) or not name:
+            raise ToolCallError("call_tool() needs a tool name", tool=str(name))
+        args: Dict[str, Any] = dict(arguments or {})
+        link = self._link
+        if link is None or link.closed:
+            raise ToolCallError("cannot call a tool: no connection to the broker (stdout mode)", tool=name)
+        pending: Dict[str, Any] = {"event": threading.Event()}
+        with self._lock:
+            self._tool_call_counter += 1
+            call_id = f"call_{self._tool_call_counter}"
+            self._tool_calls[call_id] = pending
+        try:
+            # Raises TypeError/ValueError (nothing sent) when the arguments are not JSON.
+            line = encode({"type": "tool_call", "task_id": self.id, "call_id": call_id, "name": name, "arguments": args})
+            if not link.send_encoded(line):
+                raise ToolCallError(f"tool call {name}: the connection to the broker closed", tool=name)
+            if not pending["event"].wait(timeout):
+                raise ToolCallError(f"tool call {name} got no result within {timeout} s", tool=name)
+            self.check_cancelled()
+            if "content" not in pending:
+                raise ToolCallError(f"tool call {name} failed: {pending.get('error', 'the connection to the broker closed')}", tool=name)
+            return pending["content"]
+        finally:
+            with self._lock:
+                self._tool_calls.pop(call_id, None)
+
+    async def call_tool_async(self, name: str, arguments: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> Any:
+        """:meth:`call_tool` for ``async def`` handlers: waits on a worker thread, so the event loop keeps running."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: self.call_tool(name, arguments, timeout))
 
     def attach(self, name: str, value: Union[str, bytes, bytearray, memoryview]) -> None:
         """Attaches a big value to the final payload, sent beside its JSON line at wire speed.
@@ -285,6 +336,9 @@ class Task:
             attempt = message.get("attempt")
             if isinstance(attempt, int) and attempt > 0:
                 self.attempt = attempt
+            tools = message.get("tools")
+            if isinstance(tools, list):
+                self.tools = [tool for tool in tools if isinstance(tool, dict)]
         elif kind == "input":
             self.input = message.get("data")
             self._handshake.set()
@@ -302,6 +356,15 @@ class Task:
                 else:
                     pending["error"] = str(message.get("error") or "empty answer")
                 pending["event"].set()
+        elif kind == "tool_result":
+            with self._lock:
+                waiting = self._tool_calls.get(str(message.get("call_id")))
+            if waiting is not None:
+                if message.get("error") is None:
+                    waiting["content"] = message.get("content")
+                else:
+                    waiting["error"] = str(message.get("error"))
+                waiting["event"].set()
         elif kind == "reject":
             warn(f"the broker rejected this connection: {message.get('reason')}")
         # Unknown types are ignored, as the protocol asks.
@@ -313,6 +376,7 @@ class Task:
             self.cancel_reason = reason
             self.cancel_event.set()
             waiting = [pending["event"] for pending in self._asks.values()]
+            waiting += [pending["event"] for pending in self._tool_calls.values()]
             callbacks = list(self._cancel_callbacks)
         for event in waiting:
             event.set()
@@ -326,7 +390,7 @@ class Task:
         self._handshake.set()
         self._acked.set()
         with self._lock:
-            waiting = list(self._asks.values())
+            waiting = list(self._asks.values()) + list(self._tool_calls.values())
         for pending in waiting:
             pending.setdefault("error", "the connection to the broker closed")
             pending["event"].set()

@@ -50,3 +50,16 @@ class Cancelled(Exception):
 
 class AskError(AgentRuntimeError):
     """:meth:`Task.ask` got no answer: nobody answered in time, the connection closed, or there is none."""
+
+
+class ToolCallError(AgentRuntimeError):
+    """:meth:`Task.call_tool` got no content: the caller answered with an error (the tool failed, or was
+    not offered), no result came within ``timeout``, the connection closed, or there is none.
+
+    ``tool`` is the name of the tool called.
+    """
+
+    def __init__(self, message: str, *, tool: str = "") -> None:
+        super().__init__(message)
+        #: The name of the tool that was called.
+        self.tool: str = tool
