@@ -42,6 +42,8 @@ export interface ToolRelay {
   readonly mcpConfig: { mcpServers: Record<string, { command: string; args: string[] }> };
   /** Calls forwarded so far. */
   readonly calls: number;
+  /** Calls forwarded and not answered yet. */
+  readonly inFlight: number;
   close(): Promise<void>;
 }
 
@@ -60,6 +62,7 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
   const socketPath = path.join(dir, 'relay.sock');
   const sockets = new Set<net.Socket>();
   let calls = 0;
+  let inFlightCalls = 0;
 
   const server = net.createServer((socket) => {
     sockets.add(socket);
@@ -78,13 +81,17 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
         const controller = new AbortController();
         inFlight.set(message.id, controller);
         calls += 1;
+        inFlightCalls += 1;
         task
           .callTool(message.name, message.arguments, { signal: controller.signal })
           .then(
             (content) => send({ id: message.id, content: content ?? null }),
             (error: unknown) => send({ id: message.id, error: oneLine(error) }),
           )
-          .finally(() => inFlight.delete(message.id));
+          .finally(() => {
+            inFlightCalls -= 1;
+            inFlight.delete(message.id);
+          });
       },
       overflow() {
         socket.destroy();
@@ -126,11 +133,15 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
     get calls() {
       return calls;
     },
+    get inFlight() {
+      return inFlightCalls;
+    },
     close,
   };
 }
 
+/** The caller's error as one line, without the SDK's own prefix (the model reads it as the tool's answer). */
 function oneLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = (error instanceof Error ? error.message : String(error)).replace(/^tool call failed: /, '');
   return message.replace(/\s+/g, ' ').trim() || 'the tool call failed';
 }

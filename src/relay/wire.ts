@@ -9,6 +9,7 @@
  * JSON value, as the caller answered it) or `error` (a one-line message).
  */
 import * as z from 'zod';
+import type { OfferedTool } from '../protocol/index.js';
 
 /** A tool the task was offered, as the protocol's hand-off carries it (docs/protocol.md). */
 export const RelayTool = z.object({
@@ -17,6 +18,9 @@ export const RelayTool = z.object({
   input_schema: z.record(z.string(), z.unknown()),
 });
 export type RelayTool = z.infer<typeof RelayTool>;
+// The relay's tool and the protocol's are the same shape.
+const _sameShape: (tool: RelayTool) => OfferedTool = (tool) => tool;
+void _sameShape;
 
 const RequestId = z.number().int().nonnegative();
 

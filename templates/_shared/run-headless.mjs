@@ -94,6 +94,8 @@ export function argsFromEnv(name) {
  *   loginHint: string, installHint: string,
  *   idleTimeoutMs?: number, killGraceMs?: number,
  *   stdinText?: string,            // the prompt, when too long for argv
+ *   env?: Record<string, string>,  // added to the CLI's environment (bridge mode's MCP timeouts)
+ *   waiting?: () => boolean,       // the CLI waits on a bridged tool call: its silence is not idleness
  *   ownGroup?: boolean,            // see cli-process.mjs (default true)
  *   settleMs?: number,             // after a final `result`, wait this long for a later one before stopping (default 0)
  *   fatalOutput?: Array<{pattern: RegExp, message: string}>, // stderr/stdout that means "never retry"
@@ -116,8 +118,9 @@ export async function runHeadless(task, run) {
     bin: run.bin,
     args: run.args,
     cwd: run.cwd,
-    env: childEnvironment(),
+    env: childEnvironment(run.env),
     idleTimeoutMs: run.idleTimeoutMs,
+    waiting: run.waiting,
     killGraceMs: run.killGraceMs,
     stdinText: run.stdinText,
     ownGroup: run.ownGroup,

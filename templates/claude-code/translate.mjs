@@ -267,6 +267,12 @@ export function buildClaudeArgs(options) {
   if (options.maxTurns) args.push('--max-turns', String(options.maxTurns));
   if (options.partialOutput) args.push('--include-partial-messages');
   args.push(...(options.extraArgs ?? []));
+  if (options.bridge) {
+    // Bridge mode: the relay is the only MCP server, its tools need no prompt, and no built-in tool
+    // (Bash, Read, Edit, Write…) exists. Each of these options takes a list: the next one ends it.
+    args.push('--mcp-config', options.bridge.mcpConfigFile, '--strict-mcp-config');
+    args.push('--allowedTools', `mcp__${options.bridge.serverName}`, '--tools', '');
+  }
   // `--` ends the options: a prompt such as "--help" or "--api-key=…" stays a prompt. A long prompt
   // goes through stdin instead (`claude -p` reads it there when no prompt argument is given).
   return promptViaStdin(options.prompt) ? args : [...args, '--', options.prompt];

@@ -15,9 +15,13 @@
  * reconnects and warnings → {status}.
  * Final: turn.completed (the last agent message; this run's usage in meta), or turn.failed; a refused
  * key (401) fails at once, without retries.
+ * Bridge mode: when the task was offered tools (`task.tools`), Codex runs with the stdio MCP relay
+ * as an MCP server and a read-only sandbox (bridge.mjs), whatever `allow_writes` says:
+ *   codex exec --json --sandbox read-only -c mcp_servers.backchannel.command=… -c mcp_servers.backchannel.args=[…] …
  * A follow-up in the same worktree resumes the thread (`resume`: meta.session_id of the last run).
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
+import { openBridge, TOOL_CALL_TIMEOUT_MS } from '../_shared/bridge.mjs';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
 import { AgentFailure, argsFromEnv, argvValueFromInput, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { threadUsage } from './sessions.mjs';
@@ -47,16 +51,22 @@ function readOptions(input) {
 
 runAgent(async (task) => {
   const options = readOptions(task.input);
-  return runHeadless(task, {
-    product: 'the Codex CLI',
-    bin: options.bin,
-    args: buildCodexArgs(options),
-    stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
-    // A resumed thread's usage counts the earlier runs: the session file says how much that was.
-    translator: createCodexTranslator({ cwd: process.cwd(), baseline: options.resume ? threadUsage(options.resume) : undefined }),
-    looksLikeAuthFailure,
-    loginHint: 'the Codex CLI is not logged in: run `codex login`, or give the broker OPENAI_API_KEY',
-    installHint: 'Install it (npm install -g @openai/codex) or set CODEX_BIN.',
-    idleTimeoutMs: options.idleTimeoutMs,
-  });
+  const bridge = await openBridge(task);
+  try {
+    return await runHeadless(task, {
+      product: 'the Codex CLI',
+      bin: options.bin,
+      args: buildCodexArgs({ ...options, bridge: bridge && { ...bridge, toolTimeoutMs: TOOL_CALL_TIMEOUT_MS } }),
+      waiting: bridge ? () => bridge.relay.inFlight > 0 : undefined,
+      stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
+      // A resumed thread's usage counts the earlier runs: the session file says how much that was.
+      translator: createCodexTranslator({ cwd: process.cwd(), baseline: options.resume ? threadUsage(options.resume) : undefined }),
+      looksLikeAuthFailure,
+      loginHint: 'the Codex CLI is not logged in: run `codex login`, or give the broker OPENAI_API_KEY',
+      installHint: 'Install it (npm install -g @openai/codex) or set CODEX_BIN.',
+      idleTimeoutMs: options.idleTimeoutMs,
+    });
+  } finally {
+    await bridge?.close();
+  }
 });

@@ -214,7 +214,15 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
 export function buildCodexArgs(options) {
   const args = ['exec', '--json'];
   if (options.model) args.push('--model', options.model);
-  args.push('--sandbox', options.allowWrites ? 'workspace-write' : 'read-only');
+  // Bridge mode: the caller's tools come through the relay and Codex's own commands may only read.
+  args.push('--sandbox', options.allowWrites && !options.bridge ? 'workspace-write' : 'read-only');
+  if (options.bridge) {
+    // `-c` values are TOML; a JSON string or array of strings is one.
+    const server = `mcp_servers.${options.bridge.serverName}`;
+    args.push('-c', `${server}.command=${JSON.stringify(options.bridge.relay.command)}`);
+    args.push('-c', `${server}.args=${JSON.stringify(options.bridge.relay.args)}`);
+    args.push('-c', `${server}.tool_timeout_sec=${Math.round(options.bridge.toolTimeoutMs / 1000)}`);
+  }
   if (options.skipGitRepoCheck) args.push('--skip-git-repo-check');
   args.push(...(options.extraArgs ?? []));
   if (options.resume) args.push('resume', options.resume);
