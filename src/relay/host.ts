@@ -50,8 +50,13 @@ export interface ToolRelay {
 /** The relay script beside this file: server.js when built, server.ts (run through tsx) from source. */
 function relayCommand(socketPath: string): { command: string; args: string[] } {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts'))
-    return { command: process.execPath, args: ['--import', 'tsx', path.join(path.dirname(here), 'server.ts'), socketPath] };
+  if (here.endsWith('.ts')) {
+    // By URL: the CLI starts the relay in its own working directory, where `tsx` may not resolve.
+    return {
+      command: process.execPath,
+      args: ['--import', import.meta.resolve('tsx'), path.join(path.dirname(here), 'server.ts'), socketPath],
+    };
+  }
   return { command: process.execPath, args: [path.join(path.dirname(here), 'server.js'), socketPath] };
 }
 

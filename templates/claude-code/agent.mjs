@@ -87,7 +87,7 @@ runAgent(async (task) => {
       killGraceMs: KILL_GRACE_MS,
       settleMs: RESULT_SETTLE_MS,
       fatalOutput: FATAL_OUTPUT,
-      translator: createClaudeTranslator({ partialOutput: options.partialOutput }),
+      translator: createClaudeTranslator({ partialOutput: options.partialOutput, mcpServer: bridge?.serverName }),
       looksLikeAuthFailure,
       loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
       installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN.',
