@@ -61,7 +61,7 @@ export class AgentTask<Input = unknown> {
   /** The task's input (any JSON value; null when none, or in stdout mode). */
   input: Input = null as Input;
   /**
-   * The tools the task's caller hosts, offered in the broker's welcome (docs/protocol.md §7): call one
+   * The tools the task's caller hosts, offered in the broker's welcome (docs/protocol.md §6.1): call one
    * with `callTool`. Empty when none were offered (or in stdout mode).
    */
   tools: readonly OfferedTool[] = [];

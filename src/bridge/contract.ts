@@ -129,7 +129,7 @@ export interface BackchannelBridge {
   /** Answers a sub-agent's question (`ask`). */
   answer(id: string, askId: string, answer: string): Promise<void>;
   /**
-   * Answers a sub-agent's call `callId` to a tool its caller hosts (`tool_call`, docs/protocol.md §7)
+   * Answers a sub-agent's call `callId` to a tool its caller hosts (`tool_call`, docs/protocol.md §6.1)
    * with the tool's content or an error; `not_found` for an unknown task, `conflict` when the task no
    * longer waits on that call.
    */

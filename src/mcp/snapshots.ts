@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelBridge } from '../client/index.js';
 import { describePartial, failureOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
+import { waitingForTools } from '../model/tools.js';
 import { isFinished, type PendingQuestion, type TaskSnapshot } from '../model/task.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
@@ -22,6 +23,8 @@ export interface TaskSummary {
   last_partial?: unknown;
   /** A pending question; a coding task's names where it stands (`worktree`: its branch and the files changed so far). */
   question?: { ask_id: string; question: string; choices?: string[]; worktree?: { branch: string; files: string[] } };
+  /** `waiting for <tool>` while the task waits on its caller's tools (docs/protocol.md §6.1). */
+  waiting?: string;
   result?: unknown;
   failure?: { reason: string; message: string; stderr_tail?: string };
   created_at: string;
@@ -42,6 +45,8 @@ export function summarize(task: TaskSnapshot): TaskSummary {
     const { askId, question, choices, worktree } = task.pendingQuestion;
     summary.question = { ask_id: askId, question, ...(choices ? { choices } : {}), ...(worktree ? { worktree } : {}) };
   }
+  const waiting = waitingForTools(task.pendingToolCalls);
+  if (waiting) summary.waiting = waiting;
   if (task.state === 'succeeded') summary.result = task.result?.data ?? null;
   else if (summary.done) {
     const { reason, message } = failureOf(task)!;
@@ -81,6 +86,8 @@ export function statusMessage(task: TaskSnapshot): string | undefined {
   if (task.pendingQuestion) return withContext(`The sub-agent asks: ${task.pendingQuestion.question}`, task.pendingQuestion);
   if (isFinished(task.state)) return task.message;
   if (task.state === 'queued') return 'queued';
+  const waiting = waitingForTools(task.pendingToolCalls);
+  if (waiting) return waiting;
   const partial = describePartial(task.lastPartial);
   const progress = task.progress === undefined ? '' : `${Math.round(task.progress)}%`;
   return [progress, partial].filter(Boolean).join(' · ') || task.state;

@@ -1,5 +1,5 @@
 /**
- * Tools a task's caller hosts (docs/protocol.md §7): the tools offered to a task (`TaskSpec.tools`,
+ * Tools a task's caller hosts (docs/protocol.md §6.1): the tools offered to a task (`TaskSpec.tools`,
  * declared once here as zod and used by the task request), a call the agent made and that waits for
  * its caller (`PendingToolCall`, in snapshots and `tool_call` updates), and the caller's answer
  * (`ToolAnswer`: content, or an error). The same mechanism as a question (`ask`/`answer`), with the
@@ -59,7 +59,7 @@ export const TOOL_DEFINITIONS = described(
       seen.add(tool.name);
     }
   }),
-  'Tools the caller hosts, offered to the agent: it calls them with `tool_call` and the caller answers (docs/protocol.md §7)',
+  'Tools the caller hosts, offered to the agent: it calls them with `tool_call` and the caller answers (docs/protocol.md §6.1)',
 );
 
 // The model's tool and the protocol's are the same shape (the protocol cannot import the model).

@@ -91,7 +91,7 @@ export interface AskMessage {
 }
 
 /**
- * A tool the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §7): its
+ * A tool the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §6.1): its
  * name, what it does, and the JSON Schema of its arguments.
  */
 export interface OfferedTool {
@@ -126,7 +126,7 @@ export interface WelcomeMessage {
   protocol: number;
   /** How often the broker expects a message; the SDK heartbeats at a third of it. 0 = no watchdog. */
   heartbeat_timeout_ms: number;
-  /** The tools the task's caller hosts (§7); absent when it offered none. */
+  /** The tools the task's caller hosts (§6.1); absent when it offered none. */
   tools?: OfferedTool[];
 }
 export interface InputMessage {

@@ -18,6 +18,7 @@ import {
 import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
+import { waitingForTools } from '../model/tools.js';
 
 export interface DetailsActions {
   close(): void;
@@ -197,7 +198,7 @@ export class Details {
 
   private renderSummary(task: TaskSnapshot, now: number): void {
     const facts: [string, string][] = [
-      ['Status', STATE_LABEL[task.state] + (task.reason && task.state !== 'succeeded' ? ` (${task.reason})` : '')],
+      ['Status', STATE_LABEL[task.state] + (task.reason && task.state !== 'succeeded' ? ` (${task.reason})` : '') + waitingNote(task)],
       ['Attempt', `${task.attempt} of ${task.maxAttempts}`],
       // Measured by the broker; the agent's own figure, if it sends one, is "Reported duration" under Meta.
       [isFinished(task.state) ? 'Run time' : 'Elapsed', taskTime(task, now)],
@@ -436,4 +437,10 @@ function safeStringify(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** `, waiting for Read` while the task waits on its caller's tools (docs/protocol.md §6.1). */
+function waitingNote(task: TaskSnapshot): string {
+  const waiting = isFinished(task.state) ? undefined : waitingForTools(task.pendingToolCalls);
+  return waiting ? `, ${waiting}` : '';
 }

@@ -11,6 +11,7 @@ import { h, setText } from './dom.js';
 import { describeChange } from '../model/change.js';
 import { describePartial, isFault } from '../model/states.js';
 import { groupThreads, type Thread, type ThreadIndex } from '../model/threads.js';
+import { waitingForTools } from '../model/tools.js';
 import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 import { isReviewable } from './review.js';
 
@@ -475,6 +476,8 @@ function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
 /** The second line of a row: what the task is doing or why it ended. */
 function subline(task: TaskSnapshot, paused: boolean): string {
   if (task.pendingQuestion) return `Asks: ${task.pendingQuestion.question}`;
+  const waiting = !isFinished(task.state) && waitingForTools(task.pendingToolCalls);
+  if (waiting) return `W${waiting.slice(1)}`;
   if (isFault(task.state)) return failureText(task);
   if (task.state === 'cancelled') return task.message ?? 'Cancelled';
   if (task.state === 'retrying') return task.message ? `Retrying after: ${failureText(task)}` : 'Waiting to retry';

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
-import type { AskMessage, BrokerMessage, FinalPayload, Payload } from '../../src/protocol/index.js';
+import type { AskMessage, BrokerMessage, FinalPayload, Payload, ToolCallMessage } from '../../src/protocol/index.js';
 import type { AttemptIO, AttemptSettings, AttemptSink } from '../../src/broker/task/attempt.js';
 import type { ChannelHandlers } from '../../src/broker/transport/channel.js';
 import { DEFAULT_CHANNEL_LIMITS } from '../../src/broker/transport/channel.js';
@@ -42,6 +42,12 @@ export class FakeEndpoint implements TaskEndpoint {
     this.handlers.payload(payload, (reply) => this.sent.push(reply));
   }
 
+  /** The agent calls a tool its caller hosts over the socket. */
+  agentCallsTool(message: ToolCallMessage): void {
+    this.handlers.activity();
+    this.handlers.toolCall(message, (reply) => this.sent.push(reply));
+  }
+
   /** The agent asks a question over the socket. */
   agentAsks(message: AskMessage): void {
     this.handlers.activity();
@@ -71,6 +77,8 @@ export interface Recorded {
   partials: Payload[];
   /** Questions the attempt passed on to the broker. */
   asks: AskMessage[];
+  /** Tool calls the attempt passed on to the broker, each with the way to send its result back. */
+  toolCalls: Array<{ message: ToolCallMessage; reply: (message: BrokerMessage) => void }>;
   logs: string[];
   /** The events of the broker's notes, in order. */
   events: LogEvent[];
@@ -79,7 +87,7 @@ export interface Recorded {
 }
 
 export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink; recorded: Recorded } {
-  const recorded: Recorded = { terminations: [], reaped: [], partials: [], asks: [], logs: [], events: [], problems: [] };
+  const recorded: Recorded = { terminations: [], reaped: [], partials: [], asks: [], toolCalls: [], logs: [], events: [], problems: [] };
   const io: AttemptIO = {
     endpoint: (_settings, _token, handlers) => (recorded.endpoint = new FakeEndpoint(handlers)),
     checkCwd: () => {},
@@ -98,6 +106,7 @@ export function fakeWorld(childPid?: number): { io: AttemptIO; sink: AttemptSink
     },
     problem: (kind, detail, facts) => recorded.problems.push({ kind, detail, ...facts }),
     ask: (message) => recorded.asks.push(message),
+    toolCall: (message, reply) => recorded.toolCalls.push({ message, reply }),
     spawned: () => {},
   };
   return { io, sink, recorded };

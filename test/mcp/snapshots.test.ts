@@ -16,6 +16,11 @@ describe('MCP Tasks status', () => {
       'input_required',
       'The sub-agent asks: Which?',
     ],
+    [
+      { state: 'running', progress: 40, pendingToolCalls: [{ callId: 'c1', name: 'Write', arguments: {}, calledAt: '' }] },
+      'working',
+      'waiting for Write',
+    ],
     [{ state: 'succeeded' }, 'completed', undefined],
     [{ state: 'failed', reason: 'timeout', message: 'timed out' }, 'failed', 'timed out'],
     [{ state: 'failed', reason: 'crashed', message: 'exited 1' }, 'failed', 'exited 1'],
@@ -41,5 +46,12 @@ describe('tool summary', () => {
     expect(failed).toMatchObject({ done: true, failure: { reason: 'error', message: 'bad input', stderr_tail: 'trace' } });
     const running = summarize(snapshot({ progress: 10, lastPartial: { step: 's' } }));
     expect(running).toMatchObject({ done: false, progress: 10, last_partial: { step: 's' } });
+    expect(running.waiting).toBeUndefined();
+  });
+
+  test("a task waiting on its caller's tools says which, each once", () => {
+    const call = (callId: string, name: string) => ({ callId, name, arguments: {}, calledAt: '2026-12-05T08:00:00.000Z' });
+    const waiting = summarize(snapshot({ pendingToolCalls: [call('c1', 'Read'), call('c2', 'Write'), call('c3', 'Read')] }));
+    expect(waiting).toMatchObject({ done: false, waiting: 'waiting for Read, Write' });
   });
 });

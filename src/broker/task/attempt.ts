@@ -54,7 +54,7 @@ export interface AttemptSettings {
   cwd: string;
   env: Record<string, string>;
   input: unknown;
-  /** The tools the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §7). */
+  /** The tools the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §6.1). */
   tools?: OfferedTool[];
   timeoutMs: number;
   heartbeatTimeoutMs: number;

@@ -1,5 +1,5 @@
 /**
- * A task's calls to tools its caller hosts (`tool_call`/`tool_result`, docs/protocol.md §7): the same
+ * A task's calls to tools its caller hosts (`tool_call`/`tool_result`, docs/protocol.md §6.1): the same
  * exchange as a question (./questions.ts) with the caller as the one who answers, and several calls
  * may wait at once. A call to a tool the task was not offered, a second call under a waiting id, or
  * a call after the task ended is answered at once with an error; nothing waits on a call nobody can

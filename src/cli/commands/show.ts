@@ -1,4 +1,6 @@
 /** `backchannel show <id>`: one task's details. */
+import { waitingForTools } from '../../model/tools.js';
+import type { TaskSnapshot } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -40,6 +42,7 @@ export const command = taskCommand({
         'question',
         task.pendingQuestion ? `${task.pendingQuestion.question} (answer with: backchannel answer ${task.id} <text>)` : undefined,
       ],
+      ['waiting', waitingOn(task)],
       ['last partial', task.lastPartial === undefined || task.endedAt ? undefined : JSON.stringify(task.lastPartial)],
     ];
     // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
@@ -51,3 +54,11 @@ export const command = taskCommand({
     return EXIT.ok;
   },
 });
+
+/** `waiting for Read, Write (2 calls, the first since <time>)` while the task waits on its caller's tools. */
+function waitingOn(task: TaskSnapshot): string | undefined {
+  const calls = task.pendingToolCalls;
+  const waiting = waitingForTools(calls);
+  if (!waiting || !calls) return undefined;
+  return `${waiting} (${calls.length === 1 ? '1 call' : `${calls.length} calls, the first`} since ${calls[0]!.calledAt})`;
+}

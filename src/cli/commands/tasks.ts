@@ -1,6 +1,7 @@
 /** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
 import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
+import { waitingForTools } from '../../model/tools.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -50,7 +51,7 @@ export const command = taskCommand({
     }
     const rows = tasks.map((task) => [
       task.id,
-      task.state,
+      stateOf(task),
       task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
       task.createdAt,
       task.label,
@@ -64,3 +65,9 @@ export const command = taskCommand({
     return EXIT.ok;
   },
 });
+
+/** The state, and what a task waits on when it waits on its caller's tools: `running (waiting for Write)`. */
+function stateOf(task: TaskSnapshot): string {
+  const waiting = waitingForTools(task.pendingToolCalls);
+  return waiting ? `${task.state} (${waiting})` : task.state;
+}
