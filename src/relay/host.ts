@@ -60,11 +60,27 @@ function relayCommand(socketPath: string): { command: string; args: string[] } {
   return { command: process.execPath, args: [path.join(path.dirname(here), 'server.js'), socketPath] };
 }
 
+/** sun_path is 104 bytes on macOS and 108 on Linux, one kept for the terminator (the broker's transport says the same). */
+const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' ? 103 : 107;
+const SOCKET_NAME = 'relay.sock';
+/** `bc-relay-` and the six characters mkdtemp adds, a separator, the socket's name. */
+const SUFFIX_BYTES = 'bc-relay-XXXXXX'.length + 1 + SOCKET_NAME.length + 1;
+
+/**
+ * Where the private directory goes: the temporary directory, or `/tmp` when that one is too long for
+ * a socket path (macOS's `/private/var/folders/…`, a deep TMPDIR). mkdtemp makes it 0700 either way.
+ */
+function relayParent(): string {
+  const tmp = fs.realpathSync(os.tmpdir());
+  if (Buffer.byteLength(tmp) + SUFFIX_BYTES <= MAX_SOCKET_PATH_BYTES || process.platform === 'win32') return tmp;
+  return '/tmp';
+}
+
 export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
   const tools = [...(task.tools ?? [])];
-  const dir = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), 'bc-relay-'));
+  const dir = fs.mkdtempSync(path.join(relayParent(), 'bc-relay-'));
   fs.chmodSync(dir, 0o700);
-  const socketPath = path.join(dir, 'relay.sock');
+  const socketPath = path.join(dir, SOCKET_NAME);
   const sockets = new Set<net.Socket>();
   let calls = 0;
   let inFlightCalls = 0;

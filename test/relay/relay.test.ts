@@ -5,6 +5,8 @@
  * what the caller answered, whole.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -151,6 +153,26 @@ describe('the stdio MCP relay', () => {
     await client.close();
     await waitFor(() => !isAlive(pid), 'the relay process to exit');
     await waitFor(() => host.aborted.length === 1, 'the call in flight to be aborted');
+  });
+
+  it('puts its socket under /tmp when the temporary directory is too long for a socket path', async () => {
+    const long = fs.mkdtempSync(path.join(os.tmpdir(), `${'d'.repeat(90)}-`));
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = long;
+    try {
+      const host = answerer();
+      const { client, relay } = await connect(host);
+      expect(relay.dir.startsWith('/tmp/bc-relay-')).toBe(true);
+      expect(Buffer.byteLength(relay.socketPath)).toBeLessThanOrEqual(107);
+      expect(fs.statSync(relay.dir).mode & 0o777).toBe(0o700);
+      expect(await client.callTool({ name: 'Write', arguments: { file_path: 'a', content: 'b' } })).toEqual({
+        content: [{ type: 'text', text: 'wrote 1 bytes to a' }],
+      });
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      fs.rmSync(long, { recursive: true, force: true });
+    }
   });
 
   it('says in one line why it cannot start when the relay socket is not there', async () => {
