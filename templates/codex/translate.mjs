@@ -222,6 +222,9 @@ export function buildCodexArgs(options) {
     args.push('-c', `${server}.command=${JSON.stringify(options.bridge.relay.command)}`);
     args.push('-c', `${server}.args=${JSON.stringify(options.bridge.relay.args)}`);
     args.push('-c', `${server}.tool_timeout_sec=${Math.round(options.bridge.toolTimeoutMs / 1000)}`);
+    // Required: Codex waits for the relay before its first model request (else the first request
+    // goes out without the tools), and fails at start if the relay cannot start.
+    args.push('-c', `${server}.required=true`);
   }
   if (options.skipGitRepoCheck) args.push('--skip-git-repo-check');
   args.push(...(options.extraArgs ?? []));

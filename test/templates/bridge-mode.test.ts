@@ -183,9 +183,11 @@ describe('the argv and config each CLI gets in bridge mode', () => {
       'mcp_servers.backchannel.command',
       'mcp_servers.backchannel.args',
       'mcp_servers.backchannel.tool_timeout_sec',
+      'mcp_servers.backchannel.required',
     ]);
     expect(values[0]).toBe(`mcp_servers.backchannel.command=${JSON.stringify(process.execPath)}`);
     expect(values[2]).toBe('mcp_servers.backchannel.tool_timeout_sec=86400');
+    expect(values[3]).toBe('mcp_servers.backchannel.required=true');
     expect(argv.slice(-2)).toEqual(['--', 'Write hello to /home/user/p/a.txt']);
   });
 
