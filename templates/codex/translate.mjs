@@ -223,8 +223,10 @@ export function buildCodexArgs(options) {
     args.push('-c', `${server}.args=${JSON.stringify(options.bridge.relay.args)}`);
     args.push('-c', `${server}.tool_timeout_sec=${Math.round(options.bridge.toolTimeoutMs / 1000)}`);
     // Required: Codex waits for the relay before its first model request (else the first request
-    // goes out without the tools), and fails at start if the relay cannot start.
-    args.push('-c', `${server}.required=true`);
+    // goes out without the tools), and fails at start if the relay cannot start. Approved: `exec` has
+    // no one to ask ("MCP tool call requires approval, but approval policy is never"); the caller
+    // who answers the call is the one who approves it.
+    args.push('-c', `${server}.required=true`, '-c', `${server}.default_tools_approval_mode="approve"`);
   }
   if (options.skipGitRepoCheck) args.push('--skip-git-repo-check');
   args.push(...(options.extraArgs ?? []));

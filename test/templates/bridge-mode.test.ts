@@ -184,10 +184,12 @@ describe('the argv and config each CLI gets in bridge mode', () => {
       'mcp_servers.backchannel.args',
       'mcp_servers.backchannel.tool_timeout_sec',
       'mcp_servers.backchannel.required',
+      'mcp_servers.backchannel.default_tools_approval_mode',
     ]);
     expect(values[0]).toBe(`mcp_servers.backchannel.command=${JSON.stringify(process.execPath)}`);
     expect(values[2]).toBe('mcp_servers.backchannel.tool_timeout_sec=86400');
     expect(values[3]).toBe('mcp_servers.backchannel.required=true');
+    expect(values[4]).toBe('mcp_servers.backchannel.default_tools_approval_mode="approve"');
     expect(argv.slice(-2)).toEqual(['--', 'Write hello to /home/user/p/a.txt']);
   });
 
