@@ -77,7 +77,7 @@ export class AgentTask<Input = unknown> {
   private ackWaiter: ((acked: boolean) => void) | undefined;
   private readonly asks = new Map<string, { resolve: (answer: string) => void; reject: (error: Error) => void }>();
   private askCounter = 0;
-  private readonly toolCalls = new Map<string, { resolve: (content: unknown) => void; reject: (error: Error) => void }>();
+  private readonly toolCalls = new Map<string, { name: string; resolve: (content: unknown) => void; reject: (error: Error) => void }>();
   private toolCallCounter = 0;
   private watchingClose = false;
   private readonly attachments: OutgoingAttachment[] = [];
@@ -164,7 +164,7 @@ export class AgentTask<Input = unknown> {
       case 'tool_result': {
         const pending = this.toolCalls.get(message.call_id);
         if (!pending) return;
-        if (message.error !== undefined) pending.reject(new AgentRuntimeError(`tool call failed: ${message.error}`));
+        if (message.error !== undefined) pending.reject(new AgentRuntimeError(`tool call ${pending.name} failed: ${message.error}`));
         else pending.resolve(message.content);
         return;
       }
@@ -308,6 +308,7 @@ export class AgentTask<Input = unknown> {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.toolCalls.set(callId, {
+        name,
         resolve: (content) => {
           done();
           resolve(content);

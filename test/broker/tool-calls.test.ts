@@ -9,7 +9,7 @@ import { Attempt } from '../../src/broker/task/attempt.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/index.js';
 import type { TaskUpdate, ToolDefinition } from '../../src/model/task.js';
 import { TaskError } from '../../src/broker/errors.js';
-import { createTestBroker, fixture, leftovers, settle, waitFor, waitUntilGone } from '../helpers/core.js';
+import { createTestBroker, fixture, leftovers, settle, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { fakeWorld, settings, TASK_ID } from './in-memory.js';
 
 const node = process.execPath;
@@ -112,7 +112,7 @@ describe('the broker with tools (real agents)', () => {
     const result = await handle.result;
     expect(result.data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ content: 'text of a' }, { content: { written: 1 } }, { error: 'tool call failed: ENOENT: no such file' }],
+      results: [{ content: 'text of a' }, { content: { written: 1 } }, { error: 'tool call Read failed: ENOENT: no such file' }],
     });
     expect(broker.get(handle.id)?.pendingToolCalls).toBeUndefined();
     const answered = updates.filter((u) => u.kind === 'tool_result').map((u) => u.toolCall?.callId);
@@ -129,12 +129,12 @@ describe('the broker with tools (real agents)', () => {
     });
     expect((await offered.result).data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ error: 'tool call failed: tool "Bash" was not offered to this task (offered: Read, Write)' }],
+      results: [{ error: 'tool call Bash failed: tool "Bash" was not offered to this task (offered: Read, Write)' }],
     });
     const none = broker.submit({ command: node, args: [fixture('tool-caller.mjs')], input: { calls: [{ name: 'Read' }] } });
     expect((await none.result).data).toEqual({
       offered: [],
-      results: [{ error: 'tool call failed: tool "Read" was not offered to this task (offered: none)' }],
+      results: [{ error: 'tool call Read failed: tool "Read" was not offered to this task (offered: none)' }],
     });
   });
 
@@ -198,5 +198,23 @@ describe('the broker with tools (real agents)', () => {
     expect(broker.get(handle.id)?.pendingToolCalls).toHaveLength(1);
     expect(broker.answerToolCall(handle.id, 'c1', { content: 'now' })).toBe(true);
     expect((await handle.result).data).toMatchObject({ result: { content: 'now' } });
+  });
+
+  test("a spec from a library caller gets the request's check of its tools, in one line", () => {
+    const { broker } = createTestBroker();
+    const submit = (tools: unknown) => () => broker.submit({ command: node, tools: tools as ToolDefinition[] });
+    expect(submit([{ name: 'Read' }])).toThrow('Expected `tools[0].input_schema` to be a JSON Schema object, got undefined');
+    expect(submit([READ, READ])).toThrow('Expected each of `tools` once, got `Read` (string) twice');
+    expect(submit('Read')).toThrow('Expected `tools` to be an array of tools, got `Read` (string)');
+  });
+
+  test('a Retry of a task that left memory offers its tools again', async () => {
+    const { broker } = createTestBroker({ dataDir: tempDir() });
+    await broker.ready;
+    const handle = broker.submit({ command: node, args: [fixture('tool-caller.mjs')], input: { calls: [] }, tools: [READ, WRITE] });
+    await handle.result;
+    await handle.finished;
+    const again = broker.retry(handle.id);
+    expect((await again.result).data).toEqual({ offered: ['Read', 'Write'], results: [] });
   });
 });

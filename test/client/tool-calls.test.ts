@@ -73,7 +73,7 @@ describe.each(BACKENDS)('tool calls through the client %s', (_name, open) => {
     await task.answerToolCall(read.callId, { content: 'text of a' });
     expect((await task.result).data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ content: 'text of a' }, { error: 'tool call failed: permission denied' }],
+      results: [{ content: 'text of a' }, { error: 'tool call Write failed: permission denied' }],
     });
     expect(task.snapshot().pendingToolCalls).toBeUndefined();
     expect(updates.filter((u) => u.kind === 'tool_result').map((u) => u.toolCall?.callId)).toEqual([write.callId, read.callId]);

@@ -146,7 +146,7 @@ describe.skipIf(REDIS_MISSING)(`tool calls through a fleet worker${REDIS_MISSING
     const sha256 = createHash('sha256').update(content).digest('hex');
     expect((await handle.result).data).toEqual({
       offered: ['Read', 'Write'],
-      results: [{ content: { bytes: Buffer.byteLength(content), sha256 } }, { error: 'tool call failed: denied' }],
+      results: [{ content: { bytes: Buffer.byteLength(content), sha256 } }, { error: 'tool call Write failed: denied' }],
     });
   });
 

@@ -4,6 +4,7 @@
 // ({ ipcDir, dataDir, askTimeoutMs, cancelGraceMs }). Ends when stdin closes.
 //   → {"op":"submit","ref":"r1","spec":{…TaskSpec…}}        ← {"ev":"submitted","ref":"r1","id":"…"}
 //   → {"op":"answer","id","askId","answer"}                  ← {"ev":"update",…TaskUpdate, question?, snapshot?}
+//   → {"op":"answerToolCall","id","callId","answer"}          ← {"ev":"answered","id","callId","ok"}
 //   → {"op":"get","id"}                                       ← {"ev":"snapshot","id","snapshot"}
 //   → {"op":"cancel","id","reason"}                          ← {"ev":"ready"} once, {"ev":"closed"} at the end
 // 'ended' and 'exited' updates carry the task's snapshot (with its whole result), 'exited' its log lines too.
@@ -37,7 +38,10 @@ for await (const line of commands) {
     handle.result.catch(() => {}); // outcomes arrive as 'ended' updates
     emit({ ev: 'submitted', ref: command.ref, id: handle.id });
   } else if (command.op === 'answer') broker.answer(command.id, command.askId, command.answer);
-  else if (command.op === 'cancel') broker.cancel(command.id, command.reason);
+  else if (command.op === 'answerToolCall') {
+    const ok = broker.answerToolCall(command.id, command.callId, command.answer);
+    emit({ ev: 'answered', id: command.id, callId: command.callId, ok });
+  } else if (command.op === 'cancel') broker.cancel(command.id, command.reason);
   else if (command.op === 'get') emit({ ev: 'snapshot', id: command.id, snapshot: broker.get(command.id) });
 }
 await broker.close();

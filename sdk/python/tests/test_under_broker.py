@@ -51,6 +51,37 @@ def test_a_question_is_answered_by_the_person(broker: Broker, agent_env: Dict[st
     assert snapshot["result"]["data"] == {"answer": "développement"}
 
 
+READ_TOOL = {"name": "Read", "description": "Lit un fichier", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+
+
+def _pending_call(broker: Broker, task_id: str) -> Dict[str, Any]:
+    update = broker.wait_for(lambda e: e["ev"] == "update" and e["taskId"] == task_id and e["kind"] == "tool_call")
+    return update["toolCall"]
+
+
+def test_call_tool_returns_the_callers_content(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(agent("tool_caller"), env=agent_env, input={"name": "Read", "arguments": {"path": "é.txt"}}, tools=[READ_TOOL])
+    call = _pending_call(broker, task_id)
+    assert (call["name"], call["arguments"]) == ("Read", {"path": "é.txt"})
+    broker.send({"op": "answerToolCall", "id": task_id, "callId": call["callId"], "answer": {"content": "contenu ✓"}})
+    assert broker.wait_for(lambda e: e["ev"] == "answered" and e["id"] == task_id)["ok"] is True
+    assert broker.finished(task_id)["result"]["data"] == {"offered": ["Read"], "content": "contenu ✓"}
+
+
+def test_call_tool_raises_tool_call_error_on_an_error_answer_and_on_an_unoffered_tool(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(agent("tool_caller"), env=agent_env, input={"name": "Read"}, tools=[READ_TOOL])
+    call = _pending_call(broker, task_id)
+    broker.send({"op": "answerToolCall", "id": task_id, "callId": call["callId"], "answer": {"error": "EACCES"}})
+    assert broker.finished(task_id)["result"]["data"] == {"offered": ["Read"], "error": "tool call Read failed: EACCES", "tool": "Read"}
+    unoffered = broker.finished(broker.submit(agent("tool_caller"), env=agent_env, input={"name": "Bash"}, tools=[READ_TOOL]))
+    assert unoffered["result"]["data"]["error"] == 'tool call Bash failed: tool "Bash" was not offered to this task (offered: Read)'
+
+
+def test_call_tool_gives_up_after_its_timeout(broker: Broker, agent_env: Dict[str, str]) -> None:
+    snapshot = broker.finished(broker.submit(agent("tool_caller"), env=agent_env, input={"name": "Read", "timeout": 0.2}, tools=[READ_TOOL]))
+    assert snapshot["result"]["data"]["error"] == "tool call Read got no result within 0.2 s"
+
+
 def test_an_unanswered_question_fails_the_task_with_ask_error(broker: Broker, agent_env: Dict[str, str]) -> None:
     snapshot = broker.finished(broker.submit(agent("ask"), env=agent_env))  # the broker's ask timeout: 2 s
     assert snapshot["state"] == "failed"

@@ -70,7 +70,7 @@ export interface HistoryEntry {
 }
 
 /** What a Retry needs of a retired task's spec beyond its StoredSpec (see `retrySpec` in records.ts). */
-export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'estimatedTokens' | 'preset' | 'retries'>;
+export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'estimatedTokens' | 'preset' | 'retries' | 'tools'>;
 
 export interface LoadResult {
   entries: HistoryEntry[];

@@ -43,6 +43,8 @@ export function retrySpec(spec: TaskSpec): RetrySpec | undefined {
   if (spec.estimatedTokens !== undefined) kept.estimatedTokens = spec.estimatedTokens;
   if (spec.preset !== undefined) kept.preset = spec.preset;
   if (typeof spec.retries === 'object') kept.retries = spec.retries;
+  // The tools its caller offered: a Retry offers them again (whoever answers now is the Retry's caller).
+  if (spec.tools !== undefined && spec.tools.length > 0) kept.tools = spec.tools;
   return Object.keys(kept).length > 0 ? kept : undefined;
 }
 

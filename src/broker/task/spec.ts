@@ -2,6 +2,9 @@
 import { BrokerError } from '../errors.js';
 import { checkDuration } from '../guards/duration.js';
 import type { TaskSpec } from '../../model/task.js';
+import { firstProblem } from '../../model/shapes.js';
+import { TOOL_DEFINITIONS } from '../../model/tools.js';
+import * as z from 'zod/mini';
 
 export function validateSpec(spec: TaskSpec): void {
   if (typeof spec !== 'object' || spec === null) throw new BrokerError('invalid_option', 'Expected a task spec object.');
@@ -15,6 +18,11 @@ export function validateSpec(spec: TaskSpec): void {
   checkDuration('heartbeatTimeoutMs', spec.heartbeatTimeoutMs);
   checkDuration('askTimeoutMs', spec.askTimeoutMs);
   checkWorktree(spec.worktree);
+  if (spec.tools !== undefined) {
+    // A library caller's spec is not a checked request: its tools get the request's one check.
+    const parsed = z.safeParse(TOOL_DEFINITIONS, spec.tools);
+    if (!parsed.success) throw new BrokerError('invalid_option', firstProblem(parsed.error, 'tools'));
+  }
   if (spec.parent !== undefined && (typeof spec.parent !== 'string' || spec.parent === '')) {
     throw new BrokerError('invalid_option', 'Expected `parent` to be a task id.');
   }
