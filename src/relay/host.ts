@@ -163,6 +163,6 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
 
 /** The caller's error as one line, without the SDK's own prefix (the model reads it as the tool's answer). */
 function oneLine(error: unknown): string {
-  const message = (error instanceof Error ? error.message : String(error)).replace(/^tool call failed: /, '');
+  const message = (error instanceof Error ? error.message : String(error)).replace(/^tool call (?:\S+ )?failed: /, '');
   return message.replace(/\s+/g, ' ').trim() || 'the tool call failed';
 }
