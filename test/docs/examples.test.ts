@@ -191,10 +191,12 @@ describe('the docs convention', () => {
 const READ_OUTSIDE_A_PROJECT = [
   ...DOCS,
   'sdk/python/README.md',
-  ...fs.readdirSync(path.join(ROOT, 'sdk')).flatMap((sdk) => (fs.existsSync(path.join(ROOT, 'sdk', sdk, 'README.md')) ? [`sdk/${sdk}/README.md`] : [])),
+  ...fs
+    .readdirSync(path.join(ROOT, 'sdk'))
+    .flatMap((sdk) => (fs.existsSync(path.join(ROOT, 'sdk', sdk, 'README.md')) ? [`sdk/${sdk}/README.md`] : [])),
 ];
 
-describe('commands that resolve to somebody else\'s package', () => {
+describe("commands that resolve to somebody else's package", () => {
   it('no doc read outside a project tells the user to run a bare `npx backchannel`', () => {
     const offending = [...new Set(READ_OUTSIDE_A_PROJECT)].flatMap((file) =>
       fs
@@ -208,13 +210,19 @@ describe('commands that resolve to somebody else\'s package', () => {
   it('a project made by `backchannel new` depends on backchannel-agents, so its READMEs may say `npx backchannel`', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-npx-'));
     scratch.push(dir);
-    const made = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'backchannel.js'), 'new', path.join(dir, 'p'), '--template', 'basic'], {
-      encoding: 'utf8',
-    });
+    const made = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'backchannel.js'), 'new', path.join(dir, 'p'), '--template', 'basic'],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(made.status, made.stderr).toBe(0);
     const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'p', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
     expect(Object.keys(pkg.dependencies ?? {})).toContain('backchannel-agents');
-    expect(fs.realpathSync(path.join(dir, 'p', 'node_modules', '.bin', 'backchannel'))).toBe(fs.realpathSync(path.join(ROOT, 'bin', 'backchannel.js')));
+    expect(fs.realpathSync(path.join(dir, 'p', 'node_modules', '.bin', 'backchannel'))).toBe(
+      fs.realpathSync(path.join(ROOT, 'bin', 'backchannel.js')),
+    );
   });
 });
 
