@@ -1,9 +1,13 @@
 /**
  * Append-only NDJSON journal of task lifecycle events, read back at start to rebuild history.
  *
- * Writes are batched per tick into one write() and fsynced when the batch holds a final result, so
- * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
- * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
+ * Writes are batched per tick into one write(). `durable()` is the group commit: it resolves once
+ * every record appended so far is written and fsynced, and every caller waiting meanwhile shares the
+ * one fsync of the next batch — so the broker reports a start or a result only after its record is on
+ * disk (docs/reliability.md, "Durable before reported") without one fsync per task. A line cut short
+ * by power loss is skipped on read with a warning. Write failures (disk full, read-only) are
+ * reported once and never stop the broker: `durable()` then resolves at once (nothing more can be
+ * made durable, and the tasks keep running).
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
@@ -85,6 +89,10 @@ export class Journal {
   private handle: FileHandle | undefined;
   private queue: string[] = [];
   private syncRequested = false;
+  /** Callers of `durable()` waiting for the next fsync (group commit). */
+  private syncWaiters: Array<() => void> = [];
+  /** Bytes written since the last fsync. */
+  private unsynced = false;
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private bytes = 0;
@@ -195,8 +203,20 @@ export class Journal {
     this.schedule();
   }
 
+  /**
+   * Resolves once every record appended so far is written and fsynced. Callers waiting together
+   * share one fsync (group commit). Resolves at once when nothing is pending or writing failed.
+   */
+  durable(): Promise<void> {
+    if (this.failed || (this.queue.length === 0 && !this.unsynced && !this.flushing)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.syncWaiters.push(resolve);
+      this.schedule();
+    });
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.queue.length === 0) return;
+    if (this.scheduled || (this.queue.length === 0 && this.syncWaiters.length === 0)) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -204,14 +224,17 @@ export class Journal {
     });
   }
 
-  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it). */
+  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it, or a caller waits for it). */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
-    // Not open yet (or being compacted): the queue waits for open().
-    if (this.queue.length === 0 || !this.handle || this.failed) return;
+    if (this.failed) return this.releaseWaiters();
+    // Not open yet (or being compacted): the queue and the waiters wait for open().
+    if (!this.handle || (this.queue.length === 0 && this.syncWaiters.length === 0)) return;
     const batch = this.queue.join('');
-    const sync = this.syncRequested;
+    const waiters = this.syncWaiters;
+    const sync = this.syncRequested || waiters.length > 0;
     this.queue = [];
+    this.syncWaiters = [];
     this.syncRequested = false;
     const handle = this.handle;
     this.flushing = (async () => {
@@ -220,15 +243,26 @@ export class Journal {
         // A full disk first shows as a short write: keep writing until the kernel says why it cannot.
         for (let offset = 0; offset < data.length;) offset += (await handle.write(data, offset, data.length - offset)).bytesWritten;
         this.bytes += data.length;
-        if (sync) await handle.sync();
+        if (data.length > 0) this.unsynced = true;
+        if (sync && this.unsynced) {
+          this.unsynced = false;
+          await handle.sync();
+        }
       } catch (error) {
         // Drop the half-written batch so the file stays whole lines (the next start reads it cleanly).
         await handle.truncate(this.bytes).catch(() => {});
         this.fail(error as Error);
       }
+      for (const resolve of waiters) resolve();
     })();
     await this.flushing;
     this.flushing = undefined;
+    // Records and waiters that came during this batch: the next one (their fsync is shared).
+    this.schedule();
+  }
+
+  private releaseWaiters(): void {
+    for (const resolve of this.syncWaiters.splice(0)) resolve();
   }
 
   /**
@@ -262,6 +296,7 @@ export class Journal {
       renameSync(tmp, this.file);
       this.handle = await open(this.file, APPEND, 0o600);
       this.bytes = written;
+      this.unsynced = false;
       this.schedule();
     } catch (error) {
       rmSync(tmp, { force: true });
@@ -288,6 +323,8 @@ export class Journal {
             : error.message;
     this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
     this.logger.error(this.failed);
+    this.queue = [];
+    this.releaseWaiters();
   }
 }
 

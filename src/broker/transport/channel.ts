@@ -20,6 +20,7 @@ import {
   type BrokerMessage,
   type Payload,
 } from '../../protocol/index.js';
+import { countAcceptError, countRefused } from './connection-tally.js';
 import { readInbound } from './inbound.js';
 import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
 import type { RejectCause } from '../../model/task.js';
@@ -76,6 +77,8 @@ export interface ChannelHandlers {
   problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void;
   /** A connection was refused; `reason` is short ("wrong token"), for the task's failure message. */
   refused(reason: string): void;
+  /** The endpoint could not accept a connection (`message`: the error's, e.g. EMFILE); counted for the failure message. */
+  acceptError?(message: string): void;
   /** A line exceeded the limit on an authenticated connection: the result would be lost. */
   overflow(detail: string): void;
 }
@@ -134,7 +137,11 @@ export class TaskChannel implements TaskEndpoint {
         resolve();
       });
     });
-    server.on('error', (error) => this.handlers.problem('rejected', `endpoint error: ${error.message}`));
+    server.on('error', (error) => {
+      countAcceptError(error.message);
+      this.handlers.acceptError?.(error.message);
+      this.handlers.problem('rejected', `endpoint error: ${error.message}`);
+    });
     this.address.secure();
   }
 
@@ -208,7 +215,7 @@ export class TaskChannel implements TaskEndpoint {
   private accept(socket: Socket): void {
     if (this.closed || this.connections.size >= this.limits.maxConnections) {
       this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`, 'limit');
-      this.handlers.refused('too many connections');
+      this.refused('too many connections');
       socket.destroy();
       return;
     }
@@ -231,7 +238,7 @@ export class TaskChannel implements TaskEndpoint {
     };
     connection.authTimer = setTimeout(() => {
       this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`, 'auth');
-      this.handlers.refused('no first line in time');
+      this.refused('no first line in time');
       socket.destroy();
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
@@ -356,7 +363,7 @@ export class TaskChannel implements TaskEndpoint {
     if (connection.authenticated) this.handlers.overflow(detail);
     else {
       this.handlers.problem('rejected', `unauthenticated ${detail}`, 'limit');
-      this.handlers.refused('first line too long');
+      this.refused('first line too long');
     }
   }
 
@@ -448,9 +455,15 @@ export class TaskChannel implements TaskEndpoint {
     this.dispatch(connection, resolved.payload);
   }
 
+  /** Counts a refused connection (here and process-wide, see connection-tally.ts). */
+  private refused(reason: string): void {
+    countRefused();
+    this.handlers.refused(reason);
+  }
+
   private refuse(connection: Connection, detail: string, cause: RejectCause | undefined): void {
     this.handlers.problem('rejected', `first message refused: ${detail}`, cause);
-    this.handlers.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
+    this.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
     this.reject(connection, AUTH_REQUIRED);
   }
 
@@ -460,7 +473,7 @@ export class TaskChannel implements TaskEndpoint {
     if (wrong || (given === undefined && this.options.requireToken)) {
       const reason = wrong ? 'wrong token' : 'no token on its first line';
       this.handlers.problem('rejected', reason, 'auth');
-      this.handlers.refused(reason);
+      this.refused(reason);
       this.reject(connection, wrong ? reason : AUTH_REQUIRED);
       return false;
     }
