@@ -18,6 +18,7 @@ import type { Logger } from '../log.js';
 import type { ChangeSummary, WorktreeInfo } from '../../model/change.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 import { recordProblem } from './record-shape.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../protocol/index.js';
 
 const { O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_WRONLY } = constants;
 /** The journal and its temp file: never through a symlink; the temp file always new (O_EXCL). */
@@ -123,13 +124,15 @@ export class Journal {
       lineNumber += 1;
       if (line.trim() === '') return;
       let record: unknown;
+      // A record nested too deep (a result written before payloads were capped) would break every listing.
+      const tooDeep = nestedDeeperThan(line);
       try {
-        record = JSON.parse(line);
+        record = tooDeep ? undefined : JSON.parse(line);
       } catch {
         record = undefined;
       }
       // Valid JSON of the wrong shape counts as corrupt too: applying it bricked the broker (record-shape.ts).
-      const problem = record === undefined ? 'not JSON' : recordProblem(record);
+      const problem = tooDeep ? `nested deeper than ${MAX_JSON_DEPTH} levels` : record === undefined ? 'not JSON' : recordProblem(record);
       if (problem !== undefined) {
         skippedLines += 1;
         this.logger.warn(`history: skipped a corrupt line ${lineNumber} of ${this.file} (${line.length} chars; ${problem})`);

@@ -401,6 +401,10 @@ export class TaskChannel implements TaskEndpoint {
     const inbound = readInbound(text, this.taskId, 'socket');
     if (!inbound.ok) {
       if (!connection.authenticated) return this.refuse(connection, inbound.detail, inbound.cause);
+      if (inbound.protocol) {
+        this.reject(connection, inbound.detail);
+        return this.handlers.overflow(inbound.detail);
+      }
       if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail, inbound.cause);
       // Its raw bytes would be read as lines: the connection cannot go on.
       const detail = `refused a message whose attachment bytes follow: ${inbound.detail}`;
