@@ -26,6 +26,14 @@ const APPEND = O_WRONLY | O_APPEND | O_CREAT | NO_FOLLOW;
 const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | NO_FOLLOW;
 
 export const JOURNAL_FILE = 'journal.ndjson';
+/**
+ * Room kept for the journal on its disk: on a full disk (ENOSPC) it is given back and the batch
+ * written again, so the records of the tasks that end meanwhile are kept — a task that succeeded
+ * was `interrupted` after a restart, and the next one missing (issue 36, X12). Made again at the
+ * next start when there is room.
+ */
+export const RESERVE_FILE = 'journal.reserve';
+const RESERVE_BYTES = 64 * 1024;
 /** Compact when the file grows past this. */
 export const DEFAULT_JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -100,6 +108,8 @@ export class Journal {
   /** Records and tasks the last `load()` read: how much a compaction would shrink the file. */
   private loaded = { records: 0, tasks: 0 };
   private failed: string | undefined;
+  /** The reserve's path while it is kept (see RESERVE_FILE). */
+  private reserve: string | undefined;
 
   constructor(
     dir: string,
@@ -184,10 +194,41 @@ export class Journal {
         this.bytes += 1;
       }
       this.handle = handle;
+      this.keepReserve();
       this.schedule();
     } catch (error) {
       this.fail(error as Error);
     }
+  }
+
+  /** Makes the reserve (RESERVE_FILE) whole, when there is room; without it a full disk stops the journal at once. */
+  private keepReserve(): void {
+    const file = path.join(path.dirname(this.file), RESERVE_FILE);
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, O_WRONLY | O_CREAT | NO_FOLLOW, 0o600);
+      const zeros = Buffer.alloc(RESERVE_BYTES);
+      for (let offset = 0; offset < zeros.length;) offset += writeSync(fd, zeros, offset, zeros.length - offset, offset);
+      fsyncSync(fd);
+      this.reserve = file;
+    } catch {
+      // No room for it (or a symlink planted there: never written through): none is kept.
+      this.reserve = undefined;
+      if (fd !== undefined) rmSync(file, { force: true });
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Gives the reserve back to the disk; false when there was none. */
+  private releaseReserve(): boolean {
+    if (!this.reserve) return false;
+    rmSync(this.reserve, { force: true });
+    this.reserve = undefined;
+    this.logger.warn(
+      `history journal ${this.file}: the disk is full; writing into the room kept for it (${RESERVE_FILE}) — free some space`,
+    );
+    return true;
   }
 
   /**
@@ -242,9 +283,20 @@ export class Journal {
     const handle = this.handle;
     this.flushing = (async () => {
       const data = Buffer.from(batch);
-      try {
+      const write = async (): Promise<void> => {
         // A full disk first shows as a short write: keep writing until the kernel says why it cannot.
         for (let offset = 0; offset < data.length;) offset += (await handle.write(data, offset, data.length - offset)).bytesWritten;
+      };
+      try {
+        try {
+          await write();
+        } catch (error) {
+          // A full disk with the reserve still kept: give it back, and write the whole batch again.
+          if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+          await handle.truncate(this.bytes);
+          if (!this.releaseReserve()) throw error;
+          await write();
+        }
         this.bytes += data.length;
         if (data.length > 0) this.unsynced = true;
         if (sync && this.unsynced) {
