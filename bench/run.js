@@ -24,6 +24,7 @@ const MODULES = [
   { name: 'big-history', title: 'Big history (results out of memory)' },
   { name: 'hub-run', title: '`run` through a hub' },
   { name: 'hub-path', title: 'The hub path: many tasks, MCP' },
+  { name: 'hub-answer', title: 'The hub answering while it spawns' },
   { name: 'gateway', title: "The gateway's own cost" },
   { name: 'gateway-tools', title: "The gateway's tool round trip (bridge mode)" },
   { name: 'growth', title: 'How cost grows with history' },

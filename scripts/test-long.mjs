@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // `npm run test:long`: the soaks kept out of `npm test` (which stays within about 10 minutes on 2 cores)
 // and run by CI after it. Each is a test of the vitest suite run with more repeats than `npm test` gives
-// it: test/reliability/nothing-lost.test.ts 100 times per case (10 in `npm test`). Each one's report goes
-// to test-results/long-<name>.json, beside (not over) the vitest.json `npm test` wrote.
+// it: test/reliability/nothing-lost.test.ts 100 times per case (10 in `npm test`), and
+// test/reliability/kill-points.test.ts with 50 kill points over 300 tasks (3 over 12 in `npm test`).
+// Each one's report goes to test-results/long-<name>.json, beside (not over) the vitest.json `npm test` wrote.
 import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
 
-const LONG = [{ file: 'test/reliability/nothing-lost.test.ts', env: { BACKCHANNEL_NOTHING_LOST_RUNS: '100' } }];
+const LONG = [
+  { file: 'test/reliability/nothing-lost.test.ts', env: { BACKCHANNEL_NOTHING_LOST_RUNS: '100' } },
+  { file: 'test/reliability/kill-points.test.ts', env: { BACKCHANNEL_KILL_POINTS: '50', BACKCHANNEL_KILL_POINT_TASKS: '300' } },
+];
 
 let code = 0;
 for (const { file, env } of LONG) {

@@ -71,6 +71,11 @@ export interface BridgeInfo {
   presets: PresetInfo[];
   /** Most recent distinct command lines, newest first. */
   recent: SubmitRequest[];
+  /**
+   * What the broker's task endpoints refused or failed to accept since it started (absent: a broker
+   * that does not count them).
+   */
+  connections?: { refused: number; acceptErrors: number; lastAcceptError?: string };
 }
 
 /** How many tasks there are in each state, live and in history (`running` includes `retrying`). */

@@ -31,7 +31,10 @@ export interface AttemptLoop {
 export async function runAttempts(entry: LiveTask, loop: AttemptLoop): Promise<void> {
   const { task } = entry;
   const prepared = await entry.prepare();
-  for (let number = 1; prepared && !task.finished; number++) {
+  for (let number = 1; prepared && !task.decided; number++) {
+    // Shown as running only once its start is on disk: a crash then leaves it `interrupted`, never missing.
+    await entry.durableStart(number);
+    if (task.decided) break;
     const retry = await runAttempt(entry, number, loop);
     if (retry === undefined) break;
     // Cancelled (or the broker closing) after this attempt was already decided for a retry: no next attempt.
@@ -75,6 +78,8 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   await attempt.finished;
   entry.attempt = undefined;
   if (retry !== undefined) return retry;
+  // The ending is shown (durable) before the exit is: `exited` always follows `ended`.
+  await entry.published;
   await entry.capture();
   task.attemptExited(attempt.exitCode, attempt.exitSignal ?? null);
   // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
@@ -85,7 +90,7 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
 /** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */
 function decideAttempt(entry: LiveTask, number: number, outcome: AttemptOutcome, loop: AttemptLoop): string | undefined {
   const { task } = entry;
-  if (task.finished) return undefined;
+  if (task.decided) return undefined;
   const canRetry = number < task.maxAttempts && !entry.cancelRequested && !loop.closing();
   const decision = decide(outcome, canRetry, entry.cancelRequested !== undefined);
   if (decision.kind === 'retry') return decision.why;

@@ -37,6 +37,7 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
+import { connectionTally, type ConnectionTally } from './transport/connection-tally.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { planRuns, type KindContext, type TaskKind } from './task-kinds.js';
@@ -150,7 +151,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
     const entry = new LiveTask(task, policy, planned.runs, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, this.records);
     this.live.set(id, entry);
-    this.journal?.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
+    if (this.journal) {
+      this.journal.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
+      entry.accepted = this.journal.durable();
+    }
     task.queued();
     if (this.startError) {
       entry.end(() => task.fail('crashed', this.startError!));
@@ -231,7 +235,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   }
 
   stats(): BrokerStats {
-    return this.registry.stats(this.paused);
+    return { ...this.registry.stats(this.paused), connections: connectionTally() };
+  }
+
+  /** What this process's task endpoints refused or failed to accept, since it started. */
+  connections(): ConnectionTally {
+    return connectionTally();
   }
 
   /** Duration, outcome and token figures of finished tasks (including those that left history). */
@@ -243,7 +252,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   /** Cancels a queued or running task. Returns false when it is unknown or already finished. */
   cancel(id: string, reason = 'cancelled by the user'): boolean {
     const entry = this.live.get(id);
-    if (!entry || entry.task.finished) return false;
+    if (!entry || entry.task.decided) return false;
     entry.cancelRequested ??= reason;
     const { task } = entry;
     if (entry.attempt && task.state === 'running') {
@@ -337,12 +346,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private async run(entry: LiveTask): Promise<void> {
     const { task } = entry;
     // A task that ended before it ran (cancelled while queued) leaves memory for history all the same.
-    if (!task.finished) {
+    if (!task.decided) {
       const estimate = task.spec.estimatedTokens ?? 0;
       if (this.budget && estimate > 0) await this.budget.acquire(estimate);
       await runAttempts(entry, this.loop);
-      if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.final?.meta?.token_usage) ?? estimate);
+      if (this.budget && estimate > 0) this.budget.settle(estimate, tokensUsed(task.decidedFinal?.meta?.token_usage) ?? estimate);
     }
+    // Leaves memory as it is shown: once its ending is durable and published.
+    await entry.published;
     entry.retire(this.registry);
     this.evict();
     entry.markFinished();

@@ -39,6 +39,10 @@ export class LiveTask implements Registered, HeldTask {
   cancelRequested?: string;
   /** Set when the final payload went to disk (see ResultStore): snapshots carry this instead. */
   resultSummary?: ResultSummary;
+  /** Resolves once the task's `queued` record is durable (see TaskHandle.accepted). */
+  accepted: Promise<void> = Promise.resolve();
+  /** Resolves once the task's ending is durable and shown (see `end`); until it ended, never. */
+  published: Promise<void> = new Promise(() => {});
   private backoff: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private lastProgressJournal = 0;
   private captured = false;
@@ -58,18 +62,46 @@ export class LiveTask implements Registered, HeldTask {
     this.markFinished = markFinished;
   }
 
-  /** Ends the task once: settles it, drops its question, records it durably. */
+  /**
+   * Ends the task once: decides its ending, drops its question, records it durably, and shows it
+   * (state, `ended` update, `result`) only once the `ended` record is fsynced (`published`).
+   */
   end(settleTask: () => void): void {
     const { task, records } = this;
-    if (task.finished) return;
+    if (task.decided) return;
     this.question.drop();
     this.toolCalls.dropAll();
+    task.holdEnd();
     settleTask();
-    if (!this.attempt) queueMicrotask(() => !this.attempt && this.markFinished());
-    // A big result is written once, to its own file; the journal and every snapshot carry its summary.
-    if (records.results && task.final) this.resultSummary = records.results.write(task.id, withoutContent(task.final));
-    const snapshot = this.resultSummary ? withSummary(task.snapshot(), this.resultSummary) : task.snapshot();
-    records.journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: snapshot }, true);
+    if (!task.decided) {
+      // settleTask decided nothing (it cannot happen with the broker's own calls): nothing is held.
+      task.publishEnd();
+      return;
+    }
+    // A big result is written once, to its own file (fsynced); the journal and every snapshot carry its summary.
+    const final = task.decidedFinal;
+    if (records.results && final) this.resultSummary = records.results.write(task.id, withoutContent(final));
+    const snapshot = task.decidedSnapshot();
+    const ended = this.resultSummary ? withSummary(snapshot, this.resultSummary) : snapshot;
+    const journal = records.journal;
+    journal?.append({ e: 'ended', id: task.id, at: isoNow(), task: ended }, true);
+    // With an attempt, `finished` waits for its processes, its capture and `exited` (the broker's run).
+    const ranNothing = !this.attempt;
+    this.published = (journal ? journal.durable() : Promise.resolve()).then(() => {
+      task.publishEnd();
+      if (ranNothing && !this.attempt) this.markFinished();
+    });
+  }
+
+  /**
+   * Makes the task's start durable before it is shown: the `queued` record, and an `attempt` record
+   * for attempt `number` (its process id follows in another when it is spawned).
+   */
+  async durableStart(number: number): Promise<void> {
+    const journal = this.records.journal;
+    if (!journal) return;
+    journal.append({ e: 'attempt', id: this.task.id, at: isoNow(), attempt: number });
+    await journal.durable();
   }
 
   /** Ends the task as cancelled (nothing of it runs now). */
@@ -146,6 +178,7 @@ export class LiveTask implements Registered, HeldTask {
     const { task, finished } = this;
     return {
       id: task.id,
+      accepted: this.accepted,
       result: task.result,
       finished,
       cancel: (reason?: string) => {

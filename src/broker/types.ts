@@ -6,6 +6,11 @@ export type { BrokerStats } from './history/registry.js';
 
 export interface TaskHandle {
   readonly id: string;
+  /**
+   * Resolves once the task is on disk (its `queued` record fsynced; at once without a data
+   * directory): a submission acknowledged after it survives a crash of the broker. Never rejects.
+   */
+  readonly accepted?: Promise<void>;
   /** Resolves with the `success` payload; rejects with a TaskError otherwise. */
   readonly result: Promise<FinalPayload>;
   /** Resolves when the task's processes are gone and its endpoints removed. */

@@ -207,8 +207,11 @@ async function health(res: ServerResponse, { tasks, turns, config, runsOn }: End
   const path = findExecutable(config.cursorCliPath);
   const problems = gatewayProblems(config, turns.unavailable);
   let stats: TaskCounts = { running: 0, queued: 0 };
+  let connections: Awaited<ReturnType<BackchannelClient['info']>>['connections'];
   try {
     stats = await tasks.counts();
+    // What the broker's task endpoints refused or failed to accept: a lost result's first suspect.
+    connections = (await tasks.info()).connections;
   } catch (error) {
     problems.push(`tasks: ${(error as Error).message}`);
   }
@@ -223,6 +226,15 @@ async function health(res: ServerResponse, { tasks, turns, config, runsOn }: End
     sessions: turns.sessions,
     bridge: turns.bridgeStats(),
     tasks: { running: stats.running, queued: stats.queued },
+    ...(connections
+      ? {
+          connections: {
+            refused: connections.refused,
+            accept_errors: connections.acceptErrors,
+            last_accept_error: connections.lastAcceptError ?? null,
+          },
+        }
+      : {}),
     runs_on: runsOn,
   });
 }

@@ -25,9 +25,17 @@ import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
+/** A task the broker took: its id, its result, and when it is durable (see TaskHandle.accepted). */
+export interface StartedTask {
+  id: string;
+  result: Promise<unknown>;
+  accepted?: Promise<void>;
+}
+
 /** The part of `TaskBroker` the bridge uses (structural, so tests and adapters can provide it). */
 export interface BrokerLike {
-  submit(spec: TaskSpec): { id: string; result: Promise<unknown> };
+  /** `accepted`: resolves once the task is durable (the bridge acknowledges it only then). */
+  submit(spec: TaskSpec): StartedTask;
   tasks(): TaskSnapshot[];
   get(id: string): TaskSnapshot | undefined;
   /** One page of tasks, newest first; without it the bridge pages `tasks()` itself. */
@@ -43,7 +51,7 @@ export interface BrokerLike {
   /** An attachment's content while the broker still holds it. */
   attachment?(id: string, name: string): string | Uint8Array | undefined;
   cancel(id: string, reason?: string): boolean;
-  retry(id: string): { id: string; result: Promise<unknown> };
+  retry(id: string): StartedTask;
   answer(id: string, askId: string, text: string): boolean;
   /** Answers a pending tool call; false when the task does not wait on a call with that id. */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean;
@@ -52,6 +60,8 @@ export interface BrokerLike {
   readonly paused: boolean;
   /** The fleet serving a Redis queue (a broker without one has no workers). */
   fleet?(): Promise<WorkerInfo[]>;
+  /** What the task endpoints refused or failed to accept (see TaskBroker.connections). */
+  connections?(): NonNullable<BridgeInfo['connections']>;
   /** Figures of finished tasks; a broker without it answers `insights` with an internal error. */
   insights?(query: InsightsQuery): Insights;
   /** A coding task's change (throws a BrokerError('unknown_task') without one); absent: a broker keeping no worktrees. */
@@ -145,12 +155,24 @@ function followSubmission(
 ): { id: string; stop(): void } {
   // Listening starts before the submit: the broker reports `queued` (and may report more) inside it.
   const feed = taskFeed(broker, listener);
+  let started: { id: string; accepted: Promise<void> };
   try {
-    return { id: feed.start(handleOf(() => broker.submit(toSpec(request))).id), stop: feed.stop };
+    started = handleOf(() => broker.submit(toSpec(request)));
   } catch (error) {
     feed.stop();
     throw error;
   }
+  // The follower learns of its task (its id, the first event) only once the task is durable: a
+  // crash right after cannot lose a task its caller was told about. Updates meanwhile are held.
+  let stopped = false;
+  void started.accepted.then(() => stopped || feed.start(started.id));
+  return {
+    id: started.id,
+    stop: () => {
+      stopped = true;
+      feed.stop();
+    },
+  };
 }
 
 function watchTask(broker: BrokerLike, id: string, listener: (event: TaskFeedEvent) => void): { stop(): void } {
@@ -244,6 +266,7 @@ function hostCalls(broker: BrokerLike, options: BrokerBridgeOptions): Pick<Backc
         paused: broker.paused,
         presets: options.presets ?? [],
         recent: recentCommands(newestTasks(broker, recentLimit), recentLimit),
+        ...(broker.connections ? { connections: broker.connections() } : {}),
       };
     },
     async openLog() {
@@ -301,7 +324,10 @@ function taskCalls(
 ): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall'> {
   return {
     async submit(request) {
-      return handleOf(() => broker.submit(toSpec(request)));
+      // Acknowledged once durable (see followSubmission).
+      const { id, accepted } = handleOf(() => broker.submit(toSpec(request)));
+      await accepted;
+      return { id };
     },
     async cancel(id, reason) {
       const task = requireTask(id);
@@ -315,7 +341,9 @@ function taskCalls(
       if (!isFinished(task.state)) {
         throw new BridgeError('conflict', `Task ${id} is still ${task.state}; retry it once it has ended`);
       }
-      return handleOf(() => broker.retry(id));
+      const started = handleOf(() => broker.retry(id));
+      await started.accepted;
+      return { id: started.id };
     },
     async answer(id, askId, text) {
       const task = requireTask(id);
@@ -405,8 +433,8 @@ function translate(error: unknown): never {
   throw fromCoreError(error);
 }
 
-function handleOf(start: () => { id: string; result: Promise<unknown> }): { id: string } {
-  let handle: { id: string; result: Promise<unknown> };
+function handleOf(start: () => StartedTask): { id: string; accepted: Promise<void> } {
+  let handle: StartedTask;
   try {
     handle = start();
   } catch (error) {
@@ -414,7 +442,7 @@ function handleOf(start: () => { id: string; result: Promise<unknown> }): { id: 
   }
   // The outcome reaches the panel through updates; an unobserved rejection must not crash the host.
   handle.result.catch(() => {});
-  return { id: handle.id };
+  return { id: handle.id, accepted: handle.accepted ?? Promise.resolve() };
 }
 
 /** The refusal of an answer to a call the task does not wait on (one wording for every backend). */

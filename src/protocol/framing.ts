@@ -245,10 +245,49 @@ export function encodeLine(message: unknown): string {
   return JSON.stringify(message) + '\n';
 }
 
-export type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: string };
+/**
+ * `tooDeep`: the value nests deeper than MAX_JSON_DEPTH — a protocol error, not a line to skip
+ * (nothing a well-behaved agent sends looks like it).
+ */
+export type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: string; tooDeep?: true };
 
-/** JSON.parse with the failure turned into a short reason (the raw text is never echoed whole). */
+/**
+ * The deepest nesting of arrays and objects a message may have. Every walk of a value after
+ * JSON.parse (structuredClone, JSON.stringify, validation, the panel's rendering) recurses: one
+ * result nested ~3,000 deep in a 6 KB line broke every task listing with "Maximum call stack size
+ * exceeded", also after a restart (issue 36, X7). 128 is serde_json's default limit.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/**
+ * True when the JSON `text` nests arrays and objects deeper than `max`. One pass over the text,
+ * skipping strings, before anything parses it (so nothing recurses that deep at all).
+ */
+export function nestedDeeperThan(text: string, max = MAX_JSON_DEPTH): boolean {
+  // Deeper than `max` needs more than `max` opening brackets.
+  if (text.length <= max) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: on to its closing quote, past escaped characters.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** JSON.parse with the failure turned into a short reason (the raw text is never echoed whole); too deep is refused first. */
 export function parseLine(text: string): ParsedLine {
+  if (nestedDeeperThan(text)) return { ok: false, reason: `nested deeper than ${MAX_JSON_DEPTH} levels: ${preview(text)}`, tooDeep: true };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rawAttachments, resolveAttachments } from './attachments.js';
 import { isFinalStatus, validateAgentMessage, type FinalPayload } from './messages.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from './framing.js';
 
 export const SPOOL_SUFFIX = '.json';
 
@@ -31,6 +32,7 @@ export type SpoolRead = { ok: true; payload: FinalPayload } | { ok: false; reaso
 /** Parses and checks a spool file's text: a valid final payload, for `taskId` when one is given. */
 export function parseSpooled(text: string, taskId?: string): SpoolRead {
   let value: unknown;
+  if (nestedDeeperThan(text)) return { ok: false, reason: `nested deeper than ${MAX_JSON_DEPTH} levels` };
   try {
     value = JSON.parse(text);
   } catch (error) {

@@ -70,7 +70,13 @@ describe('the gateway on a running hub', () => {
     expect(task!.label).toBe('gateway echo: ping');
 
     const health = await raw(`${gateway.baseURL.replace(/\/v1$/, '')}/health`);
-    expect(health.json).toMatchObject({ status: 'ok', runs_on: `hub ${hub.socket}`, tasks: { running: 0, queued: 0 } });
+    expect(health.json).toMatchObject({
+      status: 'ok',
+      runs_on: `hub ${hub.socket}`,
+      tasks: { running: 0, queued: 0 },
+      // What the hub's task endpoints refused or failed to accept (issue 36 item 3).
+      connections: { refused: 0, accept_errors: 0, last_accept_error: null },
+    });
   });
 
   test('a 2 MB prompt is answered on the hub as in the gateway (the hub takes what the gateway takes)', async () => {

@@ -97,7 +97,8 @@ describe('broker crash and restart', () => {
       journalRecords(dataDir)
         .filter((r) => r.id === early)
         .map((r) => r.e),
-    ).toEqual(['queued', 'attempt', 'progress']);
+      // The first `attempt` is made durable before the task shows as running; the second adds its pid.
+    ).toEqual(['queued', 'attempt', 'attempt', 'progress']);
     const agents = agentProcesses(ipcDir);
     await first.kill();
     await waitUntilGone(agents, 15_000);

@@ -71,6 +71,32 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     await expectNothingLeft(ipcDir);
   });
 
+  test('a full disk (X12): tasks that ended meanwhile keep their results after a restart, none is missing', async () => {
+    const dataDir = mountTmpfs('2m');
+    const { broker, ipcDir } = makeBroker({ dataDir });
+    await broker.submit({ command: fixture('quick.mjs'), input: { n: 'before' } }).result;
+    fillUp(dataDir);
+    // Ten tasks with 1 KB inputs: ~30 KB of records, well past what the journal's last page had free.
+    const ids: string[] = [];
+    for (let n = 0; n < 10; n++) {
+      const task = broker.submit({ command: fixture('quick.mjs'), input: { n, pad: 'p'.repeat(1000) } });
+      expect((await task.result).data).toEqual({ n });
+      ids.push(task.id);
+    }
+    await broker.close();
+    // The journal wrote them into the room it kept for this (journal.reserve).
+    expect(broker.historyError).toBeUndefined();
+
+    rmSync(path.join(dataDir, 'filler'));
+    const { broker: again } = makeBroker({ dataDir, ipcDir });
+    await again.ready;
+    // Was: the task whose `ended` record hit the full disk `interrupted` (crashed), the next ones missing.
+    expect(ids.map((id) => again.get(id)?.state)).toEqual(ids.map(() => 'succeeded'));
+    expect(again.get(ids[9]!)).toMatchObject({ result: { data: { n: 9 } } });
+    await again.close();
+    await expectNothingLeft(ipcDir);
+  });
+
   test('a read-only disk: history still loads, one clear error, new tasks run', async () => {
     const dataDir = mountTmpfs('1m');
     const { broker: writer } = makeBroker({ dataDir });

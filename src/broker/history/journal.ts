@@ -1,9 +1,13 @@
 /**
  * Append-only NDJSON journal of task lifecycle events, read back at start to rebuild history.
  *
- * Writes are batched per tick into one write() and fsynced when the batch holds a final result, so
- * a result the caller has seen is on disk. A line cut short by power loss is skipped on read with a
- * warning. Write failures (disk full, read-only) are reported once and never stop the broker.
+ * Writes are batched per tick into one write(). `durable()` is the group commit: it resolves once
+ * every record appended so far is written and fsynced, and every caller waiting meanwhile shares the
+ * one fsync of the next batch — so the broker reports a start or a result only after its record is on
+ * disk (docs/reliability.md, "Durable before reported") without one fsync per task. A line cut short
+ * by power loss is skipped on read with a warning. Write failures (disk full, read-only) are
+ * reported once and never stop the broker: `durable()` then resolves at once (nothing more can be
+ * made durable, and the tasks keep running).
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
@@ -14,6 +18,7 @@ import type { Logger } from '../log.js';
 import type { ChangeSummary, WorktreeInfo } from '../../model/change.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 import { recordProblem } from './record-shape.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../protocol/index.js';
 
 const { O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_WRONLY } = constants;
 /** The journal and its temp file: never through a symlink; the temp file always new (O_EXCL). */
@@ -21,6 +26,14 @@ const APPEND = O_WRONLY | O_APPEND | O_CREAT | NO_FOLLOW;
 const CREATE_NEW = O_WRONLY | O_CREAT | O_EXCL | NO_FOLLOW;
 
 export const JOURNAL_FILE = 'journal.ndjson';
+/**
+ * Room kept for the journal on its disk: on a full disk (ENOSPC) it is given back and the batch
+ * written again, so the records of the tasks that end meanwhile are kept — a task that succeeded
+ * was `interrupted` after a restart, and the next one missing (issue 36, X12). Made again at the
+ * next start when there is room.
+ */
+export const RESERVE_FILE = 'journal.reserve';
+const RESERVE_BYTES = 64 * 1024;
 /** Compact when the file grows past this. */
 export const DEFAULT_JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -85,12 +98,18 @@ export class Journal {
   private handle: FileHandle | undefined;
   private queue: string[] = [];
   private syncRequested = false;
+  /** Callers of `durable()` waiting for the next fsync (group commit). */
+  private syncWaiters: Array<() => void> = [];
+  /** Bytes written since the last fsync. */
+  private unsynced = false;
   private flushing: Promise<void> | undefined;
   private scheduled = false;
   private bytes = 0;
   /** Records and tasks the last `load()` read: how much a compaction would shrink the file. */
   private loaded = { records: 0, tasks: 0 };
   private failed: string | undefined;
+  /** The reserve's path while it is kept (see RESERVE_FILE). */
+  private reserve: string | undefined;
 
   constructor(
     dir: string,
@@ -115,13 +134,15 @@ export class Journal {
       lineNumber += 1;
       if (line.trim() === '') return;
       let record: unknown;
+      // A record nested too deep (a result written before payloads were capped) would break every listing.
+      const tooDeep = nestedDeeperThan(line);
       try {
-        record = JSON.parse(line);
+        record = tooDeep ? undefined : JSON.parse(line);
       } catch {
         record = undefined;
       }
       // Valid JSON of the wrong shape counts as corrupt too: applying it bricked the broker (record-shape.ts).
-      const problem = record === undefined ? 'not JSON' : recordProblem(record);
+      const problem = tooDeep ? `nested deeper than ${MAX_JSON_DEPTH} levels` : record === undefined ? 'not JSON' : recordProblem(record);
       if (problem !== undefined) {
         skippedLines += 1;
         this.logger.warn(`history: skipped a corrupt line ${lineNumber} of ${this.file} (${line.length} chars; ${problem})`);
@@ -173,10 +194,41 @@ export class Journal {
         this.bytes += 1;
       }
       this.handle = handle;
+      this.keepReserve();
       this.schedule();
     } catch (error) {
       this.fail(error as Error);
     }
+  }
+
+  /** Makes the reserve (RESERVE_FILE) whole, when there is room; without it a full disk stops the journal at once. */
+  private keepReserve(): void {
+    const file = path.join(path.dirname(this.file), RESERVE_FILE);
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, O_WRONLY | O_CREAT | NO_FOLLOW, 0o600);
+      const zeros = Buffer.alloc(RESERVE_BYTES);
+      for (let offset = 0; offset < zeros.length;) offset += writeSync(fd, zeros, offset, zeros.length - offset, offset);
+      fsyncSync(fd);
+      this.reserve = file;
+    } catch {
+      // No room for it (or a symlink planted there: never written through): none is kept.
+      this.reserve = undefined;
+      if (fd !== undefined) rmSync(file, { force: true });
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Gives the reserve back to the disk; false when there was none. */
+  private releaseReserve(): boolean {
+    if (!this.reserve) return false;
+    rmSync(this.reserve, { force: true });
+    this.reserve = undefined;
+    this.logger.warn(
+      `history journal ${this.file}: the disk is full; writing into the room kept for it (${RESERVE_FILE}) — free some space`,
+    );
+    return true;
   }
 
   /**
@@ -195,8 +247,20 @@ export class Journal {
     this.schedule();
   }
 
+  /**
+   * Resolves once every record appended so far is written and fsynced. Callers waiting together
+   * share one fsync (group commit). Resolves at once when nothing is pending or writing failed.
+   */
+  durable(): Promise<void> {
+    if (this.failed || (this.queue.length === 0 && !this.unsynced && !this.flushing)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.syncWaiters.push(resolve);
+      this.schedule();
+    });
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.queue.length === 0) return;
+    if (this.scheduled || (this.queue.length === 0 && this.syncWaiters.length === 0)) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -204,31 +268,56 @@ export class Journal {
     });
   }
 
-  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it). */
+  /** Writes what is queued; resolves when it is on disk (fsynced if a final result was in it, or a caller waits for it). */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
-    // Not open yet (or being compacted): the queue waits for open().
-    if (this.queue.length === 0 || !this.handle || this.failed) return;
+    if (this.failed) return this.releaseWaiters();
+    // Not open yet (or being compacted): the queue and the waiters wait for open().
+    if (!this.handle || (this.queue.length === 0 && this.syncWaiters.length === 0)) return;
     const batch = this.queue.join('');
-    const sync = this.syncRequested;
+    const waiters = this.syncWaiters;
+    const sync = this.syncRequested || waiters.length > 0;
     this.queue = [];
+    this.syncWaiters = [];
     this.syncRequested = false;
     const handle = this.handle;
     this.flushing = (async () => {
       const data = Buffer.from(batch);
-      try {
+      const write = async (): Promise<void> => {
         // A full disk first shows as a short write: keep writing until the kernel says why it cannot.
         for (let offset = 0; offset < data.length;) offset += (await handle.write(data, offset, data.length - offset)).bytesWritten;
+      };
+      try {
+        try {
+          await write();
+        } catch (error) {
+          // A full disk with the reserve still kept: give it back, and write the whole batch again.
+          if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+          await handle.truncate(this.bytes);
+          if (!this.releaseReserve()) throw error;
+          await write();
+        }
         this.bytes += data.length;
-        if (sync) await handle.sync();
+        if (data.length > 0) this.unsynced = true;
+        if (sync && this.unsynced) {
+          this.unsynced = false;
+          await handle.sync();
+        }
       } catch (error) {
         // Drop the half-written batch so the file stays whole lines (the next start reads it cleanly).
         await handle.truncate(this.bytes).catch(() => {});
         this.fail(error as Error);
       }
+      for (const resolve of waiters) resolve();
     })();
     await this.flushing;
     this.flushing = undefined;
+    // Records and waiters that came during this batch: the next one (their fsync is shared).
+    this.schedule();
+  }
+
+  private releaseWaiters(): void {
+    for (const resolve of this.syncWaiters.splice(0)) resolve();
   }
 
   /**
@@ -262,6 +351,7 @@ export class Journal {
       renameSync(tmp, this.file);
       this.handle = await open(this.file, APPEND, 0o600);
       this.bytes = written;
+      this.unsynced = false;
       this.schedule();
     } catch (error) {
       rmSync(tmp, { force: true });
@@ -288,6 +378,8 @@ export class Journal {
             : error.message;
     this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
     this.logger.error(this.failed);
+    this.queue = [];
+    this.releaseWaiters();
   }
 }
 

@@ -25,8 +25,11 @@ import type { HistoryEntry, RetrySpec } from './journal.js';
 import { withSummary, type ResultStore } from './results.js';
 import { compareKeys, OrderedHistory, type SortKey } from './ordered-history.js';
 import { Rollup } from './rollup.js';
+import type { ConnectionTally } from '../transport/connection-tally.js';
 
 export interface BrokerStats {
+  /** What this process's task endpoints refused or failed to accept (see transport/connection-tally.ts). */
+  connections?: ConnectionTally;
   queued: number;
   running: number;
   succeeded: number;

@@ -17,7 +17,7 @@ import {
   type ResultSummary,
   type TaskSnapshot,
 } from '../../model/task.js';
-import type { FinalPayload } from '../../protocol/index.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan, type FinalPayload } from '../../protocol/index.js';
 import { payloadJson } from '../../model/payload-json.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
 
@@ -190,7 +190,9 @@ export class ResultStore {
       if (!stat.isFile()) throw new Error('not a regular file');
       if (typeof process.getuid === 'function' && stat.uid !== process.getuid())
         throw new Error(`it belongs to uid ${stat.uid}, not to us`);
-      return JSON.parse(readFileSync(fd, 'utf8')) as FinalPayload;
+      const text = readFileSync(fd, 'utf8');
+      if (nestedDeeperThan(text)) throw new Error(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+      return JSON.parse(text) as FinalPayload;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       const why =

@@ -218,6 +218,7 @@ export class Attempt {
       ...(s.traceLines ? { trace: (text: string) => this.trace('socket', text) } : {}),
       problem: (kind, detail, cause) => this.problem(kind, detail, cause),
       refused: (reason) => this.tally.refused(reason),
+      acceptError: (message) => this.tally.acceptError(message),
       overflow: (detail) => this.protocolFailure(detail),
     };
   }

@@ -6,9 +6,17 @@ export class ChannelTally {
   private readonly refusals = new Map<string, number>();
   private malformedLines = 0;
   private lastMalformed = '';
+  private acceptErrors = 0;
+  private lastAcceptError = '';
 
   refused(reason: string): void {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
+  }
+
+  /** The endpoint could not accept a connection (the agent's may be the one lost). */
+  acceptError(message: string): void {
+    this.acceptErrors += 1;
+    this.lastAcceptError = message;
   }
 
   malformed(detail: string): void {
@@ -23,6 +31,10 @@ export class ChannelTally {
     if (total > 0) {
       const reasons = [...this.refusals].map(([reason, n]) => (n > 1 ? `${reason} ×${n}` : reason));
       parts.push(`${total} connection${total > 1 ? 's' : ''} rejected: ${reasons.join(', ')}`);
+    }
+    if (this.acceptErrors > 0) {
+      const s = this.acceptErrors > 1 ? 's' : '';
+      parts.push(`${this.acceptErrors} accept error${s} on its endpoint (last: ${this.lastAcceptError.slice(0, 120)})`);
     }
     if (this.malformedLines > 0) {
       const s = this.malformedLines > 1 ? 's' : '';

@@ -35,6 +35,18 @@ const NO_EXTRA = {};
 /** The facts of a problem beyond its kind and detail (see the `problem` LogEvent). */
 export type ProblemFacts = Pick<Extract<LogEvent, { kind: 'problem' }>, 'cause' | 'status'>;
 
+/** A decided ending: what `publishEnd` applies, and how it settles `result`. */
+interface Ending {
+  state: TaskState;
+  reason?: FailureReason;
+  message?: string;
+  detail?: string;
+  final: FinalPayload | undefined;
+  progress?: number;
+  endedAt: string;
+  settle(): void;
+}
+
 export interface TaskIdentity {
   id: string;
   spec: TaskSpec;
@@ -76,6 +88,9 @@ export class Task {
   private readonly stderr: string[] = [];
   private resolveResult!: (payload: FinalPayload) => void;
   private rejectResult!: (error: TaskError) => void;
+  /** The ending decided but not shown yet (see `holdEnd`): nothing outside sees it until `publishEnd`. */
+  private ending: Ending | undefined;
+  private holding = false;
 
   constructor(
     identity: TaskIdentity,
@@ -124,13 +139,68 @@ export class Task {
     return this.currentState;
   }
 
+  /** Ended, as everyone sees it (its ending published). */
   get finished(): boolean {
     return isFinished(this.currentState);
   }
 
+  /** Ended, or its ending decided and waiting to be published (see `holdEnd`): it settles no more. */
+  get decided(): boolean {
+    return this.finished || this.ending !== undefined;
+  }
+
   /** Not yet decided: live and unfinished, or interrupted (history) and waiting for a spooled result. */
   private get open(): boolean {
-    return !this.finished || this.currentState === 'interrupted';
+    return this.ending === undefined && (!this.finished || this.currentState === 'interrupted');
+  }
+
+  /**
+   * The next `succeed`/`fail` is decided but not shown: state, snapshot, `ended` update and `result`
+   * stay as they were until `publishEnd()` (the broker first makes the ending durable). The decided
+   * ending is `decidedSnapshot()` / `decidedFinal` meanwhile.
+   */
+  holdEnd(): void {
+    this.holding = true;
+  }
+
+  /** Shows the held ending: the state changes, the `ended` update goes out, `result` settles. */
+  publishEnd(): void {
+    const ending = this.ending;
+    this.holding = false;
+    if (!ending) return;
+    this.ending = undefined;
+    this.currentState = ending.state;
+    this.reason = ending.reason ?? this.reason;
+    if (ending.message !== undefined) this.message = ending.message;
+    if ('detail' in ending) this.detail = ending.detail;
+    this.finalPayload = ending.final;
+    if (ending.progress !== undefined) this.currentProgress = ending.progress;
+    this.endedAt = ending.endedAt;
+    this.question = undefined;
+    this.toolCalls = [];
+    this.update('ended', { payload: this.finalPayload && withoutContent(this.finalPayload) });
+    ending.settle();
+  }
+
+  /** The final payload decided (held or shown), with the broker's meta. */
+  get decidedFinal(): FinalPayload | undefined {
+    return this.ending ? this.ending.final : this.finalPayload;
+  }
+
+  /** The snapshot as it is once the held ending is published (the plain snapshot when none is held). */
+  decidedSnapshot(): TaskSnapshot {
+    const snap = this.snapshot();
+    const ending = this.ending;
+    if (!ending) return snap;
+    snap.state = ending.state;
+    if (ending.reason) snap.reason = ending.reason;
+    if (ending.message !== undefined) snap.message = ending.message;
+    if (ending.detail !== undefined) snap.detail = ending.detail;
+    if (ending.progress !== undefined) snap.progress = ending.progress;
+    snap.endedAt = ending.endedAt;
+    if (ending.final) snap.result = withoutContent(ending.final);
+    delete snap.pendingQuestion;
+    return snap;
   }
 
   get attempt(): number {
@@ -268,27 +338,26 @@ export class Task {
 
   succeed(payload: FinalPayload, channel: DeliveryChannel): void {
     if (!this.open) return;
-    this.finalPayload = this.withBrokerMeta(payload, channel);
-    this.currentState = 'succeeded';
-    this.currentProgress = 100;
-    this.end();
-    this.resolveResult(this.finalPayload);
+    const final = this.withBrokerMeta(payload, channel);
+    this.decideEnd({ state: 'succeeded', final, progress: 100 }, () => this.resolveResult(final));
   }
 
   /** `detail`: the message without the framing the reason says (see `TaskSnapshot.detail`). */
   fail(reason: FailureReason, message: string, payload?: FinalPayload, channel?: DeliveryChannel, detail?: string): void {
     if (!this.open) return;
-    this.reason = reason;
-    this.message = message;
-    this.detail = detail;
-    if (payload) this.finalPayload = this.withBrokerMeta(payload, channel ?? 'socket');
-    this.currentState = reason === 'cancelled' ? 'cancelled' : 'failed';
-    this.end();
-    const error = new TaskError(this.id, reason, `${this.label}: ${message}`, this.finalPayload, this.stderrTail(), {
+    const final = payload ? this.withBrokerMeta(payload, channel ?? 'socket') : this.finalPayload;
+    const state = reason === 'cancelled' ? 'cancelled' : 'failed';
+    const error = new TaskError(this.id, reason, `${this.label}: ${message}`, final, this.stderrTail(), {
       taskMessage: message,
       ...(detail !== undefined ? { detail } : {}),
     });
-    this.rejectResult(error);
+    this.decideEnd({ state, reason, message, detail, final }, () => this.rejectResult(error));
+  }
+
+  /** Records the ending; shows it now, or when `publishEnd` is called if it is held. */
+  private decideEnd(ending: Omit<Ending, 'endedAt' | 'settle'>, settle: () => void): void {
+    this.ending = { ...ending, endedAt: isoNow(), settle };
+    if (!this.holding) this.publishEnd();
   }
 
   /** The content of one attachment of the final payload (snapshots carry only its name and size). */
@@ -376,13 +445,6 @@ export class Task {
     if (extra.toolCall) update.toolCall = extra.toolCall;
     this.events.emit('update', update);
     this.emit(update);
-  }
-
-  private end(): void {
-    this.endedAt = isoNow();
-    this.question = undefined;
-    this.toolCalls = [];
-    this.update('ended', { payload: this.finalPayload && withoutContent(this.finalPayload) });
   }
 
   private withBrokerMeta(payload: FinalPayload, channel: DeliveryChannel): FinalPayload {

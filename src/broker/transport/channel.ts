@@ -21,6 +21,7 @@ import {
   type Payload,
   type ToolCallMessage,
 } from '../../protocol/index.js';
+import { countAcceptError, countRefused } from './connection-tally.js';
 import { readInbound } from './inbound.js';
 import type { EndpointAddress, TaskEndpoint } from './task-endpoint.js';
 import type { RejectCause } from '../../model/task.js';
@@ -79,6 +80,8 @@ export interface ChannelHandlers {
   problem(kind: 'malformed' | 'rejected', detail: string, cause?: RejectCause): void;
   /** A connection was refused; `reason` is short ("wrong token"), for the task's failure message. */
   refused(reason: string): void;
+  /** The endpoint could not accept a connection (`message`: the error's, e.g. EMFILE); counted for the failure message. */
+  acceptError?(message: string): void;
   /** A line exceeded the limit on an authenticated connection: the result would be lost. */
   overflow(detail: string): void;
 }
@@ -137,7 +140,11 @@ export class TaskChannel implements TaskEndpoint {
         resolve();
       });
     });
-    server.on('error', (error) => this.handlers.problem('rejected', `endpoint error: ${error.message}`));
+    server.on('error', (error) => {
+      countAcceptError(error.message);
+      this.handlers.acceptError?.(error.message);
+      this.handlers.problem('rejected', `endpoint error: ${error.message}`);
+    });
     this.address.secure();
   }
 
@@ -211,7 +218,7 @@ export class TaskChannel implements TaskEndpoint {
   private accept(socket: Socket): void {
     if (this.closed || this.connections.size >= this.limits.maxConnections) {
       this.handlers.problem('rejected', `connection refused: ${this.limits.maxConnections} connections already open`, 'limit');
-      this.handlers.refused('too many connections');
+      this.refused('too many connections');
       socket.destroy();
       return;
     }
@@ -234,7 +241,7 @@ export class TaskChannel implements TaskEndpoint {
     };
     connection.authTimer = setTimeout(() => {
       this.handlers.problem('rejected', `connection closed: no authenticated message within ${this.limits.authTimeoutMs} ms`, 'auth');
-      this.handlers.refused('no first line in time');
+      this.refused('no first line in time');
       socket.destroy();
     }, this.limits.authTimeoutMs);
     this.connections.add(connection);
@@ -359,7 +366,7 @@ export class TaskChannel implements TaskEndpoint {
     if (connection.authenticated) this.handlers.overflow(detail);
     else {
       this.handlers.problem('rejected', `unauthenticated ${detail}`, 'limit');
-      this.handlers.refused('first line too long');
+      this.refused('first line too long');
     }
   }
 
@@ -397,6 +404,10 @@ export class TaskChannel implements TaskEndpoint {
     const inbound = readInbound(text, this.taskId, 'socket');
     if (!inbound.ok) {
       if (!connection.authenticated) return this.refuse(connection, inbound.detail, inbound.cause);
+      if (inbound.protocol) {
+        this.reject(connection, inbound.detail);
+        return this.handlers.overflow(inbound.detail);
+      }
       if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail, inbound.cause);
       // Its raw bytes would be read as lines: the connection cannot go on.
       const detail = `refused a message whose attachment bytes follow: ${inbound.detail}`;
@@ -451,9 +462,15 @@ export class TaskChannel implements TaskEndpoint {
     this.dispatch(connection, resolved.payload);
   }
 
+  /** Counts a refused connection (here and process-wide, see connection-tally.ts). */
+  private refused(reason: string): void {
+    countRefused();
+    this.handlers.refused(reason);
+  }
+
   private refuse(connection: Connection, detail: string, cause: RejectCause | undefined): void {
     this.handlers.problem('rejected', `first message refused: ${detail}`, cause);
-    this.handlers.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
+    this.refused(`bad first line (${detail.split(/[:(]/)[0]!.trim()})`);
     this.reject(connection, AUTH_REQUIRED);
   }
 
@@ -463,7 +480,7 @@ export class TaskChannel implements TaskEndpoint {
     if (wrong || (given === undefined && this.options.requireToken)) {
       const reason = wrong ? 'wrong token' : 'no token on its first line';
       this.handlers.problem('rejected', reason, 'auth');
-      this.handlers.refused(reason);
+      this.refused(reason);
       this.reject(connection, wrong ? reason : AUTH_REQUIRED);
       return false;
     }

@@ -20,17 +20,19 @@ import type { RejectCause } from '../../model/task.js';
 
 /**
  * `fatal`: the refused line announced raw attachment bytes, which cannot be told from lines once the
- * line itself is not trusted, so the connection cannot go on.
+ * line itself is not trusted, so the connection cannot go on. `protocol`: the line breaks the
+ * protocol (nested deeper than MAX_JSON_DEPTH): the task fails with a protocol error.
  */
 export type Inbound =
   | { ok: true; message: AgentMessage; token: string | undefined }
-  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; cause?: RejectCause; fatal?: boolean };
+  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; cause?: RejectCause; fatal?: boolean; protocol?: true };
 
 /** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
   const from = via === 'stdout' ? 'stdout: ' : '';
   const parsed = parseLine(text);
-  if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}` };
+  // Too deep to walk safely (see MAX_JSON_DEPTH): the task fails with a protocol error.
+  if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}`, ...(parsed.tooDeep ? { protocol: true } : {}) };
   const fatal = via === 'socket' && announcesRawBytes(parsed.value);
   const token = takeToken(parsed.value);
   // Validated with the token put back (its type is checked too), then handed on without it.

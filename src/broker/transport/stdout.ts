@@ -36,7 +36,8 @@ export function readStdout(stream: Readable, taskId: string, handlers: OutputHan
         handlers.trace?.(text);
         const body = dataOf(text);
         const inbound = readInbound(body, taskId, 'stdout');
-        if (!inbound.ok) return handlers.problem(inbound.kind, inbound.detail, inbound.cause);
+        if (!inbound.ok)
+          return inbound.protocol ? handlers.overflow(inbound.detail) : handlers.problem(inbound.kind, inbound.detail, inbound.cause);
         const message = inbound.message;
         if (!isPayload(message)) return handlers.problem('malformed', `stdout: only payloads are read here: ${preview(body)}`);
         handlers.payload(message);

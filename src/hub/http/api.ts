@@ -12,6 +12,7 @@ import { parseRequest } from '../../bridge/http-routes.js';
 import { formatLimit, MAX_SUBMIT_BYTES } from '../../model/limits.js';
 import type { TaskOrigin } from '../../model/task.js';
 import { readBody, sendError, sendJson } from './responses.js';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../protocol/index.js';
 
 /**
  * `door`: the origin every submission through this server has, whatever its body says (the panel's
@@ -54,8 +55,14 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, ma
     sendError(res, 415, 'invalid_request', 'Send JSON (Content-Type: application/json)');
     return REFUSED;
   }
+  const text = raw.toString('utf8');
+  // A value nested this deep would be kept in history (an input) and break its listings (see MAX_JSON_DEPTH).
+  if (nestedDeeperThan(text)) {
+    sendError(res, 400, 'invalid_request', `The request body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    return REFUSED;
+  }
   try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
+    return JSON.parse(text) as unknown;
   } catch {
     sendError(res, 400, 'invalid_request', 'The request body is not valid JSON');
     return REFUSED;

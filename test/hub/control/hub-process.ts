@@ -81,21 +81,21 @@ export interface Hub extends Proc {
 }
 
 /** The first match group of `pattern` in what `proc` printed, once it has; fails if `proc` exits first. */
-export function printed(proc: Proc, pattern: RegExp, what: string): Promise<string> {
+export function printed(proc: Proc, pattern: RegExp, what: string, timeoutMs = 45_000): Promise<string> {
   return waitFor(
     () => {
       if (proc.child.exitCode !== null) throw new Error(`${what}: it exited first: ${proc.stderr()}`);
       return pattern.exec(proc.stdout())?.[1];
     },
     what,
-    45_000, // generous for a busy machine (npm test runs the browser suite beside vitest), within the 60 s test timeout
+    timeoutMs, // 45 s by default: generous for a busy machine (npm test runs the browser suite beside vitest), within the 60 s test timeout
     25,
   );
 }
 
 /** `backchannel serve` as the hub; resolves once its panel URL is printed (the control endpoint listens by then). */
-export async function startHub(hub: HubEnv): Promise<Hub> {
+export async function startHub(hub: HubEnv, timeoutMs?: number): Promise<Hub> {
   const proc = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
-  const url = await printed(proc, /Backchannel panel: (\S+)/, 'serve to print its URL');
+  const url = await printed(proc, /Backchannel panel: (\S+)/, 'serve to print its URL', timeoutMs);
   return { ...proc, url };
 }
