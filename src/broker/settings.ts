@@ -3,12 +3,13 @@
  * spec, the defaults and the broker's environment.
  */
 import os from 'node:os';
-import { ARG_TASK_ID } from '../protocol/index.js';
+import { ARG_TASK_ID, ENV_MAX_COST_USD, ENV_MAX_TOKENS, ENV_MAX_TURNS } from '../protocol/index.js';
 import type { RunPolicy } from './run-policy.js';
 import { BrokerError } from './errors.js';
 import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
+import type { DoorBudgets } from './guards/budget.js';
 import { filterEnv, type EnvPolicy } from './process/environment.js';
 import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
@@ -71,6 +72,11 @@ export interface BrokerOptions {
   drainMs?: number;
   /** After a restart: time the last broker's surviving agents get to finish before they are stopped. @default 60000 */
   orphanGraceMs?: number;
+  /**
+   * The default budget of a task that sets none, by the door it came through (the config file's
+   * `budget:` section, ./guards/budget.ts). @default none
+   */
+  budgets?: DoorBudgets;
   /** Defaults for task specs that do not set these. */
   defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
   /** Which of the broker's environment variables sub-agents inherit. */
@@ -170,7 +176,7 @@ export function attemptSettings(
     args,
     ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
     cwd: task.cwd,
-    env: mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env),
+    env: withBudgetEnv(mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env), spec),
     input: spec.input,
     timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
     heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,
@@ -183,6 +189,19 @@ export function attemptSettings(
     traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
     requireToken: options.requireToken ?? false,
   };
+}
+
+/** The task's budget in the agent's environment (ENV_MAX_TOKENS, …), for an agent that passes it to its CLI. */
+function withBudgetEnv(env: Record<string, string>, spec: TaskSpec): Record<string, string> {
+  const budget: Array<[string, number | undefined]> = [
+    [ENV_MAX_TOKENS, spec.maxTokens],
+    [ENV_MAX_COST_USD, spec.maxCostUsd],
+    [ENV_MAX_TURNS, spec.maxTurns],
+  ];
+  if (budget.every(([, value]) => value === undefined)) return env;
+  const out = { ...env };
+  for (const [name, value] of budget) if (value !== undefined) out[name] = String(value);
+  return out;
 }
 
 function stripUndefined<T extends object>(value: T): T {

@@ -8,6 +8,8 @@
  *               redis: redis://host:6379, queue: agents }
  *   gateway:  { … the gateway's own schema, src/gateway/config.ts }
  *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
+ *   budget:   { default: { max_tokens, max_cost_usd, max_turns }, mcp: { … }, … }   (src/broker/guards/budget.ts)
+ *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/config.ts)
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
@@ -19,7 +21,7 @@ import * as z from 'zod/mini';
 import { firstProblem, must } from '../model/shapes.js';
 
 export const CONFIG_ENV = 'BACKCHANNEL_CONFIG';
-export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy'] as const;
+export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy', 'budget', 'notify'] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 /** Where the file's name goes in a message about its shape. */

@@ -35,7 +35,12 @@ import type { TaskEndpoint } from '../transport/task-endpoint.js';
 import type { DeliveryChannel, FailureReason, LogEvent, ProblemKind, RejectCause } from '../../model/task.js';
 import type { ProblemFacts } from './task.js';
 
-export type StopReason = 'timeout' | 'stalled' | 'cancelled';
+export type StopReason = 'timeout' | 'stalled' | 'cancelled' | 'budget_exceeded';
+
+/** A stop worth another attempt: a deadline or a stall may go better; a cancel or a spent budget is final. */
+export function stopIsRetryable(reason: StopReason): boolean {
+  return reason === 'timeout' || reason === 'stalled';
+}
 
 export type AttemptOutcome =
   | { kind: 'final'; payload: FinalPayload; channel: DeliveryChannel }
@@ -157,12 +162,12 @@ export class Attempt {
    */
   stop(reason: StopReason, message: string): void {
     if (this.stopReason || this.exited) {
-      if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+      if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: stopIsRetryable(reason) });
       return;
     }
     this.stopReason = reason;
     this.timers?.stop();
-    if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+    if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: stopIsRetryable(reason) });
     this.sink.log('broker', `stopping: ${message}`, { kind: 'stopping', reason });
     const told = this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
     this.terminate(told > 0 ? this.settings.cancelGraceMs : 0);

@@ -4,6 +4,7 @@
  */
 import { loadConfig, setting } from '../../config/file.js';
 import type { TaskSpec } from '../../model/task.js';
+import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, budgetFlagOptions } from '../budget-flags.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { readInput } from '../run/input.js';
@@ -31,6 +32,7 @@ Options:
   --timeout <ms>            deadline for one attempt (default: none)
   --heartbeat-timeout <ms>  fail as "stalled" after this long without a message (default: none)
   --retries <n>             retries after a failure (default: 0)
+${BUDGET_FLAGS_HELP}
   --input <json|@file|->    the task's input: inline JSON, a JSON file, or stdin (64 MiB at most)
   --cwd <dir>               working directory (default: current)
   --label <text>            name shown in progress and history
@@ -78,6 +80,7 @@ const OPTIONS = {
   'follow-up': { type: 'string' },
   'save-attachments': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
+  ...BUDGET_FLAGS,
   ...BROKER_FLAGS,
 } as const;
 
@@ -137,6 +140,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}),
       ...(retries !== undefined ? { retries: Math.floor(retries) } : {}),
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
+      ...budgetFlagOptions(values),
       ...worktreeOption(values),
     };
     return {

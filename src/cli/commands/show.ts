@@ -1,4 +1,5 @@
 /** `backchannel show <id>`: one task's details. */
+import { describeBudget, describeUsage } from '../../model/usage.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -31,6 +32,8 @@ export const command = taskCommand({
       ['state', task.reason ? `${task.state} (${task.reason})` : task.state],
       ['progress', task.progress === undefined ? undefined : `${task.progress}%`],
       ['attempt', `${task.attempt} of ${task.maxAttempts}`],
+      ['usage', task.usage ? describeUsage(task.usage) : undefined],
+      ['budget', task.budget ? describeBudget(task.budget) : undefined],
       ['command', [task.command, ...task.args].join(' ')],
       ['cwd', task.cwd],
       ['created', task.createdAt],

@@ -1,6 +1,7 @@
 /** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
 import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
+import { formatUsd, tokensOf } from '../../model/usage.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -52,10 +53,11 @@ export const command = taskCommand({
       task.id,
       task.state,
       task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
+      usageCell(task),
       task.createdAt,
       task.label,
     ]);
-    const header = ['ID', 'STATE', 'PROGRESS', 'CREATED', 'LABEL'];
+    const header = ['ID', 'STATE', 'PROGRESS', 'USAGE', 'CREATED', 'LABEL'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     // Labels are agent text: neutralised on a terminal (one character for one, so the columns hold).
     for (const row of [header, ...rows]) {
@@ -64,3 +66,10 @@ export const command = taskCommand({
     return EXIT.ok;
   },
 });
+
+/** "150tok", "150tok/$0.03": what the agent reported spending, one word so the columns stay split by whitespace. */
+function usageCell(task: TaskSnapshot): string {
+  if (!task.usage) return '';
+  const cost = task.usage.costUsd === undefined ? '' : `/$${formatUsd(task.usage.costUsd)}`;
+  return `${tokensOf(task.usage)}tok${cost}`;
+}
