@@ -32,6 +32,19 @@ export const DEFAULTS = {
   maxLogLines: 500,
   /** Finished tasks kept in memory and in the journal. */
   historyLimit: 1000,
+  /**
+   * The deadline of an attempt that sets none (and whose broker sets no `defaults.timeoutMs`): long
+   * enough for a whole-repository run of a coding CLI, short enough that a hung one does not hold a
+   * slot (and spend) all night. `timeoutMs: 0` (`--timeout 0`) turns it off.
+   */
+  timeoutMs: 2 * 60 * 60_000,
+  /**
+   * The default heartbeat watchdog: 3 × the 10 s the agent is asked to heartbeat at (the hand-off's
+   * CURSOR_HEARTBEAT_MS is a third of it), so two lost heartbeats are not a stall. Armed by the
+   * agent's first heartbeat: an agent that never heartbeats (a plain script, a CLI) is not watched.
+   * `heartbeatTimeoutMs: 0` (`--heartbeat-timeout 0`) turns it off; a value arms it from the start.
+   */
+  heartbeatTimeoutMs: 30_000,
   /** How long an `ask` waits for a person. */
   askTimeoutMs: 5 * 60_000,
   /** At most one journal progress record per task per second. */
@@ -77,6 +90,11 @@ export interface BrokerOptions {
    * `budget:` section, ./guards/budget.ts). @default none
    */
   budgets?: DoorBudgets;
+  /**
+   * The default heartbeat watchdog of a task that sets none (armed by its first heartbeat; see
+   * DEFAULTS.heartbeatTimeoutMs). @default 30000; 0 turns the default watchdog off
+   */
+  watchdogMs?: number;
   /** Defaults for task specs that do not set these. */
   defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
   /** Which of the broker's environment variables sub-agents inherit. */
@@ -137,6 +155,7 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
     checkDuration(key, resolved[key]);
   checkDuration('defaults.timeoutMs', options.defaults?.timeoutMs);
   checkDuration('defaults.heartbeatTimeoutMs', options.defaults?.heartbeatTimeoutMs);
+  checkDuration('watchdogMs', options.watchdogMs);
   checkDuration('limits.authTimeoutMs', resolved.limits.authTimeoutMs);
   const { concurrency } = resolved;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -167,6 +186,7 @@ export function attemptSettings(
   place: { endpointDir: string; baseEnv: Record<string, string> },
 ): AttemptSettings {
   const spec = task.spec;
+  const heartbeat = spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs;
   const args = [...(spec.args ?? [])];
   if (spec.taskIdArg !== false) args.push(`${ARG_TASK_ID}${task.id}`);
   return {
@@ -178,8 +198,9 @@ export function attemptSettings(
     cwd: task.cwd,
     env: withBudgetEnv(mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env), spec),
     input: spec.input,
-    timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
-    heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,
+    timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? DEFAULTS.timeoutMs,
+    heartbeatTimeoutMs: heartbeat ?? options.watchdogMs ?? DEFAULTS.heartbeatTimeoutMs,
+    ...(heartbeat === undefined ? { watchdogFromFirstHeartbeat: true } : {}),
     endpointDir: place.endpointDir,
     spoolDir: place.endpointDir,
     limits: options.limits,

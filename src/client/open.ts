@@ -16,7 +16,7 @@
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
 import { defaultDataDir } from '../paths/data-dir.js';
-import { ownerBudgets } from '../hub/budgets.js';
+import { ownerBudgets } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import { BridgeError } from '../model/errors.js';
 import { createClient, type BackchannelClient } from './client.js';

@@ -55,6 +55,7 @@ export class RemoteAttempt implements RunningAttempt {
       input: s.input ?? null,
       timeoutMs: s.timeoutMs,
       heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+      ...(s.watchdogFromFirstHeartbeat ? { watchdogFromFirstHeartbeat: true } : {}),
       ...(s.preset !== undefined ? { preset: s.preset } : {}),
     };
   }

@@ -201,6 +201,7 @@ export class FleetWorker {
       input: job.input,
       timeoutMs: job.timeoutMs,
       heartbeatTimeoutMs: job.heartbeatTimeoutMs,
+      ...(job.watchdogFromFirstHeartbeat === true ? { watchdogFromFirstHeartbeat: true } : {}),
       endpointDir: this.endpointDir,
       spoolDir: this.endpointDir,
       limits: DEFAULT_CHANNEL_LIMITS,

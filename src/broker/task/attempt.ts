@@ -59,6 +59,11 @@ export interface AttemptSettings {
   input: unknown;
   timeoutMs: number;
   heartbeatTimeoutMs: number;
+  /**
+   * The default watchdog: armed by the agent's first heartbeat, not at the start (see
+   * guards/watchdog.ts); the agent is still asked to heartbeat every third of `heartbeatTimeoutMs`.
+   */
+  watchdogFromFirstHeartbeat?: boolean;
   endpointDir: string;
   spoolDir: string;
   limits: ChannelLimits;
@@ -252,8 +257,12 @@ export class Attempt {
       readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes + Math.ceil(s.limits.maxAttachmentBytes / 3) * 4),
       readStderr(child.stderr, output, s.limits.maxLineBytes),
     ]);
-    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) =>
-      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
+    this.timers = new AttemptTimers(
+      s.timeoutMs,
+      s.heartbeatTimeoutMs,
+      (kind) =>
+        this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`),
+      s.watchdogFromFirstHeartbeat === true,
     );
     child.once('exit', (code, signal) => {
       this.exited = true;
@@ -297,6 +306,7 @@ export class Attempt {
   }
 
   private onPayload(payload: Payload, via: 'socket' | 'stdout', reply?: (message: BrokerMessage) => void): void {
+    if (payload.status === 'heartbeat') this.timers?.heartbeat();
     this.timers?.alive();
     if (this.decided) {
       if (payload.status === 'cancelled' && this.stopReason) {

@@ -17,7 +17,7 @@ import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
-import { ownerBudgets } from '../budgets.js';
+import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { PresetInfo } from '../../bridge/contract.js';
@@ -138,7 +138,7 @@ async function openCore(dataDir: string, lock: DataDirLock, options: HeadlessOpt
       ipcDir: options.ipcDir,
       queue,
       runPolicy,
-      budgets: ownerBudgets(),
+      ...ownerTaskGuards(),
     });
     return { broker, logger, logPath, token, presets };
   } catch (error) {
