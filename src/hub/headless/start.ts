@@ -17,6 +17,8 @@ import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
+import { loadConfig } from '../../config/file.js';
+import { watchWebhooks } from '../../notify/index.js';
 import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
@@ -73,8 +75,11 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const core = await openCore(dataDir, lock, options);
   const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
+  let stopWebhooks: () => void;
   try {
     await broker.ready;
+    // The config's webhooks (signed, retried in the background: never in the broker's way).
+    stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
   } catch (error) {
     await broker.close();
     throw error;
@@ -102,6 +107,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
         await server.close();
         await control?.close();
         bridge.close();
+        stopWebhooks();
         await broker.close();
       })();
       return closing;
