@@ -176,14 +176,18 @@ export class AgentTask<Input = unknown> {
     }
   }
 
-  /** Reports progress: `percent` (0–100, or undefined for indeterminate) plus any data. */
-  progress(percent: number | undefined, data: Record<string, unknown> = {}): void {
-    this.partial(percent === undefined ? data : { ...data, progress: percent });
+  /** Reports progress: `percent` (0–100, or undefined for indeterminate) plus any data (and `meta`, as `partial`). */
+  progress(percent: number | undefined, data: Record<string, unknown> = {}, meta?: PayloadMeta): void {
+    this.partial(percent === undefined ? data : { ...data, progress: percent }, meta);
   }
 
-  /** Sends a `partial` payload with arbitrary data. */
-  partial(data: unknown): void {
-    this.send({ task_id: this.id, status: 'partial', data });
+  /**
+   * Sends a `partial` payload with arbitrary data. `meta.token_usage` ({input, output}: the run's
+   * total so far) and `meta.cost_usd` report what the run has spent: the broker shows it live and
+   * stops the task when it is over its budget (docs/writing-sub-agents.md, "Budgets").
+   */
+  partial(data: unknown, meta?: PayloadMeta): void {
+    this.send(meta === undefined ? { task_id: this.id, status: 'partial', data } : { task_id: this.id, status: 'partial', data, meta });
   }
 
   heartbeat(): void {

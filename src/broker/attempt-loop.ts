@@ -6,6 +6,7 @@
  * step runs before `exited` is announced and journalled, so a caller that saw it finds the change.
  */
 import { isoNow } from '../protocol/index.js';
+import { budgetOf, overBudget } from '../model/usage.js';
 import type { Logger } from './log.js';
 import type { LiveTask } from './live-task.js';
 import { processStartTime } from './process/start-time.js';
@@ -57,7 +58,10 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   const attempt = loop.attempts.attempt(
     settings,
     attemptSink(task, loop.logger, {
-      partial: () => entry.journalProgress(),
+      partial: () => {
+        entry.journalProgress();
+        enforceBudget(entry);
+      },
       ask: (message, reply) => entry.question.ask(message, reply),
       toolCall: (message, reply) => entry.toolCalls.call(message, reply),
       // The start time tells a restarted broker its own leftover agent from a reused pid (local processes only).
@@ -85,6 +89,20 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   // The record written at the decision was fsynced and holds the result; this one adds the exit code and signal only.
   entry.journal(() => ({ e: 'exited', id: task.id, at: isoNow(), exitCode: attempt.exitCode, signal: attempt.exitSignal ?? null }));
   return undefined;
+}
+
+/**
+ * The budget guard: once the agent's own report (its running total, read by ../model/usage.ts) is
+ * over the task's budget, the attempt is stopped — cancel, then the whole process tree — and the task
+ * ends `budget_exceeded`, never retried; the usage at the stop stays in its snapshot.
+ */
+function enforceBudget(entry: LiveTask): void {
+  const { task } = entry;
+  const budget = budgetOf(task.spec);
+  const usage = task.usage;
+  if (!budget || !usage || task.finished) return;
+  const why = overBudget(usage, budget);
+  if (why !== undefined) entry.attempt?.stop('budget_exceeded', `over budget: ${why}`);
 }
 
 /** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */

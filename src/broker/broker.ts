@@ -15,6 +15,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { FinalPayload } from '../protocol/index.js';
 import { normalizeRetry } from './guards/retry.js';
 import { TokenBudget, tokensUsed } from './guards/token-budget.js';
+import { withDoorBudget } from './guards/budget.js';
 import { ensureDataDir } from './history/data-dir.js';
 import { lockDataDir, type DataDirLock } from './history/data-dir-lock.js';
 import { Journal } from './history/journal.js';
@@ -141,7 +142,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   submit(spec: TaskSpec): TaskHandle {
     if (this.closing) throw new BrokerError('closed', 'The broker is closed; create a new TaskBroker to run more tasks.');
     validateSpec(spec);
-    spec = admitted(spec, this.options.runPolicy, this.logger);
+    spec = withDoorBudget(admitted(spec, this.options.runPolicy, this.logger), this.options.budgets);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const cwd = path.resolve(spec.cwd ?? process.cwd());

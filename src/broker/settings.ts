@@ -3,12 +3,13 @@
  * spec, the defaults and the broker's environment.
  */
 import os from 'node:os';
-import { ARG_TASK_ID } from '../protocol/index.js';
+import { ARG_TASK_ID, ENV_MAX_COST_USD, ENV_MAX_TOKENS, ENV_MAX_TURNS } from '../protocol/index.js';
 import type { RunPolicy } from './run-policy.js';
 import { BrokerError } from './errors.js';
 import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
+import type { DoorBudgets } from './guards/budget.js';
 import { filterEnv, type EnvPolicy } from './process/environment.js';
 import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
@@ -31,6 +32,19 @@ export const DEFAULTS = {
   maxLogLines: 500,
   /** Finished tasks kept in memory and in the journal. */
   historyLimit: 1000,
+  /**
+   * The deadline of an attempt that sets none (and whose broker sets no `defaults.timeoutMs`): long
+   * enough for a whole-repository run of a coding CLI, short enough that a hung one does not hold a
+   * slot (and spend) all night. `timeoutMs: 0` (`--timeout 0`) turns it off.
+   */
+  timeoutMs: 2 * 60 * 60_000,
+  /**
+   * The default heartbeat watchdog: 3 × the 10 s the agent is asked to heartbeat at (the hand-off's
+   * CURSOR_HEARTBEAT_MS is a third of it), so two lost heartbeats are not a stall. Armed by the
+   * agent's first heartbeat: an agent that never heartbeats (a plain script, a CLI) is not watched.
+   * `heartbeatTimeoutMs: 0` (`--heartbeat-timeout 0`) turns it off; a value arms it from the start.
+   */
+  heartbeatTimeoutMs: 30_000,
   /** How long an `ask` waits for a person. */
   askTimeoutMs: 5 * 60_000,
   /** At most one journal progress record per task per second. */
@@ -71,6 +85,16 @@ export interface BrokerOptions {
   drainMs?: number;
   /** After a restart: time the last broker's surviving agents get to finish before they are stopped. @default 60000 */
   orphanGraceMs?: number;
+  /**
+   * The default budget of a task that sets none, by the door it came through (the config file's
+   * `budget:` section, ./guards/budget.ts). @default none
+   */
+  budgets?: DoorBudgets;
+  /**
+   * The default heartbeat watchdog of a task that sets none (armed by its first heartbeat; see
+   * DEFAULTS.heartbeatTimeoutMs). @default 30000; 0 turns the default watchdog off
+   */
+  watchdogMs?: number;
   /** Defaults for task specs that do not set these. */
   defaults?: Pick<TaskSpec, 'timeoutMs' | 'heartbeatTimeoutMs' | 'retries'>;
   /** Which of the broker's environment variables sub-agents inherit. */
@@ -131,6 +155,7 @@ export function resolveOptions(options: BrokerOptions): ResolvedOptions {
     checkDuration(key, resolved[key]);
   checkDuration('defaults.timeoutMs', options.defaults?.timeoutMs);
   checkDuration('defaults.heartbeatTimeoutMs', options.defaults?.heartbeatTimeoutMs);
+  checkDuration('watchdogMs', options.watchdogMs);
   checkDuration('limits.authTimeoutMs', resolved.limits.authTimeoutMs);
   const { concurrency } = resolved;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -161,6 +186,7 @@ export function attemptSettings(
   place: { endpointDir: string; baseEnv: Record<string, string> },
 ): AttemptSettings {
   const spec = task.spec;
+  const heartbeat = spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs;
   const args = [...(spec.args ?? [])];
   if (spec.taskIdArg !== false) args.push(`${ARG_TASK_ID}${task.id}`);
   return {
@@ -170,11 +196,12 @@ export function attemptSettings(
     args,
     ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
     cwd: task.cwd,
-    env: mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env),
+    env: withBudgetEnv(mergeEnv(spec.baseEnv ? filterEnv(spec.baseEnv, options.env) : place.baseEnv, spec.env), spec),
     input: spec.input,
     ...(spec.tools && spec.tools.length > 0 ? { tools: spec.tools } : {}),
-    timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? 0,
-    heartbeatTimeoutMs: spec.heartbeatTimeoutMs ?? options.defaults?.heartbeatTimeoutMs ?? 0,
+    timeoutMs: spec.timeoutMs ?? options.defaults?.timeoutMs ?? DEFAULTS.timeoutMs,
+    heartbeatTimeoutMs: heartbeat ?? options.watchdogMs ?? DEFAULTS.heartbeatTimeoutMs,
+    ...(heartbeat === undefined ? { watchdogFromFirstHeartbeat: true } : {}),
     endpointDir: place.endpointDir,
     spoolDir: place.endpointDir,
     limits: options.limits,
@@ -184,6 +211,19 @@ export function attemptSettings(
     traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
     requireToken: options.requireToken ?? false,
   };
+}
+
+/** The task's budget in the agent's environment (ENV_MAX_TOKENS, …), for an agent that passes it to its CLI. */
+function withBudgetEnv(env: Record<string, string>, spec: TaskSpec): Record<string, string> {
+  const budget: Array<[string, number | undefined]> = [
+    [ENV_MAX_TOKENS, spec.maxTokens],
+    [ENV_MAX_COST_USD, spec.maxCostUsd],
+    [ENV_MAX_TURNS, spec.maxTurns],
+  ];
+  if (budget.every(([, value]) => value === undefined)) return env;
+  const out = { ...env };
+  for (const [name, value] of budget) if (value !== undefined) out[name] = String(value);
+  return out;
 }
 
 function stripUndefined<T extends object>(value: T): T {

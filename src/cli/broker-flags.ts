@@ -2,6 +2,7 @@
  * Flags shared by the commands that start a broker (`run`, `serve`): durations checked against the
  * timer limit, the environment sub-agents inherit (`--env-allow`, `--env-deny`) and `--require-token`.
  */
+import { parseDuration } from '../model/duration.js';
 import { durationTooLong, MAX_DURATION_MS, type BrokerOptions, type EnvPolicy } from '../client/index.js';
 
 export const BROKER_FLAGS = {
@@ -34,11 +35,15 @@ export function brokerFlagOptions(values: BrokerFlagValues): Pick<BrokerOptions,
   };
 }
 
-/** A `--<name> <ms>` value: a non-negative number a timer can hold. Throws a message for a usage error. */
+/**
+ * A `--<name> <duration>` value — `90s`, `10m`, `1h30m`, or a number of milliseconds — that a timer
+ * can hold. Throws a message for a usage error.
+ */
 export function durationFlag(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} expects a non-negative number of milliseconds, got "${value}"`);
+  const n = parseDuration(value);
+  if (n === undefined || !Number.isFinite(n) || n < 0)
+    throw new Error(`--${name} expects a duration such as 90s, 10m, 1h or a number of milliseconds, got "${value}"`);
   if (n > MAX_DURATION_MS) throw new Error(durationTooLong(`--${name}`, n));
   return n;
 }

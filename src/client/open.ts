@@ -16,6 +16,7 @@
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
 import { defaultDataDir } from '../paths/data-dir.js';
+import { ownerBudgets } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import { BridgeError } from '../model/errors.js';
 import { createClient, type BackchannelClient } from './client.js';
@@ -74,7 +75,7 @@ function onHub(hub: HubClient, env?: NodeJS.ProcessEnv): TaskBackend {
 
 function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), ...options.broker });
+  const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), budgets: ownerBudgets(), ...options.broker });
   return localTasks(broker, { ownsBroker: true });
 }
 

@@ -8,6 +8,8 @@
  *               redis: redis://host:6379, queue: agents }
  *   gateway:  { … the gateway's own schema, src/gateway/config.ts }
  *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
+ *   budget:   { default: { max_tokens, max_cost_usd, max_turns }, mcp: { … }, … }   (src/broker/guards/budget.ts)
+ *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/config.ts)
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
@@ -16,10 +18,11 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
+import { parseDuration } from '../model/duration.js';
 import { firstProblem, must } from '../model/shapes.js';
 
 export const CONFIG_ENV = 'BACKCHANNEL_CONFIG';
-export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy'] as const;
+export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy', 'budget', 'notify'] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 /** Where the file's name goes in a message about its shape. */
@@ -139,6 +142,22 @@ const SETTING = {
     .check(z.int({ error: must('must be a non-negative integer') }), z.minimum(0, { error: must('must be a non-negative integer') })),
   boolean: z.boolean({ error: must('must be a boolean') }),
   string: z.string({ error: must('must be a string') }),
+  /** Milliseconds, or a duration as people write it (`90s`, `10m`, `2h`). */
+  duration: z.pipe(
+    z.union([z.number(), z.string()], { error: must('must be a duration such as 90s, 10m, 2h (or milliseconds)') }),
+    z.transform((value: number | string, ctx) => {
+      const ms = typeof value === 'number' ? value : parseDuration(value);
+      if (ms === undefined || !Number.isFinite(ms) || ms < 0) {
+        ctx.issues.push({
+          code: 'custom',
+          input: value,
+          message: must('must be a duration such as 90s, 10m, 2h (or milliseconds)')({ input: value }),
+        });
+        return 0;
+      }
+      return ms;
+    }),
+  ),
 };
 
 /** Reads one key of a section, checked: a non-negative number (`integer` for counts), a boolean or a string. */
@@ -146,7 +165,7 @@ export function setting(
   config: LoadedConfig,
   section: SectionName,
   key: string,
-  type: 'number' | 'integer' | 'boolean' | 'string',
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'duration',
 ): unknown {
   const value = config.sections[section]?.[key];
   if (value === undefined || value === null) return undefined;

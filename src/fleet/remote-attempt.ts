@@ -3,7 +3,7 @@
  * (./redis-queue.ts). To the broker it is a `RunningAttempt` like a local one: the outcome settles
  * once (a late or duplicate report is ignored), `finished` when the worker is done with the job.
  */
-import type { AttemptOutcome, AttemptSettings, AttemptSink, StopReason } from '../broker/task/attempt.js';
+import { stopIsRetryable, type AttemptOutcome, type AttemptSettings, type AttemptSink, type StopReason } from '../broker/task/attempt.js';
 import type { RunningAttempt } from '../broker/queue/attempt-queue.js';
 import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
 
@@ -56,6 +56,7 @@ export class RemoteAttempt implements RunningAttempt {
       ...(s.tools && s.tools.length > 0 ? { tools: s.tools } : {}),
       timeoutMs: s.timeoutMs,
       heartbeatTimeoutMs: s.heartbeatTimeoutMs,
+      ...(s.watchdogFromFirstHeartbeat ? { watchdogFromFirstHeartbeat: true } : {}),
       ...(s.preset !== undefined ? { preset: s.preset } : {}),
     };
   }
@@ -70,7 +71,7 @@ export class RemoteAttempt implements RunningAttempt {
 
   stop(reason: StopReason, message: string): void {
     if (this.done) return;
-    this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+    this.settle({ kind: 'failure', reason, message, retryable: stopIsRetryable(reason) });
     this.sink.log('broker', `stopping: ${message}`, { kind: 'stopping', reason });
     void this.hub.stop(this.jobId, reason, message).then(
       (removed) => removed && this.end(),

@@ -32,6 +32,8 @@ export interface AttemptJob {
   tools?: OfferedTool[];
   timeoutMs: number;
   heartbeatTimeoutMs: number;
+  /** The default watchdog, armed by the first heartbeat (AttemptSettings). */
+  watchdogFromFirstHeartbeat?: boolean;
 }
 
 /** What a worker reports while an attempt runs, in order, batched into job progress. */

@@ -209,6 +209,7 @@ export class FleetWorker {
       ...(job.tools ? { tools: job.tools } : {}),
       timeoutMs: job.timeoutMs,
       heartbeatTimeoutMs: job.heartbeatTimeoutMs,
+      ...(job.watchdogFromFirstHeartbeat === true ? { watchdogFromFirstHeartbeat: true } : {}),
       endpointDir: this.endpointDir,
       spoolDir: this.endpointDir,
       limits: DEFAULT_CHANNEL_LIMITS,

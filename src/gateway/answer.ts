@@ -12,6 +12,7 @@
  * A streamed and a non-streamed answer to the same run are the same text: both are what
  * `AnswerStream` emitted, partials first, then `finish()`.
  */
+import { reportedUsage } from '../model/usage.js';
 import type { Usage } from './openai-shapes.js';
 
 export class AnswerStream {
@@ -89,38 +90,19 @@ export function finalText(data: unknown): string {
 }
 
 /**
- * Token usage: the agent's own numbers when it reported them (`data.usage` or `meta.usage` in
- * OpenAI, Anthropic or camelCase names, or the protocol's `meta.token_usage {input, output}`),
- * otherwise an estimate of about four characters per token.
+ * Token usage: the agent's own numbers when it reported them, read the one way every front-end reads
+ * them (src/model/usage.ts: `meta.token_usage`, `meta.usage` or `data.usage`, in the protocol's,
+ * OpenAI's, Anthropic's or camelCase names), otherwise an estimate of about four characters per token.
  */
 export function usageOf(data: unknown, meta: unknown, prompt: string, answer: string): Usage & { estimated?: true } {
-  const sources = [
-    (data as { usage?: unknown } | null)?.usage,
-    (meta as { usage?: unknown } | null)?.usage,
-    (meta as { token_usage?: unknown } | null)?.token_usage,
-  ];
-  for (const source of sources) {
-    if (typeof source !== 'object' || source === null) continue;
-    const s = source as Record<string, unknown>;
-    const input = firstNumber(s, ['prompt_tokens', 'input_tokens', 'inputTokens', 'promptTokens', 'input']);
-    const output = firstNumber(s, ['completion_tokens', 'output_tokens', 'outputTokens', 'completionTokens', 'output']);
-    if (input !== undefined || output !== undefined) {
-      const prompt_tokens = input ?? 0;
-      const completion_tokens = output ?? 0;
-      return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
-    }
+  const reported = reportedUsage(meta, data);
+  if (reported && reported.input + reported.output > 0) {
+    const { input: prompt_tokens, output: completion_tokens } = reported;
+    return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
   }
   const prompt_tokens = estimateTokens(prompt);
   const completion_tokens = estimateTokens(answer);
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, estimated: true };
-}
-
-function firstNumber(source: Record<string, unknown>, names: string[]): number | undefined {
-  for (const name of names) {
-    const value = source[name];
-    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.round(value);
-  }
-  return undefined;
 }
 
 /** The usual rule of thumb for English text and code. */

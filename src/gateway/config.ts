@@ -26,6 +26,7 @@
  *   sonnet: { cli_model: sonnet-4.5 }
  *   claude: { agent: claude-code, cli_model: sonnet }
  *   my-agent: { command: node, args: [./my-agent.mjs], env: { FOO: bar } }
+ *   capped: { agent: claude-code, budget: { max_tokens: 200000, max_cost_usd: 2, max_turns: 30 } }
  *   coder: { agent: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
  *                               # each session in a git worktree of its own (docs/gateway.md)
  *   bridged: { agent: claude-code, mode: bridge }
@@ -46,6 +47,7 @@ import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import * as z from 'zod/mini';
 import { firstProblem, PLACE } from '../model/shapes.js';
+import type { TaskBudget } from '../model/usage.js';
 
 /** The port in the issue and the docs; any free port works (`0` picks one). */
 export const DEFAULT_PORT = 8976;
@@ -136,6 +138,8 @@ export type ModelRoute =
       worktree?: GatewayWorktree;
       /** Unset: `bridge` when the request offers tools, else `agent`. */
       mode?: ModelMode;
+      /** The budget of each task of this model (`budget:`). */
+      budget?: TaskBudget;
     }
   | {
       kind: 'command';
@@ -151,6 +155,8 @@ export type ModelRoute =
       worktree?: GatewayWorktree;
       /** Unset: `bridge` when the request offers tools, else `agent`. */
       mode?: ModelMode;
+      /** The budget of each task of this model (`budget:`). */
+      budget?: TaskBudget;
     };
 
 export interface GatewayConfig {
@@ -330,6 +336,10 @@ const leaf = {
     return z.nullish(z.number({ error }).check(z.int({ error }), z.minimum(min, { error }), z.maximum(max, { error })));
   },
   boolean: () => z.nullish(z.boolean({ error: expect('true or false') })),
+  positive() {
+    const error = expect('a positive number');
+    return z.nullish(z.number({ error }).check(z.positive({ error })));
+  },
   string(...checks: z.core.$ZodCheck<string>[]) {
     const error = expect('a non-empty string');
     return z.nullish(
@@ -386,6 +396,17 @@ const MODEL_SHAPE = {
   worktree: leaf.boolean(),
   base: leaf.string(),
   mode: leaf.oneOf(MODEL_MODES),
+  /** `{max_tokens, max_cost_usd, max_turns}`: the budget of each of the model's tasks (src/broker/guards/budget.ts). */
+  budget: z.nullish(
+    z.strictObject(
+      { max_tokens: leaf.integer(1), max_cost_usd: leaf.positive(), max_turns: leaf.integer(1) },
+      {
+        error: (issue) =>
+          unknownKeys((place) => `unknown key(s) in \`${place}\``, ['max_tokens', 'max_cost_usd', 'max_turns'])(issue) ??
+          `\`${PLACE}\` must be a mapping of limits (max_tokens, max_cost_usd, max_turns)`,
+      },
+    ),
+  ),
 };
 
 /** One model: `{}` (or nothing) for the defaults of the cursor-cli template. */
@@ -491,6 +512,14 @@ export function resolveGatewayConfig(
   return config;
 }
 
+function budgetOfConfig(raw: { max_tokens?: number | null; max_cost_usd?: number | null; max_turns?: number | null }): TaskBudget {
+  const budget: TaskBudget = {};
+  if (raw.max_tokens != null) budget.maxTokens = raw.max_tokens;
+  if (raw.max_cost_usd != null) budget.maxCostUsd = raw.max_cost_usd;
+  if (raw.max_turns != null) budget.maxTurns = raw.max_turns;
+  return budget;
+}
+
 /** How one model is served: a command of its own, or a built-in agent (the cursor-cli one by default). */
 function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
   if (e.agent != null && e.template != null)
@@ -509,6 +538,7 @@ function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
     ...(e.cwd ? { cwd: expandPath(e.cwd, baseDir) } : {}),
     ...(e.description ? { description: e.description } : {}),
     ...(e.mode != null ? { mode: e.mode } : {}),
+    ...(e.budget ? { budget: budgetOfConfig(e.budget) } : {}),
     // The repository is found by `checkWorktree` once the workspace is known.
     ...(e.worktree === true ? { worktree: { repo: '', ...(e.base != null ? { base: e.base } : {}) } } : {}),
   };

@@ -70,6 +70,8 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
     retries: 0,
     tags: { source: 'gateway', model: request.model, stream: String(request.stream), ...request.tags },
     origin: 'gateway' as const,
+    // The model's `budget:` (the broker stops a task over it: budget_exceeded).
+    ...route.budget,
     // In a worktree the agent starts in the same subdirectory of it as `cwd` is of the repository.
     ...(request.worktree ? { worktree: request.worktree } : {}),
   };

@@ -21,6 +21,7 @@ import { controlSocketPath } from '../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
 import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
+import { ownerTaskGuards } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import type { PresetInfo } from '../bridge/contract.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
@@ -172,7 +173,7 @@ async function startBroker(logger: Logger): Promise<TaskBroker> {
     });
     if (moved?.kind === 'moved' || moved?.kind === 'kept') logger.warn(moved.notice);
   }
-  const broker = new TaskBroker({ dataDir, logger, runPolicy: ownerRunPolicy({ presets: appPresets(logger) }) });
+  const broker = new TaskBroker({ dataDir, logger, runPolicy: ownerRunPolicy({ presets: appPresets(logger) }), ...ownerTaskGuards() });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   return broker;

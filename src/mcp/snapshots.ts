@@ -10,6 +10,7 @@ import { describePartial, failureOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
 import { waitingForTools } from '../model/tools.js';
 import { isFinished, type PendingQuestion, type TaskSnapshot } from '../model/task.js';
+import { tokensOf, type TaskBudget, type TaskUsage } from '../model/usage.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
 export const POLL_INTERVAL_MS = 500;
@@ -27,6 +28,10 @@ export interface TaskSummary {
   waiting?: string;
   result?: unknown;
   failure?: { reason: string; message: string; stderr_tail?: string };
+  /** What the agent reported spending so far (`tokens` = input + output), live while it runs. */
+  usage?: { input_tokens: number; output_tokens: number; tokens: number; cost_usd?: number; turns?: number };
+  /** The task's budget, when it has one. */
+  budget?: { max_tokens?: number; max_cost_usd?: number; max_turns?: number };
   created_at: string;
   ended_at?: string;
 }
@@ -54,8 +59,25 @@ export function summarize(task: TaskSnapshot): TaskSummary {
     if (task.stderrTail) summary.failure.stderr_tail = task.stderrTail;
     if (task.result?.data !== undefined) summary.result = task.result.data;
   }
+  if (task.usage) summary.usage = usageSummary(task.usage);
+  if (task.budget) summary.budget = budgetSummary(task.budget);
   if (task.endedAt) summary.ended_at = task.endedAt;
   return summary;
+}
+
+function usageSummary(usage: TaskUsage): NonNullable<TaskSummary['usage']> {
+  const out: NonNullable<TaskSummary['usage']> = { input_tokens: usage.input, output_tokens: usage.output, tokens: tokensOf(usage) };
+  if (usage.costUsd !== undefined) out.cost_usd = usage.costUsd;
+  if (usage.turns !== undefined) out.turns = usage.turns;
+  return out;
+}
+
+function budgetSummary(budget: TaskBudget): NonNullable<TaskSummary['budget']> {
+  const out: NonNullable<TaskSummary['budget']> = {};
+  if (budget.maxTokens !== undefined) out.max_tokens = budget.maxTokens;
+  if (budget.maxCostUsd !== undefined) out.max_cost_usd = budget.maxCostUsd;
+  if (budget.maxTurns !== undefined) out.max_turns = budget.maxTurns;
+  return out;
 }
 
 /**

@@ -35,6 +35,13 @@ const WORKTREE_SHAPE = {
   base: z.string().optional().describe('With worktree: the branch, tag or commit to start from. Default: HEAD.'),
 };
 
+/** The budget arguments: the task request's `maxTokens`, `maxCostUsd`, `maxTurns` (enforced by the broker). */
+const BUDGET_SHAPE = {
+  max_tokens: z.number().int().positive().optional().describe('Budget: stop the task (budget_exceeded) once it reports more tokens.'),
+  max_cost_usd: z.number().positive().optional().describe('Budget: stop the task once it reports a cost above this, in US dollars.'),
+  max_turns: z.number().int().positive().optional().describe('Budget: stop the task once it reports more model turns.'),
+};
+
 export const START_SHAPE = {
   preset: z
     .string()
@@ -55,6 +62,7 @@ export const START_SHAPE = {
   label: z.string().optional().describe('Short name shown in the task list and the panel.'),
   cwd: z.string().optional().describe('Working directory (absolute path). Default: where the Backchannel hub runs.'),
   timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
+  ...BUDGET_SHAPE,
   ...WORKTREE_SHAPE,
 };
 
@@ -100,6 +108,9 @@ export async function startTask(
   if (args.label) request.label = args.label;
   if (args.cwd) request.cwd = args.cwd;
   if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
+  if (args.max_tokens !== undefined) request.maxTokens = args.max_tokens;
+  if (args.max_cost_usd !== undefined) request.maxCostUsd = args.max_cost_usd;
+  if (args.max_turns !== undefined) request.maxTurns = args.max_turns;
   Object.assign(request, worktreeRequest(args));
   request.tags = { ...tags, source: 'mcp' };
   // A model's tool call: the hub runs only what the owner's run policy allows (else a `refused` error).

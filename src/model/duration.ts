@@ -15,3 +15,20 @@ export function formatDuration(ms: number): string {
   if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
+
+/**
+ * A duration as people write it, in milliseconds: `90s`, `10m`, `1h30m`, `250ms`, `7d`; a bare
+ * number is milliseconds (what every `--…timeout` flag took before). Undefined when it is neither.
+ */
+export function parseDuration(text: string): number | undefined {
+  const value = text.trim();
+  if (/^\d+(?:\.\d+)?$/.test(value)) return Number(value);
+  if (!DURATION.test(value)) return undefined;
+  let ms = 0;
+  for (const [, amount, unit] of value.matchAll(PART)) ms += Number(amount) * UNIT_MS[unit!]!;
+  return Math.round(ms);
+}

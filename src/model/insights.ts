@@ -5,7 +5,17 @@
  */
 
 /** How a finished task ended: `success`, or its failure reason. */
-export const OUTCOMES = ['success', 'error', 'timeout', 'stalled', 'crashed', 'cancelled', 'protocol', 'refused'] as const;
+export const OUTCOMES = [
+  'success',
+  'error',
+  'timeout',
+  'stalled',
+  'crashed',
+  'cancelled',
+  'protocol',
+  'refused',
+  'budget_exceeded',
+] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** What to aggregate. Times are ISO 8601; a task counts by when it ended. */

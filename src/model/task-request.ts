@@ -105,6 +105,16 @@ const input = z.unknown().check((ctx) => {
   }
 });
 
+/** A budget's limit: a number above 0. */
+const positive = () => {
+  const message = expected('a positive finite number');
+  return z.number({ error: message }).check(z.positive({ error: message }));
+};
+const positiveInt = () => {
+  const message = expected('a positive integer');
+  return z.number({ error: message }).check(z.int({ error: message }), z.positive({ error: message }));
+};
+
 const retriesRange = (issue: { input?: unknown }) => `Expected \`${PLACE}\` to be an integer from 0 to 100, got ${String(issue.input)}`;
 
 /** The one declaration. The order of the keys is the order problems are reported in. */
@@ -146,6 +156,11 @@ export const TASK_REQUEST = z.object(
         'Extra attempts after the first (0 to 100)',
       ),
     ),
+    maxTokens: z.optional(
+      described(positiveInt(), 'Budget: cancel the task (reason budget_exceeded) once the agent reports more input+output tokens'),
+    ),
+    maxCostUsd: z.optional(described(positive(), 'Budget: cancel the task once the agent reports a cost above this, in US dollars')),
+    maxTurns: z.optional(described(positiveInt(), 'Budget: cancel the task once the agent reports more model turns')),
   },
   { error: (issue) => (issue.code === 'invalid_type' ? `Expected the request to be an object, got ${describe(issue.input)}` : undefined) },
 );

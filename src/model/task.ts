@@ -3,6 +3,7 @@ import type { ChangeSummary, WorktreeInfo } from './change.js';
 import type { TaskOrigin } from './origins.js';
 import type { TaskRequest } from './task-request.js';
 import type { PendingToolCall } from './tools.js';
+import type { TaskBudget, TaskUsage } from './usage.js';
 
 export type { PendingToolCall, ToolAnswer, ToolDefinition } from './tools.js';
 
@@ -25,9 +26,11 @@ export function isFinished(state: TaskState): boolean {
 
 /**
  * Why a task did not succeed; recorded once. `refused`: the run policy (docs/run-policy.md) or a
- * worker's allow-list did not allow its command line, so nothing ran.
+ * worker's allow-list did not allow its command line, so nothing ran. `budget_exceeded`: the agent
+ * reported spending more than the task's budget (`maxTokens`, `maxCostUsd`, `maxTurns`), so the
+ * broker stopped it; never retried.
  */
-export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol' | 'refused';
+export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'crashed' | 'protocol' | 'refused' | 'budget_exceeded';
 
 export { TASK_ORIGINS, type TaskOrigin } from './origins.js';
 
@@ -115,7 +118,7 @@ export type LogEvent =
   /** The attempt broke the protocol (a line over the limit, bytes it could not frame); it fails with reason `protocol`. */
   | { kind: 'protocol-error'; detail: string }
   /** The broker stops the attempt: cancel, then SIGTERM, then SIGKILL. */
-  | { kind: 'stopping'; reason: 'timeout' | 'stalled' | 'cancelled' }
+  | { kind: 'stopping'; reason: 'timeout' | 'stalled' | 'cancelled' | 'budget_exceeded' }
   /** After a stop, the agent sent its `cancelled` payload. */
   | { kind: 'cancel-confirmed' }
   /** The agent's process group outlived it and was killed. */
@@ -197,6 +200,10 @@ export interface TaskSnapshot {
   parent?: string;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
   counters: { malformed: number; rejected: number; ignored: number };
+  /** What the agent reported spending so far, all attempts together (../model/usage.ts); live while it runs. */
+  usage?: TaskUsage;
+  /** The most the task may spend (its `maxTokens`, `maxCostUsd`, `maxTurns`), when it has a budget. */
+  budget?: TaskBudget;
 }
 
 /**

@@ -10,6 +10,13 @@ export const ENV_SPOOL_DIR = 'CURSOR_SPOOL_DIR';
 /** Overrides where the broker creates its private endpoint directory. */
 export const ENV_IPC_DIR = 'CURSOR_IPC_DIR';
 export const ARG_TASK_ID = '--task-id=';
+/**
+ * The task's budget, for an agent that can pass it on to its own CLI (the claude-code template's
+ * `--max-turns`, `--max-budget-usd`); the broker enforces it either way. Absent = no such limit.
+ */
+export const ENV_MAX_TOKENS = 'BACKCHANNEL_MAX_TOKENS';
+export const ENV_MAX_COST_USD = 'BACKCHANNEL_MAX_COST_USD';
+export const ENV_MAX_TURNS = 'BACKCHANNEL_MAX_TURNS';
 
 /** The SSE-style prefix of a fallback payload line on stdout. */
 export const STDOUT_PREFIX = 'data: ';

@@ -19,6 +19,7 @@ import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
 import { waitingForTools } from '../model/tools.js';
+import { describeBudget, describeUsage } from '../model/usage.js';
 
 export interface DetailsActions {
   close(): void;
@@ -360,11 +361,14 @@ export class Details {
 
   private renderMeta(task: TaskSnapshot): void {
     const meta = (task.result?.meta ?? task.resultSummary?.meta ?? {}) as Record<string, unknown>;
-    const key = `${task.id}:${safeStringify(meta)}`;
+    const key = `${task.id}:${safeStringify(meta)}:${safeStringify(task.usage)}:${safeStringify(task.budget)}`;
     if (key === this.keys.meta) return;
     this.keys.meta = key;
     this.meta.replaceChildren();
     const facts: [string, string][] = [];
+    // Live: what the agent reported so far (all attempts), against its budget.
+    if (task.usage) facts.push(['Usage', describeUsage(task.usage)]);
+    if (task.budget) facts.push(['Budget', describeBudget(task.budget)]);
     const model = modelName(meta);
     if (model) facts.push(['Model', model]);
     const usage = meta.token_usage as Record<string, unknown> | undefined;

@@ -24,6 +24,7 @@ export const REASON_LABEL: Record<FailureReason, string> = {
   crashed: 'The sub-agent crashed',
   protocol: 'The sub-agent broke the protocol',
   refused: 'Refused (not allowed to run)',
+  budget_exceeded: 'Stopped over its budget',
 };
 
 /**

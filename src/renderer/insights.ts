@@ -305,7 +305,7 @@ function hourLabel(iso: string): string {
 
 const FIGURE_COLUMNS = ['tasks', 'success', 'p50', 'p95', 'p99', 'failures', 'tokens in', 'tokens out', 'tokens/task'];
 /** The failure reasons a figures row names (`protocol` is counted with `error`). */
-const FAILURES = ['error', 'timeout', 'stalled', 'crashed', 'cancelled'] as const;
+const FAILURES = ['error', 'timeout', 'stalled', 'crashed', 'cancelled', 'budget_exceeded'] as const;
 
 /** "11 timeout · 7 error": the reasons that occurred, most frequent first; "–" for none. */
 function failuresText(f: Figures): string {

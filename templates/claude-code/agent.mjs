@@ -20,7 +20,8 @@
  * so each tool call it makes is a call to the task's caller.
  * Environment (the owner's; never input): CLAUDE_BIN (default `claude`), CLAUDE_PERMISSION_MODE (one of
  * default, acceptEdits, plan, bypassPermissions), CLAUDE_EXTRA_ARGS (a JSON array of arguments added to
- * Claude Code's), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
+ * Claude Code's), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through); the broker's BACKCHANNEL_MAX_TURNS and
+ * BACKCHANNEL_MAX_COST_USD (the task's budget) become `--max-turns` and `--max-budget-usd`.
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
 import { openBridge, TOOL_CALL_TIMEOUT_MS } from '../_shared/bridge.mjs';
@@ -62,13 +63,28 @@ function readOptions(input) {
     model: argvValueFromInput(options, 'model') ?? text(process.env.CLAUDE_MODEL),
     allowWrites: options.allow_writes === true,
     permissionMode,
-    maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
+    // The task's budget (the broker's BACKCHANNEL_MAX_TURNS / _COST_USD) caps what the input may ask for.
+    maxTurns: smallest(
+      Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
+      budgetFromEnv('BACKCHANNEL_MAX_TURNS'),
+    ),
+    maxBudgetUsd: budgetFromEnv('BACKCHANNEL_MAX_COST_USD'),
     resume: argvValueFromInput(options, 'resume'),
     partialOutput: options.partial_output === true,
     extraArgs: argsFromEnv('CLAUDE_EXTRA_ARGS'),
     idleTimeoutMs:
       Number.isFinite(options.idle_timeout_ms) && options.idle_timeout_ms > 0 ? options.idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS,
   };
+}
+
+/** A positive number from the broker's budget variables, or undefined. */
+function budgetFromEnv(name) {
+  const value = Number(process.env[name]);
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+function smallest(a, b) {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 runAgent(async (task) => {

@@ -283,6 +283,7 @@ export function buildClaudeArgs(options) {
   if (mode) args.push('--permission-mode', mode);
   if (options.resume) args.push('--resume', options.resume);
   if (options.maxTurns) args.push('--max-turns', String(options.maxTurns));
+  if (options.maxBudgetUsd) args.push('--max-budget-usd', String(options.maxBudgetUsd));
   if (options.partialOutput) args.push('--include-partial-messages');
   args.push(...(options.extraArgs ?? []));
   if (options.bridge) {

@@ -100,7 +100,7 @@ describe('the history without a hub, read-only', () => {
     const table = await ok(['tasks']);
     expect(table).toMatch(
       new RegExp(
-        `^ID\\s+STATE\\s+PROGRESS\\s+CREATED\\s+LABEL\n${CUT}\\s+interrupted\\s+.*cut short\n${BIG}\\s+succeeded\\s+.*big one\n${DONE}\\s+succeeded\\s+.*answers\n$`,
+        `^ID\\s+STATE\\s+PROGRESS\\s+USAGE\\s+CREATED\\s+LABEL\n${CUT}\\s+interrupted\\s+.*cut short\n${BIG}\\s+succeeded\\s+.*big one\n${DONE}\\s+succeeded\\s+.*answers\n$`,
       ),
     );
     const listed = JSON.parse(await ok(['tasks', '--json'])) as Array<{ id: string; state: string }>;

@@ -110,6 +110,15 @@ describe.concurrent.each(RUN_MODES)('backchannel run (%s)', { timeout: 120_000 }
     expect(JSON.parse(stall.stdout).reason).toBe('stalled');
   });
 
+  test('--max-tokens stops an agent over its budget: exit 1, reason budget_exceeded, the usage at the stop', async () => {
+    const run = await cli(['run', '--json', '--max-tokens', '120', '--', fixture('spender.mjs')]);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ reason: 'budget_exceeded', message: expect.stringContaining('used 150 tokens') });
+    const bad = await cli(['run', '--max-cost-usd', 'lots', '--', fixture('quick.mjs')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--max-cost-usd expects a positive number, got "lots"');
+  });
+
   test('SIGINT cancels the task and exits 130', async () => {
     let signalled = false;
     const run = await cli(['run', '--verbose', '--', fixture('stubborn.mjs'), 'silent'], {

@@ -65,7 +65,7 @@ describe('usage errors', () => {
     expect(JSON.parse(run.stdout)).toEqual({
       status: 'error',
       reason: 'usage',
-      message: 'backchannel run: --timeout expects a non-negative number of milliseconds, got "soon"',
+      message: 'backchannel run: --timeout expects a duration such as 90s, 10m, 1h or a number of milliseconds, got "soon"',
       help: 'backchannel run --help',
     });
   });

@@ -86,7 +86,17 @@ describe('insights aggregates', () => {
     const review = insights.groups.find((g) => g.key === 'review.py')!;
     // durations 10 50 60 70 80 90: p50 = 3rd = 60
     expect(review).toMatchObject({ count: 6, p50: 60, p95: 90, tokensIn: 0 });
-    expect(review.outcomes).toEqual({ success: 2, error: 0, timeout: 0, stalled: 1, crashed: 1, cancelled: 1, protocol: 1, refused: 0 });
+    expect(review.outcomes).toEqual({
+      success: 2,
+      error: 0,
+      timeout: 0,
+      stalled: 1,
+      crashed: 1,
+      cancelled: 1,
+      protocol: 1,
+      refused: 0,
+      budget_exceeded: 0,
+    });
     expect(insights.total.count).toBe(12);
     expect(insights.hours).toEqual([`${H10}00:00.000Z`, `${H11}00:00.000Z`]);
     // Heatmap: p95 per agent and hour. review.py 10h: 50 60 → 60; 11h: 70 80 90 10 → 90.

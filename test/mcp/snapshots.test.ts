@@ -54,4 +54,15 @@ describe('tool summary', () => {
     const waiting = summarize(snapshot({ pendingToolCalls: [call('c1', 'Read'), call('c2', 'Write'), call('c3', 'Read')] }));
     expect(waiting).toMatchObject({ done: false, waiting: 'waiting for Read, Write' });
   });
+
+  test('get_task shows the usage so far against the budget, live while the task runs', () => {
+    const running = summarize(snapshot({ usage: { input: 90, output: 60, costUsd: 0.03 }, budget: { maxTokens: 120 } }));
+    expect(running).toMatchObject({
+      done: false,
+      usage: { input_tokens: 90, output_tokens: 60, tokens: 150, cost_usd: 0.03 },
+      budget: { max_tokens: 120 },
+    });
+    const stopped = summarize(snapshot({ state: 'failed', reason: 'budget_exceeded', message: 'over budget: used 150 tokens' }));
+    expect(stopped.failure).toMatchObject({ reason: 'budget_exceeded' });
+  });
 });

@@ -46,4 +46,10 @@ describe('startTask', () => {
     await expect(startTask(b, { preset: 'nope' })).rejects.toThrow('No preset named "nope"');
     await expect(startTask(b, {})).rejects.toThrow('Give either `preset` (a preset name) or `command`');
   });
+
+  test('a budget given to start_task is the request’s maxTokens, maxCostUsd and maxTurns', async () => {
+    const { bridge: b, submitted } = bridge();
+    await startTask(b, { preset: 'progress', max_tokens: 5000, max_cost_usd: 0.5, max_turns: 4 });
+    expect(submitted[0]).toMatchObject({ maxTokens: 5000, maxCostUsd: 0.5, maxTurns: 4 });
+  });
 });

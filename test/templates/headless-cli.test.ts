@@ -178,6 +178,16 @@ describe.each(TEMPLATES)('the $name template under the broker', (tpl) => {
       expect(run.snapshot.attempt).toBe(1);
     });
 
+    it('passes the task budget on as --max-turns and --max-budget-usd, the smaller turn limit winning', async () => {
+      const run = await runTask(tb.broker, { ...spec('normal', { prompt: 'x', max_turns: 50 }), maxTurns: 20, maxCostUsd: 1.5 });
+      expect(run.error).toBeUndefined();
+      const { argv } = JSON.parse(fs.readFileSync(path.join(scratch, 'normal.argv.json'), 'utf8')) as { argv: string[] };
+      expect(argv.slice(argv.indexOf('--max-turns'), argv.indexOf('--max-turns') + 2)).toEqual(['--max-turns', '20']);
+      expect(argv.slice(argv.indexOf('--max-budget-usd'), argv.indexOf('--max-budget-usd') + 2)).toEqual(['--max-budget-usd', '1.5']);
+      // The usage the run reported is the task's.
+      expect(run.snapshot.usage).toMatchObject({ costUsd: 0.0487215, turns: 5 });
+    });
+
     it('passes partial_output as --include-partial-messages', async () => {
       const run = await runTask(tb.broker, spec('normal', { prompt: 'x', partial_output: true }));
       expect(run.error).toBeUndefined();

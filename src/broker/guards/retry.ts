@@ -24,9 +24,9 @@ export function backoffDelay(policy: RetryPolicy, retry: number): number {
   return Math.min(cap, MAX_DURATION_MS, policy.backoffMs * policy.factor ** (retry - 1));
 }
 
-/** Failures worth another attempt: the agent may do better next time. Cancel and protocol bugs are final. */
+/** Failures worth another attempt: the agent may do better next time. Cancel, protocol bugs and a spent budget are final. */
 export function isRetryable(reason: FailureReason, agentSaysRetryable: boolean | undefined): boolean {
-  if (reason === 'cancelled' || reason === 'protocol' || reason === 'refused') return false;
+  if (reason === 'cancelled' || reason === 'protocol' || reason === 'refused' || reason === 'budget_exceeded') return false;
   if (reason === 'error') return agentSaysRetryable !== false;
   return true;
 }

@@ -1,5 +1,8 @@
 /**
  * The two timers of an attempt: an overall deadline, and a stall watchdog that any message resets.
+ * The watchdog runs from the start when the task asked for one; by default (`fromFirstHeartbeat`) it
+ * is armed by the agent's first heartbeat — an agent that heartbeats (the SDKs do) is watched, one
+ * that never does (a raw script, a CLI) is not stalled for its silence.
  * `Timeout.refresh()` re-arms without allocating, which matters for agents sending 100k+ messages;
  * it is called once per batch of messages, not per message (see alive()).
  */
@@ -9,6 +12,7 @@ export class AttemptTimers {
   private deadline: NodeJS.Timeout | undefined;
   private stall: NodeJS.Timeout | undefined;
   private refreshQueued = false;
+  private stopped = false;
   private readonly refreshStall = (): void => {
     this.refreshQueued = false;
     this.stall?.refresh();
@@ -17,10 +21,20 @@ export class AttemptTimers {
   constructor(
     timeoutMs: number,
     readonly heartbeatTimeoutMs: number,
-    onFire: (kind: WatchdogFire) => void,
+    private readonly onFire: (kind: WatchdogFire) => void,
+    fromFirstHeartbeat = false,
   ) {
     if (timeoutMs > 0) this.deadline = setTimeout(() => onFire('timeout'), timeoutMs);
-    if (heartbeatTimeoutMs > 0) this.stall = setTimeout(() => onFire('stalled'), heartbeatTimeoutMs);
+    if (heartbeatTimeoutMs > 0 && !fromFirstHeartbeat) this.armStall();
+  }
+
+  /** The agent sent a heartbeat: a watchdog waiting for the first one is armed now. */
+  heartbeat(): void {
+    if (!this.stall && this.heartbeatTimeoutMs > 0 && !this.stopped) this.armStall();
+  }
+
+  private armStall(): void {
+    this.stall = setTimeout(() => this.onFire('stalled'), this.heartbeatTimeoutMs);
   }
 
   /**
@@ -36,6 +50,7 @@ export class AttemptTimers {
   }
 
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.deadline);
     clearTimeout(this.stall);
     this.deadline = undefined;

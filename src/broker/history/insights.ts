@@ -12,6 +12,7 @@
 import path from 'node:path';
 import { failureReasonOf } from '../../model/states.js';
 import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
+import { reportedUsage } from '../../model/usage.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
 export interface Bucket {
@@ -75,10 +76,10 @@ function durationOf(task: TaskSnapshot): number | undefined {
   return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
+/** The task's tokens: what the broker recorded, else its final payload's report, read the one way (model/usage.ts). */
 function tokensOf(task: TaskSnapshot): { input: number; output: number } {
-  const usage = resultMetaOf(task)?.token_usage as { input?: unknown; output?: unknown } | undefined;
-  const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
-  return { input: count(usage?.input), output: count(usage?.output) };
+  const usage = task.usage ?? reportedUsage(resultMetaOf(task), task.result?.data);
+  return { input: usage?.input ?? 0, output: usage?.output ?? 0 };
 }
 
 /**

@@ -37,7 +37,12 @@ import type { TaskEndpoint } from '../transport/task-endpoint.js';
 import type { DeliveryChannel, FailureReason, LogEvent, ProblemKind, RejectCause } from '../../model/task.js';
 import type { ProblemFacts } from './task.js';
 
-export type StopReason = 'timeout' | 'stalled' | 'cancelled';
+export type StopReason = 'timeout' | 'stalled' | 'cancelled' | 'budget_exceeded';
+
+/** A stop worth another attempt: a deadline or a stall may go better; a cancel or a spent budget is final. */
+export function stopIsRetryable(reason: StopReason): boolean {
+  return reason === 'timeout' || reason === 'stalled';
+}
 
 export type AttemptOutcome =
   | { kind: 'final'; payload: FinalPayload; channel: DeliveryChannel }
@@ -58,6 +63,11 @@ export interface AttemptSettings {
   tools?: OfferedTool[];
   timeoutMs: number;
   heartbeatTimeoutMs: number;
+  /**
+   * The default watchdog: armed by the agent's first heartbeat, not at the start (see
+   * guards/watchdog.ts); the agent is still asked to heartbeat every third of `heartbeatTimeoutMs`.
+   */
+  watchdogFromFirstHeartbeat?: boolean;
   endpointDir: string;
   spoolDir: string;
   limits: ChannelLimits;
@@ -165,12 +175,12 @@ export class Attempt {
    */
   stop(reason: StopReason, message: string): void {
     if (this.stopReason || this.exited) {
-      if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+      if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: stopIsRetryable(reason) });
       return;
     }
     this.stopReason = reason;
     this.timers?.stop();
-    if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: reason !== 'cancelled' });
+    if (!this.decided) this.settle({ kind: 'failure', reason, message, retryable: stopIsRetryable(reason) });
     this.sink.log('broker', `stopping: ${message}`, { kind: 'stopping', reason });
     const told = this.channel?.send({ type: 'cancel', task_id: this.settings.taskId, reason }) ?? 0;
     this.terminate(told > 0 ? this.settings.cancelGraceMs : 0);
@@ -286,11 +296,16 @@ export class Attempt {
       readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes + Math.ceil(s.limits.maxAttachmentBytes / 3) * 4),
       readStderr(child.stderr, output, s.limits.maxLineBytes),
     ]);
-    this.timers = new AttemptTimers(s.timeoutMs, s.heartbeatTimeoutMs, (kind) => {
-      // Waiting on the caller's tool is not a stall (as a question is not, with its heartbeats).
-      if (kind === 'stalled' && this.toolCallsWaiting.size > 0) return this.timers?.alive();
-      this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`);
-    });
+    this.timers = new AttemptTimers(
+      s.timeoutMs,
+      s.heartbeatTimeoutMs,
+      (kind) => {
+        // Waiting on the caller's tool is not a stall (as a question is not, with its heartbeats).
+        if (kind === 'stalled' && this.toolCallsWaiting.size > 0) return this.timers?.alive();
+        this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`);
+      },
+      s.watchdogFromFirstHeartbeat === true,
+    );
     child.once('exit', (code, signal) => {
       this.exited = true;
       this.exitCode = code;
@@ -333,6 +348,7 @@ export class Attempt {
   }
 
   private onPayload(payload: Payload, via: 'socket' | 'stdout', reply?: (message: BrokerMessage) => void): void {
+    if (payload.status === 'heartbeat') this.timers?.heartbeat();
     this.timers?.alive();
     if (this.decided) {
       if (payload.status === 'cancelled' && this.stopReason) {

@@ -26,6 +26,7 @@ import {
   type TaskUpdate,
   type TaskUpdateKind,
 } from '../../model/task.js';
+import { addUsage, budgetOf, laterUsage, reportedUsage, type TaskUsage } from '../../model/usage.js';
 
 /** Lines of stderr shown with a failure. */
 const STDERR_TAIL_LINES = 20;
@@ -84,6 +85,9 @@ export class Task {
   private worktreeInfo: WorktreeInfo | undefined;
   private changeSummary: ChangeSummary | undefined;
   private readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
+  /** Usage of the attempts before this one, added up; and this attempt's latest report (a running total). */
+  private earlierUsage: TaskUsage | undefined;
+  private attemptUsage: TaskUsage | undefined;
   private readonly lines: LogLine[] = [];
   private readonly stderr: string[] = [];
   private resolveResult!: (payload: FinalPayload) => void;
@@ -131,6 +135,7 @@ export class Task {
     task.worktreeInfo = snapshot.worktree;
     task.changeSummary = snapshot.change;
     Object.assign(task.counters, snapshot.counters);
+    task.earlierUsage = snapshot.usage;
     if (snapshot.stderrTail) task.stderr.push(...snapshot.stderrTail.split('\n'));
     return task;
   }
@@ -225,6 +230,12 @@ export class Task {
     return this.finalPayload;
   }
 
+  /** What the agent reported spending, all attempts together; undefined until it reports something. */
+  get usage(): TaskUsage | undefined {
+    if (!this.attemptUsage) return this.earlierUsage;
+    return this.earlierUsage ? addUsage(this.earlierUsage, this.attemptUsage) : this.attemptUsage;
+  }
+
   /** The id of the question waiting for an answer, if any. */
   get pendingAskId(): string | undefined {
     return this.question?.askId;
@@ -245,6 +256,9 @@ export class Task {
   startAttempt(number: number): void {
     this.attemptNumber = number;
     this.currentState = 'running';
+    // A new attempt reports its own running total from zero: what the last one spent is kept apart.
+    this.earlierUsage = this.usage;
+    this.attemptUsage = undefined;
     this.startedAt ??= isoNow();
     this.stderr.length = 0;
     this.pid = undefined;
@@ -270,6 +284,7 @@ export class Task {
   }
 
   recordPartial(payload: Payload): void {
+    this.recordUsage(payload);
     const progress = progressOf(payload);
     if (progress !== undefined) this.currentProgress = progress;
     this.partialData = payload.data;
@@ -338,6 +353,7 @@ export class Task {
 
   succeed(payload: FinalPayload, channel: DeliveryChannel): void {
     if (!this.open) return;
+    this.recordUsage(payload);
     const final = this.withBrokerMeta(payload, channel);
     this.decideEnd({ state: 'succeeded', final, progress: 100 }, () => this.resolveResult(final));
   }
@@ -345,6 +361,7 @@ export class Task {
   /** `detail`: the message without the framing the reason says (see `TaskSnapshot.detail`). */
   fail(reason: FailureReason, message: string, payload?: FinalPayload, channel?: DeliveryChannel, detail?: string): void {
     if (!this.open) return;
+    if (payload) this.recordUsage(payload);
     const final = payload ? this.withBrokerMeta(payload, channel ?? 'socket') : this.finalPayload;
     const state = reason === 'cancelled' ? 'cancelled' : 'failed';
     const error = new TaskError(this.id, reason, `${this.label}: ${message}`, final, this.stderrTail(), {
@@ -424,7 +441,17 @@ export class Task {
     if (this.worktreeInfo) snap.worktree = this.worktreeInfo;
     if (this.changeSummary) snap.change = this.changeSummary;
     if (this.spec.parent !== undefined) snap.parent = this.spec.parent;
+    const usage = this.usage;
+    if (usage) snap.usage = usage;
+    const budget = budgetOf(this.spec);
+    if (budget) snap.budget = budget;
     return snap;
+  }
+
+  /** Folds the usage a payload reports (the attempt's running total) into the task's. */
+  private recordUsage(payload: Payload): void {
+    const reported = reportedUsage(payload.meta, payload.data);
+    if (reported) this.attemptUsage = laterUsage(this.attemptUsage, reported);
   }
 
   private stderrTail(): string | undefined {

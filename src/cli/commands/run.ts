@@ -4,6 +4,7 @@
  */
 import { loadConfig, setting } from '../../config/file.js';
 import type { TaskSpec } from '../../model/task.js';
+import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, budgetFlagOptions } from '../budget-flags.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
 import { EXIT, parseCommandLine, usageError, type CliCommand } from '../command.js';
 import { readInput } from '../run/input.js';
@@ -28,14 +29,16 @@ Runs one sub-agent under the broker: opens its socket, starts it, shows its prog
 and prints its final payload to stdout.
 
 Options:
-  --timeout <ms>            deadline for one attempt (default: none)
-  --heartbeat-timeout <ms>  fail as "stalled" after this long without a message (default: none)
+  --timeout <duration>      deadline for one attempt: 90s, 10m, 2h, or milliseconds (default: 2h; 0: none)
+  --heartbeat-timeout <d>   fail as "stalled" after this long without a message (default: 30s, armed by
+                            the agent's first heartbeat, so only agents that heartbeat are watched; 0: off)
   --retries <n>             retries after a failure (default: 0)
+${BUDGET_FLAGS_HELP}
   --input <json|@file|->    the task's input: inline JSON, a JSON file, or stdin (64 MiB at most)
   --cwd <dir>               working directory (default: current)
   --label <text>            name shown in progress and history
   --no-task-id-arg          do not append --task-id=<id> to the command's arguments
-  --ask-timeout <ms>        how long a question from the agent waits for an answer (default: 300000)
+  --ask-timeout <duration>  how long a question from the agent waits for an answer (default: 300000)
   --detach                  submit to the running hub, print the task id and return at once
   --local                   run in this process even when a hub (desktop app, \`serve\`) is running
   --worktree                run in a git worktree of its own, on a new branch (a coding agent; see
@@ -78,6 +81,7 @@ const OPTIONS = {
   'follow-up': { type: 'string' },
   'save-attachments': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
+  ...BUDGET_FLAGS,
   ...BROKER_FLAGS,
 } as const;
 
@@ -108,7 +112,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ['retries', 'retries'],
       ['ask-timeout', 'ask_timeout'],
     ] as const) {
-      const value = setting(config, 'run', key, key === 'retries' ? 'integer' : 'number');
+      const value = setting(config, 'run', key, key === 'retries' ? 'integer' : 'duration');
       if (values[option] === undefined && value !== undefined) values[option] = String(value);
     }
   } catch (error) {
@@ -137,6 +141,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ...(askTimeoutMs !== undefined ? { askTimeoutMs } : {}),
       ...(retries !== undefined ? { retries: Math.floor(retries) } : {}),
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
+      ...budgetFlagOptions(values),
       ...worktreeOption(values),
     };
     return {

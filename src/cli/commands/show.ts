@@ -2,6 +2,7 @@
 import { choicesList } from '../../model/questions.js';
 import { waitingForTools } from '../../model/tools.js';
 import type { TaskSnapshot } from '../../model/task.js';
+import { describeBudget, describeUsage } from '../../model/usage.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -51,6 +52,8 @@ export const command = taskCommand({
       ['state', task.reason && task.reason !== task.state ? `${task.state} (${task.reason})` : task.state],
       ['progress', task.progress === undefined ? undefined : `${task.progress}%`],
       ['attempt', `${task.attempt} of ${task.maxAttempts}`],
+      ['usage', task.usage ? describeUsage(task.usage) : undefined],
+      ['budget', task.budget ? describeBudget(task.budget) : undefined],
       ['command', [task.command, ...task.args].join(' ')],
       ['cwd', task.cwd],
       ['worker', task.worker],

@@ -2,6 +2,7 @@
 import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
 import { waitingForTools } from '../../model/tools.js';
+import { formatUsd, tokensOf } from '../../model/usage.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
@@ -53,10 +54,11 @@ export const command = taskCommand({
       task.id,
       stateOf(task),
       task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
+      usageCell(task),
       task.createdAt,
       task.label,
     ]);
-    const header = ['ID', 'STATE', 'PROGRESS', 'CREATED', 'LABEL'];
+    const header = ['ID', 'STATE', 'PROGRESS', 'USAGE', 'CREATED', 'LABEL'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     // Labels are agent text: neutralised on a terminal (one character for one, so the columns hold).
     for (const row of [header, ...rows]) {
@@ -72,4 +74,11 @@ function stateOf(task: TaskSnapshot): string {
   if (task.pendingQuestion) return 'needs answer';
   const waiting = waitingForTools(task.pendingToolCalls);
   return waiting ? `${task.state} (${waiting})` : task.state;
+}
+
+/** "150tok", "150tok/$0.03": what the agent reported spending, one word so the columns stay split by whitespace. */
+function usageCell(task: TaskSnapshot): string {
+  if (!task.usage) return '';
+  const cost = task.usage.costUsd === undefined ? '' : `/$${formatUsd(task.usage.costUsd)}`;
+  return `${tokensOf(task.usage)}tok${cost}`;
 }

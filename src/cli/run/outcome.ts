@@ -17,6 +17,7 @@ export const EXIT_BY_REASON: Record<FailureReason, number> = {
   stalled: EXIT.timeout,
   cancelled: EXIT.cancelled,
   refused: EXIT.failed,
+  budget_exceeded: EXIT.failed,
 };
 
 /**

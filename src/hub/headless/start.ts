@@ -18,6 +18,9 @@ import { needsHomePointer, removeHomePointer, writeHomePointer } from '../contro
 import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
+import { loadConfig } from '../../config/file.js';
+import { watchWebhooks } from '../../notify/index.js';
+import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { PresetInfo } from '../../bridge/contract.js';
@@ -73,8 +76,11 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const core = await openCore(dataDir, lock, options);
   const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
+  let stopWebhooks: () => void;
   try {
     await broker.ready;
+    // The config's webhooks (signed, retried in the background: never in the broker's way).
+    stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
   } catch (error) {
     await broker.close();
     throw error;
@@ -103,6 +109,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
         if (control) removeHomePointer(control.path);
         await control?.close();
         bridge.close();
+        stopWebhooks();
         await broker.close();
       })();
       return closing;
@@ -139,6 +146,7 @@ async function openCore(dataDir: string, lock: DataDirLock, options: HeadlessOpt
       ipcDir: options.ipcDir,
       queue,
       runPolicy,
+      ...ownerTaskGuards(),
     });
     return { broker, logger, logPath, token, presets };
   } catch (error) {

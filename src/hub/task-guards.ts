@@ -1,0 +1,25 @@
+/**
+ * The owner's guards for every task of a hub, from the config file: the default budgets by door
+ * (`budget:`, decided by the core: src/broker/guards/budget.ts), and the default deadline and
+ * heartbeat watchdog (`serve: { timeout: 2h, heartbeat_timeout: 30s }`, durations; 0 turns one off).
+ * A wrong value throws its one-line error: a hub does not run with less of a guard than its owner wrote.
+ */
+import { parseDoorBudgets, type DoorBudgets } from '../broker/guards/budget.js';
+import type { BrokerOptions } from '../broker/settings.js';
+import { loadConfig, setting, type LoadedConfig } from '../config/file.js';
+
+export function ownerBudgets(config: LoadedConfig = loadConfig()): DoorBudgets | undefined {
+  return parseDoorBudgets(config.sections.budget, config.path);
+}
+
+/** The budgets, and the deadline and watchdog a task that sets none gets (only those the file sets). */
+export function ownerTaskGuards(config: LoadedConfig = loadConfig()): Pick<BrokerOptions, 'budgets' | 'defaults' | 'watchdogMs'> {
+  const timeout = setting(config, 'serve', 'timeout', 'duration') as number | undefined;
+  const watchdog = setting(config, 'serve', 'heartbeat_timeout', 'duration') as number | undefined;
+  const budgets = ownerBudgets(config);
+  return {
+    ...(budgets ? { budgets } : {}),
+    ...(timeout !== undefined ? { defaults: { timeoutMs: timeout } } : {}),
+    ...(watchdog !== undefined ? { watchdogMs: watchdog } : {}),
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * The config file's `notify:` section, declared once (zod):
+ *
+ *   notify:
+ *     webhooks:
+ *       - { url: https://…, events: [ended, needs_input, budget_exceeded], secret: whsec_… }
+ *
+ * A secret is the Standard Webhooks form (`whsec_` + base64); it lives only in the file (never in
+ * argv, a log line or an event).
+ */
+import * as z from 'zod/mini';
+import { firstProblem, must } from '../model/shapes.js';
+
+/** What a webhook may be told. `schedule_skipped` is reserved for schedules (not sent yet). */
+export const NOTIFY_EVENTS = ['ended', 'needs_input', 'budget_exceeded', 'schedule_skipped'] as const;
+export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
+
+export interface WebhookTarget {
+  url: string;
+  events: NotifyEvent[];
+  secret: string;
+}
+
+const WEBHOOK = z.strictObject({
+  url: z
+    .string({ error: must('must be an http(s) URL') })
+    .check(z.refine((url: string) => /^https?:\/\//.test(url) && URL.canParse(url), { error: must('must be an http(s) URL') })),
+  events: z.array(z.enum(NOTIFY_EVENTS, { error: must(`must be one of ${NOTIFY_EVENTS.join(', ')}`) }), {
+    error: must('must be a list of events'),
+  }),
+  secret: z.string({ error: must('must be a secret whsec_<base64>') }).check(
+    z.refine((secret: string) => /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret), {
+      // The value itself is never quoted back: it is a secret.
+      error: () => '{path} must be a secret whsec_<base64>',
+    }),
+  ),
+});
+
+const NOTIFY_SECTION = z.strictObject({ webhooks: z.optional(z.array(WEBHOOK, { error: must('must be a list of webhooks') })) });
+
+/** The webhooks of a `notify:` section; throws `file: notify.webhooks[0].url must be …`. */
+export function parseWebhooks(section: Record<string, unknown> | undefined, file: string): WebhookTarget[] {
+  if (section === undefined) return [];
+  const parsed = z.safeParse(NOTIFY_SECTION, section);
+  if (!parsed.success) throw new Error(`${file}: ${firstProblem(parsed.error, 'notify')}`);
+  return parsed.data.webhooks ?? [];
+}

@@ -1,0 +1,32 @@
+/**
+ * Notifications a hub sends from the config file's `notify:` section: today, webhooks
+ * (./webhooks.ts). `watchWebhooks` subscribes a notifier to a broker's updates; the returned
+ * function unsubscribes and stops its retries.
+ */
+import type { Logger } from '../broker/log.js';
+import type { LoadedConfig } from '../config/file.js';
+import type { TaskSnapshot, TaskUpdate } from '../model/task.js';
+import { parseWebhooks } from './config.js';
+import { WebhookNotifier } from './webhooks.js';
+
+export { NOTIFY_EVENTS, parseWebhooks, type NotifyEvent, type WebhookTarget } from './config.js';
+export { WebhookNotifier, RETRY_DELAYS_MS, type WebhookBody } from './webhooks.js';
+
+interface UpdateSource {
+  on(event: 'update', listener: (update: TaskUpdate) => void): unknown;
+  off(event: 'update', listener: (update: TaskUpdate) => void): unknown;
+  get(id: string): TaskSnapshot | undefined;
+}
+
+/** The config's webhooks fed from `broker`'s updates; throws the section's one-line error. */
+export function watchWebhooks(broker: UpdateSource, config: LoadedConfig, logger: Logger): () => void {
+  const targets = parseWebhooks(config.sections.notify, config.path);
+  if (targets.length === 0) return () => {};
+  const notifier = new WebhookNotifier({ targets, logger, snapshot: (id) => broker.get(id) });
+  broker.on('update', notifier.onUpdate);
+  logger.info(`notify: ${targets.length} webhook(s) configured`);
+  return () => {
+    broker.off('update', notifier.onUpdate);
+    notifier.close();
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * Webhooks signed per Standard Webhooks, verified by another implementation (svix's `Webhook`), over
+ * real loopback HTTP, with a real broker's events.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook as SvixWebhook } from 'svix';
+import { afterEach, describe, expect, test } from 'vitest';
+import { silentLogger } from '../../src/broker/log.js';
+import { parseWebhooks } from '../../src/notify/config.js';
+import { WebhookNotifier, type WebhookBody } from '../../src/notify/webhooks.js';
+import type { TaskSnapshot } from '../../src/model/task.js';
+import { fixture, makeBroker, settle, waitFor } from '../helpers/core.js';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const OTHER_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
+
+interface Received {
+  headers: Record<string, string>;
+  body: string;
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+function listen(port = 0): Promise<{ port: number; received: Received[] }> {
+  const received: Received[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      received.push({ headers: req.headers as Record<string, string>, body });
+      res.writeHead(204).end();
+    });
+  });
+  servers.push(server);
+  return new Promise((resolve) =>
+    server.listen(port, '127.0.0.1', () => resolve({ port: (server.address() as AddressInfo).port, received })),
+  );
+}
+
+/** A port nothing listens on now (taken, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The body, once svix's verification (which throws on a bad signature) passed. */
+function verified(secret: string, message: Received): WebhookBody {
+  new SvixWebhook(secret).verify(message.body, message.headers);
+  return JSON.parse(message.body) as WebhookBody;
+}
+
+const task = (fields: Partial<TaskSnapshot> = {}): TaskSnapshot => ({
+  id: 't1',
+  label: 'job',
+  state: 'failed',
+  reason: 'budget_exceeded',
+  message: 'over budget: used 150 tokens, over the budget of 120',
+  command: 'x',
+  args: [],
+  cwd: '/',
+  attempt: 1,
+  maxAttempts: 1,
+  createdAt: '2026-12-05T00:00:00.000Z',
+  counters: { malformed: 0, rejected: 0, ignored: 0 },
+  ...fields,
+});
+
+describe('webhooks', () => {
+  test('a broker’s ended and needs_input events arrive signed; svix verifies them and a wrong secret fails', async () => {
+    const { port, received } = await listen();
+    const { broker } = makeBroker();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/hook`, events: ['ended', 'needs_input'], secret: SECRET }],
+      logger: silentLogger,
+      snapshot: (id) => broker.get(id),
+    });
+    broker.on('update', notifier.onUpdate);
+    const asker = broker.submit({ command: fixture('asker.mjs') });
+    await waitFor(() => received.length >= 1, 'the needs_input webhook');
+    asker.cancel('enough');
+    await settle(asker.result);
+    await waitFor(() => received.length >= 2, 'the ended webhook');
+    const [ask, ended] = received.map((message) => verified(SECRET, message));
+    expect(ask).toMatchObject({ type: 'needs_input', data: { task: { id: asker.id, pendingQuestion: expect.any(Object) } } });
+    expect(ended).toMatchObject({ type: 'ended', data: { task: { id: asker.id, state: 'cancelled' } } });
+    expect(received[0]!.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(() => verified(OTHER_SECRET, received[0]!)).toThrow();
+    notifier.close();
+    await asker.finished;
+  });
+
+  test('a receiver down for 3 s still gets the event, once, with the same id', async () => {
+    const port = await freePort();
+    const logged: string[] = [];
+    const logger = {
+      ...silentLogger,
+      info: (text: unknown) => logged.push(String(text)),
+      warn: (text: unknown) => logged.push(String(text)),
+    };
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/`, events: ['budget_exceeded'], secret: SECRET }],
+      logger,
+      snapshot: () => undefined,
+    });
+    notifier.emit('budget_exceeded', task());
+    await waitFor(() => logged.some((line) => line.includes('retrying')), 'a failed first attempt');
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const { received } = await listen(port);
+    await waitFor(() => received.length >= 1, 'the retried delivery', 30_000);
+    expect(verified(SECRET, received[0]!)).toMatchObject({ type: 'budget_exceeded', data: { task: { reason: 'budget_exceeded' } } });
+    expect(logged.some((line) => line.includes('delivered'))).toBe(true);
+    const id = received[0]!.headers['webhook-id']!;
+    expect(logged.filter((line) => line.includes('retrying')).every((line) => line.includes(id))).toBe(true);
+    expect(received).toHaveLength(1);
+    // Each delivery is logged, the secret never.
+    expect(logged.join('\n')).not.toContain(SECRET.slice(6));
+    notifier.close();
+  });
+
+  test('the notify section is checked, and a bad secret is refused without being quoted', () => {
+    expect(parseWebhooks({ webhooks: [{ url: 'http://127.0.0.1:1/', events: ['ended'], secret: SECRET }] }, '/c.yaml')).toHaveLength(1);
+    expect(() => parseWebhooks({ webhooks: [{ url: 'ftp://x', events: ['ended'], secret: SECRET }] }, '/c.yaml')).toThrow(
+      'notify.webhooks[0].url must be an http(s) URL',
+    );
+    const bad = () => parseWebhooks({ webhooks: [{ url: 'http://x/', events: ['ended'], secret: 'hunter2' }] }, '/c.yaml');
+    expect(bad).toThrow('notify.webhooks[0].secret must be a secret whsec_<base64>');
+    expect(bad).not.toThrow('hunter2');
+  });
+});
