@@ -40,7 +40,8 @@ export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   description: string;
   /** The arguments, as zod: the SDK checks them and publishes their JSON Schema; `ToolArgs` is their type. */
   inputSchema: Shape;
-  annotations?: ToolAnnotations;
+  /** Every hint set on every tool (test/mcp/annotations.test.ts pins them): clients decide what to confirm by them. */
+  annotations: Required<Pick<ToolAnnotations, 'readOnlyHint' | 'openWorldHint'>> & ToolAnnotations;
   handler(args: ToolArgs<Shape>, context: ToolContext, extra: ToolExtra): Promise<CallToolResult>;
 }
 
@@ -55,7 +56,7 @@ export const ERROR_META_KEY = 'backchannel/error';
 /** Registers every tool of `tools` on `server`, each handler called with `context`. */
 export function registerTools(server: McpServer, tools: readonly McpTool[], context: ToolContext): void {
   for (const { name, title, description, inputSchema, annotations, handler } of tools) {
-    const config = { title, description, inputSchema, ...(annotations ? { annotations } : {}) };
+    const config = { title, description, inputSchema, annotations };
     server.registerTool(name, config, async (args: ToolArgs<z.ZodRawShape>, extra: ToolExtra) => {
       try {
         return await handler(args, context, extra);
