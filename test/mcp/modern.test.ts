@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { fixture, waitFor, waitUntilGone } from '../helpers/core.js';
 import { hubEnv, startHub } from '../hub/control/hub-process.js';
 import { callTool, connectStdio, TASKS_EXTENSION } from './modern-client.js';
-import { rawStdio, type RawClient, type Wire } from './raw-modern.js';
+import { rawStdio, taskUntil, type RawClient, type Wire } from './raw-modern.js';
 
 const TOOLS = [
   'answer_question',
@@ -31,18 +31,6 @@ function runAsTask(client: RawClient, args: Record<string, unknown>): Promise<Wi
 
 function tasksRequest(client: RawClient, method: 'tasks/get' | 'tasks/update' | 'tasks/cancel', params: Wire): Promise<Wire> {
   return client.request(method, params);
-}
-
-export async function taskUntil(client: RawClient, taskId: string, status: string): Promise<Wire> {
-  return waitFor(
-    async () => {
-      const task = await tasksRequest(client, 'tasks/get', { taskId });
-      return task.status === status ? task : undefined;
-    },
-    `task ${taskId} to be ${status}`,
-    60_000,
-    100,
-  );
 }
 
 /** The pids a tree-waiter reported, from a get_task result. */

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterEach } from 'vitest';
-import { ROOT } from '../helpers/core.js';
+import { ROOT, waitFor } from '../helpers/core.js';
 import { BIN, type HubEnv } from '../hub/control/hub-process.js';
 import { TASKS_EXTENSION } from './modern-client.js';
 
@@ -112,4 +112,17 @@ function lastSseMessage(text: string): Wire {
   const reply = data.filter((message) => 'result' in message || 'error' in message).at(-1);
   if (!reply) throw new Error(`no JSON-RPC reply in the event stream: ${text.slice(0, 200)}`);
   return reply;
+}
+
+/** Polls `tasks/get` until the task has `status`. */
+export async function taskUntil(client: RawClient, taskId: string, status: string): Promise<Wire> {
+  return waitFor(
+    async () => {
+      const task = await client.request('tasks/get', { taskId });
+      return task.status === status ? task : undefined;
+    },
+    `task ${taskId} to be ${status}`,
+    60_000,
+    100,
+  );
 }
