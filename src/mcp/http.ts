@@ -1,6 +1,6 @@
 /**
- * MCP over Streamable HTTP, for the hub to mount at MCP_PATH (the hub checks Host and Origin as for the panel before
- * a request gets here; see src/loopback/security.ts):
+ * MCP over Streamable HTTP, for the hub to mount at MCP_PATH (through ./http-mount.ts, which loads this on first use;
+ * the hub checks Host and Origin as for the panel before a request gets here; see src/loopback/security.ts):
  *
  * - A bearer token (`Authorization: Bearer …`), compared in constant time: the token of `mcpTokenFile()`, generated
  *   on the first start (0600) and printed then only. Without it: 401 with `WWW-Authenticate: Bearer`.
@@ -13,33 +13,15 @@
  *   exchange (a waiting run_task cancels its task, as on stdio).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { homedir } from 'node:os';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { BackchannelClient } from '../client/index.js';
 import { tokenMatches } from '../loopback/security.js';
+import { MCP_PATH, type McpHttpEndpoint } from './http-mount.js';
 import { modernServerFactory } from './modern-server.js';
 
-/** Where the hub serves MCP. */
-export const MCP_PATH = '/mcp';
 /** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-/** `$XDG_CONFIG_HOME/backchannel/mcp-token` (else `~/.config/…`): the bearer token of MCP over HTTP, mode 0600. */
-export function mcpTokenFile(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(homedir(), '.config');
-  return path.join(base, 'backchannel', 'mcp-token');
-}
-
-/** The shape of the hub's mounts (src/hub/http/mounts.ts), which this front-end does not import. */
-export interface McpHttpEndpoint {
-  readonly path: string;
-  /** Serves one request to MCP_PATH (Host and Origin already checked). */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /** Aborts the exchanges in flight. */
-  close(): Promise<void>;
-}
 
 export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
   const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });

@@ -138,7 +138,7 @@ function readNumbers(values: Values): Numbers | string {
 
 /** MCP over HTTP's bearer token, read or made (0600) in the config dir; the exit code when it cannot be. */
 async function mcpToken(): Promise<{ secret: string; created: boolean; file: string } | number> {
-  const { mcpTokenFile } = await import('../../mcp/http.js');
+  const { mcpTokenFile } = await import('../../mcp/http-mount.js');
   const { readOrCreateSecret } = await import('../../loopback/secret-file.js');
   const file = mcpTokenFile();
   try {
@@ -152,7 +152,7 @@ async function mcpToken(): Promise<{ secret: string; created: boolean; file: str
 /** The hub: broker, panel, MCP over HTTP and control endpoint; the exit code when it cannot start. */
 async function startHub(values: Values, numbers: Numbers, mcpToken: string): Promise<Headless | number> {
   const { startHeadless } = await import('../../hub/headless/start.js');
-  const { mcpHttpEndpoint } = await import('../../mcp/http.js');
+  const { mcpHttpMount } = await import('../../mcp/http-mount.js');
   const { clientOf } = await import('../../client/index.js');
   try {
     const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
@@ -165,7 +165,7 @@ async function startHub(values: Values, numbers: Numbers, mcpToken: string): Pro
       broker: brokerFlagOptions(values),
       keepToken: values['keep-token'],
       // The hub's own broker, through the one client: MCP's submissions carry origin `mcp`, so the run policy applies.
-      mounts: (broker) => [mcpHttpEndpoint(clientOf(broker), readOwnVersion(), mcpToken)],
+      mounts: (broker) => [mcpHttpMount(clientOf(broker), readOwnVersion(), mcpToken)],
     });
   } catch (error) {
     process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
