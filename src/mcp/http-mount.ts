@@ -1,7 +1,7 @@
 /**
  * What `backchannel serve` needs of MCP over HTTP before the hub starts, kept light: the token file's place, and a
- * mount that loads the endpoint (./http.ts, with the SDK v2) on its first request, so a hub that cannot start —
- * another holds its data directory — says so without loading the MCP SDK first.
+ * mount that loads the endpoint (./http.ts, with the SDK v2) once the hub started (and at the latest on its first
+ * request), so a hub that cannot start — another holds its data directory — says so without loading the MCP SDK.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { homedir } from 'node:os';
@@ -31,6 +31,9 @@ export function mcpHttpMount(client: BackchannelClient, version: string, token: 
   let endpoint: Promise<McpHttpEndpoint> | undefined;
   const made = (): Promise<McpHttpEndpoint> =>
     (endpoint ??= import('./http.js').then(({ mcpHttpEndpoint }) => mcpHttpEndpoint(client, version, token)));
+  // Loaded in the background once the hub holds its data directory: clients that give a server about two seconds to
+  // connect (Claude Code's headless runs) find it ready.
+  setImmediate(() => void made().catch(() => {}));
   return {
     path: MCP_PATH,
     handle: async (req: IncomingMessage, res: ServerResponse) => (await made()).handle(req, res),
