@@ -4,7 +4,7 @@
  * the tools, run_task to completion, a question as an input request, a cancelled call ending the process tree — the
  * Tasks extension over HTTP, and a 2025-era client and the v2 client in `auto` mode on the same hub at once.
  */
-import { statSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -104,6 +104,21 @@ describe('MCP over HTTP on the hub', () => {
       'the task to be cancelled',
     );
     await waitUntilGone(pids, 15_000);
+  });
+
+  test("the run policy's mcp door: over HTTP, a command the owner did not allow is refused and nothing runs", async () => {
+    const hub = hubEnv();
+    const config = path.join(hub.dir, 'defaults.yaml');
+    writeFileSync(config, '');
+    hub.env.BACKCHANNEL_CONFIG = config;
+    const mcp = await startMcpHub(hub);
+    const client = await connectHttp(mcp.url, { headers: mcp.auth });
+    const mark = path.join(hub.dir, 'ran');
+    const refused = await callTool(client, 'run_task', { command: 'sh', args: ['-c', `touch ${mark}`], cwd: '/' });
+    expect(refused.isError).toBe(true);
+    expect(refused.value).toContain(`refused \`sh -c touch ${mark}\` (in /) from an MCP client`);
+    expect(existsSync(mark)).toBe(false);
+    expect((await callTool(client, 'list_tasks', {})).value.tasks).toEqual([]);
   });
 
   test('the Tasks extension over HTTP: run_task is a task; tasks/get until completed', async () => {
