@@ -7,23 +7,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { BackchannelClient } from '../client/index.js';
-
-/** Where the hub serves MCP. */
-export const MCP_PATH = '/mcp';
+import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
 
 /** `$XDG_CONFIG_HOME/backchannel/mcp-token` (else `~/.config/…`): the bearer token of MCP over HTTP, mode 0600. */
 export function mcpTokenFile(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(homedir(), '.config');
   return path.join(base, 'backchannel', 'mcp-token');
-}
-
-/** The shape of the hub's mounts (src/hub/http/mounts.ts), which this front-end does not import. */
-export interface McpHttpEndpoint {
-  readonly path: string;
-  /** Serves one request to MCP_PATH (Host and Origin already checked). */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /** Aborts the exchanges in flight. */
-  close(): Promise<void>;
 }
 
 /** The hub's mount (the shape of src/hub/http/mounts.ts) of the MCP endpoint, made on first use. */

@@ -17,7 +17,7 @@ import { Readable } from 'node:stream';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { BackchannelClient } from '../client/index.js';
 import { tokenMatches } from '../loopback/security.js';
-import { MCP_PATH, type McpHttpEndpoint } from './http-mount.js';
+import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
 import { modernServerFactory } from './modern-server.js';
 
 /** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
