@@ -20,7 +20,7 @@ export const CHANGE_TOOLS: readonly McpTool[] = [
       'uncommitted), with files, insertions, deletions and branch. Several task_ids: their diffs together, with `overlaps` ' +
       'listing the places where two tasks changed the same or adjacent lines (review those before applying).',
     inputSchema: { task_ids: z.array(TASK_ID).min(1).max(16).describe('One task id, or several to review together.') },
-    annotations: { readOnlyHint: true },
+    annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ task_ids }, { client: { changes } }) {
       const ids = await Promise.all(task_ids.map((id) => changes.resolve(id)));
       const all = await Promise.all(ids.map((id) => changes.change(id)));
@@ -38,7 +38,8 @@ export const CHANGE_TOOLS: readonly McpTool[] = [
       "Brings the changes of coding tasks, in the order given, into the user's working tree (not staged, not committed). " +
       'All apply or none does: on a conflict nothing is changed and the result names the task and the conflicting files.',
     inputSchema: { task_ids: z.array(TASK_ID).min(1).max(64).describe('The tasks whose changes to apply, in order.') },
-    annotations: { destructiveHint: false, idempotentHint: false },
+    // Writes into the user's checkout, deletions included: destructive, and a second apply is not a no-op.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     async handler({ task_ids }, { client: { changes } }) {
       const ids = await Promise.all(task_ids.map((id) => changes.resolve(id)));
       const outcome = await changes.apply(ids);
@@ -52,7 +53,8 @@ export const CHANGE_TOOLS: readonly McpTool[] = [
       "Removes an ended coding task's worktree and its branch. With keep_branch the branch stays (what the agent left " +
       'uncommitted is committed onto it) and only the worktree goes.',
     inputSchema: { task_id: TASK_ID, keep_branch: z.boolean().optional().describe('Keep the branch. Default: false.') },
-    annotations: { destructiveHint: true },
+    // Deletes the worktree (and the branch unless kept); a second call finds nothing to discard.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     async handler({ task_id, keep_branch }, { client: { changes } }) {
       const id = await changes.resolve(task_id);
       const record = keep_branch ? await changes.keepBranch(id) : await changes.discard(id);

@@ -8,7 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { TaskToolExecution, ToolTaskHandler } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type * as z from 'zod';
 import type { BackchannelClient } from '../client/index.js';
-import { START_SHAPE } from './start-task.js';
+import { START_ANNOTATIONS, START_SHAPE } from './start-task.js';
 import type { McpTool } from './tool-table.js';
 
 /** A tool run as an MCP task: a table row's fields, its task support, and the SDK's task handler built per server. */
@@ -24,6 +24,7 @@ export const RUN_TASK: McpTaskTool<typeof START_SHAPE> = {
     'Runs a sub-agent and returns its result. With MCP Tasks (task-augmented call) it returns a task handle at once; ' +
     'poll tasks/get and fetch tasks/result. Same arguments as start_task.',
   inputSchema: START_SHAPE,
+  annotations: START_ANNOTATIONS,
   execution: { taskSupport: 'optional' },
   taskHandler: (client, startFailures) => ({
     createTask: async (_args, extra) => {
@@ -56,7 +57,7 @@ export function registerTaskTool<Shape extends z.ZodRawShape>(
 ): (requestId: unknown) => Error | undefined {
   const startFailures = new Map<unknown, Error>();
   const { name, title, description, inputSchema, annotations, execution } = tool;
-  const config = { title, description, inputSchema, execution, ...(annotations ? { annotations } : {}) };
+  const config = { title, description, inputSchema, execution, annotations };
   server.experimental.tasks.registerToolTask(name, config, tool.taskHandler(client, startFailures));
   return (requestId) => {
     const failure = startFailures.get(requestId);

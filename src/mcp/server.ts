@@ -33,7 +33,7 @@ export interface BackchannelMcp {
   dispose(): void;
 }
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'Backchannel runs sub-agents in the background. start_task returns a task_id at once; collect the result with ' +
   'wait_for_task (bounded wait) or get_task. run_task supports MCP Tasks (call now, fetch later).';
 

@@ -66,6 +66,12 @@ export const START_SHAPE = {
   ...WORKTREE_SHAPE,
 };
 
+/**
+ * The annotations of `start_task` and `run_task`: the sub-agent is an arbitrary program run in `cwd` (the user's
+ * checkout unless `worktree`), which may change or delete files and call remote models; each call starts a new one.
+ */
+export const START_ANNOTATIONS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true } as const;
+
 /** start_task's and run_task's arguments, as the SDK hands them over (parsed). */
 export type StartArgs = z.infer<z.ZodObject<typeof START_SHAPE>>;
 

@@ -9,8 +9,7 @@
  * `ERROR_META_KEY`, so a client branches on the code, never on the text.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type * as z from 'zod';
 import { BridgeError, type BackchannelClient, type ErrorCode } from '../client/index.js';
 import type { TaskSnapshot } from '../model/task.js';
@@ -27,8 +26,14 @@ export interface ToolContext {
   progress(token: string | number | undefined, task: TaskSnapshot): void;
 }
 
-/** The SDK's context of one call: its abort signal, its `_meta` (progress token), its request id. */
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/**
+ * What a handler reads of the SDK's context of one call: its abort signal and its `_meta` (progress token). Both SDKs'
+ * contexts give it (v1's `extra` as it is, v2's `ctx.mcpReq`), so one table serves both eras (./modern-server.ts).
+ */
+export interface ToolExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number };
+}
 
 /** The arguments a tool's handler gets: its input shape's parsed output (one declaration, the type derived). */
 export type ToolArgs<Shape extends z.ZodRawShape> = z.infer<z.ZodObject<Shape>>;
@@ -40,7 +45,8 @@ export interface McpTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   description: string;
   /** The arguments, as zod: the SDK checks them and publishes their JSON Schema; `ToolArgs` is their type. */
   inputSchema: Shape;
-  annotations?: ToolAnnotations;
+  /** Every hint set on every tool (test/mcp/annotations.test.ts pins them): clients decide what to confirm by them. */
+  annotations: Required<Pick<ToolAnnotations, 'readOnlyHint' | 'openWorldHint'>> & ToolAnnotations;
   handler(args: ToolArgs<Shape>, context: ToolContext, extra: ToolExtra): Promise<CallToolResult>;
 }
 
@@ -55,7 +61,7 @@ export const ERROR_META_KEY = 'backchannel/error';
 /** Registers every tool of `tools` on `server`, each handler called with `context`. */
 export function registerTools(server: McpServer, tools: readonly McpTool[], context: ToolContext): void {
   for (const { name, title, description, inputSchema, annotations, handler } of tools) {
-    const config = { title, description, inputSchema, ...(annotations ? { annotations } : {}) };
+    const config = { title, description, inputSchema, annotations };
     server.registerTool(name, config, async (args: ToolArgs<z.ZodRawShape>, extra: ToolExtra) => {
       try {
         return await handler(args, context, extra);

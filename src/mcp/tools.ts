@@ -7,7 +7,7 @@ import { HubLostError, type BackchannelClient } from '../client/index.js';
 import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
-import { START_SHAPE, startTask } from './start-task.js';
+import { START_ANNOTATIONS, START_SHAPE, startTask } from './start-task.js';
 import { defineTool, type McpTool } from './tool-table.js';
 
 export { START_SHAPE, startTask, type StartArgs } from './start-task.js';
@@ -69,6 +69,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
       'Starts a sub-agent in the background and returns its task_id at once, without waiting. ' +
       'Use it for long work (analyses, refactors, other AI agents); collect the result later with wait_for_task or get_task.',
     inputSchema: START_SHAPE,
+    annotations: START_ANNOTATIONS,
     async handler(args, { client, track }) {
       const id = await startTask(client, args);
       track(id);
@@ -81,7 +82,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
     description:
       "A task's current state without waiting: progress, its last partial output, a pending question, the result or the failure.",
     inputSchema: { task_id: TASK_ID },
-    annotations: { readOnlyHint: true },
+    annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ task_id }, { client }) {
       const { task } = await client.getTask(await client.resolveId(task_id));
       return jsonResult(summarize(await withWholeResult(client, task)));
@@ -98,7 +99,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
       task_id: TASK_ID,
       timeout_seconds: z.number().positive().max(MAX_WAIT_SECONDS).optional().describe('How long to wait at most.'),
     },
-    annotations: { readOnlyHint: true },
+    annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ task_id, timeout_seconds }, { client, progress, elicits }, extra) {
       const id = await client.resolveId(task_id);
       const token = extra._meta?.progressToken;
@@ -120,7 +121,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
         .describe('Only tasks in this state.'),
       limit: z.number().int().positive().max(200).optional().describe('At most this many tasks (default 20).'),
     },
-    annotations: { readOnlyHint: true },
+    annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ state, limit }, { client }) {
       const keep = (task: TaskSnapshot): boolean => state === undefined || STATE_FILTERS[state](task.state);
       const tasks = (await client.listTasks())
@@ -137,7 +138,8 @@ export const TASK_TOOLS: readonly McpTool[] = [
     title: 'Cancel a task',
     description: 'Cancels a queued or running task: the sub-agent is asked to stop, then killed after a grace period.',
     inputSchema: { task_id: TASK_ID },
-    annotations: { destructiveHint: true },
+    // Stops work (the sub-agent's whole process tree); asking again changes nothing more.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async handler({ task_id }, { client }) {
       const id = await client.resolveId(task_id);
       await client.cancel(id);
@@ -149,6 +151,8 @@ export const TASK_TOOLS: readonly McpTool[] = [
     title: "Answer a sub-agent's question",
     description: 'Answers the question a running sub-agent asked (get_task or wait_for_task show it under `question`).',
     inputSchema: { task_id: TASK_ID, answer: z.string().describe('The answer text (one of the choices, when it offers some).') },
+    // Adds an answer, removes nothing; a second answer to the same question is refused.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     async handler({ task_id, answer }, { client }) {
       const id = await client.resolveId(task_id);
       const question = (await client.getTask(id)).task.pendingQuestion;
@@ -165,7 +169,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
       task_id: TASK_ID,
       lines: z.number().int().positive().max(1000).optional().describe(`How many of the last lines (default ${DEFAULT_LOG_LINES}).`),
     },
-    annotations: { readOnlyHint: true },
+    annotations: { readOnlyHint: true, openWorldHint: false },
     async handler({ task_id, lines }, { client }) {
       const id = await client.resolveId(task_id);
       const { log } = await client.getTask(id);

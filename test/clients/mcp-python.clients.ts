@@ -2,13 +2,15 @@
  * The official Python MCP SDK (pinned; pip from the configured index into a venv of its own) as a strict MCP
  * 2025-11-25 Tasks client of `backchannel mcp` on a real hub, every answer validated with its pydantic models
  * (./python/mcp_tasks_client.py): MCP Tasks end to end with an elicitation inside the task and status
- * notifications, tasks/list pagination, and tasks/cancel.
+ * notifications, tasks/list pagination, and tasks/cancel; and over the hub's Streamable HTTP endpoint
+ * (./python/mcp_http_client.py) at the same time as the SDK v2 client in `auto` mode (MCP 2026-07-28).
  */
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { fixture, ROOT } from '../helpers/core.js';
 import { ensurePythonClients, runCli } from '../helpers/real-clients.js';
-import { BIN, cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
+import { BIN, cli, hubEnv, printed, start, startHub, type HubEnv } from '../hub/control/hub-process.js';
+import { callTool, connectHttp } from '../mcp/modern-client.js';
 import { TASKS_PAGE_SIZE } from '../../src/mcp/task-store.js';
 import { PINS } from './pins.js';
 
@@ -31,6 +33,36 @@ async function scenario(hub: HubEnv, name: string, env: Record<string, string> =
 }
 
 describe.skipIf(skip !== undefined)(`Python mcp==${version}${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  test('over HTTP, at once: the Python client (2025-11-25) and the SDK v2 client in auto mode (2026-07-28) on one hub', async () => {
+    if ('skip' in client) throw new Error(client.skip);
+    const hub = hubEnv();
+    const serve = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
+    const url = await printed(serve, /MCP \(Streamable HTTP\): (\S+)/, 'the MCP URL');
+    const token = await printed(serve, /MCP bearer token \(shown once\): (\S+)/, 'the MCP token');
+    const python = runCli(
+      client.python,
+      [path.join(ROOT, 'test', 'clients', 'python', 'mcp_http_client.py'), url, token, process.execPath, fixture('quick.mjs')],
+      {
+        cwd: hub.dir,
+        env: hub.env,
+      },
+    );
+    const modern = (async () => {
+      const v2 = await connectHttp(url, { headers: { Authorization: `Bearer ${token}` }, mode: 'auto' });
+      return {
+        era: v2.getProtocolEra(),
+        done: await callTool(v2, 'run_task', { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 9 } }),
+      };
+    })();
+    const [old, now] = await Promise.all([python, modern]);
+    const seen = JSON.parse(old.stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, any>;
+    expect(seen.error, old.stderr.slice(-2000)).toBeUndefined();
+    expect(seen).toMatchObject({ protocol: '2025-11-25', is_error: false, result: { state: 'succeeded', result: { n: 3 } } });
+    expect(seen.tools).toHaveLength(11);
+    expect(now.era).toBe('modern');
+    expect(now.done.value).toMatchObject({ state: 'succeeded', result: { n: 9 } });
+  });
+
   test('MCP Tasks end to end: handle, tasks/get, an elicitation inside the task, status notifications, tasks/result', async () => {
     const hub = hubEnv();
     await startHub(hub);

@@ -1,6 +1,8 @@
 /** `backchannel mcp`: the MCP server on stdio, over the running hub or a hub of its own. */
 import { openClient, type BackchannelClient } from '../../client/index.js';
-import { createMcpServer } from '../../mcp/server.js';
+import { modernServerFactory } from '../../mcp/modern-server.js';
+import { createMcpServer, type BackchannelMcp } from '../../mcp/server.js';
+import { serveByEra } from '../../mcp/stdio-eras.js';
 import { guardedStdioTransport } from '../../mcp/stdio-guard.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
@@ -8,7 +10,8 @@ import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
 const HELP = `Usage: backchannel mcp
 
 A Model Context Protocol server on stdin/stdout for coding agents (Claude Code, Cursor, VS Code, …):
-tools to start background sub-agents and collect their results later, and MCP Tasks.
+tools to start background sub-agents and collect their results later, and MCP Tasks. It speaks
+MCP 2026-07-28 (with the Tasks extension) and, to a client that opens with \`initialize\`, 2025-11-25.
 
 When a hub runs (the desktop app or \`backchannel serve\`), tasks go to it and show in its panel;
 otherwise this process runs a broker of its own (history in the usual data directory) and serves
@@ -34,17 +37,23 @@ export const command: CliCommand = {
       process.stderr.write(`backchannel mcp: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
-    const mcp = createMcpServer(client, readOwnVersion());
+    const version = readOwnVersion();
     // The SDK's transport behind a size guard: a message over 10 MiB is an error reply, not the end of the session.
     const transport = guardedStdioTransport();
-    const closed = new Promise<void>((resolve) => {
-      transport.onclose = resolve;
-      process.stdin.once('end', resolve);
+    const closed = new Promise<void>((resolve) => process.stdin.once('end', resolve));
+    let legacy: BackchannelMcp | undefined;
+    const served = await serveByEra(transport, {
+      // A client that opens with `initialize` (2025-11-25) gets the SDK v1 server; any other, the 2026-07-28 one.
+      legacy: async (handoff) => {
+        legacy = createMcpServer(client, version);
+        await legacy.server.connect(handoff);
+      },
+      modern: modernServerFactory(client, version),
     });
-    await mcp.server.connect(transport);
     await closed;
-    mcp.dispose();
-    await mcp.server.close().catch(() => {});
+    legacy?.dispose();
+    await legacy?.server.close().catch(() => {});
+    await served.close();
     await client.close();
     return EXIT.ok;
   },

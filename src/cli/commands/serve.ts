@@ -6,11 +6,14 @@ import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-fl
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { redactedUrl, takeRedisUrl } from '../../fleet/redis-url.js';
 import type { Headless } from '../../hub/headless/start.js';
+import { readOwnVersion } from '../../version.js';
 
 const HELP = `Usage: backchannel serve [options]
 
 Serves the task panel and its API on 127.0.0.1 and prints the URL to open. Only that URL works:
 it carries a token that is new on every start, unless --keep-token or BACKCHANNEL_PANEL_TOKEN.
+Serves MCP over Streamable HTTP at /mcp on the same port, behind a bearer token of its own (kept in
+~/.config/backchannel/mcp-token, printed at the first start); set-up for each client: docs/mcp.md.
 
 Options:
   --port <n>          port to listen on; 0 picks a free one (default: 0)
@@ -79,7 +82,9 @@ export const command: CliCommand = {
     if (fromFile !== undefined) return fromFile;
     const numbers = readNumbers(values);
     if (typeof numbers === 'string') return usageError(`backchannel serve: ${numbers}`, HELP);
-    const headless = await startHub(values, numbers);
+    const mcp = await mcpToken();
+    if (typeof mcp === 'number') return mcp;
+    const headless = await startHub(values, numbers, mcp.secret);
     if (typeof headless === 'number') return headless;
     if (values.demo) await startDemoTasks(headless);
     const stopped = runUntilSignal('serve', 'running tasks', () => headless.close());
@@ -88,6 +93,10 @@ export const command: CliCommand = {
       const queue = values.queue === undefined ? '' : `, queue ${values.queue}`;
       process.stdout.write(`Fleet mode: tasks run on \`backchannel worker\`s through ${redactedUrl(values.redis)}${queue}\n`);
     }
+    const mcpUrl = `http://127.0.0.1:${headless.server.port}/mcp`;
+    process.stdout.write(`MCP (Streamable HTTP): ${mcpUrl}  (Authorization: Bearer <the token in ${mcp.file}>)\n`);
+    // Printed once, like the gateway's key: later starts only name the file.
+    if (mcp.created) process.stdout.write(`MCP bearer token (shown once): ${mcp.secret}\n`);
     process.stdout.write(`History and log: ${headless.logPath}\nPress Ctrl+C to stop.\n`);
     return stopped;
   },
@@ -131,9 +140,24 @@ function readNumbers(values: Values): Numbers | string {
   return numbers;
 }
 
-/** The hub: broker, panel and control endpoint; the exit code when it cannot start. */
-async function startHub(values: Values, numbers: Numbers): Promise<Headless | number> {
+/** MCP over HTTP's bearer token, read or made (0600) in the config dir; the exit code when it cannot be. */
+async function mcpToken(): Promise<{ secret: string; created: boolean; file: string } | number> {
+  const { mcpTokenFile } = await import('../../mcp/http-mount.js');
+  const { readOrCreateSecret } = await import('../../loopback/secret-file.js');
+  const file = mcpTokenFile();
+  try {
+    return { ...readOrCreateSecret(file, 'bc-mcp-'), file };
+  } catch (error) {
+    process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** The hub: broker, panel, MCP over HTTP and control endpoint; the exit code when it cannot start. */
+async function startHub(values: Values, numbers: Numbers, mcpToken: string): Promise<Headless | number> {
   const { startHeadless } = await import('../../hub/headless/start.js');
+  const { mcpHttpMount } = await import('../../mcp/http-mount.js');
+  const { clientOf } = await import('../../client/index.js');
   try {
     const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
     return await startHeadless({
@@ -144,6 +168,8 @@ async function startHub(values: Values, numbers: Numbers): Promise<Headless | nu
       redis,
       broker: brokerFlagOptions(values),
       keepToken: values['keep-token'],
+      // The hub's own broker, through the one client: MCP's submissions carry origin `mcp`, so the run policy applies.
+      mounts: (broker) => [mcpHttpMount(clientOf(broker), readOwnVersion(), mcpToken)],
     });
   } catch (error) {
     process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);

@@ -13,6 +13,7 @@ import { headerValue, sendError, sendPage } from '../http/responses.js';
 import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../../loopback/security.js';
 import { defaultRendererDir, PanelFiles } from '../http/static-files.js';
 import { EventStreams } from '../http/event-stream.js';
+import { mountAt, type HttpMount } from '../http/mounts.js';
 
 export interface PanelServerOptions {
   bridge: BackchannelBridge;
@@ -26,6 +27,8 @@ export interface PanelServerOptions {
   logPath?: string;
   /** Keep-alive comment interval on the event stream (proxies and browsers drop silent streams). @default 15000 */
   keepAliveMs?: number;
+  /** Endpoints of other parts (MCP over HTTP): Host and Origin checked here, their own token checked by them. */
+  mounts?: readonly HttpMount[];
 }
 
 export interface PanelServer {
@@ -63,6 +66,7 @@ interface ServerContext {
   readonly files: PanelFiles;
   readonly streams: EventStreams;
   readonly token: string;
+  readonly mounts: readonly HttpMount[];
   port: number;
 }
 
@@ -73,6 +77,7 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     files: PanelFiles.load(options.rendererDir ?? defaultRendererDir()),
     streams: new EventStreams(options.bridge, options.keepAliveMs ?? 15_000),
     token: options.token ?? newToken(),
+    mounts: options.mounts ?? [],
     port: 0,
   };
   const server = createServer((req, res) => {
@@ -92,6 +97,7 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     token: context.token,
     async close() {
       context.streams.endAll();
+      for (const mount of context.mounts) await mount.close?.();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -104,14 +110,23 @@ async function handleRequest(context: ServerContext, req: IncomingMessage, res: 
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
   const url = admit(context, req, res);
   if (!url) return;
+  if (url instanceof MountedRequest) return url.mount.handle(req, res);
   if (url.pathname === EVENTS_PATH && req.method === 'GET') return context.streams.open(req, res);
   if (url.pathname.startsWith(API_PREFIX)) return handleApi(context.bridge, req, res, url.pathname, 'panel');
   if (url.pathname === LOG_PATH && req.method === 'GET') return serveLog(context, res);
   return serveFile(context, req, res, url.pathname);
 }
 
-/** The three checks of ../../loopback/security.ts, in order; answers a refused request itself and returns undefined. */
-function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | undefined {
+/** A request for a mount: past the Host and Origin checks, its token is the mount's to check. */
+class MountedRequest {
+  constructor(readonly mount: HttpMount) {}
+}
+
+/**
+ * The three checks of ../../loopback/security.ts, in order; answers a refused request itself and returns undefined.
+ * A mount's request passes the first two here and is the mount's from then on.
+ */
+function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | MountedRequest | undefined {
   const { port, token } = context;
   // A refused request's connection is closed with the answer: without the token it holds no slot.
   const keepAlive = res.shouldKeepAlive;
@@ -125,6 +140,11 @@ function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse
     return undefined;
   }
   const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
+  const mount = mountAt(context.mounts, url.pathname);
+  if (mount) {
+    res.shouldKeepAlive = keepAlive;
+    return new MountedRequest(mount);
+  }
   const given = headerValue(req.headers[TOKEN_HEADER]) ?? url.searchParams.get('token');
   if (!tokenMatches(given, token)) {
     const message = 'Missing or wrong token: open the URL `backchannel serve` printed';

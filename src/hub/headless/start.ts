@@ -12,6 +12,7 @@ import { readOwnVersion } from '../../version.js';
 import { createBrokerBridge, type BrokerBridge } from '../broker-bridge.js';
 import { defaultDemoAgentsDir, loadPresets } from '../../templates/presets.js';
 import { startPanelServer, type PanelServer } from './server.js';
+import type { HttpMount } from '../http/mounts.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
 import { needsHomePointer, removeHomePointer, writeHomePointer } from '../control/home-pointer.js';
@@ -49,6 +50,8 @@ export interface HeadlessOptions {
   broker?: Pick<BrokerOptions, 'env' | 'requireToken'>;
   /** Reuse the token kept in `<dataDir>/panel-token` (see ./token.ts). @default false: a new token per start */
   keepToken?: boolean;
+  /** Endpoints of other parts on the panel's server (MCP over HTTP), made once the broker exists. */
+  mounts?: (broker: TaskBroker) => readonly HttpMount[];
   /** Console log level. @default 'warn' */
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
   /** What other doors than `backchannel run` may start. @default the owner's (./run-policy.ts): presets and the config file's */
@@ -187,7 +190,8 @@ async function startServers(
       }
     }
     const { token, logPath } = core;
-    const server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath });
+    const mounts = options.mounts?.(core.broker) ?? [];
+    const server = await startPanelServer({ bridge, port: options.port ?? 0, rendererDir: options.rendererDir, token, logPath, mounts });
     return { server, control };
   } catch (error) {
     await control?.close();

@@ -26,6 +26,8 @@ export function hubEnv(): HubEnv {
     ...process.env,
     BACKCHANNEL_CONTROL: socket,
     XDG_STATE_HOME: path.join(dir, 'state'),
+    // Keys and tokens a hub makes (MCP over HTTP's, the gateway's) stay in the test's directory, never the user's.
+    XDG_CONFIG_HOME: path.join(dir, 'config'),
     XDG_RUNTIME_DIR: '',
     CURSOR_IPC_DIR: path.join(dir, 'ipc'),
     // The fixtures are arbitrary command lines sent over the control endpoint (MCP, the gateway).

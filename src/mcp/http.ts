@@ -1,0 +1,87 @@
+/**
+ * MCP over Streamable HTTP, for the hub to mount at MCP_PATH (through ./http-mount.ts, which loads this on first use;
+ * the hub checks Host and Origin as for the panel before a request gets here; see src/loopback/security.ts):
+ *
+ * - A bearer token (`Authorization: Bearer …`), compared in constant time: the token of `mcpTokenFile()`, generated
+ *   on the first start (0600) and printed then only. Without it: 401 with `WWW-Authenticate: Bearer`.
+ * - 2026-07-28 requests (the `_meta` envelope) go to the SDK v2's `createMcpHandler` over the factory of
+ *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen`.
+ * - 2025-era requests (`initialize` and the requests after it) are served statelessly by the same entry, one
+ *   instance per request (the SDK's `legacy: 'stateless'`): the tools, not the 2025-11-25 MCP Tasks, which need a
+ *   session; those stay on stdio (`backchannel mcp`).
+ * - A request body over MAX_BODY_BYTES is refused with 413 before it is parsed; a client that goes away aborts its
+ *   exchange (a waiting run_task cancels its task, as on stdio).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { BackchannelClient } from '../client/index.js';
+import { tokenMatches } from '../loopback/security.js';
+import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
+import { modernServerFactory } from './modern-server.js';
+
+/** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
+  const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });
+  return {
+    path: MCP_PATH,
+    async handle(req, res) {
+      if (!tokenMatches(bearerOf(req.headers.authorization), token)) {
+        res.writeHead(401, { 'Content-Type': 'application/json', 'WWW-Authenticate': 'Bearer realm="backchannel-mcp"' });
+        res.end(
+          JSON.stringify({ error: 'Missing or wrong bearer token: send Authorization: Bearer <the token backchannel serve printed>' }),
+        );
+        return;
+      }
+      const aborted = new AbortController();
+      res.once('close', () => aborted.abort());
+      const response = await handler.fetch(await toWebRequest(req, aborted.signal));
+      await sendWebResponse(response, res);
+    },
+    close: () => handler.close(),
+  };
+}
+
+function bearerOf(header: string | undefined): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+/** The node request as a web `Request` (its body read whole, since the SDK reads it whole too). */
+async function toWebRequest(req: IncomingMessage, signal: AbortSignal): Promise<Request> {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) for (const one of value) headers.append(name, one);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+  const method = req.method ?? 'GET';
+  if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal });
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    // One byte over is enough for the SDK to answer 413 itself; the rest is not read.
+    if (bytes > MAX_BODY_BYTES + 1) break;
+    chunks.push(chunk);
+  }
+  return new Request(url, { method, headers, body: Buffer.concat(chunks), signal });
+}
+
+/** Writes a web `Response` (a JSON body or an event stream) to the node response, streaming. */
+async function sendWebResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  res.writeHead(response.status, headers);
+  if (!response.body) return void res.end();
+  const body = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream);
+  res.once('close', () => body.destroy());
+  body.pipe(res);
+  await new Promise<void>((resolve) => {
+    body.once('end', resolve);
+    body.once('close', resolve);
+    body.once('error', resolve);
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * MCP over Streamable HTTP on the hub (`backchannel serve`, real processes): the bearer token made 0600 and printed
+ * once, the panel's Host and Origin checks, and the official SDK v2 client pinned to 2026-07-28 with the token —
+ * the tools, run_task to completion, a question as an input request, a cancelled call ending the process tree — the
+ * Tasks extension over HTTP, and a 2025-era client and the v2 client in `auto` mode on the same hub at once.
+ */
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { describe, expect, test } from 'vitest';
+import { fixture, waitFor, waitUntilGone } from '../helpers/core.js';
+import { hubEnv, printed, start, type HubEnv } from '../hub/control/hub-process.js';
+import { callTool, connectHttp } from './modern-client.js';
+import { rawHttp, taskUntil } from './raw-modern.js';
+
+interface McpHub {
+  url: string;
+  token: string;
+  auth: Record<string, string>;
+  stdout(): string;
+}
+
+async function startMcpHub(hub: HubEnv = hubEnv()): Promise<McpHub> {
+  const proc = start(['serve', '--data-dir', path.join(hub.dir, 'data')], hub.env);
+  await printed(proc, /(Press Ctrl\+C)/, 'serve to start');
+  const url = await printed(proc, /MCP \(Streamable HTTP\): (\S+)/, 'the MCP URL');
+  const token = await printed(proc, /MCP bearer token \(shown once\): (\S+)/, 'the MCP token');
+  return { url, token, auth: { Authorization: `Bearer ${token}` }, stdout: proc.stdout };
+}
+
+describe('MCP over HTTP on the hub', () => {
+  test('the token is made 0600 in the config dir and printed once; no token, a wrong Host or Origin: refused', async () => {
+    const hub = hubEnv();
+    const first = await startMcpHub(hub);
+    const file = path.join(hub.dir, 'config', 'backchannel', 'mcp-token');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(first.stdout()).toContain(file);
+    // Another hub with the same config dir uses the same token and does not print it.
+    const again = hubEnv();
+    const second = start(['serve', '--data-dir', path.join(again.dir, 'data')], {
+      ...again.env,
+      XDG_CONFIG_HOME: path.join(hub.dir, 'config'),
+    });
+    await printed(second, /(Press Ctrl\+C)/, 'the second serve to start');
+    expect(second.stdout()).not.toContain(first.token);
+    expect(second.stdout()).not.toContain('shown once');
+
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} });
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    expect((await fetch(first.url, { method: 'POST', headers, body })).status).toBe(401);
+    expect((await fetch(first.url, { method: 'POST', headers: { ...headers, Authorization: 'Bearer nope' }, body })).status).toBe(401);
+    const port = new URL(first.url).port;
+    const evil = await fetch(first.url, { method: 'POST', headers: { ...headers, ...first.auth, Origin: 'http://evil.example' }, body });
+    expect(evil.status).toBe(403);
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { ...headers, ...first.auth, Host: 'attacker.example' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(status).toBe(421);
+  });
+
+  test('the SDK v2 client pinned to 2026-07-28: tools, run_task, a question as an input request, a cancel ending the tree', async () => {
+    const hub = await startMcpHub();
+    const questions: string[] = [];
+    const client = await connectHttp(hub.url, { headers: hub.auth, elicit: (message) => (questions.push(message), 'main') });
+    expect(client.getProtocolEra()).toBe('modern');
+    expect((await client.listTools()).tools).toHaveLength(11);
+    const done = await callTool(client, 'run_task', { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 7 } });
+    expect(done.value).toMatchObject({ state: 'succeeded', result: { n: 7 } });
+    const asked = await callTool(client, 'run_task', { command: fixture('asker.mjs'), label: 'asks' });
+    expect(asked.value).toMatchObject({ state: 'succeeded', result: { answer: 'main' } });
+    expect(questions).toEqual(['Sub-agent "asks" asks: Which branch should I use?']);
+
+    const abort = new AbortController();
+    const call = client.callTool(
+      { name: 'run_task', arguments: { command: fixture('tree-waiter.mjs'), label: 'tree' } },
+      { signal: abort.signal },
+    );
+    const settled = call.then(
+      () => 'resolved',
+      () => 'rejected',
+    );
+    const task = await waitFor(
+      async () => (await callTool(client, 'list_tasks', {})).value.tasks.find((t: { label: string }) => t.label === 'tree'),
+      'the task',
+    );
+    const pids = await waitFor(
+      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.last_partial?.pids as number[] | undefined,
+      'the pids',
+    );
+    abort.abort();
+    expect(await settled).toBe('rejected');
+    await waitFor(
+      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.state === 'cancelled',
+      'the task to be cancelled',
+    );
+    await waitUntilGone(pids, 15_000);
+  });
+
+  test("the run policy's mcp door: over HTTP, a command the owner did not allow is refused and nothing runs", async () => {
+    const hub = hubEnv();
+    const config = path.join(hub.dir, 'defaults.yaml');
+    writeFileSync(config, '');
+    hub.env.BACKCHANNEL_CONFIG = config;
+    const mcp = await startMcpHub(hub);
+    const client = await connectHttp(mcp.url, { headers: mcp.auth });
+    const mark = path.join(hub.dir, 'ran');
+    const refused = await callTool(client, 'run_task', { command: 'sh', args: ['-c', `touch ${mark}`], cwd: '/' });
+    expect(refused.isError).toBe(true);
+    expect(refused.value).toContain(`refused \`sh -c touch ${mark}\` (in /) from an MCP client`);
+    expect(existsSync(mark)).toBe(false);
+    expect((await callTool(client, 'list_tasks', {})).value.tasks).toEqual([]);
+  });
+
+  test('the Tasks extension over HTTP: run_task is a task; tasks/get until completed', async () => {
+    const hub = await startMcpHub();
+    const client = rawHttp(hub.url, { tasks: true, headers: hub.auth });
+    const created = await client.request('tools/call', {
+      name: 'run_task',
+      arguments: { command: fixture('sleeper.mjs'), input: { ms: 500 } },
+    });
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: 500 });
+    const completed = await taskUntil(client, created.taskId, 'completed');
+    expect(completed.result).toMatchObject({ isError: false, structuredContent: { state: 'succeeded' } });
+  });
+
+  test('a 2025-era client (initialize) and the v2 client in auto mode, on the same hub at once', async () => {
+    const hub = await startMcpHub();
+    const legacy = new LegacyClient({ name: 'legacy-test', version: '1.0.0' });
+    await legacy.connect(new LegacyHttpTransport(new URL(hub.url), { requestInit: { headers: hub.auth } }));
+    const auto = await connectHttp(hub.url, { headers: hub.auth, mode: 'auto' });
+    expect(auto.getProtocolEra()).toBe('modern');
+    const [old, modern] = await Promise.all([
+      legacy.callTool({ name: 'run_task', arguments: { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 1 } } }),
+      callTool(auto, 'run_task', { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 2 } }),
+    ]);
+    expect(old.structuredContent).toMatchObject({ state: 'succeeded', result: { n: 1 } });
+    expect(modern.value).toMatchObject({ state: 'succeeded', result: { n: 2 } });
+    await legacy.close();
+  });
+});
