@@ -36,8 +36,7 @@
  *
  * `loadGatewayConfig` is the one function that reads it; the schema is `resolveGatewayConfig`.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,6 +44,7 @@ import { parse as parseYaml } from 'yaml';
 import { planNewWorktree } from '../client/index.js';
 import { ConfigError, readTrustedFile } from '../config/file.js';
 import { defaultDataDir } from '../paths/data-dir.js';
+import { readOrCreateSecret } from '../loopback/secret-file.js';
 import * as z from 'zod/mini';
 import { firstProblem, PLACE } from '../model/shapes.js';
 import type { TaskBudget } from '../model/usage.js';
@@ -231,36 +231,15 @@ export function cursorAgentPath(): string {
   return builtInAgentPath('cursor-cli');
 }
 
-/**
- * The generated key: read from `file`, or created there (0600, in a 0700 directory, never through a
- * symlink) when it does not exist yet. A file another user could read or write is refused.
- */
+/** The generated key (`readOrCreateSecret`): a file another user could read or write is refused. */
 export function readOrCreateKey(file: string): { key: string; created: boolean } {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  let created = false;
-  let fd: number;
   try {
-    fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    created = true;
+    const { secret, created } = readOrCreateSecret(file, 'bc-');
+    return { key: secret, created };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (process.getuid && (stat.uid !== process.getuid() || (stat.mode & 0o077) !== 0)) {
-      throw new GatewayConfigError(`${file} must be yours and not readable by others (chmod 600 ${file}), or set api_key`);
-    }
-    if (created) {
-      const key = `bc-${randomBytes(24).toString('hex')}`;
-      writeSync(fd, `${key}\n`);
-      return { key, created };
-    }
-    const key = readFileSync(fd, 'utf8').trim();
-    if (key === '') throw new GatewayConfigError(`${file} is empty: delete it to get a new key, or set api_key`);
-    return { key, created };
-  } finally {
-    closeSync(fd);
+    // The file's own problem (another user's, readable by others, empty): the other way out is api_key.
+    if (error instanceof Error && !('code' in error)) throw new GatewayConfigError(`${error.message}, or set api_key`);
+    throw error;
   }
 }
 
