@@ -130,3 +130,14 @@ export const SSE_DONE = 'data: [DONE]\n\n';
 export function modelEntry(id: string, ownedBy: string, created: number) {
   return { id, object: 'model' as const, created, owned_by: ownedBy };
 }
+
+/** The Responses API's `usage` object, from the Chat Completions figures the answer keeps. */
+export function responsesUsage(usage: Usage): Record<string, unknown> {
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: usage.total_tokens,
+  };
+}

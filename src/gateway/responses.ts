@@ -16,7 +16,7 @@ import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
 import { responsesResult, responsesTools, responsesWantReasoning } from './bridge/wire.js';
-import { openAIError } from './openai-shapes.js';
+import { openAIError, responsesUsage } from './openai-shapes.js';
 import { requiresToolCall, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
@@ -179,13 +179,7 @@ function response(
   answer?: TurnAnswer,
   error?: HttpError,
 ) {
-  const usage = answer && {
-    input_tokens: answer.usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
-    output_tokens: answer.usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: answer.usage.total_tokens,
-  };
+  const usage = answer && responsesUsage(answer.usage);
   return {
     id: ids.response,
     object: 'response',

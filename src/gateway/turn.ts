@@ -628,7 +628,8 @@ export function prepareMessages(
   return out;
 }
 
-function isJson(text: string): boolean {
+/** Whether `text` is one JSON value (a JSON-mode answer). */
+export function isJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;

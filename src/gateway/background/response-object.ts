@@ -4,7 +4,7 @@
  * official SDKs' `Response` type requires, `background: true`), and its stream events, each with the
  * next `sequence_number` of that response.
  */
-import type { Usage } from '../openai-shapes.js';
+import { responsesUsage, type Usage } from '../openai-shapes.js';
 
 /** `resp_` and the task id's 32 hex digits: the id is the task id, so any gateway on the hub finds it. */
 const RESPONSE_ID = /^resp_([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{12})$/;
@@ -57,13 +57,7 @@ export function outputItem(taskId: string, text: string | undefined) {
 /** The `response` object; `usage` only once known (the SDKs' type has no `null` for it). */
 export function responseObject(facts: ResponseFacts): Record<string, unknown> {
   const { answer } = facts;
-  const usage = answer && {
-    input_tokens: answer.usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
-    output_tokens: answer.usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: answer.usage.total_tokens,
-  };
+  const usage = answer && responsesUsage(answer.usage);
   return {
     id: responseIdOf(facts.taskId),
     object: 'response',

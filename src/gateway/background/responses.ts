@@ -30,7 +30,7 @@ import { HttpError, sendJson } from '../http.js';
 import { buildPrompt, InvalidRequest, type Turn } from '../request.js';
 import { describeFailure, RETRY_AFTER_SECONDS, SseResponder } from '../request-task/index.js';
 import { taskSpecFor } from '../routes.js';
-import { findRoute, httpErrorFor, prepareMessages, TASK_ID_HEADER, unavailableRoute, type ModelRouting } from '../turn.js';
+import { findRoute, httpErrorFor, isJson, prepareMessages, TASK_ID_HEADER, unavailableRoute, type ModelRouting } from '../turn.js';
 import { NO_RETRY } from '../turn-dedupe.js';
 import {
   outputItem,
@@ -424,13 +424,4 @@ class LiveResponse {
 function endedAt(snapshot: TaskSnapshot): number {
   const at = snapshot.endedAt ? Date.parse(snapshot.endedAt) : Number.NaN;
   return Number.isFinite(at) ? at : Date.now();
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
