@@ -8,6 +8,7 @@
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
+ *   protocol  →  relay (the stdio MCP relay a template's CLI starts: protocol framing only)
  *   broker    →  conformance  →  cli (`backchannel check` runs agents under the core broker)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
@@ -53,6 +54,12 @@ module.exports = {
       layer('agent-runtime'),
       '^src/(?!(protocol|agent-runtime)/)',
       'Sub-agents load the SDK: it must stay small and Electron-free.',
+    ),
+    forbid(
+      'relay-over-protocol-only',
+      layer('relay'),
+      '^src/(?!(protocol|relay)/)',
+      'The stdio MCP relay runs beside a sub-agent and inside the CLI it starts: protocol framing only.',
     ),
     forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|broker)/)', 'The core knows no front-end.'),
     forbid(

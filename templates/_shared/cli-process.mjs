@@ -15,7 +15,8 @@
  *   to stop the shells it runs in their own sessions;
  * - one streaming UTF-8 decoder per stream, one line buffer per stream, last line flushed at close;
  * - no output at all for `idleTimeoutMs` stops the child (the CLI sometimes goes silent without
- *   exiting, and our own heartbeats would hide that from the broker's stall watchdog);
+ *   exiting, and our own heartbeats would hide that from the broker's stall watchdog), unless
+ *   `waiting()` says it waits on someone else (a call to the caller's tools, bridge.mjs);
  * - if this process exits or is terminated, the child's group is killed with it.
  */
 import { spawn } from 'node:child_process';
@@ -84,6 +85,7 @@ function splitLines(stream, onLine) {
  *   bin: string, args: string[], cwd?: string, env?: NodeJS.ProcessEnv, stdinText?: string, ownGroup?: boolean,
  *   onStdoutLine: (line: string) => void, onStderrLine?: (line: string) => void,
  *   idleTimeoutMs?: number, killGraceMs?: number,
+ *   waiting?: () => boolean,   // true while the CLI waits on someone else (a bridged tool call): not idle
  * }} options
  * @returns {{ pid: number | undefined, done: Promise<CliExit>, stop: (why: string) => Promise<void>, readonly stoppedBecause?: string }}
  *
@@ -137,6 +139,7 @@ export function startCli(options) {
     if (!options.idleTimeoutMs) return;
     clearTimeout(idleTimer);
     idleTimer = setTimeout(() => {
+      if (options.waiting?.()) return armIdle(); // silent because it waits on someone else, not stuck
       void stop(`no output from ${options.bin} for ${Math.round(options.idleTimeoutMs / 1000)} s`);
     }, options.idleTimeoutMs);
   };

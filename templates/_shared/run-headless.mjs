@@ -37,6 +37,37 @@ export function refuseOwnerOnlyInput(options, ownerOnly) {
   }
 }
 
+/**
+ * Input values that land in the CLI's argv as an option's value (`--resume <id>`, `--model <m>`,
+ * `codex exec resume <id>`) must never read as an option themselves: `claude --resume [value]` takes
+ * its value optionally and Codex's parser takes `resume --dangerously-bypass-approvals-and-sandbox`
+ * as that flag (checked with the real Codex 0.171.0). Each starts with a letter or digit and holds
+ * no blank or shell-like character; anything else fails the task, naming the field.
+ */
+const ARGV_VALUE_SHAPES = {
+  resume: { pattern: /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/, what: 'a session id (letters, digits, ".", "_", ":", "-")' },
+  model: {
+    pattern: /^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,199}$/,
+    what: 'a model name (letters, digits, ".", "_", ":", "/", "@", "[", "]", "-")',
+  },
+};
+
+/**
+ * The input's `field` (one of ARGV_VALUE_SHAPES) as a string for argv, or undefined when absent or
+ * empty; a value of another shape fails the task.
+ * @param {Record<string, unknown>} options the task's input
+ * @param {'resume' | 'model'} field
+ */
+export function argvValueFromInput(options, field) {
+  const value = options[field];
+  if (value === undefined || value === null || value === '') return undefined;
+  const shape = ARGV_VALUE_SHAPES[field];
+  if (typeof value !== 'string' || !shape.pattern.test(value)) {
+    throw new AgentFailure(`input "${field}" must be ${shape.what}, starting with a letter or digit`, { retryable: false });
+  }
+  return value;
+}
+
 /** A JSON array of strings from the environment variable `name` (undefined or empty: none). */
 export function argsFromEnv(name) {
   const text = process.env[name];
@@ -63,6 +94,8 @@ export function argsFromEnv(name) {
  *   loginHint: string, installHint: string,
  *   idleTimeoutMs?: number, killGraceMs?: number,
  *   stdinText?: string,            // the prompt, when too long for argv
+ *   env?: Record<string, string>,  // added to the CLI's environment (bridge mode's MCP timeouts)
+ *   waiting?: () => boolean,       // the CLI waits on a bridged tool call: its silence is not idleness
  *   ownGroup?: boolean,            // see cli-process.mjs (default true)
  *   settleMs?: number,             // after a final `result`, wait this long for a later one before stopping (default 0)
  *   fatalOutput?: Array<{pattern: RegExp, message: string}>, // stderr/stdout that means "never retry"
@@ -85,8 +118,9 @@ export async function runHeadless(task, run) {
     bin: run.bin,
     args: run.args,
     cwd: run.cwd,
-    env: childEnvironment(),
+    env: childEnvironment(run.env),
     idleTimeoutMs: run.idleTimeoutMs,
+    waiting: run.waiting,
     killGraceMs: run.killGraceMs,
     stdinText: run.stdinText,
     ownGroup: run.ownGroup,

@@ -14,13 +14,18 @@
  * Input: a prompt string, or
  *   {"prompt": "…", "model": "sonnet", "allow_writes": false, "max_turns": 20, "resume": "<session id>",
  *    "partial_output": false, "idle_timeout_ms": 600000}
+ * Bridge mode: when the task was offered tools (`task.tools`), Claude Code runs with the stdio MCP
+ * relay as its only MCP server and no built-in tools (bridge.mjs):
+ *   … --mcp-config <private dir>/mcp.json --strict-mcp-config --allowedTools mcp__backchannel --tools "" -- <prompt>
+ * so each tool call it makes is a call to the task's caller.
  * Environment (the owner's; never input): CLAUDE_BIN (default `claude`), CLAUDE_PERMISSION_MODE (one of
  * default, acceptEdits, plan, bypassPermissions), CLAUDE_EXTRA_ARGS (a JSON array of arguments added to
  * Claude Code's), CLAUDE_MODEL, ANTHROPIC_API_KEY (passed through).
  */
 import { runAgent } from 'backchannel-agents/agent-runtime';
+import { openBridge, TOOL_CALL_TIMEOUT_MS } from '../_shared/bridge.mjs';
 import { promptViaStdin } from '../_shared/cli-process.mjs';
-import { AgentFailure, argsFromEnv, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
+import { AgentFailure, argsFromEnv, argvValueFromInput, refuseOwnerOnlyInput, runHeadless } from '../_shared/run-headless.mjs';
 import { buildClaudeArgs, createClaudeTranslator, looksLikeAuthFailure } from './translate.mjs';
 
 /** Tool calls (builds, test runs) can be silent for minutes; beyond this the CLI counts as stuck. */
@@ -54,11 +59,11 @@ function readOptions(input) {
   return {
     prompt: options.prompt,
     bin: text(process.env.CLAUDE_BIN) ?? 'claude',
-    model: text(options.model) ?? text(process.env.CLAUDE_MODEL),
+    model: argvValueFromInput(options, 'model') ?? text(process.env.CLAUDE_MODEL),
     allowWrites: options.allow_writes === true,
     permissionMode,
     maxTurns: Number.isInteger(options.max_turns) && options.max_turns > 0 ? options.max_turns : undefined,
-    resume: text(options.resume),
+    resume: argvValueFromInput(options, 'resume'),
     partialOutput: options.partial_output === true,
     extraArgs: argsFromEnv('CLAUDE_EXTRA_ARGS'),
     idleTimeoutMs:
@@ -68,19 +73,27 @@ function readOptions(input) {
 
 runAgent(async (task) => {
   const options = readOptions(task.input);
-  return runHeadless(task, {
-    product: 'Claude Code',
-    bin: options.bin,
-    args: buildClaudeArgs(options),
-    stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
-    ownGroup: false,
-    killGraceMs: KILL_GRACE_MS,
-    settleMs: RESULT_SETTLE_MS,
-    fatalOutput: FATAL_OUTPUT,
-    translator: createClaudeTranslator({ partialOutput: options.partialOutput }),
-    looksLikeAuthFailure,
-    loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
-    installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN.',
-    idleTimeoutMs: options.idleTimeoutMs,
-  });
+  const bridge = await openBridge(task);
+  try {
+    return await runHeadless(task, {
+      product: 'Claude Code',
+      bin: options.bin,
+      args: buildClaudeArgs({ ...options, bridge }),
+      // A call to the caller's tools may wait on a person; Claude Code's own limit would give up first.
+      env: bridge ? { MCP_TOOL_TIMEOUT: String(TOOL_CALL_TIMEOUT_MS) } : undefined,
+      waiting: bridge ? () => bridge.relay.inFlight > 0 : undefined,
+      stdinText: promptViaStdin(options.prompt) ? options.prompt : undefined,
+      ownGroup: false,
+      killGraceMs: KILL_GRACE_MS,
+      settleMs: RESULT_SETTLE_MS,
+      fatalOutput: FATAL_OUTPUT,
+      translator: createClaudeTranslator({ partialOutput: options.partialOutput, mcpServer: bridge?.serverName }),
+      looksLikeAuthFailure,
+      loginHint: 'Claude Code is not logged in: run `claude` once and /login, or give the broker ANTHROPIC_API_KEY',
+      installHint: 'Install it (npm install -g @anthropic-ai/claude-code) or set CLAUDE_BIN.',
+      idleTimeoutMs: options.idleTimeoutMs,
+    });
+  } finally {
+    await bridge?.close();
+  }
 });

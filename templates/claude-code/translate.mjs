@@ -77,8 +77,9 @@ export function modelId(name) {
 
 /**
  * A stateful translator for one run. `push(event)` returns zero or more neutral events.
- * @param {{partialOutput?: boolean}} [options] set when the CLI ran with `--include-partial-messages`:
- *   text then comes from `stream_event` deltas, and whole `assistant` texts are not repeated.
+ * @param {{partialOutput?: boolean, mcpServer?: string}} [options] `partialOutput`: set when the CLI ran
+ *   with `--include-partial-messages`: text then comes from `stream_event` deltas, and whole `assistant`
+ *   texts are not repeated. `mcpServer`: bridge mode's relay, which must start (else a `fatal`).
  */
 export function createClaudeTranslator(options = {}) {
   const partialOutput = options.partialOutput === true;
@@ -91,13 +92,30 @@ export function createClaudeTranslator(options = {}) {
   /** Background tasks Claude Code reported as running (`background_tasks_changed`). */
   let pendingTasks = 0;
 
+  /**
+   * Bridge mode: Claude Code goes on without an MCP server that failed to start (its tools are then
+   * "No such tool available"), so the run stops at once, saying so (recorded with 2.1.332).
+   */
+  function mcpServerFailed(event) {
+    if (!options.mcpServer || !Array.isArray(event.mcp_servers)) return [];
+    const server = event.mcp_servers.find((s) => s && s.name === options.mcpServer);
+    if (server && server.status !== 'failed') return [];
+    const why = server ? 'failed to start' : 'is missing';
+    return [
+      {
+        kind: 'fatal',
+        message: `the MCP relay for the task's tools ${why} in Claude Code (mcp_servers: ${JSON.stringify(event.mcp_servers)})`,
+      },
+    ];
+  }
+
   function system(event) {
     switch (event.subtype) {
       case 'init':
         if (typeof event.model === 'string') model = modelId(event.model);
         if (initialized) return []; // a second init follows a background task: same run
         initialized = true;
-        return [{ kind: 'init', model, session_id: sessionId, cwd: event.cwd }];
+        return [{ kind: 'init', model, session_id: sessionId, cwd: event.cwd }, ...mcpServerFailed(event)];
       case 'api_retry': {
         const parts = [`API retry ${event.attempt ?? '?'}/${event.max_retries ?? '?'}`];
         if (event.error_status !== undefined && event.error_status !== null) parts.push(`status ${event.error_status}`);
@@ -267,6 +285,12 @@ export function buildClaudeArgs(options) {
   if (options.maxTurns) args.push('--max-turns', String(options.maxTurns));
   if (options.partialOutput) args.push('--include-partial-messages');
   args.push(...(options.extraArgs ?? []));
+  if (options.bridge) {
+    // Bridge mode: the relay is the only MCP server, its tools need no prompt, and no built-in tool
+    // (Bash, Read, Edit, Write…) exists. Each of these options takes a list: the next one ends it.
+    args.push('--mcp-config', options.bridge.mcpConfigFile, '--strict-mcp-config');
+    args.push('--allowedTools', `mcp__${options.bridge.serverName}`, '--tools', '');
+  }
   // `--` ends the options: a prompt such as "--help" or "--api-key=…" stays a prompt. A long prompt
   // goes through stdin instead (`claude -p` reads it there when no prompt argument is given).
   return promptViaStdin(options.prompt) ? args : [...args, '--', options.prompt];

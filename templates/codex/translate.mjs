@@ -214,7 +214,20 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
 export function buildCodexArgs(options) {
   const args = ['exec', '--json'];
   if (options.model) args.push('--model', options.model);
-  args.push('--sandbox', options.allowWrites ? 'workspace-write' : 'read-only');
+  // Bridge mode: the caller's tools come through the relay and Codex's own commands may only read.
+  args.push('--sandbox', options.allowWrites && !options.bridge ? 'workspace-write' : 'read-only');
+  if (options.bridge) {
+    // `-c` values are TOML; a JSON string or array of strings is one.
+    const server = `mcp_servers.${options.bridge.serverName}`;
+    args.push('-c', `${server}.command=${JSON.stringify(options.bridge.relay.command)}`);
+    args.push('-c', `${server}.args=${JSON.stringify(options.bridge.relay.args)}`);
+    args.push('-c', `${server}.tool_timeout_sec=${Math.round(options.bridge.toolTimeoutMs / 1000)}`);
+    // Required: Codex waits for the relay before its first model request (else the first request
+    // goes out without the tools), and fails at start if the relay cannot start. Approved: `exec` has
+    // no one to ask ("MCP tool call requires approval, but approval policy is never"); the caller
+    // who answers the call is the one who approves it.
+    args.push('-c', `${server}.required=true`, '-c', `${server}.default_tools_approval_mode="approve"`);
+  }
   if (options.skipGitRepoCheck) args.push('--skip-git-repo-check');
   args.push(...(options.extraArgs ?? []));
   if (options.resume) args.push('resume', options.resume);

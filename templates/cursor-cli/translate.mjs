@@ -176,9 +176,11 @@ export function buildCursorArgs(options) {
   const args = ['-p', '--output-format', 'stream-json', '--trust'];
   if (options.workspace) args.push('--workspace', options.workspace);
   if (options.model) args.push('--model', options.model);
-  if (options.allowWrites) args.push('--force');
+  if (options.allowWrites && !options.bridge) args.push('--force');
   if (options.resume) args.push('--resume', options.resume);
   if (options.partialOutput) args.push('--stream-partial-output');
+  // Bridge mode: the relay is in the workspace's .cursor/mcp.json; approve it without a prompt.
+  if (options.bridge) args.push('--approve-mcps');
   args.push(...(options.extraArgs ?? []));
   // `--` ends the options: a prompt such as "--force" stays a prompt. A long prompt goes through
   // stdin instead (print mode reads the prompt there when no prompt argument is given).

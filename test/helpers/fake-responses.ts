@@ -11,7 +11,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type OutputItem = { type: 'function_call'; name: string; arguments: string } | { type: 'message'; text: string };
+/** `namespace`: the namespace tool the function belongs to (Codex offers an MCP server's tools as one, `mcp__<server>`). */
+export type OutputItem = { type: 'function_call'; name: string; arguments: string; namespace?: string } | { type: 'message'; text: string };
 
 export interface ScriptedResponse {
   output?: OutputItem[];
@@ -152,6 +153,7 @@ function stream(res: http.ServerResponse, n: number, model: string, reply: Scrip
         status: 'in_progress',
         call_id: `call_fake_${n}_${index}`,
         name: out.name,
+        ...(out.namespace !== undefined ? { namespace: out.namespace } : {}),
         arguments: '',
       };
       send('response.output_item.added', { output_index: index, item });

@@ -236,6 +236,26 @@ describe('Claude Code translation', () => {
     expect(translator.push({ type: 'assistant', message: { content: [{ type: 'text', text: 'Hi there' }] } })).toEqual([]);
   });
 
+  it("in bridge mode, stops at once when Claude Code's init says the relay failed to start (it would go on without the tools)", () => {
+    const file = path.join(root, 'test/fixtures/recordings/bridge/claude-code-2.1.332-bridge.ndjson');
+    const init = JSON.parse(fs.readFileSync(file, 'utf8').split('\n')[0]!) as { mcp_servers: Array<{ name: string; status: string }> };
+    expect(init.mcp_servers).toEqual([{ name: 'backchannel', status: 'connected', source: 'dynamic' }]);
+    const kinds = (options: { mcpServer?: string }, event: object) =>
+      claude
+        .createClaudeTranslator(options)
+        .push(event)
+        .map((e: { kind: string }) => e.kind);
+    expect(kinds({ mcpServer: 'backchannel' }, init)).toEqual(['init']);
+    const failed = { ...init, mcp_servers: [{ name: 'backchannel', status: 'failed', source: 'dynamic' }] };
+    expect(kinds({ mcpServer: 'backchannel' }, failed)).toEqual(['init', 'fatal']);
+    expect(claude.createClaudeTranslator({ mcpServer: 'backchannel' }).push(failed)[1]).toMatchObject({
+      kind: 'fatal',
+      message: expect.stringMatching(/^the MCP relay for the task's tools failed to start in Claude Code/),
+    });
+    expect(kinds({ mcpServer: 'backchannel' }, { ...init, mcp_servers: [] })).toEqual(['init', 'fatal']);
+    expect(kinds({}, failed)).toEqual(['init']);
+  });
+
   it('builds the command line with --verbose, and a permission mode only when asked', () => {
     expect(claude.buildClaudeArgs({ prompt: 'hi' })).toEqual(['-p', '--output-format', 'stream-json', '--verbose', '--', 'hi']);
     expect(claude.buildClaudeArgs({ prompt: '--help', allowWrites: true, maxTurns: 3 })).toEqual([
