@@ -22,6 +22,7 @@ import { PINS } from './pins.js';
 const claude = clientFor(PINS.claudeCode);
 const BRIDGED_WRITE = 'mcp__backchannel__Write';
 const CONTENT = 'written by the client, decided by the sub-agent\n';
+const THINKING = 'The user wants hello.txt in their project: Write it there.';
 
 /** What Claude Code needs to run headless against a local server, in a private HOME. */
 function claudeEnv(baseUrl: string, key: string, home: string): Record<string, string> {
@@ -50,21 +51,25 @@ function writeScript(targets: string[]): (request: FakeAnthropicRequest) => Fake
     if (!offered) return { text: 'nothing to do' };
     const results = (request.body.messages ?? []).flatMap((m) => blocksOf(m)).filter((b) => b.type === 'tool_result');
     const next = targets[results.length];
-    if (next !== undefined) return { tool: { name: BRIDGED_WRITE, input: { file_path: next, content: CONTENT } } };
+    if (next !== undefined) return { thinking: THINKING, tool: { name: BRIDGED_WRITE, input: { file_path: next, content: CONTENT } } };
     return { text: `Done: ${resultText(results.at(-1)?.content)}` };
   };
 }
 
-/** The tool_use blocks in the client's stream-json assistant messages. */
-function clientToolUses(stdout: string): Array<{ name: string; input: unknown }> {
+/** The blocks of one type in the client's stream-json assistant messages. */
+function clientBlocks(stdout: string, type: string): Array<{ type: string; [key: string]: unknown }> {
   return stdout
     .split('\n')
     .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { type?: string; message?: { content?: Array<{ type: string; name?: string; input?: unknown }> } })
+    .map((l) => JSON.parse(l) as { type?: string; message?: { content?: Array<{ type: string; [key: string]: unknown }> } })
     .filter((l) => l.type === 'assistant')
     .flatMap((l) => l.message?.content ?? [])
-    .filter((b) => b.type === 'tool_use')
-    .map((b) => ({ name: b.name ?? '', input: b.input }));
+    .filter((b) => b.type === type);
+}
+
+/** The tool_use blocks in the client's stream-json assistant messages. */
+function clientToolUses(stdout: string): Array<{ name: string; input: unknown }> {
+  return clientBlocks(stdout, 'tool_use').map((b) => ({ name: String(b.name), input: b.input }));
 }
 
 interface BothSides {
@@ -139,6 +144,8 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
       expect(answered).toHaveLength(1);
       expect(resultText(answered[0]!.content)).toContain(path.join(project, 'hello.txt'));
       expect(result?.result).toMatch(/^Done: /);
+      // The sub-agent's thinking reached the client (Claude Code asks for it) as a signed thinking block.
+      expect(clientBlocks(run.stdout, 'thinking')).toEqual([{ type: 'thinking', thinking: THINKING, signature: expect.any(String) }]);
       // The client saw the call as its own Write tool (the relay's prefix is the sub-agent's business).
       expect(clientToolUses(run.stdout)).toEqual([
         { name: 'Write', input: { file_path: path.join(project, 'hello.txt'), content: CONTENT } },
