@@ -2,8 +2,8 @@
  * Claude Code on both sides of the gateway (issue 34's end-to-end case): the real Claude Code
  * (pinned 2.1.332) is the **client**, through `ANTHROPIC_BASE_URL` pointed at a gateway whose model
  * is the claude-code template in bridge mode; the real Claude Code is also the **sub-agent**, driven
- * by the local fake Anthropic model server, which scripts a call to the bridged `Write` tool. The
- * call goes out to the client as a `tool_use`, the client's own Write runs in its project, and its
+ * by the local fake Anthropic model server, which scripts calls to the bridged `Write` and `Edit`. Each
+ * call goes out to the client as a `tool_use`, the client's own tool runs in its project, and its
  * result continues the same run: the file is in the client's project, the scratch workspace the
  * sub-agent ran in is unchanged, and one task served the whole turn. The second case scripts a
  * Write into the scratch workspace first: the scratch-path guard answers it with a correction that
@@ -22,6 +22,7 @@ import { PINS } from './pins.js';
 const claude = clientFor(PINS.claudeCode);
 const BRIDGED_WRITE = 'mcp__backchannel__Write';
 const CONTENT = 'written by the client, decided by the sub-agent\n';
+const EDITED = 'written by the client, then edited, decided by the sub-agent\n';
 const THINKING = 'The user wants hello.txt in their project: Write it there.';
 
 /** What Claude Code needs to run headless against a local server, in a private HOME. */
@@ -44,15 +45,27 @@ function resultText(content: unknown): string {
   return JSON.stringify(content);
 }
 
-/** The sub-agent's model: Write to each target in turn (one per tool result seen), then answer. */
-function writeScript(targets: string[]): (request: FakeAnthropicRequest) => FakeTurn {
+/** One scripted call of the sub-agent's model to a bridged tool of the client. */
+interface Step {
+  tool: 'Write' | 'Edit';
+  input: Record<string, unknown>;
+}
+const write = (file: string): Step => ({ tool: 'Write', input: { file_path: file, content: CONTENT } });
+const edit = (file: string): Step => ({
+  tool: 'Edit',
+  input: { file_path: file, old_string: 'client, decided', new_string: 'client, then edited, decided' },
+});
+
+/** The sub-agent's model: the steps in turn (one per tool result seen; thinking before the first), then an answer. */
+function stepScript(steps: Step[]): (request: FakeAnthropicRequest) => FakeTurn {
   return (request) => {
     const offered = (request.body.tools ?? []).some((t) => t.name === BRIDGED_WRITE);
     if (!offered) return { text: 'nothing to do' };
     const results = (request.body.messages ?? []).flatMap((m) => blocksOf(m)).filter((b) => b.type === 'tool_result');
-    const next = targets[results.length];
-    if (next !== undefined) return { thinking: THINKING, tool: { name: BRIDGED_WRITE, input: { file_path: next, content: CONTENT } } };
-    return { text: `Done: ${resultText(results.at(-1)?.content)}` };
+    const next = steps[results.length];
+    if (next === undefined) return { text: `Done: ${resultText(results.at(-1)?.content)}` };
+    const call = { tool: { name: `mcp__backchannel__${next.tool}`, input: next.input } };
+    return results.length === 0 ? { thinking: THINKING, ...call } : call;
   };
 }
 
@@ -83,12 +96,12 @@ interface BothSides {
   gateway: Awaited<ReturnType<typeof startTestGateway>>;
 }
 
-/** One `claude -p` turn of the client through a gateway bridging to the sub-agent scripted by `targets(project, scratch)`. */
-async function bothSides(targets: (project: string, scratch: string) => string[]): Promise<BothSides> {
+/** One `claude -p` turn of the client through a gateway bridging to the sub-agent scripted by `steps(project, scratch)`. */
+async function bothSides(steps: (project: string, scratch: string) => Step[]): Promise<BothSides> {
   const dir = tempDir('bc-cc2-');
   const project = makeRepo({ 'README.md': '# the client project\n' });
   const scratch = makeRepo({ 'README.md': '# scratch\n' });
-  const model = await startFakeAnthropic({ script: writeScript(targets(project, scratch)) });
+  const model = await startFakeAnthropic({ script: stepScript(steps(project, scratch)) });
   const gateway = await startTestGateway(
     {
       api_key: 'k-client',
@@ -123,32 +136,36 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
     for (const model of models) await model.close();
   });
 
-  describe('a bridged Write', () => {
+  describe('a bridged Write, then Edit', () => {
     let sides: BothSides;
     beforeAll(async () => {
-      sides = await bothSides((project) => [path.join(project, 'hello.txt')]);
+      sides = await bothSides((project) => [write(path.join(project, 'hello.txt')), edit(path.join(project, 'hello.txt'))]);
       models.push(sides.model);
     });
 
     test("changes the file in the client's project and nothing in the scratch workspace", () => {
       const { project, scratch, run, result } = sides;
       expect(result, run.stderr + run.stdout.slice(-3000)).toMatchObject({ is_error: false });
-      expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe(CONTENT);
+      expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe(EDITED);
       expect(gitIn(scratch, 'status', '--porcelain', '--untracked-files=all').trim()).toBe('');
       expect(fs.existsSync(path.join(scratch, 'hello.txt'))).toBe(false);
-      // The client's own Write answered, and its answer reached the sub-agent's model and the client.
+      // The client's own Write and Edit answered, and its answer reached the sub-agent's model and the client.
       const answered = sides.model.requests
         .at(-1)!
         .body.messages!.flatMap((m) => blocksOf(m))
         .filter((b) => b.type === 'tool_result');
-      expect(answered).toHaveLength(1);
-      expect(resultText(answered[0]!.content)).toContain(path.join(project, 'hello.txt'));
+      expect(answered).toHaveLength(2);
+      for (const result of answered) expect(resultText(result.content)).toContain(path.join(project, 'hello.txt'));
+      expect(answered.some((r) => r.is_error === true)).toBe(false);
       expect(result?.result).toMatch(/^Done: /);
       // The sub-agent's thinking reached the client (Claude Code asks for it) as a signed thinking block.
       expect(clientBlocks(run.stdout, 'thinking')).toEqual([{ type: 'thinking', thinking: THINKING, signature: expect.any(String) }]);
-      // The client saw the call as its own Write tool (the relay's prefix is the sub-agent's business).
+      // The client saw the calls as its own Write and Edit (the relay's prefix is the sub-agent's business).
+      const file = path.join(project, 'hello.txt');
+      // (Claude Code shows its Edit input with its defaults filled in: `replace_all: false`.)
       expect(clientToolUses(run.stdout)).toEqual([
-        { name: 'Write', input: { file_path: path.join(project, 'hello.txt'), content: CONTENT } },
+        { name: 'Write', input: write(file).input },
+        { name: 'Edit', input: { ...edit(file).input, replace_all: false } },
       ]);
     });
 
@@ -158,7 +175,7 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
       expect(bridged[0]!.state).toBe('succeeded');
       // One Claude Code sub-agent: every main request to the model carries the same session id.
       const main = sides.model.requests.filter((r) => (r.body.tools ?? []).some((t) => t.name === BRIDGED_WRITE));
-      expect(main.length).toBe(2);
+      expect(main.length).toBe(3);
       expect(new Set(main.map((r) => r.headers['x-claude-code-session-id'])).size).toBe(1);
     });
   });
@@ -166,7 +183,7 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
   describe('a Write that names the scratch workspace', () => {
     let sides: BothSides;
     beforeAll(async () => {
-      sides = await bothSides((project, scratch) => [path.join(scratch, 'hello.txt'), path.join(project, 'hello.txt')]);
+      sides = await bothSides((project, scratch) => [write(path.join(scratch, 'hello.txt')), write(path.join(project, 'hello.txt'))]);
       models.push(sides.model);
     });
 
