@@ -527,7 +527,8 @@ export function unavailableRoute(config: GatewayConfig, route: ModelRoute): stri
       `The Cursor CLI ("${config.cursorCliPath}") is not installed: install it with ` +
       '`curl https://cursor.com/install -fsS | bash` (then `agent login` or CURSOR_API_KEY), or set `cursor_cli_path`.'
     );
-  if (route.kind === 'claude-code' && !findExecutable(process.env.CLAUDE_BIN || 'claude'))
+  // The agent runs the model's CLAUDE_BIN when the model's env sets one (templates/claude-code).
+  if (route.kind === 'claude-code' && !findExecutable(route.env.CLAUDE_BIN || process.env.CLAUDE_BIN || 'claude'))
     return 'Claude Code (`claude`) is not installed: `npm install -g @anthropic-ai/claude-code`, or set CLAUDE_BIN.';
   return undefined;
 }

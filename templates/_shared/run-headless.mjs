@@ -101,7 +101,8 @@ export function argsFromEnv(name) {
  *   fatalOutput?: Array<{pattern: RegExp, message: string}>, // stderr/stdout that means "never retry"
  * }} run
  *
- * Translator events besides init/text/tool/status/result: `subagent {text}` (a sub-agent's text:
+ * Translator events besides init/text/tool/status/result: `thinking {text}` (a piece of thinking: a
+ * `{thinking}` partial, never the answer), `subagent {text}` (a sub-agent's text:
  * progress, never the answer), `fatal {message, auth}` (stop now, fail without retry). A `result`
  * with `final: false` (background tasks pending) does not end the run; the last result wins.
  * @returns {Promise<{text: string, session_id?: string, tool_calls: number}>}
@@ -158,6 +159,10 @@ export async function runHeadless(task, run) {
               ok: out.ok,
               result: out.result,
             });
+            break;
+          case 'thinking':
+            // A piece of thinking, never part of the answer (the gateway shows it to clients that ask).
+            task.partial({ thinking: out.text });
             break;
           case 'status':
             task.partial({ status: out.message });

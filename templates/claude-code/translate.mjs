@@ -4,6 +4,8 @@
  *
  *   init     {model, session_id, cwd}
  *   text     {text, delta}                     — the main answer only
+ *   thinking {text}                            — a piece of the main agent's thinking (always a delta:
+ *                                                the whole block, or with partial output its deltas)
  *   subagent {text, parent}                    — a sub-agent's text (`parent_tool_use_id` set): progress
  *   tool     {phase: 'started'|'completed', call_id, name, args, ok?, result?}
  *   status   {message}                         — API retries, background tasks, assistant-level errors
@@ -163,6 +165,8 @@ export function createClaudeTranslator(options = {}) {
         for (const part of content) {
           if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '' && !partialOutput) {
             out.push({ kind: 'text', text: part.text, delta: false });
+          } else if (part?.type === 'thinking' && typeof part.thinking === 'string' && part.thinking !== '' && !partialOutput) {
+            out.push({ kind: 'thinking', text: part.thinking });
           } else if (part?.type === 'tool_use') {
             const callId = String(part.id ?? '');
             open.set(callId, { name: String(part.name ?? 'tool'), args: part.input });
@@ -207,6 +211,16 @@ export function createClaudeTranslator(options = {}) {
           typeof delta.text === 'string'
         ) {
           return [{ kind: 'text', text: delta.text, delta: true }];
+        }
+        if (
+          partialOutput &&
+          parent === undefined &&
+          event.event?.type === 'content_block_delta' &&
+          delta?.type === 'thinking_delta' &&
+          typeof delta.thinking === 'string' &&
+          delta.thinking !== ''
+        ) {
+          return [{ kind: 'thinking', text: delta.thinking }];
         }
         return [];
       }

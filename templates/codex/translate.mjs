@@ -6,6 +6,8 @@
  *   init    {session_id}                                  — thread.started (its thread_id: `codex exec resume <id>`)
  *   text    {text, delta: false}                          — an agent_message item
  *   tool    {phase, call_id, name, args, ok?, result?}    — command_execution, file_change, mcp_tool_call, web_search items
+ *   thinking {text}                                       — a reasoning item's summary (before its status; items after
+ *                                                           the first start with a blank line: the pieces are one text)
  *   status  {message}                                     — reasoning, a todo list, an error item (a warning), an `error` event
  *   fatal   {message, auth: true}                         — an `error` event that says the key was refused (401)
  *   result  {ok, text, session_id, meta}                  — turn.completed (ok) or turn.failed (not ok)
@@ -104,6 +106,7 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
   let lastError;
   let usage;
   let finished = false;
+  let thought = false;
 
   function push(event) {
     if (finished || !event || typeof event !== 'object') return [];
@@ -128,7 +131,12 @@ export function createCodexTranslator({ cwd, baseline } = {}) {
             item.type === 'todo_list'
               ? `plan: ${(item.items ?? []).map((t) => `${t.completed ? '✓' : '·'} ${t.text}`).join('; ')}`
               : String(item.text ?? item.message ?? '');
-          return message ? [{ kind: 'status', message: shorten(message, 200) }] : [];
+          if (!message) return [];
+          const status = { kind: 'status', message: shorten(message, 200) };
+          if (item.type !== 'reasoning') return [status];
+          const thinking = { kind: 'thinking', text: thought ? `\n\n${message}` : message };
+          thought = true;
+          return [thinking, status];
         }
         const tool = toolOf(item, cwd);
         if (!tool) return [];

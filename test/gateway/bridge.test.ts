@@ -263,8 +263,8 @@ describe('when a run cannot simply continue', () => {
     const done = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS });
     const text = done.choices[0]!.message.content!;
     expect(text).toContain(`done: ${10 * 1024 * 1024} chars`);
-    expect(text).toMatch(/unoffered: tool call failed: .*not_offered/);
-    expect(text).toMatch(/scratch: tool call failed: Not run: `command` names .* in \/home\/user\/project/);
+    expect(text).toMatch(/unoffered: tool call not_offered failed: .*not_offered/);
+    expect(text).toMatch(/scratch: tool call read_file failed: Not run: `command` names .* in \/home\/user\/project/);
     const health = await raw(`${gw.url}/health`, undefined, { headers: { Authorization: 'Bearer none' } });
     expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
   });

@@ -2,7 +2,8 @@
 import { describe, expect, test } from 'vitest';
 import type { ModelRoute } from '../../src/gateway/config.js';
 import { parseChatRequest } from '../../src/gateway/request.js';
-import { checkResultIds, modeOf, trailingResults } from '../../src/gateway/turn.js';
+import { checkResultIds, modeOf, trailingResults, unavailableRoute } from '../../src/gateway/turn.js';
+import { resolveGatewayConfig } from '../../src/gateway/config.js';
 
 const route = (mode?: ModelRoute['mode']): ModelRoute => ({
   kind: 'command',
@@ -74,5 +75,18 @@ describe('checkResultIds', () => {
       ],
     });
     expect(() => checkResultIds(bad.messages)).toThrow(/`c9`/);
+  });
+});
+
+describe('unavailableRoute', () => {
+  const config = resolveGatewayConfig({ port: 0 });
+  const claude = (env: Record<string, string>): ModelRoute => ({ kind: 'claude-code', allowWrites: false, env });
+
+  test("a claude-code model whose env names an installed CLAUDE_BIN is available, whatever the gateway's PATH has", () => {
+    expect(unavailableRoute(config, claude({ CLAUDE_BIN: process.execPath }))).toBeUndefined();
+  });
+
+  test('a claude-code model whose env names a missing CLAUDE_BIN is unavailable, saying how to fix it', () => {
+    expect(unavailableRoute(config, claude({ CLAUDE_BIN: '/nonexistent/claude' }))).toMatch(/^Claude Code \(`claude`\) is not installed/);
   });
 });

@@ -2,7 +2,8 @@
  * A loopback Anthropic Messages API (`POST /v1/messages`, SSE and JSON): the stand-in for the model
  * behind a real Claude Code in tests. By default every request gets one canned text answer; a test
  * that wants the client to act gives a `script`, which picks each reply from the request (a text, or
- * a `tool_use` block the client then runs and answers with a `tool_result` in its next request).
+ * a `tool_use` block the client then runs and answers with a `tool_result` in its next request;
+ * either after a `thinking` block if the script gives one).
  * Records every request (path, headers, model and the whole body: system, tools, messages) and can
  * hold requests open (`hang`) for cancel tests.
  */
@@ -46,7 +47,10 @@ export interface FakeAnthropicRequest {
 }
 
 /** A reply: a text answer (`end_turn`), or one tool call (`tool_use`, optionally after some text). */
-export type FakeTurn = { text: string } | { tool: { name: string; input: Record<string, unknown> }; text?: string };
+export type FakeTurn = ({ text: string } | { tool: { name: string; input: Record<string, unknown> }; text?: string }) & {
+  /** A `thinking` block before the rest (streamed as `thinking_delta`s, then its `signature_delta`). */
+  thinking?: string;
+};
 
 export interface FakeAnthropicOptions {
   /** The text every request gets when there is no `script` (default "Hi from the fake model."). */
@@ -100,7 +104,12 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         return;
       }
       replies += 1;
-      const blocks: Array<{ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: object }> = [];
+      const blocks: Array<
+        | { type: 'thinking'; thinking: string; signature: string }
+        | { type: 'text'; text: string }
+        | { type: 'tool_use'; id: string; name: string; input: object }
+      > = [];
+      if (turn.thinking !== undefined) blocks.push({ type: 'thinking', thinking: turn.thinking, signature: `sig-fake-${replies}` });
       if (turn.text !== undefined && turn.text !== '') blocks.push({ type: 'text', text: turn.text });
       if ('tool' in turn) {
         const id = `toolu_fake_${toolUses.length + 1}`;
@@ -118,7 +127,15 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
       let sse = event('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
       blocks.forEach((block, index) => {
-        if (block.type === 'text') {
+        if (block.type === 'thinking') {
+          // As the API streams thinking: an empty block, its text in pieces, then the signature.
+          const half = Math.floor(block.thinking.length / 2);
+          sse +=
+            event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }) +
+            event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: block.thinking.slice(0, half) } }) +
+            event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: block.thinking.slice(half) } }) +
+            event('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } });
+        } else if (block.type === 'text') {
           sse +=
             event('content_block_start', { index, content_block: { type: 'text', text: '' } }) +
             event('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });

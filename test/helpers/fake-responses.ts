@@ -1,8 +1,8 @@
 /**
  * A loopback OpenAI Responses API server (`POST /v1/responses`, streamed) with scripted replies: the
  * stand-in model for the real Codex CLI, which speaks only this API (`wire_api = "responses"`).
- * Each reply is a list of output items — function calls the client runs (Codex: `exec_command`) and
- * assistant messages — streamed as the real events: `response.created`, `response.in_progress`,
+ * Each reply is a list of output items — function calls the client runs (Codex: `exec_command`),
+ * reasoning summaries and assistant messages — streamed as the real events: `response.created`, `response.in_progress`,
  * `response.output_item.added`, `response.function_call_arguments.delta`/`.done` or
  * `response.content_part.added`, `response.output_text.delta`/`.done`, `response.content_part.done`,
  * `response.output_item.done`, and `response.completed` with usage; every event has `sequence_number`.
@@ -12,7 +12,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** `namespace`: the namespace tool the function belongs to (Codex offers an MCP server's tools as one, `mcp__<server>`). */
-export type OutputItem = { type: 'function_call'; name: string; arguments: string; namespace?: string } | { type: 'message'; text: string };
+export type OutputItem =
+  | { type: 'function_call'; name: string; arguments: string; namespace?: string }
+  | { type: 'message'; text: string }
+  | { type: 'reasoning'; summary: string };
 
 export interface ScriptedResponse {
   output?: OutputItem[];
@@ -62,6 +65,9 @@ export const call = (name: string, args: Record<string, unknown>): OutputItem =>
 
 /** An assistant message in a reply. */
 export const say = (text: string): OutputItem => ({ type: 'message', text });
+
+/** A reasoning item with one summary part (streamed as `response.reasoning_summary_text.delta`). */
+export const reason = (summary: string): OutputItem => ({ type: 'reasoning', summary });
 
 /** Replies are used in order; a request after the script ran out gets a 500. */
 export async function startFakeResponses(script: ScriptedResponse[]): Promise<FakeResponses> {
@@ -160,6 +166,18 @@ function stream(res: http.ServerResponse, n: number, model: string, reply: Scrip
       send('response.function_call_arguments.delta', { item_id: item.id, output_index: index, delta: out.arguments });
       send('response.function_call_arguments.done', { item_id: item.id, output_index: index, arguments: out.arguments });
       const completed = { ...item, status: 'completed', arguments: out.arguments };
+      send('response.output_item.done', { output_index: index, item: completed });
+      done.push(completed);
+    } else if (out.type === 'reasoning') {
+      const item = { id: `rs_fake_${n}_${index}`, type: 'reasoning', summary: [] as unknown[] };
+      const where = { item_id: item.id, output_index: index, summary_index: 0 };
+      const part = { type: 'summary_text', text: out.summary };
+      send('response.output_item.added', { output_index: index, item });
+      send('response.reasoning_summary_part.added', { ...where, part: { ...part, text: '' } });
+      send('response.reasoning_summary_text.delta', { ...where, delta: out.summary });
+      send('response.reasoning_summary_text.done', { ...where, text: out.summary });
+      send('response.reasoning_summary_part.done', { ...where, part });
+      const completed = { ...item, summary: [part] };
       send('response.output_item.done', { output_index: index, item: completed });
       done.push(completed);
     } else {

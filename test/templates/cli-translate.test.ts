@@ -236,6 +236,30 @@ describe('Claude Code translation', () => {
     expect(translator.push({ type: 'assistant', message: { content: [{ type: 'text', text: 'Hi there' }] } })).toEqual([]);
   });
 
+  it("turns the real Claude Code's thinking into thinking events, whole or as deltas, never into the answer", () => {
+    const thinkingOf = (file: string, partialOutput: boolean) => {
+      const translator = claude.createClaudeTranslator({ partialOutput });
+      const lines = fs.readFileSync(path.join(root, 'test/fixtures/recordings/bridge', file), 'utf8').split('\n');
+      const out = lines.flatMap((line) => {
+        const event = claude.parseEventLine(line);
+        return event === null ? [] : (translator.push(event) as Neutral[]);
+      });
+      return { thinking: out.filter((e) => e.kind === 'thinking').map((e) => e.text), result: out.find((e) => e.kind === 'result') };
+    };
+    // Recorded with 2.1.332 and a model whose reply starts with a thinking block (README.md there).
+    const whole = thinkingOf('claude-code-2.1.332-thinking.ndjson', false);
+    expect(whole.thinking).toEqual(['The user wants a greeting. I will say hi.']);
+    expect(whole.result).toMatchObject({ ok: true, text: 'Hi there.' });
+    const partial = thinkingOf('claude-code-2.1.332-thinking-partial.ndjson', true);
+    expect(partial.thinking).toEqual(['The user wants a gre', 'eting. I will say hi.']);
+    expect(partial.result).toMatchObject({ ok: true, text: 'Hi there.' });
+    // A sub-agent's thinking is not the main agent's.
+    const delta = { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } };
+    expect(
+      claude.createClaudeTranslator({ partialOutput: true }).push({ type: 'stream_event', event: delta, parent_tool_use_id: 'toolu_1' }),
+    ).toEqual([]);
+  });
+
   it("in bridge mode, stops at once when Claude Code's init says the relay failed to start (it would go on without the tools)", () => {
     const file = path.join(root, 'test/fixtures/recordings/bridge/claude-code-2.1.332-bridge.ndjson');
     const init = JSON.parse(fs.readFileSync(file, 'utf8').split('\n')[0]!) as { mcp_servers: Array<{ name: string; status: string }> };

@@ -78,6 +78,23 @@ describe('codex exec --json (real 0.171.0) → neutral events', () => {
   });
 });
 
+describe('reasoning (real 0.171.0, recordings/bridge/codex-0.171.0-reasoning.ndjson)', () => {
+  it("a reasoning item's summary is thinking (then its status), never the answer", () => {
+    const out = translate(lines('bridge/codex-0.171.0-reasoning.ndjson'), { cwd: PROJECT });
+    const summary = '**Greeting**\n\nThe user wants a greeting. I will say hi.';
+    expect(out.filter((e) => e.kind === 'thinking')).toEqual([{ kind: 'thinking', text: summary }]);
+    expect(out.findIndex((e) => e.kind === 'thinking') + 1).toBe(out.findIndex((e) => e.kind === 'status' && e.message === summary));
+    expect(out.find((e) => e.kind === 'result')).toMatchObject({ ok: true, text: 'Hi there.' });
+  });
+
+  it('a second reasoning item continues the thinking after a blank line', () => {
+    const translator = codex.createCodexTranslator();
+    const item = (text: string) => ({ type: 'item.completed', item: { id: 'r', type: 'reasoning', text } });
+    expect(translator.push(item('one'))[0]).toEqual({ kind: 'thinking', text: 'one' });
+    expect(translator.push(item('two'))[0]).toEqual({ kind: 'thinking', text: '\n\ntwo' });
+  });
+});
+
 describe('a resumed thread (real 0.171.0)', () => {
   it('keeps the session id; its usage, the thread’s total, less the earlier runs’ is this run’s', () => {
     const before = {
