@@ -80,6 +80,7 @@ interface Told {
  */
 export class NoticeDecider {
   readonly #told = new Map<string, Told>();
+  #pictured = false;
 
   constructor(private readonly memory = NOTICE_MEMORY) {}
 
@@ -89,6 +90,27 @@ export class NoticeDecider {
    */
   known(tasks: Iterable<TaskSnapshot>): void {
     for (const task of tasks) this.#remember(task.id, { ended: isFinished(task.state), askId: task.pendingQuestion?.askId });
+  }
+
+  /**
+   * A full picture of the tasks (the panel's event stream sends one on connecting, and again after
+   * a reconnect). The first is what was there before watching began: all known, no notices. A later
+   * one tells what changed for tasks seen before; tasks new to the decider there are known, not news
+   * (the picture mixes them with history, so a task that started and ended while the panel was
+   * disconnected goes unannounced).
+   */
+  picture(tasks: readonly TaskSnapshot[]): Notice[] {
+    const first = !this.#pictured;
+    this.#pictured = true;
+    const notices: Notice[] = [];
+    for (const task of tasks) {
+      if (first || !this.#told.has(task.id)) this.known([task]);
+      else {
+        const notice = this.next(task);
+        if (notice) notices.push(notice);
+      }
+    }
+    return notices;
   }
 
   /** The notice `task`'s snapshot makes, once; undefined for anything already told or not news. */

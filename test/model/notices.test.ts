@@ -177,6 +177,22 @@ describe('NoticeDecider', () => {
     expect(decider.next(task({ id: 'busy', state: 'failed', message: 'boom' }))?.body).toBe('boom');
   });
 
+  test('the first full picture is all known; a later one tells what changed for tasks seen before, not for strangers', () => {
+    const decider = new NoticeDecider();
+    expect(decider.picture([task({ id: 'old', state: 'failed' }), asked('q1', { id: 'waiting' }), task({ id: 'busy' })])).toEqual([]);
+    const later = decider.picture([
+      task({ id: 'old', state: 'failed' }),
+      task({ id: 'waiting', state: 'succeeded' }),
+      asked('q9', { id: 'busy' }),
+      task({ id: 'stranger', state: 'succeeded' }),
+    ]);
+    expect(later.map((n) => [n.taskId, n.title])).toEqual([
+      ['waiting', 'Succeeded: refactor'],
+      ['busy', 'Needs an answer: refactor'],
+    ]);
+    expect(decider.next(task({ id: 'stranger', state: 'succeeded' }))).toBeUndefined();
+  });
+
   test('memory is bounded: the oldest task is forgotten first, the newest remembered', () => {
     const decider = new NoticeDecider(2);
     for (const id of ['a', 'b', 'c']) expect(decider.next(task({ id, state: 'succeeded' }))).toBeDefined();
