@@ -138,6 +138,30 @@ describe('NoticeDecider fed a real broker', () => {
     expect(notices.map((n) => n.title)).toEqual(['Needs an answer: stopped', 'Cancelled: stopped']);
   });
 
+  test('a failed attempt that is retried makes no notice; the task’s one ending does', async () => {
+    const { broker } = createTestBroker();
+    const notices = watch(broker);
+    const retried: string[] = [];
+    const handle = broker.submit({ command: node, args: [fixture('flaky.mjs')], label: 'flaky', retries: { max: 1, backoffMs: 10 } });
+    handle.on('update', (update) => update.kind === 'retrying' && retried.push(`${notices.length}`));
+    await handle.result;
+    await handle.finished;
+    expect(retried).toEqual(['0']); // it was retried, with nothing notified by then
+    expect(notices.map((n) => n.title)).toEqual(['Succeeded: flaky']);
+  });
+
+  test('a task stopped over its budget makes one "failed" notice that says so', async () => {
+    const { broker } = createTestBroker();
+    const notices = watch(broker);
+    const handle = broker.submit({ command: fixture('spender.mjs'), label: 'spender', maxTokens: 120 });
+    await handle.result.catch(() => undefined);
+    await handle.finished;
+    const snapshot = broker.get(handle.id)!;
+    expect(snapshot.reason).toBe('budget_exceeded');
+    expect(notices).toEqual([{ taskId: handle.id, kind: 'ended', title: 'Failed: spender', body: snapshot.message, silent: false }]);
+    expect(snapshot.message).toMatch(/budget/);
+  });
+
   test('a task waiting on its caller’s tool calls makes no notice until it ends, then one "succeeded"', async () => {
     const { broker } = createTestBroker();
     const notices = watch(broker);
