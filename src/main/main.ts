@@ -21,6 +21,8 @@ import { controlSocketPath } from '../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../hub/control/server.js';
 import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
+import { loadConfig } from '../config/file.js';
+import { watchWebhooks } from '../notify/index.js';
 import { ownerTaskGuards } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import type { PresetInfo } from '../bridge/contract.js';
@@ -67,6 +69,7 @@ async function start(): Promise<void> {
     return undefined;
   });
   if (!broker) return;
+  const stopWebhooks = startWebhooks(broker, logger);
   const bridge = createBridge(broker, logger, logPath);
   const control = await startControl(bridge, logger);
   protocol.handle(PANEL_SCHEME, panelRequestHandler(RENDERER_DIR));
@@ -94,8 +97,7 @@ async function start(): Promise<void> {
   });
 
   broker.on('update', (update: TaskUpdate) => {
-    if (update.kind === 'ended') notifier.taskEnded(broker.get(update.taskId));
-    if (update.kind === 'ask') notifier.question(broker.get(update.taskId));
+    if (update.kind === 'ended' || update.kind === 'ask') notifier.changed(broker.get(update.taskId));
     trayController.changed();
   });
   broker.on('paused', () => trayController.changed());
@@ -112,6 +114,7 @@ async function start(): Promise<void> {
       handlers.dispose();
       await control?.close();
       bridge.close();
+      stopWebhooks();
       // Cancels running tasks (grace period, then kill), removes every endpoint, flushes history.
       await broker.close().catch((error: unknown) => logger.error('broker close failed', error));
     },
@@ -143,6 +146,20 @@ async function startControl(bridge: BrokerBridge, logger: Logger): Promise<Contr
   } catch (error) {
     logger.warn(`no control endpoint: ${(error as Error).message}`);
     return undefined;
+  }
+}
+
+/**
+ * The config file's webhooks (docs/notifications.md), as `serve` sends them. A wrong `notify:`
+ * section is logged in its one line and the app runs without webhooks (a dialog at every start
+ * would be worse than a line in the log the tray opens).
+ */
+function startWebhooks(broker: TaskBroker, logger: Logger): () => void {
+  try {
+    return watchWebhooks(broker, loadConfig(), logger);
+  } catch (error) {
+    logger.error(`no webhooks: ${(error as Error).message}`);
+    return () => {};
   }
 }
 

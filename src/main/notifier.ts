@@ -1,11 +1,12 @@
 /**
- * Desktop notifications (what they say: ./notices.ts). Clicking one opens that task in the panel; a
+ * Desktop notifications: shows what ../model/notices.ts decides (one per ending, one per question,
+ * never "done" for a task that waits), nothing more. Clicking one opens that task in the panel; a
  * question's buttons or inline reply answer it on the spot. Muted once the app quits (tasks cancelled
  * by quitting are not news).
  */
 import { Notification } from 'electron';
+import { NoticeDecider, type Notice } from '../model/notices.js';
 import type { TaskSnapshot } from '../model/task.js';
-import { endedNotice, questionNotice, type Notice } from './notices.js';
 
 export interface NotifierActions {
   openTask(taskId: string): void;
@@ -14,6 +15,7 @@ export interface NotifierActions {
 
 export class Notifier {
   #muted = false;
+  readonly #decider = new NoticeDecider();
 
   constructor(private readonly actions: NotifierActions) {}
 
@@ -21,12 +23,9 @@ export class Notifier {
     this.#muted = true;
   }
 
-  taskEnded(task: TaskSnapshot | undefined): void {
-    if (task) this.#notify(endedNotice(task));
-  }
-
-  question(task: TaskSnapshot | undefined): void {
-    const notice = task && questionNotice(task);
+  /** A task's latest snapshot, after an update that may be news (it ended, or it asks). */
+  changed(task: TaskSnapshot | undefined): void {
+    const notice = task && this.#decider.next(task);
     if (notice) this.#notify(notice);
   }
 

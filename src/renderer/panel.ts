@@ -13,6 +13,7 @@ import { installHttpBridge } from './http-bridge.js';
 import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
 import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
+import { PanelNotifier } from './notifications.js';
 import { OlderTasks } from './older-tasks.js';
 import { TaskList } from './task-list.js';
 import { ThreadSection } from './threads.js';
@@ -113,6 +114,11 @@ const details = new Details(
   ),
 );
 detailsPane.append(details.root, review.root);
+// Browser notifications (headless only; the desktop app's main process notifies): the bell in the header.
+const notifier = new PanelNotifier(byId<HTMLButtonElement>('notify-toggle'), {
+  openTask: (id) => openTask(id),
+  toast: (text) => toast(text),
+});
 const insightsPane = byId('insights-pane');
 const insightsButton = byId<HTMLButtonElement>('insights-toggle');
 // The new-task dialog and the insights view are built when first wanted, not before the first paint.
@@ -144,6 +150,7 @@ function insightsView(): InsightsView {
 }
 
 function onEvent(event: BridgeEvent): void {
+  notifier.onEvent(event);
   if (event.full) {
     tasks.clear();
     everything = true;
@@ -515,6 +522,7 @@ function goLive(): void {
     .info()
     .then((value) => {
       info = value;
+      notifier.offer(value.mode);
       paused = value.paused;
       list.paused = paused;
       setText(byId('mode'), value.mode === 'electron' ? `Backchannel ${value.version}` : `Backchannel ${value.version} (headless)`);

@@ -5,6 +5,8 @@
  * the quit path.
  */
 import fs from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
@@ -13,6 +15,7 @@ import type { BackchannelBridge } from '../../src/bridge/contract.js';
 import { ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
 import { anyCommandConfig } from '../helpers/run-policy.js';
+import { Webhook as SvixWebhook } from 'svix';
 
 const ASKER = path.join(ROOT, 'test', 'fixtures', 'asker.mjs');
 
@@ -196,6 +199,24 @@ let userData: string;
 let fake: Fake;
 let hooks: Hooks;
 let bridge: BackchannelBridge;
+/** The config's webhook receiver: what it got (headers and body). */
+let receiver: Server;
+const received: { headers: Record<string, string>; body: string }[] = [];
+const WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+async function startReceiver(): Promise<number> {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      received.push({ headers: req.headers as Record<string, string>, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  return (receiver.address() as AddressInfo).port;
+}
 
 beforeAll(async () => {
   userData = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-electron-'));
@@ -204,6 +225,12 @@ beforeAll(async () => {
   process.env.CURSOR_IPC_DIR = path.join(userData, 'ipc');
   // The panel's New task submits demo agents with their own arguments (docs/run-policy.md).
   process.env.BACKCHANNEL_CONFIG = anyCommandConfig(userData);
+  // …and a webhook, which the app sends like `serve` (docs/notifications.md).
+  const port = await startReceiver();
+  fs.appendFileSync(
+    process.env.BACKCHANNEL_CONFIG,
+    `notify:\n  webhooks:\n    - { url: "http://127.0.0.1:${port}/hook", events: [ended], secret: ${WEBHOOK_SECRET} }\n`,
+  );
   await import('../../src/main/main.js');
   fake = (globalThis as unknown as { __fakeElectron: Fake }).__fakeElectron;
   const started = (): Hooks | undefined => (globalThis as unknown as { __backchannelTest?: Hooks }).__backchannelTest;
@@ -211,7 +238,8 @@ beforeAll(async () => {
   hooks = started()!;
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await new Promise((resolve) => receiver.close(resolve));
   delete process.env.BACKCHANNEL_USER_DATA;
   delete process.env.BACKCHANNEL_TEST_HOOKS;
   delete process.env.CURSOR_IPC_DIR;
@@ -276,7 +304,7 @@ describe('the Electron shell (stand-in Electron)', () => {
       label: 'from the panel',
     });
     await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
-    const done = (): Fake['notifications'][number] | undefined => fake.notifications.find((n) => n.title === 'Done: from the panel');
+    const done = (): Fake['notifications'][number] | undefined => fake.notifications.find((n) => n.title === 'Succeeded: from the panel');
     await waitFor(() => done() !== undefined, 'the notification', 20_000);
     const note = done()!;
     note.handlers.get('click')!();
@@ -284,11 +312,22 @@ describe('the Electron shell (stand-in Electron)', () => {
     await waitFor(() => hooks.tray().menu.includes('Recent tasks > ✓ from the panel'), 'the tray menu to list the task', 20_000);
   });
 
+  test('the config’s webhooks are sent by the app too: the ended event arrives signed (svix verifies it)', async () => {
+    const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=progress', '--steps=1', '--interval=10'], label: 'hooked' });
+    const ended = await waitFor(
+      () => received.find((message) => (JSON.parse(message.body) as { data: { task: { id: string } } }).data.task.id === id),
+      'the webhook',
+      20_000,
+    );
+    new SvixWebhook(WEBHOOK_SECRET).verify(ended.body, ended.headers);
+    expect(JSON.parse(ended.body)).toMatchObject({ type: 'ended', data: { task: { label: 'hooked', state: 'succeeded' } } });
+  });
+
   test('a question from a sub-agent raises a notification that opens its task', async () => {
     const { id } = await bridge.submit({ command: DEMO_AGENT, args: ['--mode=ask'], label: 'curious agent' });
     const asking = await waitForTask(bridge.subscribe, (task) => task.id === id && task.pendingQuestion !== undefined);
     const question = (): Fake['notifications'][number] | undefined =>
-      fake.notifications.find((n) => n.title === 'Question from curious agent');
+      fake.notifications.find((n) => n.title === 'Needs an answer: curious agent');
     await waitFor(() => question() !== undefined, 'the question notification', 20_000);
     const note = question()!;
     expect(note.body).toBe(asking.pendingQuestion!.question);
@@ -307,7 +346,11 @@ describe('the Electron shell (stand-in Electron)', () => {
 
   test('a free-text question is answered from the notification’s reply field', async () => {
     const { id } = await bridge.submit({ command: ASKER, args: ['[]'], label: 'open question' });
-    const note = await waitFor(() => fake.notifications.find((n) => n.title === 'Question from open question'), 'the notification', 20_000);
+    const note = await waitFor(
+      () => fake.notifications.find((n) => n.title === 'Needs an answer: open question'),
+      'the notification',
+      20_000,
+    );
     expect(note.options).toMatchObject({ hasReply: true, actions: [] });
     note.handlers.get('reply')!({ reply: 'the release branch' }, 'the release branch');
     await waitForTask(bridge.subscribe, (task) => task.id === id && task.state === 'succeeded');
