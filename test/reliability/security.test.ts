@@ -185,7 +185,11 @@ describe('agent data is data', () => {
     // No file was created from any of it: only the journal, anywhere under the test's root.
     expect(readdirSync(root).sort()).toEqual(['data', 'ipc']);
     // The running broker's lock and the (empty) results directory are the broker's own; nothing else.
-    expect(readdirSync(dataDir).filter((name) => name !== 'broker.lock' && name !== 'results')).toEqual(['journal.ndjson']);
+    // The journal and the room it keeps for a full disk (journal.reserve); nothing named after a payload.
+    expect(readdirSync(dataDir).filter((name) => name !== 'broker.lock' && name !== 'results')).toEqual([
+      'journal.ndjson',
+      'journal.reserve',
+    ]);
     if (readdirSync(dataDir).includes('results')) expect(readdirSync(path.join(dataDir, 'results'))).toEqual([]);
     expect(readFileSync(path.join(dataDir, 'journal.ndjson'), 'utf8')).toContain(JSON.stringify(NASTY.html));
     await expectNothingLeft(ipcDir);
