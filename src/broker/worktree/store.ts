@@ -112,16 +112,6 @@ export class WorktreeStore {
     return record?.taskId === taskId ? record : undefined;
   }
 
-  writeDiff(short: string, diff: string): void {
-    const fd = this.openNewDiff(short);
-    try {
-      const data = Buffer.from(diff);
-      for (let offset = 0; offset < data.length;) offset += writeSync(fd, data, offset, data.length - offset);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
   /**
    * The entry's diff file made anew (the old one removed), open for writing: the caller streams the
    * diff into it (git's stdout) and closes it.
