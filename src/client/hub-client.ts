@@ -18,6 +18,17 @@ import { LineDecoder } from '../protocol/framing.js';
 /** A call that gets no reply within this long fails (the hub answers every call at once; waits happen over events). */
 export const HUB_CALL_TIMEOUT_MS = 30_000;
 
+/**
+ * The calls that run git over a whole change before they answer (apply a 160 MB diff: over 30 s on a
+ * busy machine) get this long instead.
+ */
+export const GIT_CALL_TIMEOUT_MS = 10 * 60_000;
+const SLOW_CALLS: Partial<Record<BridgeMethod, number>> = {
+  applyChanges: GIT_CALL_TIMEOUT_MS,
+  keepBranch: GIT_CALL_TIMEOUT_MS,
+  discardChange: GIT_CALL_TIMEOUT_MS,
+};
+
 /** The hub cannot be reached, or went away. */
 export class HubLostError extends Error {
   readonly code = 'hub_lost';
@@ -103,6 +114,7 @@ export function connectHub(path: string): HubClient {
 async function callHub<M extends BridgeMethod>({ path, lost }: Connection, method: M, ...args: BridgeArgs<M>): Promise<BridgeResult<M>> {
   const shape = buildRequest(method, args);
   const body = shape.body === undefined ? undefined : JSON.stringify(shape.body);
+  const timeout = SLOW_CALLS[method] ?? HUB_CALL_TIMEOUT_MS;
   const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
     const req = request(
       {
@@ -110,7 +122,7 @@ async function callHub<M extends BridgeMethod>({ path, lost }: Connection, metho
         method: shape.verb,
         path: shape.path,
         headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        timeout: HUB_CALL_TIMEOUT_MS,
+        timeout,
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -119,7 +131,7 @@ async function callHub<M extends BridgeMethod>({ path, lost }: Connection, metho
         res.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`no reply to ${method} within ${HUB_CALL_TIMEOUT_MS} ms`)));
+    req.on('timeout', () => req.destroy(new Error(`no reply to ${method} within ${timeout} ms`)));
     req.on('error', (error) => reject(lost(new HubLostError(path, error.message))));
     req.end(body);
   });

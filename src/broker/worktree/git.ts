@@ -17,7 +17,7 @@
  * Trade-off: a repository that needs a filter (Git LFS) has its worktree checked out without it (the
  * pointer files), and its diff shows them as they are stored.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 
 /** git's failure: its own last line of stderr, and the whole of it for parsing. */
 export class GitError extends Error {
@@ -47,8 +47,11 @@ export interface GitOptions {
 /** Config pairs that empty every driver command of one repository (from `driverConfig`). */
 export type DriverConfig = readonly (readonly [string, string])[];
 
-/** Diffs and patches can be big (a vendored directory): well above what a reviewable change is. */
-const MAX_OUTPUT_BYTES = 512 * 1024 * 1024;
+/**
+ * What a git call's stdout may hold in memory: lists and figures (numstat of a vendored directory),
+ * never a diff (a diff goes to a file: `gitToFile`). Above it the call fails with a clear message.
+ */
+const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 /** Config every call gets, whatever the repository says (see the header). */
 export const FIXED_CONFIG: readonly (readonly [string, string])[] = [
@@ -132,6 +135,31 @@ export async function git(args: readonly string[], options: GitOptions): Promise
   return run(args, options.cwd, withConfig(baseEnv(options.env), [...FIXED_CONFIG, ...drivers]), options.input, false);
 }
 
+/** stderr kept from a git whose stdout goes to a file: its end (the error lines), bounded. */
+const MAX_STDERR_CHARS = 64 * 1024;
+
+/**
+ * Runs `git <args>` with its stdout written straight to the open file `fd` (a diff of any size never
+ * passes through this process's memory); resolves when git has exited 0, rejects with a GitError.
+ */
+export async function gitToFile(args: readonly string[], options: Omit<GitOptions, 'input'>, fd: number): Promise<void> {
+  const drivers = options.drivers ?? (await driverConfig(options.cwd, options.env));
+  const env = withConfig(baseEnv(options.env), [...FIXED_CONFIG, ...drivers]);
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('git', args, { cwd: options.cwd, env, stdio: ['ignore', fd, 'pipe'] });
+    let stderr = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-MAX_STDERR_CHARS);
+    });
+    child.on('error', (error: NodeJS.ErrnoException) => reject(failure(args, { code: error.code }, stderr)));
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve();
+      else reject(failure(args, { code: code ?? undefined, status: signal ?? undefined }, stderr));
+    });
+  });
+}
+
 function run(args: readonly string[], cwd: string, env: Record<string, string>, input: string | Buffer | undefined, listing: boolean) {
   return new Promise<string>((resolve, reject) => {
     const child = execFile('git', args, { cwd, env, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8' }, (error, stdout, stderr) => {
@@ -149,6 +177,8 @@ function run(args: readonly string[], cwd: string, env: Record<string, string>, 
 function failure(args: readonly string[], error: { code?: unknown; status?: unknown }, stderr: string): GitError {
   const code = error.code;
   if (code === 'ENOENT' && !stderr) return new GitError(args, 'git is not installed (not found on PATH)', null);
+  if (code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER' || code === 'ENOBUFS')
+    return new GitError(args, `git ${args[0] ?? ''} printed more than ${MAX_OUTPUT_BYTES / 1024 / 1024} MB; too much to read`, null);
   const exit = typeof code === 'number' ? code : typeof error.status === 'number' ? error.status : null;
   return new GitError(args, stderr, exit);
 }

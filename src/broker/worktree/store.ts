@@ -112,12 +112,34 @@ export class WorktreeStore {
     return record?.taskId === taskId ? record : undefined;
   }
 
-  writeDiff(short: string, diff: string): void {
+  /**
+   * The entry's diff file made anew (the old one removed), open for writing: the caller streams the
+   * diff into it (git's stdout) and closes it.
+   */
+  openNewDiff(short: string): number {
     const dir = this.entryDir(short);
     if (!dir) throw new Error(`worktree entry ${short} is missing or not ours`);
     const file = path.join(dir, DIFF_FILE);
     rmSync(file, { force: true });
-    writeNew(file, diff);
+    return openSync(file, CREATE_NEW, 0o600);
+  }
+
+  /** The diff file and its size when it is a regular file of ours, else undefined. */
+  diffFile(short: string): { file: string; bytes: number } | undefined {
+    const dir = this.entryDir(short);
+    if (dir === undefined) return undefined;
+    const file = path.join(dir, DIFF_FILE);
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, O_RDONLY | NO_FOLLOW);
+      const stat = fstatSync(fd);
+      if (!stat.isFile() || (typeof process.getuid === 'function' && stat.uid !== process.getuid())) return undefined;
+      return { file, bytes: stat.size };
+    } catch {
+      return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
   }
 
   readDiff(short: string): string | undefined {

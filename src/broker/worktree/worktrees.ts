@@ -8,7 +8,19 @@
  * they are (git writes only objects, the worktree's metadata under .git/worktrees and our branch).
  * Every index Backchannel builds is a temporary one of its own (GIT_INDEX_FILE), never the user's.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, utimesSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  openSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type {
@@ -22,7 +34,7 @@ import type {
   WorktreeRequest,
 } from '../../model/change.js';
 import { BrokerError } from '../errors.js';
-import { type DriverConfig, driverConfig, driverConfigSync, git, GitError, gitSync } from './git.js';
+import { type DriverConfig, driverConfig, driverConfigSync, git, GitError, gitSync, gitToFile } from './git.js';
 import { shortIdOf, TREE_DIR, WorktreeStore } from './store.js';
 
 export const BRANCH_PREFIX = 'backchannel/';
@@ -42,8 +54,17 @@ export interface WorktreePlan extends Omit<WorktreeInfo, 'branch' | 'worktree'> 
   reuse?: WorktreeRecord;
 }
 
+/** The biggest diff `change` reads into memory (the panel, `diff`, MCP get_task_diff): 32 MB. */
+export const MAX_DIFF_IN_MEMORY = 32 * 1024 * 1024;
+
+export interface WorktreesOptions {
+  /** The biggest diff `change` returns; a bigger one is refused with what to do instead. @default MAX_DIFF_IN_MEMORY */
+  maxDiffInMemory?: number;
+}
+
 export class Worktrees {
   readonly store: WorktreeStore;
+  private readonly maxDiffInMemory: number;
   /**
    * The last git worktree operation (worktree add, remove and prune, branch -D) queued on each
    * repository. Git writes a new worktree's admin directory (.git/worktrees/<name>) in steps, and
@@ -52,8 +73,9 @@ export class Worktrees {
    */
   private readonly repoQueues = new Map<string, Promise<unknown>>();
 
-  constructor(root: string) {
+  constructor(root: string, options: WorktreesOptions = {}) {
     this.store = new WorktreeStore(root);
+    this.maxDiffInMemory = options.maxDiffInMemory ?? MAX_DIFF_IN_MEMORY;
   }
 
   /**
@@ -130,13 +152,14 @@ export class Worktrees {
       if (!copyIndex(own.GIT_DIR, index)) await git(['read-tree', 'HEAD'], { cwd, env, drivers });
       await git(['add', '-A', '--', '.'], { cwd, env, drivers });
       const tree = (await git(['write-tree'], { cwd, env, drivers })).trim();
-      const [diff, numstat, status, log] = await Promise.all([
-        git(['diff', ...DIFF_ARGS, record.baseSha, tree], { cwd, env: own, drivers }),
+      // The diff goes from git straight to its file: a change of any size never passes through memory.
+      const diffFd = this.store.openNewDiff(path.basename(record.dir));
+      const [, numstat, status, log] = await Promise.all([
+        gitToFile(['diff', ...DIFF_ARGS, record.baseSha, tree], { cwd, env: own, drivers }, diffFd).finally(() => closeSync(diffFd)),
         git(['diff', '--numstat', '-z', '--no-renames', record.baseSha, tree], { cwd, env: own, drivers }),
         git(['diff', '--name-status', '-z', '--no-renames', record.baseSha, tree], { cwd, env: own, drivers }),
         git(['log', '--format=%H%x1f%s%x1e', `${record.baseSha}..HEAD`], { cwd, env: own, drivers }),
       ]);
-      this.store.writeDiff(path.basename(record.dir), diff);
       const files = changedFiles(numstat, status);
       const change: ChangeSummary = {
         repo: record.repo,
@@ -190,10 +213,22 @@ export class Worktrees {
     return this.store.list();
   }
 
-  /** A task's change and its whole diff. */
+  /**
+   * A task's change and its whole diff. A diff above `maxDiffInMemory` is refused with a one-line
+   * BrokerError('worktree') saying its size and what to do instead (apply it, or read the file).
+   */
   change(taskId: string): TaskChange {
     const record = this.require(taskId);
-    return { record, diff: this.store.readDiff(path.basename(record.dir)) ?? '' };
+    const short = path.basename(record.dir);
+    const found = this.store.diffFile(short);
+    if (found && found.bytes > this.maxDiffInMemory) {
+      throw new BrokerError(
+        'worktree',
+        `the diff of task ${taskId} is ${megabytes(found.bytes)}, more than the ${megabytes(this.maxDiffInMemory)} shown here; ` +
+          `apply it with \`backchannel apply ${shortIdOf(taskId)}\`, or read it from ${found.file}`,
+      );
+    }
+    return { record, diff: this.store.readDiff(short) ?? '' };
   }
 
   /**
@@ -222,6 +257,7 @@ export class Worktrees {
 
   private async applyNow(repo: string, records: readonly WorktreeRecord[]): Promise<ApplyOutcome> {
     const index = path.join(this.store.root, `.apply-${randomBytes(6).toString('hex')}`);
+    const combined = `${index}.diff`;
     const drivers = await driverConfig(repo);
     const env = { GIT_INDEX_FILE: index };
     try {
@@ -230,10 +266,11 @@ export class Worktrees {
       await git(['add', '-A', '--', '.'], { cwd: repo, env, drivers });
       const before = (await git(['write-tree'], { cwd: repo, env, drivers })).trim();
       for (const record of records) {
-        const diff = this.store.readDiff(path.basename(record.dir)) ?? '';
-        if (diff === '') continue;
+        // git reads the diff from its file: never held in memory here, whatever its size.
+        const found = this.store.diffFile(path.basename(record.dir));
+        if (!found || found.bytes === 0) continue;
         try {
-          await git(['apply', '--cached', '--binary', '-'], { cwd: repo, env, input: diff, drivers });
+          await git(['apply', '--cached', '--binary', '--', found.file], { cwd: repo, env, drivers });
         } catch (error) {
           const files = conflictingFiles((error as GitError).stderr ?? '');
           const named = files.length > 0 ? files.join(', ') : (error as Error).message;
@@ -246,13 +283,14 @@ export class Worktrees {
         }
       }
       const after = (await git(['write-tree'], { cwd: repo, env, drivers })).trim();
-      const combined = await git(['diff', ...DIFF_ARGS, before, after], { cwd: repo, drivers });
+      const combinedFd = openSync(combined, 'wx', 0o600);
+      await gitToFile(['diff', ...DIFF_ARGS, before, after], { cwd: repo, drivers }, combinedFd).finally(() => closeSync(combinedFd));
       const files = (await git(['diff', '--name-only', '-z', '--no-renames', before, after], { cwd: repo, drivers }))
         .split('\0')
         .filter(Boolean);
-      if (combined !== '') {
+      if (statSync(combined).size > 0) {
         try {
-          await git(['apply', '--binary', '-'], { cwd: repo, input: combined, drivers });
+          await git(['apply', '--binary', '--', combined], { cwd: repo, drivers });
         } catch (error) {
           // The user (or another program) changed the tree since the check: still all or nothing.
           const files = conflictingFiles((error as GitError).stderr ?? '');
@@ -268,6 +306,7 @@ export class Worktrees {
       for (const record of records) this.store.writeRecord({ ...record, state: record.state === 'kept' ? 'kept' : 'applied' });
       return { ok: true, applied: records.map((record) => record.taskId), files };
     } finally {
+      rmSync(combined, { force: true });
       rmSync(index, { force: true });
       rmSync(`${index}.lock`, { force: true });
     }
@@ -543,6 +582,10 @@ export function conflictingFiles(stderr: string): string[] {
     if (match) files.add(match[1]!);
   }
   return [...files];
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(bytes < 10 * 1024 * 1024 ? 1 : 0)} MB`;
 }
 
 function isDirectory(dir: string): boolean {
