@@ -60,7 +60,8 @@ export const fireRecordSchema = z.object({
   /** When one record stands for a run of skipped fires (a hub down for a day): the last of them, and how many. */
   until: z.number().int().nonnegative().optional(),
   count: z.number().int().positive().optional(),
-  outcome: z.enum(['ran', 'skipped']),
+  /** `buffered`: it waits for the active run to end (overlap `buffer-one`); a `ran` record for the same time follows. */
+  outcome: z.enum(['ran', 'skipped', 'buffered']),
   taskId: z.string().optional(),
   reason: z.enum(SKIP_REASONS).optional(),
   /** A fire run after its time because the hub was down at it (catch-up), or by `run-now`. */
