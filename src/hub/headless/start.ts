@@ -25,6 +25,8 @@ import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { PresetInfo } from '../../bridge/contract.js';
+import { ScheduleStore } from '../../schedules/index.js';
+import { HubScheduler } from '../scheduler.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -56,6 +58,8 @@ export interface HeadlessOptions {
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
   /** What other doors than `backchannel run` may start. @default the owner's (./run-policy.ts): presets and the config file's */
   runPolicy?: RunPolicy;
+  /** Fire the schedules kept in `<dataDir>/schedules` (docs/schedules.md). @default true */
+  schedules?: boolean;
 }
 
 export interface Headless {
@@ -67,6 +71,8 @@ export interface Headless {
   readonly control: ControlServer | undefined;
   readonly logPath: string;
   readonly logger: Logger;
+  /** The schedules' scheduler, unless `schedules: false`. */
+  readonly scheduler: HubScheduler | undefined;
   /** Stops the server, cancels running tasks (grace period, then kill), closes the broker. */
   close(): Promise<void>;
 }
@@ -80,10 +86,17 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
   let stopWebhooks: () => void;
+  let scheduler: HubScheduler | undefined;
   try {
     await broker.ready;
     // The config's webhooks (signed, retried in the background: never in the broker's way).
     stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
+    // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
+    if (options.schedules !== false) {
+      const store = new ScheduleStore(dataDir);
+      scheduler = new HubScheduler({ store, submit: (spec) => broker.submit(spec), runPolicy: core.runPolicy, logger });
+      scheduler.start();
+    }
   } catch (error) {
     await broker.close();
     throw error;
@@ -95,7 +108,14 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     presets: core.presets,
     onListenerError: (error) => logger.error('panel event listener failed', error),
   });
-  const { server, control } = await startServers(core, bridge, lock, options);
+  let servers: Awaited<ReturnType<typeof startServers>>;
+  try {
+    servers = await startServers(core, bridge, lock, options);
+  } catch (error) {
+    scheduler?.stop();
+    throw error;
+  }
+  const { server, control } = servers;
   logger.info(`panel served on http://127.0.0.1:${server.port}/ (data in ${dataDir})`);
   let closing: Promise<void> | undefined;
   return {
@@ -106,8 +126,10 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     control,
     logPath,
     logger,
+    scheduler,
     close() {
       closing ??= (async () => {
+        scheduler?.stop();
         await server.close();
         if (control) removeHomePointer(control.path);
         await control?.close();
@@ -127,6 +149,7 @@ interface Core {
   readonly logPath: string;
   readonly token: string;
   readonly presets: PresetInfo[];
+  readonly runPolicy: RunPolicy;
 }
 
 /** The log, the panel's token, the presets and the run policy, then the broker; the lock is released when a step fails. */
@@ -151,7 +174,7 @@ async function openCore(dataDir: string, lock: DataDirLock, options: HeadlessOpt
       runPolicy,
       ...ownerTaskGuards(),
     });
-    return { broker, logger, logPath, token, presets };
+    return { broker, logger, logPath, token, presets, runPolicy };
   } catch (error) {
     await lock.release();
     throw error;
