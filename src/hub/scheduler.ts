@@ -20,7 +20,7 @@ import {
   type FireDecision,
   type FireRecord,
   type Schedule,
-  type ScheduleStore,
+  ScheduleStore,
 } from '../schedules/index.js';
 
 /** A tick a second: the finest `--every` is 1 s, and planning is bounded work per tick. */
@@ -205,4 +205,11 @@ function specOf(schedule: Schedule): TaskSpec {
     ...(schedule.maxTokens ? { maxTokens: schedule.maxTokens } : {}),
     ...(schedule.maxCostUsd ? { maxCostUsd: schedule.maxCostUsd } : {}),
   };
+}
+
+/** The hub's scheduler over the schedules in `dataDir`, started (serve and the desktop app). */
+export function startSchedules(dataDir: string, options: Omit<SchedulerOptions, 'store'>): HubScheduler {
+  const scheduler = new HubScheduler({ ...options, store: new ScheduleStore(dataDir) });
+  scheduler.start();
+  return scheduler;
 }

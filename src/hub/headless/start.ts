@@ -25,8 +25,7 @@ import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { PresetInfo } from '../../bridge/contract.js';
-import { ScheduleStore } from '../../schedules/index.js';
-import { HubScheduler } from '../scheduler.js';
+import { startSchedules, type HubScheduler } from '../scheduler.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -93,9 +92,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
     // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
     if (options.schedules !== false) {
-      const store = new ScheduleStore(dataDir);
-      scheduler = new HubScheduler({ store, submit: (spec) => broker.submit(spec), runPolicy: core.runPolicy, logger });
-      scheduler.start();
+      scheduler = startSchedules(dataDir, { submit: (spec) => broker.submit(spec), runPolicy: core.runPolicy, logger });
     }
   } catch (error) {
     await broker.close();
