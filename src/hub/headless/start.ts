@@ -20,7 +20,7 @@ import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
 import { loadConfig } from '../../config/file.js';
-import { watchWebhooks } from '../../notify/index.js';
+import { watchWebhooks, type WebhookWatch } from '../../notify/index.js';
 import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
@@ -84,15 +84,20 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const core = await openCore(dataDir, lock, options);
   const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
-  let stopWebhooks: () => void;
+  let webhooks: WebhookWatch;
   let scheduler: HubScheduler | undefined;
   try {
     await broker.ready;
     // The config's webhooks (signed, retried in the background: never in the broker's way).
-    stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
+    webhooks = watchWebhooks(broker, loadConfig(), logger);
     // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
     if (options.schedules !== false) {
-      scheduler = startSchedules(dataDir, { submit: (spec) => broker.submit(spec), runPolicy: core.runPolicy, logger });
+      scheduler = startSchedules(dataDir, {
+        submit: (spec) => broker.submit(spec),
+        runPolicy: core.runPolicy,
+        logger,
+        onSkipped: (record) => webhooks.scheduleSkipped({ ...record, reason: record.reason! }),
+      });
     }
   } catch (error) {
     await broker.close();
@@ -131,7 +136,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
         if (control) removeHomePointer(control.path);
         await control?.close();
         bridge.close();
-        stopWebhooks();
+        webhooks.stop();
         await broker.close();
       })();
       return closing;
