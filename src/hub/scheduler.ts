@@ -145,8 +145,13 @@ export class HubScheduler {
       buffered: this.buffered.has(schedule.name),
     });
     if (plan.through === undefined) return;
-    const records = plan.decisions.map((decision) => this.act(schedule, decision, now));
-    store.record(records);
+    const records: FireRecord[] = [];
+    try {
+      for (const decision of plan.decisions) records.push(this.act(schedule, decision, now));
+    } finally {
+      // What already ran is recorded even when a later fire failed to start (it is planned again next tick).
+      store.record(records);
+    }
     for (const record of records) if (record.outcome === 'skipped') this.options.onSkipped?.(record);
   }
 
@@ -163,7 +168,15 @@ export class HubScheduler {
     if (decision.cancelRunning)
       for (const handle of this.running.get(schedule.name) ?? [])
         handle.cancel(`schedule ${schedule.name} fired again (overlap cancel-other)`);
-    const handle = this.launch(schedule);
+    let handle: TaskHandle;
+    try {
+      handle = this.launch(schedule);
+    } catch (error) {
+      // The policy changed since the schedule was made: the fire is recorded as refused, never retried.
+      if (!(error instanceof BrokerError && error.code === 'refused')) throw error;
+      this.options.logger.warn(`schedule ${schedule.name}: ${error.message}`);
+      return { ...base, outcome: 'skipped', reason: 'refused' };
+    }
     return { ...base, outcome: 'ran', taskId: handle.id, ...(decision.catchUp ? { catchUp: true } : {}) };
   }
 

@@ -35,7 +35,7 @@ export interface ScheduleSkip {
   /** When the record stands for a run of skipped fires: the last one, and how many (when known). */
   until?: number;
   count?: number;
-  reason: 'overlap' | 'paused' | 'hub_down' | 'budget_spent';
+  reason: 'overlap' | 'paused' | 'hub_down' | 'budget_spent' | 'refused';
 }
 
 /** The JSON of `schedule_skipped`: `{type, timestamp, data: {schedule}}`. */

@@ -9,8 +9,11 @@ import { z } from 'zod';
 
 export const OVERLAP_POLICIES = ['skip', 'buffer-one', 'cancel-other', 'allow'] as const;
 export const CATCH_UP_POLICIES = ['latest', 'none', 'all'] as const;
-/** Why a fire did not run: another run was active, the schedule was paused, the hub was down, the budget was spent. */
-export const SKIP_REASONS = ['overlap', 'paused', 'hub_down', 'budget_spent'] as const;
+/**
+ * Why a fire did not run: another run was active, the schedule was paused, the hub was down, the
+ * budget was spent, or the run policy refused its command at the fire (it changed since the schedule was made).
+ */
+export const SKIP_REASONS = ['overlap', 'paused', 'hub_down', 'budget_spent', 'refused'] as const;
 
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];

@@ -132,3 +132,28 @@ test('a command the run policy refuses from the schedule door cannot be schedule
   expect(store.get('evil')).toBeUndefined();
   expect(() => scheduler.add({ name: 'bad', everyMs: 10, command: [fixture('quick.mjs')] })).toThrow(/invalid schedule: everyMs/);
 });
+
+test('a fire whose command the broker refuses (the policy changed since) is recorded as refused, once', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-'));
+  dirs.push(dataDir);
+  // The broker now allows only quick.mjs from the schedule door; the schedule was made when sleeper.mjs was allowed.
+  const { broker } = makeBroker({ runPolicy: new RunPolicy([{ name: 'quick', command: fixture('quick.mjs') }]) });
+  const clock = { now: T0 };
+  const store = new ScheduleStore(dataDir);
+  const scheduler = new HubScheduler({
+    store,
+    submit: (spec) => broker.submit(spec),
+    runPolicy: ALLOW_FIXTURES,
+    logger: silentLogger,
+    now: () => clock.now,
+    tickMs: 0,
+  });
+  schedulers.push(scheduler);
+  scheduler.add({ name: 'changed', everyMs: 60_000, command: [fixture('sleeper.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  scheduler.tick();
+  scheduler.tick();
+  expect(store.history('changed')).toMatchObject([{ at: T0 + 60_000, outcome: 'skipped', reason: 'refused' }]);
+  expect(broker.tasks()).toHaveLength(0);
+});
