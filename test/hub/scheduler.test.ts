@@ -157,3 +157,31 @@ test('a fire whose command the broker refuses (the policy changed since) is reco
   expect(store.history('changed')).toMatchObject([{ at: T0 + 60_000, outcome: 'skipped', reason: 'refused' }]);
   expect(broker.tasks()).toHaveLength(0);
 });
+
+test('buffer-one keeps a fire that came during a run and starts it when the run ends; a further one is skipped', async () => {
+  const { broker, clock, open } = setup();
+  const { store, scheduler } = open();
+  scheduler.add({ name: 'buffered', everyMs: 60_000, overlap: 'buffer-one', command: [fixture('sleeper.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  scheduler.tick();
+  const [first] = store.history('buffered');
+  await waitFor(() => broker.get(first!.taskId!)?.state === 'running', 'the first run to start');
+  clock.now = T0 + 120_000;
+  scheduler.tick();
+  clock.now = T0 + 180_000;
+  scheduler.tick();
+  expect(store.history('buffered').map((f) => [f.at - T0, f.outcome, f.reason])).toEqual([
+    [60_000, 'ran', undefined],
+    [120_000, 'buffered', undefined],
+    [180_000, 'skipped', 'overlap'],
+  ]);
+  broker.cancel(first!.taskId!);
+  const started = await waitFor(
+    () => store.history('buffered').find((f) => f.at === T0 + 120_000 && f.outcome === 'ran'),
+    'the buffered fire to run',
+  );
+  await waitFor(() => broker.get(started.taskId!)?.state === 'running', 'the buffered run to start');
+  broker.cancel(started.taskId!);
+  await waitFor(() => scheduler.activeRuns('buffered') === 0, 'the runs to end');
+});
