@@ -4,6 +4,7 @@
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hub  →  client  →  main (Electron) · gateway · mcp · cli
  *   broker    →  fleet (the BullMQ queue and worker: over the core, under the hub and the CLI)
  *   broker    →  paths (where the data directory and the control endpoint are: hub, client and commands)
+ *   broker    →  schedules (the schedule store, fire times and policies: the hub fires them)
  *   loopback: the HTTP guards of a loopback server (Host/Origin, token, headers): the hub's servers, the gateway
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
@@ -80,6 +81,12 @@ module.exports = {
       layer('paths'),
       '^src/(?!(protocol|model|broker|paths)/)',
       'Where Backchannel keeps its files, for the hub, the client and the commands alike: no side of the seam owns it.',
+    ),
+    forbid(
+      'schedules-over-the-core',
+      layer('schedules'),
+      '^src/(?!(protocol|model|broker|schedules)/)',
+      'Schedules (their store, times and policies) sit over the core; the hub fires them, every front-end reaches them through it.',
     ),
     forbid(
       'loopback-is-a-leaf',

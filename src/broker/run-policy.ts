@@ -60,6 +60,7 @@ const DOOR_WORDS: Record<TaskOrigin, string> = {
   panel: 'the panel',
   gateway: 'the gateway',
   control: 'the control endpoint',
+  schedule: 'a schedule',
 };
 
 /** The owner's own terminal (and a spec without an origin: the owner's own program) is trusted. */

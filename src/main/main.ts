@@ -25,6 +25,7 @@ import { loadConfig } from '../config/file.js';
 import { watchWebhooks } from '../notify/index.js';
 import { ownerTaskGuards } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
+import { startSchedules, type HubScheduler } from '../hub/scheduler.js';
 import type { PresetInfo } from '../bridge/contract.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
@@ -112,6 +113,7 @@ async function start(): Promise<void> {
     shutdown: async () => {
       logger.info('quitting: cancelling running tasks');
       handlers.dispose();
+      scheduler?.stop();
       await control?.close();
       bridge.close();
       stopWebhooks();
@@ -176,6 +178,9 @@ function appPresets(logger: Logger): PresetInfo[] {
   return loadPresets(DEMO_AGENTS_DIR, (message) => logger.warn(message), TEMPLATES_DIR);
 }
 
+/** The schedules' scheduler (../hub/scheduler.ts), once the broker is up. */
+let scheduler: HubScheduler | undefined;
+
 /**
  * The broker with its history in the one home every headless command reads (../hub/history-home.ts;
  * an earlier version's history in the app's user data is moved there once), logging through
@@ -190,9 +195,15 @@ async function startBroker(logger: Logger): Promise<TaskBroker> {
     });
     if (moved?.kind === 'moved' || moved?.kind === 'kept') logger.warn(moved.notice);
   }
-  const broker = new TaskBroker({ dataDir, logger, runPolicy: ownerRunPolicy({ presets: appPresets(logger) }), ...ownerTaskGuards() });
+  const runPolicy = ownerRunPolicy({ presets: appPresets(logger) });
+  const broker = new TaskBroker({ dataDir, logger, runPolicy, ...ownerTaskGuards() });
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
+  try {
+    scheduler = startSchedules(dataDir, { submit: (spec) => broker.submit(spec), runPolicy, logger });
+  } catch (error) {
+    logger.error(`schedules do not fire: ${(error as Error).message}`);
+  }
   return broker;
 }
 

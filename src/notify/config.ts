@@ -11,7 +11,7 @@
 import * as z from 'zod/mini';
 import { firstProblem, must } from '../model/shapes.js';
 
-/** What a webhook may be told. `schedule_skipped` is reserved for schedules (not sent yet). */
+/** What a webhook may be told. `schedule_skipped`: the hub's scheduler recorded a fire as skipped (src/hub/scheduler.ts). */
 export const NOTIFY_EVENTS = ['ended', 'needs_input', 'budget_exceeded', 'schedule_skipped'] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
 

@@ -28,6 +28,23 @@ export interface WebhookBody {
   data: { task: Pick<TaskSnapshot, 'id' | 'label' | 'state' | 'reason' | 'message' | 'usage' | 'pendingQuestion' | 'endedAt'> };
 }
 
+/** A skipped fire of a schedule, as `schedule_skipped` tells it (times in ms since the epoch). */
+export interface ScheduleSkip {
+  schedule: string;
+  at: number;
+  /** When the record stands for a run of skipped fires: the last one, and how many (when known). */
+  until?: number;
+  count?: number;
+  reason: 'overlap' | 'paused' | 'hub_down' | 'budget_spent' | 'refused';
+}
+
+/** The JSON of `schedule_skipped`: `{type, timestamp, data: {schedule}}`. */
+export interface ScheduleSkippedBody {
+  type: 'schedule_skipped';
+  timestamp: string;
+  data: { schedule: ScheduleSkip };
+}
+
 export interface WebhookNotifierOptions {
   targets: readonly WebhookTarget[];
   logger: Logger;
@@ -60,9 +77,26 @@ export class WebhookNotifier {
 
   /** Queues `event` for every webhook that asked for it. */
   emit(type: NotifyEvent, task: TaskSnapshot): void {
-    if (this.closed) return;
     const body: WebhookBody = { type, timestamp: new Date().toISOString(), data: { task: taskFacts(task) } };
-    const json = JSON.stringify(body);
+    this.send(type, JSON.stringify(body));
+  }
+
+  /** Queues `schedule_skipped` (a fire the hub's scheduler recorded as skipped) for every webhook that asked for it. */
+  readonly scheduleSkipped = (skip: ScheduleSkip): void => {
+    const { schedule, at, until, count, reason } = skip;
+    const facts: ScheduleSkip = {
+      schedule,
+      at,
+      reason,
+      ...(until !== undefined ? { until } : {}),
+      ...(count !== undefined ? { count } : {}),
+    };
+    const body: ScheduleSkippedBody = { type: 'schedule_skipped', timestamp: new Date().toISOString(), data: { schedule: facts } };
+    this.send('schedule_skipped', JSON.stringify(body));
+  };
+
+  private send(type: NotifyEvent, json: string): void {
+    if (this.closed) return;
     for (const signer of this.signers) {
       if (signer.target.events.includes(type)) void this.deliver(signer, `msg_${randomUUID()}`, type, json, 0);
     }

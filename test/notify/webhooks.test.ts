@@ -8,7 +8,13 @@ import { Webhook as SvixWebhook } from 'svix';
 import { afterEach, describe, expect, test } from 'vitest';
 import { silentLogger } from '../../src/broker/log.js';
 import { parseWebhooks } from '../../src/notify/config.js';
-import { WebhookNotifier, type WebhookBody } from '../../src/notify/webhooks.js';
+import { WebhookNotifier, type ScheduleSkippedBody, type WebhookBody } from '../../src/notify/webhooks.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RunPolicy } from '../../src/broker/run-policy.js';
+import { HubScheduler } from '../../src/hub/scheduler.js';
+import { ScheduleStore } from '../../src/schedules/index.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { fixture, makeBroker, settle, waitFor } from '../helpers/core.js';
 
@@ -133,5 +139,52 @@ describe('webhooks', () => {
     const bad = () => parseWebhooks({ webhooks: [{ url: 'http://x/', events: ['ended'], secret: 'hunter2' }] }, '/c.yaml');
     expect(bad).toThrow('notify.webhooks[0].secret must be a secret whsec_<base64>');
     expect(bad).not.toThrow('hunter2');
+  });
+});
+
+describe('schedule_skipped', () => {
+  test('a fire the hub’s scheduler skips for overlap arrives signed as schedule_skipped; svix verifies it', async () => {
+    const { port, received } = await listen();
+    const { broker } = makeBroker();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/hook`, events: ['schedule_skipped'], secret: SECRET }],
+      logger: silentLogger,
+      snapshot: (id) => broker.get(id),
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), 'bc-hook-sched-'));
+    const clock = { now: Date.parse('2026-12-05T09:00:00Z') };
+    const start = clock.now;
+    const store = new ScheduleStore(dataDir);
+    const scheduler = new HubScheduler({
+      store,
+      submit: (spec) => broker.submit(spec),
+      runPolicy: new RunPolicy([{ name: 'sleeper', command: fixture('sleeper.mjs') }]),
+      logger: silentLogger,
+      now: () => clock.now,
+      tickMs: 0,
+      onSkipped: (record) => notifier.scheduleSkipped({ ...record, reason: record.reason! }),
+    });
+    try {
+      scheduler.add({ name: 'slow', everyMs: 60_000, command: [fixture('sleeper.mjs')] });
+      scheduler.start();
+      clock.now = start + 60_000;
+      scheduler.tick();
+      clock.now = start + 120_000;
+      scheduler.tick();
+      await waitFor(() => received.length >= 1, 'the schedule_skipped webhook');
+      const body = verified(SECRET, received[0]!) as unknown as ScheduleSkippedBody;
+      expect(body).toMatchObject({
+        type: 'schedule_skipped',
+        data: { schedule: { schedule: 'slow', at: start + 120_000, reason: 'overlap' } },
+      });
+      expect(() => verified(OTHER_SECRET, received[0]!)).toThrow();
+      const [run] = store.history('slow');
+      broker.cancel(run!.taskId!);
+      await waitFor(() => scheduler.activeRuns('slow') === 0, 'the run to end');
+    } finally {
+      scheduler.stop();
+      notifier.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

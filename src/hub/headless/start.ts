@@ -20,11 +20,12 @@ import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
 import { panelToken } from './token.js';
 import { loadConfig } from '../../config/file.js';
-import { watchWebhooks } from '../../notify/index.js';
+import { watchWebhooks, type WebhookWatch } from '../../notify/index.js';
 import { ownerTaskGuards } from '../task-guards.js';
 import { ownerRunPolicy } from '../run-policy.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { PresetInfo } from '../../bridge/contract.js';
+import { startSchedules, type HubScheduler } from '../scheduler.js';
 
 export interface HeadlessOptions {
   /** 0 = a free port. @default 0 */
@@ -56,6 +57,8 @@ export interface HeadlessOptions {
   consoleLevel?: 'error' | 'warn' | 'info' | 'debug' | false;
   /** What other doors than `backchannel run` may start. @default the owner's (./run-policy.ts): presets and the config file's */
   runPolicy?: RunPolicy;
+  /** Fire the schedules kept in `<dataDir>/schedules` (docs/schedules.md). @default true */
+  schedules?: boolean;
 }
 
 export interface Headless {
@@ -67,6 +70,8 @@ export interface Headless {
   readonly control: ControlServer | undefined;
   readonly logPath: string;
   readonly logger: Logger;
+  /** The schedules' scheduler, unless `schedules: false`. */
+  readonly scheduler: HubScheduler | undefined;
   /** Stops the server, cancels running tasks (grace period, then kill), closes the broker. */
   close(): Promise<void>;
 }
@@ -79,11 +84,21 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   const core = await openCore(dataDir, lock, options);
   const { broker, logger, logPath } = core;
   broker.on('warning', (message) => logger.warn(message));
-  let stopWebhooks: () => void;
+  let webhooks: WebhookWatch;
+  let scheduler: HubScheduler | undefined;
   try {
     await broker.ready;
     // The config's webhooks (signed, retried in the background: never in the broker's way).
-    stopWebhooks = watchWebhooks(broker, loadConfig(), logger);
+    webhooks = watchWebhooks(broker, loadConfig(), logger);
+    // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
+    if (options.schedules !== false) {
+      scheduler = startSchedules(dataDir, {
+        submit: (spec) => broker.submit(spec),
+        runPolicy: core.runPolicy,
+        logger,
+        onSkipped: (record) => webhooks.scheduleSkipped({ ...record, reason: record.reason! }),
+      });
+    }
   } catch (error) {
     await broker.close();
     throw error;
@@ -95,7 +110,14 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     presets: core.presets,
     onListenerError: (error) => logger.error('panel event listener failed', error),
   });
-  const { server, control } = await startServers(core, bridge, lock, options);
+  let servers: Awaited<ReturnType<typeof startServers>>;
+  try {
+    servers = await startServers(core, bridge, lock, options);
+  } catch (error) {
+    scheduler?.stop();
+    throw error;
+  }
+  const { server, control } = servers;
   logger.info(`panel served on http://127.0.0.1:${server.port}/ (data in ${dataDir})`);
   let closing: Promise<void> | undefined;
   return {
@@ -106,13 +128,15 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     control,
     logPath,
     logger,
+    scheduler,
     close() {
       closing ??= (async () => {
+        scheduler?.stop();
         await server.close();
         if (control) removeHomePointer(control.path);
         await control?.close();
         bridge.close();
-        stopWebhooks();
+        webhooks.stop();
         await broker.close();
       })();
       return closing;
@@ -127,6 +151,7 @@ interface Core {
   readonly logPath: string;
   readonly token: string;
   readonly presets: PresetInfo[];
+  readonly runPolicy: RunPolicy;
 }
 
 /** The log, the panel's token, the presets and the run policy, then the broker; the lock is released when a step fails. */
@@ -151,7 +176,7 @@ async function openCore(dataDir: string, lock: DataDirLock, options: HeadlessOpt
       runPolicy,
       ...ownerTaskGuards(),
     });
-    return { broker, logger, logPath, token, presets };
+    return { broker, logger, logPath, token, presets, runPolicy };
   } catch (error) {
     await lock.release();
     throw error;

@@ -1,0 +1,155 @@
+/**
+ * Schedules and their fire records on disk, in `<data dir>/schedules/`: the directory gets the data
+ * directory's rules (ours, 0700, not writable by others, not a symlink), since whoever could write a
+ * schedule could make the hub run their command as us. Files are never followed through a symlink
+ * (O_NOFOLLOW), are 0600, and are read back only when they are regular files we own.
+ *
+ * - `schedules.json`: every schedule, rewritten whole and atomically (a temporary file created O_EXCL
+ *   with a random name, fsynced, then renamed over), so a crash leaves the old or the new file, never half.
+ * - `fires.jsonl`: one fire record per line, appended and fsynced before the fire is reported; a torn
+ *   last line (a crash mid-append) is ignored on read, and any line that is not a valid record is skipped.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureDataDir, NO_FOLLOW } from '../broker/history/data-dir.js';
+import { fireRecordSchema, scheduleSchema, type FireRecord, type Schedule } from './schedule.js';
+
+const SCHEDULES_FILE = 'schedules.json';
+const FIRES_FILE = 'fires.jsonl';
+
+export class ScheduleStore {
+  readonly dir: string;
+  private schedules = new Map<string, Schedule>();
+  private fires: FireRecord[] = [];
+
+  /** Opens (creating) `<dataDir>/schedules`; throws when the directory breaks the data directory's rules. */
+  constructor(dataDir: string) {
+    this.dir = join(dataDir, 'schedules');
+    ensureDataDir(dataDir);
+    ensureDataDir(this.dir, 'Schedules directory');
+    this.load();
+  }
+
+  list(): Schedule[] {
+    return [...this.schedules.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): Schedule | undefined {
+    return this.schedules.get(name);
+  }
+
+  /** Adds or replaces a schedule (already checked), durably. */
+  put(schedule: Schedule): void {
+    const next = new Map(this.schedules).set(schedule.name, schedule);
+    this.writeSchedules(next);
+    this.schedules = next;
+  }
+
+  /** Removes a schedule; its fire records stay (the history of what ran). False when there was none. */
+  remove(name: string): boolean {
+    if (!this.schedules.has(name)) return false;
+    const next = new Map(this.schedules);
+    next.delete(name);
+    this.writeSchedules(next);
+    this.schedules = next;
+    return true;
+  }
+
+  /** Appends fire records durably (fsynced) before returning. */
+  record(records: readonly FireRecord[]): void {
+    if (records.length === 0) return;
+    const text = records.map((r) => JSON.stringify(fireRecordSchema.parse(r)) + '\n').join('');
+    const fd = openSync(join(this.dir, FIRES_FILE), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NO_FOLLOW, 0o600);
+    try {
+      checkOwnedFile(fd, FIRES_FILE);
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.fires.push(...records);
+  }
+
+  /** A schedule's fire records, oldest first (the last `limit`). */
+  history(name: string, limit = Infinity): FireRecord[] {
+    const all = this.fires.filter((r) => r.schedule === name);
+    return Number.isFinite(limit) ? all.slice(-limit) : all;
+  }
+
+  /** The last fire time recorded for a schedule (ran or skipped; `run-now` fires do not count). */
+  lastFireAt(name: string): number | undefined {
+    let last: number | undefined;
+    for (const r of this.fires) if (r.schedule === name && !r.manual) last = Math.max(last ?? 0, r.until ?? r.at);
+    return last;
+  }
+
+  private load(): void {
+    const schedulesText = readOwned(join(this.dir, SCHEDULES_FILE));
+    if (schedulesText !== undefined) {
+      const parsed = JSON.parse(schedulesText) as { schedules?: unknown };
+      for (const item of Array.isArray(parsed.schedules) ? parsed.schedules : []) {
+        const schedule = scheduleSchema.safeParse(item);
+        if (schedule.success) this.schedules.set(schedule.data.name, schedule.data);
+      }
+    }
+    const firesText = readOwned(join(this.dir, FIRES_FILE)) ?? '';
+    for (const line of firesText.split('\n')) {
+      if (line.trim() === '') continue;
+      try {
+        const record = fireRecordSchema.safeParse(JSON.parse(line));
+        if (record.success) this.fires.push(record.data);
+      } catch {
+        // a torn last line or a damaged one: skipped, the rest is kept
+      }
+    }
+  }
+
+  private writeSchedules(schedules: Map<string, Schedule>): void {
+    const target = join(this.dir, SCHEDULES_FILE);
+    const temp = join(this.dir, `.${SCHEDULES_FILE}.${randomBytes(6).toString('hex')}.tmp`);
+    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);
+    try {
+      writeSync(fd, JSON.stringify({ version: 1, schedules: [...schedules.values()] }, null, 2) + '\n');
+      fsyncSync(fd);
+      closeSync(fd);
+      renameSync(temp, target);
+    } catch (error) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      rmSync(temp, { force: true });
+      throw error;
+    }
+  }
+}
+
+/** A file's text when it exists; undefined when it does not; throws when it is a symlink, not a file, or not ours. */
+function readOwned(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | NO_FOLLOW);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(
+      `${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}); schedules are only read from a regular file of our own`,
+      { cause: error },
+    );
+  }
+  try {
+    checkOwnedFile(fd, file);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function checkOwnedFile(fd: number, file: string): void {
+  if (process.platform === 'win32') return;
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) throw new Error(`${file} is not a regular file; schedules are only kept in regular files`);
+  if (typeof process.getuid === 'function' && stat.uid !== process.getuid())
+    throw new Error(`${file} belongs to uid ${stat.uid}, not to us; remove it or choose another data directory`);
+}

@@ -1,0 +1,187 @@
+/**
+ * The hub's scheduler over a real broker and real sub-agent processes, with an injected clock:
+ * fires run and are recorded with their task ids, an overlap skip is recorded with its reason, a
+ * hub down across fire times gives one catch-up run after the restart, and the run policy judges
+ * a schedule's command as the `schedule` door when it is created.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { silentLogger } from '../../src/broker/log.js';
+import { RunPolicy } from '../../src/broker/run-policy.js';
+import { HubScheduler } from '../../src/hub/scheduler.js';
+import { ScheduleStore, type FireRecord } from '../../src/schedules/index.js';
+import { fixture, makeBroker, waitFor } from '../helpers/core.js';
+
+const T0 = Date.parse('2026-12-05T09:00:00Z');
+const dirs: string[] = [];
+const schedulers: HubScheduler[] = [];
+afterEach(() => {
+  for (const s of schedulers.splice(0)) s.stop();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const ALLOW_FIXTURES = new RunPolicy([
+  { name: 'quick', command: fixture('quick.mjs') },
+  { name: 'sleeper', command: fixture('sleeper.mjs') },
+]);
+
+function setup(dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-'))) {
+  dirs.push(dataDir);
+  const { broker } = makeBroker();
+  const clock = { now: T0 };
+  const skipped: FireRecord[] = [];
+  const open = () => {
+    const store = new ScheduleStore(dataDir);
+    const scheduler = new HubScheduler({
+      store,
+      submit: (spec) => broker.submit(spec),
+      runPolicy: ALLOW_FIXTURES,
+      logger: silentLogger,
+      now: () => clock.now,
+      tickMs: 0,
+      onSkipped: (record) => skipped.push(record),
+    });
+    schedulers.push(scheduler);
+    return { store, scheduler };
+  };
+  return { broker, clock, skipped, open, dataDir };
+}
+
+test('an --every 2s schedule runs and records three fires, each naming its task, which really ran', async () => {
+  const { broker, clock, open } = setup();
+  const { store, scheduler } = open();
+  scheduler.add({ name: 'every2', everyMs: 2000, command: [fixture('quick.mjs')] });
+  scheduler.start();
+  for (let i = 1; i <= 3; i++) {
+    clock.now = T0 + i * 2000 + 10;
+    scheduler.tick();
+    await waitFor(() => scheduler.activeRuns('every2') === 0, `fire ${i} to end`);
+  }
+  const fires = store.history('every2');
+  expect(fires.map((f) => [f.at - T0, f.outcome])).toEqual([
+    [2000, 'ran'],
+    [4000, 'ran'],
+    [6000, 'ran'],
+  ]);
+  for (const fire of fires) {
+    const task = broker.get(fire.taskId!);
+    expect(task?.state).toBe('succeeded');
+    expect(task?.label).toBe('schedule every2');
+  }
+});
+
+test('a fire while the last run is still active is skipped with the reason overlap, and webhooks are told', async () => {
+  const { broker, clock, skipped, open } = setup();
+  const { store, scheduler } = open();
+  scheduler.add({ name: 'slow', everyMs: 60_000, command: [fixture('sleeper.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  scheduler.tick();
+  const [first] = store.history('slow');
+  await waitFor(() => broker.get(first!.taskId!)?.state === 'running', 'the first run to start');
+  clock.now = T0 + 120_000;
+  scheduler.tick();
+  expect(store.history('slow').map((f) => (f.outcome === 'ran' ? 'ran' : f.reason))).toEqual(['ran', 'overlap']);
+  expect(skipped).toMatchObject([{ schedule: 'slow', at: T0 + 120_000, outcome: 'skipped', reason: 'overlap' }]);
+  broker.cancel(first!.taskId!);
+  await waitFor(() => scheduler.activeRuns('slow') === 0, 'the run to end');
+});
+
+test('a hub stopped across fire times gives one catch-up run after the restart, and records the misses', async () => {
+  const { broker, clock, open, dataDir } = setup();
+  const before = open();
+  before.scheduler.add({ name: 'nightly', everyMs: 60_000, command: [fixture('quick.mjs')] });
+  before.scheduler.start();
+  clock.now = T0 + 60_000;
+  before.scheduler.tick();
+  await waitFor(() => before.scheduler.activeRuns('nightly') === 0, 'the first run to end');
+  before.scheduler.stop();
+
+  clock.now = T0 + 4 * 60_000 + 30_000; // down across 2m, 3m and 4m
+  const after = open();
+  expect(after.store.dir).toBe(join(dataDir, 'schedules'));
+  after.scheduler.start();
+  const fires = after.store.history('nightly');
+  expect(
+    fires.map(({ at, until, count, outcome, reason, catchUp }) => ({
+      at: at - T0,
+      until: until && until - T0,
+      count,
+      outcome,
+      reason,
+      catchUp,
+    })),
+  ).toEqual([
+    { at: 60_000, until: undefined, count: undefined, outcome: 'ran', reason: undefined, catchUp: undefined },
+    { at: 120_000, until: 180_000, count: 2, outcome: 'skipped', reason: 'hub_down', catchUp: undefined },
+    { at: 240_000, until: undefined, count: undefined, outcome: 'ran', reason: undefined, catchUp: true },
+  ]);
+  await waitFor(() => broker.get(fires[2]!.taskId!)?.state === 'succeeded', 'the catch-up run to succeed');
+  after.scheduler.tick();
+  expect(after.store.history('nightly')).toHaveLength(3); // nothing is fired twice
+});
+
+test('a command the run policy refuses from the schedule door cannot be scheduled', () => {
+  const { open } = setup();
+  const { store, scheduler } = open();
+  expect(() => scheduler.add({ name: 'evil', everyMs: 60_000, command: ['/bin/sh', '-c', 'echo pwned'] })).toThrow(
+    /refused `\/bin\/sh -c echo pwned` .*from a schedule: not a template, a preset or a command the run policy allows/,
+  );
+  expect(store.get('evil')).toBeUndefined();
+  expect(() => scheduler.add({ name: 'bad', everyMs: 10, command: [fixture('quick.mjs')] })).toThrow(/invalid schedule: everyMs/);
+});
+
+test('a fire whose command the broker refuses (the policy changed since) is recorded as refused, once', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-'));
+  dirs.push(dataDir);
+  // The broker now allows only quick.mjs from the schedule door; the schedule was made when sleeper.mjs was allowed.
+  const { broker } = makeBroker({ runPolicy: new RunPolicy([{ name: 'quick', command: fixture('quick.mjs') }]) });
+  const clock = { now: T0 };
+  const store = new ScheduleStore(dataDir);
+  const scheduler = new HubScheduler({
+    store,
+    submit: (spec) => broker.submit(spec),
+    runPolicy: ALLOW_FIXTURES,
+    logger: silentLogger,
+    now: () => clock.now,
+    tickMs: 0,
+  });
+  schedulers.push(scheduler);
+  scheduler.add({ name: 'changed', everyMs: 60_000, command: [fixture('sleeper.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  scheduler.tick();
+  scheduler.tick();
+  expect(store.history('changed')).toMatchObject([{ at: T0 + 60_000, outcome: 'skipped', reason: 'refused' }]);
+  expect(broker.tasks()).toHaveLength(0);
+});
+
+test('buffer-one keeps a fire that came during a run and starts it when the run ends; a further one is skipped', async () => {
+  const { broker, clock, open } = setup();
+  const { store, scheduler } = open();
+  scheduler.add({ name: 'buffered', everyMs: 60_000, overlap: 'buffer-one', command: [fixture('sleeper.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  scheduler.tick();
+  const [first] = store.history('buffered');
+  await waitFor(() => broker.get(first!.taskId!)?.state === 'running', 'the first run to start');
+  clock.now = T0 + 120_000;
+  scheduler.tick();
+  clock.now = T0 + 180_000;
+  scheduler.tick();
+  expect(store.history('buffered').map((f) => [f.at - T0, f.outcome, f.reason])).toEqual([
+    [60_000, 'ran', undefined],
+    [120_000, 'buffered', undefined],
+    [180_000, 'skipped', 'overlap'],
+  ]);
+  broker.cancel(first!.taskId!);
+  const started = await waitFor(
+    () => store.history('buffered').find((f) => f.at === T0 + 120_000 && f.outcome === 'ran'),
+    'the buffered fire to run',
+  );
+  await waitFor(() => broker.get(started.taskId!)?.state === 'running', 'the buffered run to start');
+  broker.cancel(started.taskId!);
+  await waitFor(() => scheduler.activeRuns('buffered') === 0, 'the runs to end');
+});
