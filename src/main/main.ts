@@ -22,7 +22,7 @@ import { startControlServer, type ControlServer } from '../hub/control/server.js
 import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
 import { loadConfig } from '../config/file.js';
-import { watchWebhooks } from '../notify/index.js';
+import { watchWebhooks, type WebhookWatch } from '../notify/index.js';
 import { ownerTaskGuards } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import { startSchedules, type HubScheduler } from '../hub/scheduler.js';
@@ -70,7 +70,7 @@ async function start(): Promise<void> {
     return undefined;
   });
   if (!broker) return;
-  const stopWebhooks = startWebhooks(broker, logger);
+  const webhooks = startWebhooks(broker, logger);
   const bridge = createBridge(broker, logger, logPath);
   const control = await startControl(bridge, logger);
   protocol.handle(PANEL_SCHEME, panelRequestHandler(RENDERER_DIR));
@@ -116,7 +116,7 @@ async function start(): Promise<void> {
       scheduler?.stop();
       await control?.close();
       bridge.close();
-      stopWebhooks();
+      webhooks.stop();
       // Cancels running tasks (grace period, then kill), removes every endpoint, flushes history.
       await broker.close().catch((error: unknown) => logger.error('broker close failed', error));
     },
@@ -156,12 +156,12 @@ async function startControl(bridge: BrokerBridge, logger: Logger): Promise<Contr
  * section is logged in its one line and the app runs without webhooks (a dialog at every start
  * would be worse than a line in the log the tray opens).
  */
-function startWebhooks(broker: TaskBroker, logger: Logger): () => void {
+function startWebhooks(broker: TaskBroker, logger: Logger): WebhookWatch {
   try {
     return watchWebhooks(broker, loadConfig(), logger);
   } catch (error) {
     logger.error(`no webhooks: ${(error as Error).message}`);
-    return () => {};
+    return { stop: () => {}, scheduleSkipped: () => {} };
   }
 }
 
