@@ -160,7 +160,6 @@ test('a failed task shows its reason and the tail of its stderr', async ({ page 
   const details = page.locator('.details');
   await expect(details.locator('.failure-reason')).toContainText('crashed');
   await expect(details.locator('.stderr-tail')).toContainText('OPENAI_API_KEY is not set; crashing on purpose');
-  await expect(details.locator('.stderr-tail')).toContainText('Traceback (most recent call last):');
 
   await row(page, 'rate limited').click();
   await expect(details.locator('.details-title')).toHaveText('rate limited');
