@@ -55,7 +55,7 @@ describe('the one config file', () => {
     h.write('run:\n  timeout: soon\n');
     const bad = h.cli(['run', '--', 'true']);
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toContain('run.timeout must be a non-negative number, got "soon"');
+    expect(bad.stderr).toContain('run.timeout must be a duration such as 90s, 10m, 2h (or milliseconds), got "soon"');
   });
 
   test('the gateway reads its section, or its old ~/.backchannel/config.yaml with a notice', async () => {

@@ -23,7 +23,7 @@ describe('the task request, declared once', () => {
     [{ command: 'x', heartbeatTimeoutMs: -1 }, 'Expected `heartbeatTimeoutMs` to be a non-negative finite number, got `-1` (number)'],
     [{ command: 'x', env: { 'BAD NAME': 'v' } }, 'Expected the names in `env` to be like FOO_BAR, got `BAD NAME` (string)'],
     [{ command: 'x', tags: { source: 5 } }, 'Expected `tags.source` to be a string, got `5` (number)'],
-    [{ command: 'x', origin: 'foo' }, 'Expected `origin` to be one of cli, mcp, panel, gateway, control, got `foo` (string)'],
+    [{ command: 'x', origin: 'foo' }, 'Expected `origin` to be one of cli, mcp, panel, gateway, control, schedule, got `foo` (string)'],
     [{ command: 'x', worktree: 5 }, 'Expected `worktree` to be true or an object, got `5` (number)'],
     [{ command: 'x', worktree: { base: 5 } }, 'Expected `worktree.base` to be a string, got `5` (number)'],
     [{ command: 'x', worktree: { bse: 'main' } }, 'Unexpected `worktree.bse`'],
