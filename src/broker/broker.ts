@@ -111,6 +111,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.startError = `could not start: ${(error as Error).message}`;
     this.logger.error(`the broker ${this.startError}`);
     void this.dataDirLock?.release();
+    // Its endings wait for the journal's fsync (durable before reported): a journal never opened lets them go.
+    this.journal?.abandon(this.startError);
     this.queue.clear();
     for (const entry of this.live.values()) entry.end(() => entry.task.fail('crashed', this.startError!));
   }

@@ -259,6 +259,16 @@ export class Journal {
     });
   }
 
+  /**
+   * The journal will never be opened (the broker could not start): nothing can be made durable, so
+   * `durable()` resolves at once from now on and those already waiting are let go.
+   */
+  abandon(reason: string): void {
+    this.failed ??= `history journal ${this.file} is not kept (${reason})`;
+    this.queue = [];
+    this.releaseWaiters();
+  }
+
   private schedule(): void {
     if (this.scheduled || (this.queue.length === 0 && this.syncWaiters.length === 0)) return;
     this.scheduled = true;
