@@ -62,6 +62,8 @@ describe('task pages', () => {
     const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
     // A live task, newest of all.
     const running = broker.submit({ command: fixture('sleeper.mjs'), input: { ms: 60_000 } });
+    // Shown as running once its start is durable (issue 36): the first event of a subscription after that.
+    await expect.poll(() => broker.get(running.id)?.state, { timeout: 20_000 }).toBe('running');
     const events: BridgeEvent[] = [];
     const unsubscribe = bridge.subscribe((event) => events.push(event));
     await expect
