@@ -34,7 +34,8 @@ test('an id prefix that matches two tasks: invalid_request, exit 2, and the one 
   expect(ids[1]!.startsWith(shared)).toBe(true);
   const { code, stderr } = await cli(['show', shared], env);
   expect(code).toBe(2);
-  expect(stderr).toBe(`backchannel show: "${shared}" matches 2 tasks; give more of the id\n`);
+  const shorts = ids.map((id) => id.replace(/-/g, '').slice(-12)).join(', ');
+  expect(stderr).toBe(`backchannel show: "${shared}" matches 2 tasks (short ids ${shorts}); give more of the id\n`);
 });
 
 test('a command that needs a hub, without one: conflict, exit 1, one line', async () => {
