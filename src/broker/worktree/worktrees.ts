@@ -272,14 +272,11 @@ export class Worktrees {
         try {
           await git(['apply', '--cached', '--binary', '--', found.file], { cwd: repo, env, drivers });
         } catch (error) {
-          const files = conflictingFiles((error as GitError).stderr ?? '');
-          const named = files.length > 0 ? files.join(', ') : (error as Error).message;
-          return {
-            ok: false,
-            applied: [],
-            conflict: { taskId: record.taskId, files },
-            message: `the change of task ${record.taskId} does not apply cleanly to ${repo} (${named}); nothing was changed`,
-          };
+          return refusedApply(
+            error,
+            record.taskId,
+            (named) => `the change of task ${record.taskId} does not apply cleanly to ${repo} (${named})`,
+          );
         }
       }
       const after = (await git(['write-tree'], { cwd: repo, env, drivers })).trim();
@@ -293,14 +290,7 @@ export class Worktrees {
           await git(['apply', '--binary', '--', combined], { cwd: repo, drivers });
         } catch (error) {
           // The user (or another program) changed the tree since the check: still all or nothing.
-          const files = conflictingFiles((error as GitError).stderr ?? '');
-          const named = files.length > 0 ? files.join(', ') : (error as Error).message;
-          return {
-            ok: false,
-            applied: [],
-            conflict: { taskId: records[0]!.taskId, files },
-            message: `the changes do not apply to ${repo} as it is now (${named}); nothing was changed`,
-          };
+          return refusedApply(error, records[0]!.taskId, (named) => `the changes do not apply to ${repo} as it is now (${named})`);
         }
       }
       for (const record of records) this.store.writeRecord({ ...record, state: record.state === 'kept' ? 'kept' : 'applied' });
@@ -571,6 +561,13 @@ function changedFiles(numstat: string, nameStatus: string): ChangedFile[] {
 }
 
 /** The files `git apply` names in its refusal ("error: patch failed: a.ts:3", "error: a.ts: patch does not apply", …). */
+/** The outcome of an apply git refused: nothing changed, the conflicting files named (or git's reason). */
+function refusedApply(error: unknown, taskId: string, say: (named: string) => string): ApplyOutcome {
+  const files = conflictingFiles((error as GitError).stderr ?? '');
+  const named = files.length > 0 ? files.join(', ') : (error as Error).message;
+  return { ok: false, applied: [], conflict: { taskId, files }, message: `${say(named)}; nothing was changed` };
+}
+
 export function conflictingFiles(stderr: string): string[] {
   const files = new Set<string>();
   for (const line of stderr.split('\n')) {
