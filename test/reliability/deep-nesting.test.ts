@@ -25,6 +25,31 @@ describe('nesting depth', () => {
     expect(nestedDeeperThan(`{"a":"\\"",${'['.repeat(200)}`)).toBe(true);
   });
 
+  test('agrees with a character-at-a-time scan on strings of every length around the fast path', () => {
+    // The reference: what nestedDeeperThan did before it skipped long strings with indexOf.
+    const reference = (text: string): boolean => {
+      let depth = 0;
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (c === '"') for (i++; i < text.length && text[i] !== '"'; i++) i += text[i] === '\\' ? 1 : 0;
+        else if (c === '[' || c === '{') depth++;
+        else if (c === ']' || c === '}') depth--;
+        if (depth > MAX_JSON_DEPTH) return true;
+      }
+      return false;
+    };
+    // Strings ending in every run of backslashes, at every position around the 32-character switch.
+    let checked = 0;
+    for (let length = 0; length < 80; length++)
+      for (let slashes = 0; slashes < 5; slashes++) {
+        const inner = 'x'.repeat(length) + '\\'.repeat(slashes);
+        const text = `{"s":"${inner}"${'['.repeat(MAX_JSON_DEPTH + 1)}`;
+        expect(nestedDeeperThan(text), `${length} + ${slashes} backslashes`).toBe(reference(text));
+        checked++;
+      }
+    expect(checked).toBe(400);
+  });
+
   test.each([
     ['on the socket', 'socket', 3000],
     ['on the socket, 5,000 deep', 'socket', 5000],
