@@ -174,7 +174,7 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     expect(JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env))).toEqual([]);
   });
 
-  test('a command the run policy refuses from the schedule door cannot be scheduled: a clear error, exit 1, nothing stored', async () => {
+  test('a command the run policy refuses from the schedule door cannot be scheduled: a clear error, exit 1, nothing stored; an allowed one keeps every option', async () => {
     const hub = hubEnv();
     // Only the quick fixture may run, from any door.
     fs.writeFileSync(hub.env.BACKCHANNEL_CONFIG!, `run_policy:\n  allow:\n    - command: ${JSON.stringify(QUICK)}\n`);
@@ -185,7 +185,48 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     expect(refused.stderr).toMatch(/^backchannel schedule add: refused `\/bin\/sh -c echo pwned` .*from a schedule: .*\n$/);
     expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env))).toEqual([]);
-    await ok(['schedule', 'add', 'fine', '--every', '1m', '--', QUICK], hub.env);
+    // An allowed command is stored with every option add takes.
+    const view = JSON.parse(
+      await ok(
+        [
+          'schedule',
+          'add',
+          'fine',
+          '--json',
+          '--every',
+          '1h',
+          '--overlap',
+          'buffer-one',
+          '--catch-up',
+          'all',
+          '--catch-up-window',
+          '12h',
+          '--worktree',
+          hub.dir,
+          '--max-tokens',
+          '1000',
+          '--max-cost-usd',
+          '0.5',
+          '--cwd',
+          hub.dir,
+          '--',
+          QUICK,
+        ],
+        hub.env,
+      ),
+    ) as ScheduleView;
+    expect(view.schedule).toMatchObject({
+      name: 'fine',
+      everyMs: 3_600_000,
+      overlap: 'buffer-one',
+      catchUp: 'all',
+      catchUpWindowMs: 43_200_000,
+      worktree: hub.dir,
+      maxTokens: 1000,
+      maxCostUsd: 0.5,
+      cwd: hub.dir,
+      command: [QUICK],
+    });
     expect((JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env)) as ScheduleView[]).map((v) => v.schedule.name)).toEqual(['fine']);
   });
 
