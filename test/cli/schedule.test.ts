@@ -156,6 +156,10 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     const left = JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env)) as ScheduleView[];
     expect(left.map((view) => view.schedule.name)).toEqual(['nightly']);
     expect(left[0]!.nextFireAt).toBeGreaterThan(Date.now());
+    // ls prints the next fire in the local time of whoever runs it, with its offset (Kolkata: +05:30 all year).
+    const kolkata = await ok(['schedule', 'ls'], { ...hub.env, TZ: 'Asia/Kolkata' });
+    const local = new Date(left[0]!.nextFireAt! + 5.5 * 3_600_000).toISOString().slice(0, 19);
+    expect(kolkata).toMatch(new RegExp(`\\nnightly\\s+${local}\\+05:30\\s`));
     await stopHub(proc);
   });
 
