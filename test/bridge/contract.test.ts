@@ -65,6 +65,16 @@ describe('both bridges answer the same calls the same way', () => {
     ['submit() with negative retries', (b) => b.submit({ command: 'node', retries: -1 }), 'invalid_request'],
     ['setPaused("yes")', (b) => b.setPaused('yes' as unknown as boolean), 'invalid_request'],
     ['openLog()', (b) => b.openLog(), undefined],
+    ['listSchedules()', (b) => b.listSchedules(), undefined],
+    ['getSchedule(unknown)', (b) => b.getSchedule('no-such-schedule'), 'not_found'],
+    [
+      'addSchedule() with both --cron and --every',
+      (b) => b.addSchedule({ name: 'x', cron: '* * * * *', everyMs: 5000, command: ['node'] }),
+      'invalid_request',
+    ],
+    ['setSchedulePaused(unknown)', (b) => b.setSchedulePaused('no-such-schedule', true), 'not_found'],
+    ['removeSchedule(unknown)', (b) => b.removeSchedule('no-such-schedule'), 'not_found'],
+    ['runScheduleNow(42)', (b) => b.runScheduleNow(42 as unknown as string), 'invalid_request'],
   ];
 
   test.each(calls)('%s', async (_name, call, expectedCode) => {
@@ -89,6 +99,20 @@ describe('both bridges answer the same calls the same way', () => {
 });
 
 describe('state changes made through one bridge show up in the other', () => {
+  test('a schedule added over HTTP is paused over IPC and seen paused over HTTP; removed over IPC it is gone for both', async () => {
+    const request = demoRequest('progress');
+    const added = await http.addSchedule({ name: 'hourly', everyMs: 3_600_000, command: [request.command, ...request.args] });
+    expect(added.schedule).toMatchObject({ name: 'hourly', everyMs: 3_600_000, paused: false });
+    expect((await ipc.setSchedulePaused('hourly', true)).schedule.paused).toBe(true);
+    const [listed] = await http.listSchedules();
+    expect(listed).toMatchObject({ schedule: { name: 'hourly', paused: true }, activeRuns: 0 });
+    expect(listed!.nextFireAt).toBeUndefined();
+    expect(await ipc.getSchedule('hourly')).toEqual(await http.getSchedule('hourly'));
+    await ipc.removeSchedule('hourly');
+    expect(await http.listSchedules()).toEqual([]);
+    expect(await ipc.listSchedules()).toEqual([]);
+  });
+
   test('a task submitted over IPC and cancelled over HTTP ends cancelled for both subscribers', async () => {
     const { id } = await ipc.submit(demoRequest('forever', ['--interval=50'], 'cancel me'));
     await waitForTask(http.subscribe, (task) => task.id === id && task.state === 'running');
