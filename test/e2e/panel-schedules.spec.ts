@@ -148,7 +148,15 @@ test('a schedule made in the form fires, links its runs, pauses, runs now and is
 });
 
 test('a command the run policy does not allow from a schedule is refused in the form, and nothing is stored', async ({ page }) => {
-  await openSchedules(page);
+  // From the keyboard (S), and by its address: a reload comes back to it.
+  await page.goto(serve.url);
+  await expect(page.locator('#app')).toHaveAttribute('data-ready', 'true');
+  await page.keyboard.press('s');
+  await expect(page.locator('section.schedules')).toBeVisible();
+  await expect(page).toHaveURL(/#schedules$/);
+  await page.reload();
+  await expect(page.locator('section.schedules')).toBeVisible();
+  await expect(page.locator('.list-pane')).toBeHidden();
   const mark = path.join(dir, 'pwned');
   const dialog = await createSchedule(page, 'sneaky', '5s', 'sh', ['-c', `touch ${mark}`]);
   const error = dialog.locator('.form-error');
@@ -189,14 +197,16 @@ async function layoutProblems(page: Page): Promise<string[]> {
   });
 }
 
+const MARKUP = '<img src=x onerror="document.title=1">';
+
 for (const width of [720, 1100]) {
-  test(`the Schedules view and its form lay out without overlaps at ${width} px`, async ({ page }) => {
+  test(`the Schedules view and its form lay out without overlaps at ${width} px, markup shown as text`, async ({ page }) => {
     const name = `layout-${width}-a-rather-long-schedule-name-that-needs-room`;
     await serve.api('POST', '/api/schedules', {
       name,
       cron: '0 9 * * 1-5',
       tz: 'America/New_York',
-      command: [TICKER, '1', '0.01'],
+      command: [TICKER, '1', '0.01', MARKUP],
       paused: true,
     });
     try {
@@ -204,6 +214,9 @@ for (const width of [720, 1100]) {
       const view = await openSchedules(page);
       const row = view.locator(`li.schedule[data-name="${name}"]`);
       await expect(row.locator('.schedule-cadence')).toHaveText('cron 0 9 * * 1-5 (America/New_York)');
+      // A command's arguments are text, whatever they hold.
+      await expect(row.locator('.schedule-command')).toHaveText(`${TICKER} 1 0.01 ${JSON.stringify(MARKUP)}`);
+      await expect(row.locator('.schedule-command img')).toHaveCount(0);
       await row.getByRole('button', { name: 'History' }).click();
       await expect(row.locator('.schedule-history h3')).toHaveText('Fire history (0)');
       await row.locator('.schedule-delete').click();
