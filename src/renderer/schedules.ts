@@ -10,12 +10,13 @@
  * kept between refreshes, so focus and an open history survive the poll.
  */
 import type { BackchannelBridge, FireRecord, ScheduleView } from '../bridge/contract.js';
+import { FIRE_PAGE_SIZE } from '../bridge/contract.js';
 import { shortTaskId } from '../model/task-ids.js';
 import { h, setText } from './dom.js';
 import { commandLine, formatDuration, STATE_LABEL } from './format.js';
 
-/** Fire records a history shows (the newest; the hub keeps them all). */
-export const HISTORY_SHOWN = 20;
+/** Fire records a history shows: the newest page (the hub keeps them all; `schedule show` pages on). */
+export const HISTORY_SHOWN = FIRE_PAGE_SIZE;
 
 type SkipReason = NonNullable<FireRecord['reason']>;
 

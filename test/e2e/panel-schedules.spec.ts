@@ -173,6 +173,35 @@ test('a command the run policy does not allow from a schedule is refused in the 
   expect(fs.existsSync(mark)).toBe(false);
 });
 
+test('a preset fills the form, runs from the schedule door, and its run opens from the history', async ({ page }) => {
+  const view = await openSchedules(page);
+  await view.locator('.schedules-head').getByRole('button', { name: 'New schedule' }).click();
+  const dialog = page.locator('#new-schedule-dialog');
+  await page.locator('#sched-name').fill('hourly-progress');
+  await page.locator('#sched-every').fill('1h');
+  // The first preset (the progress demo agent), exactly as offered: the run policy allows it from every door.
+  await page.locator('#sched-source').selectOption({ index: 1 });
+  await expect(page.locator('#sched-args')).toHaveValue(/--mode=progress/);
+  await dialog.getByRole('button', { name: 'Create schedule' }).click();
+  await expect(dialog).toBeHidden();
+  const row = view.locator('li.schedule[data-name="hourly-progress"]');
+  await expect(row.locator('.schedule-cadence')).toHaveText('every 1h00m');
+  await expect(row.locator('.schedule-last')).toHaveText('Not run yet');
+  try {
+    await row.getByRole('button', { name: 'Run now' }).click();
+    await row.getByRole('button', { name: 'History' }).click();
+    const link = row.locator('.fire[data-outcome="ran"] .fire-task');
+    await expect(link).toHaveCount(1);
+    // The row follows its run to the end (its task's events, and the poll, refresh the view).
+    await expect(row.locator('.schedule-last')).toContainText('· Succeeded', { timeout: 60_000 });
+    await link.click();
+    await expect(page.locator('#details-pane .details-title')).toHaveText('schedule hourly-progress');
+    await expect(page.locator('#details-pane .badge').first()).toHaveText('Succeeded');
+  } finally {
+    await serve.api('POST', '/api/schedules/hourly-progress/remove');
+  }
+});
+
 /** Elements of the view that stick out of their box or of the pane, or header buttons that overlap. */
 async function layoutProblems(page: Page): Promise<string[]> {
   return page.evaluate(() => {
