@@ -63,6 +63,8 @@ async function createSchedule(page: Page, name: string, every: string, command: 
 }
 
 test('a schedule made in the form fires, links its runs, pauses, runs now and is deleted', async ({ page }) => {
+  // Several waits of up to 30 s each for fires and runs: room for all of them on a busy machine.
+  test.setTimeout(180_000);
   const view = await openSchedules(page);
   // Nothing scheduled yet: the empty state, with its own way to create one.
   await expect(view.locator('.schedules-empty')).toBeVisible();
@@ -174,6 +176,8 @@ test('a command the run policy does not allow from a schedule is refused in the 
 });
 
 test('a preset fills the form, runs from the schedule door, and its run opens from the history', async ({ page }) => {
+  // Several waits of up to 30 s each for fires and runs: room for all of them on a busy machine.
+  test.setTimeout(180_000);
   const view = await openSchedules(page);
   await view.locator('.schedules-head').getByRole('button', { name: 'New schedule' }).click();
   const dialog = page.locator('#new-schedule-dialog');
