@@ -189,7 +189,7 @@ function newScheduleDialog(): ScheduleDialog {
 async function openNewSchedule(): Promise<void> {
   try {
     info = await bridge.info();
-    newScheduleDialog().open(info);
+    newScheduleDialog().open(info, schedules?.names());
   } catch (error) {
     showError(error);
   }

@@ -48,7 +48,12 @@ export class ScheduleDialog {
   private readonly maxTokens = input('sched-max-tokens', { type: 'number', min: '1', step: '1', placeholder: 'none' });
   private readonly maxCost = input('sched-max-cost', { type: 'number', min: '0', step: 'any', placeholder: 'none' });
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
+  private readonly submitButton = h('button', { text: 'Create schedule', class: 'primary', attrs: { type: 'submit' } });
   private choices: SubmitRequest[] = [];
+  /** Names of the schedules there are: adding one of them replaces it, so the form asks first. */
+  private taken = new Set<string>();
+  /** The name the person agreed to replace (pressed Replace schedule with it). */
+  private replacing: string | undefined;
 
   constructor(private readonly add: (request: ScheduleRequest) => Promise<void>) {
     const field = (id: string, text: string, control: HTMLElement, hint?: string): HTMLElement =>
@@ -93,7 +98,7 @@ export class ScheduleDialog {
       this.error,
       h('div', { class: 'dialog-buttons' }, [
         h('button', { text: 'Cancel', class: 'quiet', attrs: { type: 'button' }, on: { click: () => this.dialog.close() } }),
-        h('button', { text: 'Create schedule', class: 'primary', attrs: { type: 'submit' } }),
+        this.submitButton,
       ]),
     ]);
     form.addEventListener('submit', (event) => {
@@ -102,11 +107,17 @@ export class ScheduleDialog {
     });
     for (const radio of [this.every, this.cron]) radio.addEventListener('change', () => this.showKind());
     this.source.addEventListener('change', () => this.fill(this.choices[Number(this.source.value)]));
+    this.name.addEventListener('input', () => this.setReplacing(undefined));
     this.dialog = h('dialog', { class: 'dialog', attrs: { id: 'new-schedule-dialog' } }, [form]);
   }
 
-  /** Opens an empty form; the presets and recent commands of `info` are offered to start from. */
-  open(info: BridgeInfo): void {
+  /**
+   * Opens an empty form; the presets and recent commands of `info` are offered to start from. `names`
+   * are the schedules there are (the form asks before it replaces one).
+   */
+  open(info: BridgeInfo, names: Iterable<string> = []): void {
+    this.taken = new Set(names);
+    this.setReplacing(undefined);
     this.choices = [];
     const options: HTMLElement[] = [h('option', { text: 'Empty', attrs: { value: '-1' } })];
     const group = (label: string, requests: Array<[string, SubmitRequest]>): void => {
@@ -142,6 +153,11 @@ export class ScheduleDialog {
     this.error.textContent = '';
     this.dialog.showModal();
     this.name.focus();
+  }
+
+  private setReplacing(name: string | undefined): void {
+    this.replacing = name;
+    this.submitButton.textContent = name === undefined ? 'Create schedule' : 'Replace schedule';
   }
 
   private showKind(): void {
@@ -187,6 +203,11 @@ export class ScheduleDialog {
     const request = this.request();
     if (typeof request === 'string') {
       this.error.textContent = request;
+      return;
+    }
+    if (this.taken.has(request.name) && this.replacing !== request.name) {
+      this.setReplacing(request.name);
+      this.error.textContent = `A schedule named ${request.name} exists: Replace schedule replaces it (its fire history stays).`;
       return;
     }
     this.error.textContent = '';

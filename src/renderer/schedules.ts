@@ -110,6 +110,11 @@ export class SchedulesView {
     this.root.append(head, this.problem, this.empty, this.list);
   }
 
+  /** The names of the schedules shown. */
+  names(): string[] {
+    return [...this.rows.keys()];
+  }
+
   /** Whether an event's tasks concern the view (the task of a fire it shows). */
   concerns(taskIds: readonly string[]): boolean {
     return taskIds.some((id) => this.fireTasks.has(id));

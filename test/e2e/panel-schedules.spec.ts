@@ -175,7 +175,9 @@ test('a command the run policy does not allow from a schedule is refused in the 
   expect(fs.existsSync(mark)).toBe(false);
 });
 
-test('a preset fills the form, runs from the schedule door, and its run opens from the history', async ({ page }) => {
+test('a preset fills the form, runs from the schedule door, its run opens from the history, and a replace is asked first', async ({
+  page,
+}) => {
   // Several waits of up to 30 s each for fires and runs: room for all of them on a busy machine.
   test.setTimeout(180_000);
   const view = await openSchedules(page);
@@ -201,6 +203,21 @@ test('a preset fills the form, runs from the schedule door, and its run opens fr
     await link.click();
     await expect(page.locator('#details-pane .details-title')).toHaveText('schedule hourly-progress');
     await expect(page.locator('#details-pane .badge').first()).toHaveText('Succeeded');
+
+    // The same name again: the form asks before it replaces the schedule.
+    await page.getByRole('button', { name: 'Schedules' }).click();
+    await view.locator('.schedules-head').getByRole('button', { name: 'New schedule' }).click();
+    await page.locator('#sched-name').fill('hourly-progress');
+    await page.locator('#sched-every').fill('2h');
+    await page.locator('#sched-source').selectOption({ index: 1 });
+    await dialog.getByRole('button', { name: 'Create schedule' }).click();
+    await expect(dialog.locator('.form-error')).toHaveText(
+      'A schedule named hourly-progress exists: Replace schedule replaces it (its fire history stays).',
+    );
+    await expect(row.locator('.schedule-cadence')).toHaveText('every 1h00m');
+    await dialog.getByRole('button', { name: 'Replace schedule' }).click();
+    await expect(dialog).toBeHidden();
+    await expect(row.locator('.schedule-cadence')).toHaveText('every 2h00m');
   } finally {
     await serve.api('POST', '/api/schedules/hourly-progress/remove');
   }
