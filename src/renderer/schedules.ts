@@ -10,12 +10,16 @@
  * kept between refreshes, so focus and an open history survive the poll.
  */
 import type { BackchannelBridge, FireRecord, ScheduleView } from '../bridge/contract.js';
-import { FIRE_PAGE_SIZE } from '../bridge/contract.js';
+import { FIRE_PAGE_SIZE, MAX_FIRE_PAGE_SIZE } from '../bridge/contract.js';
 import { shortTaskId } from '../model/task-ids.js';
 import { h, setText } from './dom.js';
 import { commandLine, formatDuration, STATE_LABEL } from './format.js';
 
-/** Fire records a history shows: the newest page (the hub keeps them all; `schedule show` pages on). */
+/**
+ * Fire records a history shows at first: the hub's page. "Show older fires" asks for the newest
+ * `limit` again with a larger limit (up to MAX_FIRE_PAGE_SIZE), not for the page below a cursor:
+ * the newest page moves on while a schedule fires, and a longer newest page leaves no gap.
+ */
 export const HISTORY_SHOWN = FIRE_PAGE_SIZE;
 
 type SkipReason = NonNullable<FireRecord['reason']>;
@@ -153,7 +157,7 @@ export class SchedulesView {
     const open = views.filter((view) => this.rows.get(view.schedule.name)?.historyOpen);
     const histories = await Promise.all(
       open.map((view) =>
-        this.bridge.getSchedule(view.schedule.name, { limit: HISTORY_SHOWN }).then(
+        this.bridge.getSchedule(view.schedule.name, { limit: this.rows.get(view.schedule.name)!.historyLimit }).then(
           (details) => details,
           () => undefined, // removed meanwhile: the next refresh drops its row
         ),
@@ -243,6 +247,19 @@ class ScheduleRow {
   private readonly confirm = h('div', { class: 'schedule-confirm', role: 'group', hidden: true });
   private readonly history = h('div', { class: 'schedule-history', hidden: true });
   private paused = false;
+  /** How many of the newest fire records the history asks for. */
+  historyLimit = HISTORY_SHOWN;
+  private readonly historyTitle = h('h3', { text: 'Fire history' });
+  private readonly historyBody = h('div', { class: 'schedule-history-body' }, [
+    h('p', { class: 'schedule-history-empty', text: 'Loading…' }),
+  ]);
+  private readonly moreButton = h('button', {
+    text: 'Show older fires',
+    class: 'quiet schedule-history-more',
+    attrs: { type: 'button' },
+    hidden: true,
+  });
+  private readonly moreNote = h('p', { class: 'schedule-history-empty', hidden: true });
   /** The history last drawn, so an unchanged one is not rebuilt (a focused task link keeps its focus). */
   private drawn = '';
 
@@ -255,6 +272,11 @@ class ScheduleRow {
     this.historyButton.setAttribute('aria-controls', historyId);
     this.pauseButton.addEventListener('click', () => actions.pause(name, !this.paused));
     this.historyButton.addEventListener('click', () => this.toggleHistory());
+    this.history.append(this.historyTitle, this.historyBody, this.moreButton, this.moreNote);
+    this.moreButton.addEventListener('click', () => {
+      this.historyLimit = Math.min(MAX_FIRE_PAGE_SIZE, this.historyLimit + HISTORY_SHOWN);
+      actions.history();
+    });
     const deleteButton = h('button', {
       text: 'Delete',
       class: 'danger schedule-delete',
@@ -321,28 +343,31 @@ class ScheduleRow {
 
   /** Draws the fire history, newest first. */
   setHistory(fires: readonly FireRecord[], total: number): void {
-    const key = JSON.stringify([total, fires]);
+    const key = JSON.stringify([total, fires, this.historyLimit]);
     if (key === this.drawn) return;
     this.drawn = key;
-    const items = fires.map((fire) => fireItem(fire, this.actions));
-    const title = h('h3', {
-      text: total > fires.length ? `Fire history (newest ${fires.length} of ${total})` : `Fire history (${total})`,
-    });
-    const body =
+    setText(this.historyTitle, total > fires.length ? `Fire history (newest ${fires.length} of ${total})` : `Fire history (${total})`);
+    this.historyBody.replaceChildren(
       fires.length === 0
         ? h('p', { class: 'schedule-history-empty', text: 'No fires yet.' })
-        : h('ol', { class: 'fire-list', attrs: { 'aria-label': `Fires of ${this.name}, newest first` } }, items);
-    this.history.replaceChildren(title, body);
+        : h(
+            'ol',
+            { class: 'fire-list', attrs: { 'aria-label': `Fires of ${this.name}, newest first` } },
+            fires.map((fire) => fireItem(fire, this.actions)),
+          ),
+    );
+    const older = total > fires.length;
+    // Kept in place (not rebuilt), so a focused "Show older fires" keeps the focus.
+    this.moreButton.hidden = !older || this.historyLimit >= MAX_FIRE_PAGE_SIZE;
+    this.moreNote.hidden = !older || !this.moreButton.hidden;
+    setText(this.moreNote, `Older fires: backchannel schedule show ${this.name} --limit ${total}`);
   }
 
   private toggleHistory(): void {
     const open = !this.historyOpen;
     this.history.hidden = !open;
     this.historyButton.setAttribute('aria-expanded', String(open));
-    if (open) {
-      if (!this.history.firstChild) this.history.append(h('p', { class: 'schedule-history-empty', text: 'Loading…' }));
-      this.actions.history();
-    }
+    if (open) this.actions.history();
   }
 
   private askDelete(ask: boolean): void {

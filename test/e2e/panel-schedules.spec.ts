@@ -223,6 +223,66 @@ test('a preset fills the form, runs from the schedule door, its run opens from t
   }
 });
 
+test('a long history shows its newest fires, older ones on request, and each outcome in words', async ({ page }) => {
+  test.setTimeout(180_000);
+  // A hub whose data directory already holds a schedule for 29 February and 120 fire records, as the store writes them.
+  const own = scratchDir();
+  const dataDir = path.join(own, 'data');
+  fs.mkdirSync(path.join(dataDir, 'schedules'), { recursive: true, mode: 0o700 });
+  const start = Date.now() - 3 * 3_600_000;
+  const schedule = { name: 'leap-day', cron: '0 0 29 2 *', tz: 'UTC', command: [TICKER, '1', '0.01'], overlap: 'skip', catchUp: 'none' };
+  fs.writeFileSync(
+    path.join(dataDir, 'schedules', 'schedules.json'),
+    JSON.stringify({ version: 1, schedules: [{ ...schedule, catchUpWindowMs: 604_800_000, paused: false, createdAt: start }] }),
+    { mode: 0o600 },
+  );
+  const taskId = (i: number): string => `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`;
+  const records = Array.from({ length: 120 }, (_, i) => {
+    const base = { schedule: 'leap-day', at: start + i * 60_000, recordedAt: start + i * 60_000 };
+    if (i === 0) return { ...base, outcome: 'skipped', reason: 'hub_down', until: base.at + 29_000, count: 30 };
+    if (i === 1) return { ...base, outcome: 'ran', taskId: taskId(i), catchUp: true };
+    if (i % 10 === 5) return { ...base, outcome: 'skipped', reason: 'overlap' };
+    return { ...base, outcome: 'ran', taskId: taskId(i) };
+  });
+  fs.writeFileSync(path.join(dataDir, 'schedules', 'fires.jsonl'), records.map((r) => JSON.stringify(r) + '\n').join(''), {
+    mode: 0o600,
+  });
+  const config = path.join(own, 'config.yaml');
+  fs.writeFileSync(config, `run_policy:\n  allow:\n    - { command: ${JSON.stringify(TICKER)}, more_args: true }\n`);
+  const hub = await startServe(dataDir, [], { BACKCHANNEL_CONFIG: config });
+  try {
+    await page.goto(hub.url);
+    await page.getByRole('button', { name: 'Schedules' }).click();
+    const row = page.locator('li.schedule[data-name="leap-day"]');
+    await expect(row.locator('.schedule-cadence')).toHaveText('cron 0 0 29 2 * (UTC)');
+    await row.getByRole('button', { name: 'History' }).click();
+    const history = row.locator('.schedule-history');
+    await expect(history.locator('h3')).toHaveText('Fire history (newest 50 of 120)');
+    await expect(history.locator('.fire')).toHaveCount(50);
+    // Newest first: the newest record (a ran fire) leads, with its task's short id.
+    await expect(history.locator('.fire').first().locator('.fire-task')).toHaveText(`task ${shortTaskId(taskId(119))}`);
+    const more = history.getByRole('button', { name: 'Show older fires' });
+    await more.click();
+    await expect(history.locator('.fire')).toHaveCount(100);
+    await expect(more).toBeFocused();
+    await more.click();
+    await expect(history.locator('.fire')).toHaveCount(120);
+    await expect(history.locator('h3')).toHaveText('Fire history (120)');
+    await expect(more).toBeHidden();
+    // Every outcome in words; only a fire that ran links to a task.
+    const hubDown = history.locator('.fire[data-reason="hub_down"]');
+    await expect(hubDown.locator('.fire-what')).toHaveText('skipped ×30: the hub was down');
+    await expect(hubDown.locator('.fire-time')).toContainText('…');
+    await expect(history.locator('.fire[data-reason="overlap"]')).toHaveCount(12);
+    await expect(history.locator('.fire[data-reason="overlap"] .fire-task')).toHaveCount(0);
+    await expect(history.locator('.fire').last().locator('.fire-what')).toHaveText('skipped ×30: the hub was down');
+    await expect(history.locator('.fire').nth(118).locator('.fire-what')).toHaveText('ran (catch-up)');
+  } finally {
+    await hub.stop();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});
+
 /** Elements of the view that stick out of their box or of the pane, or header buttons that overlap. */
 async function layoutProblems(page: Page): Promise<string[]> {
   return page.evaluate(() => {
