@@ -3,8 +3,10 @@
  * policy, real sub-agent processes) in Debian's Chromium: a `--every 2s` schedule made from the form
  * fires, each fire in its history with a link that opens its task; paused, it records its fires as
  * skipped and runs none; Run now starts one anyway; Delete asks first; a command the run policy does
- * not allow from the `schedule` door shows the refusal in the form and stores nothing; and the view
- * lays out without overlaps at 720 and 1100 px. Every wait is on a condition, never on time.
+ * not allow from the `schedule` door shows the refusal in the form and stores nothing; a preset runs;
+ * a name in use is replaced only when asked; a long history pages in older fires; the view opens by
+ * key and address, and lays out without overlaps at 720 and 1100 px. Every wait is on a condition,
+ * never on time.
  */
 import { expect, test, type Locator, type Page } from '@playwright/test';
 import fs from 'node:fs';
