@@ -10,7 +10,7 @@ import { bridgeClient, dispatch, unwrapReply, type BridgeArgs, type BridgeMethod
 import { checkSubmitRequest } from '../bridge/checks.js';
 import { errorFromBody, toErrorBody } from '../model/errors.js';
 import { isFinished } from '../model/task.js';
-import { createBrokerBridge, type BrokerBridge, type BrokerLike, type SchedulerLike } from '../hub/broker-bridge.js';
+import { createBrokerBridge, type BrokerBridge, type BrokerBridgeOptions, type BrokerLike } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';
 import { createClient, type BackchannelClient } from './client.js';
 import type { FollowedSubmission, HubClient } from './hub-client.js';
@@ -29,10 +29,10 @@ export interface InMemoryPair {
 }
 
 /**
- * A client linked to a hub's bridge over `broker` (and the hub's `scheduler`, when the test has one),
- * in memory. Both stay their owner's.
+ * A client linked to a hub's bridge over `broker` (and the hub's `scheduler` and `presets`, when the
+ * test has them), in memory. Both stay their owner's.
  */
-export function createInMemoryPair(broker: BrokerLike, options: { scheduler?: SchedulerLike } = {}): InMemoryPair {
+export function createInMemoryPair(broker: BrokerLike, options: Pick<BrokerBridgeOptions, 'scheduler' | 'presets'> = {}): InMemoryPair {
   const host = createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '', ...options });
   const client = createClient(new HubTasks(linkedHub(host), async () => undefined));
   return {

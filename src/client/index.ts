@@ -16,7 +16,7 @@ export { BridgeError, type ErrorCode } from '../model/errors.js';
 // What a front-end needs of the layers under the client, through this one door: the wire's types,
 // a task's failure, and the options of a broker of its own (`openClient({ withoutHub: 'private' })`).
 export type * from '../bridge/contract.js';
-export { formatLimit, MAX_INPUT_BYTES } from '../model/limits.js';
+export { FIRE_PAGE_SIZE, formatLimit, MAX_FIRE_PAGE_SIZE, MAX_INPUT_BYTES } from '../model/limits.js';
 export { BrokerError, TaskError } from '../broker/errors.js';
 export type { TaskHandle } from '../broker/types.js';
 export type { BrokerOptions, EnvPolicy } from '../broker/index.js';

@@ -23,7 +23,7 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { FIRE_PAGE_SIZE } from '../model/limits.js';
 import type { FireRecord, Schedule } from '../schedules/schedule.js';
-import type { ScheduleView } from '../schedules/views.js';
+import type { ScheduleRequest, ScheduleView } from '../schedules/views.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
@@ -276,7 +276,7 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     ...readCalls(broker, requireTask),
     ...taskCalls(broker, requireTask),
     ...changeCalls(broker),
-    ...scheduleCalls(broker, options.scheduler),
+    ...scheduleCalls(broker, options.scheduler, options.presets ?? []),
   };
 }
 
@@ -411,7 +411,11 @@ function changeCalls(
 type ScheduleCall = 'listSchedules' | 'getSchedule' | 'addSchedule' | 'setSchedulePaused' | 'removeSchedule' | 'runScheduleNow';
 
 /** The calls on schedules (docs/schedules.md): each a call of the hub's scheduler, its errors through the one table. */
-function scheduleCalls(broker: BrokerLike, scheduler: SchedulerLike | undefined): Pick<BackchannelBridge, ScheduleCall> {
+function scheduleCalls(
+  broker: BrokerLike,
+  scheduler: SchedulerLike | undefined,
+  presets: readonly PresetInfo[],
+): Pick<BackchannelBridge, ScheduleCall> {
   const on = async <T>(run: (scheduler: SchedulerLike) => T): Promise<T> => {
     if (!scheduler) throw new BridgeError('conflict', NO_SCHEDULER);
     try {
@@ -455,7 +459,7 @@ function scheduleCalls(broker: BrokerLike, scheduler: SchedulerLike | undefined)
           ...(start > 0 ? { next: start } : {}),
         };
       }),
-    addSchedule: (request) => on((s) => view(s, s.add(request as Record<string, unknown>))),
+    addSchedule: (request) => on((s) => view(s, s.add(withPresetCommand(request, presets)))),
     setSchedulePaused: (name, paused) =>
       on((s) => {
         known(s, name);
@@ -471,6 +475,21 @@ function scheduleCalls(broker: BrokerLike, scheduler: SchedulerLike | undefined)
         return s.runNow(name);
       }),
   };
+}
+
+/**
+ * A schedule request that names a preset, as the preset's command line (what a fire runs and the
+ * run policy judges); an unknown preset is `invalid_request`, naming the hub's presets.
+ */
+function withPresetCommand(request: ScheduleRequest, presets: readonly PresetInfo[]): Record<string, unknown> {
+  if (request.preset === undefined || request.command !== undefined) return request;
+  const preset = presets.find((candidate) => candidate.name === request.preset);
+  if (!preset) {
+    const names = presets.map((candidate) => candidate.name).join(', ') || 'none';
+    throw new BridgeError('invalid_request', `No preset named "${String(request.preset).slice(0, 80)}" on this hub (presets: ${names})`);
+  }
+  const { preset: _preset, ...rest } = request;
+  return { ...rest, command: [preset.request.command, ...(preset.request.args ?? [])] };
 }
 
 /**

@@ -29,19 +29,27 @@ async function stopHub(hub: Hub): Promise<void> {
   expect(await hub.exited).toBe(0);
 }
 
+/** How long a condition polled through CLI processes may take: each is a Node start, seconds on a busy machine. */
+const POLL_MS = 120_000;
+
 const ran = (fires: readonly FireRecord[]) => fires.filter((fire) => fire.outcome === 'ran');
 
-// Each test starts a hub and runs a dozen CLI processes one after another: slow on a busy machine.
-describe('backchannel schedule against a running hub', { timeout: 150_000 }, () => {
+// Each test starts a hub and runs a dozen CLI processes one after another: a minute on a busy machine, more under load.
+describe('backchannel schedule against a running hub', { timeout: 300_000 }, () => {
   test('--every 2s runs and records three fires, each naming a task that succeeded; ls shows the last run and its state', async () => {
     const hub = hubEnv();
     const proc = await startHub(hub);
     const added = await ok(['schedule', 'add', 'every2', '--every', '2s', '--', QUICK], hub.env);
     expect(added).toMatch(/^schedule every2 added \(every 2s\); next fire \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\n$/);
-    const three = await waitFor(async () => {
-      const fires = ran((await details('every2', hub.env)).fires);
-      return fires.length >= 3 && fires;
-    }, 'three fires to be recorded');
+    const three = await waitFor(
+      async () => {
+        const fires = ran((await details('every2', hub.env)).fires);
+        return fires.length >= 3 && fires;
+      },
+      'three fires to be recorded',
+      POLL_MS,
+      200,
+    );
     // Newest first, on the 2 s grid (a fire skipped for overlap on a busy machine leaves a gap of 4 s), each its own task.
     const gaps = three.slice(1).map((fire, i) => three[i]!.at - fire.at);
     expect(gaps.every((gap) => gap > 0 && gap % 2000 === 0)).toBe(true);
@@ -65,10 +73,15 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     const hub = hubEnv();
     const proc = await startHub(hub);
     await ok(['schedule', 'add', 'slow', '--every', '1s', '--overlap', 'skip', '--', SLEEPER], hub.env);
-    const skipped = await waitFor(async () => {
-      const { fires } = await details('slow', hub.env);
-      return ran(fires).length === 1 && fires.find((fire) => fire.outcome === 'skipped' && fire.reason === 'overlap');
-    }, 'a fire to be skipped for overlap');
+    const skipped = await waitFor(
+      async () => {
+        const { fires } = await details('slow', hub.env);
+        return ran(fires).length === 1 && fires.find((fire) => fire.outcome === 'skipped' && fire.reason === 'overlap');
+      },
+      'a fire to be skipped for overlap',
+      POLL_MS,
+      200,
+    );
     expect(skipped).toMatchObject({ schedule: 'slow', outcome: 'skipped', reason: 'overlap' });
     const { fires, activeRuns } = await details('slow', hub.env);
     expect(activeRuns).toBe(1);
@@ -82,7 +95,7 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     const hub: HubEnv = hubEnv();
     const first = await startHub(hub);
     await ok(['schedule', 'add', 'nightly', '--every', '2s', '--', QUICK], hub.env);
-    const before = await waitFor(async () => ran((await details('nightly', hub.env)).fires)[0], 'the first fire');
+    const before = await waitFor(async () => ran((await details('nightly', hub.env)).fires)[0], 'the first fire', POLL_MS, 200);
     await stopHub(first);
     const stoppedAt = Date.now();
     // Down across at least two fire times: a condition on the clock, not a sleep of a guessed length.
@@ -91,6 +104,8 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     const caughtUp = await waitFor(
       async () => (await details('nightly', hub.env)).fires.filter((fire) => fire.catchUp),
       'the catch-up run',
+      POLL_MS,
+      200,
     );
     const all = (await details('nightly', hub.env, 500)).fires;
     expect(all.filter((fire) => fire.catchUp)).toHaveLength(1);
@@ -112,14 +127,24 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
     await ok(['schedule', 'add', 'nightly', '--cron', '0 3 * * *', '--tz', 'Europe/Berlin', '--', QUICK], hub.env);
     await ok(['schedule', 'add', 'often', '--every', '1s', '--', QUICK], hub.env);
     expect(await ok(['schedule', 'pause', 'often'], hub.env)).toBe('paused often\n');
-    const paused = await waitFor(async () => {
-      const shown = await details('often', hub.env);
-      return shown.fires[0]?.reason === 'paused' && shown;
-    }, 'a fire to be recorded paused');
+    const paused = await waitFor(
+      async () => {
+        const shown = await details('often', hub.env);
+        return shown.fires[0]?.reason === 'paused' && shown;
+      },
+      'a fire to be recorded paused',
+      POLL_MS,
+      200,
+    );
     expect(paused.schedule.paused).toBe(true);
     expect(paused.nextFireAt).toBeUndefined();
     expect(await ok(['schedule', 'resume', 'often'], hub.env)).toMatch(/^resumed often; next fire \S+\n$/);
-    await waitFor(async () => (await details('often', hub.env)).fires[0]?.outcome === 'ran', 'a fire to run after the resume');
+    await waitFor(
+      async () => (await details('often', hub.env)).fires[0]?.outcome === 'ran',
+      'a fire to run after the resume',
+      POLL_MS,
+      200,
+    );
 
     const id = (await ok(['schedule', 'run-now', 'nightly'], hub.env)).trim();
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
@@ -143,9 +168,6 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
       const run = await cli(['schedule', action, 'nope'], hub.env);
       expect(run).toEqual({ code: 1, stdout: '', stderr: `backchannel schedule ${action}: No schedule named "nope"\n` });
     }
-    const both = await cli(['schedule', 'add', 'x', '--cron', '* * * * *', '--every', '2s', '--', QUICK], hub.env);
-    expect(both.code).toBe(2);
-    expect(both.stderr.split('\n')[0]).toBe('backchannel schedule add: give one of --cron "<fields>" and --every <duration>');
     const zone = await cli(['schedule', 'add', 'x', '--cron', '0 3 * * *', '--tz', 'Mars/Olympus', '--', QUICK], hub.env);
     expect(zone).toEqual({
       code: 2,
@@ -157,21 +179,23 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
       code: 2,
       stderr: 'backchannel schedule add: --cron "0 3 * *" has 4 fields; give 5 (minute first) or 6 (seconds first)\n',
     });
-    const every = await cli(['schedule', 'add', 'x', '--every', 'often', '--', QUICK], hub.env);
-    expect(every.code).toBe(2);
-    expect(every.stderr.split('\n')[0]).toBe(
-      'backchannel schedule add: Expected `--every` to be a duration like 30s, 5m or 1h, got `often`',
-    );
-    const noDash = await cli(['schedule', 'add', 'x', '--every', '2s', QUICK], hub.env);
-    expect(noDash.code).toBe(2);
-    expect(noDash.stderr.split('\n')[0]).toMatch(/^backchannel schedule add: put `--` before the command/);
     const json = await cli(['schedule', 'show', '--json', 'nope'], hub.env);
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toEqual({ status: 'error', code: 'not_found', message: 'No schedule named "nope"' });
-    const action = await cli(['schedule', 'list'], hub.env);
-    expect(action.code).toBe(2);
-    expect(action.stderr.split('\n')[0]).toBe('backchannel schedule: unknown action "list" (add, ls, show, pause, resume, rm, run-now)');
+    const preset = await cli(['schedule', 'add', 'x', '--every', '1h', '--preset', 'nope'], hub.env);
+    expect(preset.code).toBe(2);
+    expect(preset.stderr).toMatch(/^backchannel schedule add: No preset named "nope" on this hub \(presets: .*progress.*\)\n$/);
     expect(JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env))).toEqual([]);
+    // A preset is kept as its command line.
+    const demo = JSON.parse(
+      await ok(['schedule', 'add', 'demo', '--json', '--every', '1h', '--preset', 'progress'], hub.env),
+    ) as ScheduleView;
+    expect(demo.schedule.command).toEqual([
+      expect.stringMatching(/demo-agents\/agent\.mjs$/),
+      '--mode=progress',
+      '--steps=20',
+      '--interval=300',
+    ]);
   });
 
   test('a command the run policy refuses from the schedule door cannot be scheduled: a clear error, exit 1, nothing stored; an allowed one keeps every option', async () => {
@@ -228,6 +252,29 @@ describe('backchannel schedule against a running hub', { timeout: 150_000 }, () 
       command: [QUICK],
     });
     expect((JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env)) as ScheduleView[]).map((v) => v.schedule.name)).toEqual(['fine']);
+  });
+
+  test('usage errors are found before any hub is asked: one line and the pointer to --help, exit 2', async () => {
+    const { env } = hubEnv();
+    const both = await cli(['schedule', 'add', 'x', '--cron', '* * * * *', '--every', '2s', '--', QUICK], env);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe(
+      'backchannel schedule add: give one of --cron "<fields>" and --every <duration>\nRun `backchannel schedule --help` for usage.\n',
+    );
+    const every = await cli(['schedule', 'add', 'x', '--every', 'often', '--', QUICK], env);
+    expect(every.code).toBe(2);
+    expect(every.stderr.split('\n')[0]).toBe(
+      'backchannel schedule add: Expected `--every` to be a duration like 30s, 5m or 1h, got `often`',
+    );
+    const noDash = await cli(['schedule', 'add', 'x', '--every', '2s', QUICK], env);
+    expect(noDash.code).toBe(2);
+    expect(noDash.stderr.split('\n')[0]).toMatch(/^backchannel schedule add: put `--` before the command/);
+    const action = await cli(['schedule', 'list'], env);
+    expect(action.code).toBe(2);
+    expect(action.stderr.split('\n')[0]).toBe('backchannel schedule: unknown action "list" (add, ls, show, pause, resume, rm, run-now)');
+    const limit = await cli(['schedule', 'show', 'x', '--limit', '501'], env);
+    expect(limit.code).toBe(2);
+    expect(limit.stderr.split('\n')[0]).toBe('backchannel schedule show: Expected `--limit` to be an integer from 1 to 500, got `501`');
   });
 
   test('without a hub every action is refused with one line', async () => {

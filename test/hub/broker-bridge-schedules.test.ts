@@ -37,14 +37,15 @@ function setup() {
   const scheduler = new HubScheduler({
     store,
     submit: (spec) => broker.submit(spec),
-    runPolicy: new RunPolicy([{ name: 'quick', command: fixture('quick.mjs') }]),
+    runPolicy: new RunPolicy([{ name: 'quick', command: fixture('quick.mjs'), moreArgs: true }]),
     logger: silentLogger,
     now: () => clock.now,
     tickMs: 0,
   });
   schedulers.push(scheduler);
   scheduler.start();
-  const pair = createInMemoryPair(broker, { scheduler });
+  const presets = [{ name: 'quick', description: 'answers at once', request: { command: fixture('quick.mjs'), args: ['--fast'] } }];
+  const pair = createInMemoryPair(broker, { scheduler, presets });
   pairs.push(pair);
   return { broker, clock, store, scheduler, client: pair.client };
 }
@@ -158,6 +159,18 @@ test('an unknown name, an invalid schedule and a refused command are each one li
   expect((await refusal(client.getSchedule('x', { limit: 0 }))).code).toBe('invalid_request');
   for (const failure of [both, zone, refused]) expect(failure.message).not.toContain('\n');
   expect(store.list()).toEqual([]);
+});
+
+test('a schedule of a preset runs the preset command line; an unknown preset is refused naming the hub presets', async () => {
+  const { store, client } = setup();
+  const added = await client.addSchedule({ name: 'demo', everyMs: 60_000, preset: 'quick' });
+  expect(added.schedule.command).toEqual([fixture('quick.mjs'), '--fast']);
+  expect(added.schedule.preset).toBeUndefined();
+  expect(await refusal(client.addSchedule({ name: 'other', everyMs: 60_000, preset: 'nope' }))).toEqual({
+    code: 'invalid_request',
+    message: 'No preset named "nope" on this hub (presets: quick)',
+  });
+  expect(store.list().map((schedule) => schedule.name)).toEqual(['demo']);
 });
 
 test('a hub without a scheduler refuses every schedule call with one line', async () => {

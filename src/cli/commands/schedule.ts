@@ -7,7 +7,14 @@
  */
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
-import { openClient, type BackchannelClient, type FireRecord, type ScheduleRequest, type ScheduleView } from '../../client/index.js';
+import {
+  MAX_FIRE_PAGE_SIZE,
+  openClient,
+  type BackchannelClient,
+  type FireRecord,
+  type ScheduleRequest,
+  type ScheduleView,
+} from '../../client/index.js';
 import { parseDuration } from '../../model/duration.js';
 import { shortTaskId } from '../../model/task-ids.js';
 import { commandFailed, EXIT, parseCommandLine, usageError, type CliCommand, type CommandLine } from '../command.js';
@@ -57,7 +64,8 @@ Options of add:
   --max-tokens <n>          budget of each run: stop it once the agent reports more tokens
   --max-cost-usd <x>        budget of each run: stop it once the agent reports a cost above x dollars
   --cwd <dir>               the directory the command runs in (default: this one)
-  --preset <name>           run a preset of the hub instead of a command
+  --preset <name>           run a preset of the hub (the panel's New task list) instead of a
+                            command: the schedule keeps the preset's command line
 
 Every action:
   --json                    the hub's reply as JSON
@@ -147,9 +155,10 @@ const ACTIONS: Record<string, Action> = {
     positionals: [1, 1],
     check: (line) => {
       const limit = line.values.limit;
-      return limit === undefined || /^[1-9]\d{0,2}$/.test(String(limit))
+      const n = Number(limit);
+      return limit === undefined || (Number.isInteger(n) && n >= 1 && n <= MAX_FIRE_PAGE_SIZE)
         ? undefined
-        : `Expected \`--limit\` to be an integer from 1 to 500, got \`${String(limit)}\``;
+        : `Expected \`--limit\` to be an integer from 1 to ${MAX_FIRE_PAGE_SIZE}, got \`${String(limit)}\``;
     },
     async run(line, client) {
       const limit = line.values.limit === undefined ? undefined : Number(line.values.limit);
