@@ -69,7 +69,7 @@ export class ScheduleDialog {
     ]);
     const form = h('form', { class: 'new-task new-schedule', attrs: { 'aria-labelledby': 'sched-title' } }, [
       h('h2', { text: 'New schedule', attrs: { id: 'sched-title' } }),
-      field('sched-name', 'Name', this.name, 'Letters, digits, ".", "_" and "-"; a name in use is replaced'),
+      field('sched-name', 'Name', this.name, 'Letters, digits, ".", "_" and "-" (a name in use: you are asked before it is replaced)'),
       kind,
       h('div', { class: 'field sched-every-field' }, [h('label', { text: 'Every', attrs: { for: 'sched-every' } }), this.interval]),
       h('div', { class: 'field-row sched-cron-field' }, [
