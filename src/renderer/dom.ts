@@ -17,7 +17,7 @@ export interface ElementProps {
 }
 
 const SAFE_ATTRIBUTE =
-  /^(aria-[a-z-]+|data-[a-z-]+|type|for|name|id|value|placeholder|autocomplete|spellcheck|rows|min|max|step|inputmode|open|disabled|required|readonly|lang|dir)$/;
+  /^(aria-[a-z-]+|data-[a-z-]+|type|for|name|id|value|placeholder|autocomplete|spellcheck|rows|min|max|step|inputmode|list|open|disabled|required|readonly|lang|dir)$/;
 
 export function h<K extends keyof HTMLElementTagNameMap>(
   tag: K,

@@ -15,6 +15,8 @@ import { NewTaskDialog } from './new-task.js';
 import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
 import { PanelNotifier } from './notifications.js';
 import { OlderTasks } from './older-tasks.js';
+import { ScheduleDialog } from './schedule-form.js';
+import { SchedulesView } from './schedules.js';
 import { TaskList } from './task-list.js';
 import { ThreadSection } from './threads.js';
 
@@ -22,6 +24,11 @@ import { ThreadSection } from './threads.js';
 const LOG_REFRESH_MS = 1000;
 /** How often open insights are fetched again (the broker aggregates; one small request). */
 const INSIGHTS_REFRESH_MS = 5000;
+/**
+ * How often open schedules are fetched again: their next fire and skipped fires change without any
+ * task event (a fire that runs starts a task, whose events refresh the view at once).
+ */
+const SCHEDULES_REFRESH_MS = 2000;
 /** How often the footer's fleet line (workers, load, heartbeat age) is refreshed. */
 const FLEET_REFRESH_MS = 2000;
 
@@ -121,9 +128,13 @@ const notifier = new PanelNotifier(byId<HTMLButtonElement>('notify-toggle'), {
 });
 const insightsPane = byId('insights-pane');
 const insightsButton = byId<HTMLButtonElement>('insights-toggle');
-// The new-task dialog and the insights view are built when first wanted, not before the first paint.
+const schedulesPane = byId('schedules-pane');
+const schedulesButton = byId<HTMLButtonElement>('schedules-toggle');
+// The dialogs and the insights and schedules views are built when first wanted, not before the first paint.
 let dialog: NewTaskDialog | undefined;
 let insights: InsightsView | undefined;
+let schedules: SchedulesView | undefined;
+let scheduleDialog: ScheduleDialog | undefined;
 
 function newTaskDialog(): NewTaskDialog {
   if (dialog) return dialog;
@@ -149,8 +160,45 @@ function insightsView(): InsightsView {
   return insights;
 }
 
+function schedulesView(): SchedulesView {
+  if (schedules) return schedules;
+  schedules = new SchedulesView(bridge, {
+    openTask: (id) => {
+      showSchedules(false);
+      openTask(id);
+    },
+    create: () => void openNewSchedule(),
+    toast: (message) => toast(message),
+    error: (error) => showError(error),
+  });
+  schedulesPane.append(schedules.root);
+  return schedules;
+}
+
+function newScheduleDialog(): ScheduleDialog {
+  if (scheduleDialog) return scheduleDialog;
+  scheduleDialog = new ScheduleDialog(async (request) => {
+    const view = await bridge.addSchedule(request);
+    toast(`Schedule ${view.schedule.name} created`);
+    void schedules?.refresh();
+  });
+  document.body.append(scheduleDialog.dialog);
+  return scheduleDialog;
+}
+
+async function openNewSchedule(): Promise<void> {
+  try {
+    info = await bridge.info();
+    newScheduleDialog().open(info, schedules?.names());
+  } catch (error) {
+    showError(error);
+  }
+}
+
 function onEvent(event: BridgeEvent): void {
   notifier.onEvent(event);
+  // A fire's task changed (or a new picture): the open schedules show its state.
+  if (!schedulesPane.hidden && (event.full || schedules?.concerns(event.tasks.map((task) => task.id)))) void schedules?.refresh();
   if (event.full) {
     tasks.clear();
     everything = true;
@@ -314,6 +362,7 @@ async function refreshLog(): Promise<void> {
 
 function routeFromHash(): void {
   if (location.hash === '#insights') return showInsights(true);
+  if (location.hash === '#schedules') return showSchedules(true);
   const match = /^#task=(.+)$/.exec(location.hash);
   if (match?.[1]) openTask(decodeURIComponent(match[1]));
 }
@@ -322,6 +371,7 @@ function routeFromHash(): void {
 
 /** Insights take the place of the task list and details; their figures refresh while they show. */
 function showInsights(show: boolean): void {
+  if (show) showSchedules(false);
   insightsPane.hidden = !show;
   byId('app').classList.toggle('showing-insights', show);
   insightsButton.setAttribute('aria-pressed', String(show));
@@ -332,6 +382,20 @@ function showInsights(show: boolean): void {
     insights?.hide();
     if (location.hash === '#insights') history.replaceState(null, '', location.pathname + location.search);
   }
+}
+
+/* ---------- schedules (#schedules) ---------- */
+
+/** Schedules take the place of the task list and details (as insights do); they refresh while they show. */
+function showSchedules(show: boolean): void {
+  if (show) showInsights(false);
+  schedulesPane.hidden = !show;
+  app.classList.toggle('showing-schedules', show);
+  schedulesButton.setAttribute('aria-pressed', String(show));
+  if (show) {
+    if (location.hash !== '#schedules') history.replaceState(null, '', '#schedules');
+    void schedulesView().refresh();
+  } else if (location.hash === '#schedules') history.replaceState(null, '', location.pathname + location.search);
 }
 
 /* ---------- actions ---------- */
@@ -417,6 +481,7 @@ function showError(error: unknown): void {
 
 byId('new-task').addEventListener('click', () => void openNewTask());
 insightsButton.addEventListener('click', () => showInsights(insightsPane.hidden));
+schedulesButton.addEventListener('click', () => showSchedules(schedulesPane.hidden));
 byId('empty-new-task').addEventListener('click', () => void openNewTask());
 pauseButton.addEventListener('click', () => {
   bridge.setPaused(!paused).catch(showError);
@@ -431,7 +496,7 @@ document.addEventListener('keydown', (event) => {
   if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target as HTMLElement;
   const typing = target.closest('input, textarea, select, [contenteditable="true"]') !== null;
-  const dialogOpen = dialog?.dialog.open === true;
+  const dialogOpen = dialog?.dialog.open === true || scheduleDialog?.dialog.open === true;
   if (event.key === 'Escape' && !dialogOpen && (details.taskId || review.shown)) {
     closeTask();
     event.preventDefault();
@@ -449,6 +514,9 @@ document.addEventListener('keydown', (event) => {
       break;
     case 'i':
       insightsButton.click();
+      break;
+    case 's':
+      schedulesButton.click();
       break;
     case 'c':
     case 'r':
@@ -474,6 +542,7 @@ setInterval(() => {
   void refreshLog();
 }, LOG_REFRESH_MS);
 setInterval(() => !insightsPane.hidden && void insights?.refresh(), INSIGHTS_REFRESH_MS);
+setInterval(() => !schedulesPane.hidden && void schedules?.refresh(), SCHEDULES_REFRESH_MS);
 
 /* ---------- start: first paint from pages, then the event stream ---------- */
 
