@@ -22,6 +22,7 @@ import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpda
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
+import { ANNOTATIONS, checkWith } from '../bridge/checks.js';
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
@@ -55,6 +56,8 @@ export interface BrokerLike {
   answer(id: string, askId: string, text: string): boolean;
   /** Answers a pending tool call; false when the task does not wait on a call with that id. */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean;
+  /** Merges a caller's annotations into a task's; false when it is not live or already decided. */
+  annotate?(id: string, meta: Record<string, unknown>): boolean;
   pause(): void;
   resume(): void;
   readonly paused: boolean;
@@ -321,7 +324,7 @@ function readCalls(
 function taskCalls(
   broker: BrokerLike,
   requireTask: RequireTask,
-): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall'> {
+): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall' | 'annotate'> {
   return {
     async submit(request) {
       // Acknowledged once durable (see followSubmission).
@@ -355,6 +358,11 @@ function taskCalls(
     async answerToolCall(id, callId, answer) {
       requireTask(id);
       if (!broker.answerToolCall(id, callId, answer)) throw new BridgeError('conflict', noToolCall(id, callId));
+    },
+    async annotate(id, meta) {
+      const task = requireTask(id);
+      if (!broker.annotate) throw new BridgeError('conflict', `Task ${id} cannot be annotated here (a read-only history)`);
+      if (!broker.annotate(id, checkWith(ANNOTATIONS, meta, 'meta'))) throw new BridgeError('conflict', notAnnotatable(id, task.state));
     },
   };
 }
@@ -448,4 +456,9 @@ function handleOf(start: () => StartedTask): { id: string; accepted: Promise<voi
 /** The refusal of an answer to a call the task does not wait on (one wording for every backend). */
 export function noToolCall(id: string, callId: string): string {
   return `Task ${id} is not waiting on a tool call with id "${callId.slice(0, 80)}"`;
+}
+
+/** Why a task cannot be annotated now (it has ended: its meta is written). */
+export function notAnnotatable(id: string, state: string): string {
+  return `Task ${id} has ended (${state}); annotate a task while it runs`;
 }
