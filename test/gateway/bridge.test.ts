@@ -9,7 +9,9 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
-import { tempDir } from '../helpers/core.js';
+import { spawnSync } from 'node:child_process';
+import { summarize } from '../../src/mcp/snapshots.js';
+import { createTestBroker, tempDir } from '../helpers/core.js';
 import { raw, standinModels, startTestGateway } from './helpers.js';
 
 const READ_SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
@@ -19,6 +21,7 @@ const RESPONSES_TOOLS = [
 ];
 const MESSAGES_TOOLS = [{ name: 'read_file', description: 'Reads a file', input_schema: READ_SCHEMA as Anthropic.Tool.InputSchema }];
 const TASK_ID = 'x-backchannel-task-id';
+const BIN = path.join(import.meta.dirname, '..', '..', 'bin', 'backchannel.js');
 
 async function gateway(extra: Record<string, unknown> = {}) {
   const dir = tempDir('bc-gwb-');
@@ -267,5 +270,41 @@ describe('when a run cannot simply continue', () => {
     expect(text).toMatch(/scratch: tool call read_file failed: Not run: `command` names .* in \/home\/user\/project/);
     const health = await raw(`${gw.url}/health`, undefined, { headers: { Authorization: 'Bearer none' } });
     expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
+  });
+
+  test("the guard's counts of a bridged task go into its meta (through the client) and `stats` sums them from the journal", async () => {
+    const dataDir = tempDir('bc-gwb-data-');
+    const { broker } = createTestBroker({ dataDir });
+    const dir = tempDir('bc-gwb-');
+    const gw = await startTestGateway({ models: standinModels(dir), default_model: 'bridge', session_workspaces: true }, { dir, broker });
+    const openai = new OpenAI({ baseURL: gw.baseURL, apiKey: 'none', maxRetries: 0 });
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: '<env>\nWorking directory: /home/user/project\nPlatform: linux\n</env>' },
+      { role: 'user', content: 'Read it. UNOFFERED SCRATCH' },
+    ];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const id = first.response.headers.get(TASK_ID)!;
+    const message = first.data.choices[0]!.message;
+    const calls = message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    // The unoffered call is refused by the broker itself (docs/protocol.md §6.1): it never reaches the gateway.
+    const counts = { violations: 1, corrections: 1, unknown_tools: 0 };
+    // Written before the agent heard its corrections: already there while the run waits on the client.
+    expect((await gw.client.getTask(id)).task.annotations).toEqual({ bridge_guard: counts });
+    messages.push(message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'A' });
+    const done = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    expect(done.response.headers.get(TASK_ID)).toBe(id);
+    const task = await gw.client.follow(id);
+    const final = await task.result;
+    await task.finished;
+    expect(final.meta).toMatchObject({ bridge_guard: counts });
+    expect(summarize(task.snapshot()).annotations).toEqual({ bridge_guard: counts });
+    await broker.close();
+    const stats = spawnSync(process.execPath, [BIN, 'stats', '--json', '--data-dir', dataDir], { encoding: 'utf8' });
+    expect(stats.stderr).toBe('');
+    expect((JSON.parse(stats.stdout) as { bridgeGuard?: unknown }).bridgeGuard).toEqual(counts);
+    const text = spawnSync(process.execPath, [BIN, 'stats', '--data-dir', dataDir], { encoding: 'utf8' });
+    expect(text.stdout).toContain(
+      "Bridge mode's scratch-path guard: 1 tool call(s) named the scratch workspace, 1 corrected; 0 call(s) to tools the client did not offer.",
+    );
   });
 });
