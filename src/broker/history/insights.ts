@@ -13,7 +13,7 @@ import path from 'node:path';
 import { failureReasonOf } from '../../model/states.js';
 import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { reportedUsage } from '../../model/usage.js';
-import { bridgeGuardOf, type BridgeGuardCounts } from '../../model/annotations.js';
+import { BRIDGE_GUARD_KEY, bridgeGuardOf, type BridgeGuardCounts } from '../../model/annotations.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
 export interface Bucket {
@@ -120,7 +120,8 @@ export function mergeBuckets(buckets: Iterable<Bucket>, into: Map<string, Bucket
     bucket.tokensIn += source.tokensIn;
     bucket.tokensOut += source.tokensOut;
     if (source.ids) (bucket.ids ??= []).push(...source.ids);
-    addGuard(bucket, bridgeGuardOf(source.guard));
+    // A saved bucket's counts (the rollup file), read the one way: only non-negative numbers.
+    addGuard(bucket, bridgeGuardOf({ [BRIDGE_GUARD_KEY]: source.guard }));
   }
   return into;
 }
