@@ -30,7 +30,20 @@ export interface BridgeGuardCounts {
   corrections: number;
   /** Calls to a tool the client did not offer (answered with a corrective result). */
   unknown_tools: number;
+  /**
+   * 1 when the run was retired and the whole transcript replayed to a new agent (the client's next
+   * request did not continue it: results that do not match, an edited history, new text).
+   */
+  replays: number;
 }
+
+/** The counts of `BridgeGuardCounts`, in the order they are shown. */
+export const BRIDGE_GUARD_COUNTS = [
+  'violations',
+  'corrections',
+  'unknown_tools',
+  'replays',
+] as const satisfies readonly (keyof BridgeGuardCounts)[];
 
 /** How deep `value` nests, stopping once past `max` (so a hostile value costs little). */
 function depthOf(value: unknown, max: number, depth = 0): number {
@@ -85,7 +98,7 @@ export function bridgeGuardOf(meta: Record<string, unknown> | undefined): Partia
   const value = meta?.[BRIDGE_GUARD_KEY];
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const counts: Record<string, number> = {};
-  for (const key of ['violations', 'corrections', 'unknown_tools'] as const) {
+  for (const key of BRIDGE_GUARD_COUNTS) {
     const n = (value as Record<string, unknown>)[key];
     if (typeof n === 'number' && Number.isFinite(n) && n >= 0) counts[key] = n;
   }

@@ -70,7 +70,7 @@ describe.each(BACKENDS)('annotating a task through the client %s', (_name, open)
     expect(ended.annotations).toEqual(expected);
     expect(ended.result?.meta).toMatchObject(expected);
     const insights = await client.insights({});
-    expect(insights.bridgeGuard).toEqual({ violations: 2, corrections: 1, unknown_tools: 1 });
+    expect(insights.bridgeGuard).toEqual({ violations: 2, corrections: 1, unknown_tools: 1, replays: 0 });
   });
 
   test('a task that ends without a final payload keeps its annotations in its picture', async () => {
@@ -81,7 +81,7 @@ describe.each(BACKENDS)('annotating a task through the client %s', (_name, open)
     const outcome = await settle(task.result);
     expect(!outcome.ok && TaskError.is(outcome.error) && outcome.error.reason).toBe('cancelled');
     expect((await client.getTask(task.id)).task.annotations).toEqual({ bridge_guard: { violations: 3, corrections: 3, unknown_tools: 0 } });
-    expect((await client.insights({})).bridgeGuard).toEqual({ violations: 3, corrections: 3, unknown_tools: 0 });
+    expect((await client.insights({})).bridgeGuard).toEqual({ violations: 3, corrections: 3, unknown_tools: 0, replays: 0 });
   });
 
   test('an annotation out of bounds is refused with one line naming the bound, and the task keeps what it had', async () => {

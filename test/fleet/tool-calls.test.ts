@@ -164,7 +164,7 @@ describe.skipIf(REDIS_MISSING)(`tool calls through a fleet worker${REDIS_MISSING
     await task.answerToolCall(call!.callId, { content: 'a' });
     const final = await task.result;
     expect(final.meta).toMatchObject({ bridge_guard: { violations: 1, corrections: 1, unknown_tools: 0 }, attempts: 1 });
-    expect(broker.insights().bridgeGuard).toEqual({ violations: 1, corrections: 1, unknown_tools: 0 });
+    expect(broker.insights().bridgeGuard).toEqual({ violations: 1, corrections: 1, unknown_tools: 0, replays: 0 });
   });
 
   test('cancel reaches an agent waiting on a tool call on a worker', async () => {

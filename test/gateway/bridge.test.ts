@@ -207,7 +207,7 @@ describe('Anthropic Messages', () => {
 
 describe('when a run cannot simply continue', () => {
   test('an edited history retires the agent and replays the whole transcript to a new one', async () => {
-    const { openai, dir } = await gateway();
+    const { gw, openai, dir } = await gateway();
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read the file.' }];
     const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
     const message = first.data.choices[0]!.message;
@@ -224,6 +224,10 @@ describe('when a run cannot simply continue', () => {
     expect(prompt).toContain('Read the file, please.');
     expect(prompt).toContain('contents of a.txt');
     expect(second.data.choices[0]!.finish_reason).toBe('tool_calls'); // the new agent starts its own step
+    // The retired run counts as replayed in its task's meta (and so in stats).
+    const retired = await gw.client.follow(first.response.headers.get(TASK_ID)!);
+    await retired.finished;
+    expect(retired.snapshot().annotations).toEqual({ bridge_guard: { violations: 0, corrections: 0, unknown_tools: 0, replays: 1 } });
   });
 
   test("an SDK's retry of a request that ended with tool calls joins the run: the same calls, the same task, no second agent", async () => {
@@ -287,7 +291,7 @@ describe('when a run cannot simply continue', () => {
     const message = first.data.choices[0]!.message;
     const calls = message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
     // The unoffered call is refused by the broker itself (docs/protocol.md §6.1): it never reaches the gateway.
-    const counts = { violations: 1, corrections: 1, unknown_tools: 0 };
+    const counts = { violations: 1, corrections: 1, unknown_tools: 0, replays: 0 };
     // Written before the agent heard its corrections: already there while the run waits on the client.
     expect((await gw.client.getTask(id)).task.annotations).toEqual({ bridge_guard: counts });
     messages.push(message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'A' });
@@ -304,7 +308,7 @@ describe('when a run cannot simply continue', () => {
     expect((JSON.parse(stats.stdout) as { bridgeGuard?: unknown }).bridgeGuard).toEqual(counts);
     const text = spawnSync(process.execPath, [BIN, 'stats', '--data-dir', dataDir], { encoding: 'utf8' });
     expect(text.stdout).toContain(
-      "Bridge mode's scratch-path guard: 1 tool call(s) named the scratch workspace, 1 corrected; 0 call(s) to tools the client did not offer.",
+      "Bridge mode's scratch-path guard: 1 tool call(s) named the scratch workspace, 1 corrected; 0 call(s) to tools the client did not offer; 0 run(s) replayed to a new agent.",
     );
   });
 });

@@ -174,13 +174,18 @@ describe('insights aggregates', () => {
     const { broker: first } = makeBroker({ dataDir, historyLimit: 4 });
     await first.ready;
     expect(first.insights().archived).toBe(10);
-    expect(first.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1 });
-    expect(first.insights({ since: `${H11}00:00.000Z` }).bridgeGuard).toEqual({ violations: 1, corrections: 1, unknown_tools: 0 });
+    expect(first.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1, replays: 0 });
+    expect(first.insights({ since: `${H11}00:00.000Z` }).bridgeGuard).toEqual({
+      violations: 1,
+      corrections: 1,
+      unknown_tools: 0,
+      replays: 0,
+    });
     expect(first.insights({ agent: 'review.py' }).bridgeGuard).toBeUndefined();
     await first.close();
     const { broker: second } = makeBroker({ dataDir, historyLimit: 4 });
     await second.ready;
-    expect(second.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1 });
+    expect(second.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1, replays: 0 });
   });
 
   test('retention by age moves old tasks out of history and into the aggregates', async () => {

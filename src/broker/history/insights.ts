@@ -137,7 +137,7 @@ function addGuard(bucket: Bucket, counts: Partial<BridgeGuardCounts> | undefined
 function guardOf(buckets: readonly Bucket[]): BridgeGuardCounts | undefined {
   const withGuard = buckets.filter((bucket) => bucket.guard);
   if (withGuard.length === 0) return undefined;
-  const total: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0 };
+  const total: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0, replays: 0 };
   for (const bucket of withGuard)
     for (const key of Object.keys(total) as (keyof BridgeGuardCounts)[]) total[key] += bucket.guard![key] ?? 0;
   return total;

@@ -107,7 +107,7 @@ export function toText(insights: Insights): string {
   const guard = insights.bridgeGuard;
   if (guard)
     parts.push(
-      `Bridge mode's scratch-path guard: ${guard.violations} tool call(s) named the scratch workspace, ${guard.corrections} corrected; ${guard.unknown_tools} call(s) to tools the client did not offer.`,
+      `Bridge mode's scratch-path guard: ${guard.violations} tool call(s) named the scratch workspace, ${guard.corrections} corrected; ${guard.unknown_tools} call(s) to tools the client did not offer; ${guard.replays} run(s) replayed to a new agent.`,
     );
   if (insights.archived > 0) parts.push(`(${insights.archived} of these tasks have left history; their figures are kept.)`);
   return parts.join('\n\n') + '\n';

@@ -88,7 +88,7 @@ export class BridgedRun {
   private idle: NodeJS.Timeout | undefined;
   private stateNow: BridgedRunState = 'running';
   /** This run's own guard counts (the session's are in `options.counts`): its task's `meta.bridge_guard`. */
-  private readonly guard: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0 };
+  private readonly guard: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0, replays: 0 };
   /** The annotations sent so far, in order (each carries the whole counts: the last one written wins). */
   private annotated: Promise<void> = Promise.resolve();
 
@@ -160,8 +160,16 @@ export class BridgedRun {
     return attached;
   }
 
-  /** Cancels the run (another turn replaces it) and waits, bounded by the broker's own kill, for its processes. */
+  /**
+   * Cancels the run (another turn replaces it) and waits, bounded by the broker's own kill, for its
+   * processes. A run still alive is counted as replayed in its task's meta first (`replays`).
+   */
   async retire(reason = 'the client continued the conversation differently'): Promise<void> {
+    const task = this.task;
+    if (this.stateNow !== 'ended' && task) {
+      this.guard.replays = 1;
+      await this.annotate(task);
+    }
     if (this.stateNow !== 'ended') this.task?.cancel(`bridge: ${reason}`);
     this.abort.abort('shutdown' satisfies CancelWhy);
     await this.finished.catch(() => {});
