@@ -276,8 +276,9 @@ describe('when a run cannot simply continue', () => {
     expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
   });
 
-  test("the guard's counts of a bridged task go into its meta (through the client) and `stats` sums them from the journal", async () => {
-    const dataDir = tempDir('bc-gwb-data-');
+  test("the guard's counts of a bridged task go into its meta (through the client); `show` prints them and `stats` sums them from the journal", async () => {
+    const state = tempDir('bc-gwb-state-');
+    const dataDir = path.join(state, 'backchannel');
     const { broker } = createTestBroker({ dataDir });
     const dir = tempDir('bc-gwb-');
     const gw = await startTestGateway({ models: standinModels(dir), default_model: 'bridge', session_workspaces: true }, { dir, broker });
@@ -306,6 +307,10 @@ describe('when a run cannot simply continue', () => {
     const stats = spawnSync(process.execPath, [BIN, 'stats', '--json', '--data-dir', dataDir], { encoding: 'utf8' });
     expect(stats.stderr).toBe('');
     expect((JSON.parse(stats.stdout) as { bridgeGuard?: unknown }).bridgeGuard).toEqual(counts);
+    // `show` (the history on disk, no hub running) prints them as they are.
+    const env = { ...process.env, XDG_STATE_HOME: state, BACKCHANNEL_CONTROL: '' };
+    const shown = spawnSync(process.execPath, [BIN, 'show', id], { encoding: 'utf8', env });
+    expect(shown.stdout).toContain(`annotations  ${JSON.stringify({ bridge_guard: counts })}\n`);
     const text = spawnSync(process.execPath, [BIN, 'stats', '--data-dir', dataDir], { encoding: 'utf8' });
     expect(text.stdout).toContain(
       "Bridge mode's scratch-path guard: 1 tool call(s) named the scratch workspace, 1 corrected; 0 call(s) to tools the client did not offer; 0 run(s) replayed to a new agent.",
