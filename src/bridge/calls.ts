@@ -11,6 +11,7 @@
 import type * as z from 'zod/mini';
 import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
 import {
+  ANNOTATIONS,
   ANSWER,
   checkWith,
   describe,
@@ -101,6 +102,14 @@ const TABLE: { readonly [M in BridgeMethod]: Route<M> } = {
       ['id', ID],
       ['callId', ID],
       ['answer', TOOL_ANSWER],
+    ],
+  },
+  annotate: {
+    verb: 'POST',
+    path: 'tasks/:id/annotate',
+    params: [
+      ['id', ID],
+      ['meta', ANNOTATIONS],
     ],
   },
   setPaused: { verb: 'PUT', path: 'paused', params: [['paused', PAUSED]] },

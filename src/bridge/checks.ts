@@ -39,6 +39,9 @@ export const IDS = z
 /** The caller's answer to a tool call: `{content}` or `{error}`. */
 export const TOOL_ANSWER = TOOL_ANSWER_SHAPE;
 
+/** A caller's annotation of a task (`annotate`): a bounded JSON object. */
+export { ANNOTATIONS } from '../model/annotations.js';
+
 /** The text of an answer (may be empty). */
 export const ANSWER = text({ allowEmpty: true, max: MAX_ANSWER });
 

@@ -148,6 +148,12 @@ export interface BackchannelBridge {
    * longer waits on that call.
    */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): Promise<void>;
+  /**
+   * Merges the caller's `meta` (a JSON object, bounded: model/annotations.ts) into a running task's
+   * annotations, which reach its final payload's meta; `not_found` for an unknown task, `conflict`
+   * once it has ended, `invalid_request` for an annotation out of bounds.
+   */
+  annotate(id: string, meta: Record<string, unknown>): Promise<void>;
   setPaused(paused: boolean): Promise<void>;
   /** Opens the app log (Electron: in the OS; headless: returns its path only). */
   openLog(): Promise<{ path: string }>;

@@ -41,6 +41,8 @@ import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transp
 import { connectionTally, type ConnectionTally } from './transport/connection-tally.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
+import { annotationProblem, mergeAnnotations, type Annotations } from '../model/annotations.js';
+import { BridgeError } from '../model/errors.js';
 import { planRuns, type KindContext, type TaskKind } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
@@ -287,6 +289,20 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean {
     return this.live.get(id)?.toolCalls.answer(callId, answer) ?? false;
+  }
+
+  /**
+   * Merges `annotations` (checked with model/annotations.ts's ANNOTATIONS) into a task's, at the top
+   * level; they reach its final payload's meta and its snapshot. Returns false when the task is not
+   * live or already decided (its meta is written); throws an `invalid_request` BridgeError when the
+   * merged whole would exceed the bounds.
+   */
+  annotate(id: string, annotations: Annotations): boolean {
+    const task = this.live.get(id)?.task;
+    if (!task || task.decided) return false;
+    const problem = annotationProblem(mergeAnnotations(task.annotated, annotations), 'meta');
+    if (problem) throw new BridgeError('invalid_request', `${problem} (with what the task has already)`);
+    return task.annotate(annotations);
   }
 
   get paused(): boolean {

@@ -15,6 +15,7 @@ export interface TaskControls {
   cancel(id: string, reason?: string): Promise<void>;
   answer(id: string, askId: string, text: string): Promise<void>;
   answerToolCall(id: string, callId: string, answer: ToolAnswer): Promise<void>;
+  annotate(id: string, meta: Record<string, unknown>): Promise<void>;
   /** The whole final payload of a task whose picture holds only its summary. */
   result?(id: string): Promise<FinalPayload | null>;
 }
@@ -89,6 +90,10 @@ export class FedTask implements TaskRun {
 
   answerToolCall(callId: string, answer: ToolAnswer): Promise<void> {
     return this.controls.answerToolCall(this.#id, callId, answer);
+  }
+
+  annotate(meta: Record<string, unknown>): Promise<void> {
+    return this.controls.annotate(this.#id, meta);
   }
 
   #fail(error: Error): void {

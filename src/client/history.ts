@@ -99,7 +99,7 @@ export async function historyTasks(dataDir: string): Promise<TaskBackend> {
     async follow(id) {
       const { task } = await bridge.getTask(id);
       const run = new FedTask(
-        { cancel: refuse, answer: refuse, answerToolCall: refuse, result: (taskId) => bridge.taskResult(taskId) },
+        { cancel: refuse, answer: refuse, answerToolCall: refuse, annotate: refuse, result: (taskId) => bridge.taskResult(taskId) },
         id,
       );
       run.receive({ task });

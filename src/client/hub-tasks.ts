@@ -97,6 +97,7 @@ export class HubTasks implements TaskBackend {
       cancel: (taskId, reason) => hub.cancel(taskId, reason),
       answer: (taskId, askId, text) => hub.answer(taskId, askId, text),
       answerToolCall: (taskId, callId, answer) => hub.answerToolCall(taskId, callId, answer),
+      annotate: (taskId, meta) => hub.annotate(taskId, meta),
       result: (taskId) => hub.taskResult(taskId),
     };
     const task = new FedTask(controls, id);

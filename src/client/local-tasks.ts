@@ -2,8 +2,8 @@
 import type { TaskBroker } from '../broker/broker.js';
 import { BridgeError } from '../model/errors.js';
 import { isFinished, type TaskUpdate, type ToolAnswer } from '../model/task.js';
-import { createBrokerBridge, noToolCall, type BrokerBridge } from '../hub/broker-bridge.js';
-import { checkWith, TOOL_ANSWER } from '../bridge/checks.js';
+import { createBrokerBridge, noToolCall, notAnnotatable, type BrokerBridge } from '../hub/broker-bridge.js';
+import { ANNOTATIONS, checkWith, TOOL_ANSWER } from '../bridge/checks.js';
 import { readOwnVersion } from '../version.js';
 import { FedTask } from './fed-task.js';
 import type { TaskBackend } from './tasks.js';
@@ -29,6 +29,11 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
       throw new BridgeError('conflict', noToolCall(id, callId));
     }
   };
+  const annotate = async (id: string, meta: Record<string, unknown>): Promise<void> => {
+    const task = broker.get(id);
+    if (!task) throw new BridgeError('not_found', `No task with id ${id}`);
+    if (!broker.annotate(id, checkWith(ANNOTATIONS, meta, 'meta'))) throw new BridgeError('conflict', notAnnotatable(id, task.state));
+  };
   // Made on first use: a `run` that only starts and follows its own task needs no all-task stream.
   let bridge: BrokerBridge | undefined = options.bridge;
   const bridgeOf = (): BrokerBridge =>
@@ -45,6 +50,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
         ...handle,
         answer: (askId, text) => answer(handle.id, askId, text),
         answerToolCall: (callId, toolAnswer) => answerToolCall(handle.id, callId, toolAnswer),
+        annotate: (meta) => annotate(handle.id, meta),
         stop: () => {},
       };
     },
@@ -57,7 +63,10 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
     async follow(id) {
       const snapshot = broker.get(id);
       if (!snapshot) throw new BridgeError('not_found', `No task with id ${id}`);
-      const task = new FedTask({ cancel: async (taskId, reason) => void broker.cancel(taskId, reason), answer, answerToolCall }, id);
+      const task = new FedTask(
+        { cancel: async (taskId, reason) => void broker.cancel(taskId, reason), answer, answerToolCall, annotate },
+        id,
+      );
       const onUpdate = (update: TaskUpdate): void => {
         if (update.taskId !== id) return;
         const now = broker.get(id);

@@ -28,6 +28,13 @@ export interface TaskRun extends TaskHandle {
    */
   answerToolCall(callId: string, answer: ToolAnswer): Promise<void>;
   /**
+   * Merges `meta` (a JSON object of at most MAX_ANNOTATION_BYTES, MAX_ANNOTATION_DEPTH levels deep:
+   * model/annotations.ts) into the task's annotations, at the top level; they reach its final
+   * payload's meta and its snapshot (`annotations`). Rejects with a BridgeError — `invalid_request`
+   * for a bad annotation, `conflict` once the task has ended, `not_found` for an unknown task.
+   */
+  annotate(meta: Record<string, unknown>): Promise<void>;
+  /**
    * Stops following: no more updates reach this handle. The task goes on — except one this handle
    * started attached on the hub, which the hub then cancels (nobody is left to hear it; see `run`).
    */

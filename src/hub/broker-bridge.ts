@@ -25,6 +25,7 @@ import { FIRE_PAGE_SIZE } from '../model/limits.js';
 import type { FireRecord, Schedule } from '../schedules/schedule.js';
 import type { ScheduleRequest, ScheduleView } from '../schedules/views.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
+import { ANNOTATIONS, checkWith } from '../bridge/checks.js';
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
@@ -58,6 +59,8 @@ export interface BrokerLike {
   answer(id: string, askId: string, text: string): boolean;
   /** Answers a pending tool call; false when the task does not wait on a call with that id. */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean;
+  /** Merges a caller's annotations into a task's; false when it is not live or already decided. */
+  annotate?(id: string, meta: Record<string, unknown>): boolean;
   pause(): void;
   resume(): void;
   readonly paused: boolean;
@@ -349,7 +352,7 @@ function readCalls(
 function taskCalls(
   broker: BrokerLike,
   requireTask: RequireTask,
-): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall'> {
+): Pick<BackchannelBridge, 'submit' | 'cancel' | 'retry' | 'answer' | 'answerToolCall' | 'annotate'> {
   return {
     async submit(request) {
       // Acknowledged once durable (see followSubmission).
@@ -383,6 +386,11 @@ function taskCalls(
     async answerToolCall(id, callId, answer) {
       requireTask(id);
       if (!broker.answerToolCall(id, callId, answer)) throw new BridgeError('conflict', noToolCall(id, callId));
+    },
+    async annotate(id, meta) {
+      const task = requireTask(id);
+      if (!broker.annotate) throw new BridgeError('conflict', `Task ${id} cannot be annotated here (a read-only history)`);
+      if (!broker.annotate(id, checkWith(ANNOTATIONS, meta, 'meta'))) throw new BridgeError('conflict', notAnnotatable(id, task.state));
     },
   };
 }
@@ -560,4 +568,9 @@ function handleOf(start: () => StartedTask): { id: string; accepted: Promise<voi
 /** The refusal of an answer to a call the task does not wait on (one wording for every backend). */
 export function noToolCall(id: string, callId: string): string {
   return `Task ${id} is not waiting on a tool call with id "${callId.slice(0, 80)}"`;
+}
+
+/** Why a task cannot be annotated now (it has ended: its meta is written). */
+export function notAnnotatable(id: string, state: string): string {
+  return `Task ${id} has ended (${state}); annotate a task while it runs`;
 }

@@ -32,6 +32,8 @@ export interface TaskSummary {
   usage?: { input_tokens: number; output_tokens: number; tokens: number; cost_usd?: number; turns?: number };
   /** The task's budget, when it has one. */
   budget?: { max_tokens?: number; max_cost_usd?: number; max_turns?: number };
+  /** What the task's caller annotated (`TaskRun.annotate`; the gateway's `bridge_guard` counts), also in its final meta. */
+  annotations?: Record<string, unknown>;
   created_at: string;
   ended_at?: string;
 }
@@ -61,6 +63,7 @@ export function summarize(task: TaskSnapshot): TaskSummary {
   }
   if (task.usage) summary.usage = usageSummary(task.usage);
   if (task.budget) summary.budget = budgetSummary(task.budget);
+  if (task.annotations) summary.annotations = task.annotations;
   if (task.endedAt) summary.ended_at = task.endedAt;
   return summary;
 }

@@ -3,6 +3,7 @@
  * history journal by the broker (broker/history/insights.ts) and shown by the panel and
  * `backchannel stats`. Plain JSON; the front-ends only draw it.
  */
+import type { BridgeGuardCounts } from './annotations.js';
 
 /** How a finished task ended: `success`, or its failure reason. */
 export const OUTCOMES = [
@@ -87,4 +88,9 @@ export interface Insights {
   taskIds?: string[];
   /** Tasks counted that left history (folded into the kept aggregates). */
   archived: number;
+  /**
+   * The gateway's scratch-path guard (docs/gateway.md, "Bridge mode"): its counts summed over the
+   * query's tasks (each task's `meta.bridge_guard`); absent when no task has any.
+   */
+  bridgeGuard?: BridgeGuardCounts;
 }

@@ -198,6 +198,11 @@ export interface TaskSnapshot {
   change?: ChangeSummary;
   /** The task this one follows up (one thread, one worktree). */
   parent?: string;
+  /**
+   * What the task's caller annotated while it ran (`TaskRun.annotate`, model/annotations.ts), e.g.
+   * the gateway's `bridge_guard` counts; also merged into the final payload's meta, when it has one.
+   */
+  annotations?: Record<string, unknown>;
   /** Lines that were malformed, rejected (auth/task id) or ignored (after the final payload). */
   counters: { malformed: number; rejected: number; ignored: number };
   /** What the agent reported spending so far, all attempts together (../model/usage.ts); live while it runs. */

@@ -360,7 +360,8 @@ export class Details {
   }
 
   private renderMeta(task: TaskSnapshot): void {
-    const meta = (task.result?.meta ?? task.resultSummary?.meta ?? {}) as Record<string, unknown>;
+    // The caller's annotations (also in the final meta once there is one) show while the task runs too.
+    const meta = { ...task.annotations, ...(task.result?.meta ?? task.resultSummary?.meta) } as Record<string, unknown>;
     const key = `${task.id}:${safeStringify(meta)}:${safeStringify(task.usage)}:${safeStringify(task.budget)}`;
     if (key === this.keys.meta) return;
     this.keys.meta = key;

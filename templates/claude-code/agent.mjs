@@ -2,7 +2,10 @@
 /**
  * Sub-agent that runs Claude Code headless and reports its progress and result:
  *
- *   claude -p --output-format stream-json --verbose [--model <m>] [--permission-mode acceptEdits] -- <prompt>
+ *   claude -p --output-format stream-json --verbose [--model <m>] [--permission-mode acceptEdits] --setting-sources user -- <prompt>
+ *
+ * Only the owner's settings load (`--setting-sources user`): the working directory's own
+ * `.claude/settings*.json` would run its hooks and approve its `.mcp.json` servers (README).
  *
  * stdin is ignored (with an open stdin pipe `claude` waits for EOF), except for prompts over 100 KiB,
  * which are written to it and closed. `is_error` decides success, not `subtype`; the last `result`

@@ -299,6 +299,11 @@ export function buildClaudeArgs(options) {
   if (options.maxTurns) args.push('--max-turns', String(options.maxTurns));
   if (options.maxBudgetUsd) args.push('--max-budget-usd', String(options.maxBudgetUsd));
   if (options.partialOutput) args.push('--include-partial-messages');
+  // The working directory is the caller's choice, often a repository nobody vetted: its own
+  // `.claude/settings.json` and `.claude/settings.local.json` would run their hooks (commands) and
+  // approve its `.mcp.json` servers (issue 36: both happened with 2.1.332). Only the owner's settings
+  // (~/.claude) load. The owner's CLAUDE_EXTRA_ARGS come after.
+  args.push('--setting-sources', 'user');
   args.push(...(options.extraArgs ?? []));
   if (options.bridge) {
     // Bridge mode: the relay is the only MCP server, its tools need no prompt, and no built-in tool

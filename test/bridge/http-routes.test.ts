@@ -15,6 +15,7 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   retry: ['t1'],
   answer: ['t1', 'q1', 'yes'],
   answerToolCall: ['t1', 'call 1', { content: { lines: ['a', 'b'] } }],
+  annotate: ['t1', { bridge_guard: { violations: 2, corrections: 1, unknown_tools: 0 } }],
   setPaused: [true],
   openLog: [],
   fleet: [],

@@ -50,6 +50,9 @@ describe('the route arguments, as schemas in the one route table', () => {
     ],
     ['answerToolCall', ['t1', 'c1', { error: '' }], 'Expected `answer.error` to be a non-empty string, got `` (string)'],
     ['answerToolCall', ['t1', '', { content: 'x' }], 'Expected `callId` to be a non-empty string'],
+    ['annotate', ['t1', [1]], 'Expected `meta` to be an object of annotations, got an array'],
+    ['annotate', ['t1', null], 'Expected `meta` to be an object of annotations, got null'],
+    ['annotate', ['t1', { channel: 'x' }], 'Expected `meta` not to set `channel`: the broker writes it'],
   ] as const)('%s(%j) is refused in one line', (method, args, message) => {
     expect(problem(() => checkArgs(method, args as unknown as never))).toBe(message);
   });
@@ -63,5 +66,6 @@ describe('the route arguments, as schemas in the one route table', () => {
     expect(checkArgs('answer', ['t1', 'q1', ''])).toEqual(['t1', 'q1', '']);
     expect(checkArgs('answerToolCall', ['t1', 'c1', { content: null }])).toEqual(['t1', 'c1', { content: null }]);
     expect(checkArgs('answerToolCall', ['t1', 'c1', { error: 'no such file' }])).toEqual(['t1', 'c1', { error: 'no such file' }]);
+    expect(checkArgs('annotate', ['t1', { bridge_guard: { violations: 1 } }])).toEqual(['t1', { bridge_guard: { violations: 1 } }]);
   });
 });

@@ -7,7 +7,7 @@
  * result continues the same run: the file is in the client's project, the scratch workspace the
  * sub-agent ran in is unchanged, and one task served the whole turn. The second case scripts a
  * Write into the scratch workspace first: the scratch-path guard answers it with a correction that
- * reaches the model, the client never sees it, and the counts say so.
+ * reaches the model, the client never sees it, and the counts say so (`/health`, the task's meta, insights).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -205,6 +205,11 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
       expect(health.bridge).toMatchObject({ violations: 1, corrections: 1 });
       const bridged = (await sides.gateway.client.listTasks()).filter((t) => t.tags?.mode === 'bridge');
       expect(bridged).toHaveLength(1);
+      // The one task's own counts are in its meta (TaskRun.annotate), and insights sum them.
+      const guard = { violations: 1, corrections: 1, unknown_tools: 0, replays: 0 };
+      expect(bridged[0]!.annotations).toEqual({ bridge_guard: guard });
+      expect(bridged[0]!.result?.meta).toMatchObject({ bridge_guard: guard });
+      expect((await sides.gateway.client.insights({})).bridgeGuard).toEqual(guard);
     });
   });
 });

@@ -2,7 +2,7 @@
  * The Python SDK's `task.call_tool` end to end where it runs for real: under a hub (its control
  * endpoint, answered through the one client) and through a fleet worker (a real `backchannel worker`
  * and redis-server: the call and its result cross Redis). The TypeScript SDK's agent through the
- * fleet too, with parallel calls and cancel while waiting.
+ * fleet too, with parallel calls, cancel while waiting, and a caller annotating the task (`TaskRun.annotate`).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { redisQueue } from '../../src/fleet/index.js';
-import { openClient, type BackchannelClient, type TaskRun } from '../../src/client/index.js';
+import { clientOf, openClient, type BackchannelClient, type TaskRun } from '../../src/client/index.js';
 import type { TaskBroker } from '../../src/broker/index.js';
 import type { PendingToolCall, ToolDefinition } from '../../src/model/task.js';
 import { TaskError } from '../../src/broker/errors.js';
@@ -148,6 +148,23 @@ describe.skipIf(REDIS_MISSING)(`tool calls through a fleet worker${REDIS_MISSING
       offered: ['Read', 'Write'],
       results: [{ content: { bytes: Buffer.byteLength(content), sha256 } }, { error: 'tool call Write failed: denied' }],
     });
+  });
+
+  test("a caller's annotations of a task running on a worker reach its final meta (the broker writes it, not the worker)", async () => {
+    const task = await clientOf(broker).run({
+      command: process.execPath,
+      args: [TS_AGENT],
+      input: { calls: [{ name: 'Read' }] },
+      tools: [READ],
+    });
+    const [call] = await waiting(() => task.snapshot(), 1);
+    expect(task.snapshot().worker).toBe(worker.name);
+    await task.annotate({ bridge_guard: { violations: 1, corrections: 1, unknown_tools: 0 } });
+    expect(broker.get(task.id)?.annotations).toEqual({ bridge_guard: { violations: 1, corrections: 1, unknown_tools: 0 } });
+    await task.answerToolCall(call!.callId, { content: 'a' });
+    const final = await task.result;
+    expect(final.meta).toMatchObject({ bridge_guard: { violations: 1, corrections: 1, unknown_tools: 0 }, attempts: 1 });
+    expect(broker.insights().bridgeGuard).toEqual({ violations: 1, corrections: 1, unknown_tools: 0, replays: 0 });
   });
 
   test('cancel reaches an agent waiting on a tool call on a worker', async () => {

@@ -9,7 +9,9 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
-import { tempDir } from '../helpers/core.js';
+import { spawnSync } from 'node:child_process';
+import { summarize } from '../../src/mcp/snapshots.js';
+import { createTestBroker, tempDir } from '../helpers/core.js';
 import { raw, standinModels, startTestGateway } from './helpers.js';
 
 const READ_SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
@@ -19,6 +21,7 @@ const RESPONSES_TOOLS = [
 ];
 const MESSAGES_TOOLS = [{ name: 'read_file', description: 'Reads a file', input_schema: READ_SCHEMA as Anthropic.Tool.InputSchema }];
 const TASK_ID = 'x-backchannel-task-id';
+const BIN = path.join(import.meta.dirname, '..', '..', 'bin', 'backchannel.js');
 
 async function gateway(extra: Record<string, unknown> = {}) {
   const dir = tempDir('bc-gwb-');
@@ -204,7 +207,7 @@ describe('Anthropic Messages', () => {
 
 describe('when a run cannot simply continue', () => {
   test('an edited history retires the agent and replays the whole transcript to a new one', async () => {
-    const { openai, dir } = await gateway();
+    const { gw, openai, dir } = await gateway();
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read the file.' }];
     const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
     const message = first.data.choices[0]!.message;
@@ -221,6 +224,10 @@ describe('when a run cannot simply continue', () => {
     expect(prompt).toContain('Read the file, please.');
     expect(prompt).toContain('contents of a.txt');
     expect(second.data.choices[0]!.finish_reason).toBe('tool_calls'); // the new agent starts its own step
+    // The retired run counts as replayed in its task's meta (and so in stats).
+    const retired = await gw.client.follow(first.response.headers.get(TASK_ID)!);
+    await retired.finished;
+    expect(retired.snapshot().annotations).toEqual({ bridge_guard: { violations: 0, corrections: 0, unknown_tools: 0, replays: 1 } });
   });
 
   test("an SDK's retry of a request that ended with tool calls joins the run: the same calls, the same task, no second agent", async () => {
@@ -267,5 +274,46 @@ describe('when a run cannot simply continue', () => {
     expect(text).toMatch(/scratch: tool call read_file failed: Not run: `command` names .* in \/home\/user\/project/);
     const health = await raw(`${gw.url}/health`, undefined, { headers: { Authorization: 'Bearer none' } });
     expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
+  });
+
+  test("the guard's counts of a bridged task go into its meta (through the client); `show` prints them and `stats` sums them from the journal", async () => {
+    const state = tempDir('bc-gwb-state-');
+    const dataDir = path.join(state, 'backchannel');
+    const { broker } = createTestBroker({ dataDir });
+    const dir = tempDir('bc-gwb-');
+    const gw = await startTestGateway({ models: standinModels(dir), default_model: 'bridge', session_workspaces: true }, { dir, broker });
+    const openai = new OpenAI({ baseURL: gw.baseURL, apiKey: 'none', maxRetries: 0 });
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: '<env>\nWorking directory: /home/user/project\nPlatform: linux\n</env>' },
+      { role: 'user', content: 'Read it. UNOFFERED SCRATCH' },
+    ];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const id = first.response.headers.get(TASK_ID)!;
+    const message = first.data.choices[0]!.message;
+    const calls = message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    // The unoffered call is refused by the broker itself (docs/protocol.md §6.1): it never reaches the gateway.
+    const counts = { violations: 1, corrections: 1, unknown_tools: 0, replays: 0 };
+    // Written before the agent heard its corrections: already there while the run waits on the client.
+    expect((await gw.client.getTask(id)).task.annotations).toEqual({ bridge_guard: counts });
+    messages.push(message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'A' });
+    const done = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    expect(done.response.headers.get(TASK_ID)).toBe(id);
+    const task = await gw.client.follow(id);
+    const final = await task.result;
+    await task.finished;
+    expect(final.meta).toMatchObject({ bridge_guard: counts });
+    expect(summarize(task.snapshot()).annotations).toEqual({ bridge_guard: counts });
+    await broker.close();
+    const stats = spawnSync(process.execPath, [BIN, 'stats', '--json', '--data-dir', dataDir], { encoding: 'utf8' });
+    expect(stats.stderr).toBe('');
+    expect((JSON.parse(stats.stdout) as { bridgeGuard?: unknown }).bridgeGuard).toEqual(counts);
+    // `show` (the history on disk, no hub running) prints them as they are.
+    const env = { ...process.env, XDG_STATE_HOME: state, BACKCHANNEL_CONTROL: '' };
+    const shown = spawnSync(process.execPath, [BIN, 'show', id], { encoding: 'utf8', env });
+    expect(shown.stdout).toContain(`annotations  ${JSON.stringify({ bridge_guard: counts })}\n`);
+    const text = spawnSync(process.execPath, [BIN, 'stats', '--data-dir', dataDir], { encoding: 'utf8' });
+    expect(text.stdout).toContain(
+      "Bridge mode's scratch-path guard: 1 tool call(s) named the scratch workspace, 1 corrected; 0 call(s) to tools the client did not offer; 0 run(s) replayed to a new agent.",
+    );
   });
 });

@@ -152,6 +152,42 @@ describe('insights aggregates', () => {
     expect(second.insights().total.count).toBe(12);
   });
 
+  test("the bridge guard's counts are summed over the query's tasks and survive retention into the aggregates", async () => {
+    const dataDir = tempDir();
+    const guarded: GeneratedTask[] = [
+      {
+        agent: 'claude-code',
+        label: 'bridged',
+        endedAt: `${H10}01:00.000Z`,
+        durationMs: 5,
+        guard: { violations: 4, corrections: 3, unknown_tools: 1 },
+      },
+      {
+        agent: 'claude-code',
+        label: 'bridged',
+        endedAt: `${H11}01:00.000Z`,
+        durationMs: 5,
+        guard: { violations: 1, corrections: 1, unknown_tools: 0 },
+      },
+    ];
+    writeJournal(dataDir, [...guarded, ...TASKS]);
+    const { broker: first } = makeBroker({ dataDir, historyLimit: 4 });
+    await first.ready;
+    expect(first.insights().archived).toBe(10);
+    expect(first.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1, replays: 0 });
+    expect(first.insights({ since: `${H11}00:00.000Z` }).bridgeGuard).toEqual({
+      violations: 1,
+      corrections: 1,
+      unknown_tools: 0,
+      replays: 0,
+    });
+    expect(first.insights({ agent: 'review.py' }).bridgeGuard).toBeUndefined();
+    await first.close();
+    const { broker: second } = makeBroker({ dataDir, historyLimit: 4 });
+    await second.ready;
+    expect(second.insights().bridgeGuard).toEqual({ violations: 5, corrections: 4, unknown_tools: 1, replays: 0 });
+  });
+
   test('retention by age moves old tasks out of history and into the aggregates', async () => {
     const dataDir = tempDir();
     const recent = new Date(Date.now() - 60_000).toISOString();

@@ -12,6 +12,8 @@ export interface GeneratedTask {
   durationMs: number;
   reason?: FailureReason;
   tokens?: { input: number; output: number };
+  /** The gateway's guard counts its caller annotated (`annotations.bridge_guard`, also in its meta). */
+  guard?: { violations: number; corrections: number; unknown_tools: number };
 }
 
 let counter = 0;
@@ -25,6 +27,7 @@ export function snapshotOf(task: GeneratedTask): TaskSnapshot {
     timestamp: task.endedAt,
     ...(task.model ? { model_used: task.model } : {}),
     ...(task.tokens ? { token_usage: task.tokens } : {}),
+    ...(task.guard ? { bridge_guard: task.guard } : {}),
   };
   const status = task.reason ? (task.reason === 'cancelled' ? 'cancelled' : 'error') : 'success';
   return {
@@ -42,6 +45,7 @@ export function snapshotOf(task: GeneratedTask): TaskSnapshot {
     endedAt: task.endedAt,
     result: { task_id: id, status, data: {}, meta } as TaskSnapshot['result'],
     counters: { malformed: 0, rejected: 0, ignored: 0 },
+    ...(task.guard ? { annotations: { bridge_guard: task.guard } } : {}),
   };
 }
 

@@ -280,8 +280,17 @@ describe('Claude Code translation', () => {
     expect(kinds({}, failed)).toEqual(['init']);
   });
 
-  it('builds the command line with --verbose, and a permission mode only when asked', () => {
-    expect(claude.buildClaudeArgs({ prompt: 'hi' })).toEqual(['-p', '--output-format', 'stream-json', '--verbose', '--', 'hi']);
+  it("builds the command line with --verbose, only the owner's settings, and a permission mode only when asked", () => {
+    expect(claude.buildClaudeArgs({ prompt: 'hi' })).toEqual([
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--setting-sources',
+      'user',
+      '--',
+      'hi',
+    ]);
     expect(claude.buildClaudeArgs({ prompt: '--help', allowWrites: true, maxTurns: 3 })).toEqual([
       '-p',
       '--output-format',
@@ -291,9 +300,14 @@ describe('Claude Code translation', () => {
       'acceptEdits',
       '--max-turns',
       '3',
+      '--setting-sources',
+      'user',
       '--',
       '--help',
     ]);
+    // The owner's extra arguments (never the input's) come after.
+    const owner = claude.buildClaudeArgs({ prompt: 'hi', extraArgs: ['--setting-sources', 'user,project'] });
+    expect(owner.slice(owner.indexOf('--setting-sources'), -2)).toEqual(['--setting-sources', 'user', '--setting-sources', 'user,project']);
   });
 
   it('Claude Code 2.1.332: a plain answer with API model ids and run-level usage', () => {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { failureReasonOf } from '../../model/states.js';
 import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { reportedUsage } from '../../model/usage.js';
+import { BRIDGE_GUARD_KEY, bridgeGuardOf, type BridgeGuardCounts } from '../../model/annotations.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
 export interface Bucket {
@@ -26,6 +27,8 @@ export interface Bucket {
   tokensOut: number;
   /** Ids of the tasks in it that are still in history. */
   ids?: string[];
+  /** The scratch-path guard's counts of its bridged tasks (`meta.bridge_guard`), summed; absent when none. */
+  guard?: Partial<BridgeGuardCounts>;
 }
 
 export const NO_MODEL = '(none)';
@@ -100,6 +103,7 @@ export function foldTasks(tasks: Iterable<TaskSnapshot>, into = new Map<string, 
     bucket.tokensIn += tokens.input;
     bucket.tokensOut += tokens.output;
     if (withIds) (bucket.ids ??= []).push(task.id);
+    addGuard(bucket, bridgeGuardOf(task.annotations) ?? bridgeGuardOf(resultMetaOf(task)));
   }
   return into;
 }
@@ -116,8 +120,27 @@ export function mergeBuckets(buckets: Iterable<Bucket>, into: Map<string, Bucket
     bucket.tokensIn += source.tokensIn;
     bucket.tokensOut += source.tokensOut;
     if (source.ids) (bucket.ids ??= []).push(...source.ids);
+    // A saved bucket's counts (the rollup file), read the one way: only non-negative numbers.
+    addGuard(bucket, bridgeGuardOf({ [BRIDGE_GUARD_KEY]: source.guard }));
   }
   return into;
+}
+
+/** Adds a task's (or a saved bucket's) guard counts into `bucket`'s. */
+function addGuard(bucket: Bucket, counts: Partial<BridgeGuardCounts> | undefined): void {
+  if (!counts) return;
+  const sum = (bucket.guard ??= {});
+  for (const [key, n] of Object.entries(counts) as [keyof BridgeGuardCounts, number][]) sum[key] = (sum[key] ?? 0) + n;
+}
+
+/** The guard counts of `buckets`, summed (every count, 0 when none); undefined when no bucket has any. */
+function guardOf(buckets: readonly Bucket[]): BridgeGuardCounts | undefined {
+  const withGuard = buckets.filter((bucket) => bucket.guard);
+  if (withGuard.length === 0) return undefined;
+  const total: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0, replays: 0 };
+  for (const bucket of withGuard)
+    for (const key of Object.keys(total) as (keyof BridgeGuardCounts)[]) total[key] += bucket.guard![key] ?? 0;
+  return total;
 }
 
 function bucketFor(buckets: Map<string, Bucket>, key: Pick<Bucket, 'hour' | 'agent' | 'model' | 'label'>): Bucket {
@@ -217,6 +240,8 @@ export function computeInsights(all: Iterable<Bucket>, query: InsightsQuery = {}
     ab: abRows(buckets),
     archived,
   };
+  const guard = guardOf(buckets);
+  if (guard) insights.bridgeGuard = guard;
   if (query.pick) insights.taskIds = picked(buckets, query.pick, keyOf);
   return insights;
 }

@@ -26,6 +26,7 @@ import {
   type TaskUpdate,
   type TaskUpdateKind,
 } from '../../model/task.js';
+import { mergeAnnotations, type Annotations } from '../../model/annotations.js';
 import { addUsage, budgetOf, laterUsage, reportedUsage, type TaskUsage } from '../../model/usage.js';
 
 /** Lines of stderr shown with a failure. */
@@ -84,6 +85,8 @@ export class Task {
   private toolCalls: PendingToolCall[] = [];
   private worktreeInfo: WorktreeInfo | undefined;
   private changeSummary: ChangeSummary | undefined;
+  /** What the task's caller annotated (`annotate`): merged into the final payload's meta. */
+  private annotations: Annotations | undefined;
   private readonly counters = { malformed: 0, rejected: 0, ignored: 0 };
   /** Usage of the attempts before this one, added up; and this attempt's latest report (a running total). */
   private earlierUsage: TaskUsage | undefined;
@@ -134,6 +137,7 @@ export class Task {
     task.question = snapshot.pendingQuestion;
     task.worktreeInfo = snapshot.worktree;
     task.changeSummary = snapshot.change;
+    task.annotations = snapshot.annotations;
     Object.assign(task.counters, snapshot.counters);
     task.earlierUsage = snapshot.usage;
     if (snapshot.stderrTail) task.stderr.push(...snapshot.stderrTail.split('\n'));
@@ -403,6 +407,21 @@ export class Task {
     this.worktreeInfo = info;
   }
 
+  /**
+   * Merges the caller's `annotations` (checked: model/annotations.ts) into the task's; they go into
+   * its final payload's meta. False once the task is decided: its meta is written then.
+   */
+  /** What the caller annotated so far. */
+  get annotated(): Annotations | undefined {
+    return this.annotations;
+  }
+
+  annotate(annotations: Annotations): boolean {
+    if (!this.open) return false;
+    this.annotations = mergeAnnotations(this.annotations, annotations);
+    return true;
+  }
+
   /** The change recorded after its processes are gone; announced by the `exited` update that follows. */
   setChange(change: ChangeSummary): void {
     this.changeSummary = change;
@@ -440,6 +459,7 @@ export class Task {
     if (this.spec.tags) snap.tags = this.spec.tags;
     if (this.worktreeInfo) snap.worktree = this.worktreeInfo;
     if (this.changeSummary) snap.change = this.changeSummary;
+    if (this.annotations) snap.annotations = this.annotations;
     if (this.spec.parent !== undefined) snap.parent = this.spec.parent;
     const usage = this.usage;
     if (usage) snap.usage = usage;
@@ -477,6 +497,7 @@ export class Task {
   private withBrokerMeta(payload: FinalPayload, channel: DeliveryChannel): FinalPayload {
     const meta: BrokerMeta = {
       ...payload.meta,
+      ...this.annotations,
       attempts: this.attemptNumber,
       channel,
       exit_code: this.exitCode,

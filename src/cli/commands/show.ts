@@ -54,6 +54,7 @@ export const command = taskCommand({
       ['attempt', `${task.attempt} of ${task.maxAttempts}`],
       ['usage', task.usage ? describeUsage(task.usage) : undefined],
       ['budget', task.budget ? describeBudget(task.budget) : undefined],
+      ['annotations', task.annotations ? JSON.stringify(task.annotations) : undefined],
       ['command', [task.command, ...task.args].join(' ')],
       ['cwd', task.cwd],
       ['worker', task.worker],

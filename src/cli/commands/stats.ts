@@ -118,6 +118,11 @@ export function toText(insights: Insights): string {
     table([[insights.by, ...COLUMNS], ...insights.groups.map((f) => [f.key, ...cells(f)]), ['all', ...cells(insights.total)]]),
   ];
   if (insights.ab.length > 0) parts.push(`A/B (labels run by more than one ${insights.ab[0]!.kind}):\n${abTable(insights.ab)}`);
+  const guard = insights.bridgeGuard;
+  if (guard)
+    parts.push(
+      `Bridge mode's scratch-path guard: ${guard.violations} tool call(s) named the scratch workspace, ${guard.corrections} corrected; ${guard.unknown_tools} call(s) to tools the client did not offer; ${guard.replays} run(s) replayed to a new agent.`,
+    );
   if (insights.archived > 0) parts.push(`(${insights.archived} of these tasks have left history; their figures are kept.)`);
   return parts.join('\n\n') + '\n';
 }

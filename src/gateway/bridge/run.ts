@@ -10,6 +10,9 @@
  *   calls (`TaskRun.answerToolCall`) and the run streams on into that request's response.
  * - A call to a tool the client did not offer, and one the scratch-path guard stops, never reach
  *   the client: the agent gets a corrective error at once.
+ * - This run's guard counts (and its calls to tools not offered) go into its task's meta
+ *   (`meta.bridge_guard`, `TaskRun.annotate`) before the agent gets its corrective result, so the
+ *   counts are written before the task can end; `stats` sums them.
  * - A suspended run nobody continues within `idleMs` is cancelled; a response whose client left
  *   cancels the run; every end reaches `onEnd` once.
  */
@@ -22,6 +25,7 @@ import type { HttpError } from '../http.js';
 import type { CancelWhy, RequestTask, RequestTaskRunner, TaskResult } from '../request-task/index.js';
 import type { TurnAnswer, TurnWriter } from '../writer.js';
 import { guardCall, type GuardCounts } from './guard.js';
+import { BRIDGE_GUARD_KEY, type BridgeGuardCounts } from '../../model/annotations.js';
 import type { ToolResultIn } from './wire.js';
 import type { ChatMessage } from '../request.js';
 
@@ -83,6 +87,10 @@ export class BridgedRun {
   private gather: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
   private stateNow: BridgedRunState = 'running';
+  /** This run's own guard counts (the session's are in `options.counts`): its task's `meta.bridge_guard`. */
+  private readonly guard: BridgeGuardCounts = { violations: 0, corrections: 0, unknown_tools: 0, replays: 0 };
+  /** The annotations sent so far, in order (each carries the whole counts: the last one written wins). */
+  private annotated: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: BridgedRunOptions) {
     this.offered = new Set(options.spec.tools.map((tool) => tool.name));
@@ -152,8 +160,16 @@ export class BridgedRun {
     return attached;
   }
 
-  /** Cancels the run (another turn replaces it) and waits, bounded by the broker's own kill, for its processes. */
+  /**
+   * Cancels the run (another turn replaces it) and waits, bounded by the broker's own kill, for its
+   * processes. A run still alive is counted as replayed in its task's meta first (`replays`).
+   */
   async retire(reason = 'the client continued the conversation differently'): Promise<void> {
+    const task = this.task;
+    if (this.stateNow !== 'ended' && task) {
+      this.guard.replays = 1;
+      await this.annotate(task);
+    }
     if (this.stateNow !== 'ended') this.task?.cancel(`bridge: ${reason}`);
     this.abort.abort('shutdown' satisfies CancelWhy);
     await this.finished.catch(() => {});
@@ -174,11 +190,19 @@ export class BridgedRun {
   /** A call of the agent: corrected at once, or written to the response (or kept for the next one). */
   private onCall(call: PendingToolCall): void {
     const task = this.task!;
-    const correct = (error: string) => void task.answerToolCall(call.callId, { error }).catch(() => {});
-    if (!this.offered.has(call.name))
+    // The counts reach the task's meta before the agent hears the correction (it cannot end before).
+    const correct = (error: string) => void this.annotate(task).then(() => task.answerToolCall(call.callId, { error }).catch(() => {}));
+    if (!this.offered.has(call.name)) {
+      this.guard.unknown_tools += 1;
       return correct(`There is no tool \`${call.name}\` here: the client offers ${[...this.offered].join(', ') || 'no tools'}.`);
-    const verdict = guardCall(call.arguments, this.options.workspace, this.options.hostRoot, this.options.counts);
+    }
+    const session = this.options.counts;
+    const before = { violations: session.violations, corrections: session.corrections };
+    const verdict = guardCall(call.arguments, this.options.workspace, this.options.hostRoot, session);
+    this.guard.violations += session.violations - before.violations;
+    this.guard.corrections += session.corrections - before.corrections;
     if (verdict.action === 'correct') return correct(verdict.text);
+    if (session.violations !== before.violations) void this.annotate(task);
     const segment = this.segment;
     if (!segment) return void this.late.push(call);
     const id = `${this.options.idPrefix}${randomBytes(12).toString('hex')}`;
@@ -187,6 +211,13 @@ export class BridgedRun {
     segment.writer.toolCall({ id, name: call.name, arguments: call.arguments }, task);
     clearTimeout(this.gather);
     this.gather = setTimeout(() => this.suspend(), STEP_GATHER_MS);
+  }
+
+  /** Writes this run's guard counts into its task's meta (`meta.bridge_guard`), after the ones before. */
+  private annotate(task: TaskRun): Promise<void> {
+    const counts = { ...this.guard };
+    this.annotated = this.annotated.then(() => task.annotate({ [BRIDGE_GUARD_KEY]: counts }).catch(() => {}));
+    return this.annotated;
   }
 
   /** Ends the response with the step's calls; the run waits for their results, at most `idleMs`. */
