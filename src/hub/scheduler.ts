@@ -115,7 +115,7 @@ export class HubScheduler {
       const problem = cronError(schedule.cron, schedule.tz);
       if (problem) throw new BrokerError('invalid_option', problem);
     }
-    if (schedule.worktree !== undefined) checkWorktree(schedule);
+    if (schedule.worktree !== undefined) checkWorktree(schedule, this.options.claims !== undefined);
     const spec = specOf(schedule);
     const verdict = this.options.runPolicy?.judge({
       command: spec.command,
@@ -327,10 +327,17 @@ function elsewhere(schedule: Schedule, decision: FireDecision, now: number, owne
 
 /**
  * A worktree schedule names a git repository by an absolute path (the hub's cwd is not the caller's),
- * with a commit to start from, and its cwd, when given, inside it. Throws BrokerError `invalid_option`.
+ * with a commit to start from, and its cwd, when given, inside it; and it runs on a hub that runs its
+ * tasks itself (a fleet worker runs in its own directory, not in the hub's worktree). Throws
+ * BrokerError `invalid_option`.
  */
-function checkWorktree(schedule: Schedule): void {
+function checkWorktree(schedule: Schedule, onFleet: boolean): void {
   const repo = schedule.worktree!;
+  if (onFleet)
+    throw new BrokerError(
+      'invalid_option',
+      'invalid schedule: worktree: this hub runs tasks on a fleet, where a worker does not run in the hub’s worktree',
+    );
   if (!path.isAbsolute(repo)) throw new BrokerError('invalid_option', `invalid schedule: worktree: ${repo} is not an absolute path`);
   const cwd = schedule.cwd ?? repo;
   const inside = path.relative(repo, cwd);
