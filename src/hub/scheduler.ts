@@ -201,29 +201,31 @@ export class HubScheduler {
     }
   }
 
+  /** What is due for the schedule now; its spend is looked up only when a fire would run. */
   private plan(schedule: Schedule): Planned {
     const { store } = this.options;
     const now = this.now();
-    const plan = planFires({
+    const input = {
       schedule,
       lastFireAt: store.lastFireAt(schedule.name),
       now,
       upSince: this.upSince,
       running: this.activeRuns(schedule.name),
       buffered: this.buffered.has(schedule.name),
-      budgetSpent: this.budgetSpent(schedule, now),
-    });
-    return { decisions: plan.decisions, now };
+    };
+    const plan = planFires(input);
+    const wouldStart = plan.decisions.some((d) => d.action !== 'skip');
+    const reached = wouldStart && hasDayCap(schedule) ? this.dayCapReached(schedule, now) : undefined;
+    if (reached === undefined) return { decisions: plan.decisions, now };
+    this.options.logger.info(`schedule ${schedule.name}: ${reached}; its fires are skipped budget_spent`);
+    return { decisions: planFires({ ...input, budgetSpent: true }).decisions, now };
   }
 
-  /** Whether the schedule's runs of the last day reached its per-day cap (false without one). */
-  private budgetSpent(schedule: Schedule, now: number): boolean {
-    if (!hasDayCap(schedule)) return false;
+  /** The per-day cap the schedule's runs of the last 24 h reached, in words; undefined while under it. */
+  private dayCapReached(schedule: Schedule, now: number): string | undefined {
     const usageOf = this.options.usageOf ?? (() => undefined);
     const runs = this.options.store.recordedSince(schedule.name, now - BUDGET_DAY_MS);
-    const reached = dayCapReached(schedule, daySpend(runs, usageOf, now));
-    if (reached) this.options.logger.info(`schedule ${schedule.name}: ${reached}; its fires are skipped budget_spent`);
-    return reached !== undefined;
+    return dayCapReached(schedule, daySpend(runs, usageOf, now));
   }
 
   /**
