@@ -25,6 +25,9 @@ import { connectionOf, DEFAULT_QUEUE_NAME, PREFIX } from './wire.js';
  */
 export const FLEET_TAKEOVER_MS = 15_000;
 
+/** How long close() waits for a graceful quit before cutting the connection (a hub's close never hangs on Redis). */
+const CLOSE_GRACE_MS = 2_000;
+
 /** One planned fire, or a run of skipped ones (`through` its last time). */
 export interface FireSpan {
   readonly at: number;
@@ -106,6 +109,9 @@ class RedisFireClaims implements FireClaims {
   private readonly connection: RedisConnection;
   private readonly prefix: string;
   private readonly takeoverMs: number;
+  /** Rejects every claim still waiting once close() is called (a claim waits for Redis as long as it is away). */
+  private readonly closed: Promise<never>;
+  private closeClaims: (error: Error) => void = () => {};
 
   constructor(options: FireClaimsOptions) {
     this.hub = options.hub ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -114,19 +120,30 @@ class RedisFireClaims implements FireClaims {
     this.connection = new RedisConnection(connectionOf(options.redis, options.tls), { shared: false });
     // Connection errors are retried by ioredis; without a listener they would crash the process.
     this.connection.on('error', () => {});
+    this.closed = new Promise<never>((_, reject) => (this.closeClaims = reject));
+    this.closed.catch(() => {});
   }
 
   async claim(schedule: string, spans: readonly FireSpan[], now: number, keepMs: number): Promise<ClaimResult> {
     if (spans.length === 0) return { verdicts: [], owner: '' };
-    const client = await this.connection.client;
+    const client = await Promise.race([this.connection.client, this.closed]);
     const args = [this.hub, String(now), String(this.takeoverMs), String(Math.max(1, Math.ceil(keepMs)))];
     for (const span of spans) args.push(String(span.at), String(span.through));
-    const [owner, ...verdicts] = (await client.eval(CLAIM_SCRIPT, 1, this.prefix + schedule, ...args)) as string[];
+    const claimed = client.eval(CLAIM_SCRIPT, 1, this.prefix + schedule, ...args) as Promise<string[]>;
+    const [owner, ...verdicts] = await Promise.race([claimed, this.closed]);
     return { owner: owner ?? '', verdicts: verdicts as FireVerdict[] };
   }
 
+  /** Closes the connection; past CLOSE_GRACE_MS (Redis away, a claim still waiting on it) it is cut instead. */
   async close(): Promise<void> {
-    await this.connection.close().catch(() => {});
+    this.closeClaims(new Error('the fire claims were closed'));
+    const graceful = this.connection.close().then(
+      () => true,
+      () => false,
+    );
+    const timer = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_GRACE_MS).unref());
+    if (await Promise.race([graceful, timer])) return;
+    await this.connection.disconnect(false).catch(() => {});
   }
 }
 

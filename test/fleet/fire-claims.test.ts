@@ -4,7 +4,8 @@
  * ticks first; the other hub records it `elsewhere`, naming the hub that ran it. When the owner stops,
  * the other hub takes the schedule over once the owner is late by the takeover time, and the stopped
  * hub, back, catches up nothing another hub already decided. Two `serve` hubs on the real clock do the
- * same. A worktree schedule is refused on a fleet.
+ * same. While Redis is away a fleet hub fires nothing, and its claims close without waiting for it.
+ * A worktree schedule is refused on a fleet.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -189,4 +190,41 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
       await Promise.all(headless.map((h) => h.stop({ keep: true })));
     }
   }, 120_000);
+
+  test('while its Redis is away a fleet hub fires nothing, and closing its claims does not wait for Redis', async () => {
+    const away = await startRedis();
+    const claim = redisFireClaims({ redis: away.url, name: queue, hub: 'hub-away' });
+    const testBroker = createTestBroker({}, { scope: 'manual' });
+    brokers.push(testBroker);
+    const store = new ScheduleStore(tempDir('bc-sched-away-'));
+    const scheduler = new HubScheduler({
+      store,
+      submit: (spec) => testBroker.broker.submit(spec),
+      runPolicy: ALLOW,
+      logger: silentLogger,
+      now: () => clock.now,
+      tickMs: 0,
+      claims: claim,
+    });
+    schedulers.push(scheduler);
+    try {
+      clock.now = T0;
+      scheduler.add({ ...SCHEDULE, name: 'away' });
+      scheduler.start();
+      await away.stop();
+      clock.now = T0 + MIN + 10;
+      // The claim waits for Redis (it is never given up on while the hub runs); closing ends the wait.
+      const round = scheduler.tick();
+      scheduler.stop();
+      const closedAt = Date.now();
+      await claim.close();
+      expect(Date.now() - closedAt).toBeLessThan(10_000);
+      await round;
+      // A claim that never came back decides nothing: the fire is neither run nor recorded here.
+      expect(store.history('away')).toEqual([]);
+      expect(testBroker.broker.tasks()).toEqual([]);
+    } finally {
+      await away.stop();
+    }
+  }, 60_000);
 });
