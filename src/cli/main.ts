@@ -26,6 +26,7 @@ const SUMMARIES: Record<string, string> = {
   apply: "bring coding tasks' changes into the checkout (all or none)",
   discard: "remove a coding task's worktree and branch (--keep-branch keeps the branch)",
   worktrees: 'list the worktrees Backchannel made for coding tasks',
+  schedule: 'schedules on the hub: add, ls, show, pause, resume, rm, run-now',
   completion: 'print a shell completion script (bash, zsh or fish)',
   config: 'where the config file is (config path) and what it holds (config show)',
 };

@@ -1,17 +1,31 @@
-/** `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker needed). */
+/**
+ * `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker
+ * needed), and the figures of each schedule kept there (src/schedules/stats.ts). Reads only: a data
+ * directory without schedules gets no `schedules/` directory from it.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { readInsights } from '../../broker/history/rollup.js';
+import { Journal } from '../../broker/history/journal.js';
+import { silentLogger } from '../../broker/log.js';
+import { ScheduleStore } from '../../schedules/store.js';
+import { scheduleStats, type ScheduleStats, type StatsRange } from '../../schedules/stats.js';
+import { SKIP_REASONS } from '../../schedules/schedule.js';
+import { formatUsd } from '../../model/usage.js';
 import { formatDuration } from '../../model/duration.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';
 
 const HELP = `Usage: backchannel stats [options]
 
 Prints how fast, how reliable and how costly each sub-agent (or model) has been: task count, success
-rate, duration p50/p95/p99, outcomes, tokens — then an A/B table of labels run by more than one model.
-Reads the history in --data-dir; tasks that left history (retention) still count.
+rate, duration p50/p95/p99, outcomes, tokens — then an A/B table of labels run by more than one model,
+then each schedule: its fires, how its runs ended, its skipped fires by reason, tokens and cost.
+Reads the history in --data-dir; tasks that left history (retention) still count (a schedule's run
+whose task left it counts as \`gone\`). --since/--until count a schedule's fires by their fire time.
 
 Options:
   --since <when>      only tasks that ended since: 30m, 24h, 7d, or an ISO 8601 time (default: all)
@@ -108,6 +122,31 @@ export function toText(insights: Insights): string {
   return parts.join('\n\n') + '\n';
 }
 
+/** Each schedule kept in `dataDir` with its figures over `range`; none when the directory has no schedules. */
+export function readScheduleStats(dataDir: string, range: StatsRange): ScheduleStats[] {
+  if (!existsSync(path.join(dataDir, 'schedules'))) return [];
+  const store = new ScheduleStore(dataDir);
+  const schedules = store.list();
+  if (schedules.length === 0) return [];
+  const tasks = new Map(new Journal(dataDir, silentLogger).load().entries.map((entry) => [entry.snapshot.id, entry.snapshot]));
+  return schedules.map((schedule) => scheduleStats(schedule.name, store.history(schedule.name), (id) => tasks.get(id), range));
+}
+
+const SCHEDULE_COLUMNS = ['fires', 'runs', 'ok', 'failed', 'cancelled', 'active', 'gone', ...SKIP_REASONS, 'tokens', 'cost'];
+
+/** The schedules' table: fires, runs by how they ended, skips by reason, tokens and cost. */
+export function schedulesText(schedules: readonly ScheduleStats[]): string {
+  if (schedules.length === 0) return '';
+  const rows = schedules.map((s) => [
+    s.schedule,
+    ...[s.fires, s.runs, s.succeeded, s.failed, s.cancelled, s.active, s.unknown].map(String),
+    ...SKIP_REASONS.map((reason) => String(s.skipped[reason])),
+    String(s.tokens),
+    `$${formatUsd(s.costUsd)}`,
+  ]);
+  return `Schedules (skipped fires by reason):\n${table([['schedule', ...SCHEDULE_COLUMNS], ...rows])}\n`;
+}
+
 export const command: CliCommand = {
   async run(argv) {
     const parsed = parseCommandLine(
@@ -143,11 +182,22 @@ export const command: CliCommand = {
     if (values.by) query.by = values.by;
     if (values.agent !== undefined) query.agent = values.agent;
     if (values.model !== undefined) query.model = values.model;
-    const insights = readInsights(values['data-dir'] ?? defaultDataDir(), query);
-    if (values.json) process.stdout.write(JSON.stringify(insights) + '\n');
+    const dataDir = values['data-dir'] ?? defaultDataDir();
+    const insights = readInsights(dataDir, query);
+    let schedules: ScheduleStats[];
+    try {
+      schedules = readScheduleStats(dataDir, {
+        ...(query.since ? { since: Date.parse(query.since) } : {}),
+        ...(query.until ? { until: Date.parse(query.until) } : {}),
+      });
+    } catch (error) {
+      process.stderr.write(`backchannel stats: ${(error as Error).message}\n`);
+      return EXIT.failed;
+    }
+    if (values.json) process.stdout.write(JSON.stringify({ ...insights, schedules }) + '\n');
     // Labels and model names are agent text: neutralised on a terminal (--json stays exact).
     else if (values.csv) writeText(process.stdout, toCsv(insights));
-    else writeText(process.stdout, toText(insights));
+    else writeText(process.stdout, [toText(insights), schedulesText(schedules)].filter(Boolean).join('\n'));
     return EXIT.ok;
   },
 };
