@@ -1,18 +1,21 @@
 /**
  * Fire claims: hubs on one Redis that share a schedule decide each of its fires exactly once. One key
- * per schedule, `backchannel:<queue>:schedule:<name>`, holds `<fire time> <hub>`: the last fire time
- * decided and the hub that decided it (the schedule's owner). One Lua script claims a hub's planned
- * fires in order, atomically, so two hubs can never both win one fire time:
+ * per schedule, `backchannel:<queue>:schedule:<name>`, holds `<mark> <seen> <owner>`: the last fire
+ * time decided, when its owner last claimed (Redis's clock, so the hubs' clocks never disagree about
+ * it), and the hub that owns the schedule. The owner claims on every tick, due fires or not (its
+ * heartbeat). One Lua script claims a hub's planned fires in order, atomically:
  *
- * - a fire at or before the mark was decided already: `lost` (the loser records it as run elsewhere),
- *   or `won` again by the owner itself (it claimed the fire but could not start it: it tries again);
- * - a later fire is `won` by the owner, or by any hub once the owner is `takeoverMs` late with it (the
- *   owner stopped or lost Redis), which then becomes the owner;
- * - otherwise the owner may still claim it: `wait`, and the claims after it are not looked at.
+ * - a fire at or before the mark that another hub decided: `lost` (recorded here as `elsewhere`);
+ * - while another hub owns the schedule and claimed within `takeoverMs`, a later fire: `wait` (the
+ *   owner decides it; the claims after it are not looked at, and it is planned again next tick);
+ * - otherwise `won`: this hub is (or now becomes) the owner, and decides it. The owner wins a fire at
+ *   or before its own mark again: it claimed it but could not start it, and tries again.
  *
- * Keeping one owner is what keeps overlap and buffer-one meaningful across hubs: the owner knows its
- * own runs. The key lives `keepMs` past its last claim (the hub gives the schedule's catch-up window
- * and a margin), so a hub back from downtime still finds which misses another hub already decided.
+ * One owner at a time keeps overlap and buffer-one meaningful (the owner knows its own runs), and a
+ * hub whose fire times differ (an `everyMs` schedule added at another moment) never fires beside the
+ * owner: its fires wait until the owner's mark passes them. The key lives `keepMs` past its last
+ * claim (the hub gives the schedule's catch-up window and a margin), so a hub back from downtime
+ * still finds which misses another hub already decided.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -20,7 +23,7 @@ import { RedisConnection } from 'bullmq';
 import { connectionOf, DEFAULT_QUEUE_NAME, PREFIX } from './wire.js';
 
 /**
- * 15 s: the owner ticks every second, and on a busy machine a tick (cron steps of ~15 ms each, a
+ * 15 s: the owner claims every second, and on a busy machine a tick (cron steps of ~15 ms each, a
  * Redis round trip) can take a few; three times that and more is an owner gone, not a slow one.
  */
 export const FLEET_TAKEOVER_MS = 15_000;
@@ -47,7 +50,8 @@ export interface ClaimResult {
 export interface FireClaims {
   /** This hub's id on the fleet: host, pid and a random part. */
   readonly hub: string;
-  claim(schedule: string, spans: readonly FireSpan[], now: number, keepMs: number): Promise<ClaimResult>;
+  /** Claims the spans (none: only the owner's heartbeat) of one schedule. */
+  claim(schedule: string, spans: readonly FireSpan[], keepMs: number): Promise<ClaimResult>;
   close(): Promise<void>;
 }
 
@@ -63,44 +67,44 @@ export interface FireClaimsOptions {
   hub?: string;
 }
 
-// KEYS[1]: the schedule's key. ARGV: hub, now, takeoverMs, keepMs, then at/through pairs.
-// Returns {previous owner, verdict…}. Times travel as strings and are compared as numbers (epoch ms
-// are exact in Lua's doubles); the mark is stored as the string it came in as.
+// KEYS[1]: the schedule's key. ARGV: hub, takeoverMs, keepMs, then at/through pairs.
+// Returns {owner before, verdict…}. Fire times travel as strings and are compared as numbers (epoch
+// ms are exact in Lua's doubles); the mark is stored as the string it came in as.
 const CLAIM_SCRIPT = `
 local hub = ARGV[1]
-local now = tonumber(ARGV[2])
-local takeover = tonumber(ARGV[3])
-local mark, markText, owner = -1, nil, nil
+local takeover = tonumber(ARGV[2])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local mark, markText, seen, owner = -1, '-1', 0, nil
 local current = redis.call('GET', KEYS[1])
 if current then
-  local sep = string.find(current, ' ', 1, true)
-  if sep then
-    markText = string.sub(current, 1, sep - 1)
-    mark = tonumber(markText) or -1
-    owner = string.sub(current, sep + 1)
+  local m, s, o = string.match(current, '^(%S+) (%S+) (.+)$')
+  if m then
+    markText = m
+    mark = tonumber(m) or -1
+    seen = tonumber(s) or 0
+    owner = o
   end
 end
-local previous = owner or ''
-local out = {previous}
-local won = false
-for i = 5, #ARGV, 2 do
+local alive = owner ~= nil and owner ~= hub and now - seen < takeover
+local out = {owner or ''}
+for i = 4, #ARGV, 2 do
   local at = tonumber(ARGV[i])
-  if at <= mark and owner == hub then
-    table.insert(out, 'won')
-  elseif at <= mark then
+  if at <= mark and owner ~= hub then
     table.insert(out, 'lost')
-  elseif owner ~= nil and owner ~= hub and now - at < takeover then
+  elseif alive then
     table.insert(out, 'wait')
     break
   else
-    mark = tonumber(ARGV[i + 1])
-    markText = ARGV[i + 1]
-    owner = hub
-    won = true
+    local through = tonumber(ARGV[i + 1])
+    if through > mark then
+      mark = through
+      markText = ARGV[i + 1]
+    end
     table.insert(out, 'won')
   end
 end
-if won then redis.call('SET', KEYS[1], markText .. ' ' .. hub, 'PX', ARGV[4]) end
+if not alive then redis.call('SET', KEYS[1], markText .. ' ' .. string.format('%d', now) .. ' ' .. hub, 'PX', ARGV[3]) end
 return out
 `;
 
@@ -124,10 +128,9 @@ class RedisFireClaims implements FireClaims {
     this.closed.catch(() => {});
   }
 
-  async claim(schedule: string, spans: readonly FireSpan[], now: number, keepMs: number): Promise<ClaimResult> {
-    if (spans.length === 0) return { verdicts: [], owner: '' };
+  async claim(schedule: string, spans: readonly FireSpan[], keepMs: number): Promise<ClaimResult> {
     const client = await Promise.race([this.connection.client, this.closed]);
-    const args = [this.hub, String(now), String(this.takeoverMs), String(Math.max(1, Math.ceil(keepMs)))];
+    const args = [this.hub, String(this.takeoverMs), String(Math.max(1, Math.ceil(keepMs)))];
     for (const span of spans) args.push(String(span.at), String(span.through));
     const claimed = client.eval(CLAIM_SCRIPT, 1, this.prefix + schedule, ...args) as Promise<string[]>;
     const [owner, ...verdicts] = await Promise.race([claimed, this.closed]);

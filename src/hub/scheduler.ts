@@ -8,9 +8,10 @@
  * at every fire (the policy may have changed). A schedule with a per-day cap skips its fires
  * `budget_spent` once its runs of the last 24 h reported that much usage (../schedules/budget.ts).
  *
- * On a fleet (`claims`), every planned fire is claimed first (../fleet/fire-claims.ts): hubs sharing
- * a schedule by name decide each fire time once; a fire another hub decided is recorded `elsewhere`
- * and never run here, and one the schedule's owner may still claim is planned again next tick.
+ * On a fleet (`claims`), every schedule is claimed each tick and every planned fire before it is
+ * acted on (../fleet/fire-claims.ts): hubs sharing a schedule by name decide each fire once, by its
+ * owner; a fire another hub decided is recorded `elsewhere` and never run here, and one the owner
+ * may still decide is planned again next tick.
  * The clock and the tick are injected, so tests drive it; `stop()` leaves running tasks to the broker.
  */
 import path from 'node:path';
@@ -194,19 +195,24 @@ export class HubScheduler {
     return this.ticking;
   }
 
+  /**
+   * A round on a fleet: every schedule is claimed, due fires or not (the owner's heartbeat), and the
+   * fires this hub won are acted on.
+   */
   private async claimedRound(claims: FireClaims): Promise<void> {
     for (const schedule of this.options.store.list()) {
       const planned = this.guarded(schedule, () => this.plan(schedule));
-      if (!planned || planned.decisions.length === 0) continue;
+      if (!planned) continue;
       const spans = planned.decisions.map((d) => ({ at: d.at, through: (d.action === 'skip' ? d.until : undefined) ?? d.at }));
       let claimed: Awaited<ReturnType<FireClaims['claim']>>;
       try {
-        claimed = await claims.claim(schedule.name, spans, planned.now, schedule.catchUpWindowMs + CLAIM_KEEP_MARGIN_MS);
+        claimed = await claims.claim(schedule.name, spans, schedule.catchUpWindowMs + CLAIM_KEEP_MARGIN_MS);
       } catch (error) {
         this.options.logger.error(`schedule ${schedule.name}: its fires could not be claimed: ${(error as Error).message}`);
         continue;
       }
       if (this.stopped) return;
+      if (spans.length === 0) continue;
       // Removed while the claim was out: nothing runs (the claim only makes other hubs record `elsewhere`).
       const current = this.options.store.get(schedule.name);
       if (current) this.guarded(current, () => this.fire(current, planned, claimed.verdicts, claimed.owner));
