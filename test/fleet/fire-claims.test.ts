@@ -1,7 +1,8 @@
 /**
  * Two hubs on one Redis sharing a schedule (real redis-server, a real fleet worker, two brokers whose
  * runs go to the queue, an injected clock): each fire runs once, over several fires, whichever hub
- * ticks first; the other hub records it `elsewhere`, naming the hub that ran it. When the owner stops,
+ * ticks first; the other hub records it `elsewhere`, naming the hub that ran it. A hub whose fire times
+ * differ (an --every schedule added later) runs none beside the owner. The claim script step by step. When the owner stops,
  * the other hub takes the schedule over once the owner's claims are older than the takeover time, and the stopped
  * hub, back, catches up nothing another hub already decided. Two `serve` hubs on the real clock do the
  * same. While Redis is away a fleet hub fires nothing, and its claims close without waiting for it.
@@ -64,10 +65,10 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
   const clock = { now: T0 };
 
   /** A hub: its own data directory, a broker whose runs go to the fleet's queue, fire claims on the fleet's Redis. */
-  function hub(name: string, dataDir = tempDir(`bc-sched-${name}-`)) {
+  function hub(name: string, dataDir = tempDir(`bc-sched-${name}-`), takeoverMs = TAKEOVER_MS) {
     const testBroker = createTestBroker({ queue: redisQueue({ redis: redis.url, name: queue }) }, { scope: 'manual' });
     brokers.push(testBroker);
-    const claim = redisFireClaims({ redis: redis.url, name: queue, hub: name, takeoverMs: TAKEOVER_MS });
+    const claim = redisFireClaims({ redis: redis.url, name: queue, hub: name, takeoverMs });
     claims.push(claim);
     const store = new ScheduleStore(dataDir);
     const skipped: FireRecord[] = [];
@@ -89,8 +90,8 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
   const SCHEDULE = { name: 'shared', everyMs: MIN, createdAt: T0, command: [QUICK] };
   const outcomes = (h: Hub) => h.store.history('shared').map((f) => [(f.at - T0) / MIN, f.outcome, f.hub ?? h.name]);
 
-  async function runsEnded(...hubs: Hub[]): Promise<void> {
-    for (const h of hubs) await waitFor(() => h.scheduler.activeRuns('shared') === 0, `${h.name}'s runs to end`, 30_000);
+  async function runsEnded(hubs: Hub[], schedule = 'shared'): Promise<void> {
+    for (const h of hubs) await waitFor(() => h.scheduler.activeRuns(schedule) === 0, `${h.name}'s runs to end`, 30_000);
   }
 
   test('two hubs with one schedule run each fire once, whichever ticks first; the other records it elsewhere', async () => {
@@ -107,7 +108,7 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
       const [first, second] = minute % 2 === 0 ? [a, b] : [b, a];
       await first.scheduler.tick();
       await second.scheduler.tick();
-      await runsEnded(a, b);
+      await runsEnded([a, b]);
     }
     const ran = [...a.store.history('shared'), ...b.store.history('shared')].filter((f) => f.outcome === 'ran');
     expect(ran.map((f) => (f.at - T0) / MIN).sort()).toEqual([1, 2, 3, 4]);
@@ -145,7 +146,31 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
     await back.scheduler.tick();
     expect(back.store.history('shared').slice(4)).toMatchObject([{ at: T0 + 5 * MIN, outcome: 'elsewhere', hub: other.name }]);
     expect(back.broker.tasks()).toHaveLength(0);
-    await runsEnded(other);
+    await runsEnded([other]);
+  }, 120_000);
+
+  test('a hub whose --every times differ (added at another moment) never runs beside the owner: its fires wait, then are elsewhere', async () => {
+    // Takeover only after a minute of silence: no hub goes silent here.
+    const a = hub('hub-early', undefined, 60_000);
+    const b = hub('hub-late', undefined, 60_000);
+    clock.now = T0;
+    a.scheduler.add({ ...SCHEDULE, name: 'anchors' });
+    b.scheduler.add({ ...SCHEDULE, name: 'anchors', createdAt: T0 + 20_000 });
+    a.scheduler.start();
+    b.scheduler.start();
+    // The late hub ticks first each time, past its own fire time and past the early hub's.
+    for (const at of [1, 2, 3, 4].flatMap((m) => [m * MIN + 10, m * MIN + 20_010, m * MIN + 50_000])) {
+      clock.now = T0 + at;
+      await b.scheduler.tick();
+      await a.scheduler.tick();
+      await runsEnded([a, b], 'anchors');
+    }
+    await b.scheduler.tick();
+    const anchors = (h: Hub) => h.store.history('anchors').map((f) => [(f.at - T0) / 1000, f.outcome, f.hub ?? h.name]);
+    expect(anchors(a)).toEqual([60, 120, 180, 240].map((s) => [s, 'ran', 'hub-early']));
+    // Its fire at 80 s waited while the owner had not decided past it, then was recorded elsewhere; 260 s still waits.
+    expect(anchors(b)).toEqual([80, 140, 200].map((s) => [s, 'elsewhere', 'hub-early']));
+    expect(b.broker.tasks()).toEqual([]);
   }, 120_000);
 
   test('the claim script: one owner decides, another hub waits for it, takes over once it is silent, and never wins a decided fire', async () => {
