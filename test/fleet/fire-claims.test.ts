@@ -1,12 +1,12 @@
 /**
  * Two hubs on one Redis sharing a schedule (real redis-server, a real fleet worker, two brokers whose
  * runs go to the queue, an injected clock): each fire runs once, over several fires, whichever hub
- * ticks first; the other hub records it `elsewhere`, naming the hub that ran it. A hub whose fire times
- * differ (an --every schedule added later) runs none beside the owner. The claim script step by step. When the owner stops,
- * the other hub takes the schedule over once the owner's claims are older than the takeover time, and the stopped
- * hub, back, catches up nothing another hub already decided. Two `serve` hubs on the real clock do the
- * same. While Redis is away a fleet hub fires nothing, and its claims close without waiting for it.
- * A worktree schedule is refused on a fleet.
+ * ticks first; the other hub records it `elsewhere`, naming the hub that ran it. When the owner
+ * stops, the other hub takes the schedule over once the owner's claims are older than the takeover
+ * time, and the stopped hub, back, catches up nothing another hub already decided. A hub whose fire
+ * times differ (an --every schedule added later) runs none beside the owner. The claim script step
+ * by step. Two `serve` hubs on the real clock do the same. While Redis is away a fleet hub fires
+ * nothing, and its claims close without waiting for it. A worktree schedule is refused on a fleet.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
