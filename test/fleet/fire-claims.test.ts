@@ -156,7 +156,9 @@ describe.skipIf(REDIS_MISSING)(`schedules on a fleet${REDIS_MISSING ? ` (skipped
     clock.now = T0;
     a.scheduler.add({ ...SCHEDULE, name: 'anchors' });
     b.scheduler.add({ ...SCHEDULE, name: 'anchors', createdAt: T0 + 20_000 });
+    // The early hub claims first (its first round done), so it owns the schedule.
     a.scheduler.start();
+    await a.scheduler.tick();
     b.scheduler.start();
     // The late hub ticks first each time, past its own fire time and past the early hub's.
     for (const at of [1, 2, 3, 4].flatMap((m) => [m * MIN + 10, m * MIN + 20_010, m * MIN + 50_000])) {
