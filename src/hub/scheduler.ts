@@ -2,19 +2,33 @@
  * The hub's scheduler: once a tick it asks every schedule what is due (`planFires`, with this
  * scheduler's start as the line between on-time fires and ones missed while the hub was down),
  * submits the fires that run through the broker with the `schedule` door, and records every fire —
- * ran (its task id) or skipped (its reason) — in the store before going on. A schedule's command is
- * judged by the run policy as the `schedule` door when the schedule is created (`add` refuses what
- * the policy would refuse), and again by admission at every fire (the policy may have changed).
+ * ran (its task id), skipped (its reason) or, on a fleet, decided by another hub (`elsewhere`) — in
+ * the store before going on. A schedule's command is judged by the run policy as the `schedule` door
+ * when the schedule is created (`add` refuses what the policy would refuse), and again by admission
+ * at every fire (the policy may have changed). A schedule with a per-day cap skips its fires
+ * `budget_spent` once its runs of the last 24 h reported that much usage (../schedules/budget.ts).
+ *
+ * On a fleet (`claims`), every schedule is claimed each tick and every planned fire before it is
+ * acted on (../fleet/fire-claims.ts): hubs sharing a schedule by name decide each fire once, by its
+ * owner; a fire another hub decided is recorded `elsewhere` and never run here, and one the owner
+ * may still decide is planned again next tick.
  * The clock and the tick are injected, so tests drive it; `stop()` leaves running tasks to the broker.
  */
 import path from 'node:path';
 import { BrokerError } from '../broker/errors.js';
+import { planNewWorktree } from '../broker/worktree/worktrees.js';
+import type { FireClaims, FireVerdict } from '../fleet/fire-claims.js';
 import type { Logger } from '../broker/log.js';
 import type { RunPolicy } from '../broker/run-policy.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
+import type { TaskUsage } from '../model/usage.js';
 import {
+  BUDGET_DAY_MS,
   cronError,
+  dayCapReached,
+  daySpend,
+  hasDayCap,
   nextFireTime,
   parseSchedule,
   planFires,
@@ -39,6 +53,22 @@ export interface SchedulerOptions {
   readonly tickMs?: number;
   /** Told of every skipped fire once it is recorded (the `schedule_skipped` webhook). */
   readonly onSkipped?: (record: FireRecord) => void;
+  /** What a task reported spending so far (the broker's snapshot `usage`): the per-day caps read it. */
+  readonly usageOf?: (taskId: string) => TaskUsage | undefined;
+  /** On a fleet: claims fires across the hubs sharing its Redis; none: this hub decides alone. */
+  readonly claims?: FireClaims;
+}
+
+/**
+ * A fleet's claim of a schedule outlives its catch-up window by this much: a hub back from downtime
+ * within the window finds the fires another hub decided; one back later runs no miss anyway.
+ */
+const CLAIM_KEEP_MARGIN_MS = 30 * 86_400_000;
+
+/** What one tick planned for a schedule: the decisions, and the clock they were made at. */
+interface Planned {
+  readonly decisions: readonly FireDecision[];
+  readonly now: number;
 }
 
 interface Pending {
@@ -52,6 +82,8 @@ export class HubScheduler {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Map<string, Set<TaskHandle>>();
   private readonly buffered = new Map<string, Pending>();
+  private ticking: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(private readonly options: SchedulerOptions) {
     this.now = options.now ?? Date.now;
@@ -60,15 +92,18 @@ export class HubScheduler {
   /** Starts firing: fire times from now on are on time, earlier ones were missed while the hub was down. */
   start(): void {
     this.upSince = this.now();
-    this.tick();
+    this.stopped = false;
+    void this.tick();
     const every = this.options.tickMs ?? SCHEDULER_TICK_MS;
     if (every > 0) {
-      this.timer = setInterval(() => this.tick(), every);
+      this.timer = setInterval(() => void this.tick(), every);
       this.timer.unref();
     }
   }
 
+  /** Stops firing; a round waiting on its claims acts on nothing more. */
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
   }
@@ -82,6 +117,7 @@ export class HubScheduler {
       const problem = cronError(schedule.cron, schedule.tz);
       if (problem) throw new BrokerError('invalid_option', problem);
     }
+    if (schedule.worktree !== undefined) checkWorktree(schedule, this.options.claims !== undefined);
     const spec = specOf(schedule);
     const verdict = this.options.runPolicy?.judge({
       command: spec.command,
@@ -143,35 +179,98 @@ export class HubScheduler {
     return this.running.get(name)?.size ?? 0;
   }
 
-  /** One round: plan every schedule and act on it. Never throws; a failing schedule is logged. */
-  tick(): void {
+  /**
+   * One round: plan every schedule and act on it. Never rejects; a failing schedule is logged. Without
+   * claims the round is done when this returns; with them it is done when the promise settles, and a
+   * round asked for while one is going is that one.
+   */
+  tick(): Promise<void> {
+    if (this.ticking) return this.ticking;
+    const claims = this.options.claims;
+    if (!claims) {
+      for (const schedule of this.options.store.list()) this.guarded(schedule, () => this.fire(schedule, this.plan(schedule)));
+      return Promise.resolve();
+    }
+    this.ticking = this.claimedRound(claims).finally(() => (this.ticking = undefined));
+    return this.ticking;
+  }
+
+  /**
+   * A round on a fleet: every schedule is claimed, due fires or not (the owner's heartbeat), and the
+   * fires this hub won are acted on.
+   */
+  private async claimedRound(claims: FireClaims): Promise<void> {
     for (const schedule of this.options.store.list()) {
+      const planned = this.guarded(schedule, () => this.plan(schedule));
+      if (!planned) continue;
+      const spans = planned.decisions.map((d) => ({ at: d.at, through: (d.action === 'skip' ? d.until : undefined) ?? d.at }));
+      let claimed: Awaited<ReturnType<FireClaims['claim']>>;
       try {
-        this.fire(schedule);
+        claimed = await claims.claim(schedule.name, spans, schedule.catchUpWindowMs + CLAIM_KEEP_MARGIN_MS);
       } catch (error) {
-        this.options.logger.error(`schedule ${schedule.name}: ${(error as Error).message}`);
+        this.options.logger.error(`schedule ${schedule.name}: its fires could not be claimed: ${(error as Error).message}`);
+        continue;
       }
+      if (this.stopped) return;
+      if (spans.length === 0) continue;
+      // Removed while the claim was out: nothing runs (the claim only makes other hubs record `elsewhere`).
+      const current = this.options.store.get(schedule.name);
+      if (current) this.guarded(current, () => this.fire(current, planned, claimed.verdicts, claimed.owner));
     }
   }
 
-  private fire(schedule: Schedule): void {
+  private guarded<T>(schedule: Schedule, step: () => T): T | undefined {
+    try {
+      return step();
+    } catch (error) {
+      this.options.logger.error(`schedule ${schedule.name}: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** What is due for the schedule now; its spend is looked up only when a fire would run. */
+  private plan(schedule: Schedule): Planned {
     const { store } = this.options;
     const now = this.now();
-    const plan = planFires({
+    const input = {
       schedule,
       lastFireAt: store.lastFireAt(schedule.name),
       now,
       upSince: this.upSince,
       running: this.activeRuns(schedule.name),
       buffered: this.buffered.has(schedule.name),
-    });
-    if (plan.through === undefined) return;
+    };
+    const plan = planFires(input);
+    const wouldStart = plan.decisions.some((d) => d.action !== 'skip');
+    const reached = wouldStart && hasDayCap(schedule) ? this.dayCapReached(schedule, now) : undefined;
+    if (reached === undefined) return { decisions: plan.decisions, now };
+    this.options.logger.info(`schedule ${schedule.name}: ${reached}; its fires are skipped budget_spent`);
+    return { decisions: planFires({ ...input, budgetSpent: true }).decisions, now };
+  }
+
+  /** The per-day cap the schedule's runs of the last 24 h reached, in words; undefined while under it. */
+  private dayCapReached(schedule: Schedule, now: number): string | undefined {
+    const usageOf = this.options.usageOf ?? (() => undefined);
+    const runs = this.options.store.recordedSince(schedule.name, now - BUDGET_DAY_MS);
+    return dayCapReached(schedule, daySpend(runs, usageOf, now));
+  }
+
+  /**
+   * Acts on the planned decisions in order and records them. `verdicts` (on a fleet) says which this
+   * hub won: a lost one is recorded `elsewhere`, and at a `wait` (or past the verdicts) it stops.
+   */
+  private fire(schedule: Schedule, planned: Planned, verdicts?: readonly FireVerdict[], owner?: string): void {
     const records: FireRecord[] = [];
     try {
-      for (const decision of plan.decisions) records.push(this.act(schedule, decision, now));
+      for (const [i, decision] of planned.decisions.entries()) {
+        const verdict = verdicts ? (verdicts[i] ?? 'wait') : 'won';
+        if (verdict === 'wait') break;
+        if (verdict === 'lost') records.push(elsewhere(schedule, decision, planned.now, owner));
+        else records.push(this.act(schedule, decision, planned.now));
+      }
     } finally {
       // What already ran is recorded even when a later fire failed to start (it is planned again next tick).
-      store.record(records);
+      this.options.store.record(records);
     }
     for (const record of records) if (record.outcome === 'skipped') this.options.onSkipped?.(record);
   }
@@ -235,10 +334,45 @@ function specOf(schedule: Schedule): TaskSpec {
     args,
     origin: 'schedule',
     label: `schedule ${schedule.name}`,
-    ...(schedule.cwd ? { cwd: schedule.cwd } : {}),
+    // A worktree fire is a coding task of the repository (its cwd in it, when given): `run --worktree`.
+    ...(schedule.worktree ? { cwd: schedule.cwd ?? schedule.worktree, worktree: true } : schedule.cwd ? { cwd: schedule.cwd } : {}),
     ...(schedule.maxTokens ? { maxTokens: schedule.maxTokens } : {}),
     ...(schedule.maxCostUsd ? { maxCostUsd: schedule.maxCostUsd } : {}),
   };
+}
+
+/** The record of a fire another hub on the fleet claimed: it decided (and records) what the fire did. */
+function elsewhere(schedule: Schedule, decision: FireDecision, now: number, owner: string | undefined): FireRecord {
+  const until = decision.action === 'skip' ? decision.until : undefined;
+  return {
+    schedule: schedule.name,
+    at: decision.at,
+    ...(until !== undefined ? { until } : {}),
+    outcome: 'elsewhere',
+    ...(owner ? { hub: owner } : {}),
+    recordedAt: now,
+  };
+}
+
+/**
+ * A worktree schedule names a git repository by an absolute path (the hub's cwd is not the caller's),
+ * with a commit to start from, and its cwd, when given, inside it; and it runs on a hub that runs its
+ * tasks itself (a fleet worker runs in its own directory, not in the hub's worktree). Throws
+ * BrokerError `invalid_option`.
+ */
+function checkWorktree(schedule: Schedule, onFleet: boolean): void {
+  const repo = schedule.worktree!;
+  if (onFleet)
+    throw new BrokerError(
+      'invalid_option',
+      'invalid schedule: worktree: this hub runs tasks on a fleet, where a worker does not run in the hub’s worktree',
+    );
+  if (!path.isAbsolute(repo)) throw new BrokerError('invalid_option', `invalid schedule: worktree: ${repo} is not an absolute path`);
+  const cwd = schedule.cwd ?? repo;
+  const inside = path.relative(repo, cwd);
+  if (!path.isAbsolute(cwd) || inside.startsWith('..') || path.isAbsolute(inside))
+    throw new BrokerError('invalid_option', `invalid schedule: cwd: ${cwd} is not inside the worktree's repository ${repo}`);
+  planNewWorktree(cwd, {});
 }
 
 /** The hub's scheduler over the schedules in `dataDir`, started (serve and the desktop app). */

@@ -200,7 +200,12 @@ async function startBroker(logger: Logger): Promise<TaskBroker> {
   broker.on('warning', (message) => logger.warn(message));
   await broker.ready;
   try {
-    scheduler = startSchedules(dataDir, { submit: (spec) => broker.submit(spec), runPolicy, logger });
+    scheduler = startSchedules(dataDir, {
+      submit: (spec) => broker.submit(spec),
+      runPolicy,
+      logger,
+      usageOf: (id) => broker.get(id)?.usage,
+    });
   } catch (error) {
     logger.error(`schedules do not fire: ${(error as Error).message}`);
   }

@@ -53,7 +53,8 @@ export function localTime(ms: number): string {
 }
 
 /** One fire in words, without its task link: "ran (catch-up)", "skipped ×12: the hub was down". */
-export function fireText(fire: Pick<FireRecord, 'outcome' | 'reason' | 'count' | 'catchUp' | 'manual'>): string {
+export function fireText(fire: Pick<FireRecord, 'outcome' | 'reason' | 'count' | 'catchUp' | 'manual' | 'hub'>): string {
+  if (fire.outcome === 'elsewhere') return `decided by hub ${fire.hub ?? '?'} (fleet)`;
   const how = [fire.catchUp ? 'catch-up' : '', fire.manual ? 'run now' : ''].filter(Boolean).join(', ');
   if (fire.outcome === 'ran') return how ? `ran (${how})` : 'ran';
   if (fire.outcome === 'buffered') return 'waits for the active run to end';

@@ -42,9 +42,14 @@ export const scheduleSchema = z
     command: z.array(z.string()).min(1).optional(),
     preset: z.string().min(1).optional(),
     cwd: z.string().min(1).optional(),
+    /** A git repository: each fire runs as a coding task in a fresh worktree of it (as `run --worktree`). */
     worktree: z.string().min(1).optional(),
+    /** The budget of each run. */
     maxTokens: z.number().int().positive().optional(),
     maxCostUsd: z.number().positive().optional(),
+    /** The budget of all its runs over a rolling 24 h: once their usage reached it, fires are skipped `budget_spent`. */
+    maxTokensPerDay: z.number().int().positive().optional(),
+    maxCostUsdPerDay: z.number().positive().optional(),
     paused: z.boolean().default(false),
     /** Epoch ms; the anchor of `everyMs` and the earliest time a fire can be due. */
     createdAt: z.number().int().nonnegative(),
@@ -63,13 +68,18 @@ export const fireRecordSchema = z.object({
   /** When one record stands for a run of skipped fires (a hub down for a day): the last of them, and how many. */
   until: z.number().int().nonnegative().optional(),
   count: z.number().int().positive().optional(),
-  /** `buffered`: it waits for the active run to end (overlap `buffer-one`); a `ran` record for the same time follows. */
-  outcome: z.enum(['ran', 'skipped', 'buffered']),
+  /**
+   * `buffered`: it waits for the active run to end (overlap `buffer-one`); a `ran` record for the same time follows.
+   * `elsewhere`: another hub on the same fleet claimed the fire (`hub` names it) and records what it did.
+   */
+  outcome: z.enum(['ran', 'skipped', 'buffered', 'elsewhere']),
   taskId: z.string().optional(),
   reason: z.enum(SKIP_REASONS).optional(),
   /** A fire run after its time because the hub was down at it (catch-up), or by `run-now`. */
   catchUp: z.boolean().optional(),
   manual: z.boolean().optional(),
+  /** The hub that claimed an `elsewhere` fire (its fleet id: host, pid and a random part). */
+  hub: z.string().optional(),
   recordedAt: z.number().int().nonnegative(),
 });
 

@@ -6,7 +6,8 @@
  *
  * A fire counts by its fire time (`at`). A skip record that stands for a run of misses counts by its
  * `count`; a range whose size is not known cheaply (a cron schedule down for weeks) counts once.
- * A `buffered` record is not a fire of its own: the `ran` record of the same time follows it.
+ * A `buffered` record is not a fire of its own: the `ran` record of the same time follows it. An
+ * `elsewhere` record is a fire another hub of the fleet decided: that hub's figures count it.
  */
 import { z } from 'zod';
 import type { TaskSnapshot, TaskState } from '../model/task.js';
@@ -73,7 +74,7 @@ export function scheduleStats(
   };
   const inRange = (at: number) => (range.since === undefined || at >= range.since) && (range.until === undefined || at < range.until);
   for (const fire of fires) {
-    if (fire.schedule !== schedule || !inRange(fire.at) || fire.outcome === 'buffered') continue;
+    if (fire.schedule !== schedule || !inRange(fire.at) || fire.outcome === 'buffered' || fire.outcome === 'elsewhere') continue;
     if (fire.outcome === 'skipped') {
       const count = fire.count ?? 1;
       stats.fires += count;

@@ -77,6 +77,17 @@ export class ScheduleStore {
     return Number.isFinite(limit) ? all.slice(-limit) : all;
   }
 
+  /** A schedule's records written since `since` (by `recordedAt`), newest first; the walk stops at the first older one. */
+  recordedSince(name: string, since: number): FireRecord[] {
+    const out: FireRecord[] = [];
+    for (let i = this.fires.length - 1; i >= 0; i--) {
+      const record = this.fires[i]!;
+      if (record.recordedAt < since) break;
+      if (record.schedule === name) out.push(record);
+    }
+    return out;
+  }
+
   /** The last fire time recorded for a schedule (ran or skipped; `run-now` fires do not count). */
   lastFireAt(name: string): number | undefined {
     let last: number | undefined;

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type { FireRecord, ScheduleDetails, ScheduleView } from '../../src/bridge/contract.js';
 import { fixture, waitFor } from '../helpers/core.js';
+import { makeRepo } from '../helpers/git-repo.js';
 import { cli, hubEnv, startHub, type Hub, type HubEnv } from '../hub/control/hub-process.js';
 
 const QUICK = fixture('quick.mjs');
@@ -213,7 +214,8 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     expect(refused.stderr).toMatch(/^backchannel schedule add: refused `\/bin\/sh -c echo pwned` .*from a schedule: .*\n$/);
     expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env))).toEqual([]);
-    // An allowed command is stored with every option add takes.
+    // An allowed command is stored with every option add takes (a worktree schedule names a git repository).
+    const repo = makeRepo();
     const view = JSON.parse(
       await ok(
         [
@@ -230,13 +232,13 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
           '--catch-up-window',
           '12h',
           '--worktree',
-          hub.dir,
+          repo,
           '--max-tokens',
           '1000',
           '--max-cost-usd',
           '0.5',
           '--cwd',
-          hub.dir,
+          repo,
           '--',
           QUICK,
         ],
@@ -249,10 +251,10 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       overlap: 'buffer-one',
       catchUp: 'all',
       catchUpWindowMs: 43_200_000,
-      worktree: hub.dir,
+      worktree: repo,
       maxTokens: 1000,
       maxCostUsd: 0.5,
-      cwd: hub.dir,
+      cwd: repo,
       command: [QUICK],
     });
     expect((JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env)) as ScheduleView[]).map((v) => v.schedule.name)).toEqual(['fine']);

@@ -1,8 +1,10 @@
 /**
  * The hub's scheduler over a real broker and real sub-agent processes, with an injected clock:
  * fires run and are recorded with their task ids, an overlap skip is recorded with its reason, a
- * hub down across fire times gives one catch-up run after the restart, and the run policy judges
- * a schedule's command as the `schedule` door when it is created.
+ * hub down across fire times gives one catch-up run after the restart, the run policy judges
+ * a schedule's command as the `schedule` door when it is created, a `worktree` schedule's fire is a
+ * coding task in a fresh worktree with a reviewable change, and a per-day cap skips fires
+ * `budget_spent` once the runs of the last 24 h reported that much usage.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,9 @@ import { silentLogger } from '../../src/broker/log.js';
 import { RunPolicy } from '../../src/broker/run-policy.js';
 import { HubScheduler } from '../../src/hub/scheduler.js';
 import { ScheduleStore, type FireRecord } from '../../src/schedules/index.js';
-import { fixture, makeBroker, waitFor } from '../helpers/core.js';
+import type { BrokerOptions } from '../../src/broker/index.js';
+import { fixture, makeBroker, tempDir, waitFor } from '../helpers/core.js';
+import { checkoutHash, makeRepo } from '../helpers/git-repo.js';
 
 const T0 = Date.parse('2026-12-05T09:00:00Z');
 const dirs: string[] = [];
@@ -25,11 +29,13 @@ afterEach(() => {
 const ALLOW_FIXTURES = new RunPolicy([
   { name: 'quick', command: fixture('quick.mjs') },
   { name: 'sleeper', command: fixture('sleeper.mjs') },
+  { name: 'spender', command: fixture('spender.mjs') },
+  { name: 'note-taker', command: fixture('note-taker.mjs') },
 ]);
 
-function setup(dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-'))) {
+function setup(dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-')), brokerOptions: BrokerOptions = {}) {
   dirs.push(dataDir);
-  const { broker } = makeBroker();
+  const { broker } = makeBroker(brokerOptions);
   const clock = { now: T0 };
   const skipped: FireRecord[] = [];
   const open = () => {
@@ -42,6 +48,7 @@ function setup(dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-hub-'))) {
       now: () => clock.now,
       tickMs: 0,
       onSkipped: (record) => skipped.push(record),
+      usageOf: (id) => broker.get(id)?.usage,
     });
     schedulers.push(scheduler);
     return { store, scheduler };
@@ -184,4 +191,77 @@ test('buffer-one keeps a fire that came during a run and starts it when the run 
   await waitFor(() => broker.get(started.taskId!)?.state === 'running', 'the buffered run to start');
   broker.cancel(started.taskId!);
   await waitFor(() => scheduler.activeRuns('buffered') === 0, 'the runs to end');
+});
+
+test('a worktree schedule runs each fire as a coding task in a fresh worktree, its change reviewable, the checkout untouched', async () => {
+  const repo = makeRepo();
+  const worktreeDir = join(tempDir('bc-sched-wt-'), 'worktrees');
+  const { broker, clock, open } = setup(undefined, { worktreeDir });
+  const { store, scheduler } = open();
+  const before = checkoutHash(repo);
+  scheduler.add({ name: 'notes', everyMs: 60_000, worktree: repo, command: [fixture('note-taker.mjs')] });
+  scheduler.start();
+  for (const minute of [1, 2]) {
+    clock.now = T0 + minute * 60_000 + 10;
+    void scheduler.tick();
+    await waitFor(() => scheduler.activeRuns('notes') === 0, `fire ${minute} to end`);
+  }
+  const fires = store.history('notes');
+  expect(fires.map((f) => f.outcome)).toEqual(['ran', 'ran']);
+  const trees = new Set<string>();
+  for (const fire of fires) {
+    const task = broker.get(fire.taskId!)!;
+    expect(task.state).toBe('succeeded');
+    expect((task.result?.data as { cwd: string }).cwd.startsWith(worktreeDir)).toBe(true);
+    expect(task.change).toMatchObject({ repo, files: [{ path: 'NOTES.md', status: 'added', insertions: 1, deletions: 0 }] });
+    const { diff } = await broker.change(fire.taskId!);
+    expect(diff).toContain(`+note by ${fire.taskId}`);
+    trees.add(task.worktree!.worktree);
+  }
+  expect(trees.size).toBe(2); // each fire had a worktree of its own
+  expect(checkoutHash(repo)).toBe(before);
+});
+
+test('a worktree schedule needs an absolute path to a git repository, and its cwd inside it', () => {
+  const repo = makeRepo();
+  const notRepo = tempDir('bc-sched-norepo-');
+  const { open } = setup();
+  const { store, scheduler } = open();
+  const add = (fields: Record<string, unknown>) => () =>
+    scheduler.add({ name: 'wt', everyMs: 60_000, command: [fixture('note-taker.mjs')], ...fields });
+  expect(add({ worktree: 'some/repo' })).toThrow('invalid schedule: worktree: some/repo is not an absolute path');
+  expect(add({ worktree: notRepo })).toThrow(`${notRepo} is not in a git repository; a worktree needs one`);
+  expect(add({ worktree: repo, cwd: notRepo })).toThrow(
+    `invalid schedule: cwd: ${notRepo} is not inside the worktree's repository ${repo}`,
+  );
+  expect(store.get('wt')).toBeUndefined();
+  expect(add({ worktree: repo, cwd: join(repo, 'src') })).not.toThrow();
+});
+
+test('a per-day token cap skips fires budget_spent once the last 24 h of runs reported that much, and webhooks are told', async () => {
+  const { broker, clock, skipped, open } = setup();
+  const { store, scheduler } = open();
+  const HOUR = 3_600_000;
+  // spender.mjs reports 50 tokens a step over 10 steps: 500 tokens a run, over the cap of 400.
+  scheduler.add({ name: 'capped', everyMs: 12 * HOUR, maxTokensPerDay: 400, command: [fixture('spender.mjs')] });
+  scheduler.start();
+  clock.now = T0 + 12 * HOUR;
+  void scheduler.tick();
+  const [first] = store.history('capped');
+  await waitFor(() => broker.get(first!.taskId!)?.state === 'succeeded', 'the first run to succeed');
+  expect(broker.get(first!.taskId!)?.usage).toMatchObject({ input: 300, output: 200 });
+  await waitFor(() => scheduler.activeRuns('capped') === 0, 'the first run to end');
+
+  clock.now = T0 + 24 * HOUR; // the first run started 12 h ago: still inside the day
+  void scheduler.tick();
+  expect(store.history('capped').slice(1)).toMatchObject([{ at: T0 + 24 * HOUR, outcome: 'skipped', reason: 'budget_spent' }]);
+  expect(skipped).toMatchObject([{ schedule: 'capped', at: T0 + 24 * HOUR, reason: 'budget_spent' }]);
+
+  clock.now = T0 + 36 * HOUR; // the first run started 24 h ago: out of the day, the budget is back
+  void scheduler.tick();
+  const third = store.history('capped')[2]!;
+  expect(third).toMatchObject({ at: T0 + 36 * HOUR, outcome: 'ran' });
+  await waitFor(() => broker.get(third.taskId!)?.state === 'succeeded', 'the third run to succeed');
+  await waitFor(() => scheduler.activeRuns('capped') === 0, 'the third run to end');
+  expect(skipped).toHaveLength(1);
 });

@@ -25,6 +25,7 @@ describe('the Schedules view in words', () => {
     expect(fireText({ outcome: 'skipped', reason: 'paused' })).toBe('skipped: the schedule was paused');
     expect(fireText({ outcome: 'skipped', reason: 'hub_down', count: 12 })).toBe('skipped ×12: the hub was down');
     expect(fireText({ outcome: 'skipped', reason: 'refused' })).toBe('skipped: the run policy refused its command');
+    expect(fireText({ outcome: 'elsewhere', hub: 'hub-b' })).toBe('decided by hub hub-b (fleet)');
   });
 
   test('a run of skipped fires shows its first and last time', () => {

@@ -50,6 +50,7 @@ describe('scheduleStats', () => {
     fire(13_000, { outcome: 'skipped', reason: 'paused', until: T0 + 20_000 }),
     fire(21_000, { taskId: 'e' }),
     fire(22_000, { schedule: 'other', taskId: 'a' }),
+    fire(23_000, { outcome: 'elsewhere', hub: 'hub-b' }), // another hub of the fleet decided it: its figures count it
   ];
 
   test('counts runs by how their tasks ended, skips by reason and count, and sums tokens and cost', () => {

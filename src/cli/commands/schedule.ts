@@ -366,13 +366,14 @@ function describeBudget(maxTokens: number | undefined, maxCostUsd: number | unde
   return parts.length ? parts.join(', ') : undefined;
 }
 
-/** What a fire did: ran → its task (short id, catch-up or manual); skipped → its reason (and how many). */
+/** What a fire did: ran → its task (short id, catch-up or manual); skipped → its reason (and how many); elsewhere → the hub. */
 function describeFire(fire: FireRecord): string {
   if (fire.outcome === 'ran') {
     const how = fire.manual ? ' (run-now)' : fire.catchUp ? ' (catch-up)' : '';
     return `task ${fire.taskId ? shortTaskId(fire.taskId) : '?'}${how}`;
   }
   if (fire.outcome === 'buffered') return 'waits for the active run (buffer-one)';
+  if (fire.outcome === 'elsewhere') return `decided by hub ${fire.hub ?? '?'} (fleet)`;
   const range = fire.until === undefined ? '' : ` until ${localTime(fire.until)}`;
   const count = fire.count === undefined ? '' : ` (${fire.count} fires)`;
   return `${fire.reason ?? 'skipped'}${range}${count}`;

@@ -14,7 +14,7 @@ import { defaultDemoAgentsDir, loadPresets } from '../../templates/presets.js';
 import { startPanelServer, type PanelServer } from './server.js';
 import type { HttpMount } from '../http/mounts.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
-import { redisQueue, type RedisQueueOptions } from '../../fleet/index.js';
+import { redisFireClaims, redisQueue, type FireClaims, type RedisQueueOptions } from '../../fleet/index.js';
 import { needsHomePointer, removeHomePointer, writeHomePointer } from '../control/home-pointer.js';
 import { controlSocketPath } from '../../paths/control-endpoint.js';
 import { startControlServer, type ControlServer } from '../control/server.js';
@@ -86,20 +86,28 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
   broker.on('warning', (message) => logger.warn(message));
   let webhooks: WebhookWatch;
   let scheduler: HubScheduler | undefined;
+  // On a fleet, hubs sharing a schedule claim each fire through the fleet's Redis (docs/schedules.md).
+  let claims: FireClaims | undefined;
   try {
     await broker.ready;
     // The config's webhooks (signed, retried in the background: never in the broker's way).
     webhooks = watchWebhooks(broker, loadConfig(), logger);
     // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
     if (options.schedules !== false) {
+      const { redis } = options;
+      claims = redis ? redisFireClaims({ redis: redis.redis, name: redis.name, tls: redis.tls }) : undefined;
       scheduler = startSchedules(dataDir, {
         submit: (spec) => broker.submit(spec),
         runPolicy: core.runPolicy,
         logger,
+        usageOf: (id) => broker.get(id)?.usage,
+        claims,
         onSkipped: (record) => webhooks.scheduleSkipped({ ...record, reason: record.reason! }),
       });
     }
   } catch (error) {
+    scheduler?.stop();
+    await claims?.close();
     await broker.close();
     throw error;
   }
@@ -116,6 +124,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     servers = await startServers(core, bridge, lock, options);
   } catch (error) {
     scheduler?.stop();
+    await claims?.close();
     throw error;
   }
   const { server, control } = servers;
@@ -133,6 +142,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     close() {
       closing ??= (async () => {
         scheduler?.stop();
+        await claims?.close();
         await server.close();
         if (control) removeHomePointer(control.path);
         await control?.close();
