@@ -8,6 +8,9 @@
  *   with a random name, fsynced, then renamed over), so a crash leaves the old or the new file, never half.
  * - `fires.jsonl`: one fire record per line, appended and fsynced before the fire is reported; a torn
  *   last line (a crash mid-append) is ignored on read, and any line that is not a valid record is skipped.
+ *   Bounded: a schedule keeps its newest FIRES_KEPT records (an `--every 1s` schedule fires 86,400
+ *   times a day, paused or not). Past that, by a margin so the cost is shared by many appends, the
+ *   file is rewritten atomically (like schedules.json) with each schedule's newest records only.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
@@ -18,13 +21,23 @@ import { fireRecordSchema, scheduleSchema, type FireRecord, type Schedule } from
 const SCHEDULES_FILE = 'schedules.json';
 const FIRES_FILE = 'fires.jsonl';
 
+/** The fire records kept per schedule (the panel shows up to 500, `schedule show --limit` more). */
+export const FIRES_KEPT = 2000;
+
+export interface ScheduleStoreOptions {
+  /** @default FIRES_KEPT */
+  readonly firesKept?: number;
+}
+
 export class ScheduleStore {
   readonly dir: string;
   private schedules = new Map<string, Schedule>();
   private fires: FireRecord[] = [];
+  private readonly firesKept: number;
 
   /** Opens (creating) `<dataDir>/schedules`; throws when the directory breaks the data directory's rules. */
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: ScheduleStoreOptions = {}) {
+    this.firesKept = options.firesKept ?? FIRES_KEPT;
     this.dir = join(dataDir, 'schedules');
     ensureDataDir(dataDir);
     ensureDataDir(this.dir, 'Schedules directory');
@@ -69,6 +82,31 @@ export class ScheduleStore {
       closeSync(fd);
     }
     this.fires.push(...records);
+    this.trimFires();
+  }
+
+  /**
+   * Keeps each schedule's newest `firesKept` records, in memory and on disk. Runs when the records
+   * exceed what is kept by half as many again for the busiest schedule, so a rewrite pays for many appends.
+   */
+  private trimFires(): void {
+    const counts = new Map<string, number>();
+    let busiest = 0;
+    for (const r of this.fires) {
+      const n = (counts.get(r.schedule) ?? 0) + 1;
+      counts.set(r.schedule, n);
+      busiest = Math.max(busiest, n);
+    }
+    if (busiest <= this.firesKept + Math.ceil(this.firesKept / 2)) return;
+    const skip = new Map([...counts].map(([name, n]) => [name, Math.max(0, n - this.firesKept)]));
+    const kept = this.fires.filter((r) => {
+      const left = skip.get(r.schedule)!;
+      if (left === 0) return true;
+      skip.set(r.schedule, left - 1);
+      return false;
+    });
+    writeAtomically(this.dir, FIRES_FILE, kept.map((r) => JSON.stringify(r) + '\n').join(''));
+    this.fires = kept;
   }
 
   /** A schedule's fire records, oldest first (the last `limit`). */
@@ -117,23 +155,28 @@ export class ScheduleStore {
   }
 
   private writeSchedules(schedules: Map<string, Schedule>): void {
-    const target = join(this.dir, SCHEDULES_FILE);
-    const temp = join(this.dir, `.${SCHEDULES_FILE}.${randomBytes(6).toString('hex')}.tmp`);
-    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);
+    writeAtomically(this.dir, SCHEDULES_FILE, JSON.stringify({ version: 1, schedules: [...schedules.values()] }, null, 2) + '\n');
+  }
+}
+
+/** Replaces `dir/name` whole: a temporary file made O_EXCL with a random name, fsynced, renamed over. */
+function writeAtomically(dir: string, name: string, text: string): void {
+  const target = join(dir, name);
+  const temp = join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW, 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(temp, target);
+  } catch (error) {
     try {
-      writeSync(fd, JSON.stringify({ version: 1, schedules: [...schedules.values()] }, null, 2) + '\n');
-      fsyncSync(fd);
       closeSync(fd);
-      renameSync(temp, target);
-    } catch (error) {
-      try {
-        closeSync(fd);
-      } catch {
-        // already closed
-      }
-      rmSync(temp, { force: true });
-      throw error;
+    } catch {
+      // already closed
     }
+    rmSync(temp, { force: true });
+    throw error;
   }
 }
 

@@ -3,7 +3,18 @@
  * are 0600 in a 0700 directory, writes are atomic (no temporary file left), a torn last record is
  * skipped, and a planted symlink or a directory others can write to is refused.
  */
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
@@ -81,4 +92,26 @@ test('a schedules directory others can write to is refused with what to do', () 
   mkdirSync(join(dir, 'schedules'), { recursive: true, mode: 0o700 });
   chmodSync(join(dir, 'schedules'), 0o777);
   expect(() => new ScheduleStore(dir)).toThrow(/Schedules directory .* is writable by everyone/);
+});
+
+test('a schedule keeps its newest fire records only, on disk and after a reopen, other schedules untouched', () => {
+  const dir = dataDir();
+  const store = new ScheduleStore(dir, { firesKept: 100 });
+  store.put(schedule('busy'));
+  store.put(schedule('quiet'));
+  store.record([{ schedule: 'quiet', at: 500, outcome: 'ran', taskId: 'q', recordedAt: 500 }]);
+  // One append per fire, as the scheduler writes them: 1,000 paused skips of an `--every 1s` schedule.
+  for (let i = 0; i < 1000; i++)
+    store.record([{ schedule: 'busy', at: 1000 + i * 1000, outcome: 'skipped', reason: 'paused', recordedAt: 1000 + i * 1000 }]);
+  const lines = readFileSync(join(store.dir, 'fires.jsonl'), 'utf8').trim().split('\n');
+  expect(lines.length).toBeLessThanOrEqual(1 + 150);
+  const history = store.history('busy');
+  expect(history.length).toBeGreaterThanOrEqual(100);
+  expect(history.length).toBeLessThanOrEqual(150);
+  expect(history.at(-1)!.at).toBe(1000 + 999 * 1000);
+  expect(store.lastFireAt('busy')).toBe(1000 + 999 * 1000);
+  const again = new ScheduleStore(dir, { firesKept: 100 });
+  expect(again.history('busy')).toEqual(history);
+  expect(again.history('quiet').map((r) => r.taskId)).toEqual(['q']);
+  expect(readdirSync(store.dir).sort()).toEqual(['fires.jsonl', 'schedules.json']);
 });

@@ -63,6 +63,8 @@ Options of add:
   --worktree <repo>         each run works in a new git worktree of <repo>
   --max-tokens <n>          budget of each run: stop it once the agent reports more tokens
   --max-cost-usd <x>        budget of each run: stop it once the agent reports a cost above x dollars
+  --max-tokens-per-day <n>  cap of all its runs over the last 24 h: a fire past it is skipped (budget_spent)
+  --max-cost-usd-per-day <x>  the same cap in dollars
   --cwd <dir>               the directory the command runs in (default: this one)
   --preset <name>           run a preset of the hub (the panel's New task list) instead of a
                             command: the schedule keeps the preset's command line
@@ -84,6 +86,8 @@ const ADD_OPTIONS = {
   worktree: { type: 'string' },
   'max-tokens': { type: 'string' },
   'max-cost-usd': { type: 'string' },
+  'max-tokens-per-day': { type: 'string' },
+  'max-cost-usd-per-day': { type: 'string' },
   cwd: { type: 'string' },
   preset: { type: 'string' },
 } as const;
@@ -175,6 +179,7 @@ const ACTIONS: Record<string, Action> = {
         ['overlap', schedule.overlap],
         ['catch-up', `${schedule.catchUp} within ${describeMs(schedule.catchUpWindowMs)}`],
         ['budget', describeBudget(schedule.maxTokens, schedule.maxCostUsd)],
+        ['per day', describeBudget(schedule.maxTokensPerDay, schedule.maxCostUsdPerDay)],
         ['active runs', String(details.activeRuns)],
         ['created', localTime(schedule.createdAt)],
       ];
@@ -291,6 +296,8 @@ function addRequest(line: CommandLine<typeof ADD_OPTIONS>): { request?: Schedule
   for (const [flag, key, integer] of [
     ['max-tokens', 'maxTokens', true],
     ['max-cost-usd', 'maxCostUsd', false],
+    ['max-tokens-per-day', 'maxTokensPerDay', true],
+    ['max-cost-usd-per-day', 'maxCostUsdPerDay', false],
   ] as const) {
     const text = v[flag];
     if (text === undefined) continue;
