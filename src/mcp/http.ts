@@ -5,7 +5,8 @@
  * - A bearer token (`Authorization: Bearer …`), compared in constant time: the token of `mcpTokenFile()`, generated
  *   on the first start (0600) and printed then only. Without it: 401 with `WWW-Authenticate: Bearer`.
  * - 2026-07-28 requests (the `_meta` envelope) go to the SDK v2's `createMcpHandler` over the factory of
- *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen`.
+ *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen` — except a
+ *   listen for tasks (`notifications.taskIds`), which ./http-listen.ts serves (the SDK's router drops the field).
  * - 2025-era requests (`initialize` and the requests after it) are served statelessly by the same entry, one
  *   instance per request (the SDK's `legacy: 'stateless'`): the tools, not the 2025-11-25 MCP Tasks, which need a
  *   session; those stay on stdio (`backchannel mcp`).
@@ -18,13 +19,16 @@ import { createMcpHandler } from '@modelcontextprotocol/server';
 import type { BackchannelClient } from '../client/index.js';
 import { tokenMatches } from '../loopback/security.js';
 import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
+import { HttpTaskListens } from './http-listen.js';
 import { modernServerFactory } from './modern-server.js';
+import { listensForTasks } from './task-listen.js';
 
 /** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
   const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });
+  const listens = new HttpTaskListens(client, { name: 'backchannel', version });
   return {
     path: MCP_PATH,
     async handle(req, res) {
@@ -35,12 +39,18 @@ export function mcpHttpEndpoint(client: BackchannelClient, version: string, toke
         );
         return;
       }
+      const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req);
+      const message = body && body.length <= MAX_BODY_BYTES ? parseJson(body) : undefined;
+      if (listensForTasks(message)) return listens.serve(message, res);
       const aborted = new AbortController();
       res.once('close', () => aborted.abort());
-      const response = await handler.fetch(await toWebRequest(req, aborted.signal));
+      const response = await handler.fetch(toWebRequest(req, body, aborted.signal));
       await sendWebResponse(response, res);
     },
-    close: () => handler.close(),
+    close: async () => {
+      listens.closeAll();
+      await handler.close();
+    },
   };
 }
 
@@ -49,8 +59,29 @@ function bearerOf(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The node request as a web `Request` (its body read whole, since the SDK reads it whole too). */
-async function toWebRequest(req: IncomingMessage, signal: AbortSignal): Promise<Request> {
+/** The request's body, read whole (the SDK reads it whole too) up to one byte over MAX_BODY_BYTES. */
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    chunks.push(chunk);
+    // One byte over is enough for the SDK to answer 413 itself; the rest is not read.
+    if (bytes > MAX_BODY_BYTES) break;
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES + 1);
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined; // the SDK answers it with its parse error
+  }
+}
+
+/** The node request as a web `Request` over its body read already. */
+function toWebRequest(req: IncomingMessage, body: Buffer | undefined, signal: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (Array.isArray(value)) for (const one of value) headers.append(name, one);
@@ -58,16 +89,8 @@ async function toWebRequest(req: IncomingMessage, signal: AbortSignal): Promise<
   }
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   const method = req.method ?? 'GET';
-  if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal });
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    // One byte over is enough for the SDK to answer 413 itself; the rest is not read.
-    if (bytes > MAX_BODY_BYTES + 1) break;
-    chunks.push(chunk);
-  }
-  return new Request(url, { method, headers, body: Buffer.concat(chunks), signal });
+  if (body === undefined) return new Request(url, { method, headers, signal });
+  return new Request(url, { method, headers, body, signal });
 }
 
 /** Writes a web `Response` (a JSON body or an event stream) to the node response, streaming. */

@@ -3,6 +3,7 @@ import { openClient, type BackchannelClient } from '../../client/index.js';
 import { modernServerFactory } from '../../mcp/modern-server.js';
 import { createMcpServer, type BackchannelMcp } from '../../mcp/server.js';
 import { serveByEra } from '../../mcp/stdio-eras.js';
+import { TaskListens } from '../../mcp/task-listen.js';
 import { guardedStdioTransport } from '../../mcp/stdio-guard.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
@@ -49,6 +50,7 @@ export const command: CliCommand = {
         await legacy.server.connect(handoff);
       },
       modern: modernServerFactory(client, version),
+      listens: new TaskListens(client, { name: 'backchannel', version }),
     });
     await closed;
     legacy?.dispose();
