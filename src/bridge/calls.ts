@@ -14,12 +14,15 @@ import {
   ANSWER,
   checkWith,
   describe,
+  FIRE_PAGE_QUERY,
   ID,
   IDS,
   INSIGHTS_QUERY,
   invalid,
   PAUSED,
   REASON,
+  SCHEDULE_NAME,
+  SCHEDULE_REQUEST,
   SUBMIT_REQUEST,
   TASK_PAGE_QUERY,
   TOOL_ANSWER,
@@ -117,6 +120,27 @@ const TABLE: { readonly [M in BridgeMethod]: Route<M> } = {
   discardChange: { verb: 'POST', path: 'tasks/:id/change/discard', params: [['id', ID]] },
   keepBranch: { verb: 'POST', path: 'tasks/:id/change/keep', params: [['id', ID]] },
   listWorktrees: { verb: 'GET', path: 'worktrees', params: [] },
+  listSchedules: { verb: 'GET', path: 'schedules', params: [] },
+  // POST, as listTaskPage: the page query is a JSON body.
+  getSchedule: {
+    verb: 'POST',
+    path: 'schedules/:name/fires',
+    params: [
+      ['name', SCHEDULE_NAME],
+      ['body', FIRE_PAGE_QUERY],
+    ],
+  },
+  addSchedule: { verb: 'POST', path: 'schedules', params: [['body', SCHEDULE_REQUEST]] },
+  setSchedulePaused: {
+    verb: 'PUT',
+    path: 'schedules/:name/paused',
+    params: [
+      ['name', SCHEDULE_NAME],
+      ['paused', PAUSED],
+    ],
+  },
+  removeSchedule: { verb: 'POST', path: 'schedules/:name/remove', params: [['name', SCHEDULE_NAME]] },
+  runScheduleNow: { verb: 'POST', path: 'schedules/:name/run', params: [['name', SCHEDULE_NAME]] },
 };
 
 function checked<M extends BridgeMethod>(route: Route<M>): CheckedRoute<M> {

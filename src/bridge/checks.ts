@@ -5,7 +5,7 @@
  * the model's (`TASK_REQUEST`, src/model/task-request.ts).
  */
 import * as z from 'zod/mini';
-import { MAX_TASK_PAGE_SIZE, type SubmitRequest } from './contract.js';
+import { MAX_FIRE_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type FirePageQuery, type ScheduleRequest, type SubmitRequest } from './contract.js';
 import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
 import { boolean, describe, expected, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
@@ -134,3 +134,44 @@ export function withOrigin(body: unknown, door: TaskOrigin): unknown {
 export function checkSubmitRequest(value: unknown): SubmitRequest {
   return checkTaskRequest(value, invalid);
 }
+
+/** A schedule's name as a lookup: any short text (an unknown one is `not_found`; `addSchedule` checks the form). */
+export const SCHEDULE_NAME = text({ max: 200 });
+
+/**
+ * The fields of a new schedule: an object here; the hub checks every field with the schedule's own
+ * schema (src/schedules/schedule.ts), one line per problem (`invalid_request`). `createdAt` is the
+ * hub's to set: dropped.
+ */
+export const SCHEDULE_REQUEST = z.pipe(
+  z.custom<Record<string, unknown>>(isRecord, { error: (issue) => `Expected the schedule to be an object, got ${describe(issue.input)}` }),
+  z.transform(({ createdAt: _createdAt, ...fields }: Record<string, unknown>) => fields as ScheduleRequest),
+);
+
+const firePageSize = expected(`an integer from 1 to ${MAX_FIRE_PAGE_SIZE}`);
+
+/** Which page of a schedule's fire records (`FirePageQuery`); nothing: the newest page. */
+export const FIRE_PAGE_QUERY = query(
+  z.object(
+    {
+      limit: z.optional(
+        z
+          .number({ error: firePageSize })
+          .check(
+            z.int({ error: firePageSize }),
+            z.minimum(1, { error: firePageSize }),
+            z.maximum(MAX_FIRE_PAGE_SIZE, { error: firePageSize }),
+          ),
+      ),
+      before: z.optional(
+        z
+          .number({ error: expected("a non-negative integer (a page's `next`)") })
+          .check(
+            z.int({ error: expected("a non-negative integer (a page's `next`)") }),
+            z.minimum(0, { error: expected("a non-negative integer (a page's `next`)") }),
+          ),
+      ),
+    },
+    { error: notAnObject },
+  ),
+) as z.ZodMiniType<FirePageQuery, unknown>;

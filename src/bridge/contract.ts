@@ -12,6 +12,8 @@ import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '
 import type { TaskRequest } from '../model/task-request.js';
 import type { ToolAnswer } from '../model/tools.js';
 import type { ErrorBody } from '../model/errors.js';
+import type { FireRecord, Schedule } from '../schedules/schedule.js';
+import type { FirePageQuery, ScheduleDetails, ScheduleRequest, ScheduleView } from '../schedules/views.js';
 
 export type {
   FinalPayload,
@@ -30,7 +32,14 @@ export type {
   TaskChange,
   WorktreeRecord,
   WorktreeRequest,
+  FireRecord,
+  FirePageQuery,
+  Schedule,
+  ScheduleDetails,
+  ScheduleRequest,
+  ScheduleView,
 };
+export { FIRE_PAGE_SIZE, MAX_FIRE_PAGE_SIZE } from '../model/limits.js';
 export { MAX_TASK_PAGE_SIZE, RESULT_INLINE_MAX_BYTES, TASK_PAGE_SIZE } from '../model/task.js';
 
 /**
@@ -164,6 +173,25 @@ export interface BackchannelBridge {
   keepBranch(id: string): Promise<WorktreeRecord>;
   /** The worktrees Backchannel made, oldest first. */
   listWorktrees(): Promise<WorktreeRecord[]>;
+  /**
+   * The schedules (docs/schedules.md) and each one's next fire, newest fire record, newest run and
+   * that run's task state, by name. Every schedule call needs a hub that fires them (`serve`, the
+   * app): without one it is refused with `conflict`.
+   */
+  listSchedules(): Promise<ScheduleView[]>;
+  /** One schedule with a page of its fire records, newest first (`FirePageQuery`); `not_found` for an unknown name. */
+  getSchedule(name: string, query?: FirePageQuery): Promise<ScheduleDetails>;
+  /**
+   * Creates (or replaces) a schedule: `invalid_request` with the first problem of its fields, `refused`
+   * when the run policy does not let the `schedule` door run its command (nothing is stored then).
+   */
+  addSchedule(request: ScheduleRequest): Promise<ScheduleView>;
+  /** Pauses (fires are recorded `skipped: paused`) or resumes a schedule; resuming replays nothing. */
+  setSchedulePaused(name: string, paused: boolean): Promise<ScheduleView>;
+  /** Removes a schedule; its fire records stay. `not_found` for an unknown name. */
+  removeSchedule(name: string): Promise<void>;
+  /** Runs a schedule's command now, outside its times: the fire record (`manual`, with its task id). */
+  runScheduleNow(name: string): Promise<FireRecord>;
 }
 
 /** An attachment's bytes, base64-encoded so they travel as JSON over IPC and HTTP. */

@@ -10,7 +10,7 @@ import { bridgeClient, dispatch, unwrapReply, type BridgeArgs, type BridgeMethod
 import { checkSubmitRequest } from '../bridge/checks.js';
 import { errorFromBody, toErrorBody } from '../model/errors.js';
 import { isFinished } from '../model/task.js';
-import { createBrokerBridge, type BrokerBridge, type BrokerLike } from '../hub/broker-bridge.js';
+import { createBrokerBridge, type BrokerBridge, type BrokerLike, type SchedulerLike } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';
 import { createClient, type BackchannelClient } from './client.js';
 import type { FollowedSubmission, HubClient } from './hub-client.js';
@@ -28,9 +28,12 @@ export interface InMemoryPair {
   close(): Promise<void>;
 }
 
-/** A client linked to a hub's bridge over `broker`, in memory. The broker stays its owner's. */
-export function createInMemoryPair(broker: BrokerLike): InMemoryPair {
-  const host = createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '' });
+/**
+ * A client linked to a hub's bridge over `broker` (and the hub's `scheduler`, when the test has one),
+ * in memory. Both stay their owner's.
+ */
+export function createInMemoryPair(broker: BrokerLike, options: { scheduler?: SchedulerLike } = {}): InMemoryPair {
+  const host = createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '', ...options });
   const client = createClient(new HubTasks(linkedHub(host), async () => undefined));
   return {
     client,

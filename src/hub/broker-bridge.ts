@@ -21,6 +21,9 @@ import type { FinalPayload } from '../protocol/index.js';
 import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
+import { FIRE_PAGE_SIZE } from '../model/limits.js';
+import type { FireRecord, Schedule } from '../schedules/schedule.js';
+import type { ScheduleView } from '../schedules/views.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
 import { commandKey, recentCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
@@ -100,7 +103,31 @@ export interface BrokerBridgeOptions {
   openLog?: (path: string) => Promise<void>;
   /** Called when a listener throws (the bridge keeps going). */
   onListenerError?: (error: unknown) => void;
+  /**
+   * The hub's scheduler (./scheduler.ts), which the schedule calls read and change; absent (a broker
+   * of a front-end's own, the history): every schedule call is refused with NO_SCHEDULER.
+   */
+  scheduler?: SchedulerLike;
 }
+
+/** The part of `HubScheduler` the bridge uses (structural, as `BrokerLike`). */
+export interface SchedulerLike {
+  list(): Schedule[];
+  get(name: string): Schedule | undefined;
+  /** A schedule's fire records, oldest first. */
+  history(name: string): FireRecord[];
+  /** The next fire time after the scheduler's now; undefined while paused or when it never fires again. */
+  nextFireAt(name: string): number | undefined;
+  activeRuns(name: string): number;
+  /** Throws BrokerError `invalid_option` or `refused` with one line (nothing stored then). */
+  add(input: Record<string, unknown>): Schedule;
+  remove(name: string): boolean;
+  setPaused(name: string, paused: boolean): Schedule;
+  runNow(name: string): FireRecord;
+}
+
+/** The refusal of a schedule call where no scheduler runs. */
+export const NO_SCHEDULER = 'schedules need a running hub: start `backchannel serve` or the desktop app';
 
 export interface BrokerBridge extends BackchannelBridge {
   /**
@@ -249,6 +276,7 @@ function brokerCalls(broker: BrokerLike, options: BrokerBridgeOptions): Omit<Bac
     ...readCalls(broker, requireTask),
     ...taskCalls(broker, requireTask),
     ...changeCalls(broker),
+    ...scheduleCalls(broker, options.scheduler),
   };
 }
 
@@ -377,6 +405,71 @@ function changeCalls(
     discardChange: (id) => call(broker.discardChange && ((b) => b.discardChange!(id))),
     keepBranch: (id) => call(broker.keepBranch && ((b) => b.keepBranch!(id))),
     listWorktrees: () => call((b) => b.worktreeList?.() ?? []),
+  };
+}
+
+type ScheduleCall = 'listSchedules' | 'getSchedule' | 'addSchedule' | 'setSchedulePaused' | 'removeSchedule' | 'runScheduleNow';
+
+/** The calls on schedules (docs/schedules.md): each a call of the hub's scheduler, its errors through the one table. */
+function scheduleCalls(broker: BrokerLike, scheduler: SchedulerLike | undefined): Pick<BackchannelBridge, ScheduleCall> {
+  const on = async <T>(run: (scheduler: SchedulerLike) => T): Promise<T> => {
+    if (!scheduler) throw new BridgeError('conflict', NO_SCHEDULER);
+    try {
+      return run(scheduler);
+    } catch (error) {
+      return translate(error);
+    }
+  };
+  const known = (s: SchedulerLike, name: string): Schedule => {
+    const schedule = s.get(name);
+    if (!schedule) throw new BridgeError('not_found', `No schedule named "${name.slice(0, 80)}"`);
+    return schedule;
+  };
+  const view = (s: SchedulerLike, schedule: Schedule, history = s.history(schedule.name)): ScheduleView => {
+    const lastFire = history.at(-1);
+    const lastRun = history.findLast((fire) => fire.outcome === 'ran');
+    const lastRunState = lastRun?.taskId === undefined ? undefined : broker.get(lastRun.taskId)?.state;
+    const nextFireAt = s.nextFireAt(schedule.name);
+    return {
+      schedule,
+      ...(nextFireAt === undefined ? {} : { nextFireAt }),
+      activeRuns: s.activeRuns(schedule.name),
+      ...(lastFire ? { lastFire } : {}),
+      ...(lastRun ? { lastRun } : {}),
+      ...(lastRunState ? { lastRunState } : {}),
+    };
+  };
+  return {
+    listSchedules: () => on((s) => s.list().map((schedule) => view(s, schedule))),
+    getSchedule: (name, query) =>
+      on((s) => {
+        const schedule = known(s, name);
+        const history = s.history(name);
+        // The cursor is a position in the schedule's records, which are only ever appended: stable.
+        const before = Math.min(query?.before ?? history.length, history.length);
+        const start = Math.max(0, before - (query?.limit ?? FIRE_PAGE_SIZE));
+        return {
+          ...view(s, schedule, history),
+          fires: history.slice(start, before).reverse(),
+          total: history.length,
+          ...(start > 0 ? { next: start } : {}),
+        };
+      }),
+    addSchedule: (request) => on((s) => view(s, s.add(request as Record<string, unknown>))),
+    setSchedulePaused: (name, paused) =>
+      on((s) => {
+        known(s, name);
+        return view(s, s.setPaused(name, paused));
+      }),
+    removeSchedule: (name) =>
+      on((s) => {
+        if (!s.remove(name)) throw new BridgeError('not_found', `No schedule named "${name.slice(0, 80)}"`);
+      }),
+    runScheduleNow: (name) =>
+      on((s) => {
+        known(s, name);
+        return s.runNow(name);
+      }),
   };
 }
 

@@ -15,6 +15,7 @@ import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
 import {
   cronError,
+  nextFireTime,
   parseSchedule,
   planFires,
   type FireDecision,
@@ -115,6 +116,26 @@ export class HubScheduler {
     const record: FireRecord = { schedule: name, at: now, outcome: 'ran', taskId: handle.id, manual: true, recordedAt: now };
     this.options.store.record([record]);
     return record;
+  }
+
+  /** Every schedule, by name (what the bridge's schedule calls read). */
+  list(): Schedule[] {
+    return this.options.store.list();
+  }
+
+  get(name: string): Schedule | undefined {
+    return this.options.store.get(name);
+  }
+
+  /** A schedule's fire records, oldest first. */
+  history(name: string): FireRecord[] {
+    return this.options.store.history(name);
+  }
+
+  /** The schedule's next fire time after now; undefined for an unknown or paused schedule, or one that never fires again. */
+  nextFireAt(name: string): number | undefined {
+    const schedule = this.options.store.get(name);
+    return schedule && !schedule.paused ? nextFireTime(schedule, this.now()) : undefined;
   }
 
   /** Runs of a schedule still active. */

@@ -218,5 +218,6 @@ function createBridge(broker: TaskBroker, logger: Logger, logPath: string): Brok
       if (error) throw new Error(`Could not open the log (${error}); it is at ${path}`);
     },
     onListenerError: (error) => logger.error('panel event listener failed', error),
+    ...(scheduler ? { scheduler } : {}),
   });
 }

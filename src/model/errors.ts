@@ -32,7 +32,12 @@ export const ERROR_CODES = {
     mcp: JSON_RPC.invalidParams,
     meaning: 'the request is malformed or an argument is out of range',
   },
-  not_found: { http: 404, exit: CLI_EXIT.failed, mcp: JSON_RPC.invalidParams, meaning: 'no such task, attachment, worktree or route' },
+  not_found: {
+    http: 404,
+    exit: CLI_EXIT.failed,
+    mcp: JSON_RPC.invalidParams,
+    meaning: 'no such task, attachment, worktree, schedule or route',
+  },
   conflict: {
     http: 409,
     exit: CLI_EXIT.failed,

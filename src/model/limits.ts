@@ -10,6 +10,10 @@ export const MAX_INPUT_BYTES = DEFAULT_MAX_LINE_BYTES;
 /** A submission's JSON body: the input and the rest of the request (command line, a caller's environment). */
 export const MAX_SUBMIT_BYTES = MAX_INPUT_BYTES + 4 * 1024 * 1024;
 
+/** A schedule's fire records on one page of `getSchedule` by default (its newest), and at most. */
+export const FIRE_PAGE_SIZE = 50;
+export const MAX_FIRE_PAGE_SIZE = 500;
+
 /** `67108864` as `64 MiB`, for messages. */
 export function formatLimit(bytes: number): string {
   const mib = bytes / (1024 * 1024);

@@ -65,6 +65,16 @@ describe('both bridges answer the same calls the same way', () => {
     ['submit() with negative retries', (b) => b.submit({ command: 'node', retries: -1 }), 'invalid_request'],
     ['setPaused("yes")', (b) => b.setPaused('yes' as unknown as boolean), 'invalid_request'],
     ['openLog()', (b) => b.openLog(), undefined],
+    ['listSchedules()', (b) => b.listSchedules(), undefined],
+    ['getSchedule(unknown)', (b) => b.getSchedule('no-such-schedule'), 'not_found'],
+    [
+      'addSchedule() with both --cron and --every',
+      (b) => b.addSchedule({ name: 'x', cron: '* * * * *', everyMs: 5000, command: ['node'] }),
+      'invalid_request',
+    ],
+    ['setSchedulePaused(unknown)', (b) => b.setSchedulePaused('no-such-schedule', true), 'not_found'],
+    ['removeSchedule(unknown)', (b) => b.removeSchedule('no-such-schedule'), 'not_found'],
+    ['runScheduleNow(42)', (b) => b.runScheduleNow(42 as unknown as string), 'invalid_request'],
   ];
 
   test.each(calls)('%s', async (_name, call, expectedCode) => {

@@ -25,6 +25,12 @@ const SAMPLE_ARGS: { [M in BridgeMethod]: unknown[] } = {
   discardChange: ['t1'],
   keepBranch: ['t1'],
   listWorktrees: [],
+  listSchedules: [],
+  getSchedule: ['nightly build', { limit: 20, before: 40 }],
+  addSchedule: [{ name: 'nightly', cron: '0 3 * * *', tz: 'Europe/Berlin', command: ['node', 'a.js'] }],
+  setSchedulePaused: ['nightly/1', true],
+  removeSchedule: ['nightly'],
+  runScheduleNow: ['nightly'],
 };
 
 describe('http routes', () => {

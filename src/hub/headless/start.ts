@@ -109,6 +109,7 @@ export async function startHeadless(options: HeadlessOptions = {}): Promise<Head
     logPath,
     presets: core.presets,
     onListenerError: (error) => logger.error('panel event listener failed', error),
+    ...(scheduler ? { scheduler } : {}),
   });
   let servers: Awaited<ReturnType<typeof startServers>>;
   try {
