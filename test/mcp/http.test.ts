@@ -73,7 +73,7 @@ describe('MCP over HTTP on the hub', () => {
     const questions: string[] = [];
     const client = await connectHttp(hub.url, { headers: hub.auth, elicit: (message) => (questions.push(message), 'main') });
     expect(client.getProtocolEra()).toBe('modern');
-    expect((await client.listTools()).tools).toHaveLength(11);
+    expect((await client.listTools()).tools).toHaveLength(13);
     const done = await callTool(client, 'run_task', { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 7 } });
     expect(done.value).toMatchObject({ state: 'succeeded', result: { n: 7 } });
     const asked = await callTool(client, 'run_task', { command: fixture('asker.mjs'), label: 'asks' });
