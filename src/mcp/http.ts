@@ -7,28 +7,31 @@
  * - 2026-07-28 requests (the `_meta` envelope) go to the SDK v2's `createMcpHandler` over the factory of
  *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen` — except a
  *   listen for tasks (`notifications.taskIds`), which ./http-listen.ts serves (the SDK's router drops the field).
- * - 2025-era requests (`initialize` and the requests after it) are served statelessly by the same entry, one
- *   instance per request (the SDK's `legacy: 'stateless'`): the tools, not the 2025-11-25 MCP Tasks, which need a
- *   session; those stay on stdio (`backchannel mcp`).
+ * - 2025-era requests (`initialize` and the session's requests after it) go to the 2025-11-25 server, one per
+ *   session (./http-legacy.ts), as a 2025-era stdio client's do: the tools and the 2025-11-25 MCP Tasks.
  * - A request body over MAX_BODY_BYTES is refused with 413 before it is parsed; a client that goes away aborts its
  *   exchange (a waiting run_task cancels its task, as on stdio).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { createMcpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { BackchannelClient } from '../client/index.js';
 import { tokenMatches } from '../loopback/security.js';
 import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
+import { LegacyHttpSessions } from './http-legacy.js';
 import { HttpTaskListens } from './http-listen.js';
 import { modernServerFactory } from './modern-server.js';
+import type { Era } from './stdio-eras.js';
 import { listensForTasks } from './task-listen.js';
 
 /** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
-  const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });
+  // 2025-era requests never reach it (./http-legacy.ts serves them): the SDK's strict mode, as it advises.
+  const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
   const listens = new HttpTaskListens(client, { name: 'backchannel', version });
+  const legacy = new LegacyHttpSessions(client, version);
   return {
     path: MCP_PATH,
     async handle(req, res) {
@@ -44,14 +47,26 @@ export function mcpHttpEndpoint(client: BackchannelClient, version: string, toke
       if (listensForTasks(message)) return listens.serve(message, res);
       const aborted = new AbortController();
       res.once('close', () => aborted.abort());
-      const response = await handler.fetch(toWebRequest(req, body, aborted.signal));
+      const request = toWebRequest(req, body, aborted.signal);
+      // A body over the limit is the modern entry's to refuse (413), whatever it holds.
+      const era = body && body.length > MAX_BODY_BYTES ? 'modern' : await eraOfRequest(request, message);
+      const response = era === 'legacy' ? await legacy.handle(request, message) : await handler.fetch(request);
       await sendWebResponse(response, res);
     },
     close: async () => {
       listens.closeAll();
+      await legacy.closeAll();
       await handler.close();
     },
   };
+}
+
+/**
+ * The era of one HTTP request, as the SDK v2 routes it (`isLegacyRequest`: no per-request envelope — an `initialize`,
+ * a session's requests, its GET and DELETE): the HTTP form of ./stdio-eras.ts' choice by the first message.
+ */
+async function eraOfRequest(request: Request, parsedBody: unknown): Promise<Era> {
+  return (await isLegacyRequest(request.clone(), parsedBody)) ? 'legacy' : 'modern';
 }
 
 function bearerOf(header: string | undefined): string | undefined {

@@ -15,6 +15,7 @@
  *   task's own handle instead of the SDK's polling (./task-results.ts); docs/mcp.md lists the spec points.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Request } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelClient } from '../client/index.js';
 import { MCP_TOOLS } from './all-tools.js';
@@ -65,6 +66,16 @@ export function createMcpServer(client: BackchannelClient, version: string): Bac
   guardRequests(server, { [RUN_TASK.name]: { shape: RUN_TASK.inputSchema } }, startFailure);
   waitForResults(server, store, client);
   return { server, dispose: () => session.dispose() };
+}
+
+/**
+ * A 2025-era connection served: the 2025-11-25 server made and connected to `transport` — one stdio connection
+ * (./stdio-eras.ts) or one HTTP session (./http-legacy.ts), the same server either way.
+ */
+export async function serveLegacy(client: BackchannelClient, version: string, transport: Transport): Promise<BackchannelMcp> {
+  const mcp = createMcpServer(client, version);
+  await mcp.server.connect(transport);
+  return mcp;
 }
 
 function progressTokenOf(request: Request): string | number | undefined {
