@@ -3,7 +3,8 @@
  * and the SDK v1 client (2025-11-25) — one table serves both — on a real hub (`backchannel serve`, which fires
  * schedules): create_schedule stores a schedule that fires and runs its command, list_schedules shows it with its last
  * run; a command the run policy does not allow at the `schedule` door is a tool error with its one line, and nothing
- * is stored; a bad duration or a schedule with neither command nor preset is a one-line tool error.
+ * is stored; a bad duration or a schedule with neither command nor preset is a one-line tool error; a `backchannel mcp`
+ * that became the hub itself serves them too.
  */
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as LegacyStdio } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -79,6 +80,11 @@ describe('list_schedules and create_schedule', () => {
     expect(refused.value).not.toContain('\n');
     expect((await callTool(client, 'list_schedules', {})).value.schedules).toEqual([]);
     expect(fs.existsSync(mark)).toBe(false);
+  });
+
+  test('a backchannel mcp that became the hub itself serves the schedule tools too', async () => {
+    const client = await connectStdio(hubEnv());
+    expect(await callTool(client, 'list_schedules', {})).toEqual({ isError: false, value: { schedules: [] } });
   });
 
   test('the 2025-11-25 server has the same tools: a bad duration and a schedule with nothing to run are one-line errors', async () => {
