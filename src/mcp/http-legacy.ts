@@ -9,7 +9,8 @@
  * - A session ends on the client's DELETE, when the endpoint closes, or — past MAX_LEGACY_SESSIONS — as the least
  *   recently used one, so clients that vanish without a DELETE cannot hold the hub's memory.
  * - A request naming an unknown session is a 404 with a JSON-RPC error, as the transport specification asks (the
- *   client then starts a new session); a request without one that is not an `initialize` is the transport's 400.
+ *   client then starts a new session); a POST without one that is not an `initialize` is the transport's 400; a
+ *   GET or DELETE without one is 405 (no stream outside a session).
  */
 import { randomUUID } from 'node:crypto';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -48,6 +49,8 @@ export class LegacyHttpSessions {
       this.#sessions.set(id, session);
       return session.transport.handleRequest(request, { parsedBody });
     }
+    // A GET (standalone stream) or DELETE outside a session: no stream is offered there, as the SDK's own entry says.
+    if (request.method !== 'POST') return new Response(null, { status: 405, headers: { Allow: 'POST' } });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId): void => this.#opened(sessionId, { transport, mcp }),

@@ -174,6 +174,8 @@ describe('MCP over HTTP on the hub', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(after.status).toBe(404);
+    // No stream outside a session: a GET without one is 405, which clients take as "none offered".
+    expect((await fetch(hub.url, { headers: { ...hub.auth, Accept: 'text/event-stream' } })).status).toBe(405);
     await legacy.close();
   });
 
