@@ -9,8 +9,8 @@
  * - A session ends on the client's DELETE, when the endpoint closes, or — past MAX_LEGACY_SESSIONS — as the least
  *   recently used one, so clients that vanish without a DELETE cannot hold the hub's memory.
  * - A request naming an unknown session is a 404 with a JSON-RPC error, as the transport specification asks (the
- *   client then starts a new session); a POST without one that is not an `initialize` is the transport's 400; a
- *   GET or DELETE without one is 405 (no stream outside a session).
+ *   client then starts a new session). A 2025-era request that is neither an `initialize` nor a session's (a
+ *   readiness probe, a GET for a standalone stream) stays with the SDK v2's stateless fallback (./http.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -39,7 +39,17 @@ export class LegacyHttpSessions {
     return this.#sessions.size;
   }
 
-  /** Serves one 2025-era request (its body parsed already, when it has one). */
+  /**
+   * True for the 2025-era requests sessions serve: an `initialize`, and every request naming a session. Others (a
+   * probe, a client that never initializes) stay with the SDK v2's stateless fallback, as before sessions existed.
+   */
+  serves(request: Request, parsedBody: unknown): boolean {
+    if (request.headers.get(SESSION_HEADER) !== null) return true;
+    const messages = Array.isArray(parsedBody) ? (parsedBody as unknown[]) : [parsedBody];
+    return request.method === 'POST' && messages.some((message) => (message as { method?: unknown } | null)?.method === 'initialize');
+  }
+
+  /** Serves one request `serves` took (its body parsed already, when it has one). */
   async handle(request: Request, parsedBody: unknown): Promise<Response> {
     const id = request.headers.get(SESSION_HEADER);
     if (id !== null) {
@@ -49,8 +59,6 @@ export class LegacyHttpSessions {
       this.#sessions.set(id, session);
       return session.transport.handleRequest(request, { parsedBody });
     }
-    // A GET (standalone stream) or DELETE outside a session: no stream is offered there, as the SDK's own entry says.
-    if (request.method !== 'POST') return new Response(null, { status: 405, headers: { Allow: 'POST' } });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId): void => this.#opened(sessionId, { transport, mcp }),

@@ -8,7 +8,8 @@
  *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen` — except a
  *   listen for tasks (`notifications.taskIds`), which ./http-listen.ts serves (the SDK's router drops the field).
  * - 2025-era requests (`initialize` and the session's requests after it) go to the 2025-11-25 server, one per
- *   session (./http-legacy.ts), as a 2025-era stdio client's do: the tools and the 2025-11-25 MCP Tasks.
+ *   session (./http-legacy.ts), as a 2025-era stdio client's do: the tools and the 2025-11-25 MCP Tasks. Other
+ *   2025-era requests (no session, not an `initialize`) keep the SDK v2's stateless fallback.
  * - A request body over MAX_BODY_BYTES is refused with 413 before it is parsed; a client that goes away aborts its
  *   exchange (a waiting run_task cancels its task, as on stdio).
  */
@@ -28,8 +29,8 @@ import { listensForTasks } from './task-listen.js';
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
-  // 2025-era requests never reach it (./http-legacy.ts serves them): the SDK's strict mode, as it advises.
-  const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
+  // Its stateless fallback answers the 2025-era requests that are no session's (./http-legacy.ts serves the rest).
+  const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });
   const listens = new HttpTaskListens(client, { name: 'backchannel', version });
   const legacy = new LegacyHttpSessions(client, version);
   return {
@@ -50,7 +51,8 @@ export function mcpHttpEndpoint(client: BackchannelClient, version: string, toke
       const request = toWebRequest(req, body, aborted.signal);
       // A body over the limit is the modern entry's to refuse (413), whatever it holds.
       const era = body && body.length > MAX_BODY_BYTES ? 'modern' : await eraOfRequest(request, message);
-      const response = era === 'legacy' ? await legacy.handle(request, message) : await handler.fetch(request);
+      const inSession = era === 'legacy' && legacy.serves(request, message);
+      const response = inSession ? await legacy.handle(request, message) : await handler.fetch(request);
       await sendWebResponse(response, res);
     },
     close: async () => {
