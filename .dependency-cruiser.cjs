@@ -128,8 +128,9 @@ module.exports = {
     forbid(
       'electron-main-is-a-front-end',
       layer('main'),
-      '^src/(gateway|cli|mcp|renderer|hub/headless)/',
-      'Front-ends do not import each other.',
+      // One exception: the app mounts MCP over HTTP exactly as `serve` does, through the light mount entry.
+      '^src/(gateway|cli|mcp/(?!http-(mount|endpoint)\\.ts$)|renderer|hub/headless)/',
+      'Front-ends do not import each other (the app mounts MCP over HTTP through src/mcp/http-mount.ts only).',
     ),
     forbid(
       'conformance-over-the-core',

@@ -3,7 +3,8 @@
  * 'electron'. The broker runs here, in the main process; the panel is a sandboxed window talking to
  * it through the preload's bridge. This file wires the parts: broker and bridge, the panel protocol
  * and IPC handlers, the panel window (./panel-window.ts), notifications (./notifier.ts), the tray
- * (./tray.ts) and the app lifecycle (./lifecycle.ts).
+ * (./tray.ts), the app lifecycle (./lifecycle.ts), and MCP over HTTP at /mcp as `backchannel serve`
+ * mounts it (src/mcp/http-mount.ts), on a loopback port of its own (src/hub/http/mount-server.ts).
  *
  *   electron dist/main/main.js
  */
@@ -26,6 +27,10 @@ import { watchWebhooks, type WebhookWatch } from '../notify/index.js';
 import { ownerTaskGuards } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
 import { startSchedules, type HubScheduler } from '../hub/scheduler.js';
+import { startMountServer, type MountServer } from '../hub/http/mount-server.js';
+import { clientOf } from '../client/index.js';
+import { mcpHttpMount, readMcpToken } from '../mcp/http-mount.js';
+import { MCP_PATH } from '../mcp/http-endpoint.js';
 import type { PresetInfo } from '../bridge/contract.js';
 import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
 import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
@@ -73,6 +78,7 @@ async function start(): Promise<void> {
   const webhooks = startWebhooks(broker, logger);
   const bridge = createBridge(broker, logger, logPath);
   const control = await startControl(bridge, logger);
+  const mcp = await startMcpHttp(broker, logger);
   protocol.handle(PANEL_SCHEME, panelRequestHandler(RENDERER_DIR));
   lockDown(logger);
 
@@ -115,6 +121,7 @@ async function start(): Promise<void> {
       handlers.dispose();
       scheduler?.stop();
       await control?.close();
+      await mcp?.close();
       bridge.close();
       webhooks.stop();
       // Cancels running tasks (grace period, then kill), removes every endpoint, flushes history.
@@ -147,6 +154,25 @@ async function startControl(bridge: BrokerBridge, logger: Logger): Promise<Contr
     return await startControlServer({ bridge, path: controlSocketPath(process.env, own), logger });
   } catch (error) {
     logger.warn(`no control endpoint: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+/**
+ * MCP over HTTP, as `serve` serves it (the same mount, bearer token and checks), on the config's `serve.port` (so a
+ * client set up for `serve` finds the app too) or a free port, logged. Without it the app still runs: the reason is
+ * logged in one line. The token is never logged: clients read it from its file.
+ */
+async function startMcpHttp(broker: TaskBroker, logger: Logger): Promise<MountServer | undefined> {
+  try {
+    const token = readMcpToken();
+    const port = Number(loadConfig().sections.serve?.port);
+    const mounts = [mcpHttpMount(clientOf(broker), app.getVersion(), token.secret)];
+    const server = await startMountServer({ mounts, port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0 });
+    logger.info(`MCP (Streamable HTTP): ${server.urlOf(MCP_PATH)}  (Authorization: Bearer <the token in ${token.file}>)`);
+    return server;
+  } catch (error) {
+    logger.error(`no MCP over HTTP: ${(error as Error).message}`);
     return undefined;
   }
 }

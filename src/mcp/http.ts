@@ -5,26 +5,34 @@
  * - A bearer token (`Authorization: Bearer …`), compared in constant time: the token of `mcpTokenFile()`, generated
  *   on the first start (0600) and printed then only. Without it: 401 with `WWW-Authenticate: Bearer`.
  * - 2026-07-28 requests (the `_meta` envelope) go to the SDK v2's `createMcpHandler` over the factory of
- *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen`.
- * - 2025-era requests (`initialize` and the requests after it) are served statelessly by the same entry, one
- *   instance per request (the SDK's `legacy: 'stateless'`): the tools, not the 2025-11-25 MCP Tasks, which need a
- *   session; those stay on stdio (`backchannel mcp`).
+ *   ./modern-server.ts: server/discover, the Tasks extension, input requests, `subscriptions/listen` — except a
+ *   listen for tasks (`notifications.taskIds`), which ./http-listen.ts serves (the SDK's router drops the field).
+ * - 2025-era requests (`initialize` and the session's requests after it) go to the 2025-11-25 server, one per
+ *   session (./http-legacy.ts), as a 2025-era stdio client's do: the tools and the 2025-11-25 MCP Tasks. Other
+ *   2025-era requests (no session, not an `initialize`) keep the SDK v2's stateless fallback.
  * - A request body over MAX_BODY_BYTES is refused with 413 before it is parsed; a client that goes away aborts its
  *   exchange (a waiting run_task cancels its task, as on stdio).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { createMcpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { BackchannelClient } from '../client/index.js';
 import { tokenMatches } from '../loopback/security.js';
 import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
+import { LegacyHttpSessions } from './http-legacy.js';
+import { HttpTaskListens } from './http-listen.js';
 import { modernServerFactory } from './modern-server.js';
+import type { Era } from './stdio-eras.js';
+import { listensForTasks } from './task-listen.js';
 
 /** The SDK's own bound on a POST body (DEFAULT_MAX_REQUEST_BODY_SIZE): a tool call's arguments fit many times over. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function mcpHttpEndpoint(client: BackchannelClient, version: string, token: string): McpHttpEndpoint {
+  // Its stateless fallback answers the 2025-era requests that are no session's (./http-legacy.ts serves the rest).
   const handler = createMcpHandler(modernServerFactory(client, version), { maxRequestBodySize: MAX_BODY_BYTES });
+  const listens = new HttpTaskListens(client, { name: 'backchannel', version });
+  const legacy = new LegacyHttpSessions(client, version);
   return {
     path: MCP_PATH,
     async handle(req, res) {
@@ -35,13 +43,32 @@ export function mcpHttpEndpoint(client: BackchannelClient, version: string, toke
         );
         return;
       }
+      const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req);
+      const message = body && body.length <= MAX_BODY_BYTES ? parseJson(body) : undefined;
+      if (listensForTasks(message)) return listens.serve(message, res);
       const aborted = new AbortController();
       res.once('close', () => aborted.abort());
-      const response = await handler.fetch(await toWebRequest(req, aborted.signal));
+      const request = toWebRequest(req, body, aborted.signal);
+      // A body over the limit is the modern entry's to refuse (413), whatever it holds.
+      const era = body && body.length > MAX_BODY_BYTES ? 'modern' : await eraOfRequest(request, message);
+      const inSession = era === 'legacy' && legacy.serves(request, message);
+      const response = inSession ? await legacy.handle(request, message) : await handler.fetch(request);
       await sendWebResponse(response, res);
     },
-    close: () => handler.close(),
+    close: async () => {
+      listens.closeAll();
+      await legacy.closeAll();
+      await handler.close();
+    },
   };
+}
+
+/**
+ * The era of one HTTP request, as the SDK v2 routes it (`isLegacyRequest`: no per-request envelope — an `initialize`,
+ * a session's requests, its GET and DELETE): the HTTP form of ./stdio-eras.ts' choice by the first message.
+ */
+async function eraOfRequest(request: Request, parsedBody: unknown): Promise<Era> {
+  return (await isLegacyRequest(request.clone(), parsedBody)) ? 'legacy' : 'modern';
 }
 
 function bearerOf(header: string | undefined): string | undefined {
@@ -49,8 +76,29 @@ function bearerOf(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The node request as a web `Request` (its body read whole, since the SDK reads it whole too). */
-async function toWebRequest(req: IncomingMessage, signal: AbortSignal): Promise<Request> {
+/** The request's body, read whole (the SDK reads it whole too) up to one byte over MAX_BODY_BYTES. */
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    chunks.push(chunk);
+    // One byte over is enough for the SDK to answer 413 itself; the rest is not read.
+    if (bytes > MAX_BODY_BYTES) break;
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES + 1);
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined; // the SDK answers it with its parse error
+  }
+}
+
+/** The node request as a web `Request` over its body read already. */
+function toWebRequest(req: IncomingMessage, body: Buffer | undefined, signal: AbortSignal): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (Array.isArray(value)) for (const one of value) headers.append(name, one);
@@ -58,16 +106,8 @@ async function toWebRequest(req: IncomingMessage, signal: AbortSignal): Promise<
   }
   const url = `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
   const method = req.method ?? 'GET';
-  if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal });
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    // One byte over is enough for the SDK to answer 413 itself; the rest is not read.
-    if (bytes > MAX_BODY_BYTES + 1) break;
-    chunks.push(chunk);
-  }
-  return new Request(url, { method, headers, body: Buffer.concat(chunks), signal });
+  if (body === undefined) return new Request(url, { method, headers, signal });
+  return new Request(url, { method, headers, body, signal });
 }
 
 /** Writes a web `Response` (a JSON body or an event stream) to the node response, streaming. */

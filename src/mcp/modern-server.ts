@@ -1,7 +1,8 @@
 /**
  * The MCP server for 2026-07-28 clients, on the official SDK v2 (`@modelcontextprotocol/server`): the same tool
- * tables as the 2025-11-25 server (./server.ts, SDK v1), the same one client (src/client), and what the new revision
- * changes (the SDK does `server/discover`, the per-request `_meta` envelope and `resultType`):
+ * table (./all-tools.ts, each row called through `runTool`) as the 2025-11-25 server (./server.ts, SDK v1), the same
+ * one client (src/client), and what the new revision changes (the SDK does `server/discover`, the per-request `_meta`
+ * envelope and `resultType`):
  *
  * - A sub-agent's question while `run_task` waits is a multi-round-trip input request: the call answers
  *   `resultType: "input_required"` with the question (./input-requests.ts) and a `requestState` naming the task,
@@ -25,13 +26,13 @@ import {
 import * as z from 'zod';
 import type { BackchannelClient } from '../client/index.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
-import { CHANGE_TOOLS } from './change-tools.js';
+import { MCP_TOOLS } from './all-tools.js';
 import { answerFromResponses, questionInputRequests } from './input-requests.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
 import { parseStartArgs, START_ANNOTATIONS, START_SHAPE, startTask, type StartArgs } from './start-task.js';
 import { declaresTasks, findTask, modernTask, serveTaskMethods } from './task-extension.js';
-import { toolError, type McpTool, type ToolContext } from './tool-table.js';
-import { TASK_TOOLS, waitForTask } from './tools.js';
+import { runTool, toolError, type McpTool, type ToolContext } from './tool-table.js';
+import { waitForTask } from './tools.js';
 import { INSTRUCTIONS } from './server.js';
 
 /** What a `requestState` of `run_task` carries: the task the call waits for (signed, so a client cannot swap it). */
@@ -61,7 +62,7 @@ function createModernServer(client: BackchannelClient, version: string, codec: R
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS, requestState: { verify: codec.verify } },
   );
   const context = modernContext(client);
-  for (const tool of [...TASK_TOOLS, ...CHANGE_TOOLS]) registerModernTool(server, tool, context);
+  for (const tool of MCP_TOOLS) registerModernTool(server, tool, context);
   server.registerTool(
     'run_task',
     {
@@ -86,18 +87,15 @@ function createModernServer(client: BackchannelClient, version: string, codec: R
   return server;
 }
 
+/** A row of the tool table on the SDK v2: its shape as a zod object, its call through `runTool` (as on v1). */
 function registerModernTool(server: McpServer, tool: McpTool, context: ToolContext): void {
-  const { name, title, description, inputSchema, annotations, handler } = tool;
+  const { name, title, description, inputSchema, annotations } = tool;
   server.registerTool(
     name,
     { title, description, inputSchema: z.object(inputSchema), annotations },
     async (args: Record<string, unknown>, ctx: ServerContext) => {
-      try {
-        const extra = { signal: ctx.mcpReq.signal, ...(ctx.mcpReq._meta ? { _meta: ctx.mcpReq._meta } : {}) };
-        return (await handler(args as never, context, extra)) as ModernCallToolResult;
-      } catch (error) {
-        return toolError(error) as ModernCallToolResult;
-      }
+      const extra = { signal: ctx.mcpReq.signal, ...(ctx.mcpReq._meta ? { _meta: ctx.mcpReq._meta } : {}) };
+      return (await runTool(tool, args as never, context, extra)) as ModernCallToolResult;
     },
   );
 }

@@ -2,9 +2,10 @@
  * `backchannel mcp`: a Model Context Protocol server (official TypeScript SDK) over the one client
  * (src/client) — the hub's tasks when one runs, so they show in the panel, else an own broker's.
  *
- * - Tools: two tables of one shape (./tool-table.ts): the task tools (./tools.ts: start_task,
- *   get_task, wait_for_task, list_tasks, cancel_task, answer_question, get_task_log) and the
- *   coding-task change tools (./change-tools.ts).
+ * - Tools: one table (./all-tools.ts) of rows of one shape (./tool-table.ts), shared with the
+ *   2026-07-28 server: the task tools (./tools.ts: start_task, get_task, wait_for_task, list_tasks,
+ *   cancel_task, answer_question, get_task_log), the coding-task change tools (./change-tools.ts)
+ *   and the schedule tools (./schedule-tools.ts: list_schedules, create_schedule).
  * - MCP Tasks: `run_task` (./run-task.ts) accepts a task-augmented `tools/call` and returns a task
  *   handle that IS the Backchannel task (./task-store.ts); called plainly, it waits for the result.
  * - The tasks this session started are followed by their own handles (./session-tasks.ts): progress
@@ -14,9 +15,10 @@
  *   task's own handle instead of the SDK's polling (./task-results.ts); docs/mcp.md lists the spec points.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Request } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelClient } from '../client/index.js';
-import { CHANGE_TOOLS } from './change-tools.js';
+import { MCP_TOOLS } from './all-tools.js';
 import { notices } from './notices.js';
 import { guardRequests } from './request-guards.js';
 import { registerTaskTool, RUN_TASK } from './run-task.js';
@@ -25,7 +27,6 @@ import { parseStartArgs, startTask } from './start-task.js';
 import { BridgeTaskStore } from './task-store.js';
 import { waitForResults } from './task-results.js';
 import { registerTools } from './tool-table.js';
-import { TASK_TOOLS } from './tools.js';
 
 export interface BackchannelMcp {
   readonly server: McpServer;
@@ -55,7 +56,7 @@ export function createMcpServer(client: BackchannelClient, version: string): Bac
   );
   const notify = notices(server, client, store);
   const session = new SessionTasks(client, notify);
-  registerTools(server, [...TASK_TOOLS, ...CHANGE_TOOLS], {
+  registerTools(server, MCP_TOOLS, {
     client,
     track: (id, token) => session.track(id, token),
     progress: notify.progress,
@@ -65,6 +66,16 @@ export function createMcpServer(client: BackchannelClient, version: string): Bac
   guardRequests(server, { [RUN_TASK.name]: { shape: RUN_TASK.inputSchema } }, startFailure);
   waitForResults(server, store, client);
   return { server, dispose: () => session.dispose() };
+}
+
+/**
+ * A 2025-era connection served: the 2025-11-25 server made and connected to `transport` — one stdio connection
+ * (./stdio-eras.ts) or one HTTP session (./http-legacy.ts), the same server either way.
+ */
+export async function serveLegacy(client: BackchannelClient, version: string, transport: Transport): Promise<BackchannelMcp> {
+  const mcp = createMcpServer(client, version);
+  await mcp.server.connect(transport);
+  return mcp;
 }
 
 function progressTokenOf(request: Request): string | number | undefined {

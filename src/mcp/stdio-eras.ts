@@ -6,12 +6,15 @@
  *   stdio entry (`serveStdio`) over the factory of ./modern-server.ts, which owns everything of that era.
  *
  * The messages are read once, by the transport given (the size guard of ./stdio-guard.ts); the chosen server gets
- * a hand-off transport that starts with the first message and then passes every message through both ways.
+ * a hand-off transport that starts with the first message and then passes every message through both ways — except,
+ * in the modern era, a `subscriptions/listen` for tasks and its cancellation, which ./task-listen.ts serves (the
+ * SDK's listen router drops `taskIds`).
  */
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { McpServer as ModernServer, Transport as ModernTransport } from '@modelcontextprotocol/server';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { ListenSink, TaskListens } from './task-listen.js';
 
 export type Era = 'legacy' | 'modern';
 
@@ -20,6 +23,8 @@ export interface EraServers {
   legacy(transport: Transport): Promise<void>;
   /** Makes a 2026-07-28 server instance (the SDK v2 entry calls it per connection, and for a discover probe). */
   modern(): ModernServer;
+  /** The connection's task subscriptions (modern era only). */
+  listens?: TaskListens;
 }
 
 /** The era a connection's first message opens. */
@@ -36,23 +41,28 @@ export async function serveByEra(transport: Transport, servers: EraServers): Pro
   let chosen: ((era: Era) => void) | undefined;
   const era = new Promise<Era>((resolve) => (chosen = resolve));
   let modernHandle: { close(): Promise<void> } | undefined;
-  let decided = false;
+  let decided: Era | undefined;
+  const sink: ListenSink = { send: (message) => void transport.send(message as JSONRPCMessage).catch(() => {}), end: () => {} };
   transport.onmessage = (message) => {
     if (!decided) {
-      decided = true;
-      const opened = eraOf(message);
-      chosen?.(opened);
-      if (opened === 'legacy') void servers.legacy(handoff).catch((error: unknown) => handoff.onerror?.(error as Error));
+      decided = eraOf(message);
+      chosen?.(decided);
+      if (decided === 'legacy') void servers.legacy(handoff).catch((error: unknown) => handoff.onerror?.(error as Error));
       else modernHandle = serveStdio(servers.modern, { transport: handoff as unknown as ModernTransport });
     }
+    if (decided === 'modern' && servers.listens?.take(message, () => sink)) return;
     handoff.deliver(message);
   };
-  transport.onclose = () => handoff.onclose?.();
+  transport.onclose = () => {
+    servers.listens?.closeAll(false);
+    handoff.onclose?.();
+  };
   transport.onerror = (error) => handoff.onerror?.(error);
   await transport.start();
   return {
     era,
     async close() {
+      servers.listens?.closeAll(false);
       if (modernHandle) await modernHandle.close().catch(() => {});
       await transport.close().catch(() => {});
     },

@@ -1,7 +1,8 @@
 /**
  * The shape every MCP tool of the server has — one row of a table of `{ name, title, description,
- * inputSchema, annotations, handler }` — and the one function that registers a table. The task
- * tools (./tools.ts) and the coding-task change tools (./change-tools.ts) are two tables of it;
+ * inputSchema, annotations, handler }` — and the one way a row is called (`runTool`), which both
+ * servers use (./all-tools.ts is the table they register). The task tools (./tools.ts), the coding-task
+ * change tools (./change-tools.ts) and the schedule tools (./schedule-tools.ts) are tables of it;
  * `run_task` (./run-task.ts) has the same fields, with an MCP-task handler.
  *
  * A handler's failure is a tool error (`isError: true`) whose text is the message for people; when
@@ -58,17 +59,26 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: McpTool<Shape>): M
 /** The `_meta` key of a failed call's `{ code, message }`. */
 export const ERROR_META_KEY = 'backchannel/error';
 
-/** Registers every tool of `tools` on `server`, each handler called with `context`. */
+/** Calls one tool the way both servers do: its handler's result, or its failure as a tool error (`toolError`). */
+export async function runTool(
+  tool: McpTool,
+  args: ToolArgs<z.ZodRawShape>,
+  context: ToolContext,
+  extra: ToolExtra,
+): Promise<CallToolResult> {
+  try {
+    return await tool.handler(args, context, extra);
+  } catch (error) {
+    return toolError(error);
+  }
+}
+
+/** Registers every tool of `tools` on a 2025-11-25 server (SDK v1), each called through `runTool` with `context`. */
 export function registerTools(server: McpServer, tools: readonly McpTool[], context: ToolContext): void {
-  for (const { name, title, description, inputSchema, annotations, handler } of tools) {
+  for (const tool of tools) {
+    const { name, title, description, inputSchema, annotations } = tool;
     const config = { title, description, inputSchema, annotations };
-    server.registerTool(name, config, async (args: ToolArgs<z.ZodRawShape>, extra: ToolExtra) => {
-      try {
-        return await handler(args, context, extra);
-      } catch (error) {
-        return toolError(error);
-      }
-    });
+    server.registerTool(name, config, (args: ToolArgs<z.ZodRawShape>, extra: ToolExtra) => runTool(tool, args, context, extra));
   }
 }
 

@@ -58,7 +58,7 @@ describe.skipIf(skip !== undefined)(`Python mcp==${version}${skip ? ` (skipped: 
     const seen = JSON.parse(old.stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, any>;
     expect(seen.error, old.stderr.slice(-2000)).toBeUndefined();
     expect(seen).toMatchObject({ protocol: '2025-11-25', is_error: false, result: { state: 'succeeded', result: { n: 3 } } });
-    expect(seen.tools).toHaveLength(11);
+    expect(seen.tools).toHaveLength(13);
     expect(now.era).toBe('modern');
     expect(now.done.value).toMatchObject({ state: 'succeeded', result: { n: 9 } });
   });

@@ -23,6 +23,9 @@ const EXPECTED: Record<string, object> = {
   answer_question: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   apply_task_change: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   discard_task_change: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  list_schedules: READ_ONLY,
+  // Each fire runs an arbitrary program, as start_task does; a schedule of the same name is replaced.
+  create_schedule: STARTS_AGENT,
 };
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -31,7 +34,7 @@ afterEach(async () => {
 });
 
 describe('tool annotations', () => {
-  test('every one of the 11 tools carries exactly its pinned hints, apply_task_change destructive', async () => {
+  test('every one of the 13 tools carries exactly its pinned hints, apply_task_change destructive', async () => {
     // Listing tools calls nothing of the client.
     const mcp = createMcpServer({} as BackchannelClient, '0');
     const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();

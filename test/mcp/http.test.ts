@@ -2,12 +2,14 @@
  * MCP over Streamable HTTP on the hub (`backchannel serve`, real processes): the bearer token made 0600 and printed
  * once, the panel's Host and Origin checks, and the official SDK v2 client pinned to 2026-07-28 with the token —
  * the tools, run_task to completion, a question as an input request, a cancelled call ending the process tree — the
- * Tasks extension over HTTP, and a 2025-era client and the v2 client in `auto` mode on the same hub at once.
+ * Tasks extension over HTTP, the 2025-11-25 MCP Tasks for a 2025-era client (one session each), and a 2025-era
+ * client and the v2 client in `auto` mode on the same hub at once.
  */
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, test } from 'vitest';
 import { fixture, waitFor, waitUntilGone } from '../helpers/core.js';
 import { hubEnv, printed, start, type HubEnv } from '../hub/control/hub-process.js';
@@ -73,7 +75,7 @@ describe('MCP over HTTP on the hub', () => {
     const questions: string[] = [];
     const client = await connectHttp(hub.url, { headers: hub.auth, elicit: (message) => (questions.push(message), 'main') });
     expect(client.getProtocolEra()).toBe('modern');
-    expect((await client.listTools()).tools).toHaveLength(11);
+    expect((await client.listTools()).tools).toHaveLength(13);
     const done = await callTool(client, 'run_task', { command: process.execPath, args: [fixture('quick.mjs')], input: { n: 7 } });
     expect(done.value).toMatchObject({ state: 'succeeded', result: { n: 7 } });
     const asked = await callTool(client, 'run_task', { command: fixture('asker.mjs'), label: 'asks' });
@@ -131,6 +133,55 @@ describe('MCP over HTTP on the hub', () => {
     expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: 500 });
     const completed = await taskUntil(client, created.taskId, 'completed');
     expect(completed.result).toMatchObject({ isError: false, structuredContent: { state: 'succeeded' } });
+  });
+
+  test('a 2025-era client gets the 2025-11-25 MCP Tasks over HTTP: a task-augmented run_task, tasks/get, tasks/result, status notifications', async () => {
+    const hub = await startMcpHub();
+    const legacy = new LegacyClient({ name: 'legacy-test', version: '1.0.0' });
+    const transport = new LegacyHttpTransport(new URL(hub.url), { requestInit: { headers: hub.auth } });
+    await legacy.connect(transport);
+    expect(transport.sessionId).toEqual(expect.any(String));
+    expect(legacy.getServerCapabilities()?.tasks).toMatchObject({ requests: { tools: { call: {} } } });
+    const statuses: string[] = [];
+    legacy.setNotificationHandler(TaskStatusNotificationSchema, (note) => void statuses.push(note.params.status));
+    const created = await legacy.request(
+      {
+        method: 'tools/call',
+        params: { name: 'run_task', arguments: { command: fixture('sleeper.mjs'), input: { ms: 300 } }, task: { ttl: 60_000 } },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(created.task).toMatchObject({ status: 'working', ttl: 60_000 });
+    const done = await waitFor(async () => {
+      const task = await legacy.experimental.tasks.getTask(created.task.taskId);
+      return task.status === 'completed' ? task : undefined;
+    }, 'the task to complete');
+    expect(done.taskId).toBe(created.task.taskId);
+    const result = await legacy.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ task_id: created.task.taskId, state: 'succeeded' });
+    await waitFor(() => statuses.includes('completed'), 'the completed status notification');
+    // The session ends with the client's DELETE; its id is then unknown (404).
+    const sessionId = transport.sessionId!;
+    await transport.terminateSession();
+    const after = await fetch(hub.url, {
+      method: 'POST',
+      headers: {
+        ...hub.auth,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'Mcp-Session-Id': sessionId,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(after.status).toBe(404);
+    // A 2025-era request of no session that is no initialize (a readiness probe) keeps the stateless answer.
+    const probe = await fetch(hub.url, {
+      method: 'POST',
+      headers: { ...hub.auth, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} }),
+    });
+    expect(probe.status).toBe(200);
+    await legacy.close();
   });
 
   test('a 2025-era client (initialize) and the v2 client in auto mode, on the same hub at once', async () => {

@@ -14,10 +14,12 @@ const TOOLS = [
   'answer_question',
   'apply_task_change',
   'cancel_task',
+  'create_schedule',
   'discard_task_change',
   'get_task',
   'get_task_diff',
   'get_task_log',
+  'list_schedules',
   'list_tasks',
   'run_task',
   'start_task',
@@ -39,7 +41,7 @@ function partialPids(result: Wire): number[] | undefined {
 }
 
 describe('backchannel mcp over stdio, MCP 2026-07-28 (SDK v2 client, pinned)', () => {
-  test('discover names 2026-07-28 and the Tasks extension; the 11 tools; run_task waits for its result', async () => {
+  test('discover names 2026-07-28 and the Tasks extension; the 13 tools; run_task waits for its result', async () => {
     const hub = hubEnv();
     await startHub(hub);
     const client = await connectStdio(hub);

@@ -1,8 +1,9 @@
 /** `backchannel mcp`: the MCP server on stdio, over the running hub or a hub of its own. */
 import { openClient, type BackchannelClient } from '../../client/index.js';
 import { modernServerFactory } from '../../mcp/modern-server.js';
-import { createMcpServer, type BackchannelMcp } from '../../mcp/server.js';
+import { serveLegacy, type BackchannelMcp } from '../../mcp/server.js';
 import { serveByEra } from '../../mcp/stdio-eras.js';
+import { TaskListens } from '../../mcp/task-listen.js';
 import { guardedStdioTransport } from '../../mcp/stdio-guard.js';
 import { readOwnVersion } from '../../version.js';
 import { EXIT, parseCommandLine, type CliCommand } from '../command.js';
@@ -45,10 +46,10 @@ export const command: CliCommand = {
     const served = await serveByEra(transport, {
       // A client that opens with `initialize` (2025-11-25) gets the SDK v1 server; any other, the 2026-07-28 one.
       legacy: async (handoff) => {
-        legacy = createMcpServer(client, version);
-        await legacy.server.connect(handoff);
+        legacy = await serveLegacy(client, version, handoff);
       },
       modern: modernServerFactory(client, version),
+      listens: new TaskListens(client, { name: 'backchannel', version }),
     });
     await closed;
     legacy?.dispose();

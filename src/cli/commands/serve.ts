@@ -6,6 +6,7 @@ import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-fl
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { redactedUrl, takeRedisUrl } from '../../fleet/redis-url.js';
 import type { Headless } from '../../hub/headless/start.js';
+import type { McpToken } from '../../mcp/http-mount.js';
 import { readOwnVersion } from '../../version.js';
 
 const HELP = `Usage: backchannel serve [options]
@@ -141,12 +142,10 @@ function readNumbers(values: Values): Numbers | string {
 }
 
 /** MCP over HTTP's bearer token, read or made (0600) in the config dir; the exit code when it cannot be. */
-async function mcpToken(): Promise<{ secret: string; created: boolean; file: string } | number> {
-  const { mcpTokenFile } = await import('../../mcp/http-mount.js');
-  const { readOrCreateSecret } = await import('../../loopback/secret-file.js');
-  const file = mcpTokenFile();
+async function mcpToken(): Promise<McpToken | number> {
+  const { readMcpToken } = await import('../../mcp/http-mount.js');
   try {
-    return { ...readOrCreateSecret(file, 'bc-mcp-'), file };
+    return readMcpToken();
   } catch (error) {
     process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
     return EXIT.failed;

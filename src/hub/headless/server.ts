@@ -3,16 +3,16 @@
  * event stream, on loopback only. Every request passes the checks in ../../loopback/security.ts first;
  * the panel's files come from the same `PanelFiles` the Electron protocol serves.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { open } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import type { BackchannelBridge } from '../../bridge/contract.js';
 import { API_PREFIX, EVENTS_PATH, TOKEN_HEADER } from '../../bridge/http-routes.js';
 import { handleApi } from '../http/api.js';
 import { headerValue, sendError, sendPage } from '../http/responses.js';
-import { isAllowedHost, isAllowedOrigin, newToken, SECURITY_HEADERS, tokenMatches } from '../../loopback/security.js';
+import { newToken, SECURITY_HEADERS, tokenMatches } from '../../loopback/security.js';
 import { defaultRendererDir, PanelFiles } from '../http/static-files.js';
 import { EventStreams } from '../http/event-stream.js';
+import { admitLoopback, listen, LOOPBACK_HOST } from '../http/mount-server.js';
 import { mountAt, type HttpMount } from '../http/mounts.js';
 
 export interface PanelServerOptions {
@@ -41,7 +41,7 @@ export interface PanelServer {
 }
 
 /** Always bound here: the panel can start processes, so it is never reachable from the network. */
-export const HOST = '127.0.0.1';
+export const HOST = LOOPBACK_HOST;
 /** Longer than browsers keep idle connections around, so a reused socket is not closed under a request. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /**
@@ -128,17 +128,10 @@ class MountedRequest {
  */
 function admit(context: ServerContext, req: IncomingMessage, res: ServerResponse): URL | MountedRequest | undefined {
   const { port, token } = context;
+  if (!admitLoopback(req, res, port)) return undefined;
   // A refused request's connection is closed with the answer: without the token it holds no slot.
   const keepAlive = res.shouldKeepAlive;
   res.shouldKeepAlive = false;
-  if (!isAllowedHost(req.headers.host, port)) {
-    sendError(res, 421, 'invalid_request', 'This server only answers to 127.0.0.1, localhost or [::1] on its own port');
-    return undefined;
-  }
-  if (!isAllowedOrigin(req.headers.origin, port) || req.headers['sec-fetch-site'] === 'cross-site') {
-    sendError(res, 403, 'invalid_request', 'Cross-origin requests are not allowed');
-    return undefined;
-  }
   const url = new URL(req.url ?? '/', `http://${HOST}:${port}`);
   const mount = mountAt(context.mounts, url.pathname);
   if (mount) {
@@ -186,16 +179,4 @@ function serveFile(context: ServerContext, req: IncomingMessage, res: ServerResp
   if (!file) return sendError(res, 404, 'not_found', `No such file: ${pathname}`);
   res.writeHead(200, file.headers);
   res.end(req.method === 'HEAD' ? undefined : file.body);
-}
-
-/** Listens on loopback; resolves with the port (a free one for 0). */
-async function listen(server: Server, port: number): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, HOST, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return (server.address() as AddressInfo).port;
 }
