@@ -7,12 +7,23 @@
  * worker died is failed by BullMQ's stalled-job check (`maxStalledCount: 0` on the workers), which
  * the broker counts as a crashed attempt and retries per the task's policy.
  */
+import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import type { AttemptQueue } from '../broker/queue/attempt-queue.js';
 import type { StopReason } from '../broker/task/attempt.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import { RemoteAttempt, type AttemptHub } from './remote-attempt.js';
-import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
+import {
+  connectionOf,
+  DEFAULT_QUEUE_NAME,
+  keys,
+  MAX_PUBLISHED_CHARS,
+  PREFIX,
+  STORED_MESSAGE_SECONDS,
+  type AttemptReport,
+  type ControlMessage,
+  type ProgressBatch,
+} from './wire.js';
 
 export interface RedisQueueOptions {
   /** `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS. */
@@ -150,7 +161,16 @@ class RedisQueue implements AttemptQueue, AttemptHub {
   }
 
   send(message: ControlMessage): void {
-    void this.queue.client.then((client) => client.publish(this.keys.control, JSON.stringify(message))).catch(() => {});
+    const text = JSON.stringify(message);
+    void this.queue.client
+      .then(async (client) => {
+        if (text.length <= MAX_PUBLISHED_CHARS) return void (await client.publish(this.keys.control, text));
+        const key = this.keys.stored(message.jobId) + randomUUID();
+        await client.set(key, text, 'EX', STORED_MESSAGE_SECONDS);
+        const stored: ControlMessage = { t: 'stored', jobId: message.jobId, key };
+        await client.publish(this.keys.control, JSON.stringify(stored));
+      })
+      .catch(() => {});
   }
 
   forget(jobId: string): void {

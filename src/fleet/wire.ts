@@ -92,9 +92,25 @@ export interface AttemptReport {
   exitSignal: NodeJS.Signals | null | undefined;
 }
 
-/** Broker → workers, on the control channel; the worker running `jobId` acts. */
+/**
+ * Broker → workers, on the control channel; the worker running `jobId` acts. `stored`: a message too
+ * long to publish (MAX_PUBLISHED_CHARS) waits under `key`, which the worker takes (GETDEL) and acts on.
+ */
 export type ControlMessage =
-  { t: 'stop'; jobId: string; reason: StopReason; message: string } | { t: 'reply'; jobId: string; message: BrokerMessage };
+  | { t: 'stop'; jobId: string; reason: StopReason; message: string }
+  | { t: 'reply'; jobId: string; message: BrokerMessage }
+  | { t: 'stored'; jobId: string; key: string };
+
+/**
+ * The longest control message published whole. Redis closes a subscriber whose pending output
+ * passes 32 MB (its default `client-output-buffer-limit pubsub 32mb 8mb 60`): a 40 MB tool result
+ * published whole cut the worker off from every stop and answer after it. A tool result may be as
+ * long as a task's input (MAX_INPUT_BYTES, as on a local broker), so a longer message is stored
+ * under its own key instead and only the key is published.
+ */
+export const MAX_PUBLISHED_CHARS = 1024 * 1024;
+/** How long a stored control message waits for its worker (one whose job is gone never takes it). */
+export const STORED_MESSAGE_SECONDS = 3600;
 
 /** BullMQ refuses `:` in custom job ids. */
 export function jobIdOf(taskId: string, attempt: number): string {
@@ -109,6 +125,8 @@ export function keys(queueName: string) {
     stop: (jobId: string) => `${base}:stop:${jobId}`,
     /** A worker's finished report, kept apart from the job: BullMQ refuses it once the job's lock expired. */
     report: (jobId: string) => `${base}:report:${jobId}`,
+    /** Where control messages for `jobId` too long to publish wait (see MAX_PUBLISHED_CHARS). */
+    stored: (jobId: string) => `${base}:stored:${jobId}:`,
   };
 }
 

@@ -134,6 +134,7 @@ export class FleetWorker {
   private control(message: ControlMessage): void {
     const job = this.running.get(message.jobId);
     if (!job) return;
+    if (message.t === 'stored') return void this.takeStored(message.jobId, message.key);
     if (message.t === 'stop') job.attempt.stop(message.reason, message.message);
     else if (message.message.type === 'answer') job.replies.get(message.message.ask_id)?.(message.message);
     else if (message.message.type === 'tool_result') {
@@ -141,6 +142,15 @@ export class FleetWorker {
       job.toolReplies.delete(message.message.call_id);
       reply?.(message.message);
     } else for (const reply of job.replies.values()) reply(message.message);
+  }
+
+  /** A control message too long to publish, taken from its key (only one under this job's prefix). */
+  private async takeStored(jobId: string, key: string): Promise<void> {
+    if (!key.startsWith(this.keys.stored(jobId))) return;
+    const client = await this.worker.client;
+    const text = await client.getdel(key).catch(() => null);
+    const message = text === null ? undefined : (JSON.parse(text) as ControlMessage);
+    if (message && message.t !== 'stored' && message.jobId === jobId) this.control(message);
   }
 
   private async process(job: Job<AttemptJob, AttemptReport>): Promise<AttemptReport> {

@@ -71,10 +71,31 @@ export interface PendingToolCall {
   /** The agent's id of the call (unique among the task's pending calls). */
   callId: string;
   name: string;
-  /** The arguments, as the agent sent them (a JSON object). */
+  /**
+   * The arguments, as the agent sent them (a JSON object). In a snapshot, arguments longer than
+   * MAX_SNAPSHOT_ARGUMENTS_CHARS of JSON are their JSON's first ARGUMENTS_PREVIEW_CHARS, `…`-ended,
+   * and `argumentsBytes` says how long they are; the `tool_call` update carries them whole.
+   */
   arguments: unknown;
+  /** Set when a snapshot carries a preview of the arguments: the UTF-8 length of their JSON. */
+  argumentsBytes?: number;
   /** ISO 8601. */
   calledAt: string;
+}
+
+/**
+ * The longest arguments (as JSON) a snapshot carries whole. A task may have 64 calls waiting, each
+ * with arguments as long as a protocol line (64 MiB): every listing and event would carry them all.
+ */
+export const MAX_SNAPSHOT_ARGUMENTS_CHARS = 64 * 1024;
+/** How much of longer arguments a snapshot shows. */
+export const ARGUMENTS_PREVIEW_CHARS = 2048;
+
+/** `call` as a snapshot shows it: whole, or with a preview of arguments too long to carry (see PendingToolCall). */
+export function callInSnapshot(call: PendingToolCall): PendingToolCall {
+  const json = JSON.stringify(call.arguments) ?? '';
+  if (json.length <= MAX_SNAPSHOT_ARGUMENTS_CHARS) return call;
+  return { ...call, arguments: json.slice(0, ARGUMENTS_PREVIEW_CHARS) + '…', argumentsBytes: new TextEncoder().encode(json).length };
 }
 
 /** The caller's answer to a tool call: what the tool returned (any JSON, usually a string), or why it failed. */

@@ -5,7 +5,9 @@ import { fixture, leftovers, makeBroker, settle, isAlive, waitUntilGone } from '
 
 describe('TaskBroker delivery', () => {
   test('success with partials in order and the input echoed back', async () => {
-    const { broker, ipcDir } = makeBroker();
+    // The agent exits by itself after its result; the short test drain (300 ms) would SIGTERM it on a
+    // busy machine before it got there, and the exit code checked below would be null.
+    const { broker, ipcDir } = makeBroker({ drainMs: 60_000 });
     const task = broker.submit({ command: fixture('sdk-progress.mjs'), input: { question: 'what is 6×7?', 中文: '你好' } });
     const progress: number[] = [];
     const kinds: string[] = [];

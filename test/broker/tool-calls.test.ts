@@ -8,6 +8,7 @@ import { describe, expect, test, vi } from 'vitest';
 import { Attempt } from '../../src/broker/task/attempt.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/index.js';
 import type { TaskUpdate, ToolDefinition } from '../../src/model/task.js';
+import { ARGUMENTS_PREVIEW_CHARS, MAX_SNAPSHOT_ARGUMENTS_CHARS } from '../../src/model/tools.js';
 import { TaskError } from '../../src/broker/errors.js';
 import { createTestBroker, fixture, leftovers, settle, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { fakeWorld, settings, TASK_ID } from './in-memory.js';
@@ -117,6 +118,34 @@ describe('the broker with tools (real agents)', () => {
     expect(broker.get(handle.id)?.pendingToolCalls).toBeUndefined();
     const answered = updates.filter((u) => u.kind === 'tool_result').map((u) => u.toolCall?.callId);
     expect(answered).toEqual([readMissing.callId, write.callId, readA.callId]);
+  });
+
+  test('a snapshot carries a preview and the size of long arguments; the tool_call update carries them whole', async () => {
+    const { broker } = createTestBroker();
+    const content = 'é'.repeat(MAX_SNAPSHOT_ARGUMENTS_CHARS); // 128 KiB of UTF-8 in the JSON
+    const calls = [
+      { name: 'Write', arguments: { path: 'big.txt', content } },
+      { name: 'Read', arguments: { path: 'small.txt' } },
+    ];
+    const handle = broker.submit({ command: node, args: [fixture('tool-caller.mjs')], input: { calls }, tools: [READ, WRITE] });
+    const updates: TaskUpdate[] = [];
+    handle.on('update', (update) => updates.push(update));
+    const pending = await waitFor(() => {
+      const waiting = broker.get(handle.id)?.pendingToolCalls;
+      return waiting?.length === 2 ? waiting : undefined;
+    }, 'two calls to wait');
+    const big = pending.find((c) => c.name === 'Write')!;
+    const json = JSON.stringify(calls[0]!.arguments);
+    expect(big.arguments).toBe(json.slice(0, ARGUMENTS_PREVIEW_CHARS) + '…');
+    expect(big.argumentsBytes).toBe(Buffer.byteLength(json));
+    // A short one is whole, with no size.
+    expect(pending.find((c) => c.name === 'Read')).toMatchObject({ arguments: { path: 'small.txt' } });
+    expect(pending.find((c) => c.name === 'Read')).not.toHaveProperty('argumentsBytes');
+    // The caller that answers gets them whole from the update.
+    const announced = updates.find((u) => u.kind === 'tool_call' && u.toolCall?.callId === big.callId)?.toolCall;
+    expect(announced?.arguments).toEqual(calls[0]!.arguments);
+    for (const call of pending) expect(broker.answerToolCall(handle.id, call.callId, { content: 'ok' })).toBe(true);
+    expect((await handle.result).data).toMatchObject({ results: [{ content: 'ok' }, { content: 'ok' }] });
   });
 
   test('a call to a tool the task was not offered gets an error result at once, naming the offered ones', async () => {

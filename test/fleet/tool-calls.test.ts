@@ -167,6 +167,29 @@ describe.skipIf(REDIS_MISSING)(`tool calls through a fleet worker${REDIS_MISSING
     expect(broker.insights().bridgeGuard).toEqual({ violations: 1, corrections: 1, unknown_tools: 0, replays: 0 });
   });
 
+  test('a 40 MB result (past the 32 MB Redis lets a subscriber fall behind) arrives whole, and the worker still hears the next one', async () => {
+    const handle = broker.submit({
+      command: process.execPath,
+      args: [TS_AGENT],
+      input: { calls: [{ name: 'Read' }], digest: true },
+      tools: [READ],
+    });
+    const [call] = await waiting(() => broker.get(handle.id), 1);
+    const content = 'x✓'.repeat(10 * 1024 * 1024); // 40 MiB of UTF-8, under the 64 MiB a tool result may be
+    expect(broker.answerToolCall(handle.id, call!.callId, { content })).toBe(true);
+    const sha256 = createHash('sha256').update(content).digest('hex');
+    expect((await handle.result).data).toEqual({
+      offered: ['Read'],
+      results: [{ content: { bytes: Buffer.byteLength(content), sha256 } }],
+    });
+
+    // Published whole, it made Redis close the worker's subscription: this answer never arrived.
+    const next = broker.submit({ command: process.execPath, args: [TS_AGENT], input: { calls: [{ name: 'Read' }] }, tools: [READ] });
+    const [second] = await waiting(() => broker.get(next.id), 1);
+    expect(broker.answerToolCall(next.id, second!.callId, { content: 'small' })).toBe(true);
+    expect((await next.result).data).toEqual({ offered: ['Read'], results: [{ content: 'small' }] });
+  });
+
   test('cancel reaches an agent waiting on a tool call on a worker', async () => {
     const handle = broker.submit({ command: 'python3', args: [PYTHON_AGENT], input: { calls: [{ name: 'Read' }] }, tools: [READ] });
     await waiting(() => broker.get(handle.id), 1);

@@ -46,7 +46,12 @@ export async function startWorker(redisUrl: string, options: StartWorkerOptions)
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  await outputOf(child, 'taking tasks from', `worker ${options.name} to start`);
+  // 50 s: a worker is a Node process loading BullMQ, slow to start on a saturated machine.
+  await outputOf(child, 'taking tasks from', `worker ${options.name} to start`, 50_000).catch((error: unknown) => {
+    // Not left running when it did not start in time.
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    throw error;
+  });
   return {
     name: options.name,
     child,

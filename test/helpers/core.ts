@@ -7,7 +7,7 @@ import { afterEach } from 'vitest';
 import { TaskBroker, type BrokerOptions } from '../../src/broker/index.js';
 import { silentLogger } from '../../src/broker/log.js';
 
-import { isAlive } from './processes.js';
+import { isAlive, killAgentsUnder } from './processes.js';
 import { ANY_COMMAND } from './run-policy.js';
 
 export { isAlive };
@@ -63,8 +63,13 @@ export function createTestBroker(options: BrokerOptions = {}, { scope = 'test', 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      await broker.close();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await broker.close();
+      } finally {
+        // A test that failed or timed out may leave agents the broker did not stop (a grandchild that ignores SIGTERM).
+        killAgentsUnder(ipcDir);
+        rmSync(dir, { recursive: true, force: true });
+      }
     })());
   if (scope === 'test') cleanups.push(close);
   return { broker, ipcDir, dir, close };

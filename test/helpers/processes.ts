@@ -30,3 +30,47 @@ export async function leaveStaleSocket(file: string): Promise<void> {
   victim.kill('SIGKILL');
   await new Promise((resolve) => victim.once('exit', resolve));
 }
+
+/**
+ * Live processes whose environment says they report to an endpoint in `ipcDir`: every sub-agent of
+ * that broker and every descendant that kept the environment (a grandchild that ignores SIGTERM
+ * too). Zombies count as gone. Linux only (`/proc`); elsewhere none are found.
+ */
+export function agentProcesses(ipcDir: string): number[] {
+  const needle = Buffer.from(`CURSOR_IPC_PATH=${ipcDir}/`);
+  const found: number[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let environ: Buffer;
+    try {
+      environ = fs.readFileSync(`/proc/${name}/environ`);
+    } catch {
+      continue;
+    }
+    if (environ.includes(needle) && isAlive(Number(name))) found.push(Number(name));
+  }
+  return found;
+}
+
+/**
+ * SIGKILLs, by pid, every process a test's broker or hub started under `ipcDir` that still runs: a
+ * test that failed or timed out before its own checks must not leave its agents (a hub killed with
+ * SIGKILL does not stop them; they lead their own process groups). Called from afterEach.
+ */
+export function killAgentsUnder(ipcDir: string): number[] {
+  const pids = agentProcesses(ipcDir);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}

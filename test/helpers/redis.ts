@@ -4,7 +4,7 @@
  * it is missing, `REDIS_MISSING` says so and the suites that need it skip with that reason.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,15 +24,42 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * The kernel's ephemeral ports (its local ports for outgoing connections and for `listen(0)`):
+ * `/proc/sys/net/ipv4/ip_local_port_range`, or Linux's default.
+ */
+function ephemeralPorts(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // not Linux
+  }
+  return [32768, 60999];
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A free port outside the ephemeral range. A port from `listen(0)` is an ephemeral one: while Redis
+ * was down for a restart (or between this choice and its start), any outgoing connection on the
+ * machine, or another test's `listen(0)`, could take it, and Redis then failed to start ("Address
+ * already in use"): the restart test's setup failures on a busy shared machine.
+ */
+async function freePort(): Promise<number> {
+  const [low] = ephemeralPorts();
+  const floor = Math.min(20_000, low - 1000);
+  for (let tries = 0; tries < 100; tries++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between ${floor} and ${low} after 100 tries`);
 }
 
 /** Resolves when the process prints `text` (no polling; usable from vitest and Playwright alike). */

@@ -4,36 +4,19 @@
  * and mount tiny file systems for the disk-fault rows.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { Logger } from '../../src/broker/index.js';
-import { fixture, isAlive, leftovers, tempDir, waitFor } from './core.js';
+import { fixture, leftovers, tempDir, waitFor } from './core.js';
+import { agentProcesses } from './processes.js';
 
 export function hostile(name: string): string {
   return fixture(path.join('hostile', name));
 }
 
-/**
- * Live processes whose environment says they report to an endpoint in `ipcDir`: every sub-agent of
- * that broker and every descendant that kept the environment. Zombies count as gone.
- */
-export function agentProcesses(ipcDir: string): number[] {
-  const needle = Buffer.from(`CURSOR_IPC_PATH=${ipcDir}/`);
-  const found: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    let environ: Buffer;
-    try {
-      environ = readFileSync(`/proc/${name}/environ`);
-    } catch {
-      continue;
-    }
-    if (environ.includes(needle) && isAlive(Number(name))) found.push(Number(name));
-  }
-  return found;
-}
+export { agentProcesses };
 
 /** Asserts that nothing a broker started is left: no process, no socket or spool file. */
 export async function expectNothingLeft(ipcDir: string): Promise<void> {

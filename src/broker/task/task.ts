@@ -27,6 +27,7 @@ import {
   type TaskUpdateKind,
 } from '../../model/task.js';
 import { mergeAnnotations, type Annotations } from '../../model/annotations.js';
+import { callInSnapshot } from '../../model/tools.js';
 import { addUsage, budgetOf, laterUsage, reportedUsage, type TaskUsage } from '../../model/usage.js';
 
 /** Lines of stderr shown with a failure. */
@@ -83,6 +84,8 @@ export class Task {
   private question: PendingQuestion | undefined;
   /** Calls to the caller's tools waiting for their answer, oldest first. */
   private toolCalls: PendingToolCall[] = [];
+  /** The waiting calls as snapshots show them (long arguments as a preview: callInSnapshot), made once per call. */
+  private shownCalls: PendingToolCall[] = [];
   private worktreeInfo: WorktreeInfo | undefined;
   private changeSummary: ChangeSummary | undefined;
   /** What the task's caller annotated (`annotate`): merged into the final payload's meta. */
@@ -324,6 +327,7 @@ export class Task {
   toolCall(call: Omit<PendingToolCall, 'calledAt'>): void {
     const pending: PendingToolCall = { ...call, calledAt: isoNow() };
     this.toolCalls = [...this.toolCalls, pending];
+    this.shownCalls = [...this.shownCalls, callInSnapshot(pending)];
     this.update('tool_call', { toolCall: pending });
   }
 
@@ -332,6 +336,7 @@ export class Task {
     const call = this.toolCalls.find((c) => c.callId === callId);
     if (!call) return;
     this.toolCalls = this.toolCalls.filter((c) => c !== call);
+    this.shownCalls = this.shownCalls.filter((c) => c.callId !== callId);
     this.update('tool_result', { toolCall: call });
   }
 
@@ -455,7 +460,7 @@ export class Task {
     if (this.pid !== undefined) snap.pid = this.pid;
     if (this.worker !== undefined) snap.worker = this.worker;
     if (this.question) snap.pendingQuestion = this.question;
-    if (this.toolCalls.length > 0) snap.pendingToolCalls = this.toolCalls;
+    if (this.toolCalls.length > 0) snap.pendingToolCalls = this.shownCalls;
     if (this.spec.tags) snap.tags = this.spec.tags;
     if (this.worktreeInfo) snap.worktree = this.worktreeInfo;
     if (this.changeSummary) snap.change = this.changeSummary;

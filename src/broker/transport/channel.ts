@@ -113,6 +113,8 @@ export class TaskChannel implements TaskEndpoint {
   private closed = false;
   /** When a connection was last accepted or delivered bytes (performance.now()), for drained(). */
   private lastByteAt = 0;
+  /** Counts accepts, reads and ends, for drained(): a turn that heard something is not a quiet one. */
+  private heard = 0;
   /** Attachment bytes announced on this endpoint so far (bounded by `maxAttachmentBytes`). */
   private attachmentBytes = 0;
 
@@ -175,11 +177,19 @@ export class TaskChannel implements TaskEndpoint {
   async drained(quietMs: number): Promise<void> {
     const cap = performance.now() + DRAIN_CAP_MS;
     for (;;) {
+      const heard = this.heard;
       await afterIo();
       if (this.connections.size === 0) return;
       const now = performance.now();
       const quietFor = now - this.lastByteAt;
-      if (quietFor >= quietMs || now >= cap) return;
+      if (now >= cap) return;
+      if (quietFor >= quietMs) {
+        // Quiet by the clock, but something came in this turn: a connection accepted in a turn's poll
+        // is read only in the next one, so judge after that. (A broker blocked for seconds, in a
+        // spawn, accepted the agent's connection and judged it quiet before reading a byte of it.)
+        if (this.heard === heard) return;
+        continue;
+      }
       await this.closedOr(Math.min(quietMs - quietFor, cap - now));
     }
   }
@@ -223,6 +233,7 @@ export class TaskChannel implements TaskEndpoint {
       return;
     }
     this.lastByteAt = performance.now();
+    this.heard += 1;
     const connection: Connection = {
       socket,
       reply: (answer) => this.write(connection, encodeLine(answer)),
@@ -248,12 +259,16 @@ export class TaskChannel implements TaskEndpoint {
     this.keepReadingThroughErrors(connection);
     socket.on('data', (chunk: Buffer) => {
       this.lastByteAt = performance.now();
+      this.heard += 1;
       connection.decoder.push(chunk);
       if (connection.authenticated && connection.decoder.buffered > 0) this.checkUnfinished();
       connection.unyielded += chunk.length;
       if (connection.unyielded >= YIELD_AFTER_BYTES && connection.decoder.rawPending === 0) this.yieldTurn(connection);
     });
-    socket.on('end', () => this.endOfInput(connection));
+    socket.on('end', () => {
+      this.heard += 1;
+      this.endOfInput(connection);
+    });
     socket.on('error', () => {
       // The peer is gone; 'close' follows. (Read and write errors before the end of input never get
       // here: see keepReadingThroughErrors().)

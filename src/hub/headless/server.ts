@@ -10,6 +10,7 @@ import { API_PREFIX, EVENTS_PATH, TOKEN_HEADER } from '../../bridge/http-routes.
 import { handleApi } from '../http/api.js';
 import { headerValue, sendError, sendPage } from '../http/responses.js';
 import { newToken, SECURITY_HEADERS, tokenMatches } from '../../loopback/security.js';
+import { capConnectionsPerUser, type PeerLimits } from '../../loopback/peer-user.js';
 import { defaultRendererDir, PanelFiles } from '../http/static-files.js';
 import { EventStreams } from '../http/event-stream.js';
 import { admitLoopback, listen, LOOPBACK_HOST } from '../http/mount-server.js';
@@ -45,12 +46,18 @@ export const HOST = LOOPBACK_HOST;
 /** Longer than browsers keep idle connections around, so a reused socket is not closed under a request. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /**
- * Open connections the panel's port holds at most; more are closed as they come. A panel tab holds
- * its event stream and a few requests, so this is room for many tabs and scripts, while a flood of
- * idle connections (a red team reached 17,500 descriptors) can no longer use up the hub's file
- * descriptors, which its tasks' sockets and pipes need too.
+ * Open connections the owner's processes hold on the panel's port at most; more are closed as they
+ * come. A panel tab holds its event stream and a few requests, so this is room for many tabs and
+ * scripts, while a flood of idle connections (a red team reached 17,500 descriptors) can no longer
+ * use up the hub's file descriptors, which its tasks' sockets and pipes need too.
  */
 export const MAX_PANEL_CONNECTIONS = 256;
+/**
+ * What other local users hold at most (each, and all together), so they cannot take the owner's
+ * slots (X13). They have no token, so they are only ever refused; this is room for a browser's few.
+ * Where users cannot be told apart (not Linux) everyone shares MAX_PANEL_CONNECTIONS.
+ */
+export const PANEL_PEER_LIMITS: PeerLimits = { owner: MAX_PANEL_CONNECTIONS, perOtherUser: 16, allOtherUsers: 64 };
 /** A connection must send its request headers this soon (Node's default is 60 s): idle ones free their slot. */
 const HEADERS_TIMEOUT_MS = 10_000;
 
@@ -87,7 +94,7 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     });
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  server.maxConnections = MAX_PANEL_CONNECTIONS;
+  capConnectionsPerUser(server, PANEL_PEER_LIMITS);
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   const port = await listen(server, options.port ?? 0);
   context.port = port;

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { ROOT, tempDir, waitFor } from '../../helpers/core.js';
+import { killAgentsUnder } from '../../helpers/processes.js';
 import { anyCommandConfig } from '../../helpers/run-policy.js';
 
 export const BIN = path.join(ROOT, 'bin', 'backchannel.js');
@@ -22,6 +23,7 @@ export interface HubEnv {
 export function hubEnv(): HubEnv {
   const dir = tempDir('bc-hub-');
   const socket = path.join(dir, 'control.sock');
+  ipcDirs.push(path.join(dir, 'ipc'));
   const env = {
     ...process.env,
     BACKCHANNEL_CONTROL: socket,
@@ -45,6 +47,8 @@ export interface Proc {
 }
 
 const started: ChildProcess[] = [];
+/** The endpoint directories of this test's hubs: their agents are killed after it (see killAgentsUnder). */
+const ipcDirs: string[] = [];
 afterEach(async () => {
   for (const child of started.splice(0)) {
     if (child.exitCode === null && child.signalCode === null) {
@@ -53,6 +57,7 @@ afterEach(async () => {
       await gone;
     }
   }
+  for (const dir of ipcDirs.splice(0)) killAgentsUnder(dir);
 });
 
 /** Starts `backchannel <args>` with `env`; killed after the test if still running. */

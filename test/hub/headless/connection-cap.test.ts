@@ -2,12 +2,15 @@
  * Issue 23, a note of the red team: the panel's port had no connection cap (a flood of idle
  * connections reached 17,500 descriptors in the hub). Now it holds at most MAX_PANEL_CONNECTIONS and
  * closes the rest as they come; a request without the token is answered and its connection closed,
- * so it holds no slot; once the flood is gone the owner is served.
+ * so it holds no slot; once the flood is gone the owner is served. Issue 36, X13: another local user
+ * (nobody, as root runs the tests) holding more than 256 connections no longer locks the owner out:
+ * other users get their own, smaller cap (PANEL_PEER_LIMITS).
  */
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
-import { MAX_PANEL_CONNECTIONS } from '../../../src/hub/headless/server.js';
+import { MAX_PANEL_CONNECTIONS, PANEL_PEER_LIMITS } from '../../../src/hub/headless/server.js';
 import { waitFor } from '../../helpers/core.js';
 import { hubEnv, startHub } from '../control/hub-process.js';
 
@@ -60,4 +63,72 @@ describe('the panel port under a connection flood', () => {
     );
     expect(answer.status).toBe(200);
   });
+
+  const asNobody =
+    process.platform !== 'linux'
+      ? 'other users are told apart on Linux only'
+      : spawnSync('setpriv', ['--version']).error
+        ? 'setpriv is not installed'
+        : process.getuid?.() !== 0
+          ? 'switching to nobody needs root'
+          : undefined;
+
+  test.skipIf(asNobody)(
+    `another user holding ${MAX_PANEL_CONNECTIONS + 44} connections keeps ${PANEL_PEER_LIMITS.perOtherUser} of them, and the owner is served meanwhile (X13)${asNobody ? ` (skipped: ${asNobody})` : ''}`,
+    async () => {
+      const hub = await startHub(hubEnv());
+      const url = new URL(hub.url);
+      const port = Number(url.port);
+      const fds = () => readdirSync(`/proc/${hub.child.pid}/fd`).length;
+      const before = fds();
+      const flood = MAX_PANEL_CONNECTIONS + 44;
+      // nobody opens `flood` connections and holds them; it prints how many are open and how many the hub closed.
+      const holder = `
+        const net = require('node:net');
+        let open = 0, closed = 0;
+        const say = () => process.stdout.write(JSON.stringify({ open, closed }) + '\\n');
+        for (let i = 0; i < ${flood}; i++) {
+          const socket = net.connect(${port}, '127.0.0.1');
+          socket.on('connect', () => { open += 1; say(); });
+          socket.on('close', () => { open -= 1; closed += 1; say(); });
+          socket.on('error', () => {});
+        }
+        setInterval(() => {}, 60_000);`;
+      const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', holder], {
+        cwd: '/',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let last = { open: 0, closed: 0 };
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
+        const lines = out.split('\n');
+        out = lines.pop()!;
+        if (lines.length > 0) last = JSON.parse(lines.at(-1)!) as typeof last;
+      });
+      try {
+        // The hub closes what nobody holds past its cap (idle connections it keeps close after the
+        // 10 s headers timeout too, so only "at least" is certain).
+        await waitFor(
+          () => last.closed >= flood - PANEL_PEER_LIMITS.perOtherUser,
+          "the hub to close nobody's connections past its cap",
+          30_000,
+          50,
+        );
+        expect(fds()).toBeLessThan(before + PANEL_PEER_LIMITS.perOtherUser + 20);
+        // nobody still runs and is connected, and the owner is served at once: not after the flood.
+        expect(child.exitCode).toBeNull();
+        const response = await fetch(`http://127.0.0.1:${port}/api/tasks`, {
+          headers: { 'x-backchannel-token': url.searchParams.get('token')! },
+        });
+        expect(response.status).toBe(200);
+      } finally {
+        if (child.pid !== undefined && child.exitCode === null) {
+          const gone = new Promise((resolve) => child.once('exit', resolve));
+          process.kill(child.pid, 'SIGKILL');
+          await gone;
+        }
+      }
+    },
+  );
 });
