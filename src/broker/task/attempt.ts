@@ -255,7 +255,10 @@ export class Attempt {
     });
   }
 
-  /** Spawns the agent with the hand-off environment. Undefined when it did not start (the outcome then says why). */
+  /**
+   * Spawns the agent with the hand-off environment. The process answers with 'spawn' (its pid) or
+   * 'error' (it did not start; the outcome then says why), after this returns (see process/spawner.ts).
+   */
   private spawnChild(channel: TaskEndpoint, token: string): AgentProcess | undefined {
     const s = this.settings;
     const handOff = { taskId: s.taskId, endpoint: channel.endpoint, token, attempt: s.attempt, heartbeatTimeoutMs: s.heartbeatTimeoutMs };
@@ -269,17 +272,19 @@ export class Attempt {
     }
     this.child = child;
     child.once('error', (error: NodeJS.ErrnoException) => {
-      // Only spawn failures land here for a piped, non-IPC child; 'exit' may not follow.
+      // Before 'spawn': it did not start, and 'exit' will not follow. After: the spawner lost it (killed; 'exit' follows).
       if (child.pid === undefined) this.spawnFailed(error);
+      else this.settle({ kind: 'failure', reason: 'crashed', message: error.message, retryable: true });
     });
-    if (child.pid === undefined) {
-      // spawn() failed synchronously-asynchronously: the 'error' handler above settles it.
-      child.stdout.destroy();
-      child.stderr.destroy();
-      return undefined;
-    }
-    this.sink.spawned(child.pid);
+    if (child.pid === undefined) child.once('spawn', () => this.spawned(child));
+    else this.spawned(child);
     return child;
+  }
+
+  /** The agent runs: reported, and stopped at once if the attempt was stopped while it started. */
+  private spawned(child: AgentProcess): void {
+    this.sink.spawned(child.pid!);
+    if (this.stopReason) this.terminate(0);
   }
 
   private spawnFailed(error: NodeJS.ErrnoException): void {
