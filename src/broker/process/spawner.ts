@@ -12,8 +12,9 @@
  * every byte of output, nothing to re-parent if the hub is SIGKILLed), and a thread starts in
  * milliseconds inside a packaged Electron app too. The fork itself still copies the hub's page tables
  * (it is the hub's process); what leaves the loop is the wait. Measured in docs/performance.md.
- * One thread, not a pool: spawns are serialised there as they were on the loop, and the task rate
- * did not fall (same section).
+ * One thread, not a pool: spawns are serialised there as they were on the loop, and at the same load
+ * children started through it as fast as from the loop (same section); a pool pays only if that
+ * changes.
  *
  * Guarantees:
  * - Output: bytes in order, flow-controlled by credit (spawner-thread.ts): this side holds at most its
