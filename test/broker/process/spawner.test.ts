@@ -249,3 +249,27 @@ describe('Spawner', () => {
     expect(liveMembers(pid)).toHaveLength(1);
   });
 });
+
+describe('the spawner thread and the life of the process', () => {
+  it('keeps a process alive while it holds a child, and lets it exit once the child is done', async () => {
+    const { spawn } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const dist = fileURLToPath(new URL('../../../dist/broker/process/spawn-agent.js', import.meta.url));
+    // The script does nothing after starting its child: only the thread holding the child keeps it alive.
+    const script = `import { spawnAgent } from ${JSON.stringify(dist)};
+      const child = spawnAgent({ file: '/bin/sh', args: ['-c', 'sleep 1; echo done'], env: {} }, '/', {});
+      child.stdout.on('data', (d) => process.stdout.write(d));
+      child.once('exit', (code) => process.stdout.write('exit ' + code + '\\n'));`;
+    const probe = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    probe.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => probe.once('exit', resolve));
+    try {
+      // Without the hold the script would end before the child's second; without the release, never.
+      expect(await exited).toBe(0);
+      expect(out).toBe('done\nexit 0\n');
+    } finally {
+      if (probe.exitCode === null) probe.kill('SIGKILL');
+    }
+  });
+});
