@@ -1,16 +1,16 @@
 /**
- * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed.
+ * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed,
+ * through the spawner thread (spawner.ts), so the hub's loop never waits on a fork and exec.
  * JavaScript and TypeScript files run with this very runtime: inside a packaged Electron app there
  * is no `node` on PATH, so `process.execPath` with ELECTRON_RUN_AS_NODE=1 is the Node we have.
  */
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Readable } from 'node:stream';
+import { defaultSpawner, type AgentProcess, type Spawner } from './spawner.js';
 
-export type AgentProcess = ChildProcessByStdio<null, Readable, Readable>;
+export type { AgentProcess } from './spawner.js';
 
 const JS_FILE = /\.(mjs|cjs|js)$/i;
 const TS_FILE = /\.(mts|cts|ts)$/i;
@@ -64,14 +64,20 @@ export function checkWorkingDirectory(cwd: string): void {
   if (!stat.isDirectory()) throw new SpawnError(`working directory is not a directory: ${cwd}`);
 }
 
-export function spawnAgent(command: ResolvedCommand, cwd: string, env: Record<string, string>): AgentProcess {
-  return spawn(command.file, command.args, {
+/** Starts the agent; its pid comes with the 'spawn' event, a failure as 'error' (see spawner.ts). */
+export function spawnAgent(
+  command: ResolvedCommand,
+  cwd: string,
+  env: Record<string, string>,
+  spawner: Spawner = defaultSpawner(),
+): AgentProcess {
+  return spawner.spawn({
+    file: command.file,
+    args: command.args,
     cwd: path.resolve(cwd),
     env: Object.keys(command.env).length > 0 ? { ...env, ...command.env } : env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Own process group, so cancel can reach grandchildren; never a console window on Windows.
+    // Own process group, so cancel can reach grandchildren (the thread never opens a console window on Windows).
     detached: process.platform !== 'win32',
-    windowsHide: true,
   });
 }
 

@@ -165,8 +165,7 @@ export class Attempt {
     const channel = await this.openEndpoint(token);
     // Not opened, or cancelled while the endpoint was opening: never start the process.
     if (!channel || this.decided) return this.cleanup();
-    const child = this.spawnChild(channel, token);
-    if (child) this.watch(child);
+    this.spawnChild(channel, token);
   }
 
   /**
@@ -255,8 +254,11 @@ export class Attempt {
     });
   }
 
-  /** Spawns the agent with the hand-off environment. Undefined when it did not start (the outcome then says why). */
-  private spawnChild(channel: TaskEndpoint, token: string): AgentProcess | undefined {
+  /**
+   * Spawns the agent with the hand-off environment. The process answers with 'spawn' (its pid) or
+   * 'error' (it did not start; the outcome then says why), after this returns (see process/spawner.ts).
+   */
+  private spawnChild(channel: TaskEndpoint, token: string): void {
     const s = this.settings;
     const handOff = { taskId: s.taskId, endpoint: channel.endpoint, token, attempt: s.attempt, heartbeatTimeoutMs: s.heartbeatTimeoutMs };
     const env = { ...s.env, ...handOffEnv({ ...handOff, spoolDir: s.spoolDir }) };
@@ -265,21 +267,26 @@ export class Attempt {
       child = this.io.spawn(s, env);
     } catch (error) {
       this.spawnFailed(error as NodeJS.ErrnoException);
-      return undefined;
+      return;
     }
     this.child = child;
     child.once('error', (error: NodeJS.ErrnoException) => {
-      // Only spawn failures land here for a piped, non-IPC child; 'exit' may not follow.
+      // Before 'spawn': it did not start, and 'exit' will not follow. After: the spawner lost it (killed; 'exit' follows).
       if (child.pid === undefined) this.spawnFailed(error);
+      else this.settle({ kind: 'failure', reason: 'crashed', message: error.message, retryable: true });
     });
-    if (child.pid === undefined) {
-      // spawn() failed synchronously-asynchronously: the 'error' handler above settles it.
-      child.stdout.destroy();
-      child.stderr.destroy();
-      return undefined;
-    }
-    this.sink.spawned(child.pid);
-    return child;
+    if (child.pid === undefined) child.once('spawn', () => this.spawned(child));
+    else this.spawned(child);
+  }
+
+  /**
+   * The agent runs: reported and watched from now (its deadline too, as when spawn returned with a
+   * pid); stopped at once if the attempt was stopped while it started.
+   */
+  private spawned(child: AgentProcess): void {
+    this.sink.spawned(child.pid!);
+    this.watch(child);
+    if (this.stopReason) this.terminate(0);
   }
 
   private spawnFailed(error: NodeJS.ErrnoException): void {
@@ -296,16 +303,18 @@ export class Attempt {
       readStdout(child.stdout, s.taskId, output, s.limits.maxLineBytes + Math.ceil(s.limits.maxAttachmentBytes / 3) * 4),
       readStderr(child.stderr, output, s.limits.maxLineBytes),
     ]);
-    this.timers = new AttemptTimers(
-      s.timeoutMs,
-      s.heartbeatTimeoutMs,
-      (kind) => {
-        // Waiting on the caller's tool is not a stall (as a question is not, with its heartbeats).
-        if (kind === 'stalled' && this.toolCallsWaiting.size > 0) return this.timers?.alive();
-        this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`);
-      },
-      s.watchdogFromFirstHeartbeat === true,
-    );
+    // Stopped while it started: it is being killed, there is nothing left to guard.
+    if (!this.decided)
+      this.timers = new AttemptTimers(
+        s.timeoutMs,
+        s.heartbeatTimeoutMs,
+        (kind) => {
+          // Waiting on the caller's tool is not a stall (as a question is not, with its heartbeats).
+          if (kind === 'stalled' && this.toolCallsWaiting.size > 0) return this.timers?.alive();
+          this.stop(kind, kind === 'timeout' ? `timed out after ${s.timeoutMs} ms` : `stalled: no message for ${s.heartbeatTimeoutMs} ms`);
+        },
+        s.watchdogFromFirstHeartbeat === true,
+      );
     child.once('exit', (code, signal) => {
       this.exited = true;
       this.exitCode = code;

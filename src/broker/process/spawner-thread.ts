@@ -1,0 +1,141 @@
+/**
+ * The spawner thread's side: the program a `Spawner` (spawner.ts) runs in its worker thread, and the
+ * messages both sides exchange. The thread calls `child_process.spawn` on its own event loop, so the
+ * fork and the wait for the child's exec hold that loop, not the hub's; it owns the children and
+ * their pipes and forwards what they do.
+ *
+ * It is source text run with `new Worker(…, { eval: true })`, not a file beside this one: the same
+ * text works from `src/` under the test runner, from `dist/`, and inside a packaged Electron app's
+ * archive, where a worker file path would not resolve. It is plain CommonJS and imports only Node.
+ *
+ * Guarantees of the thread:
+ * - every `spawn` request gets exactly one answer: `spawned` (with the pid) or `failed`;
+ * - a spawned child's stdout/stderr bytes arrive in order as `data` (an ArrayBuffer of its own,
+ *   transferred, never a view into a shared pool), then one `end` per stream; its exit as `exit`;
+ *   `closed` last, once it has exited and both pipes are closed (after which the id is forgotten);
+ * - flow control by credit: the thread stops reading a pipe once OUTPUT_WINDOW_BYTES of it are sent
+ *   and not yet `ack`ed, and reads on when acks bring it below; the hub acks a chunk once its own
+ *   stream has taken it within its buffer. A slow reader thus makes the child wait on its write (as
+ *   with a pipe the hub reads itself), and what waits in messages between the threads is bounded too;
+ *   `destroy` closes the pipe.
+ */
+
+/** Bytes of one pipe sent to the hub and not yet acknowledged before the thread stops reading it. */
+export const OUTPUT_WINDOW_BYTES = 128 * 1024;
+
+/** Main → thread. `fd`: 1 for stdout, 2 for stderr. */
+export type ToThread =
+  | { t: 'spawn'; id: number; file: string; args: string[]; cwd: string; env: Record<string, string>; detached: boolean }
+  | { t: 'ack'; id: number; fd: 1 | 2; bytes: number }
+  | { t: 'destroy'; id: number; fd: 1 | 2 };
+
+/** What a failed spawn reports: the fields of Node's error that `describeSpawnError` reads. */
+export interface SpawnFailure {
+  message: string;
+  code?: string;
+  errno?: number;
+  syscall?: string;
+  path?: string;
+}
+
+/** Thread → main. */
+export type FromThread =
+  | { t: 'spawned'; id: number; pid: number }
+  | { t: 'failed'; id: number; error: SpawnFailure }
+  | { t: 'data'; id: number; fd: 1 | 2; chunk: ArrayBuffer }
+  | { t: 'end'; id: number; fd: 1 | 2 }
+  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { t: 'closed'; id: number };
+
+export const SPAWNER_THREAD_SOURCE = String.raw`
+'use strict';
+const { parentPort } = require('node:worker_threads');
+const { spawn } = require('node:child_process');
+
+const WINDOW = ${OUTPUT_WINDOW_BYTES};
+// id -> { child, flows: { 1: flow, 2: flow } }; a flow is one pipe's credit state.
+const children = new Map();
+const post = (message, transfer) => parentPort.postMessage(message, transfer);
+
+function failure(error) {
+  const out = { message: String((error && error.message) || error) };
+  for (const key of ['code', 'errno', 'syscall', 'path']) if (error && error[key] !== undefined) out[key] = error[key];
+  return out;
+}
+
+// An ArrayBuffer this chunk alone owns: transferred as is when it spans its whole buffer, else copied.
+function ownBuffer(chunk) {
+  const whole = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && !(chunk.buffer instanceof SharedArrayBuffer);
+  return whole ? chunk.buffer : chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength);
+}
+
+function forward(id, fd, stream) {
+  const flow = { stream, unacked: 0, paused: false };
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    post({ t: 'end', id, fd });
+  };
+  stream.on('data', (chunk) => {
+    const buffer = ownBuffer(chunk);
+    flow.unacked += buffer.byteLength;
+    post({ t: 'data', id, fd, chunk: buffer }, [buffer]);
+    if (flow.unacked >= WINDOW && !flow.paused) {
+      flow.paused = true;
+      stream.pause();
+    }
+  });
+  stream.on('end', end);
+  stream.on('close', end);
+  stream.on('error', () => {});
+  return flow;
+}
+
+function ack(flow, bytes) {
+  flow.unacked -= bytes;
+  if (flow.paused && flow.unacked < WINDOW) {
+    flow.paused = false;
+    flow.stream.resume();
+  }
+}
+
+function start(request) {
+  const { id } = request;
+  let child;
+  try {
+    child = spawn(request.file, request.args, {
+      cwd: request.cwd,
+      env: request.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: request.detached,
+      windowsHide: true,
+    });
+  } catch (error) {
+    post({ t: 'failed', id, error: failure(error) });
+    return;
+  }
+  if (child.pid === undefined) {
+    child.once('error', (error) => post({ t: 'failed', id, error: failure(error) }));
+    child.stdout.destroy();
+    child.stderr.destroy();
+    return;
+  }
+  post({ t: 'spawned', id, pid: child.pid });
+  children.set(id, { 1: forward(id, 1, child.stdout), 2: forward(id, 2, child.stderr) });
+  child.on('error', () => {});
+  child.once('exit', (code, signal) => post({ t: 'exit', id, code, signal }));
+  child.once('close', () => {
+    children.delete(id);
+    post({ t: 'closed', id });
+  });
+}
+
+parentPort.on('message', (message) => {
+  if (message.t === 'spawn') return start(message);
+  const flow = children.get(message.id)?.[message.fd];
+  if (!flow) return;
+  if (message.t === 'ack') ack(flow, message.bytes);
+  else if (message.t === 'destroy') flow.stream.destroy();
+});
+`;
