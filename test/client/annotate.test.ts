@@ -5,41 +5,19 @@
  * same cases in this process, over the in-memory pair, and on a real hub over its control endpoint.
  * The agents are real processes (test/fixtures/tool-caller.mjs waits on its caller's tool).
  */
-import path from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { BridgeError, clientOf, createInMemoryPair, openClient, type BackchannelClient, type TaskRun } from '../../src/client/index.js';
+import { BridgeError, type BackchannelClient, type TaskRun } from '../../src/client/index.js';
 import { MAX_ANNOTATION_BYTES, MAX_ANNOTATION_DEPTH } from '../../src/model/annotations.js';
 import type { PendingToolCall, ToolDefinition } from '../../src/model/task.js';
-import { createTestBroker, fixture, settle, tempDir, waitFor } from '../helpers/core.js';
-import { startTestHeadless, type TestHeadless } from '../helpers/panel.js';
+import { fixture, settle, waitFor } from '../helpers/core.js';
+import { clientBackends } from '../helpers/client-backends.js';
 
 const node = process.execPath;
 const READ: ToolDefinition = { name: 'Read', input_schema: { type: 'object' } };
 
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-
 /** Each backend, over a fresh real broker closed after the test. */
-const BACKENDS: Array<[string, () => Promise<BackchannelClient>]> = [
-  ['in process', async () => clientOf(createTestBroker().broker)],
-  ['on the hub (in-memory pair)', async () => createInMemoryPair(createTestBroker().broker).client],
-  [
-    'on a real hub (control endpoint)',
-    async () => {
-      const dir = tempDir('bc-annotate-hub-');
-      const control = path.join(dir, 'run', 'control.sock');
-      const hub: TestHeadless = await startTestHeadless({ dir, control });
-      closers.push(() => hub.stop());
-      const client = await openClient({ withoutHub: 'refuse', env: { ...process.env, BACKCHANNEL_CONTROL: control } });
-      closers.push(() => client.close());
-      expect(client.where.kind).toBe('hub');
-      return client;
-    },
-  ],
-];
+const BACKENDS = clientBackends('bc-annotate-hub-');
 
 /** A task that waits on one call to its caller's `Read` until answered, and that call. */
 async function waitingTask(client: BackchannelClient): Promise<{ task: TaskRun; call: PendingToolCall }> {

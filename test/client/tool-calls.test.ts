@@ -5,41 +5,19 @@
  * (`task.callTool`, test/fixtures/tool-caller.mjs).
  */
 import { createHash } from 'node:crypto';
-import path from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { TaskError } from '../../src/broker/errors.js';
-import { BridgeError, clientOf, createInMemoryPair, openClient, type BackchannelClient, type TaskRun } from '../../src/client/index.js';
+import { BridgeError, type TaskRun } from '../../src/client/index.js';
 import type { PendingToolCall, TaskUpdate, ToolDefinition } from '../../src/model/task.js';
-import { createTestBroker, fixture, settle, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
-import { startTestHeadless, type TestHeadless } from '../helpers/panel.js';
+import { fixture, settle, waitFor, waitUntilGone } from '../helpers/core.js';
+import { clientBackends } from '../helpers/client-backends.js';
 
 const node = process.execPath;
 const READ: ToolDefinition = { name: 'Read', description: 'Reads a file', input_schema: { type: 'object' } };
 const WRITE: ToolDefinition = { name: 'Write', input_schema: { type: 'object' } };
 
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-
 /** Each backend, over a fresh real broker closed after the test. */
-const BACKENDS: Array<[string, () => Promise<BackchannelClient>]> = [
-  ['in process', async () => clientOf(createTestBroker().broker)],
-  ['on the hub (in-memory pair)', async () => createInMemoryPair(createTestBroker().broker).client],
-  [
-    'on a real hub (control endpoint)',
-    async () => {
-      const dir = tempDir('bc-tc-hub-');
-      const control = path.join(dir, 'run', 'control.sock');
-      const hub: TestHeadless = await startTestHeadless({ dir, control });
-      closers.push(() => hub.stop());
-      const client = await openClient({ withoutHub: 'refuse', env: { ...process.env, BACKCHANNEL_CONTROL: control } });
-      closers.push(() => client.close());
-      expect(client.where.kind).toBe('hub');
-      return client;
-    },
-  ],
-];
+const BACKENDS = clientBackends('bc-tc-hub-');
 
 /** The calls the task waits on once `count` of them wait (from its own picture, as a front-end sees it). */
 function waiting(task: TaskRun, count: number): Promise<PendingToolCall[]> {
