@@ -11,9 +11,9 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, test } from 'vitest';
-import { fixture, waitFor, waitUntilGone } from '../helpers/core.js';
+import { fixture, waitFor } from '../helpers/core.js';
 import { hubEnv, printed, start, type HubEnv } from '../hub/control/hub-process.js';
-import { callTool, connectHttp } from './modern-client.js';
+import { callTool, connectHttp, expectAbortedRunTaskCancelsTree } from './modern-client.js';
 import { rawHttp, taskUntil } from './raw-modern.js';
 
 interface McpHub {
@@ -82,30 +82,7 @@ describe('MCP over HTTP on the hub', () => {
     expect(asked.value).toMatchObject({ state: 'succeeded', result: { answer: 'main' } });
     expect(questions).toEqual(['Sub-agent "asks" asks: Which branch should I use?']);
 
-    const abort = new AbortController();
-    const call = client.callTool(
-      { name: 'run_task', arguments: { command: fixture('tree-waiter.mjs'), label: 'tree' } },
-      { signal: abort.signal },
-    );
-    const settled = call.then(
-      () => 'resolved',
-      () => 'rejected',
-    );
-    const task = await waitFor(
-      async () => (await callTool(client, 'list_tasks', {})).value.tasks.find((t: { label: string }) => t.label === 'tree'),
-      'the task',
-    );
-    const pids = await waitFor(
-      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.last_partial?.pids as number[] | undefined,
-      'the pids',
-    );
-    abort.abort();
-    expect(await settled).toBe('rejected');
-    await waitFor(
-      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.state === 'cancelled',
-      'the task to be cancelled',
-    );
-    await waitUntilGone(pids, 15_000);
+    await expectAbortedRunTaskCancelsTree(client);
   });
 
   test("the run policy's mcp door: over HTTP, a command the owner did not allow is refused and nothing runs", async () => {

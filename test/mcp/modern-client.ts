@@ -5,8 +5,8 @@
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { afterEach } from 'vitest';
-import { ROOT } from '../helpers/core.js';
+import { afterEach, expect } from 'vitest';
+import { fixture, ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 import { BIN, type HubEnv } from '../hub/control/hub-process.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -71,4 +71,37 @@ export async function callTool(client: Client, name: string, args: Record<string
     // a plain-text error
   }
   return { isError: result.isError === true, value };
+}
+
+/**
+ * Starts `run_task` of test/fixtures/tree-waiter.mjs (an agent with a child), aborts the waiting call
+ * (the client sends notifications/cancelled), and expects the call rejected, the task cancelled and
+ * its whole process tree gone. `pids`: how many processes the tree must have had before the abort.
+ */
+export async function expectAbortedRunTaskCancelsTree(client: Client, options: { pids?: number } = {}): Promise<void> {
+  const abort = new AbortController();
+  const call = client.callTool(
+    { name: 'run_task', arguments: { command: fixture('tree-waiter.mjs'), label: 'tree' } },
+    { signal: abort.signal },
+  );
+  const settled = call.then(
+    () => 'resolved',
+    () => 'rejected',
+  );
+  const task = await waitFor(
+    async () => (await callTool(client, 'list_tasks', {})).value.tasks.find((t: { label: string }) => t.label === 'tree'),
+    'the task',
+  );
+  const pids = await waitFor(
+    async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.last_partial?.pids as number[] | undefined,
+    'the pids',
+  );
+  if (options.pids !== undefined) expect(pids).toHaveLength(options.pids);
+  abort.abort();
+  expect(await settled).toBe('rejected');
+  await waitFor(
+    async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.state === 'cancelled',
+    'the task to be cancelled',
+  );
+  await waitUntilGone(pids, 15_000);
 }

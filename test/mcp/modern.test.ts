@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { fixture, waitFor, waitUntilGone } from '../helpers/core.js';
 import { hubEnv, startHub } from '../hub/control/hub-process.js';
-import { callTool, connectStdio, TASKS_EXTENSION } from './modern-client.js';
+import { callTool, connectStdio, expectAbortedRunTaskCancelsTree, TASKS_EXTENSION } from './modern-client.js';
 import { rawStdio, taskUntil, type RawClient, type Wire } from './raw-modern.js';
 
 const TOOLS = [
@@ -69,31 +69,7 @@ describe('backchannel mcp over stdio, MCP 2026-07-28 (SDK v2 client, pinned)', (
     const hub = hubEnv();
     await startHub(hub);
     const client = await connectStdio(hub);
-    const abort = new AbortController();
-    const call = client.callTool(
-      { name: 'run_task', arguments: { command: fixture('tree-waiter.mjs'), label: 'tree' } },
-      { signal: abort.signal },
-    );
-    const settled = call.then(
-      () => 'resolved',
-      () => 'rejected',
-    );
-    const task = await waitFor(
-      async () => (await callTool(client, 'list_tasks', {})).value.tasks.find((t: { label: string }) => t.label === 'tree'),
-      'the task',
-    );
-    const pids = await waitFor(
-      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.last_partial?.pids as number[] | undefined,
-      'the pids',
-    );
-    expect(pids).toHaveLength(2);
-    abort.abort();
-    expect(await settled).toBe('rejected');
-    await waitFor(
-      async () => (await callTool(client, 'get_task', { task_id: task.task_id })).value.state === 'cancelled',
-      'the task to be cancelled',
-    );
-    await waitUntilGone(pids, 15_000);
+    await expectAbortedRunTaskCancelsTree(client, { pids: 2 });
   });
 
   test('Tasks extension: run_task is a task at once; tasks/get until completed, inline result; another process answers for it', async () => {
