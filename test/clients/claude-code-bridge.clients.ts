@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { ToolDefinition } from '../../src/model/tools.js';
+import { WRITE_TOOL } from '../helpers/client-tools.js';
 import { ROOT, tempDir } from '../helpers/core.js';
 import { blocksOf, startFakeAnthropic, type FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { gitIn, makeRepo } from '../helpers/git-repo.js';
@@ -17,16 +17,6 @@ import { runTask, startBroker, type TestBroker } from '../helpers/broker.js';
 import { PINS } from './pins.js';
 
 const claude = clientFor(PINS.claudeCode);
-
-const WRITE: ToolDefinition = {
-  name: 'Write',
-  description: 'Writes a file to the local filesystem.',
-  input_schema: {
-    type: 'object',
-    properties: { file_path: { type: 'string' }, content: { type: 'string' } },
-    required: ['file_path', 'content'],
-  },
-};
 
 describe.skipIf(claude.skip !== undefined)(`${claude.title} as a bridged sub-agent`, () => {
   let tb: TestBroker;
@@ -64,7 +54,7 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as a bridged sub-age
         command: path.join(ROOT, 'templates/claude-code/agent.mjs'),
         cwd: scratch,
         input: { prompt: 'Create hello.txt in my project', allow_writes: true },
-        tools: [WRITE],
+        tools: [WRITE_TOOL],
         env: {
           PATH: process.env.PATH ?? '',
           HOME: home,

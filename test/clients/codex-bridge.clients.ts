@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import type { ToolDefinition } from '../../src/model/tools.js';
+import { WRITE_TOOL } from '../helpers/client-tools.js';
 import { ROOT, tempDir } from '../helpers/core.js';
 import { call, say, startFakeResponses } from '../helpers/fake-responses.js';
 import { gitIn, makeRepo } from '../helpers/git-repo.js';
@@ -17,16 +17,6 @@ import { runTask, startBroker } from '../helpers/broker.js';
 import { PINS } from './pins.js';
 
 const codex = clientFor(PINS.codex);
-
-const WRITE: ToolDefinition = {
-  name: 'Write',
-  description: 'Writes a file to the local filesystem.',
-  input_schema: {
-    type: 'object',
-    properties: { file_path: { type: 'string' }, content: { type: 'string' } },
-    required: ['file_path', 'content'],
-  },
-};
 
 describe.skipIf(codex.skip !== undefined)(`${codex.title} as a bridged sub-agent`, () => {
   test("a scripted call to the bridged Write reaches the caller's answerer; the scratch checkout is unchanged", async () => {
@@ -52,7 +42,7 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} as a bridged sub-agent
           command: path.join(ROOT, 'templates/codex/agent.mjs'),
           cwd: scratch,
           input: { prompt: 'Create hello.txt in my project', allow_writes: true },
-          tools: [WRITE],
+          tools: [WRITE_TOOL],
           env: { PATH: process.env.PATH ?? '', HOME: home, CODEX_HOME: codexHome, CODEX_FAKE_KEY: 'k', CODEX_BIN: codex.bin },
           timeoutMs: 150_000,
           retries: 0,
