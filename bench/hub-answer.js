@@ -7,13 +7,12 @@
  * loop is held in spawn() (fork, then the wait for the child's exec; bench/many-tasks.js "held in
  * spawn()") and answers nothing meanwhile. Target: p99 under load ≤ 2× idle.
  */
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openClient } from '../dist/client/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
-import { startServe } from './lib/hub.js';
+import { hubEnvAllowing, startServe } from './lib/hub.js';
 import { summarize } from './lib/stats.js';
 
 const CONCURRENCY = 50;
@@ -26,21 +25,7 @@ main(async ({ quick }) => {
   const count = quick ? 200 : 1000;
   const idleSamples = quick ? 60 : 200;
   const dir = scratchDir();
-  const config = path.join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `run_policy:\n  allow:\n    - { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(AGENT)}] }\n`,
-    {
-      mode: 0o600,
-    },
-  );
-  const env = {
-    ...process.env,
-    BACKCHANNEL_CONFIG: config,
-    XDG_STATE_HOME: path.join(dir, 'state'),
-    BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
-    CURSOR_IPC_DIR: path.join(dir, 'ipc'),
-  };
+  const env = { ...hubEnvAllowing(dir, AGENT), CURSOR_IPC_DIR: path.join(dir, 'ipc') };
   const hub = await startServe(path.join(dir, 'data'), env, [
     '--concurrency',
     String(CONCURRENCY),

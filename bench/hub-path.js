@@ -9,14 +9,13 @@
  *       on that hub, against `backchannel run --json` of the same agent on the same hub (a whole CLI
  *       process, spawn → exit), interleaved.
  */
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { openClient } from '../dist/client/index.js';
 import { agentPath, log, rssMb, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
-import { CLI, runCli, startServe } from './lib/hub.js';
+import { CLI, hubEnvAllowing, runCli, startServe } from './lib/hub.js';
 import { cpuMicros, interleave, summarize } from './lib/stats.js';
 import { describeWarmUp, warmUntilSteady } from './lib/warm-up.js';
 
@@ -29,20 +28,7 @@ main(async ({ quick }) => {
   const mcpRuns = quick ? 6 : 20;
   const dir = scratchDir();
   // The run policy lets MCP run this one agent (docs/run-policy.md); the seam's tasks say they are `run`'s.
-  const config = path.join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `run_policy:\n  allow:\n    - { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(AGENT)}] }\n`,
-    {
-      mode: 0o600,
-    },
-  );
-  const env = {
-    ...process.env,
-    BACKCHANNEL_CONFIG: config,
-    XDG_STATE_HOME: path.join(dir, 'state'),
-    BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
-  };
+  const env = hubEnvAllowing(dir, AGENT);
 
   // (a) in process first: the same seam over a broker of this process.
   log(`hub path: ${count} tasks @ ${CONCURRENCY} in process, then through the hub`);

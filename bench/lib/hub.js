@@ -4,12 +4,31 @@
  * that measures the hub path.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { REPO_DIR } from './env.js';
 
 export const CLI = path.join(REPO_DIR, 'bin', 'backchannel.js');
+
+/**
+ * The environment of a hub in the scratch directory `dir` whose run policy lets every door run
+ * `node <agent>` (docs/run-policy.md): its config file (0600), state, and control socket.
+ */
+export function hubEnvAllowing(dir, agent) {
+  const config = path.join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `run_policy:\n  allow:\n    - { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(agent)}] }\n`,
+    { mode: 0o600 },
+  );
+  return {
+    ...process.env,
+    BACKCHANNEL_CONFIG: config,
+    XDG_STATE_HOME: path.join(dir, 'state'),
+    BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
+  };
+}
 
 /**
  * Starts `backchannel serve --port 0 --data-dir <dataDir> [...args]` with `env` (and `nodeFlags` for
