@@ -201,9 +201,7 @@ main(async ({ quick }) => {
   const rssAfterFirst = rssMb();
   const cpu0 = cpuMicros();
   const childCpu0 = childrenCpuMicros();
-  const spawnTimer = timeSpawns();
   const run = await batch(count);
-  const spawns = spawnTimer.stop();
   const brokerCpuMs = (cpuMicros() - cpu0) / 1000 / count;
   const agentCpuMs = perTask(childCpu0, count);
   clearInterval(sampler);
@@ -370,18 +368,10 @@ main(async ({ quick }) => {
               value: lb.p99,
               baseline: lPadded.p99,
               target: { op: '<=', ratio: 1.2 },
-              detail: `p50 ${lb.p50.toFixed(0)} vs ${lPadded.p50.toFixed(0)} ms; the padded pool's loop was held in spawn() ${heldShare(paddedSpawns, padded.seconds)} (the broker's: next row); a spawn() that holds the loop delays every agent waiting for its answer`,
+              detail: `p50 ${lb.p50.toFixed(0)} vs ${lPadded.p50.toFixed(0)} ms; the padded pool's loop was held in spawn() ${heldShare(paddedSpawns, padded.seconds)} (the broker spawns on its spawner thread, off its loop: bench/hub-answer.js); a spawn() that holds the loop delays every agent waiting for its answer`,
             }),
           ]
         : []),
-      {
-        fig: '5',
-        name: "Many tasks: the broker's event loop held in spawn() (fork, then the wait for the child's exec)",
-        unit: '%',
-        value: heldPercent(spawns, run.seconds),
-        status: 'info',
-        detail: `${heldShare(spawns, run.seconds)}, ${(spawns.cpuMs / spawns.calls).toFixed(2)} ms of it CPU (${spawns.calls} calls): libuv's spawn waits on a pipe until the child has exec'd, and a forked child waits for a core behind the running agents; meanwhile no message is read, no hello answered`,
-      },
       row({
         fig: '5',
         name: 'Many tasks: heap after GC, after the run vs after warm-up',
