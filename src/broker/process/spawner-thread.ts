@@ -18,7 +18,11 @@
  *   stream has taken it within its buffer. A slow reader thus makes the child wait on its write (as
  *   with a pipe the hub reads itself), and what waits in messages between the threads is bounded too;
  *   `destroy` closes the pipe.
+ * - the agents' weight on the CPU (agent-weight.ts): each running child's session gets the autogroup
+ *   nice for the number running, set again whenever that number changes; without autogroup, the
+ *   child's own nice is set once, when it starts.
  */
+import { AGENT_NICE_TABLE, MAX_NICE } from './agent-weight.js';
 
 /** Bytes of one pipe sent to the hub and not yet acknowledged before the thread stops reading it. */
 export const OUTPUT_WINDOW_BYTES = 128 * 1024;
@@ -51,11 +55,52 @@ export const SPAWNER_THREAD_SOURCE = String.raw`
 'use strict';
 const { parentPort } = require('node:worker_threads');
 const { spawn } = require('node:child_process');
+const { readFileSync, writeFileSync } = require('node:fs');
+const { setPriority } = require('node:os');
 
 const WINDOW = ${OUTPUT_WINDOW_BYTES};
 // id -> { child, flows: { 1: flow, 2: flow } }; a flow is one pipe's credit state.
 const children = new Map();
 const post = (message, transfer) => parentPort.postMessage(message, transfer);
+
+// The agents' weight (agent-weight.ts): id -> { pid, nice } of each child started and not yet exited.
+const NICE_BY_RUNNING = ${JSON.stringify(AGENT_NICE_TABLE)};
+const MAX_NICE = ${MAX_NICE};
+const running = new Map();
+const niceFor = (count) => (count < NICE_BY_RUNNING.length ? NICE_BY_RUNNING[count] : MAX_NICE);
+let autogroup;
+function sharedBySession() {
+  if (autogroup === undefined) {
+    try {
+      autogroup = readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+    } catch {
+      autogroup = false;
+    }
+  }
+  return autogroup;
+}
+// Best effort: a child that has just exited, or a kernel that refuses, keeps the weight it has.
+function reweigh() {
+  const nice = niceFor(running.size);
+  for (const agent of running.values()) {
+    if (agent.nice === nice) continue;
+    agent.nice = nice;
+    try {
+      writeFileSync('/proc/' + agent.pid + '/autogroup', String(nice));
+    } catch {}
+  }
+}
+function weigh(id, pid, ownSession) {
+  running.set(id, { pid, nice: 0 });
+  if (ownSession && sharedBySession()) return reweigh();
+  if (process.platform === 'win32') return;
+  try {
+    setPriority(pid, niceFor(running.size));
+  } catch {}
+}
+function unweigh(id) {
+  if (running.delete(id) && autogroup) reweigh();
+}
 
 function failure(error) {
   const out = { message: String((error && error.message) || error) };
@@ -121,10 +166,14 @@ function start(request) {
     child.stderr.destroy();
     return;
   }
+  weigh(id, child.pid, request.detached);
   post({ t: 'spawned', id, pid: child.pid });
   children.set(id, { 1: forward(id, 1, child.stdout), 2: forward(id, 2, child.stderr) });
   child.on('error', () => {});
-  child.once('exit', (code, signal) => post({ t: 'exit', id, code, signal }));
+  child.once('exit', (code, signal) => {
+    unweigh(id);
+    post({ t: 'exit', id, code, signal });
+  });
   child.once('close', () => {
     children.delete(id);
     post({ t: 'closed', id });

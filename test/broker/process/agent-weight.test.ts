@@ -1,0 +1,111 @@
+/**
+ * The agents' weight on the CPU (src/broker/process/agent-weight.ts): the nice for a number of
+ * running agents, and what the spawner thread makes of it with real processes — each agent's
+ * session (autogroup) re-weighed as agents start and exit, and the agent's own nice when it shares
+ * the hub's session.
+ */
+import { readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { agentNice, AGENT_NICE_TABLE, MAX_NICE, NICE_WEIGHTS } from '../../../src/broker/process/agent-weight.js';
+import { Spawner, type AgentProcess } from '../../../src/broker/process/spawner.js';
+
+const AUTOGROUP_MISSING = autogroupMissing();
+
+function autogroupMissing(): string | undefined {
+  try {
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() !== '1') return 'autogroup is off in this kernel';
+    return undefined;
+  } catch {
+    return 'this kernel has no autogroup (/proc/sys/kernel/sched_autogroup_enabled)';
+  }
+}
+
+describe('agentNice', () => {
+  it('leaves a lone agent at nice 0 and makes many together weigh at most one session', () => {
+    expect(agentNice(0)).toBe(0);
+    expect(agentNice(1)).toBe(0);
+    expect(agentNice(2)).toBe(4); // 2 × 423 ≤ 1024 < 2 × 526
+    expect(agentNice(50)).toBe(18); // 50 × 18 ≤ 1024 < 50 × 23
+    expect(agentNice(10_000)).toBe(MAX_NICE);
+    for (let running = 1; running < AGENT_NICE_TABLE.length; running++) {
+      const nice = agentNice(running);
+      expect(AGENT_NICE_TABLE[running]).toBe(nice);
+      expect(running * NICE_WEIGHTS[nice]!).toBeLessThanOrEqual(1024);
+      // The lowest such nice: one less would weigh more than a session.
+      if (nice > 0) expect(running * NICE_WEIGHTS[nice - 1]!).toBeGreaterThan(1024);
+    }
+    // Past the table even nice 19 weighs more than a session together; the thread uses 19 there.
+    expect(AGENT_NICE_TABLE.length * NICE_WEIGHTS[MAX_NICE]).toBeGreaterThan(1024);
+  });
+});
+
+describe.skipIf(AUTOGROUP_MISSING)(
+  `the spawner thread weighs its agents${AUTOGROUP_MISSING ? ` (skipped: ${AUTOGROUP_MISSING})` : ''}`,
+  () => {
+    let spawner: Spawner | undefined;
+    const groups: number[] = [];
+
+    afterEach(async () => {
+      for (const pid of groups.splice(0)) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      await spawner?.stop();
+    });
+
+    function sleeper(detached = true): Promise<{ child: AgentProcess; pid: number; exited: Promise<unknown> }> {
+      const child = spawner!.spawn({ file: '/bin/sleep', args: ['60'], cwd: '/', env: { PATH: '/usr/bin:/bin' }, detached });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      return new Promise((resolve, reject) => {
+        child.once('error', reject);
+        child.once('spawn', () => {
+          if (detached) groups.push(child.pid!);
+          resolve({ child, pid: child.pid!, exited });
+        });
+      });
+    }
+
+    /** The nice of the session (autogroup) `pid` leads: "/autogroup-123 nice 5". */
+    function sessionNice(pid: number): number {
+      const match = /nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'));
+      if (!match) throw new Error(`unexpected /proc/${pid}/autogroup`);
+      return Number(match[1]);
+    }
+
+    it("sets each agent's session nice for the number running, and back as they exit", async () => {
+      spawner = new Spawner();
+      const first = await sleeper();
+      expect(sessionNice(first.pid)).toBe(0);
+
+      const more = [];
+      for (let i = 0; i < 9; i++) more.push(await sleeper());
+      // The thread re-weighs before it reports the spawn: with 10 running, each session is at agentNice(10).
+      expect(agentNice(10)).toBe(11);
+      expect([first, ...more].map((agent) => sessionNice(agent.pid))).toEqual(Array(10).fill(11));
+
+      for (const agent of more) process.kill(-agent.pid, 'SIGKILL');
+      await Promise.all(more.map((agent) => agent.exited));
+      // …and before it reports an exit: alone again, the first is back at nice 0.
+      expect(sessionNice(first.pid)).toBe(0);
+    });
+
+    it("sets the agent's own nice when it shares the hub's session", async () => {
+      spawner = new Spawner();
+      for (let i = 0; i < 4; i++) await sleeper();
+      const shared = await sleeper(false);
+      try {
+        expect(getPriority(shared.pid)).toBe(agentNice(5));
+        // Not its session's: that is the hub's own, left alone.
+        expect(sessionNice(shared.pid)).toBe(sessionNice(process.pid));
+      } finally {
+        shared.child.once('error', () => {});
+        process.kill(shared.pid, 'SIGKILL');
+        await shared.exited;
+      }
+    });
+  },
+);
