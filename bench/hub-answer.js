@@ -2,13 +2,15 @@
  * The hub answering while it spawns (issue 36 item 2): how long the hub takes to answer a control
  * request — a page of tasks (`listTaskPage`, 50 a page) and `info` (what a client's hello asks) —
  * while it runs `count` SDK agents, 50 at a time, against the same requests to the same hub idle, in
- * the same run. The hub is `backchannel serve` in its own process; the requests come from a client
- * of their own (its own connection), one at a time, every 20 ms. What it measures: the hub's event
+ * the same run. The hub is `backchannel serve` in its own process; the requests come from a probe
+ * process of their own (bench/peers/hub-probe.js), one at a time, every 20 ms. What it measures: the hub's event
  * loop is held in spawn() (fork, then the wait for the child's exec; bench/many-tasks.js "held in
  * spawn()") and answers nothing meanwhile. Target: p99 under load ≤ 2× idle.
  */
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { openClient } from '../dist/client/index.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { main, row } from './lib/harness.js';
@@ -18,33 +20,34 @@ import { summarize } from './lib/stats.js';
 const CONCURRENCY = 50;
 const HISTORY_LIMIT = 100;
 const AGENT = agentPath('sdk-return.mjs');
-/** Between two requests of the probe: often enough to see each stall, rare enough not to load the hub. */
-const PROBE_GAP_MS = 20;
+const PROBE = fileURLToPath(new URL('./peers/hub-probe.js', import.meta.url));
 
 main(async ({ quick }) => {
   const count = quick ? 200 : 1000;
   const idleSamples = quick ? 60 : 200;
   const dir = scratchDir();
   const env = { ...hubEnvAllowing(dir, AGENT), CURSOR_IPC_DIR: path.join(dir, 'ipc') };
-  const hub = await startServe(path.join(dir, 'data'), env, [
-    '--concurrency',
-    String(CONCURRENCY),
-    '--history-limit',
-    String(HISTORY_LIMIT),
-  ]);
+  // BENCH_HUB_NODE_FLAGS: node flags for the hub's own process (e.g. --cpu-prof), to see where its loop goes.
+  const nodeFlags = (process.env.BENCH_HUB_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const hub = await startServe(
+    path.join(dir, 'data'),
+    env,
+    ['--concurrency', String(CONCURRENCY), '--history-limit', String(HISTORY_LIMIT)],
+    nodeFlags,
+  );
   process.env.BACKCHANNEL_CONTROL = hub.control;
-  const probe = await openClient({ withoutHub: 'refuse' });
+  const probe = await startProbe();
   const load = await openClient({ withoutHub: 'refuse' });
   try {
     // A history to page through, and a warm hub.
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => (await load.run({ command: AGENT, origin: 'cli' })).result));
     log(`hub answer: ${idleSamples} requests to the idle hub, then requests during ${count} tasks @ ${CONCURRENCY}`);
-    const idle = await sample(probe, () => false, idleSamples);
-    let done = false;
-    const during = sample(probe, () => done, Number.POSITIVE_INFINITY);
+    const idle = await probe.sample(idleSamples);
+    const during = probe.sample('until-stop');
     let submitted = 0;
     let failures = 0;
     const t0 = performance.now();
+    const cpu0 = hub.cpuMs();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (submitted < count) {
@@ -55,7 +58,8 @@ main(async ({ quick }) => {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
-    done = true;
+    const hubCpuMs = hub.cpuMs() - cpu0;
+    probe.stop();
     const busy = await during;
     const page = (samples) => summarize(samples.filter((s) => s.kind === 'page').map((s) => s.ms));
     const info = (samples) => summarize(samples.filter((s) => s.kind === 'info').map((s) => s.ms));
@@ -63,7 +67,7 @@ main(async ({ quick }) => {
     const [idleAll, busyAll] = [all(idle), all(busy)];
     const detail = (what, a, b) =>
       `${what}: p50 ${b.p50.toFixed(1)} vs ${a.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} vs ${a.p99.toFixed(1)} ms, max ${b.max.toFixed(0)} ms (${b.n} vs ${a.n} requests)`;
-    const common = `${count} tasks @ ${CONCURRENCY} in ${seconds.toFixed(1)} s (${failures} failed); baseline column = the same requests to the same hub idle, same run; ${detail('tasks page', page(idle), page(busy))}; ${detail('info', info(idle), info(busy))}`;
+    const common = `${count} tasks @ ${CONCURRENCY} in ${seconds.toFixed(1)} s (${failures} failed), the hub's CPU ${(hubCpuMs / count).toFixed(1)} ms a task (${((hubCpuMs / 1000 / seconds) * 100).toFixed(0)} % of one core); baseline column = the same requests to the same hub idle, same run; ${detail('tasks page', page(idle), page(busy))}; ${detail('info', info(idle), info(busy))}`;
     return {
       figure: 'hub-answer',
       count,
@@ -90,22 +94,27 @@ main(async ({ quick }) => {
       ],
     };
   } finally {
-    await probe.close();
+    await probe.exit();
     await load.close();
     await hub.stop();
   }
 });
 
-/** Requests one at a time (a page of tasks, then info, alternately), PROBE_GAP_MS apart, until `stop()` or `n` of them. */
-async function sample(client, stop, n) {
-  const samples = [];
-  for (let i = 0; i < n && !stop(); i++) {
-    const kind = i % 2 === 0 ? 'page' : 'info';
-    const t0 = performance.now();
-    if (kind === 'page') await client.listTaskPage({ limit: 50 });
-    else await client.info();
-    samples.push({ kind, ms: performance.now() - t0 });
-    await sleep(PROBE_GAP_MS);
-  }
-  return samples;
+/** The probe process (bench/peers/hub-probe.js), a client of the hub of its own. */
+async function startProbe() {
+  const child = fork(PROBE, [], { env: process.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const [first] = await once(child, 'message');
+  if (!first.ready) throw new Error(`hub probe: unexpected first message ${JSON.stringify(first)}`);
+  return {
+    async sample(n) {
+      child.send({ sample: n });
+      const [message] = await once(child, 'message');
+      return message.samples;
+    },
+    stop: () => child.send({ stop: true }),
+    async exit() {
+      child.send({ exit: true });
+      if (child.exitCode === null) await once(child, 'exit');
+    },
+  };
 }
