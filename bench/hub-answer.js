@@ -3,7 +3,9 @@
  * request — a page of tasks (`listTaskPage`, 50 a page) and `info` (what a client's hello asks) —
  * while it runs `count` SDK agents, 50 at a time, against the same requests to the same hub idle, in
  * the same run. The hub is `backchannel serve` in its own process; the requests come from a probe
- * process of their own (bench/peers/hub-probe.js), one at a time, every 20 ms. What it measures: the hub's event
+ * process of their own (bench/peers/hub-probe.js), one at a time, every 20 ms. The hub and the probe
+ * each lead a session of their own, as the app and a terminal asking `backchannel tasks` would; the
+ * load's client (this process) is a third. What it measures: the hub's event
  * loop is held in spawn() (fork, then the wait for the child's exec; bench/many-tasks.js "held in
  * spawn()") and answers nothing meanwhile. Target: p99 under load ≤ 2× idle.
  */
@@ -34,6 +36,7 @@ main(async ({ quick }) => {
     env,
     ['--concurrency', String(CONCURRENCY), '--history-limit', String(HISTORY_LIMIT)],
     nodeFlags,
+    { ownSession: true },
   );
   process.env.BACKCHANNEL_CONTROL = hub.control;
   const probe = await startProbe();
@@ -102,7 +105,7 @@ main(async ({ quick }) => {
 
 /** The probe process (bench/peers/hub-probe.js), a client of the hub of its own. */
 async function startProbe() {
-  const child = fork(PROBE, [], { env: process.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(PROBE, [], { env: process.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], detached: true });
   const [first] = await once(child, 'message');
   if (!first.ready) throw new Error(`hub probe: unexpected first message ${JSON.stringify(first)}`);
   return {

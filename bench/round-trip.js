@@ -6,13 +6,18 @@
  * JSON lines ping-ponged over a raw Unix socket by a plain server and client. Then both again while
  * 50 other tasks (a second broker in this process) stream a partial every 10 ms each; and, under
  * that load, the limit: the raw pair with each end burning the CPU per round trip that the broker
- * pair's same end used beyond it in the quiet runs.
+ * pair's same end used beyond it in the quiet runs. The raw pair's client has the CPU weight the
+ * broker gives an agent at that moment (src/broker/process/agent-weight.ts: a session of its own at
+ * the autogroup nice for the agents running), so both pairs' agents are scheduled alike.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { createServer } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
 import path from 'node:path';
 import { TaskBroker, silentLogger } from '../dist/broker/index.js';
+import { agentNice } from '../dist/broker/process/agent-weight.js';
 import { agentPath, log, scratchDir } from './lib/env.js';
 import { lineSplitter } from './lib/lines.js';
 import { main, row } from './lib/harness.js';
@@ -25,6 +30,21 @@ const gcPauses = [];
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) gcPauses.push({ at: entry.startTime, ms: entry.duration });
 }).observe({ entryTypes: ['gc'] });
+
+/**
+ * Gives the raw pair's client (a session of its own) the weight the broker's spawner gives each of
+ * `running` agents: its session's nice with Linux autogroup, else its own.
+ */
+function weighAsAgent(pid, running) {
+  let autogroup = false;
+  try {
+    autogroup = readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1';
+  } catch {
+    // Not Linux, or no autogroup.
+  }
+  if (autogroup) writeFileSync(`/proc/${pid}/autogroup`, String(agentNice(running)));
+  else if (process.platform !== 'win32') setPriority(pid, agentNice(running));
+}
 
 /** The scheduler's view of both ends at one moment: this process (the broker or the raw server) and the agent. */
 function schedule(agentPid) {
@@ -78,7 +98,7 @@ main(async ({ quick }) => {
    * it answers: the raw pair given the broker pair's CPU per round trip (the limit row).
    */
   const raw =
-    (pad = { hereUs: 0, agentUs: 0 }) =>
+    (pad = { hereUs: 0, agentUs: 0 }, running = 1) =>
     async () => {
       const socketPath = path.join(dir, 'pong.sock');
       const samples = [];
@@ -115,7 +135,9 @@ main(async ({ quick }) => {
       child = spawn(process.execPath, [agentPath('raw-pong.mjs')], {
         env: { ...process.env, BENCH_SOCKET: socketPath, BENCH_BURN_US: String(pad.agentUs) },
         stdio: ['ignore', 'pipe', 'inherit'],
+        detached: true,
       });
+      weighAsAgent(child.pid, running);
       await finished;
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
       await new Promise((resolve) => server.close(resolve));
@@ -141,7 +163,8 @@ main(async ({ quick }) => {
   const p0 = partials;
   const t0 = Date.now();
   log(`round trip under load: ${loadBroker.stats().running} streaming tasks`);
-  const loaded = await interleave(runs, { broker: viaBroker, raw: raw(), padded: raw(pad) });
+  const running = LOAD_TASKS + 1;
+  const loaded = await interleave(runs, { broker: viaBroker, raw: raw(undefined, running), padded: raw(pad, running) });
   const loadRate = (partials - p0) / ((Date.now() - t0) / 1000);
   for (const task of load) task.cancel('benchmark over');
   await loadBroker.close();

@@ -33,13 +33,16 @@ export function hubEnvAllowing(dir, agent) {
 /**
  * Starts `backchannel serve --port 0 --data-dir <dataDir> [...args]` with `env` (and `nodeFlags` for
  * the hub's own node, not its agents'); resolves once it printed its panel URL (its control endpoint
- * answers by then). `startMs`: spawn → that line.
+ * answers by then). `startMs`: spawn → that line. `ownSession`: the hub leads a session of its own,
+ * as the app or `serve` in a terminal of its own does (with Linux autogroup, the CPU is shared
+ * between sessions: else the hub shares this process's).
  */
-export async function startServe(dataDir, env = process.env, args = [], nodeFlags = []) {
+export async function startServe(dataDir, env = process.env, args = [], nodeFlags = [], { ownSession = false } = {}) {
   const t0 = performance.now();
   const child = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownSession,
   });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
