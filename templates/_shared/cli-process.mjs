@@ -17,9 +17,13 @@
  * - no output at all for `idleTimeoutMs` stops the child (the CLI sometimes goes silent without
  *   exiting, and our own heartbeats would hide that from the broker's stall watchdog), unless
  *   `waiting()` says it waits on someone else (a call to the caller's tools, bridge.mjs);
- * - if this process exits or is terminated, the child's group is killed with it.
+ * - if this process exits or is terminated, the child's group is killed with it;
+ * - a child in a session of its own (`ownGroup`) gets this session's CPU weight (Linux autogroup),
+ *   as it is when the child starts: else it would weigh as a whole session again, beside the weight
+ *   the broker gives this agent (docs/writing-sub-agents.md, "CPU weight").
  */
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 
 /** Grace between SIGTERM and SIGKILL for the CLI's process group. */
@@ -92,6 +96,16 @@ function splitLines(stream, onLine) {
  * @typedef {{ code: number | null, signal: string | null, spawnError?: Error & {code?: string},
  *             stderrTail: string, stoppedBecause?: string }} CliExit
  */
+/** Gives the session `pid` leads this process's session nice (Linux autogroup; elsewhere nothing to do). */
+function shareSessionWeight(pid) {
+  try {
+    const nice = /nice (\d+)/.exec(readFileSync('/proc/self/autogroup', 'utf8'))?.[1];
+    if (nice !== undefined) writeFileSync(`/proc/${pid}/autogroup`, nice);
+  } catch {
+    // No autogroup here, or the child has already gone: it keeps the weight it has.
+  }
+}
+
 export function startCli(options) {
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const stderrTail = [];
@@ -107,6 +121,7 @@ export function startCli(options) {
     detached: ownGroup,
     windowsHide: true,
   });
+  if (ownGroup && child.pid !== undefined) shareSessionWeight(child.pid);
   if (options.stdinText !== undefined) {
     child.stdin.on('error', () => {}); // a CLI that exits before reading: its exit says why
     child.stdin.end(options.stdinText);

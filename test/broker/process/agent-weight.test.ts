@@ -1,16 +1,20 @@
 /**
  * The agents' weight on the CPU (src/broker/process/agent-weight.ts): the nice for a number of
  * running agents, and what the spawner thread makes of it with real processes — each agent's
- * session (autogroup) re-weighed as agents start and exit, and the agent's own nice when it shares
- * the hub's session.
+ * session (autogroup) re-weighed as agents start and exit, the agent's own nice when it shares
+ * the hub's session, and a template's CLI in a session of its own given its agent's weight
+ * (templates/_shared/cli-process.mjs).
  */
-import { readFileSync } from 'node:fs';
-import { getPriority } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { getPriority, tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentNice, AGENT_NICE_TABLE, MAX_NICE, NICE_WEIGHTS } from '../../../src/broker/process/agent-weight.js';
 import { Spawner, type AgentProcess } from '../../../src/broker/process/spawner.js';
 
 const AUTOGROUP_MISSING = autogroupMissing();
+const CLI_PROCESS = pathToFileURL(path.resolve('templates/_shared/cli-process.mjs')).href;
 
 function autogroupMissing(): string | undefined {
   try {
@@ -91,6 +95,44 @@ describe.skipIf(AUTOGROUP_MISSING)(
       await Promise.all(more.map((agent) => agent.exited));
       // …and before it reports an exit: alone again, the first is back at nice 0.
       expect(sessionNice(first.pid)).toBe(0);
+    });
+
+    it("gives a template's CLI in a session of its own its agent's weight", async () => {
+      spawner = new Spawner();
+      const dir = mkdtempSync(path.join(tmpdir(), 'bc-weight-'));
+      try {
+        const agent = path.join(dir, 'agent.mjs');
+        writeFileSync(
+          agent,
+          `import { startCli } from ${JSON.stringify(CLI_PROCESS)};
+const cli = startCli({ bin: '/bin/sleep', args: ['60'], onStdoutLine() {} });
+process.stdout.write(JSON.stringify({ cli: cli.pid }) + '\\n');
+await cli.done;
+`,
+        );
+        await sleeper();
+        await sleeper();
+        const child = spawner.spawn({ file: process.execPath, args: [agent], cwd: dir, env: { PATH: '/usr/bin:/bin' }, detached: true });
+        const line = new Promise<string>((resolve, reject) => {
+          let out = '';
+          child.stdout.on('data', (chunk: Buffer) => {
+            out += chunk.toString();
+            if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+          });
+          child.once('error', reject);
+        });
+        const pid = await new Promise<number>((resolve) => child.once('spawn', () => resolve(child.pid!)));
+        groups.push(pid);
+        const { cli } = JSON.parse(await line) as { cli: number };
+        groups.push(cli);
+        // Three running: the agent's session is at agentNice(3), and its CLI leads a session of its own at the same.
+        expect(agentNice(3)).toBe(5);
+        expect(sessionNice(pid)).toBe(5);
+        expect(readFileSync(`/proc/${cli}/autogroup`, 'utf8')).not.toBe(readFileSync(`/proc/${pid}/autogroup`, 'utf8'));
+        expect(sessionNice(cli)).toBe(5);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it("sets the agent's own nice when it shares the hub's session", async () => {
