@@ -11,6 +11,7 @@ import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
 import type { DoorBudgets } from './guards/budget.js';
 import { filterEnv, type EnvPolicy } from './process/environment.js';
+import type { AgentCpu } from './process/agent-weight.js';
 import type { AttemptSettings } from './task/attempt.js';
 import type { Task } from './task/task.js';
 import { DEFAULT_CHANNEL_LIMITS, type ChannelLimits } from './transport/channel.js';
@@ -127,6 +128,13 @@ export interface BrokerOptions {
    * socket is private to our user (a wrong token is refused either way); named pipes always require it.
    */
   requireToken?: boolean;
+  /**
+   * How the agents weigh on the CPU when it is short (./process/agent-weight.ts): `shared`, together
+   * about what one session weighs, so the hub and the owner's other programs keep answering; `full`,
+   * each agent a whole session, as a program started from a terminal of its own (`backchannel check`,
+   * whose timing judgements are about the agent alone). @default 'shared'
+   */
+  agentCpu?: AgentCpu;
 }
 
 export type ResolvedOptions = Required<
@@ -210,6 +218,7 @@ export function attemptSettings(
     drainMs: options.drainMs,
     traceLines: options.traceLines ?? process.env.BACKCHANNEL_DEBUG === '1',
     requireToken: options.requireToken ?? false,
+    agentCpu: options.agentCpu ?? 'shared',
   };
 }
 

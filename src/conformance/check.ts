@@ -38,6 +38,8 @@ export async function checkAgent(agent: AgentUnderTest, only: readonly string[] 
     killGraceMs: KILL_GRACE_MS,
     traceLines: true,
     concurrency: 8,
+    // The verdicts time the agent (heartbeats, the cancel grace): it runs as a program of its own would.
+    agentCpu: 'full',
   });
   try {
     await broker.ready;

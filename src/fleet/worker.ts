@@ -228,6 +228,8 @@ export class FleetWorker {
       drainMs: DEFAULTS.drainMs,
       traceLines: false,
       requireToken: false,
+      // A worker's agents share the CPU as a hub's do (src/broker/process/agent-weight.ts).
+      agentCpu: 'shared',
     };
   }
 }

@@ -8,6 +8,7 @@ import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { AgentCpu } from './agent-weight.js';
 import { defaultSpawner, type AgentProcess, type Spawner } from './spawner.js';
 
 export type { AgentProcess } from './spawner.js';
@@ -69,6 +70,7 @@ export function spawnAgent(
   command: ResolvedCommand,
   cwd: string,
   env: Record<string, string>,
+  cpu: AgentCpu = 'shared',
   spawner: Spawner = defaultSpawner(),
 ): AgentProcess {
   return spawner.spawn({
@@ -78,6 +80,7 @@ export function spawnAgent(
     env: Object.keys(command.env).length > 0 ? { ...env, ...command.env } : env,
     // Own process group, so cancel can reach grandchildren (the thread never opens a console window on Windows).
     detached: process.platform !== 'win32',
+    cpu,
   });
 }
 

@@ -20,16 +20,17 @@
  *   `destroy` closes the pipe.
  * - the agents' weight on the CPU (agent-weight.ts): each running child's session gets the autogroup
  *   nice for the number running, set again whenever that number changes; without autogroup, the
- *   child's own nice is set once, when it starts.
+ *   child's own nice is set once, when it starts. A child spawned with `cpu: 'full'` is neither
+ *   weighed nor counted.
  */
-import { AGENT_NICE_TABLE, MAX_NICE } from './agent-weight.js';
+import { AGENT_NICE_TABLE, MAX_NICE, type AgentCpu } from './agent-weight.js';
 
 /** Bytes of one pipe sent to the hub and not yet acknowledged before the thread stops reading it. */
 export const OUTPUT_WINDOW_BYTES = 128 * 1024;
 
 /** Main → thread. `fd`: 1 for stdout, 2 for stderr. */
 export type ToThread =
-  | { t: 'spawn'; id: number; file: string; args: string[]; cwd: string; env: Record<string, string>; detached: boolean }
+  | { t: 'spawn'; id: number; file: string; args: string[]; cwd: string; env: Record<string, string>; detached: boolean; cpu?: AgentCpu }
   | { t: 'ack'; id: number; fd: 1 | 2; bytes: number }
   | { t: 'destroy'; id: number; fd: 1 | 2 };
 
@@ -166,7 +167,7 @@ function start(request) {
     child.stderr.destroy();
     return;
   }
-  weigh(id, child.pid, request.detached);
+  if (request.cpu !== 'full') weigh(id, child.pid, request.detached);
   post({ t: 'spawned', id, pid: child.pid });
   children.set(id, { 1: forward(id, 1, child.stdout), 2: forward(id, 2, child.stderr) });
   child.on('error', () => {});

@@ -31,6 +31,7 @@
 import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
+import type { AgentCpu } from './agent-weight.js';
 import { killTree } from './kill-tree.js';
 import { SPAWNER_THREAD_SOURCE, type FromThread, type SpawnFailure, type ToThread } from './spawner-thread.js';
 
@@ -53,6 +54,8 @@ export interface SpawnRequest {
   env: Record<string, string>;
   /** Lead a process group of its own (POSIX). */
   detached: boolean;
+  /** How the child weighs on the CPU (agent-weight.ts): `full` leaves it out of the weighing. @default 'shared' */
+  cpu?: AgentCpu;
 }
 
 /** With no child for this long, the thread is stopped (a new one starts in milliseconds when needed). */

@@ -18,6 +18,7 @@ import {
 } from '../../protocol/index.js';
 import { readSpooled, removeSpoolFile, spoolPath } from '../../protocol/spool.js';
 import { AttemptTimers } from '../guards/watchdog.js';
+import type { AgentCpu } from '../process/agent-weight.js';
 import { groupAlive, killTree, terminateTree, type TerminateOptions } from '../process/kill-tree.js';
 import { handOffEnv } from '../process/environment.js';
 import {
@@ -81,6 +82,8 @@ export interface AttemptSettings {
   traceLines: boolean;
   /** Refuse a socket connection whose first line has no token (always so on Windows named pipes). */
   requireToken: boolean;
+  /** How the agent weighs on the CPU (BrokerOptions.agentCpu). */
+  agentCpu: AgentCpu;
 }
 
 /** What an attempt reports upward while it runs. */
@@ -117,7 +120,7 @@ export const REAL_IO: AttemptIO = {
       requireToken: s.requireToken || IS_WINDOWS,
     }),
   checkCwd: checkWorkingDirectory,
-  spawn: (s, env) => spawnAgent(resolveCommand(s.command, s.args), s.cwd, env),
+  spawn: (s, env) => spawnAgent(resolveCommand(s.command, s.args), s.cwd, env, s.agentCpu),
   terminate: terminateTree,
   reap: (pid) => {
     // Grandchildren left in the group (forked workers, a shell's children) go with the task.

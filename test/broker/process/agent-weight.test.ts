@@ -12,6 +12,8 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentNice, AGENT_NICE_TABLE, MAX_NICE, NICE_WEIGHTS } from '../../../src/broker/process/agent-weight.js';
 import { Spawner, type AgentProcess } from '../../../src/broker/process/spawner.js';
+import { TaskBroker } from '../../../src/broker/broker.js';
+import { fixture } from '../../helpers/core.js';
 
 const AUTOGROUP_MISSING = autogroupMissing();
 const CLI_PROCESS = pathToFileURL(path.resolve('templates/_shared/cli-process.mjs')).href;
@@ -134,6 +136,52 @@ await cli.done;
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    it("leaves an agent spawned with cpu: 'full' out of the weighing", async () => {
+      spawner = new Spawner();
+      const full = spawner.spawn({
+        file: '/bin/sleep',
+        args: ['60'],
+        cwd: '/',
+        env: { PATH: '/usr/bin:/bin' },
+        detached: true,
+        cpu: 'full',
+      });
+      const fullPid = await new Promise<number>((resolve, reject) => {
+        full.once('error', reject);
+        full.once('spawn', () => resolve(full.pid!));
+      });
+      groups.push(fullPid);
+      const shared = [];
+      for (let i = 0; i < 3; i++) shared.push(await sleeper());
+      // Three counted, not four; the full one keeps a whole session's weight.
+      expect(shared.map((agent) => sessionNice(agent.pid))).toEqual(Array(3).fill(agentNice(3)));
+      expect(sessionNice(fullPid)).toBe(0);
+    });
+
+    it('weighs a broker\'s agents unless the broker says `agentCpu: "full"`', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'bc-weight-broker-'));
+      try {
+        for (const [agentCpu, nice] of [
+          [undefined, agentNice(3)],
+          ['full', 0],
+        ] as const) {
+          const broker = new TaskBroker({ ipcDir: path.join(dir, 'ipc'), concurrency: 3, ...(agentCpu ? { agentCpu } : {}) });
+          try {
+            const meeting = mkdtempSync(path.join(dir, 'meet-'));
+            const tasks = Array.from({ length: 3 }, () =>
+              broker.submit({ command: fixture('session-nice.mjs'), input: { dir: meeting, n: 3 } }),
+            );
+            const results = await Promise.all(tasks.map((task) => task.result));
+            expect(results.map((r) => (r.data as { nice: number }).nice)).toEqual([nice, nice, nice]);
+          } finally {
+            await broker.close();
+          }
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 60_000);
 
     it("sets the agent's own nice when it shares the hub's session", async () => {
       spawner = new Spawner();
