@@ -78,10 +78,9 @@ test('insights chart real tasks and show the aggregates the broker computed', as
     await expect(view.locator(`tr[data-key="summarise · ${row.figures.key}"] td`).nth(1)).toHaveText(String(row.figures.count));
   }
 
-  // Hovering a chart shows its numbers in the legend.
-  const over = view.locator('.insights-chart .u-over').first();
-  const box = (await over.boundingBox())!;
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  // Hovering a chart shows its numbers in the legend. `hover()` waits for the chart the new grouping
+  // draws: a bounding box read at once can meet the old one gone and the new one not yet there (null).
+  await view.locator('.insights-chart .u-over').first().hover();
   await expect(view.locator('.insights-chart').first().locator('.u-legend .u-value').nth(1)).not.toHaveText('');
 
   await page.setViewportSize({ width: 1280, height: 1000 });
