@@ -81,10 +81,11 @@ function sharedBySession() {
   return autogroup;
 }
 // Best effort: a child that has just exited, or a kernel that refuses, keeps the weight it has.
+// Only a child leading its own session is re-weighed: another's session is the hub's own.
 function reweigh() {
   const nice = niceFor(running.size);
   for (const agent of running.values()) {
-    if (agent.nice === nice) continue;
+    if (!agent.ownSession || agent.nice === nice) continue;
     agent.nice = nice;
     try {
       writeFileSync('/proc/' + agent.pid + '/autogroup', String(nice));
@@ -92,7 +93,7 @@ function reweigh() {
   }
 }
 function weigh(id, pid, ownSession) {
-  running.set(id, { pid, nice: 0 });
+  running.set(id, { pid, nice: 0, ownSession });
   if (ownSession && sharedBySession()) return reweigh();
   if (process.platform === 'win32') return;
   try {

@@ -186,12 +186,18 @@ await cli.done;
     it("sets the agent's own nice when it shares the hub's session", async () => {
       spawner = new Spawner();
       for (let i = 0; i < 4; i++) await sleeper();
+      const hubs = sessionNice(process.pid);
       const shared = await sleeper(false);
       try {
         expect(getPriority(shared.pid)).toBe(agentNice(5));
-        // Not its session's: that is the hub's own, left alone.
-        expect(sessionNice(shared.pid)).toBe(sessionNice(process.pid));
+        // Not its session's: that is the hub's own, left alone, also when the others are re-weighed.
+        expect(sessionNice(shared.pid)).toBe(hubs);
+        const next = await sleeper();
+        expect(sessionNice(next.pid)).toBe(agentNice(6));
+        expect(sessionNice(process.pid)).toBe(hubs);
       } finally {
+        // Were it changed, this test's own session (the whole test run's) gets its weight back.
+        writeFileSync(`/proc/${process.pid}/autogroup`, String(hubs));
         shared.child.once('error', () => {});
         process.kill(shared.pid, 'SIGKILL');
         await shared.exited;
