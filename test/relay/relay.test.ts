@@ -11,18 +11,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openToolRelay, type ToolHost, type ToolRelay } from '../../src/relay/index.js';
+import { WRITE_TOOL } from '../helpers/client-tools.js';
 import { isAlive, waitFor } from '../helpers/core.js';
 
 const TOOLS = [
-  {
-    name: 'Write',
-    description: 'Writes a file on the host',
-    input_schema: {
-      type: 'object',
-      properties: { file_path: { type: 'string' }, content: { type: 'string' } },
-      required: ['file_path', 'content'],
-    },
-  },
+  WRITE_TOOL,
   { name: 'Big', input_schema: { type: 'object', properties: {} } },
   { name: 'Fails', description: 'Always refused', input_schema: { type: 'object' } },
   { name: 'Slow', input_schema: { type: 'object' } },
@@ -80,7 +73,7 @@ describe('the stdio MCP relay', () => {
     expect(client.getServerCapabilities()?.tools).toBeDefined();
     const { tools } = await client.listTools();
     expect(tools).toEqual([
-      { name: 'Write', description: 'Writes a file on the host', inputSchema: TOOLS[0]!.input_schema },
+      { name: 'Write', description: WRITE_TOOL.description, inputSchema: WRITE_TOOL.input_schema },
       { name: 'Big', inputSchema: { type: 'object', properties: {} } },
       { name: 'Fails', description: 'Always refused', inputSchema: { type: 'object' } },
       { name: 'Slow', inputSchema: { type: 'object' } },

@@ -11,18 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolDefinition } from '../../src/model/tools.js';
 import { ROOT, isAlive, waitFor } from '../helpers/core.js';
 import { runTask, startBroker, type TestBroker } from '../helpers/broker.js';
+import { WRITE_TOOL } from '../helpers/client-tools.js';
 
 const STANDINS = path.join(ROOT, 'test/fixtures/bridge-cli/bin');
 const TOOLS: ToolDefinition[] = [
-  {
-    name: 'Write',
-    description: "Writes a file in the caller's project",
-    input_schema: {
-      type: 'object',
-      properties: { file_path: { type: 'string' }, content: { type: 'string' } },
-      required: ['file_path', 'content'],
-    },
-  },
+  WRITE_TOOL,
   { name: 'Read', input_schema: { type: 'object', properties: { file_path: { type: 'string' } } } },
 ];
 
