@@ -5,9 +5,10 @@
  * the same run. The hub is `backchannel serve` in its own process; the requests come from a probe
  * process of their own (bench/peers/hub-probe.js), one at a time, every 20 ms. The hub and the probe
  * each lead a session of their own, as the app and a terminal asking `backchannel tasks` would; the
- * load's client (this process) is a third. What it measures: the hub's event
- * loop is held in spawn() (fork, then the wait for the child's exec; bench/many-tasks.js "held in
- * spawn()") and answers nothing meanwhile. Target: p99 under load ≤ 2× idle.
+ * load's client (this process) is a third. What it measures: whether the hub answers while its
+ * agents start and run — first held in spawn() (now on the spawner thread), then waiting for a core
+ * behind agents that each weighed a whole session (now src/broker/process/agent-weight.ts; both in
+ * docs/performance.md). Target: p99 under load ≤ 2× idle.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
