@@ -14,7 +14,7 @@
  * agent's session gets the autogroup nice `agentNice(running)`, the lowest nice at which `running`
  * of them together weigh at most one session at nice 0; it is set again for every running agent
  * whenever the count changes, so a lone agent runs at nice 0, exactly as before. Where there is no
- * autogroup (another OS, autogroup off), the agent's own nice is set once, when it starts: raising a
+ * autogroup (macOS, autogroup off; Windows is left alone), the agent's own nice is set once, when it starts: raising a
  * nice needs no privilege, lowering it again does, so it is not lowered later. Either way this only
  * weighs the agents against each other and the hub when the CPU is short; an idle core still runs
  * them at full speed.
