@@ -2,9 +2,9 @@
  * Connections to a loopback TCP server, counted per local user, so another user cannot take the
  * owner's slots. A TCP connection carries no credentials (SO_PEERCRED is for Unix sockets, and Node
  * does not expose it); on Linux the kernel still says which user owns the other end: the client's
- * socket is a line of /proc/net/tcp whose uid column is its owner's, as identd reads it. Lookups of
- * the connections that arrive together share one read of that file. Where it cannot be read
- * (macOS, Windows, a kernel without it) every connection counts as the owner's, as before: one cap.
+ * socket is a line of /proc/net/tcp whose uid column is its owner's, as identd reads it. Where that
+ * file cannot be read (macOS, Windows, a kernel without it) every connection counts as the owner's,
+ * as before: one cap.
  */
 import { readFile } from 'node:fs/promises';
 import { endianness } from 'node:os';
@@ -57,51 +57,78 @@ export function capConnectionsPerUser(
   });
 }
 
-/** The uid owning the other end of a loopback TCP connection, from one read of /proc/net/tcp per batch. */
-class PeerLookup {
+/**
+ * The uid owning the other end of a loopback TCP connection. One read of the table is in flight at a
+ * time, and the connections that arrive meanwhile share the next: a busy host's table lists tens of
+ * thousands of sockets (TIME_WAIT among them), megabytes the kernel hands out a page per read, so a
+ * read takes 100 ms or more, and a flood must cost a few reads, not one each.
+ */
+export class PeerLookup {
   private waiting: Array<{ socket: Socket; resolve: (uid: number | undefined) => void }> = [];
+  private reading = false;
   private unreadable = false;
 
-  constructor(private readonly table: string) {}
+  constructor(
+    private readonly table: string,
+    private readonly read: (table: string) => Promise<string> = (table) => readFile(table, 'latin1'),
+  ) {}
 
   uidOf(socket: Socket): Promise<number | undefined> {
     if (this.unreadable || socket.remoteFamily !== 'IPv4') return Promise.resolve(undefined);
     return new Promise((resolve) => {
       this.waiting.push({ socket, resolve });
-      if (this.waiting.length === 1) setImmediate(() => void this.readBatch());
+      if (!this.reading) {
+        this.reading = true;
+        setImmediate(() => void this.readBatches());
+      }
     });
   }
 
-  private async readBatch(): Promise<void> {
-    const batch = this.waiting;
-    this.waiting = [];
-    let text = '';
-    try {
-      text = await readFile(this.table, 'latin1');
-    } catch {
-      this.unreadable = true;
-    }
-    const owners = socketOwners(text);
-    for (const { socket, resolve } of batch) {
-      const { remoteAddress, remotePort, localAddress, localPort } = socket;
+  private async readBatches(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting;
+      this.waiting = [];
+      let text = '';
+      try {
+        text = await this.read(this.table);
+      } catch {
+        this.unreadable = true;
+      }
       // The client's socket: its local end is our remote one, and the other way round.
-      const key =
+      const keys = batch.map(({ socket: { remoteAddress, remotePort, localAddress, localPort } }) =>
         remoteAddress && remotePort && localAddress && localPort
-          ? `${endpointKey(remoteAddress, remotePort)} ${endpointKey(localAddress, localPort)}`
-          : '';
-      resolve(owners.get(key));
+          ? { client: endpointKey(remoteAddress, remotePort), server: endpointKey(localAddress, localPort) }
+          : undefined,
+      );
+      const owners = socketOwners(text, new Set(keys.flatMap((key) => (key ? [key.server] : []))));
+      batch.forEach(({ resolve }, i) => resolve(keys[i] && owners.get(`${keys[i].client} ${keys[i].server}`)));
     }
+    this.reading = false;
   }
 }
 
-/** "local remote" (as /proc/net/tcp spells them) → uid, for every socket the table lists. */
-export function socketOwners(text: string): Map<string, number> {
+/**
+ * "local remote" (as /proc/net/tcp spells them) → uid, for every socket the table lists, or only for
+ * those whose remote end is one of `remotes` (found by search, not by parsing every line).
+ */
+export function socketOwners(text: string, remotes?: ReadonlySet<string>): Map<string, number> {
   const owners = new Map<string, number>();
-  for (const line of text.split('\n')) {
+  const add = (line: string) => {
     // sl local_address rem_address st tx:rx tr:when retrnsmt uid …
     const fields = line.trim().split(/\s+/);
     const uid = Number(fields[7]);
     if (fields.length > 7 && /^\d+:$/.test(fields[0]!) && Number.isInteger(uid)) owners.set(`${fields[1]} ${fields[2]}`, uid);
+  };
+  if (!remotes) {
+    for (const line of text.split('\n')) add(line);
+    return owners;
+  }
+  for (const remote of remotes) {
+    const needle = ` ${remote} `;
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) {
+      const lineEnd = text.indexOf('\n', at);
+      add(text.slice(text.lastIndexOf('\n', at) + 1, lineEnd === -1 ? undefined : lineEnd));
+    }
   }
   return owners;
 }

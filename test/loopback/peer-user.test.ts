@@ -1,12 +1,15 @@
 /**
  * Connections counted per local user on a real loopback server: the owner of a connection's other end
  * is read from /proc/net/tcp; another user past its cap is closed, and where the table cannot be read
- * everyone shares the owner's cap. (As another real user: test/hub/headless/connection-cap.test.ts.)
+ * everyone shares the owner's cap; a flood costs a few reads of the table, one at a time, however
+ * slow each is. (As another real user: test/hub/headless/connection-cap.test.ts.)
  */
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
-import { capConnectionsPerUser, endpointKey, socketOwners, type PeerLimits } from '../../src/loopback/peer-user.js';
+import { capConnectionsPerUser, endpointKey, PeerLookup, socketOwners, type PeerLimits } from '../../src/loopback/peer-user.js';
 import { waitFor } from '../helpers/core.js';
 
 const servers: Server[] = [];
@@ -68,5 +71,49 @@ describe.skipIf(process.platform !== 'linux')('connections per local user', () =
     );
     const result = await flood(port, 6, 6 - LIMITS.owner);
     expect(result.closedByServer()).toBe(6 - LIMITS.owner);
+  });
+
+  test('connections that arrive while the table is read share the next read: one read at a time', async () => {
+    // A CI host's table listed 28,000 sockets (TIME_WAIT): each read took 100 ms and more, and one
+    // read per arriving batch, all at once, kept a flood of 456 waiting past 30 s.
+    let reads = 0;
+    let inFlight = 0;
+    let most = 0;
+    const lookup = new PeerLookup('/proc/net/tcp', async (table) => {
+      reads += 1;
+      most = Math.max(most, ++inFlight);
+      await delay(50);
+      inFlight -= 1;
+      return readFile(table, 'latin1');
+    });
+    const uids: Array<Promise<number | undefined>> = [];
+    const port = await listening((server) => server.on('connection', (socket) => uids.push(lookup.uidOf(socket))));
+    const waves = 4;
+    const perWave = 10;
+    for (let wave = 0; wave < waves; wave++) {
+      for (let i = 0; i < perWave; i++) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        clients.push(socket);
+      }
+      await delay(20);
+    }
+    await waitFor(() => uids.length === waves * perWave, 'every connection to arrive', 20_000, 10);
+    expect(await Promise.all(uids)).toEqual(Array(waves * perWave).fill(process.getuid!()));
+    expect(most).toBe(1);
+    expect(reads).toBeLessThanOrEqual(waves + 1);
+  });
+
+  test('the search for one endpoint finds what the full parse finds for it', async () => {
+    const port = await listening();
+    const socket = connect(port, '127.0.0.1');
+    clients.push(socket);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const server = endpointKey('127.0.0.1', port);
+    const text = readFileSync('/proc/net/tcp', 'latin1');
+    const found = socketOwners(text, new Set([server]));
+    const all = [...socketOwners(text)].filter(([key]) => key.split(' ').includes(server));
+    expect([...found].sort()).toEqual(all.sort());
+    expect(found.get(`${endpointKey(socket.localAddress!, socket.localPort!)} ${server}`)).toBe(process.getuid!());
   });
 });
