@@ -29,6 +29,12 @@ describe('backchannel serve', () => {
     expect(result.stderr).toContain('Expected `--history-limit` to be a positive integer, got `0`');
   });
 
+  test('a bad --agent-cpu is a usage error (exit 2) that names the choices', () => {
+    const result = spawnSync(process.execPath, [BIN, 'serve', '--agent-cpu', 'fast'], { encoding: 'utf8' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('Expected `--agent-cpu` to be shared or full, got `fast`');
+  });
+
   test('--history-limit keeps that many of the newest finished tasks', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bc-serve-'));
     const dataDir = path.join(dir, 'data');

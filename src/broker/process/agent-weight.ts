@@ -21,7 +21,8 @@
  */
 
 /** How agents weigh (BrokerOptions.agentCpu): together about one session, or each a whole one. */
-export type AgentCpu = 'shared' | 'full';
+export const AGENT_CPU = ['shared', 'full'] as const;
+export type AgentCpu = (typeof AGENT_CPU)[number];
 
 /** The kernel's weight of each nice value, 0 to 19 (`sched_prio_to_weight` in kernel/sched/core.c). */
 export const NICE_WEIGHTS = [1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15] as const;

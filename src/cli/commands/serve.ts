@@ -4,6 +4,7 @@ import { EXIT, parseCommandLine, runUntilSignal, usageError } from '../command.j
 import { DEMO_TAG } from '../../model/task.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-flags.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
+import { AGENT_CPU, type AgentCpu } from '../../broker/process/agent-weight.js';
 import { redactedUrl, takeRedisUrl } from '../../fleet/redis-url.js';
 import type { Headless } from '../../hub/headless/start.js';
 import type { McpToken } from '../../mcp/http-mount.js';
@@ -27,6 +28,9 @@ Options:
   --queue <name>      the Redis queue's name, as the workers' (default: agents)
   --keep-token        keep the token across restarts (in <data-dir>/panel-token, mode 0600), so
                       a bookmarked URL keeps working; BACKCHANNEL_PANEL_TOKEN=<token> sets one
+  --agent-cpu <how>   shared (default): the agents running together weigh about one terminal
+                      session on the CPU, so the hub and the desktop keep answering; full: each
+                      agent weighs a whole one (Linux; docs/writing-sub-agents.md, "CPU weight")
   --demo              when history is empty, start a few demo sub-agents so the panel shows something
                       (tagged demo, so stats and Insights do not count them)
 ${BROKER_FLAGS_HELP.replace(/^ {2}(--\S+( <\S+>)?) +/gm, (_, flag: string) => `  ${flag.padEnd(20)}`)}
@@ -42,6 +46,7 @@ const OPTIONS = {
   'data-dir': { type: 'string' },
   concurrency: { type: 'string' },
   'history-limit': { type: 'string' },
+  'agent-cpu': { type: 'string' },
   demo: { type: 'boolean' },
   redis: { type: 'string' },
   queue: { type: 'string' },
@@ -60,6 +65,7 @@ const FROM_FILE = [
   { flag: 'data-dir', key: 'data_dir', type: 'string' },
   { flag: 'concurrency', key: 'concurrency', type: 'integer' },
   { flag: 'history-limit', key: 'history_limit', type: 'integer' },
+  { flag: 'agent-cpu', key: 'agent_cpu', type: 'string' },
   { flag: 'keep-token', key: 'keep_token', type: 'boolean' },
   { flag: 'redis', key: 'redis', type: 'string' },
   { flag: 'queue', key: 'queue', type: 'string' },
@@ -83,6 +89,10 @@ export const command: CliCommand = {
     if (fromFile !== undefined) return fromFile;
     const numbers = readNumbers(values);
     if (typeof numbers === 'string') return usageError(`backchannel serve: ${numbers}`, HELP);
+    const agentCpu = values['agent-cpu'];
+    if (agentCpu !== undefined && !isAgentCpu(agentCpu)) {
+      return usageError(`backchannel serve: Expected \`--agent-cpu\` to be ${AGENT_CPU.join(' or ')}, got \`${agentCpu}\``, HELP);
+    }
     const mcp = await mcpToken();
     if (typeof mcp === 'number') return mcp;
     const headless = await startHub(values, numbers, mcp.secret);
@@ -141,6 +151,10 @@ function readNumbers(values: Values): Numbers | string {
   return numbers;
 }
 
+function isAgentCpu(value: string): value is AgentCpu {
+  return (AGENT_CPU as readonly string[]).includes(value);
+}
+
 /** MCP over HTTP's bearer token, read or made (0600) in the config dir; the exit code when it cannot be. */
 async function mcpToken(): Promise<McpToken | number> {
   const { readMcpToken } = await import('../../mcp/http-mount.js');
@@ -165,7 +179,7 @@ async function startHub(values: Values, numbers: Numbers, mcpToken: string): Pro
       concurrency: numbers.concurrency,
       historyLimit: numbers['history-limit'],
       redis,
-      broker: brokerFlagOptions(values),
+      broker: { ...brokerFlagOptions(values), ...(values['agent-cpu'] ? { agentCpu: values['agent-cpu'] as AgentCpu } : {}) },
       keepToken: values['keep-token'],
       // The hub's own broker, through the one client: MCP's submissions carry origin `mcp`, so the run policy applies.
       mounts: (broker) => [mcpHttpMount(clientOf(broker), readOwnVersion(), mcpToken)],

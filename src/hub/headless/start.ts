@@ -48,7 +48,7 @@ export interface HeadlessOptions {
    */
   control?: string | false;
   /** Broker options set by `serve`'s flags: the sub-agents' environment policy, strict tokens. */
-  broker?: Pick<BrokerOptions, 'env' | 'requireToken'>;
+  broker?: Pick<BrokerOptions, 'env' | 'requireToken' | 'agentCpu'>;
   /** Reuse the token kept in `<dataDir>/panel-token` (see ./token.ts). @default false: a new token per start */
   keepToken?: boolean;
   /** Endpoints of other parts on the panel's server (MCP over HTTP), made once the broker exists. */

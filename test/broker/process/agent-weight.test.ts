@@ -13,7 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentNice, AGENT_NICE_TABLE, MAX_NICE, NICE_WEIGHTS } from '../../../src/broker/process/agent-weight.js';
 import { Spawner, type AgentProcess } from '../../../src/broker/process/spawner.js';
 import { TaskBroker } from '../../../src/broker/broker.js';
-import { fixture } from '../../helpers/core.js';
+import { fixture, waitFor } from '../../helpers/core.js';
+import { scratchDir, startServe } from '../../e2e/serve.js';
 
 const AUTOGROUP_MISSING = autogroupMissing();
 const CLI_PROCESS = pathToFileURL(path.resolve('templates/_shared/cli-process.mjs')).href;
@@ -182,6 +183,49 @@ await cli.done;
         rmSync(dir, { recursive: true, force: true });
       }
     }, 60_000);
+
+    it("weighs a hub's agents unless `serve --agent-cpu full` or `serve: {agent_cpu: full}` says not to", async () => {
+      const dir = scratchDir();
+      const config = path.join(dir, 'config.yaml');
+      writeFileSync(config, 'serve:\n  agent_cpu: full\nrun_policy:\n  allow:\n    - command: "*"\n');
+      try {
+        for (const [how, args, env, nice] of [
+          ['by default', [], {}, agentNice(3)],
+          ['--agent-cpu full', ['--agent-cpu', 'full'], {}, 0],
+          ['agent_cpu: full in the config file', [], { BACKCHANNEL_CONFIG: config }, 0],
+        ] as const) {
+          const serve = await startServe(mkdtempSync(path.join(dir, 'data-')), ['--concurrency', '3', ...args], env);
+          try {
+            const meeting = mkdtempSync(path.join(dir, 'meet-'));
+            const ids = await Promise.all(
+              Array.from({ length: 3 }, async () => {
+                const body = { command: fixture('session-nice.mjs'), input: { dir: meeting, n: 3 } };
+                return (await serve.api<{ id: string }>('POST', '/api/tasks', body)).id;
+              }),
+            );
+            const nices = await Promise.all(
+              ids.map((id) =>
+                waitFor(async () => {
+                  const { task } = await serve.api<{ task: { state: string; result?: { data?: { nice?: number } } } }>(
+                    'GET',
+                    `/api/tasks/${id}`,
+                  );
+                  if (task.state !== 'succeeded' && task.state !== 'running' && task.state !== 'queued')
+                    throw new Error(`${how}: task ${id} ${task.state}`);
+                  // An object: a nice of 0 is falsy, which waitFor would take for "not yet".
+                  return task.state === 'succeeded' ? { nice: task.result?.data?.nice } : undefined;
+                }, `the task to return its session's nice (${how})`),
+              ),
+            );
+            expect({ how, nices: nices.map((n) => n.nice) }).toEqual({ how, nices: [nice, nice, nice] });
+          } finally {
+            await serve.stop();
+          }
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
 
     it("sets the agent's own nice when it shares the hub's session", async () => {
       spawner = new Spawner();
