@@ -22,6 +22,14 @@ function pidsOf(task: TaskHandle): Promise<number[]> {
   });
 }
 
+/** Holds this process's event loop for `ms`, as a saturated machine or a long GC pause would. */
+function blockFor(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // Busy: nothing else of this process runs.
+  }
+}
+
 async function expectTreeGone(task: TaskHandle, pids: number[], ipcDir: string): Promise<void> {
   await task.finished;
   await waitUntilGone(pids);
@@ -50,6 +58,45 @@ describe('guards', () => {
     expect(error.reason).toBe('stalled');
     expect(error.message).toContain('no message for 2500 ms');
     await expectTreeGone(task, pids, ipcDir);
+  });
+
+  // The event loop runs timers before it reads sockets: after this process stalls (a saturated
+  // machine, a long GC), a watchdog that came due must not beat the lines already waiting for it.
+  test('after this process stalls, heartbeats already received keep the watchdog quiet', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['chatty'], heartbeatTimeoutMs: 300 });
+    const pids = await pidsOf(task);
+    let stalled: string | undefined;
+    void task.result.catch((error: TaskError) => (stalled = error.reason));
+    // The agent beats every 20 ms while this process is stalled three watchdog periods.
+    blockFor(900);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect({ state: task.snapshot().state, stalled }).toEqual({ state: 'running', stalled: undefined });
+    task.cancel();
+    await expectTreeGone(task, pids, ipcDir);
+    expect(task.snapshot().state).toBe('cancelled');
+  });
+
+  test('after this process stalls past the deadline, a result that came in time stands', async () => {
+    const { broker, ipcDir } = makeBroker();
+    const submitted = Date.now();
+    const task = broker.submit({ command: fixture('ready-then-done.mjs'), args: ['100'], timeoutMs: 2000 });
+    await new Promise<void>((resolve) => {
+      const off = task.on('update', (u) => {
+        if (u.kind === 'partial') {
+          off();
+          resolve();
+        }
+      });
+    });
+    // The agent succeeds 100 ms into the stall; the deadline comes due during it.
+    const readyAt = Date.now() - submitted;
+    expect(readyAt).toBeLessThan(1500);
+    blockFor(2000 - readyAt + 500);
+    const result = await settle(task.result);
+    expect(result).toMatchObject({ ok: true, value: { status: 'success', data: { done: true } } });
+    await task.finished;
+    expect(leftovers(ipcDir)).toEqual([]);
   });
 
   test('cancel kills an agent that ignores it, and its grandchild', async () => {

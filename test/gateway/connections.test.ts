@@ -77,7 +77,9 @@ describe('a reconnecting flood without the key (X14)', () => {
   // (docs/reliability.md, X14): none dropped, with 100 loops or 400.
   test(
     'every new owner connection is answered while 100 keyless loops reconnect, a quarter of them slowloris',
-    { timeout: 100_000 },
+    // 30 s on a quiet machine; beside two CPU spinners and the rest of the suite (load average 36 on
+    // two cores) it passed 100 s, so the bound is generous: what is checked is the count, not the time.
+    { timeout: 300_000 },
     async () => {
       const gw = await gateway({ max_connections: 8 });
       let flooding = true;
@@ -85,7 +87,8 @@ describe('a reconnecting flood without the key (X14)', () => {
       const started = Date.now();
       // Connects, sends two pipelined keyless requests (or 20 bytes of headers and nothing more), waits for the close, again.
       const loop = async (slowloris: boolean) => {
-        while (flooding && Date.now() - started < 80_000) {
+        // The flood lasts as long as the owner's connections are tried (bounded: the test's own timeout is 300 s).
+        while (flooding && Date.now() - started < 280_000) {
           const c = connection(gw.port, slowloris ? [] : [health(gw.port) + health(gw.port)]);
           const closed = new Promise<void>((resolve) => c.socket.once('close', () => resolve()));
           await Promise.race([c.opened, closed]);

@@ -5,6 +5,11 @@
  * that never does (a raw script, a CLI) is not stalled for its silence.
  * `Timeout.refresh()` re-arms without allocating, which matters for agents sending 100k+ messages;
  * it is called once per batch of messages, not per message (see alive()).
+ *
+ * A timer that fires decides one turn later (`setImmediate`): the event loop runs its timers before
+ * it reads its sockets, so after a stall of this process (a saturated machine, a long GC) the agent's
+ * heartbeat, or its final payload, can be waiting unread when the timer comes due. They are read
+ * first, and a watchdog they reset, or a result that came in time, stands.
  */
 export type WatchdogFire = 'timeout' | 'stalled';
 
@@ -13,6 +18,8 @@ export class AttemptTimers {
   private stall: NodeJS.Timeout | undefined;
   private refreshQueued = false;
   private stopped = false;
+  /** alive() was called since the stall timer last fired. */
+  private heard = false;
   private readonly refreshStall = (): void => {
     this.refreshQueued = false;
     this.stall?.refresh();
@@ -24,7 +31,7 @@ export class AttemptTimers {
     private readonly onFire: (kind: WatchdogFire) => void,
     fromFirstHeartbeat = false,
   ) {
-    if (timeoutMs > 0) this.deadline = setTimeout(() => onFire('timeout'), timeoutMs);
+    if (timeoutMs > 0) this.deadline = setTimeout(() => this.fire('timeout'), timeoutMs);
     if (heartbeatTimeoutMs > 0 && !fromFirstHeartbeat) this.armStall();
   }
 
@@ -34,7 +41,18 @@ export class AttemptTimers {
   }
 
   private armStall(): void {
-    this.stall = setTimeout(() => this.onFire('stalled'), this.heartbeatTimeoutMs);
+    this.stall = setTimeout(() => this.fire('stalled'), this.heartbeatTimeoutMs);
+  }
+
+  /** Decides after the messages already waiting are read (see the header). */
+  private fire(kind: WatchdogFire): void {
+    if (kind === 'stalled') this.heard = false;
+    setImmediate(() => {
+      if (this.stopped) return;
+      // A line read meanwhile re-armed the watchdog (its refresh re-activates a timer that fired).
+      if (kind === 'stalled' && this.heard) return;
+      this.onFire(kind);
+    });
   }
 
   /**
@@ -44,6 +62,7 @@ export class AttemptTimers {
    * the attempt both report activity), ~0.14 µs of the broker's 2.4–3.9 µs per streamed partial.
    */
   alive(): void {
+    this.heard = true;
     if (this.refreshQueued || !this.stall) return;
     this.refreshQueued = true;
     queueMicrotask(this.refreshStall);

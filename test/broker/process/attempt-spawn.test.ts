@@ -64,7 +64,10 @@ describe('an attempt whose agent is still starting', () => {
     await vi.advanceTimersByTimeAsync(5000);
     expect(decided()).toBe(false);
     child.start(78);
+    // The deadline comes due at 1000 ms and decides a turn later (an immediate), once the messages
+    // already waiting are read (src/broker/guards/watchdog.ts).
     await vi.advanceTimersByTimeAsync(1000);
+    await vi.advanceTimersByTimeAsync(1);
     expect(await attempt.outcome).toMatchObject({ kind: 'failure', reason: 'timeout' });
     child.exit(null, 'SIGTERM');
     await vi.advanceTimersByTimeAsync(10_000);
