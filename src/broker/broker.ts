@@ -36,7 +36,7 @@ import { BrokerError } from './errors.js';
 import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
-import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
+import type { CommandLine, LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { connectionTally, type ConnectionTally } from './transport/connection-tally.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
@@ -215,6 +215,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   /** One page of tasks, newest first (see TaskPageQuery). */
   taskPage(query?: TaskPageQuery): TaskPage {
     return this.registry.page(query);
+  }
+
+  /** What the newest `scan` tasks ran, newest first, without copying them (see TaskRegistry). */
+  newestCommandLines(scan: number): Iterable<CommandLine> {
+    return this.registry.newestCommandLines(scan);
   }
 
   get(id: string): TaskSnapshot | undefined {

@@ -18,7 +18,7 @@ import { BridgeError, fromCoreError } from '../model/errors.js';
 import { specOfRequest } from '../model/spec-wire.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { FinalPayload } from '../protocol/index.js';
-import type { LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
+import type { CommandLine, LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { FIRE_PAGE_SIZE } from '../model/limits.js';
@@ -26,7 +26,7 @@ import type { FireRecord, Schedule } from '../schedules/schedule.js';
 import type { ScheduleRequest, ScheduleView } from '../schedules/views.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../model/task.js';
 import { ANNOTATIONS, checkWith } from '../bridge/checks.js';
-import { commandKey, recentCommands } from './recent-commands.js';
+import { distinctCommands } from './recent-commands.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
 /** A task the broker took: its id, its result, and when it is durable (see TaskHandle.accepted). */
@@ -44,6 +44,8 @@ export interface BrokerLike {
   get(id: string): TaskSnapshot | undefined;
   /** One page of tasks, newest first; without it the bridge pages `tasks()` itself. */
   taskPage?(query: TaskPageQuery): TaskPage;
+  /** What the newest `scan` tasks ran, newest first, without copying them; without it `info` pages. */
+  newestCommandLines?(scan: number): Iterable<CommandLine>;
   /** Tasks by state; without it events carry no counts (a panel counts the tasks it has). */
   stats?(): TaskCounts;
   /**
@@ -296,7 +298,7 @@ function hostCalls(broker: BrokerLike, options: BrokerBridgeOptions): Pick<Backc
         logPath: options.logPath,
         paused: broker.paused,
         presets: options.presets ?? [],
-        recent: recentCommands(newestTasks(broker, recentLimit), recentLimit),
+        recent: distinctCommands(newestCommandLines(broker), recentLimit),
         ...(broker.connections ? { connections: broker.connections() } : {}),
       };
     },
@@ -500,30 +502,25 @@ function withPresetCommand(request: ScheduleRequest, presets: readonly PresetInf
   return { ...rest, command: [preset.request.command, ...(preset.request.args ?? [])] };
 }
 
-/**
- * The newest tasks, page by page, until they hold `distinct` command lines (or history ends): what
- * `info`'s recent commands need, without a copy of every task in a long history (the panel asks for
- * `info` as it opens).
- */
-/** How many pages of the newest tasks `info()` looks through for recent command lines. */
-const RECENT_SCAN_PAGES = 5;
+/** How many of the newest tasks `info()` looks through for recent command lines (five pages). */
+const RECENT_SCAN = 5 * TASK_PAGE_SIZE;
 
-function newestTasks(broker: BrokerLike, distinct: number): TaskSnapshot[] {
-  if (!broker.taskPage) return broker.tasks();
-  const tasks: TaskSnapshot[] = [];
-  const commands = new Set<string>();
-  // "Recent" is the newest pages: a history of one command line used to be walked whole, every
-  // snapshot copied, for each `info()` (3 s over 100,000 tasks, during which no panel painted).
-  for (let before: string | undefined, pages = 0; pages < RECENT_SCAN_PAGES; pages++) {
+/**
+ * What the newest tasks ran, newest first, read only as far as `info`'s recent commands need: from
+ * the broker in place where it can, else page by page (else from `tasks()`). A history of one
+ * command line used to be walked whole, every snapshot copied, for each `info()` (3 s over 100,000
+ * tasks, during which no panel painted); then five pages were copied (most of a busy hub's garbage).
+ */
+function* newestCommandLines(broker: BrokerLike): Iterable<CommandLine> {
+  if (broker.newestCommandLines) return yield* broker.newestCommandLines(RECENT_SCAN);
+  if (!broker.taskPage) return yield* [...broker.tasks()].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  for (let before: string | undefined, seen = 0; seen < RECENT_SCAN;) {
     const page = broker.taskPage(before === undefined ? { limit: TASK_PAGE_SIZE } : { limit: TASK_PAGE_SIZE, before });
-    for (const task of page.tasks) {
-      tasks.push(task);
-      commands.add(commandKey(task));
-    }
-    if (commands.size >= distinct || page.next === undefined) return tasks;
+    yield* page.tasks;
+    seen += page.tasks.length;
+    if (page.next === undefined) return;
     before = page.next;
   }
-  return tasks;
 }
 
 /** A page of `tasks` (oldest first) for a broker without `taskPage`: newest first, cursor = the last task's id. */

@@ -137,6 +137,9 @@ export interface PendingQuestion {
   worktree?: { branch: string; files: string[] };
 }
 
+/** What a task ran, as `info()`'s recent commands list it: read in place, never a copy of the snapshot. */
+export type CommandLine = Readonly<Pick<TaskSnapshot, 'command' | 'args' | 'cwd' | 'label'>>;
+
 /** A plain, JSON-safe picture of one task (what the panel and the CLI show). */
 export interface TaskSnapshot {
   id: string;

@@ -54,6 +54,39 @@ describe('task pages', () => {
     bridge.close();
   });
 
+  test("info's recent commands read the newest tasks in place, live ones first: no snapshot is copied", async () => {
+    // 450 tasks of one command line in history (the busy hub's case: info() used to copy five pages of them).
+    const dataDir = tempDir();
+    writeHistory(dataDir, { count: 450 });
+    const { broker } = createTestBroker({ dataDir });
+    await broker.ready;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    const done = broker.submit({ command: fixture('quick.mjs') });
+    await done.finished;
+    const running = broker.submit({ command: fixture('sleeper.mjs') });
+    const original = globalThis.structuredClone;
+    let clones = 0;
+    globalThis.structuredClone = ((value: unknown, options?: StructuredSerializeOptions) => {
+      clones += 1;
+      return original(value, options);
+    }) as typeof structuredClone;
+    let recent;
+    try {
+      recent = (await bridge.info()).recent;
+    } finally {
+      globalThis.structuredClone = original;
+    }
+    expect(clones).toBe(0);
+    expect(recent.map((request) => [request.command, ...(request.args ?? [])])).toEqual([
+      [fixture('sleeper.mjs')],
+      [fixture('quick.mjs')],
+      ['node', 'agent.mjs'],
+    ]);
+    running.cancel();
+    await running.finished;
+    bridge.close();
+  });
+
   test('over 10,000 tasks of history the first event is live tasks and the newest page, with the cursor of the older ones and the counts of all', async () => {
     const dataDir = tempDir();
     const ids: string[] = writeHistory(dataDir, { count: 10_000, states: (i: number) => (i % 100 === 7 ? 'failed' : 'succeeded') });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
 import { createBrokerBridge, type BrokerLike } from '../../src/hub/broker-bridge.js';
-import { recentCommands } from '../../src/hub/recent-commands.js';
+import { distinctCommands } from '../../src/hub/recent-commands.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { fixture, makeBroker, waitFor } from '../helpers/core.js';
 import { connectHub } from '../../src/client/hub-client.js';
@@ -205,7 +205,7 @@ describe('info over a long history', () => {
     } as unknown as BrokerLike;
     const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
     const info = await bridge.info();
-    expect(info.recent).toEqual(recentCommands(all, 8));
+    expect(info.recent).toEqual(distinctCommands([...all].reverse(), 8));
     expect(info.recent.map((request) => request.args?.[0])).toEqual([
       'same.mjs',
       'other-1.mjs',

@@ -10,6 +10,7 @@ import {
   MAX_TASK_PAGE_SIZE,
   TASK_PAGE_SIZE,
   TASK_STATES,
+  type CommandLine,
   type LogLine,
   type ResultSummary,
   type TaskPage,
@@ -154,6 +155,33 @@ export class TaskRegistry<Live extends Registered> {
     const page: TaskPage = { tasks, total };
     if (last && (fromLive < live.length || stored)) page.next = cursorOf(last);
     return page;
+  }
+
+  /**
+   * What the newest `scan` tasks ran (live and from history, newest first), read in place: nothing
+   * is copied. For `info()`'s recent commands, asked at every panel open: copying the snapshots of
+   * five pages for it was most of a busy hub's garbage (docs/performance.md).
+   */
+  *newestCommandLines(scan: number): Generator<CommandLine> {
+    const live = [...this.live.values()].sort((a, b) => compareKeys(taskKey(b.task), taskKey(a.task)));
+    let at = this.history.size - 1;
+    let fromLive = 0;
+    for (let seen = 0; seen < scan; seen++) {
+      // A live task's history entry (a retry's earlier run) is listed once, as live.
+      while (at >= 0 && this.live.has(this.history.at(at)!.snapshot.id)) at -= 1;
+      const stored = at >= 0 ? this.history.at(at)!.snapshot : undefined;
+      const candidate = live[fromLive];
+      if (candidate && (!stored || compareKeys(taskKey(candidate.task), [stored.createdAt, stored.id]) > 0)) {
+        const { task } = candidate;
+        fromLive += 1;
+        yield { command: task.spec.command, args: task.spec.args ?? [], cwd: task.cwd, label: task.label };
+      } else if (stored) {
+        at -= 1;
+        yield stored;
+      } else {
+        return;
+      }
+    }
   }
 
   /** The sort key of a task this registry knows, live or in history. */
