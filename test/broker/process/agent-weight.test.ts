@@ -28,6 +28,11 @@ function autogroupMissing(): string | undefined {
   }
 }
 
+/** One of three session-nice agents meeting in `dir`: each returns its session's nice once all three run. */
+function meetingOfThree(dir: string): { command: string; input: { dir: string; n: number } } {
+  return { command: fixture('session-nice.mjs'), input: { dir, n: 3 } };
+}
+
 describe('agentNice', () => {
   it('leaves a lone agent at nice 0 and makes many together weigh at most one session', () => {
     expect(agentNice(0)).toBe(0);
@@ -170,9 +175,7 @@ await cli.done;
           const broker = new TaskBroker({ ipcDir: path.join(dir, 'ipc'), concurrency: 3, ...(agentCpu ? { agentCpu } : {}) });
           try {
             const meeting = mkdtempSync(path.join(dir, 'meet-'));
-            const tasks = Array.from({ length: 3 }, () =>
-              broker.submit({ command: fixture('session-nice.mjs'), input: { dir: meeting, n: 3 } }),
-            );
+            const tasks = Array.from({ length: 3 }, () => broker.submit(meetingOfThree(meeting)));
             const results = await Promise.all(tasks.map((task) => task.result));
             expect(results.map((r) => (r.data as { nice: number }).nice)).toEqual([nice, nice, nice]);
           } finally {
@@ -198,10 +201,7 @@ await cli.done;
           try {
             const meeting = mkdtempSync(path.join(dir, 'meet-'));
             const ids = await Promise.all(
-              Array.from({ length: 3 }, async () => {
-                const body = { command: fixture('session-nice.mjs'), input: { dir: meeting, n: 3 } };
-                return (await serve.api<{ id: string }>('POST', '/api/tasks', body)).id;
-              }),
+              Array.from({ length: 3 }, async () => (await serve.api<{ id: string }>('POST', '/api/tasks', meetingOfThree(meeting))).id),
             );
             const nices = await Promise.all(
               ids.map((id) =>
