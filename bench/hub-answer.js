@@ -10,8 +10,9 @@
  * behind agents that each weighed a whole session (now src/broker/process/agent-weight.ts; both in
  * docs/performance.md). Target: p99 under load ≤ 2× idle.
  */
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openClient } from '../dist/client/index.js';
@@ -24,6 +25,7 @@ const CONCURRENCY = 50;
 const HISTORY_LIMIT = 100;
 const AGENT = agentPath('sdk-return.mjs');
 const PROBE = fileURLToPath(new URL('./peers/hub-probe.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./peers/bare-answer.js', import.meta.url));
 
 main(async ({ quick }) => {
   const count = quick ? 200 : 1000;
@@ -40,11 +42,15 @@ main(async ({ quick }) => {
     { ownSession: true },
   );
   process.env.BACKCHANNEL_CONTROL = hub.control;
-  const probe = await startProbe();
   const load = await openClient({ withoutHub: 'refuse' });
+  let bare;
+  let probe;
   try {
     // A history to page through, and a warm hub.
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => (await load.run({ command: AGENT, origin: 'cli' })).result));
+    bare = await startBare(dir, await load.listTaskPage({ limit: 50 }), await load.info());
+    process.env.BENCH_BARE_SOCKET = bare.socket;
+    probe = await startProbe();
     log(`hub answer: ${idleSamples} requests to the idle hub, then requests during ${count} tasks @ ${CONCURRENCY}`);
     const idle = await probe.sample(idleSamples);
     const during = probe.sample('until-stop');
@@ -68,7 +74,8 @@ main(async ({ quick }) => {
     const page = (samples) => summarize(samples.filter((s) => s.kind === 'page').map((s) => s.ms));
     const info = (samples) => summarize(samples.filter((s) => s.kind === 'info').map((s) => s.ms));
     const all = (samples) => summarize(samples.map((s) => s.ms));
-    const [idleAll, busyAll] = [all(idle), all(busy)];
+    const bareAll = (samples) => summarize(samples.map((s) => s.bareMs));
+    const [idleAll, busyAll, idleBare, busyBare] = [all(idle), all(busy), bareAll(idle), bareAll(busy)];
     const detail = (what, a, b) =>
       `${what}: p50 ${b.p50.toFixed(1)} vs ${a.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} vs ${a.p99.toFixed(1)} ms, max ${b.max.toFixed(0)} ms (${b.n} vs ${a.n} requests)`;
     const common = `${count} tasks @ ${CONCURRENCY} in ${seconds.toFixed(1)} s (${failures} failed), the hub's CPU ${(hubCpuMs / count).toFixed(1)} ms a task (${((hubCpuMs / 1000 / seconds) * 100).toFixed(0)} % of one core); baseline column = the same requests to the same hub idle, same run; ${detail('tasks page', page(idle), page(busy))}; ${detail('info', info(idle), info(busy))}`;
@@ -95,14 +102,49 @@ main(async ({ quick }) => {
           target: { op: '<=', ratio: 2 },
           detail: common,
         }),
+        row({
+          fig: 'HA',
+          name: '(limit) a bare answerer in a session of its own, the same requests right after, p99 under the load vs idle',
+          unit: 'ms',
+          value: busyBare.p99,
+          baseline: idleBare.p99,
+          detail: `bench/peers/bare-answer.js: serves the hub's own page and info bodies over HTTP on a Unix socket and does nothing else; p50 ${busyBare.p50.toFixed(1)} vs ${idleBare.p50.toFixed(1)} ms, max ${busyBare.max.toFixed(0)} ms`,
+        }),
+        row({
+          fig: 'HA',
+          name: "The hub's answer p99 under the load vs the bare answerer's under the same load (the floor a core's wait sets)",
+          unit: 'ms',
+          value: busyAll.p99,
+          baseline: busyBare.p99,
+          detail: `p50 ${busyAll.p50.toFixed(1)} vs ${busyBare.p50.toFixed(1)} ms`,
+        }),
       ],
     };
   } finally {
-    await probe.exit();
+    await probe?.exit();
+    await bare?.stop();
     await load.close();
     await hub.stop();
   }
 });
+
+/** The bare answerer (bench/peers/bare-answer.js), leading a session of its own as the hub does, serving `page` and `info`. */
+async function startBare(dir, page, info) {
+  const [pageFile, infoFile, socket] = ['bare-page.json', 'bare-info.json', 'bare.sock'].map((name) => path.join(dir, name));
+  writeFileSync(pageFile, JSON.stringify(page));
+  writeFileSync(infoFile, JSON.stringify(info));
+  const child = spawn(process.execPath, [BARE, socket, pageFile, infoFile], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  const [chunk] = await once(child.stdout, 'data');
+  if (!String(chunk).startsWith('ready')) throw new Error(`bare answerer: unexpected ${JSON.stringify(String(chunk))}`);
+  return {
+    socket,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
 
 /** The probe process (bench/peers/hub-probe.js), a client of the hub of its own. */
 async function startProbe() {

@@ -3,13 +3,36 @@
  * answer, not the bench process's own loop (which follows the load's 50 task streams). Asks the hub
  * at BACKCHANNEL_CONTROL for a page of tasks and for `info`, alternately, one at a time, PROBE_GAP_MS
  * apart. Over its IPC channel: `{sample: n}` takes n samples; `{sample: 'until-stop'}` samples until
- * `{stop: true}`; each answers `{samples: [{kind, ms}]}`. `{exit: true}` closes the client and exits.
+ * `{stop: true}`; each answers `{samples: [{kind, ms, bareMs}]}`. `{exit: true}` closes the client and
+ * exits. With BENCH_BARE_SOCKET set (bench/peers/bare-answer.js, the limit), each request to the hub
+ * is followed by the same one to that bare answerer (`bareMs`), so both are timed under the same load.
  */
+import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openClient } from '../../dist/client/index.js';
 
 /** Between two requests: often enough to see each stall, rare enough not to load the hub. */
 const PROBE_GAP_MS = 20;
+
+const BARE_SOCKET = process.env.BENCH_BARE_SOCKET;
+
+/** One request to the bare answerer, made as the hub client makes its calls (a new request, body read whole): ms. */
+function askBare(path) {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: BARE_SOCKET, method: 'GET', path }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('end', () => {
+        JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        resolve(performance.now() - t0);
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 const client = await openClient({ withoutHub: 'refuse' });
 let stopped = false;
@@ -31,7 +54,8 @@ process.on('message', async (message) => {
     const t0 = performance.now();
     if (kind === 'page') await client.listTaskPage({ limit: 50 });
     else await client.info();
-    samples.push({ kind, ms: performance.now() - t0 });
+    const ms = performance.now() - t0;
+    samples.push({ kind, ms, bareMs: BARE_SOCKET ? await askBare(`/${kind}`) : undefined });
     await sleep(PROBE_GAP_MS);
   }
   process.send({ samples });
