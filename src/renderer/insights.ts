@@ -75,6 +75,8 @@ export class InsightsView {
   private plots: uPlot[] = [];
   private current: Insights | undefined;
   private loading: Promise<void> | undefined;
+  /** Refreshes asked for and not drawn yet: while any is, the view is `aria-busy` (what it shows is about to change). */
+  private pending = 0;
 
   constructor(
     private readonly bridge: BackchannelBridge,
@@ -98,6 +100,8 @@ export class InsightsView {
 
   /** Fetches and draws (one request at a time; a refresh asked for meanwhile follows it). */
   async refresh(): Promise<void> {
+    this.pending += 1;
+    this.root.setAttribute('aria-busy', 'true');
     while (this.loading) await this.loading;
     this.loading = (async () => {
       try {
@@ -111,6 +115,8 @@ export class InsightsView {
     })();
     await this.loading;
     this.loading = undefined;
+    this.pending -= 1;
+    if (this.pending === 0) this.root.setAttribute('aria-busy', 'false');
   }
 
   /** Frees the charts (the view was closed). */

@@ -75,12 +75,21 @@ for (const [name, tasks] of HISTORIES) {
     const expected = statsDurations(dataDir);
     const serve = await startServe(dataDir);
     try {
+      // Every insights answer comes late, as from a hub busy with its agents: a check must wait for the
+      // range it chose to be drawn (aria-busy), not find the charts of the range before it (the
+      // one-hour history has the same heatmap in both ranges, so nothing else tells them apart).
+      await page.route('**/api/insights', async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        await route.continue();
+      });
       await page.goto(serve.url);
       await page.getByRole('button', { name: 'Insights' }).click();
       const view = page.locator('.insights');
+      const drawn = () => expect(view).toHaveAttribute('aria-busy', 'false');
       const hours = [...new Set(tasks.map((t) => Math.floor(Date.parse(t.endedAt) / HOUR) * HOUR))];
       for (const [range, span] of Object.entries(RANGES)) {
         await page.locator('select[name="range"]').selectOption({ label: range });
+        await drawn();
         const inRange = hours.filter((hour) => hour + HOUR > Date.now() - span);
         await expect(view.locator('.insights-chart canvas')).toHaveCount(2);
         await expect(view.locator('.heatmap thead th')).toHaveCount(inRange.length + 1);
@@ -103,6 +112,7 @@ for (const [name, tasks] of HISTORIES) {
         await page.setViewportSize({ width, height: 900 });
         await page.locator('select[name="range"]').selectOption({ label: 'Last 24 hours' });
         await page.locator('select[name="range"]').selectOption({ label: 'Last 7 days' });
+        await drawn();
         await expect(view.locator('.figures').first().locator('thead th').last()).toHaveText('tokens/task');
         await expect.poll(() => overflowing(page)).toEqual([]);
         await page.screenshot({ path: path.join(ROOT, 'test-results', `insights-${name}-${width}.png`), fullPage: true });
