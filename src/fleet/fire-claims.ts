@@ -19,7 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { RedisConnection } from 'bullmq';
+import { FleetConnection } from './connection.js';
 import { connectionOf, DEFAULT_QUEUE_NAME, PREFIX } from './wire.js';
 
 /**
@@ -110,7 +110,7 @@ return out
 
 class RedisFireClaims implements FireClaims {
   readonly hub: string;
-  private readonly connection: RedisConnection;
+  private readonly connection: FleetConnection;
   private readonly prefix: string;
   private readonly takeoverMs: number;
   /** Rejects every claim still waiting once close() is called (a claim waits for Redis as long as it is away). */
@@ -121,7 +121,7 @@ class RedisFireClaims implements FireClaims {
     this.hub = options.hub ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.takeoverMs = options.takeoverMs ?? FLEET_TAKEOVER_MS;
     this.prefix = `${PREFIX}:${options.name ?? DEFAULT_QUEUE_NAME}:schedule:`;
-    this.connection = new RedisConnection(connectionOf(options.redis, options.tls), { shared: false });
+    this.connection = new FleetConnection(connectionOf(options.redis, options.tls), { shared: false });
     // Connection errors are retried by ioredis; without a listener they would crash the process.
     this.connection.on('error', () => {});
     this.closed = new Promise<never>((_, reject) => (this.closeClaims = reject));

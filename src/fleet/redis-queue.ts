@@ -12,6 +12,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import type { AttemptQueue } from '../broker/queue/attempt-queue.js';
 import type { StopReason } from '../broker/task/attempt.js';
 import type { WorkerInfo } from '../model/fleet.js';
+import { FleetConnection } from './connection.js';
 import { RemoteAttempt, type AttemptHub } from './remote-attempt.js';
 import {
   connectionOf,
@@ -76,7 +77,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
     this.concurrency = options.concurrency ?? 1000;
     this.keepSeconds = options.keepFinishedSeconds ?? 3600;
     this.keys = keys(name);
-    this.queue = new Queue(name, { connection, prefix: PREFIX });
+    this.queue = new Queue(name, { connection, prefix: PREFIX }, FleetConnection);
     // Connection errors are retried by ioredis; without a listener they would crash the process.
     this.queue.on('error', () => {});
     this.ready = this.listen(name, connection);
@@ -90,7 +91,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
   private async listen(name: string, connection: ReturnType<typeof connectionOf>): Promise<void> {
     const client = await this.queue.client;
     const [last] = await client.xrevrange(`${PREFIX}:${name}:events`, '+', '-', 'COUNT', 1);
-    const events = new QueueEvents(name, { connection, prefix: PREFIX, lastEventId: last?.[0] ?? '0-0' });
+    const events = new QueueEvents(name, { connection, prefix: PREFIX, lastEventId: last?.[0] ?? '0-0' }, FleetConnection);
     this.events = events;
     events.on('error', () => {});
     this.listenTo(events);

@@ -15,6 +15,7 @@ import { Attempt, type AttemptSettings, type AttemptSink } from '../broker/task/
 import { DEFAULT_CHANNEL_LIMITS } from '../broker/transport/channel.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from '../broker/transport/endpoint.js';
 import type { Admitted, AllowList } from './allow-list.js';
+import { emitErrorsToListenersOnly, FleetConnection } from './connection.js';
 import type { FleetEntry } from './redis-queue.js';
 import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptJob, type AttemptReport, type ControlMessage } from './wire.js';
 import { Reporter } from './reporter.js';
@@ -74,15 +75,21 @@ export class FleetWorker {
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.baseEnv = filterEnv(process.env, options.env);
     const lockDuration = options.lockDurationMs ?? 30_000;
-    this.worker = new Worker<AttemptJob, AttemptReport>(options.name ?? DEFAULT_QUEUE_NAME, (job) => this.process(job), {
-      connection: connectionOf(options.redis, options.tls),
-      prefix: PREFIX,
-      concurrency: this.concurrency,
-      autorun: false,
-      lockDuration,
-      stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
-      maxStalledCount: 0,
-    });
+    this.worker = new Worker<AttemptJob, AttemptReport>(
+      options.name ?? DEFAULT_QUEUE_NAME,
+      (job) => this.process(job),
+      {
+        connection: connectionOf(options.redis, options.tls),
+        prefix: PREFIX,
+        concurrency: this.concurrency,
+        autorun: false,
+        lockDuration,
+        stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
+        maxStalledCount: 0,
+      },
+      FleetConnection,
+    );
+    emitErrorsToListenersOnly(this.worker['blockingConnection']);
     this.worker.on('error', (error) => this.logger.warn(`worker ${this.name}: ${error.message}`));
   }
 
@@ -115,7 +122,8 @@ export class FleetWorker {
     const client = await this.worker.client.catch(() => undefined);
     await client?.hdel(this.keys.fleet, this.name).catch(() => {});
     this.subscriber?.disconnect();
-    await this.worker.disconnect();
+    // A connection whose start-up close() cut (Redis hung) has nothing left to disconnect: it rejects.
+    await this.worker.disconnect().catch(() => {});
   }
 
   private async beat(): Promise<void> {

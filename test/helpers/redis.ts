@@ -126,3 +126,69 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
     },
   };
 }
+
+export interface HungRedis {
+  /** `redis://127.0.0.1:<port>` of a server that answers a client's handshake, then nothing. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A Redis that hangs once a client has connected: it answers the handshake (ioredis's `CLIENT`
+ * commands and its ready check, the first `INFO`), then reads every later command and answers none.
+ * A BullMQ connection to it stays in its start-up (its own `INFO`, the version check) for as long
+ * as it lives.
+ */
+export async function startHungRedis(): Promise<HungRedis> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let pending = '';
+    let infoAnswered = false;
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('latin1');
+      // Each request is a RESP array: `*<n>\r\n` then n bulk strings `$<len>\r\n<bytes>\r\n`.
+      for (;;) {
+        const command = takeCommand(pending);
+        if (!command) break;
+        pending = pending.slice(command.length);
+        const name = command.args[0]?.toUpperCase();
+        if (name === 'CLIENT') socket.write('+OK\r\n');
+        else if (name === 'INFO' && !infoAnswered) {
+          infoAnswered = true;
+          const info = '# Server\r\nredis_version:7.2.0\r\nloading:0\r\n';
+          socket.write(`$${Buffer.byteLength(info)}\r\n${info}\r\n`);
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The first whole RESP request in `text`: its arguments and its length in characters; undefined until it is whole. */
+function takeCommand(text: string): { args: string[]; length: number } | undefined {
+  const header = /^\*(\d+)\r\n/.exec(text);
+  if (!header) return undefined;
+  let at = header[0].length;
+  const args: string[] = [];
+  for (let i = 0; i < Number(header[1]); i++) {
+    const bulk = /^\$(\d+)\r\n/.exec(text.slice(at));
+    if (!bulk) return undefined;
+    const start = at + bulk[0].length;
+    const end = start + Number(bulk[1]);
+    if (text.length < end + 2) return undefined;
+    args.push(text.slice(start, end));
+    at = end + 2;
+  }
+  return { args, length: at };
+}

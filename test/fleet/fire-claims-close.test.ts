@@ -1,0 +1,72 @@
+/**
+ * A fleet's Redis clients closed while their connections still start (a Redis that hangs after the
+ * handshake): they close without an unhandled rejection. BullMQ 5's connection reported its
+ * start-up's failure as an 'error' event after close() had removed every listener, and EventEmitter
+ * threw it: "Connection is closed." as an unhandled rejection, which ends a hub or worker on its way
+ * out with a stack trace (`serve --redis` stopped with Ctrl+C exited 1). It failed CI's run of
+ * fire-claims.test.ts, every test of which had passed.
+ */
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { FleetWorker, redisFireClaims, redisQueue } from '../../src/fleet/index.js';
+import { scratchDir, startServe } from '../e2e/serve.js';
+import { tempDir } from '../helpers/core.js';
+import { startHungRedis, type HungRedis } from '../helpers/redis.js';
+
+describe('closing a fleet client whose Redis has not answered yet', () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  let server: HungRedis;
+  beforeEach(async () => {
+    unhandled.length = 0;
+    process.on('unhandledRejection', onUnhandled);
+    server = await startHungRedis();
+  });
+  afterEach(async () => {
+    await server.close();
+    process.off('unhandledRejection', onUnhandled);
+  });
+
+  /** Lets the connections reach the server, closes, then gives the cut connections time to report. */
+  async function closeWhileStarting(close: () => Promise<void>): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await close();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(unhandled.map(String)).toEqual([]);
+  }
+
+  test('fire claims: a claim waiting on the connection is refused, and nothing rejects unhandled', async () => {
+    const claims = redisFireClaims({ redis: server.url, name: 'q', hub: 'h' });
+    const waiting = claims.claim('s', [{ at: 1, through: 1 }], 60_000);
+    const refused = expect(waiting).rejects.toThrow('the fire claims were closed');
+    await closeWhileStarting(() => claims.close());
+    await refused;
+  });
+
+  test('a broker’s Redis queue', async () => {
+    const queue = redisQueue({ redis: server.url, name: 'q' });
+    await closeWhileStarting(() => queue.close());
+  });
+
+  test('a fleet worker that never started', async () => {
+    const worker = new FleetWorker({ redis: server.url, name: 'q', ipcDir: path.join(tempDir('bc-silent-'), 'ipc') });
+    await closeWhileStarting(() => worker.close(true));
+  });
+});
+
+test('`serve --redis` on a Redis that hangs stops on Ctrl+C with exit 0, and prints no stack trace', async () => {
+  const hung = await startHungRedis();
+  try {
+    const serve = await startServe(path.join(scratchDir(), 'data'), ['--redis', hung.url]);
+    let stderr = '';
+    serve.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // Its queue, queue events and fire claims have connected, and wait on their version checks.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await serve.stop('SIGINT');
+    expect(stderr).not.toContain('Connection is closed');
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(serve.child.exitCode).toBe(0);
+  } finally {
+    await hung.close();
+  }
+}, 90_000);
