@@ -53,6 +53,8 @@ interface RunningJob {
 
 /** How long close() waits for running jobs: the core's cancel grace (3 s) + kill grace (1 s) + slack. */
 const CLOSE_WAIT_MS = 8_000;
+/** How long close() waits to take the worker out of the fleet before it cuts the connection. */
+const LEAVE_WAIT_MS = 2_000;
 
 export class FleetWorker {
   readonly name: string;
@@ -119,11 +121,29 @@ export class FleetWorker {
     const graceful = this.worker.close().then(() => true);
     const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_WAIT_MS).unref());
     if (!(await Promise.race([graceful, late]))) await this.worker.close(true).catch(() => {});
-    const client = await this.worker.client.catch(() => undefined);
-    await client?.hdel(this.keys.fleet, this.name).catch(() => {});
-    this.subscriber?.disconnect();
+    await this.leaveFleet();
     // A connection whose start-up close() cut (Redis hung) has nothing left to disconnect: it rejects.
     await this.worker.disconnect().catch(() => {});
+  }
+
+  /**
+   * Takes this worker's entry out of the fleet, so no list shows it after it stopped. On the control
+   * connection, out of subscribe mode first: BullMQ's close has ended the worker's own connection,
+   * where the command would be refused. Bounded: Redis may be away or hung.
+   */
+  private async leaveFleet(): Promise<void> {
+    const subscriber = this.subscriber;
+    if (!subscriber) return;
+    const left = subscriber
+      .unsubscribe()
+      .then(() => subscriber.hdel(this.keys.fleet, this.name))
+      .then(
+        () => true,
+        () => false,
+      );
+    const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), LEAVE_WAIT_MS).unref());
+    await Promise.race([left, late]);
+    subscriber.disconnect();
   }
 
   private async beat(): Promise<void> {

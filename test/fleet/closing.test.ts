@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { FleetWorker, redisFireClaims, redisQueue } from '../../src/fleet/index.js';
 import { scratchDir, startServe } from '../e2e/serve.js';
 import { tempDir } from '../helpers/core.js';
-import { startHungRedis, type HungRedis } from '../helpers/redis.js';
+import { REDIS_MISSING, startHungRedis, startRedis, type HungRedis } from '../helpers/redis.js';
 
 describe('closing a fleet client whose Redis has not answered yet', () => {
   const unhandled: unknown[] = [];
@@ -70,3 +70,27 @@ test('`serve --redis` on a Redis that hangs stops on Ctrl+C with exit 0, and pri
     await hung.close();
   }
 }, 90_000);
+
+test.skipIf(Boolean(REDIS_MISSING))(
+  `a worker that stops leaves the fleet: the hub's list no longer names it${REDIS_MISSING ? ` (skipped: ${REDIS_MISSING})` : ''}`,
+  async () => {
+    const redis = await startRedis();
+    const queue = redisQueue({ redis: redis.url, name: 'leaving' });
+    try {
+      const ipcDir = path.join(tempDir('bc-leave-'), 'ipc');
+      const staying = new FleetWorker({ redis: redis.url, name: 'leaving', workerName: 'w-staying', ipcDir });
+      const leaving = new FleetWorker({ redis: redis.url, name: 'leaving', workerName: 'w-leaving', ipcDir });
+      await staying.start();
+      await leaving.start();
+      expect((await queue.fleet()).map((w) => w.name)).toEqual(['w-leaving', 'w-staying']);
+      await leaving.close();
+      expect((await queue.fleet()).map((w) => w.name)).toEqual(['w-staying']);
+      await staying.close();
+      expect(await queue.fleet()).toEqual([]);
+    } finally {
+      await queue.close();
+      await redis.stop();
+    }
+  },
+  60_000,
+);
