@@ -1,16 +1,20 @@
 /**
- * A fleet's Redis clients closed while their connections still start (a Redis that hangs after the
- * handshake): they close without an unhandled rejection. BullMQ 5's connection reported its
- * start-up's failure as an 'error' event after close() had removed every listener, and EventEmitter
- * threw it: "Connection is closed." as an unhandled rejection, which ends a hub or worker on its way
- * out with a stack trace (`serve --redis` stopped with Ctrl+C exited 1). It failed CI's run of
- * fire-claims.test.ts, every test of which had passed.
+ * How a fleet's Redis clients close.
+ *
+ * Closed while their connections still start (a Redis that hangs after the handshake), they close
+ * without an unhandled rejection. BullMQ 5's connection reported its start-up's failure as an
+ * 'error' event after close() had removed every listener, and EventEmitter threw it: "Connection is
+ * closed." as an unhandled rejection, which ends a hub or worker on its way out with a stack trace
+ * (`serve --redis` stopped with Ctrl+C exited 1). It failed CI's run of fire-claims.test.ts, every
+ * test of which had passed.
+ *
+ * A worker that stops leaves the fleet (it used to stay listed until the hub forgot it).
  */
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { FleetWorker, redisFireClaims, redisQueue } from '../../src/fleet/index.js';
 import { scratchDir, startServe } from '../e2e/serve.js';
-import { tempDir } from '../helpers/core.js';
+import { tempDir, waitFor } from '../helpers/core.js';
 import { REDIS_MISSING, startHungRedis, startRedis, type HungRedis } from '../helpers/redis.js';
 
 describe('closing a fleet client whose Redis has not answered yet', () => {
@@ -27,11 +31,15 @@ describe('closing a fleet client whose Redis has not answered yet', () => {
     process.off('unhandledRejection', onUnhandled);
   });
 
-  /** Lets the connections reach the server, closes, then gives the cut connections time to report. */
-  async function closeWhileStarting(close: () => Promise<void>): Promise<void> {
-    await new Promise((resolve) => setTimeout(resolve, 300));
+  /**
+   * Waits for `connections` handshakes (each connection then waits on BullMQ's version check),
+   * closes, waits for the cut connections to close, and gives their rejections time to surface.
+   */
+  async function closeWhileStarting(connections: number, close: () => Promise<void>): Promise<void> {
+    await waitFor(() => server.handshakes >= connections, `${connections} handshakes`);
     await close();
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await waitFor(() => server.open === 0, 'the connections to close');
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(unhandled.map(String)).toEqual([]);
   }
 
@@ -39,18 +47,19 @@ describe('closing a fleet client whose Redis has not answered yet', () => {
     const claims = redisFireClaims({ redis: server.url, name: 'q', hub: 'h' });
     const waiting = claims.claim('s', [{ at: 1, through: 1 }], 60_000);
     const refused = expect(waiting).rejects.toThrow('the fire claims were closed');
-    await closeWhileStarting(() => claims.close());
+    await closeWhileStarting(1, () => claims.close());
     await refused;
   });
 
   test('a broker’s Redis queue', async () => {
     const queue = redisQueue({ redis: server.url, name: 'q' });
-    await closeWhileStarting(() => queue.close());
+    await closeWhileStarting(1, () => queue.close());
   });
 
   test('a fleet worker that never started', async () => {
-    const worker = new FleetWorker({ redis: server.url, name: 'q', ipcDir: path.join(tempDir('bc-silent-'), 'ipc') });
-    await closeWhileStarting(() => worker.close(true));
+    const worker = new FleetWorker({ redis: server.url, name: 'q', ipcDir: path.join(tempDir('bc-hung-'), 'ipc') });
+    // Its own connection and its blocking one.
+    await closeWhileStarting(2, () => worker.close(true));
   });
 });
 
@@ -60,8 +69,8 @@ test('`serve --redis` on a Redis that hangs stops on Ctrl+C with exit 0, and pri
     const serve = await startServe(path.join(scratchDir(), 'data'), ['--redis', hung.url]);
     let stderr = '';
     serve.child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // Its queue, queue events and fire claims have connected, and wait on their version checks.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Its queue and its fire claims have connected, and wait on their version checks.
+    await waitFor(() => hung.handshakes >= 2, "the hub's two connections");
     await serve.stop('SIGINT');
     expect(stderr).not.toContain('Connection is closed');
     expect(stderr).not.toMatch(/^\s+at /m);

@@ -130,6 +130,10 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
 export interface HungRedis {
   /** `redis://127.0.0.1:<port>` of a server that answers a client's handshake, then nothing. */
   readonly url: string;
+  /** Connections whose handshake it answered, in all. */
+  readonly handshakes: number;
+  /** Connections open now. */
+  readonly open: number;
   close(): Promise<void>;
 }
 
@@ -141,6 +145,7 @@ export interface HungRedis {
  */
 export async function startHungRedis(): Promise<HungRedis> {
   const sockets = new Set<net.Socket>();
+  let handshakes = 0;
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -158,6 +163,7 @@ export async function startHungRedis(): Promise<HungRedis> {
         if (name === 'CLIENT') socket.write('+OK\r\n');
         else if (name === 'INFO' && !infoAnswered) {
           infoAnswered = true;
+          handshakes++;
           const info = '# Server\r\nredis_version:7.2.0\r\nloading:0\r\n';
           socket.write(`$${Buffer.byteLength(info)}\r\n${info}\r\n`);
         }
@@ -168,6 +174,12 @@ export async function startHungRedis(): Promise<HungRedis> {
   const { port } = server.address() as net.AddressInfo;
   return {
     url: `redis://127.0.0.1:${port}`,
+    get handshakes() {
+      return handshakes;
+    },
+    get open() {
+      return sockets.size;
+    },
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
