@@ -78,8 +78,7 @@ export function tooBusy(load: MachineLoad): string | undefined {
  * silent for most of the busy time with no cadence at all fails however busy the machine.
  */
 export function judgeSilences(run: Observation, busyMs: number): Verdict {
-  if (run.snapshot.reason === 'stalled')
-    return fail(`silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`);
+  if (run.snapshot.reason === 'stalled') return judgeStall(run);
   const times = run.receivedAt.slice(1);
   const span = times.length > 0 ? times.at(-1)! - times[0]! : 0;
   const gaps = times.slice(1).map((time, i) => time - times[i]!);
@@ -103,6 +102,24 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
     );
   }
   return fail(`silent for ${longest} ms while busy, ${where} (${allowed}; told ${ENV_HEARTBEAT_MS}=${HEARTBEAT_MS})`);
+}
+
+/**
+ * A run the watchdog ended: nothing came from the agent for HEARTBEAT_WATCHDOG_MS, three times as
+ * long as it is asked to stay busy. That fails, unless the machine was too busy to tell and this
+ * process itself ran so late during that silence that its own delay explains it (within the allowed
+ * silence): the whole machine stalled then, the agent with it, as every other run of such a check
+ * shows by hitting its deadline. A delay shorter than the silence explains nothing.
+ */
+function judgeStall(run: Observation): Verdict {
+  const stalled = `silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`;
+  const since = run.receivedAt.at(-1) ?? 0;
+  const ownDelay = delayDuring(run.load, since, run.endedAt);
+  const busy = tooBusy(run.load);
+  if (busy && run.endedAt - since - ownDelay <= ALLOWED_SILENCE_MS) {
+    return unjudged(`${stalled}, while ${busy} (up to ${ownDelay} ms late during that silence of ${run.endedAt - since} ms)`);
+  }
+  return fail(stalled);
 }
 
 /**

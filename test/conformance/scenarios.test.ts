@@ -199,6 +199,42 @@ describe('the heartbeat judge reads the gaps between the agent lines, with a mar
     expect(verdict.detail).toMatch(detail);
   });
 
+  describe('a run the watchdog ended (stalled)', () => {
+    // The agent's last line at 100 ms; the watchdog ended the run 15 s later.
+    const stalled = (late: MachineLoad['late'], perCore = 0.5) =>
+      judgeSilences(
+        run(
+          [],
+          { state: 'failed', reason: 'stalled', message: 'stalled: no message for 15000 ms' },
+          {
+            receivedAt: [100],
+            endedAt: 15_200,
+            load: { delayMs: Math.max(0, ...late.map((l) => l.ms)), perCore, late },
+          },
+        ),
+        5000,
+      );
+
+    test('on a quiet machine it fails', () => {
+      expect(stalled([])).toEqual({ status: 'fail', detail: 'silent for the whole 15000 ms watchdog: stalled: no message for 15000 ms' });
+    });
+
+    test('when this process itself stalled for about the whole silence, it cannot be judged', () => {
+      // As beside two spinners at a load of 20 per CPU: this process's timers ran 16.4 s late.
+      const verdict = stalled([{ at: 15_100, ms: 16_412 }], 20.6);
+      expect(verdict.status).toBe('unjudged');
+      expect(verdict.detail).toMatch(
+        /^could not judge \(machine too busy\): silent for the whole 15000 ms watchdog: .*up to 16412 ms late during that silence of 15100 ms/,
+      );
+    });
+
+    test('a delay of this process shorter than the silence explains nothing: it fails', () => {
+      expect(stalled([{ at: 8000, ms: 5000 }], 20.6).status).toBe('fail');
+      // Late enough, but before the agent fell silent.
+      expect(stalled([{ at: 50, ms: 16_000 }], 20.6).status).toBe('fail');
+    });
+  });
+
   test('the margin is three intervals, the broker watchdog rule', () => {
     expect(ALLOWED_SILENCE_MS).toBe(3 * HEARTBEAT_MS);
   });
