@@ -109,7 +109,7 @@ export function judgeSilences(run: Observation, busyMs: number): Verdict {
  * long as it is asked to stay busy. That fails, unless the machine was too busy to tell and this
  * process itself ran so late during that silence that its own delay explains it (within the allowed
  * silence): the whole machine stalled then, the agent with it, as every other run of such a check
- * shows by hitting its deadline. A delay shorter than the silence explains nothing.
+ * shows by hitting its deadline. A shorter delay, or one before the silence began, does not.
  */
 function judgeStall(run: Observation): Verdict {
   const stalled = `silent for the whole ${HEARTBEAT_WATCHDOG_MS} ms watchdog: ${run.snapshot.message ?? 'stalled'}`;
