@@ -4,8 +4,10 @@
 // test-results/pytest.xml, JUnit XML).
 // Every skipped test is listed with its reason; a skip without one, a browser suite that did not run,
 // or no test at all makes the run fail: a skip never counts as a pass. Last come the names of the
-// failed tests, so they need no search through the runners' output above.
-import { existsSync, readFileSync } from 'node:fs';
+// failed tests, so they need no search through the runners' output above. Each runner's line ends with
+// its wall time (test-results/timings.json, written by scripts/test.mjs), and the 10 slowest test files
+// are written to test-results/slowest.txt.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** A report's absolute test-file path, relative to the project (where the runners ran). */
 function relative(file) {
@@ -83,6 +85,25 @@ if (playwright) {
   const s = playwright.stats;
   rows.push({ name: 'playwright', passed: s.expected + s.flaky, failed: s.unexpected, skipped: s.skipped });
 }
+/** The 10 slowest test files of vitest (wall time per file) and Playwright (its tests' time added up per file). */
+function slowestFiles(vitestReport, playwrightReport) {
+  const files = [];
+  for (const file of vitestReport?.testResults ?? []) {
+    if (file.startTime && file.endTime)
+      files.push({ s: (file.endTime - file.startTime) / 1000, file: `vitest ${relative(file.name ?? '')}` });
+  }
+  const perFile = new Map();
+  const add = (suite) => {
+    for (const spec of suite.specs ?? []) {
+      const ms = (spec.tests ?? []).flatMap((t) => t.results ?? []).reduce((sum, r) => sum + (r.duration ?? 0), 0);
+      perFile.set(spec.file ?? suite.file, (perFile.get(spec.file ?? suite.file) ?? 0) + ms);
+    }
+    for (const child of suite.suites ?? []) add(child);
+  };
+  for (const suite of playwrightReport?.suites ?? []) add(suite);
+  for (const [file, ms] of perFile) files.push({ s: ms / 1000, file: `playwright ${file}` });
+  return files.sort((a, b) => b.s - a.s).slice(0, 10);
+}
 /** pytest's JUnit XML: the counts are attributes of its <testsuite> element (errors are failures too). */
 const pytestXml = existsSync('test-results/pytest.xml') ? readFileSync('test-results/pytest.xml', 'utf8') : undefined;
 if (pytestXml) {
@@ -105,7 +126,12 @@ const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.fa
   failed: 0,
   skipped: 0,
 });
-for (const r of rows) console.log(`${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`);
+const timings = read('test-results/timings.json') ?? {};
+const took = (name) => (timings[name] === undefined ? '' : ` in ${timings[name]} s`);
+for (const r of rows) console.log(`${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${took(r.name)}`);
+const slowest = slowestFiles(vitest, playwright);
+if (slowest.length > 0)
+  writeFileSync('test-results/slowest.txt', slowest.map(({ s, file }) => `${s.toFixed(1)} s  ${file}`).join('\n') + '\n');
 console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 if (unexplained > 0) console.log(`${unexplained} test(s) skipped or not run without a reason: counted as failures`);
 if (failures.length > 0) {

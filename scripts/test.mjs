@@ -12,7 +12,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { join } from 'node:path';
 import { ensureChromium } from './find-chromium.mjs';
 
-for (const report of ['vitest.json', 'playwright.json', 'playwright.log', 'pytest.xml'])
+for (const report of ['vitest.json', 'playwright.json', 'playwright.log', 'pytest.xml', 'timings.json', 'slowest.txt'])
   rmSync(join('test-results', report), { force: true });
 
 function run(command, args, env = {}) {
@@ -78,15 +78,27 @@ function browserSuite() {
   const env = { PLAYWRIGHT_JSON_OUTPUT_NAME: 'test-results/playwright.json', CHROMIUM_PATH: chromium };
   return serial ? Promise.resolve(run('npx', args, env)) : runLogged('npx', args, PLAYWRIGHT_LOG, env);
 }
-const browser = serial ? undefined : browserSuite();
+/** Each runner's wall time in seconds, for the summary (test-results/timings.json). */
+const seconds = {};
+const since = (start) => Math.round((Date.now() - start) / 1000);
+function timedBrowserSuite() {
+  const start = Date.now();
+  return browserSuite().then((code) => ((seconds.playwright = since(start)), code));
+}
+const browser = serial ? undefined : timedBrowserSuite();
 if (browser) console.log(`The browser suite (Playwright) runs beside vitest; its output follows vitest's (${PLAYWRIGHT_LOG}).`);
+const vitestStart = Date.now();
 const vitest = run('npx', ['vitest', 'run', ...process.argv.slice(2)]);
-const playwrightSerial = serial ? await browserSuite() : undefined;
+seconds.vitest = since(vitestStart);
+const playwrightSerial = serial ? await timedBrowserSuite() : undefined;
 let pytest = 1;
+const pytestStart = Date.now();
 if (ensurePytestVenv()) pytest = run(venvPython, ['-m', 'pytest', 'sdk/python/tests', '-q', '--junitxml=test-results/pytest.xml']);
 else console.log(`No Python test environment: ${systemPython} -m venv or pip failed (see above); the Python SDK tests did not run.`);
 if (browser) console.log('\nWaiting for the browser suite (Playwright), which ran beside vitest…');
 const playwright = playwrightSerial ?? (await browser);
 if (browser && existsSync(PLAYWRIGHT_LOG)) process.stdout.write(readFileSync(PLAYWRIGHT_LOG));
+seconds.pytest = since(pytestStart);
+writeFileSync('test-results/timings.json', JSON.stringify(seconds) + '\n');
 const summary = run(process.execPath, ['scripts/test-summary.mjs']);
 process.exitCode = vitest || playwright || pytest || summary;
