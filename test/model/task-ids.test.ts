@@ -16,6 +16,8 @@ describe('task ids a person types', () => {
     expect(taskIdsNamedBy([A, B], '01a2327f-1c')).toEqual([A]);
     expect(taskIdsNamedBy([A, B], '01a2327f1c2d')).toEqual([A]);
     expect(taskIdsNamedBy([A, B], '5c6d7e8f9a0b')).toEqual([A]);
+    // Any unique end of the short id, as the docs say (README "One hub", docs/mcp.md).
+    expect(taskIdsNamedBy([A, B], '9a0b')).toEqual([A]);
     expect(taskIdsNamedBy([A, B], 'backchannel/4d3c2b1a0f9e')).toEqual([B]);
     expect(taskIdsNamedBy([A, B], ' 4D3C2B1A0F9E ')).toEqual([B]);
   });

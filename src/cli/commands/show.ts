@@ -13,7 +13,8 @@ const SHOWN_RESULT_CHARS = 4000;
 const HELP = `Usage: backchannel show <id> [--json]
 
 Shows one task of the running hub (or of the history on disk): state, progress, result or failure.
-The id may be abbreviated to a unique prefix.
+The id may be abbreviated: its short id (the last 12 hex digits, or any unique end of them) or a
+unique start of it.
 
 Options:
   --json        the task's snapshot and log as one JSON object, with the whole result

@@ -10,7 +10,8 @@ import { taskCommand } from '../run/client-command.js';
 const HELP = `Usage: backchannel tasks [--json] [--state running|queued|finished|failed] [--limit n]
 
 Lists the tasks of the running hub (the desktop app or \`backchannel serve\`), newest first; without a
-hub, the history on disk. Ids may be abbreviated to a unique prefix in the other task commands.
+hub, the history on disk. In the other task commands an id may be abbreviated: its short id (the last 12 hex digits, or any
+unique end of them) or a unique start of it.
 
 Options:
   --state <s>   only running (incl. retrying), queued, finished (any end) or failed (failed, interrupted) tasks
