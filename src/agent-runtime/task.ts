@@ -9,6 +9,7 @@ import {
   isAttachmentName,
   isoNow,
   outgoingAttachment,
+  type ApprovalContext,
   type AttachmentValue,
   type OutgoingAttachment,
   type BrokerMessage,
@@ -36,6 +37,8 @@ export interface ConnectTaskOptions extends ConnectOptions {
 
 export interface AskOptions {
   choices?: string[];
+  /** The question is an approval of a tool call (the ACP adapter's; docs/acp.md): shown beside the question. */
+  approval?: ApprovalContext;
   /** Give up after this long (the broker also has its own limit). */
   timeoutMs?: number;
 }
@@ -273,6 +276,7 @@ export class AgentTask<Input = unknown> {
         ask_id: askId,
         question,
         ...(options.choices ? { choices: options.choices } : {}),
+        ...(options.approval ? { approval: options.approval } : {}),
       });
     });
   }

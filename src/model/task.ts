@@ -1,4 +1,4 @@
-import type { Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
+import type { ApprovalContext, Attachment, FinalPayload, Payload, PayloadMeta } from '../protocol/index.js';
 import type { ChangeSummary, WorktreeInfo } from './change.js';
 import type { TaskOrigin } from './origins.js';
 import type { TaskRequest } from './task-request.js';
@@ -135,6 +135,8 @@ export interface PendingQuestion {
   askedAt: string;
   /** A coding task's question says where it stands: its branch and the files it has changed so far. */
   worktree?: { branch: string; files: string[] };
+  /** An approval: the tool call an ACP agent asks permission for, and its options (docs/acp.md). */
+  approval?: ApprovalContext;
 }
 
 /** What a task ran, as `info()`'s recent commands list it: read in place, never a copy of the snapshot. */

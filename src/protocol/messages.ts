@@ -87,8 +87,40 @@ export interface AskMessage {
   ask_id: string;
   question: string;
   choices?: string[];
+  /** The question is an approval: what an ACP agent asks permission for (docs/acp.md). */
+  approval?: ApprovalContext;
   token?: string;
 }
+
+/**
+ * What an approval question concerns: the tool call an ACP agent asks permission for, and the
+ * agent's own options (their names are the question's `choices`). Written by the ACP adapter
+ * (src/acp), shown by every door that answers questions (docs/acp.md).
+ */
+export interface ApprovalContext {
+  tool_call_id: string;
+  /** ACP's tool kind: read, edit, delete, move, search, execute, think, fetch, other. */
+  kind: string;
+  title: string;
+  /** The paths the tool call touches. */
+  locations?: string[];
+  /** The command line, for an `execute` tool call. */
+  command?: string;
+  /** The agent's options, in its order: the answer names one (its `name`, or its number). */
+  options: ApprovalOption[];
+  /** The agent asked about a tool call it never announced. */
+  unannounced?: boolean;
+}
+
+export interface ApprovalOption {
+  option_id: string;
+  name: string;
+  /** allow_once, allow_always, reject_once, reject_always. */
+  kind: string;
+}
+
+/** An approval's options, at most (ACP agents offer two to four). */
+export const MAX_APPROVAL_OPTIONS = 16;
 
 /**
  * A tool the task's caller hosts, offered to the agent in its `welcome` (docs/protocol.md §6.1): its
@@ -251,7 +283,7 @@ export function agentMessageProblem(value: unknown): string | undefined {
       if (value.choices !== undefined && !(Array.isArray(value.choices) && value.choices.every((c) => typeof c === 'string'))) {
         return 'ask "choices" must be an array of strings';
       }
-      return undefined;
+      return value.approval === undefined ? undefined : approvalProblem(value.approval);
     }
     if (value.type === 'tool_call') return toolCallProblem(value);
     return `unknown message type ${JSON.stringify(String(value.type)).slice(0, 40)}`;
@@ -263,6 +295,27 @@ export function agentMessageProblem(value: unknown): string | undefined {
   if (value.retryable !== undefined && typeof value.retryable !== 'boolean') return '"retryable" must be a boolean';
   if (value.attachments !== undefined) return attachmentProblem(value);
   return undefined;
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+/** What is wrong with an ask's `approval`, or undefined. */
+function approvalProblem(value: unknown): string | undefined {
+  if (!isPlainObject(value)) return 'ask "approval" must be an object';
+  for (const key of ['tool_call_id', 'kind', 'title'] as const) {
+    if (!isString(value[key])) return `ask "approval.${key}" must be a string`;
+  }
+  if (value.locations !== undefined && !(Array.isArray(value.locations) && value.locations.every(isString))) {
+    return 'ask "approval.locations" must be an array of strings';
+  }
+  if (value.command !== undefined && !isString(value.command)) return 'ask "approval.command" must be a string';
+  if (value.unannounced !== undefined && typeof value.unannounced !== 'boolean') return 'ask "approval.unannounced" must be a boolean';
+  const options = value.options;
+  if (!Array.isArray(options) || options.length === 0 || options.length > MAX_APPROVAL_OPTIONS) {
+    return `ask "approval.options" must be an array of 1 to ${MAX_APPROVAL_OPTIONS} options`;
+  }
+  const bad = options.some((option) => !isPlainObject(option) || !isString(option.option_id) || !isString(option.name) || !isString(option.kind));
+  return bad ? 'ask "approval.options" must each have string "option_id", "name" and "kind"' : undefined;
 }
 
 /** What is wrong with a `tool_call`, or undefined. */

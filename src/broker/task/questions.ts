@@ -47,6 +47,7 @@ export class PendingQuestion {
       question: message.question,
       ...(message.choices ? { choices: message.choices } : {}),
       ...(worktree ? { worktree } : {}),
+      ...(message.approval ? { approval: message.approval } : {}),
     });
   }
 
