@@ -132,3 +132,17 @@ test('the bell asks the browser first; a refusal is said in a toast and nothing 
   await expect(page.locator(`li.task[data-id="${id}"]`)).toHaveClass(/state-succeeded/);
   expect(await shown(page)).toEqual([]);
 });
+
+test('the bell is an icon the panel ships, drawn without any emoji font', async ({ page }) => {
+  await spyOnNotifications(page, 'default');
+  await page.goto(serve.url);
+  const bell = page.getByRole('button', { name: 'Notifications' });
+  await expect(bell).toBeVisible();
+  // No glyph that needs a font: the button's only content is the inline SVG, and it has a size.
+  expect((await bell.innerText()).trim()).toBe('');
+  const icon = bell.locator('svg path');
+  await expect(icon).toHaveCount(1);
+  const box = await icon.boundingBox();
+  expect(box!.width).toBeGreaterThanOrEqual(10);
+  expect(box!.height).toBeGreaterThanOrEqual(10);
+});
