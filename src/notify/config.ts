@@ -22,9 +22,14 @@ export interface WebhookTarget {
 }
 
 const WEBHOOK = z.strictObject({
-  url: z
-    .string({ error: must('must be an http(s) URL') })
-    .check(z.refine((url: string) => /^https?:\/\//.test(url) && URL.canParse(url), { error: must('must be an http(s) URL') })),
+  url: z.string({ error: must('must be an http(s) URL') }).check(
+    z.refine((url: string) => /^https?:\/\//.test(url) && URL.canParse(url), { error: must('must be an http(s) URL') }),
+    // A `user:pass@` URL can never be delivered (fetch refuses it) and puts a password in the file's
+    // URL; the password is never quoted back. The signature is what authenticates the hub.
+    z.refine((url: string) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''), {
+      error: () => '{path} must not hold a user name or password (user:pass@); receivers check the signature made with `secret`',
+    }),
+  ),
   events: z.array(z.enum(NOTIFY_EVENTS, { error: must(`must be one of ${NOTIFY_EVENTS.join(', ')}`) }), {
     error: must('must be a list of events'),
   }),

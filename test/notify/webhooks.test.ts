@@ -144,6 +144,127 @@ describe('webhooks', () => {
   });
 });
 
+/** A logger that keeps every line. */
+function keptLogger(): { logger: typeof silentLogger; logged: string[] } {
+  const logged: string[] = [];
+  const keep = (text: unknown) => logged.push(String(text));
+  return { logger: { ...silentLogger, info: keep, warn: keep, error: keep }, logged };
+}
+
+/** A receiver with its own handler; tracks connections open at once and in all. */
+async function receiver(handle: (req: IncomingMessage, res: import('node:http').ServerResponse) => void) {
+  const stats = { open: 0, maxOpen: 0, requests: 0 };
+  const server = createServer((req, res) => {
+    stats.requests += 1;
+    handle(req, res);
+  });
+  server.on('connection', (socket) => {
+    stats.open += 1;
+    stats.maxOpen = Math.max(stats.maxOpen, stats.open);
+    socket.on('close', () => (stats.open -= 1));
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, stats, server };
+}
+
+describe('a receiver cannot harm the hub (issue 47)', () => {
+  test('Y54: an endless answer is read to a small bound, then the connection is dropped; the delivery counts', async () => {
+    let written = 0;
+    let closed = false;
+    const { port, server } = await receiver((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      const more = () => {
+        while (!closed && res.write(chunk)) written += chunk.length;
+        if (!closed) written += chunk.length;
+      };
+      res.on('drain', more);
+      res.on('close', () => (closed = true));
+      more();
+    });
+    const { logger, logged } = keptLogger();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
+      logger,
+      snapshot: () => undefined,
+    });
+    notifier.emit('ended', task());
+    await waitFor(() => closed, 'the receiver’s connection to be dropped', 20_000);
+    await waitFor(() => logged.some((line) => line.includes('delivered (HTTP 200')), 'the delivery to be logged');
+    // What the sockets' buffers held, not the answer: the hub read a few KiB of it.
+    expect(written).toBeLessThan(64 * 1024 * 1024);
+    notifier.close();
+    server.closeAllConnections();
+  });
+
+  test('Y34: a 307 is not followed: the signed event goes nowhere else, and the log says it failed', async () => {
+    const elsewhere = await receiver((req, res) => res.writeHead(204).end());
+    const { port } = await receiver((req, res) => {
+      req.resume();
+      res.writeHead(307, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end();
+    });
+    const { logger, logged } = keptLogger();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
+      logger,
+      snapshot: () => undefined,
+      retryDelaysMs: [10],
+    });
+    notifier.emit('ended', task());
+    await waitFor(() => logged.some((line) => line.includes('giving up')), 'the delivery to give up');
+    expect(elsewhere.stats.requests).toBe(0);
+    expect(logged.filter((line) => line.includes('HTTP 307, a redirect (not followed)'))).toHaveLength(2);
+    expect(logged.join('\n')).not.toContain('delivered');
+    notifier.close();
+  });
+
+  test('Y36: a receiver that never answers gets at most 4 connections at once, then one, ever less often', async () => {
+    const { port, stats, server } = await receiver((req) => req.resume());
+    const { logger, logged } = keptLogger();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
+      logger,
+      snapshot: () => undefined,
+      retryDelaysMs: [100, 200, 400, 800, 1600],
+      requestTimeoutMs: 300,
+    });
+    for (let i = 0; i < 40; i++) notifier.emit('ended', task({ id: `t${i}` }));
+    await waitFor(() => logged.filter((line) => line.includes('TimeoutError')).length >= 8, 'eight timed-out attempts', 30_000);
+    // 40 events at once, each retried: 4 in flight at first, then one at a time with growing pauses.
+    expect(stats.maxOpen).toBeLessThanOrEqual(4);
+    expect(stats.requests).toBeLessThanOrEqual(12);
+    notifier.close();
+    server.closeAllConnections();
+  });
+
+  test('Y32: the log names the host only, never the path or query (which may hold a key)', async () => {
+    const { port, received } = await listen();
+    const { logger, logged } = keptLogger();
+    const notifier = new WebhookNotifier({
+      targets: [{ url: `http://127.0.0.1:${port}/hook/s3cretpath?key=k3yvalue`, events: ['ended'], secret: SECRET }],
+      logger,
+      snapshot: () => undefined,
+    });
+    notifier.emit('ended', task());
+    await waitFor(() => logged.some((line) => line.includes('delivered')), 'the delivery to be logged');
+    expect(received).toHaveLength(1);
+    const log = logged.join('\n');
+    expect(log).toContain(`to 127.0.0.1:${port}: delivered`);
+    expect(log).not.toContain('s3cretpath');
+    expect(log).not.toContain('k3yvalue');
+    notifier.close();
+  });
+
+  test('Y33: a URL with user:pass@ is refused at load, the password never quoted', () => {
+    const bad = () =>
+      parseWebhooks({ webhooks: [{ url: 'https://alice:hunter2@example.com/h', events: ['ended'], secret: SECRET }] }, '/c.yaml');
+    expect(bad).toThrow('/c.yaml: notify.webhooks[0].url must not hold a user name or password (user:pass@)');
+    expect(bad).not.toThrow('hunter2');
+  });
+});
+
 describe('schedule_skipped', () => {
   test('a fire the hub’s scheduler skips for overlap arrives signed as schedule_skipped; svix verifies it', async () => {
     const { port, received } = await listen();
