@@ -18,7 +18,9 @@ import type { RunRule } from '../broker/run-policy.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { ownerBudgets } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
+import type { BrokerBridge } from '../hub/broker-bridge.js';
 import { BridgeError } from '../model/errors.js';
+import { readOwnVersion } from '../version.js';
 import { createClient, type BackchannelClient } from './client.js';
 import { findHub } from './discover.js';
 import { historyTasks } from './history.js';
@@ -64,9 +66,12 @@ export async function openClient(options: OpenClientOptions): Promise<Backchanne
   return createClient(hub ? onHub(hub, options.env) : await WITHOUT_HUB[options.withoutHub](options));
 }
 
-/** A client of a broker this process already has (an embedding app's; the broker stays its owner's). */
-export function clientOf(broker: TaskBroker): BackchannelClient {
-  return createClient(localTasks(broker));
+/**
+ * A client of a broker this process already has (an embedding app's; the broker stays its owner's). A hub passes its
+ * bridge, so the client offers the hub's presets and schedules (MCP over HTTP lists what MCP over stdio lists).
+ */
+export function clientOf(broker: TaskBroker, hub: { bridge?: BrokerBridge } = {}): BackchannelClient {
+  return createClient(localTasks(broker, hub.bridge ? { bridge: hub.bridge } : {}));
 }
 
 function onHub(hub: HubClient, env?: NodeJS.ProcessEnv): TaskBackend {
@@ -80,15 +85,16 @@ function privateBroker(options: OpenClientOptions): TaskBackend {
 }
 
 /**
- * A headless hub of this process (broker + control endpoint, no printed URL) — only when it can take
- * the data directory's lock; a directory held by a broker whose hub cannot be reached is refused with
- * its holder's pid (`data_dir_in_use`), never opened twice. Another hub that started meanwhile is used.
+ * A hub of this process (the one assembly, ../hub/assemble.ts: broker, schedules, webhooks, control endpoint; no panel
+ * server, no printed URL) — only when it can take the data directory's lock; a directory held by a broker whose hub
+ * cannot be reached is refused with its holder's pid (`data_dir_in_use`), never opened twice. Another hub that
+ * started meanwhile is used.
  */
 async function becomeHub(env?: NodeJS.ProcessEnv): Promise<TaskBackend> {
-  const { startHeadless } = await import('../hub/headless/start.js');
+  const { assembleHub } = await import('../hub/assemble.js');
   try {
-    const headless = await startHeadless({ consoleLevel: false });
-    return localTasks(headless.broker, { bridge: headless.bridge, close: () => headless.close() });
+    const hub = await assembleHub({ mode: 'headless', version: readOwnVersion(), consoleLevel: false, ...(env ? { env } : {}) });
+    return localTasks(hub.broker, { bridge: hub.bridge, close: () => hub.close() });
   } catch (error) {
     const deadline = Date.now() + ((error as { code?: unknown }).code === 'data_dir_in_use' ? LATE_HUB_WAIT_MS : 0);
     for (;;) {

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { BackchannelClient } from '../client/index.js';
+import { clientOf, type BackchannelClient } from '../client/index.js';
 import { readOrCreateSecret } from '../loopback/secret-file.js';
 import { MCP_PATH, type McpHttpEndpoint } from './http-endpoint.js';
 
@@ -46,4 +46,19 @@ export function mcpHttpMount(client: BackchannelClient, version: string, token: 
       if (endpoint) await (await endpoint).close();
     },
   };
+}
+
+/** What a hub's mounts are made from (src/hub/assemble.ts `HubCore`): its broker and its bridge, with the presets. */
+export interface McpHub {
+  readonly broker: Parameters<typeof clientOf>[0];
+  readonly bridge: NonNullable<Parameters<typeof clientOf>[1]>['bridge'];
+}
+
+/**
+ * The hub's MCP over HTTP, for the assembly's `mounts` (`serve` and the desktop app alike): a client of the hub's own
+ * broker through the hub's bridge, so its presets are offered (as over stdio), and MCP's submissions carry origin
+ * `mcp`, so the run policy applies.
+ */
+export function mcpHttpMounts(version: string, token: string): (hub: McpHub) => McpHttpEndpoint[] {
+  return (hub) => [mcpHttpMount(clientOf(hub.broker, { bridge: hub.bridge }), version, token)];
 }

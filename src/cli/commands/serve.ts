@@ -169,8 +169,7 @@ async function mcpToken(): Promise<McpToken | number> {
 /** The hub: broker, panel, MCP over HTTP and control endpoint; the exit code when it cannot start. */
 async function startHub(values: Values, numbers: Numbers, mcpToken: string): Promise<Headless | number> {
   const { startHeadless } = await import('../../hub/headless/start.js');
-  const { mcpHttpMount } = await import('../../mcp/http-mount.js');
-  const { clientOf } = await import('../../client/index.js');
+  const { mcpHttpMounts } = await import('../../mcp/http-mount.js');
   try {
     const redis = values.redis === undefined ? undefined : { redis: values.redis, name: values.queue };
     return await startHeadless({
@@ -181,8 +180,7 @@ async function startHub(values: Values, numbers: Numbers, mcpToken: string): Pro
       redis,
       broker: { ...brokerFlagOptions(values), ...(values['agent-cpu'] ? { agentCpu: values['agent-cpu'] as AgentCpu } : {}) },
       keepToken: values['keep-token'],
-      // The hub's own broker, through the one client: MCP's submissions carry origin `mcp`, so the run policy applies.
-      mounts: (broker) => [mcpHttpMount(clientOf(broker), readOwnVersion(), mcpToken)],
+      mounts: mcpHttpMounts(readOwnVersion(), mcpToken),
     });
   } catch (error) {
     process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
