@@ -187,7 +187,7 @@ module.exports = {
     forbid(
       'kinds-over-the-core',
       BROKER_LOW,
-      '^src/broker/(coding|worktree)/',
+      '^src/broker/(coding|worktree|acp)/',
       'Tasks, their attempts and history know no kind of task: kinds hook in through task-kinds.ts.',
     ),
     forbid(
@@ -203,9 +203,15 @@ module.exports = {
       'The coding kind knows the broker only through the seam (task-kinds.ts and its KindContext).',
     ),
     forbid(
+      'acp-is-a-kind',
+      '^src/broker/acp/',
+      `^src/broker/(queue|coding|worktree)/|${BROKER_TOP.replace('(errors|log)', '(errors|log|task-kinds|run-policy)')}`,
+      'The ACP kind knows the broker only through the seam (task-kinds.ts), and the run policy it judges by.',
+    ),
+    forbid(
       'broker-through-the-seam',
       BROKER_TOP,
-      '^src/broker/(coding/(?!index\\.ts$)|worktree/)',
+      '^src/broker/(coding/(?!index\\.ts$)|acp/(?!index\\.ts$)|worktree/)',
       "The broker's top reaches coding tasks through their entry (coding/index.ts) and the seam, never their internals.",
     ),
     forbid(

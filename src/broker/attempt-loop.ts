@@ -11,7 +11,7 @@ import type { Logger } from './log.js';
 import type { LiveTask } from './live-task.js';
 import { processStartTime } from './process/start-time.js';
 import type { AttemptQueue } from './queue/attempt-queue.js';
-import { attemptCwd } from './task-kinds.js';
+import { attemptCwd, enforcedBudget, launchAttempt } from './task-kinds.js';
 import type { AttemptOutcome, AttemptSettings } from './task/attempt.js';
 import { decide, settle } from './task/decision.js';
 import { attemptSink } from './task/sink.js';
@@ -55,6 +55,7 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   const settings = loop.settings(task, number);
   // A coding task runs in its worktree, in the subdirectory its cwd is in the repository.
   settings.cwd = attemptCwd(entry.runs) ?? settings.cwd;
+  launchAttempt(entry.runs, settings);
   const attempt = loop.attempts.attempt(
     settings,
     attemptSink(task, loop.logger, {
@@ -98,7 +99,7 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
  */
 function enforceBudget(entry: LiveTask): void {
   const { task } = entry;
-  const budget = budgetOf(task.spec);
+  const budget = enforcedBudget(entry.runs, budgetOf(task.spec));
   const usage = task.usage;
   if (!budget || !usage || task.finished) return;
   const why = overBudget(usage, budget);

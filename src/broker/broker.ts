@@ -40,6 +40,7 @@ import type { CommandLine, LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskS
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { connectionTally, type ConnectionTally } from './transport/connection-tally.js';
 import { CodingTasks, type Worktrees } from './coding/index.js';
+import { AcpTasks } from './acp/index.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { annotationProblem, mergeAnnotations, type Annotations } from '../model/annotations.js';
 import { BridgeError } from '../model/errors.js';
@@ -91,9 +92,15 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
     this.records = { journal: this.journal, results: this.results };
     this.budget = options.tokenBudget ? new TokenBudget(options.tokenBudget) : undefined;
-    const context: KindContext = { task: (id) => this.live.get(id), logger: this.logger, warn: (message) => this.warn(message) };
+    const context: KindContext = {
+      task: (id) => this.live.get(id),
+      logger: this.logger,
+      warn: (message) => this.warn(message),
+      result: (id) => this.registry.result(id, this.results),
+    };
     this.coding = new CodingTasks(this.options, context);
-    this.kinds = [this.coding, ...(options.kinds?.(context) ?? [])];
+    // ACP tasks plan after coding tasks: a follow-up's parent is linked by then (docs/acp.md).
+    this.kinds = [this.coding, new AcpTasks(options.acp ?? {}, context), ...(options.kinds?.(context) ?? [])];
     this.worktrees = this.coding.worktrees;
     this.baseEnv = filterEnv(process.env, options.env);
     const place = { endpointDir: this.endpointDir, baseEnv: this.baseEnv };

@@ -10,6 +10,7 @@ import { checkDuration } from './guards/duration.js';
 import type { Logger } from './log.js';
 import type { TokenBudgetOptions } from './guards/token-budget.js';
 import type { DoorBudgets } from './guards/budget.js';
+import type { AcpOptions } from './acp/index.js';
 import { filterEnv, type EnvPolicy } from './process/environment.js';
 import type { AgentCpu } from './process/agent-weight.js';
 import type { AttemptSettings } from './task/attempt.js';
@@ -113,6 +114,8 @@ export interface BrokerOptions {
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
+  /** ACP tasks (`TaskSpec.acp`): named agents, the approval policy, what a cost cap does (the config's `acp:`). @default the defaults of docs/acp.md */
+  acp?: AcpOptions;
   /**
    * More kinds of task, hooked in after coding tasks through the plan / prepare / capture seam
    * (./task-kinds.ts), each made with the broker's context. @default none

@@ -18,7 +18,10 @@
  * lists them (coding tasks first). A kind reads the broker's tasks only through `KindContext.task`
  * and writes history only through `KindStep.journal`.
  */
+import type { FinalPayload } from '../protocol/index.js';
 import type { PendingQuestion, TaskSpec } from '../model/task.js';
+import type { TaskBudget } from '../model/usage.js';
+import type { AttemptSettings } from './task/attempt.js';
 import type { JournalRecord } from './history/journal.js';
 import type { Logger } from './log.js';
 import type { Task } from './task/task.js';
@@ -42,6 +45,14 @@ export interface TaskRun {
   capture?(step: KindStep): Promise<void>;
   /** What the task's questions carry besides their text, read when the agent asks. */
   askContext?(): PendingQuestion['worktree'];
+  /**
+   * How each attempt starts, when the kind runs the task's command through a program of its own (an
+   * ACP task runs its agent under the ACP adapter): changes `settings` (command, args, env) in place.
+   * The task's spec, its history and a Retry keep the command the run policy judged.
+   */
+  launch?(settings: AttemptSettings): void;
+  /** The part of the task's budget the broker enforces, when the kind holds some of it itself. */
+  budget?(budget: TaskBudget): TaskBudget | undefined;
 }
 
 /** A kind of task: one per broker, planning a run for each submitted spec that is of its kind. */
@@ -68,6 +79,8 @@ export interface KindContext {
   readonly logger: Logger;
   /** Something the kind could not do but survived: logged, and the broker's `warning` event. */
   warn(message: string): void;
+  /** A task's final payload, live or from history (null: none; undefined: no such task). */
+  result?(id: string): FinalPayload | null | undefined;
 }
 
 /** Step 1, at submit: every kind plans in turn; the spec comes back as the last rewrite left it. */
@@ -95,6 +108,17 @@ export async function captureRuns(runs: readonly TaskRun[], step: KindStep): Pro
 /** Where the task's attempts run: the last run that moved them, else undefined. */
 export function attemptCwd(runs: readonly TaskRun[]): string | undefined {
   return runs.reduce<string | undefined>((cwd, run) => run.cwd ?? cwd, undefined);
+}
+
+/** Step 2½, each attempt: the runs that launch the command their own way, in order. */
+export function launchAttempt(runs: readonly TaskRun[], settings: AttemptSettings): void {
+  for (const run of runs) run.launch?.(settings);
+}
+
+/** The budget the broker enforces: the task's, less what its runs hold themselves. */
+export function enforcedBudget(runs: readonly TaskRun[], budget: TaskBudget | undefined): TaskBudget | undefined {
+  for (const run of runs) if (budget && run.budget) budget = run.budget(budget);
+  return budget;
 }
 
 /** What a question carries: the first run that has something to add. */

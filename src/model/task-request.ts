@@ -88,6 +88,32 @@ const worktree = z.union(
   { error: expected('true or an object') },
 );
 
+/** What a cost cap does to an ACP task: pause and ask to raise it (keeping the session), or stop. */
+export const ON_BUDGET = ['pause', 'stop'] as const;
+export type OnBudget = (typeof ON_BUDGET)[number];
+
+/**
+ * `acp`: true, or {agent?, onBudget?}. Only names and choices: the program, its arguments and its
+ * environment are the request's `command`/`args` (judged by the run policy) or a named agent of the
+ * owner's config, never a field here (docs/acp.md, red-team finding X1).
+ */
+const acp = z.union(
+  [
+    boolean(),
+    z.strictObject(
+      {
+        agent: z.optional(described(text({ max: 100 }), 'A named ACP agent of the owner’s config (`acp.agents`), for its environment and stats')),
+        onBudget: z.optional(described(oneOf(ON_BUDGET), 'At the cost cap: pause and ask to raise it (default), or stop')),
+      },
+      {
+        error: (issue) =>
+          issue.code === 'unrecognized_keys' ? `Unexpected \`${PLACE}.${String(issue.keys[0]).slice(0, 40)}\`` : undefined,
+      },
+    ),
+  ],
+  { error: expected('true or an object') },
+);
+
 /** `''` for an optional string is "not given" (a form's empty field). */
 const optionalText = (description: string) =>
   z.optional(
@@ -148,6 +174,7 @@ export const TASK_REQUEST = z.object(
     origin: z.optional(described(oneOf(TASK_ORIGINS), 'The door the request came through, judged by the run policy (default: control)')),
     taskIdArg: z.optional(described(boolean(), 'false: the command gets no --task-id=<id> argument')),
     worktree: z.optional(described(worktree, 'Run in a git worktree of its own (a coding task)')),
+    acp: z.optional(described(acp, 'The command is an ACP agent: Backchannel runs it as its ACP client (docs/acp.md)')),
     parent: z.optional(described(id(), 'The task this one follows up')),
     tools: z.optional(TOOL_DEFINITIONS),
     retries: z.optional(

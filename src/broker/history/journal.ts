@@ -54,6 +54,8 @@ export interface StoredSpec {
   /** A coding task runs again in a worktree of its own, never in the user's checkout. */
   worktree?: TaskSpec['worktree'];
   parent?: string;
+  /** An ACP task runs under the adapter again (docs/acp.md). */
+  acp?: TaskSpec['acp'];
 }
 
 export type JournalRecord =

@@ -22,6 +22,7 @@ export function storedSpec(task: Task): StoredSpec {
   if (spec.origin) stored.origin = spec.origin;
   if (spec.worktree !== undefined && spec.worktree !== false) stored.worktree = spec.worktree;
   if (spec.parent !== undefined) stored.parent = spec.parent;
+  if (spec.acp !== undefined && spec.acp !== false) stored.acp = spec.acp;
   if (spec.input !== undefined) {
     const json = JSON.stringify(spec.input);
     if (json !== undefined && json.length <= MAX_STORED_INPUT_BYTES) stored.input = spec.input;
