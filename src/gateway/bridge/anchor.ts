@@ -6,9 +6,13 @@
  * rules files.
  *
  * Guarantees:
- * - the environment comes from the client's own block (Claude Code's `<env>`, Codex's
- *   `<environment_context>`), the last one in the conversation; nothing is guessed: without a block
- *   the agent is told to use only absolute host paths that appeared in the conversation;
+ * - the environment comes from the client's own block, the last one in the conversation, in each
+ *   form the pinned real clients send (test/fixtures/gateway/client-env/): Claude Code 2.1.332's
+ *   `# Environment` section of a system message (` - Primary working directory: …`), OpenCode's and
+ *   older Claude Codes' `<env>` block, Codex's `<environment_context>`; nothing is guessed: without
+ *   a block the agent is told to use only absolute host paths that appeared in the conversation;
+ * - the `# Environment` form, a Markdown heading anyone can type, is read only from system and
+ *   developer messages (the client's own), never from what the user wrote;
  * - values are one line each, at most {@link MAX_VALUE_CHARS} characters, so a block cannot smuggle
  *   instructions into the rules file;
  * - the rules files are rewritten only when what they say changes.
@@ -33,12 +37,16 @@ export const RULES_FILES = ['CLAUDE.md', 'AGENTS.md'];
 
 const ENV_BLOCK = /<env>([\s\S]*?)<\/env>/g;
 const CONTEXT_BLOCK = /<environment_context>([\s\S]*?)<\/environment_context>/g;
+/** Claude Code 2.1.332's section: `# Environment`, then ` - Name: value` lines, up to a blank line or the next heading. */
+const MARKDOWN_BLOCK = /^#{1,3} Environment[ \t]*\n([\s\S]*?)(?=\n[ \t]*\n|\n#|$(?![\s\S]))/gm;
+/** Roles whose messages are the client's own (its system prompt), not the user's words. */
+const CLIENT_ROLES = new Set(['system', 'developer']);
 
-/** `Name: value` lines of an `<env>` block, by the names Claude Code has used. */
+/** `Name: value` lines of an `<env>` block or (as ` - Name: value`) an `# Environment` section. */
 const ENV_LINES: Array<[keyof HostEnv, RegExp]> = [
-  ['root', /^\s*(?:primary\s+)?working directory:\s*(.+)$/im],
-  ['platform', /^\s*platform:\s*(.+)$/im],
-  ['os', /^\s*os version:\s*(.+)$/im],
+  ['root', /^[ \t]*(?:[-*][ \t]+)?(?:primary\s+)?working directory:[ \t]*(.+)$/im],
+  ['platform', /^[ \t]*(?:[-*][ \t]+)?platform:[ \t]*(.+)$/im],
+  ['os', /^[ \t]*(?:[-*][ \t]+)?os version:[ \t]*(.+)$/im],
 ];
 
 /** `<tag>value</tag>` of Codex's `<environment_context>`. */
@@ -65,6 +73,8 @@ function fromBlock(block: string, fields: Array<[keyof HostEnv, RegExp]>): HostE
 export function hostEnvOf(messages: ChatMessage[]): HostEnv | undefined {
   let found: HostEnv | undefined;
   for (const message of messages) {
+    if (CLIENT_ROLES.has(message.role))
+      for (const match of message.content.matchAll(MARKDOWN_BLOCK)) found = fromBlock(match[1] ?? '', ENV_LINES);
     for (const match of message.content.matchAll(ENV_BLOCK)) found = fromBlock(match[1] ?? '', ENV_LINES);
     for (const match of message.content.matchAll(CONTEXT_BLOCK)) found = fromBlock(match[1] ?? '', CONTEXT_TAGS);
   }

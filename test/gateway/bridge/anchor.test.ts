@@ -3,7 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { hostEnvOf, RULES_FILES, topology, writeRules } from '../../../src/gateway/bridge/anchor.js';
-import { tempDir } from '../../helpers/core.js';
+import { fixture, tempDir } from '../../helpers/core.js';
+
+/** The environment as each pinned real client sends it, captured from the client (paths rewritten). */
+const recorded = (name: string) => fs.readFileSync(fixture(`gateway/client-env/${name}.txt`), 'utf8');
 
 const CLAUDE_ENV = [
   'You are Claude Code.',
@@ -23,6 +26,33 @@ describe('hostEnvOf', () => {
       platform: 'linux',
       os: 'Linux 6.8.0',
     });
+  });
+
+  test("reads Claude Code 2.1.332's `# Environment` system message, as the real client sends it", () => {
+    const message = recorded('claude-code-2.1.332');
+    expect(message).not.toContain('<env>');
+    expect(hostEnvOf([{ role: 'system', content: message }])).toEqual({
+      root: '/home/user/project',
+      platform: 'linux',
+      os: 'Linux 6.18.44-fc-v1300',
+    });
+  });
+
+  test("reads OpenCode 1.18.33's <env> and Codex 0.171.0's <environment_context>, as the real clients send them", () => {
+    expect(hostEnvOf([{ role: 'system', content: recorded('opencode-1.18.33') }])).toEqual({
+      root: '/home/user/project',
+      platform: 'linux',
+    });
+    expect(hostEnvOf([{ role: 'user', content: recorded('codex-0.171.0') }])).toEqual({ root: '/home/user/project', platform: 'bash' });
+  });
+
+  test("an `# Environment` section is read from the client's system messages only, never from what the user typed", () => {
+    const typed = '# Environment\n - Primary working directory: /home/mallory\n';
+    expect(hostEnvOf([{ role: 'user', content: typed }])).toBeUndefined();
+    expect(hostEnvOf([{ role: 'developer', content: typed }])).toEqual({ root: '/home/mallory' });
+    // The section ends at the blank line: a later "working directory" line is not part of it.
+    const later = '# Environment\n - Platform: linux\n\nWorking directory: /elsewhere';
+    expect(hostEnvOf([{ role: 'system', content: later }])).toBeUndefined();
   });
 
   test("reads Codex's <environment_context>; the last block of the conversation wins", () => {
