@@ -106,6 +106,16 @@ export class HubScheduler {
     this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
+    this.guardedFlush();
+  }
+
+  /** Writes the runs of skips still going (a stopping hub keeps what it skipped). */
+  private guardedFlush(): void {
+    try {
+      this.options.store.flush();
+    } catch (error) {
+      this.options.logger.error(`schedules: the last skipped fires could not be recorded: ${(error as Error).message}`);
+    }
   }
 
   /** Creates (or replaces) a schedule; throws BrokerError `invalid` or `refused` with one line. */
@@ -261,6 +271,7 @@ export class HubScheduler {
    */
   private fire(schedule: Schedule, planned: Planned, verdicts?: readonly FireVerdict[], owner?: string): void {
     const records: FireRecord[] = [];
+    let added: FireRecord[] = [];
     try {
       for (const [i, decision] of planned.decisions.entries()) {
         const verdict = verdicts ? (verdicts[i] ?? 'wait') : 'won';
@@ -270,9 +281,10 @@ export class HubScheduler {
       }
     } finally {
       // What already ran is recorded even when a later fire failed to start (it is planned again next tick).
-      this.options.store.record(records);
+      added = this.options.store.record(records);
     }
-    for (const record of records) if (record.outcome === 'skipped') this.options.onSkipped?.(record);
+    // One webhook per run of skips: a skip that extended the last record is not news.
+    for (const record of added) if (record.outcome === 'skipped') this.options.onSkipped?.(record);
   }
 
   private act(schedule: Schedule, decision: FireDecision, now: number): FireRecord {

@@ -9,13 +9,20 @@
  * - `fires.jsonl`: one fire record per line, appended and fsynced before the fire is reported; a torn
  *   last line (a crash mid-append) is ignored on read, and any line that is not a valid record is skipped.
  *   Bounded: a schedule keeps its newest FIRES_KEPT records (an `--every 1s` schedule fires 86,400
- *   times a day, paused or not). Past that, by a margin so the cost is shared by many appends, the
+ *   times a day, paused or not), and every run of the last day whatever its number (the per-day caps
+ *   read them, ./budget.ts). Past that, by a margin so the cost is shared by many appends, the
  *   file is rewritten atomically (like schedules.json) with each schedule's newest records only.
+ * - A run of skips is one record: a skip that continues the schedule's last record (a skip for the
+ *   same reason) extends it (`until`, `count`) instead of adding one. The extension is written (a
+ *   line with the same `at`, which replaces the earlier one on read) with the schedule's next record
+ *   or the next batch, at least every SKIP_RUN_WRITE_MS, and by `flush()`; a crash forgets at most
+ *   that much of a run of skips (the scheduler then plans those fire times as missed).
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDataDir, NO_FOLLOW } from '../broker/history/data-dir.js';
+import { BUDGET_DAY_MS } from './budget.js';
 import { fireRecordSchema, scheduleSchema, type FireRecord, type Schedule } from './schedule.js';
 
 const SCHEDULES_FILE = 'schedules.json';
@@ -23,6 +30,9 @@ const FIRES_FILE = 'fires.jsonl';
 
 /** The fire records kept per schedule (the panel shows up to 500, `schedule show --limit` more). */
 export const FIRES_KEPT = 2000;
+
+/** A run of skips still going is written at least this often (a paused `--every 1s` schedule: 144 lines a day). */
+export const SKIP_RUN_WRITE_MS = 10 * 60_000;
 
 export interface ScheduleStoreOptions {
   /** @default FIRES_KEPT */
@@ -34,6 +44,8 @@ export class ScheduleStore {
   private schedules = new Map<string, Schedule>();
   private fires: FireRecord[] = [];
   private readonly firesKept: number;
+  /** Runs of skips extended since their last line was written, by schedule, with when the first extension came. */
+  private readonly extended = new Map<string, { record: FireRecord; since: number }>();
 
   /** Opens (creating) `<dataDir>/schedules`; throws when the directory breaks the data directory's rules. */
   constructor(dataDir: string, options: ScheduleStoreOptions = {}) {
@@ -69,10 +81,61 @@ export class ScheduleStore {
     return true;
   }
 
-  /** Appends fire records durably (fsynced) before returning. */
-  record(records: readonly FireRecord[]): void {
+  /**
+   * Records fires durably (fsynced) before returning. A skip that continues its schedule's last record
+   * extends it (one record per run of skips); returns the records that were added, not extended.
+   */
+  record(records: readonly FireRecord[]): FireRecord[] {
+    const added: FireRecord[] = [];
+    for (const record of records) {
+      const parsed = fireRecordSchema.parse(record);
+      if (this.extend(parsed)) continue;
+      this.fires.push(parsed);
+      added.push(parsed);
+    }
+    const now = records.reduce((max, r) => Math.max(max, r.recordedAt), 0);
+    const due = added.length > 0 || [...this.extended.values()].some((e) => now - e.since >= SKIP_RUN_WRITE_MS);
+    if (due) this.append([...this.takeExtended(added), ...added]);
+    return added;
+  }
+
+  /** Writes every run of skips extended since its last line (the scheduler calls it when it stops). */
+  flush(): void {
+    this.append(this.takeExtended([]));
+  }
+
+  /** Extends the schedule's last record with `record` when both are skips for the same reason. */
+  private extend(record: FireRecord): boolean {
+    if (record.outcome !== 'skipped' || record.manual) return false;
+    let i = this.fires.length - 1;
+    while (i >= 0 && this.fires[i]!.schedule !== record.schedule) i--;
+    const last = this.fires[i];
+    if (!last || last.outcome !== 'skipped' || last.reason !== record.reason || last.manual) return false;
+    const known = (r: FireRecord) => r.count ?? (r.until === undefined ? 1 : undefined);
+    const a = known(last);
+    const b = known(record);
+    const { count: _count, ...rest } = last;
+    const merged: FireRecord = {
+      ...rest,
+      until: record.until ?? record.at,
+      ...(a !== undefined && b !== undefined ? { count: a + b } : {}),
+    };
+    this.fires[i] = merged;
+    const since = this.extended.get(record.schedule)?.since ?? record.recordedAt;
+    this.extended.set(record.schedule, { record: merged, since });
+    return true;
+  }
+
+  /** The extended runs to write now (those not superseded in place by `added`), forgotten as pending. */
+  private takeExtended(added: readonly FireRecord[]): FireRecord[] {
+    const out = [...this.extended.values()].map((e) => e.record).filter((r) => !added.includes(r));
+    this.extended.clear();
+    return out;
+  }
+
+  private append(records: readonly FireRecord[]): void {
     if (records.length === 0) return;
-    const text = records.map((r) => JSON.stringify(fireRecordSchema.parse(r)) + '\n').join('');
+    const text = records.map((r) => JSON.stringify(r) + '\n').join('');
     const fd = openSync(join(this.dir, FIRES_FILE), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NO_FOLLOW, 0o600);
     try {
       checkOwnedFile(fd, FIRES_FILE);
@@ -81,7 +144,6 @@ export class ScheduleStore {
     } finally {
       closeSync(fd);
     }
-    this.fires.push(...records);
     this.trimFires();
   }
 
@@ -99,9 +161,11 @@ export class ScheduleStore {
     }
     if (busiest <= this.firesKept + Math.ceil(this.firesKept / 2)) return;
     const skip = new Map([...counts].map(([name, n]) => [name, Math.max(0, n - this.firesKept)]));
+    // A run of the last day is kept whatever its number: a per-day cap must not forget it (Y27).
+    const dayStart = this.fires.reduce((max, r) => Math.max(max, r.recordedAt), 0) - BUDGET_DAY_MS;
     const kept = this.fires.filter((r) => {
       const left = skip.get(r.schedule)!;
-      if (left === 0) return true;
+      if (left === 0 || (r.outcome === 'ran' && r.recordedAt > dayStart)) return true;
       skip.set(r.schedule, left - 1);
       return false;
     });
@@ -143,11 +207,20 @@ export class ScheduleStore {
       }
     }
     const firesText = readOwned(join(this.dir, FIRES_FILE)) ?? '';
+    const skipRuns = new Map<string, number>();
     for (const line of firesText.split('\n')) {
       if (line.trim() === '') continue;
       try {
         const record = fireRecordSchema.safeParse(JSON.parse(line));
-        if (record.success) this.fires.push(record.data);
+        if (!record.success) continue;
+        // A later line for the same run of skips (same schedule and `at`) is its extension: it replaces it.
+        const key = record.data.outcome === 'skipped' ? `${record.data.schedule}\n${record.data.at}` : undefined;
+        const earlier = key === undefined ? undefined : skipRuns.get(key);
+        if (earlier !== undefined) this.fires[earlier] = record.data;
+        else {
+          if (key !== undefined) skipRuns.set(key, this.fires.length);
+          this.fires.push(record.data);
+        }
       } catch {
         // a torn last line or a damaged one: skipped, the rest is kept
       }

@@ -6,7 +6,7 @@
  * coding task in a fresh worktree with a reviewable change, and a per-day cap skips fires
  * `budget_spent` once the runs of the last 24 h reported that much usage.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
@@ -264,4 +264,68 @@ test('a per-day token cap skips fires budget_spent once the last 24 h of runs re
   await waitFor(() => broker.get(third.taskId!)?.state === 'succeeded', 'the third run to succeed');
   await waitFor(() => scheduler.activeRuns('capped') === 0, 'the third run to end');
   expect(skipped).toHaveLength(1);
+});
+
+test('a run of skips is one record and one webhook (Y28): a paused 1 s schedule over 30 fires, across a stop', () => {
+  const { clock, skipped, open, dataDir } = setup();
+  const first = open();
+  first.scheduler.add({ name: 'fast', everyMs: 1000, paused: true, command: [fixture('quick.mjs')] });
+  first.scheduler.start();
+  for (let i = 1; i <= 30; i++) {
+    clock.now = T0 + i * 1000;
+    void first.scheduler.tick();
+  }
+  expect(first.store.history('fast')).toMatchObject([
+    { at: T0 + 1000, until: T0 + 30_000, count: 30, outcome: 'skipped', reason: 'paused' },
+  ]);
+  expect(skipped).toHaveLength(1);
+  const lines = () =>
+    readFileSync(join(dataDir, 'schedules', 'fires.jsonl'), 'utf8')
+      .trim()
+      .split('\n').length;
+  expect(lines()).toBe(1);
+  first.scheduler.stop();
+  expect(lines()).toBe(2);
+  // The next hub reads the run whole and goes on from its end.
+  const second = open();
+  expect(second.store.history('fast')).toMatchObject([{ at: T0 + 1000, until: T0 + 30_000, count: 30 }]);
+  second.scheduler.start();
+  clock.now = T0 + 31_000;
+  void second.scheduler.tick();
+  expect(second.store.history('fast')).toHaveLength(1);
+  expect(second.store.history('fast')[0]).toMatchObject({ until: T0 + 31_000, count: 31 });
+  expect(skipped).toHaveLength(1);
+});
+
+test('a per-day cap counts every run of the day after fire records are trimmed (Y27)', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-cap-'));
+  dirs.push(dataDir);
+  const { broker } = makeBroker();
+  const clock = { now: T0 };
+  const store = new ScheduleStore(dataDir, { firesKept: 4 });
+  let submitted = 0;
+  const scheduler = new HubScheduler({
+    store,
+    submit: (spec) => {
+      submitted += 1;
+      return broker.submit(spec);
+    },
+    runPolicy: ALLOW_FIXTURES,
+    logger: silentLogger,
+    now: () => clock.now,
+    tickMs: 0,
+    // Each run reported 10 tokens: ten runs reach the cap of 100.
+    usageOf: (id) => (broker.get(id) ? { input: 10, output: 0 } : undefined),
+  });
+  schedulers.push(scheduler);
+  scheduler.add({ name: 'capped', everyMs: 1000, overlap: 'allow', maxTokensPerDay: 100, command: [fixture('quick.mjs')] });
+  scheduler.start();
+  for (let i = 1; i <= 40; i++) {
+    clock.now = T0 + i * 1000;
+    void scheduler.tick();
+  }
+  // Only 4 records are kept per schedule, yet the day's 10 runs are: the cap holds.
+  expect(submitted).toBe(10);
+  expect(store.history('capped').filter((r) => r.outcome === 'ran')).toHaveLength(10);
+  await waitFor(() => scheduler.activeRuns('capped') === 0, 'the runs to end');
 });

@@ -100,9 +100,12 @@ test('a schedule keeps its newest fire records only, on disk and after a reopen,
   store.put(schedule('busy'));
   store.put(schedule('quiet'));
   store.record([{ schedule: 'quiet', at: 500, outcome: 'ran', taskId: 'q', recordedAt: 500 }]);
-  // One append per fire, as the scheduler writes them: 1,000 paused skips of an `--every 1s` schedule.
-  for (let i = 0; i < 1000; i++)
-    store.record([{ schedule: 'busy', at: 1000 + i * 1000, outcome: 'skipped', reason: 'paused', recordedAt: 1000 + i * 1000 }]);
+  // One append per fire: 1,000 skips of an `--every 1s` schedule, their reasons alternating (so no
+  // two in a row are one run of skips).
+  for (let i = 0; i < 1000; i++) {
+    const reason = i % 2 === 0 ? 'paused' : 'overlap';
+    store.record([{ schedule: 'busy', at: 1000 + i * 1000, outcome: 'skipped', reason, recordedAt: 1000 + i * 1000 }]);
+  }
   const lines = readFileSync(join(store.dir, 'fires.jsonl'), 'utf8').trim().split('\n');
   expect(lines.length).toBeLessThanOrEqual(1 + 150);
   const history = store.history('busy');
