@@ -271,7 +271,7 @@ export class HubScheduler {
    */
   private fire(schedule: Schedule, planned: Planned, verdicts?: readonly FireVerdict[], owner?: string): void {
     const records: FireRecord[] = [];
-    let added: FireRecord[] = [];
+    let added: FireRecord[];
     try {
       for (const [i, decision] of planned.decisions.entries()) {
         const verdict = verdicts ? (verdicts[i] ?? 'wait') : 'won';
