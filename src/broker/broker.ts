@@ -22,6 +22,7 @@ import { Journal } from './history/journal.js';
 import { TaskRegistry, type Retention } from './history/registry.js';
 import { storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
+import type { RecoveringTasks } from './history/recovering.js';
 import { ResultStore } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
@@ -69,6 +70,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly retention: Retention;
   private closing: Promise<void> | undefined;
   private spoolCheck: NodeJS.Timeout | undefined;
+  /** Tasks of history whose agent outlived the last broker (see history/recovering.ts). */
+  private recovering: RecoveringTasks | undefined;
   /** Coding tasks (`TaskSpec.worktree`): their worktrees, changes and follow-ups (coding/). */
   private readonly coding: CodingTasks;
   /** Every kind of task this broker knows, coding tasks first, in the order their steps run (see task-kinds.ts). */
@@ -143,7 +146,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       const recovery = { dir: this.endpointDir, history, rollup, journal: this.journal, results, logger: this.logger, emit, warn };
       const { orphanGraceMs, killGraceMs } = this.options;
       const timing = { retention: this.retention, checkMs: DEFAULTS.spoolCheckMs, orphanGraceMs, killGraceMs };
-      this.spoolCheck = await restoreHistory(recovery, timing);
+      ({ spoolCheck: this.spoolCheck, recovering: this.recovering } = await restoreHistory(recovery, timing));
     }
     for (const kind of this.kinds) kind.start?.();
     this.queue.start();
@@ -269,7 +272,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   /** Cancels a queued or running task. Returns false when it is unknown or already finished. */
   cancel(id: string, reason = 'cancelled by the user'): boolean {
     const entry = this.live.get(id);
-    if (!entry || entry.task.decided) return false;
+    if (!entry) return this.recovering?.cancel(id, reason) ?? false;
+    if (entry.task.decided) return false;
     entry.cancelRequested ??= reason;
     const { task } = entry;
     if (entry.attempt && task.state === 'running') {
@@ -358,6 +362,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.closing ??= (async () => {
       await this.ready.catch(() => {});
       clearInterval(this.spoolCheck);
+      this.recovering?.close();
       for (const kind of this.kinds) kind.close?.();
       this.queue.clear();
       for (const entry of this.live.values()) {

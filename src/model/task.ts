@@ -190,6 +190,12 @@ export interface TaskSnapshot {
   pid?: number;
   /** The fleet worker that runs (or ran) the current attempt, when tasks go through a remote queue. */
   worker?: string;
+  /**
+   * Set while the task is `running` only because its agent outlived the hub's restart (pid `pid`):
+   * it ends once that agent is gone, with the result it spooled (docs/reliability.md, "A task list
+   * that survives a restart"). It cannot be retried meanwhile.
+   */
+  recovering?: boolean;
   pendingQuestion?: PendingQuestion;
   /**
    * Calls of the agent to tools its caller hosts, waiting for the caller's answer (several may wait at

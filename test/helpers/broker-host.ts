@@ -15,6 +15,8 @@ export interface HostStats {
   updates: number;
   partials: number;
   ended: Record<string, number>;
+  /** The state the task read as at each of its `ended` updates. */
+  endedAs: Record<string, string[]>;
   bridgeEvents: number;
   peakRss: number;
   historyError?: string;

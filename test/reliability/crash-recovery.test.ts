@@ -255,7 +255,7 @@ describe('spool files while the broker lives', () => {
 });
 
 describe('an agent that outlives its broker by longer than the restart', () => {
-  test('a result spooled after the new broker started is adopted while it runs', async () => {
+  test('its task shows running (recovering), cannot be retried, and ends once with the result it spooled after the restart', async () => {
     const { ipcDir, dataDir } = dirs();
     const release = path.join(path.dirname(ipcDir), 'release');
     const first = await BrokerHost.start({ ipcDir, dataDir });
@@ -265,24 +265,68 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     await first.kill();
 
     const second = await BrokerHost.start({ ipcDir, dataDir });
-    expect(await second.get(id)).toMatchObject({ state: 'interrupted', progress: 20 });
+    const recovering = await second.get(id);
+    expect(recovering).toMatchObject({ state: 'running', recovering: true, progress: 20, pid: agents[0] });
+    expect(recovering?.endedAt).toBeUndefined();
+    // Retry would run the work a second time beside the first: refused, with what to do instead.
+    await expect(second.call('retry', { id })).rejects.toThrow(/still running \(its agent outlived the hub's restart\); cancel it first/);
     writeFileSync(release, '');
     await waitUntilGone(agents, 15_000);
     const adopted = await waitFor(
       async () => {
         const snapshot = await second.get(id);
-        return snapshot?.state !== 'interrupted' && snapshot;
+        return snapshot?.state !== 'running' && snapshot;
       },
       'the spooled result to be adopted',
       15_000,
-      100,
+      50,
     );
     expect(adopted).toMatchObject({ state: 'succeeded', result: { data: { answer: 'late but whole' }, meta: { channel: 'spool' } } });
+    expect(adopted).not.toHaveProperty('recovering');
+    expect(adopted).not.toHaveProperty('pid');
+    // One `ended`, and whoever read the task at it (a webhook does) read the outcome, never a stale state.
+    expect((await second.stats()).endedAs[id]).toEqual(['succeeded']);
     await second.close();
     expect(leftovers(ipcDir)).toEqual([]);
     const { broker } = makeBroker({ dataDir });
     await broker.ready;
     expect(broker.get(id)).toMatchObject({ state: 'succeeded' });
+  });
+
+  test('a recovering task whose agent dies without a result fails once as crashed; a cancelled one ends cancelled', async () => {
+    const { ipcDir, dataDir } = dirs();
+    const never = path.join(path.dirname(ipcDir), 'never');
+    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const dies = await first.submit({ command: fixture('recovery/finishes-later.mjs'), args: [never] });
+    const cancelled = await first.submit({ command: fixture('recovery/finishes-later.mjs'), args: [never] });
+    await waitFor(
+      () => [dies, cancelled].every((id) => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id)),
+      'both progress records in the journal',
+    );
+    await first.kill();
+    const second = await BrokerHost.start({ ipcDir, dataDir });
+    const [killed, stopped] = [(await second.get(dies))!, (await second.get(cancelled))!];
+    expect([killed.state, stopped.state]).toEqual(['running', 'running']);
+    process.kill(killed.pid!, 'SIGKILL');
+    expect(await second.call('cancel', { id: cancelled, reason: 'cancelled by the user' })).toBe(true);
+    const ended = await waitFor(
+      async () => {
+        const both = [(await second.get(dies))!, (await second.get(cancelled))!];
+        return both.every((task) => task.state !== 'running') && both;
+      },
+      'both recovering tasks to end',
+      15_000,
+      50,
+    );
+    expect(ended[0]).toMatchObject({
+      state: 'failed',
+      reason: 'crashed',
+      message: 'its agent ended after the hub restarted and left no result',
+    });
+    expect(ended[1]).toMatchObject({ state: 'cancelled', reason: 'cancelled', message: 'cancelled by the user' });
+    const { endedAs } = await second.stats();
+    expect([endedAs[dies], endedAs[cancelled]]).toEqual([['failed'], ['cancelled']]);
+    await second.close();
   });
 });
 

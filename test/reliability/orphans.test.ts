@@ -37,7 +37,16 @@ describe('agents that outlive a killed broker', () => {
       try {
         const second = await BrokerHost.start({ ipcDir, dataDir, orphanGraceMs: 0 });
         await waitUntilGone(agents, 10_000);
-        expect(await second.get(id)).toMatchObject({ state: 'interrupted' });
+        // Recovering until its agent was gone, then ended once, saying why (issue 47, Y55).
+        const ended = await waitFor(async () => {
+          const task = await second.get(id);
+          return task?.state !== 'running' && task;
+        }, "the stopped agent's task to end");
+        expect(ended).toMatchObject({
+          state: 'failed',
+          reason: 'crashed',
+          message: "stopped by the hub: its agent outlived the hub's restart by 0 ms",
+        });
         expect(isAlive(bystander.pid!)).toBe(true);
         await second.close();
       } finally {

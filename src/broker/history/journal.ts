@@ -174,6 +174,8 @@ export class Journal {
         s.reason = 'crashed';
         s.message = s.startedAt ? 'the broker stopped while this task was running' : 'the broker stopped before this task started';
         delete s.pid;
+        // A compacted recovering task reads as running: recovering again only if its agent still runs.
+        delete s.recovering;
       } else {
         delete entry.orphan;
       }

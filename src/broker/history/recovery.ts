@@ -6,18 +6,15 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { readSpoolFile, removeSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
-import { withoutContent, type FinalPayload } from '../../protocol/index.js';
-import { terminateTree } from '../process/kill-tree.js';
-import { processStartTime } from '../process/start-time.js';
+import type { FinalPayload } from '../../protocol/index.js';
 import type { Logger } from '../log.js';
-import { errorMessageOf } from '../task/decision.js';
-import { Task } from '../task/task.js';
 import type { TaskUpdate } from '../../model/task.js';
 import type { HistoryEntry, Journal } from './journal.js';
 import { tooOld, type Retention } from './registry.js';
 import type { Rollup } from './rollup.js';
 import { ensureDataDir } from './data-dir.js';
 import { withSummary, type ResultStore } from './results.js';
+import { RecoveringTasks, settleFromHistory } from './recovering.js';
 
 export interface RecoveryContext {
   /** The endpoint directory, where agents spool. */
@@ -42,15 +39,22 @@ export interface RestoreTiming {
   killGraceMs: number;
 }
 
+/** What restoring history leaves running: the interrupted tasks' spool check and the recovering tasks. */
+export interface Restored {
+  spoolCheck?: NodeJS.Timeout;
+  recovering: RecoveringTasks;
+}
+
 /**
  * Loads the journal into `history` (as much as `retention` keeps; the rest goes into the rollup),
- * opens it for appending, adopts spooled results, and compacts when needed. Agents of the dead broker may still be working: while an
- * interrupted task waits, its spool is checked every `checkMs`; the returned timer does that (unref'd).
+ * opens it for appending, adopts spooled results, and compacts when needed. Agents of the dead broker may still be working:
+ * a task whose agent still runs is recovering (./recovering.ts) until that agent is gone; while an
+ * interrupted task waits, its spool is checked every `checkMs` (the returned timer, unref'd).
  */
 export async function restoreHistory(
   context: RecoveryContext & { journal: Journal; warn(message: string): void },
   { retention, checkMs, orphanGraceMs, killGraceMs }: RestoreTiming,
-): Promise<NodeJS.Timeout | undefined> {
+): Promise<Restored> {
   const { journal, history, rollup } = context;
   const { entries, skippedLines } = journal.load();
   if (skippedLines > 0) context.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
@@ -65,17 +69,22 @@ export async function restoreHistory(
   await journal.open();
   if (journal.error) context.warn(journal.error);
   adoptSpooledResults(context);
+  const recovering = new RecoveringTasks(context, entries, { graceMs: orphanGraceMs, killGraceMs });
   let spoolCheck: NodeJS.Timeout | undefined;
   if ([...history.values()].some((e) => e.snapshot.state === 'interrupted')) {
     spoolCheck = setInterval(() => adoptSpooledResults(context, true), checkMs);
     spoolCheck.unref();
   }
-  stopOrphans(context, entries, orphanGraceMs, killGraceMs);
   if (journal.needsCompaction || entries.length > history.size || migrated > 0) {
     await journal.compact([...history.values()]);
     if (!journal.error) rollup?.compacted();
+    // A compacted journal has no `attempt` record: a recovering task's agent is recorded again.
+    for (const [id, { pid, startTime }] of recovering.entries()) {
+      const { startedAt, attempt } = history.get(id)!.snapshot;
+      journal.append({ e: 'attempt', id, at: startedAt ?? new Date().toISOString(), attempt, pid, pidStart: startTime });
+    }
   }
-  return spoolCheck;
+  return { spoolCheck, recovering };
 }
 
 /**
@@ -107,26 +116,6 @@ function keepResultFiles({ history, results, logger }: RecoveryContext, warn: (m
 }
 
 /**
- * Agents of the killed broker lead their own process groups and outlive it. After `graceMs` (their
- * chance to finish and spool), each one whose pid *and* process start time still match the journal is
- * stopped (SIGTERM, then SIGKILL) — never a process that merely got a recorded pid again — and the
- * spool files are adopted once more.
- */
-function stopOrphans(context: RecoveryContext, entries: HistoryEntry[], graceMs: number, killGraceMs: number): void {
-  const orphans = entries.flatMap((entry) => (entry.orphan ? [entry.orphan] : []));
-  if (orphans.length === 0) return;
-  const stop = () => {
-    for (const { pid, startTime } of orphans) {
-      if (processStartTime(pid) !== startTime) continue;
-      context.logger.warn(`stopping pid ${pid}, an agent of the previous broker that is still running`);
-      terminateTree(pid, { graceMs: killGraceMs, exited: () => processStartTime(pid) !== startTime });
-    }
-    setTimeout(() => adoptSpooledResults(context, true), killGraceMs + 100).unref();
-  };
-  setTimeout(stop, graceMs).unref();
-}
-
-/**
  * Adopts every spool file in the directory (`onlyInterrupted`: only those of interrupted tasks; while
  * running, live tasks' spool files are their attempts' business). Every file looked at is removed.
  */
@@ -149,21 +138,7 @@ export function adoptSpooledResults(context: RecoveryContext, onlyInterrupted = 
 
 /** Settles an interrupted task from history with a spooled payload. False when no such task waits. */
 function adopt(context: RecoveryContext, payload: FinalPayload): boolean {
-  const entry = context.history.get(payload.task_id);
-  if (!entry || entry.snapshot.state !== 'interrupted') return false;
-  const task = Task.fromSnapshot(entry.snapshot, (update) => context.emit(update));
-  if (payload.status === 'success') task.succeed(payload, 'spool');
-  else {
-    const reason = payload.status === 'cancelled' ? 'cancelled' : 'error';
-    const detail = `${errorMessageOf(payload)} (result recovered from the spool)`;
-    task.fail(reason, `failed: ${detail}`, payload, 'spool', detail);
-  }
-  entry.snapshot = task.snapshot();
-  const summary = task.final && context.results?.store.write(task.id, withoutContent(task.final));
-  if (summary) entry.snapshot = withSummary(entry.snapshot, summary);
-  // Set again: its state changed (history counts tasks by state).
-  context.history.set(task.id, entry);
-  context.journal?.append({ e: 'ended', id: task.id, at: entry.snapshot.endedAt!, task: entry.snapshot, spec: entry.spec }, true);
-  context.logger.info(`adopted spooled result of task ${task.id}`);
+  if (!settleFromHistory(context, payload.task_id, { kind: 'spooled', payload })) return false;
+  context.logger.info(`adopted spooled result of task ${payload.task_id}`);
   return true;
 }

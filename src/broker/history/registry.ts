@@ -268,6 +268,8 @@ export class TaskRegistry<Live extends Registered> {
     }
     const stored = this.history.get(id);
     if (!stored) throw new BrokerError('unknown_task', `No task with id ${id}.`);
+    if (stored.snapshot.recovering)
+      throw new BrokerError('not_retryable', `Task ${id} is still running (its agent outlived the hub's restart); cancel it first.`);
     const { label, retries, ...rest } = stored.spec;
     return { ...rest, label, ...(retries !== undefined ? { retries } : {}), ...stored.retired?.retry };
   }
