@@ -120,6 +120,7 @@ export class HubScheduler {
 
   /** Creates (or replaces) a schedule; throws BrokerError `invalid` or `refused` with one line. */
   add(input: Record<string, unknown>): Schedule {
+    if (this.options.store.damaged !== undefined) throw new BrokerError('data_dir', this.options.store.damaged);
     const parsed = parseSchedule({ createdAt: this.now(), ...input });
     if (!parsed.ok) throw new BrokerError('invalid_option', parsed.message);
     const schedule = parsed.schedule;
@@ -389,7 +390,10 @@ function checkWorktree(schedule: Schedule, onFleet: boolean): void {
 
 /** The hub's scheduler over the schedules in `dataDir`, started (serve and the desktop app). */
 export function startSchedules(dataDir: string, options: Omit<SchedulerOptions, 'store'>): HubScheduler {
-  const scheduler = new HubScheduler({ ...options, store: new ScheduleStore(dataDir) });
+  const store = new ScheduleStore(dataDir);
+  // A damaged schedules.json keeps the hub up, without schedules, and says how to repair it (Y29).
+  if (store.damaged !== undefined) options.logger.error(`schedules: ${store.damaged}`);
+  const scheduler = new HubScheduler({ ...options, store });
   scheduler.start();
   return scheduler;
 }

@@ -44,6 +44,11 @@ export class ScheduleStore {
   private schedules = new Map<string, Schedule>();
   private fires: FireRecord[] = [];
   private readonly firesKept: number;
+  /**
+   * Set when schedules.json is not valid JSON with a `schedules` list: the one line naming the file
+   * and how to repair it. The store then holds no schedule and refuses to write one (Y29).
+   */
+  damaged: string | undefined;
   /** Runs of skips extended since their last line was written, by schedule, with when the first extension came. */
   private readonly extended = new Map<string, { record: FireRecord; since: number }>();
 
@@ -56,6 +61,11 @@ export class ScheduleStore {
     this.load();
   }
 
+  /** Nothing is written over a damaged schedules.json: the owner may still repair it. */
+  private refuseDamaged(): void {
+    if (this.damaged !== undefined) throw new Error(this.damaged);
+  }
+
   list(): Schedule[] {
     return [...this.schedules.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -64,8 +74,9 @@ export class ScheduleStore {
     return this.schedules.get(name);
   }
 
-  /** Adds or replaces a schedule (already checked), durably. */
+  /** Adds or replaces a schedule (already checked), durably; throws while schedules.json is damaged. */
   put(schedule: Schedule): void {
+    this.refuseDamaged();
     const next = new Map(this.schedules).set(schedule.name, schedule);
     this.writeSchedules(next);
     this.schedules = next;
@@ -73,6 +84,7 @@ export class ScheduleStore {
 
   /** Removes a schedule; its fire records stay (the history of what ran). False when there was none. */
   remove(name: string): boolean {
+    this.refuseDamaged();
     if (!this.schedules.has(name)) return false;
     const next = new Map(this.schedules);
     next.delete(name);
@@ -198,10 +210,20 @@ export class ScheduleStore {
   }
 
   private load(): void {
-    const schedulesText = readOwned(join(this.dir, SCHEDULES_FILE));
+    const file = join(this.dir, SCHEDULES_FILE);
+    const schedulesText = readOwned(file);
     if (schedulesText !== undefined) {
-      const parsed = JSON.parse(schedulesText) as { schedules?: unknown };
-      for (const item of Array.isArray(parsed.schedules) ? parsed.schedules : []) {
+      let parsed: { schedules?: unknown };
+      try {
+        parsed = JSON.parse(schedulesText) as { schedules?: unknown };
+        if (parsed === null || typeof parsed !== 'object' || !Array.isArray(parsed.schedules)) throw new Error('no "schedules" list');
+      } catch (error) {
+        this.damaged =
+          `${file} is damaged (${(error as Error).message}), so this hub runs no schedules: repair it ` +
+          `(JSON: {"version": 1, "schedules": [ … ]}) or move it away to start with none, then restart the hub`;
+        parsed = { schedules: [] };
+      }
+      for (const item of parsed.schedules as unknown[]) {
         const schedule = scheduleSchema.safeParse(item);
         if (schedule.success) this.schedules.set(schedule.data.name, schedule.data);
       }

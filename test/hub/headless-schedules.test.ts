@@ -1,6 +1,7 @@
 /**
  * `serve` fires the schedules in its data directory: a hub that was down across a fire time runs
- * one catch-up for it as soon as it starts, through the `schedule` door, and records it.
+ * one catch-up for it as soon as it starts, through the `schedule` door, and records it; a damaged
+ * schedules.json keeps it up, without schedules, with one line saying which file and how to repair it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -9,6 +10,7 @@ import { afterEach, expect, test } from 'vitest';
 import { ScheduleStore, parseSchedule } from '../../src/schedules/index.js';
 import { fixture, waitFor } from '../helpers/core.js';
 import { startTestHeadless, type TestHeadless } from '../helpers/panel.js';
+import { cli, hubEnv, startHub } from './control/hub-process.js';
 
 let hub: TestHeadless | undefined;
 afterEach(async () => {
@@ -38,4 +40,21 @@ test('a hub started after a missed fire time runs one catch-up for it and record
   }, 'the catch-up run to succeed');
   expect(task.label).toBe('schedule hourly');
   await waitFor(() => scheduler.activeRuns('hourly') === 0, 'the run to be seen ending');
+});
+
+test('a damaged schedules.json (Y29): serve stays up without schedules, names the file and how to repair it', async () => {
+  const env = hubEnv();
+  const file = path.join(env.dir, 'data', 'schedules', 'schedules.json');
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(file, '{"version": 1, "schedules": [ {"name": "cut', { mode: 0o600 });
+  const serve = await startHub(env);
+  expect(serve.stderr()).toContain(`${file} is damaged (`);
+  expect(serve.stderr()).toContain('repair it (JSON: {"version": 1, "schedules": [ … ]}) or move it away');
+  // The hub serves tasks; a schedule is refused with the same line, and the file is left for repair.
+  const run = await cli(['run', '--', 'node', fixture('quick.mjs')], env.env);
+  expect(run.code).toBe(0);
+  const add = await cli(['schedule', 'add', 'again', '--every', '2s', '--', 'node', fixture('quick.mjs')], env.env);
+  expect(add.code).not.toBe(0);
+  expect(add.stderr).toContain(`${file} is damaged`);
+  expect(fs.readFileSync(file, 'utf8')).toBe('{"version": 1, "schedules": [ {"name": "cut');
 });
