@@ -10,6 +10,7 @@
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
  *   protocol  →  relay (the stdio MCP relay a template's CLI starts: protocol framing only)
+ *   protocol, agent-runtime  →  acp (the ACP adapter: a sub-agent that runs an ACP agent through the ACP SDK)
  *   broker    →  conformance  →  cli (`backchannel check` runs agents under the core broker)
  *   bridge    →  renderer · preload (browser side: bridge and model types only)
  *
@@ -61,6 +62,12 @@ module.exports = {
       layer('relay'),
       '^src/(?!(protocol|relay)/)',
       'The stdio MCP relay runs beside a sub-agent and inside the CLI it starts: protocol framing only.',
+    ),
+    forbid(
+      'acp-adapter-is-a-sub-agent',
+      layer('acp'),
+      '^src/(?!(protocol|agent-runtime|acp)/)',
+      'The ACP adapter is a sub-agent like any other: the wire protocol, the agent runtime and the ACP SDK, nothing of the broker or hub.',
     ),
     forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|broker)/)', 'The core knows no front-end.'),
     forbid(
