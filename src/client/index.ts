@@ -29,3 +29,5 @@ export { createHeadlessLogger, silentLogger, type Logger } from '../broker/log.j
 // A front-end that starts a process of its own (the gateway asks the Cursor CLI for its models)
 // ends its whole tree the way the core ends an agent's.
 export { killTree } from '../broker/process/kill-tree.js';
+/** The owner's named ACP agents as presets (`run --acp-agent <name>` starts one; docs/acp.md). */
+export { acpAgentPresets } from '../hub/acp-agents.js';

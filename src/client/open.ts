@@ -18,6 +18,7 @@ import type { RunRule } from '../broker/run-policy.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { ownerBudgets } from '../hub/task-guards.js';
 import { ownerRunPolicy } from '../hub/run-policy.js';
+import { ownerAcp } from '../hub/acp-agents.js';
 import type { BrokerBridge } from '../hub/broker-bridge.js';
 import { BridgeError } from '../model/errors.js';
 import { readOwnVersion } from '../version.js';
@@ -80,7 +81,13 @@ function onHub(hub: HubClient, env?: NodeJS.ProcessEnv): TaskBackend {
 
 function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  const broker = new TaskBroker({ runPolicy: ownerRunPolicy({ extra: options.runRules }), budgets: ownerBudgets(), ...options.broker });
+  const acp = ownerAcp();
+  const broker = new TaskBroker({
+    runPolicy: ownerRunPolicy({ extra: options.runRules }),
+    budgets: ownerBudgets(),
+    ...(acp ? { acp } : {}),
+    ...options.broker,
+  });
   return localTasks(broker, { ownsBroker: true });
 }
 

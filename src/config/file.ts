@@ -10,6 +10,7 @@
  *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
  *   budget:   { default: { max_tokens, max_cost_usd, max_turns }, mcp: { … }, … }   (src/broker/guards/budget.ts)
  *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/config.ts)
+ *   acp:      { agents: {claude: {command, args, env}}, approvals: {default: {edit: ask}}, on_budget: pause }   (src/broker/acp/settings.ts)
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
@@ -22,7 +23,7 @@ import { parseDuration } from '../model/duration.js';
 import { firstProblem, must } from '../model/shapes.js';
 
 export const CONFIG_ENV = 'BACKCHANNEL_CONFIG';
-export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy', 'budget', 'notify'] as const;
+export const SECTIONS = ['run', 'serve', 'gateway', 'run_policy', 'budget', 'notify', 'acp'] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 /** Where the file's name goes in a message about its shape. */

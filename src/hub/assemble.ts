@@ -26,6 +26,7 @@ import { needsHomePointer, removeHomePointer, writeHomePointer } from './control
 import { startControlServer, type ControlServer } from './control/server.js';
 import type { HttpMount } from './http/mounts.js';
 import { ownerRunPolicy } from './run-policy.js';
+import { acpAgentPresets } from './acp-agents.js';
 import { startSchedules, type HubScheduler } from './scheduler.js';
 import { ownerTaskGuards } from './task-guards.js';
 
@@ -145,7 +146,8 @@ async function openBroker(dataDir: string, lock: DataDirLock, options: HubOption
     const { logger, logPath } = options.log ?? headlessLog(dataDir, options.consoleLevel);
     const queue = options.redis ? redisQueue(options.redis) : undefined;
     const warn = (message: string): void => logger.warn(message);
-    const presets = loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), warn, options.templatesDir);
+    // The owner's named ACP agents are presets too (./acp-agents.ts).
+    const presets = [...loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), warn, options.templatesDir), ...acpAgentPresets()];
     const runPolicy = options.runPolicy ?? ownerRunPolicy({ presets });
     lock.handOver();
     const broker = new TaskBroker({
@@ -183,7 +185,7 @@ async function assembleOver(core: OpenedBroker, lock: DataDirLock, options: HubO
   await broker.ready;
   const optional = optionalStep(options.lenient === true, logger);
   // The config's webhooks (signed, retried in the background: never in the broker's way).
-  const webhooks = optional('no webhooks', () => watchWebhooks(broker, loadConfig(), logger)) ?? NO_WEBHOOKS;
+  const webhooks = optional('no webhooks', () => watchWebhooks(broker, loadConfig(options.env), logger)) ?? NO_WEBHOOKS;
   undo.push(() => webhooks.stop());
   // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
   const scheduler =

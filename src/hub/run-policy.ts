@@ -16,6 +16,7 @@ import type { PresetInfo } from '../bridge/contract.js';
 import { expandPath, parseRunPolicy, RunPolicy, type RunRequest, type RunRule, type Verdict } from '../broker/run-policy.js';
 import { CONFIG_ENV, loadConfig, type LoadedConfig } from '../config/file.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
+import { acpAgentPresets } from './acp-agents.js';
 
 export interface OwnerPolicyOptions {
   /** The config file, read. @default loadConfig() */
@@ -36,6 +37,7 @@ export function ownerRunPolicy(options: OwnerPolicyOptions = {}): RunPolicy {
     new RunPolicy(
       [
         ...presets.map(presetRule),
+        ...acpAgentPresets(config).map(presetRule),
         ...gatewayModelRules(config),
         ...parseRunPolicy(config.sections.run_policy, config.path),
         ...(options.extra ?? []),

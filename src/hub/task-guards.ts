@@ -7,18 +7,21 @@
 import { parseDoorBudgets, type DoorBudgets } from '../broker/guards/budget.js';
 import type { BrokerOptions } from '../broker/settings.js';
 import { loadConfig, setting, type LoadedConfig } from '../config/file.js';
+import { ownerAcp } from './acp-agents.js';
 
 export function ownerBudgets(config: LoadedConfig = loadConfig()): DoorBudgets | undefined {
   return parseDoorBudgets(config.sections.budget, config.path);
 }
 
 /** The budgets, and the deadline and watchdog a task that sets none gets (only those the file sets). */
-export function ownerTaskGuards(config: LoadedConfig = loadConfig()): Pick<BrokerOptions, 'budgets' | 'defaults' | 'watchdogMs'> {
+export function ownerTaskGuards(config: LoadedConfig = loadConfig()): Pick<BrokerOptions, 'budgets' | 'defaults' | 'watchdogMs' | 'acp'> {
   const timeout = setting(config, 'serve', 'timeout', 'duration') as number | undefined;
   const watchdog = setting(config, 'serve', 'heartbeat_timeout', 'duration') as number | undefined;
   const budgets = ownerBudgets(config);
+  const acp = ownerAcp(config);
   return {
     ...(budgets ? { budgets } : {}),
+    ...(acp ? { acp } : {}),
     ...(timeout !== undefined ? { defaults: { timeoutMs: timeout } } : {}),
     ...(watchdog !== undefined ? { watchdogMs: watchdog } : {}),
   };

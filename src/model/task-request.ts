@@ -102,7 +102,9 @@ const acp = z.union(
     boolean(),
     z.strictObject(
       {
-        agent: z.optional(described(text({ max: 100 }), 'A named ACP agent of the owner’s config (`acp.agents`), for its environment and stats')),
+        agent: z.optional(
+          described(text({ max: 100 }), 'A named ACP agent of the owner’s config (`acp.agents`), for its environment and stats'),
+        ),
         onBudget: z.optional(described(oneOf(ON_BUDGET), 'At the cost cap: pause and ask to raise it (default), or stop')),
       },
       {

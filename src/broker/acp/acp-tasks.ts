@@ -66,7 +66,10 @@ export class AcpTasks implements TaskKind {
     const wanted = effectiveArgv(agent.command, agent.args, cwd);
     const given = effectiveArgv(spec.command, spec.args ?? [], cwd);
     if (wanted.length !== given.length || wanted.some((part, i) => part !== given[i] && !(i === 0 && sameProgram(part, given[0]!)))) {
-      throw new BrokerError('invalid_option', `the command is not the ACP agent "${name}"'s (\`${[agent.command, ...agent.args].join(' ')}\`)`);
+      throw new BrokerError(
+        'invalid_option',
+        `the command is not the ACP agent "${name}"'s (\`${[agent.command, ...agent.args].join(' ')}\`)`,
+      );
     }
     return agent;
   }
@@ -96,6 +99,9 @@ class AcpRun implements TaskRun {
   }
 }
 
+/** A script run by Node (as the broker runs a task command): a path, even without a slash. */
+const SCRIPT = /\.(mjs|cjs|js|ts|mts|cts)$/i;
+
 /** `acp:<name>`, the preset admission named the spec after: that named agent. */
 function namedByPreset(preset: string | undefined): string | undefined {
   return preset?.startsWith('acp:') ? preset.slice(4) : undefined;
@@ -110,7 +116,8 @@ function agentCommand(spec: TaskSpec, cwd: string): string[] {
   const [first, ...rest] = spec.args ?? [];
   const isNode = spec.command === 'node' || spec.command === 'node.exe';
   if (isNode && first !== undefined && !first.startsWith('-')) return [spec.command, path.resolve(cwd, first), ...rest];
-  const command = spec.command.includes('/') || spec.command.includes('\\') ? path.resolve(cwd, spec.command) : spec.command;
+  const asPath = SCRIPT.test(spec.command) || spec.command.includes('/') || spec.command.includes('\\');
+  const command = asPath ? path.resolve(cwd, spec.command) : spec.command;
   return [command, ...(spec.args ?? [])];
 }
 

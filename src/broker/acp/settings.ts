@@ -81,7 +81,9 @@ const APPROVAL_DOORS = ['default', ...TASK_ORIGINS] as const;
 const strings = z.array(z.string({ error: must('must be a string') }), { error: must('must be a list of strings') });
 const AGENT = z.strictObject(
   {
-    command: z.string({ error: must('must be a string (the agent’s program)') }).check(z.minLength(1, { error: must('must not be empty') })),
+    command: z
+      .string({ error: must('must be a string (the agent’s program)') })
+      .check(z.minLength(1, { error: must('must not be empty') })),
     args: z.optional(strings),
     env: z.optional(z.record(z.string(), z.string({ error: must('must be a string') }), { error: must('must be a mapping of strings') })),
   },
@@ -94,7 +96,8 @@ const ACP_SECTION = z.strictObject(
     agents: z.optional(
       z.record(z.string(), AGENT, { error: must('must be a mapping of names to agents') }).check((ctx) => {
         const bad = Object.keys(ctx.value).find((name) => !AGENT_NAME.test(name));
-        if (bad !== undefined) ctx.issues.push({ code: 'custom', input: bad, message: must('names must be like claude or codex-acp')({ input: bad }) });
+        if (bad !== undefined)
+          ctx.issues.push({ code: 'custom', input: bad, message: must('names must be like claude or codex-acp')({ input: bad }) });
       }),
     ),
     approvals: z.optional(

@@ -12,6 +12,7 @@ import { printOutcome } from '../run/outcome.js';
 import { ProgressLine } from '../run/progress-line.js';
 import { showUpdates } from '../run/updates.js';
 import {
+  acpAgentPresets,
   createHeadlessLogger,
   defaultWorktreeDir,
   DEFAULTS,
@@ -45,7 +46,11 @@ ${BUDGET_FLAGS_HELP}
                             \`backchannel diff\`, \`apply\`, \`discard\`)
   --base <ref>              the commit the worktree starts from (default: HEAD of the repository)
   --include-uncommitted     start the worktree from the checkout as it is, uncommitted files included
-  --follow-up <id>          continue in the worktree of an ended coding task (linked to it)
+  --follow-up <id>          continue in the worktree of an ended coding task (linked to it); with --acp,
+                            continue an ended ACP task's session (in its worktree, if it had one)
+  --acp                     the command is an ACP agent: Backchannel is its ACP client (docs/acp.md)
+  --acp-agent <name>        run the owner's named ACP agent (the config's acp: agents:), no command needed
+  --on-budget pause|stop    an ACP task at its cost cap: pause and ask to raise it (default), or stop
 ${BROKER_FLAGS_HELP}
   --json                    print exactly one JSON line (the final payload, or an error object)
   --save-attachments <dir>  write the result's attachments to <dir>/<name> (printed as name and size);
@@ -79,6 +84,9 @@ const OPTIONS = {
   base: { type: 'string' },
   'include-uncommitted': { type: 'boolean' },
   'follow-up': { type: 'string' },
+  acp: { type: 'boolean' },
+  'acp-agent': { type: 'string' },
+  'on-budget': { type: 'string' },
   'save-attachments': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   ...BUDGET_FLAGS,
@@ -119,7 +127,13 @@ function parseRunOptions(argv: string[]): RunOptions | number {
     process.stderr.write(`backchannel run: ${(error as Error).message}\n`);
     return EXIT.failed;
   }
-  const [command, ...args] = positionals;
+  let named: ReturnType<typeof namedAgent>;
+  try {
+    named = namedAgent(values['acp-agent'], positionals);
+  } catch (error) {
+    return usageError(`backchannel run: ${(error as Error).message}`, HELP);
+  }
+  const [command, ...args] = named?.argv ?? positionals;
   if (!command) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
   try {
     const timeoutMs = durationFlag('timeout', values.timeout);
@@ -133,7 +147,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
     const spec = {
       command,
       args,
-      label: values.label ?? [command, ...args].join(' '),
+      label: values.label ?? named?.label ?? [command, ...args].join(' '),
       ...(values.cwd ? { cwd: values.cwd } : {}),
       ...(input !== undefined ? { input } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
@@ -143,6 +157,7 @@ function parseRunOptions(argv: string[]): RunOptions | number {
       ...(values['no-task-id-arg'] ? { taskIdArg: false } : {}),
       ...budgetFlagOptions(values),
       ...worktreeOption(values),
+      ...acpOption(values, named?.agent),
     };
     return {
       spec,
@@ -159,6 +174,34 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   } catch (error) {
     return usageError(`backchannel run: ${(error as Error).message}`, HELP);
   }
+}
+
+/** `--acp-agent <name>`: the owner's named ACP agent's command line (the config's `acp: agents:`), or undefined. */
+function namedAgent(name: string | undefined, positionals: string[]): { argv: string[]; label: string; agent: string } | undefined {
+  if (name === undefined) return undefined;
+  if (positionals.length > 0) throw new Error('--acp-agent runs the command the config names; give no command after `--`');
+  const presets = acpAgentPresets();
+  const preset = presets.find((candidate) => candidate.name === `acp:${name}`);
+  if (!preset) {
+    const names =
+      presets.map((candidate) => candidate.name.slice(4)).join(', ') || 'none (name them under `acp: agents:` in the config file)';
+    throw new Error(`no ACP agent named "${name.slice(0, 64)}" (agents: ${names})`);
+  }
+  const { command, args = [] } = preset.request;
+  return { argv: [command, ...args], label: preset.request.label ?? name, agent: name };
+}
+
+/** `--acp`, `--acp-agent`, `--on-budget` as the spec's `acp` (throws a usage message). */
+function acpOption(values: { acp?: boolean; 'on-budget'?: string }, agent: string | undefined): Pick<TaskSpec, 'acp'> {
+  const onBudget = values['on-budget'];
+  if (onBudget !== undefined && onBudget !== 'pause' && onBudget !== 'stop')
+    throw new Error(`--on-budget expects pause or stop, got "${onBudget}"`);
+  if (!values.acp && agent === undefined) {
+    if (onBudget !== undefined) throw new Error('--on-budget needs --acp or --acp-agent');
+    return {};
+  }
+  if (agent === undefined && onBudget === undefined) return { acp: true };
+  return { acp: { ...(agent !== undefined ? { agent } : {}), ...(onBudget !== undefined ? { onBudget } : {}) } };
 }
 
 /** `--worktree`, `--base`, `--include-uncommitted` as the spec's `worktree` (throws a usage message). */
@@ -288,6 +331,13 @@ async function reportFailure(run: () => Promise<number>, json: boolean): Promise
 async function withFollowUp<S extends TaskSpec>(spec: S, client: BackchannelClient): Promise<S> {
   const reuse = typeof spec.worktree === 'object' ? spec.worktree.reuse : undefined;
   if (reuse === undefined) return spec;
+  if (spec.acp !== undefined && spec.acp !== false) {
+    // An ACP task continues its parent's session, in its worktree when it had one (docs/acp.md).
+    const coding = await client.changes.resolve(reuse).catch(() => undefined);
+    if (coding !== undefined) return { ...spec, worktree: { reuse: coding } };
+    const { worktree: _none, ...rest } = spec;
+    return { ...rest, parent: await client.resolveId(reuse) } as S;
+  }
   return { ...spec, worktree: { reuse: await client.changes.resolve(reuse) } };
 }
 
