@@ -49,7 +49,7 @@ export async function startAppHub(options: AppHubOptions): Promise<AppHub> {
     env,
     ...(mcpToken ? { mounts: mcpHttpMounts(options.version, mcpToken.secret) } : {}),
   });
-  const mcp = await serveMounts(hub, mcpToken?.file);
+  const mcp = await serveMounts(hub, mcpToken?.file, env);
   let closing: Promise<void> | undefined;
   return {
     ...hub,
@@ -88,10 +88,10 @@ function readToken(logger: Logger, env: NodeJS.ProcessEnv): { secret: string; fi
  * logged. Without it the app still runs: the reason is logged in one line. The token is never logged: clients read it
  * from its file.
  */
-async function serveMounts(hub: Hub, tokenFile: string | undefined): Promise<MountServer | undefined> {
+async function serveMounts(hub: Hub, tokenFile: string | undefined, env: NodeJS.ProcessEnv): Promise<MountServer | undefined> {
   if (hub.mounts.length === 0) return undefined;
   try {
-    const port = Number(loadConfig().sections.serve?.port);
+    const port = Number(loadConfig(env).sections.serve?.port);
     const server = await startMountServer({ mounts: hub.mounts, port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0 });
     hub.logger.info(`MCP (Streamable HTTP): ${server.urlOf(MCP_PATH)}  (Authorization: Bearer <the token in ${tokenFile}>)`);
     return server;

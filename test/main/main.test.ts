@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
+import { readLockHolder } from '../../src/broker/history/data-dir-lock.js';
+import { connectHub } from '../../src/client/hub-client.js';
 import type { BackchannelBridge } from '../../src/bridge/contract.js';
 import { ROOT, waitFor, waitUntilGone } from '../helpers/core.js';
 import { DEMO_AGENT, waitForTask, type FakeIpc } from '../helpers/panel.js';
@@ -229,7 +231,7 @@ beforeAll(async () => {
   const port = await startReceiver();
   fs.appendFileSync(
     process.env.BACKCHANNEL_CONFIG,
-    `notify:\n  webhooks:\n    - { url: "http://127.0.0.1:${port}/hook", events: [ended], secret: ${WEBHOOK_SECRET} }\n`,
+    `notify:\n  webhooks:\n    - { url: "http://127.0.0.1:${port}/hook", events: [ended, schedule_skipped], secret: ${WEBHOOK_SECRET} }\n`,
   );
   await import('../../src/main/main.js');
   fake = (globalThis as unknown as { __fakeElectron: Fake }).__fakeElectron;
@@ -321,6 +323,30 @@ describe('the Electron shell (stand-in Electron)', () => {
     );
     new SvixWebhook(WEBHOOK_SECRET).verify(ended.body, ended.headers);
     expect(JSON.parse(ended.body)).toMatchObject({ type: 'ended', data: { task: { label: 'hooked', state: 'succeeded' } } });
+  });
+
+  test('a skipped schedule fire is sent as a schedule_skipped webhook, as serve sends it', async () => {
+    await bridge.addSchedule({ name: 'app-tick', everyMs: 1000, preset: 'progress', paused: true });
+    const skipped = await waitFor(
+      () => received.find((message) => (JSON.parse(message.body) as { type: string }).type === 'schedule_skipped'),
+      'the schedule_skipped webhook',
+      20_000,
+    );
+    new SvixWebhook(WEBHOOK_SECRET).verify(skipped.body, skipped.headers);
+    expect(JSON.parse(skipped.body)).toMatchObject({ data: { schedule: { schedule: 'app-tick', reason: 'paused' } } });
+    await bridge.removeSchedule('app-tick');
+  });
+
+  test('the data directory’s lock names the app’s control endpoint, where a client finds it', async () => {
+    const dataDir = path.join(userData, 'state');
+    const control = (await readLockHolder(dataDir))?.control;
+    expect(control).toBe(path.join(dataDir, 'control.sock'));
+    const hub = connectHub(control!);
+    try {
+      expect(await hub.info()).toMatchObject({ mode: 'electron' });
+    } finally {
+      hub.close();
+    }
   });
 
   test('a question from a sub-agent raises a notification that opens its task', async () => {
