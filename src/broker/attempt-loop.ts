@@ -6,6 +6,7 @@
  * step runs before `exited` is announced and journalled, so a caller that saw it finds the change.
  */
 import { isoNow } from '../protocol/index.js';
+import { isStopReason } from '../model/states.js';
 import { budgetOf, overBudget } from '../model/usage.js';
 import type { Logger } from './log.js';
 import type { LiveTask } from './live-task.js';
@@ -79,7 +80,7 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   const outcome = await attempt.outcome;
   // Its agent is done or stopping: calls it made wait no more (a next attempt's agent starts afresh).
   entry.toolCalls.dropAll(`attempt ${number} ended`);
-  const retry = decideAttempt(entry, number, outcome, loop);
+  const retry = await decideAttempt(entry, number, outcome, loop);
   await attempt.finished;
   entry.attempt = undefined;
   if (retry !== undefined) return retry;
@@ -106,13 +107,46 @@ function enforceBudget(entry: LiveTask): void {
   if (why !== undefined) entry.attempt?.stop('budget_exceeded', `over budget: ${why}`);
 }
 
-/** Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. */
-function decideAttempt(entry: LiveTask, number: number, outcome: AttemptOutcome, loop: AttemptLoop): string | undefined {
+/**
+ * A final payload whose own report is over the budget (220 tokens against 150, reported only at the
+ * end) ends the task `budget_exceeded`, its payload kept as the result, never retried.
+ */
+function finalOverBudget(entry: LiveTask, outcome: AttemptOutcome): AttemptOutcome {
+  if (outcome.kind !== 'final' || outcome.payload.status !== 'success') return outcome;
+  const budget = enforcedBudget(entry.runs, budgetOf(entry.task.spec));
+  const usage = budget && entry.task.usageWith(outcome.payload);
+  const why = usage && overBudget(usage, budget);
+  if (why === undefined) return outcome;
+  const message = `over budget: ${why}`;
+  return {
+    kind: 'failure',
+    reason: 'budget_exceeded',
+    message,
+    retryable: false,
+    answer: { payload: outcome.payload, channel: outcome.channel },
+  };
+}
+
+/**
+ * Applies an attempt's outcome. Returns a retry reason, or undefined when the task has ended. A task
+ * the broker stopped (deadline, watchdog, budget, cancel) ends once its agent is gone, with what it
+ * produced: its answer to the stop as the result, its last partial, and a coding task's change,
+ * captured first (model/task.ts `PartialResult`); never thrown away.
+ */
+async function decideAttempt(entry: LiveTask, number: number, outcome: AttemptOutcome, loop: AttemptLoop): Promise<string | undefined> {
   const { task } = entry;
   if (task.decided) return undefined;
   const canRetry = number < task.maxAttempts && !entry.cancelRequested && !loop.closing();
-  const decision = decide(outcome, canRetry, entry.cancelRequested !== undefined);
+  const stopped = outcome.kind === 'failure' && isStopReason(outcome.reason);
+  if (stopped) {
+    entry.question.drop();
+    await entry.attempt?.finished;
+  }
+  const answer = stopped ? entry.attempt?.answer : undefined;
+  const applied = outcome.kind === 'failure' && answer ? { ...outcome, answer } : finalOverBudget(entry, outcome);
+  const decision = decide(applied, canRetry, entry.cancelRequested !== undefined);
   if (decision.kind === 'retry') return decision.why;
+  if (stopped) await entry.capture();
   entry.end(() => settle(task, decision));
   return undefined;
 }

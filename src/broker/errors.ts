@@ -1,5 +1,5 @@
 import type { FinalPayload } from '../protocol/index.js';
-import type { FailureReason } from '../model/task.js';
+import type { FailureReason, PartialResult } from '../model/task.js';
 import type { BrokerErrorCode } from '../model/errors.js';
 
 const BRAND = Symbol.for('backchannel.TaskError');
@@ -17,6 +17,8 @@ export class TaskError extends Error {
   readonly taskMessage: string;
   /** The failure's own words without the framing the reason says, when it has some. */
   readonly detail?: string;
+  /** What a task the broker stopped (deadline, watchdog, budget, cancel) had produced: kept with the failure. */
+  readonly partialResult?: PartialResult;
 
   constructor(
     readonly taskId: string,
@@ -24,11 +26,12 @@ export class TaskError extends Error {
     message: string,
     readonly payload?: FinalPayload,
     readonly stderrTail?: string,
-    options?: { cause?: unknown; taskMessage?: string; detail?: string },
+    options?: { cause?: unknown; taskMessage?: string; detail?: string; partialResult?: PartialResult },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.taskMessage = options?.taskMessage ?? message;
     if (options?.detail !== undefined) this.detail = options.detail;
+    if (options?.partialResult !== undefined) this.partialResult = options.partialResult;
   }
 
   /** Works across realms and duplicated module copies, unlike `instanceof`. */

@@ -5,7 +5,7 @@
  */
 import type { TaskFeedEvent } from '../bridge/contract.js';
 import { TaskError } from '../broker/errors.js';
-import { failureOf } from '../model/states.js';
+import { failureOf, partialResultOf } from '../model/states.js';
 import { isFinished, type TaskSnapshot, type TaskUpdate, type ToolAnswer } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { TaskRun } from './tasks.js';
@@ -117,7 +117,8 @@ export class FedTask implements TaskRun {
     }
     const failure = failureOf(task)!;
     this.#settled = true;
-    const detail = task.detail !== undefined ? { detail: task.detail } : {};
-    this.#settle.reject(new TaskError(task.id, failure.reason, failure.message, task.result, task.stderrTail, detail));
+    const partialResult = partialResultOf(task);
+    const options = { ...(task.detail !== undefined ? { detail: task.detail } : {}), ...(partialResult ? { partialResult } : {}) };
+    this.#settle.reject(new TaskError(task.id, failure.reason, failure.message, task.result, task.stderrTail, options));
   }
 }

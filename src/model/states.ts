@@ -4,7 +4,7 @@
  * failure, and the one-line summary of a partial. Defined here and nowhere else, like `isFinished`
  * beside the state type.
  */
-import { isFinished, type FailureReason, type TaskSnapshot, type TaskState } from './task.js';
+import { isFinished, STOP_REASONS, type FailureReason, type PartialResult, type TaskSnapshot, type TaskState } from './task.js';
 
 /**
  * Working on it: an attempt runs, or the next one waits out its back-off. What "running" means in
@@ -74,6 +74,31 @@ export function failureOf(task: Pick<TaskSnapshot, 'state' | 'reason' | 'message
 export function failureReasonOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): FailureReason | undefined {
   if (!isFailed(task.state)) return undefined;
   return task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');
+}
+
+/** True for a reason the broker stopped the agent for (deadline, watchdog, budget, cancel): see `PartialResult`. */
+export function isStopReason(reason: FailureReason | undefined): boolean {
+  return reason !== undefined && (STOP_REASONS as readonly FailureReason[]).includes(reason);
+}
+
+/**
+ * What a stopped task had produced, read from its snapshot (model/task.ts `PartialResult`): its last
+ * partial, its answer to the stop (`result`), that answer's attachments, its change. Undefined
+ * unless the task ended for a stop reason and something was produced.
+ */
+export function partialResultOf(
+  task: Pick<TaskSnapshot, 'state' | 'reason' | 'lastPartial' | 'progress' | 'result' | 'resultSummary' | 'change'>,
+): PartialResult | undefined {
+  if (!isFinished(task.state) || !isStopReason(failureReasonOf(task))) return undefined;
+  const partial: PartialResult = {};
+  if (task.lastPartial !== undefined) partial.data = task.lastPartial;
+  if (task.lastPartial !== undefined && task.progress !== undefined) partial.progress = task.progress;
+  const answer = task.result ?? task.resultSummary;
+  if (task.result) partial.answer = { status: task.result.status, ...(task.result.data !== undefined ? { data: task.result.data } : {}) };
+  else if (task.resultSummary) partial.answer = { status: task.resultSummary.status };
+  if (answer?.attachments && answer.attachments.length > 0) partial.attachments = answer.attachments;
+  if (task.change) partial.change = task.change;
+  return Object.keys(partial).length > 0 ? partial : undefined;
 }
 
 /** The fields of a partial's data that say what it is doing, in the order they are looked for. */

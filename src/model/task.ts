@@ -34,6 +34,34 @@ export type FailureReason = 'error' | 'timeout' | 'stalled' | 'cancelled' | 'cra
 
 export { TASK_ORIGINS, type TaskOrigin } from './origins.js';
 
+/**
+ * The reasons for which the broker itself stops a running agent (its deadline, its watchdog, its
+ * budget, a cancel): the agent's work so far is then kept with the failure (`PartialResult`).
+ */
+export const STOP_REASONS = ['timeout', 'stalled', 'budget_exceeded', 'cancelled'] as const satisfies readonly FailureReason[];
+
+/**
+ * What a task the broker stopped (a reason of STOP_REASONS) had produced by then: never thrown away
+ * with its failure. Read from the task's snapshot with `partialResultOf` (model/states.ts), the one
+ * way; the CLI (`run`, `wait`, `show`), MCP, the gateway and the panel show it as `partial_result`.
+ * Absent when the agent had produced nothing (no partial, no answer, no change).
+ */
+export interface PartialResult {
+  /** `data` of the last partial payload the agent sent before it ended. */
+  data?: unknown;
+  /** Its last `data.progress` (0–100). */
+  progress?: number;
+  /**
+   * What the agent sent as it stopped (its final payload in answer to the broker's `cancel`,
+   * docs/protocol.md §5): its status and `data`. The whole payload is the task's `result`.
+   */
+  answer?: { status: FinalPayload['status']; data?: unknown };
+  /** The attachments of that answer (headers; their content comes with the task's result, as a success's). */
+  attachments?: Attachment[];
+  /** A coding task's change in its worktree, as far as the agent got (`TaskSnapshot.change`). */
+  change?: ChangeSummary;
+}
+
 /** Which path delivered the final payload. */
 export type DeliveryChannel = 'socket' | 'stdout' | 'spool' | 'broker';
 

@@ -36,37 +36,77 @@ const COST_NAMES = ['cost_usd', 'total_cost_usd', 'costUsd'];
 const TURN_NAMES = ['num_turns', 'turns'];
 
 /**
- * The usage one payload reports, or undefined when it reports none. Sources in order: `meta.token_usage`,
- * `meta.usage`, `data.usage` (the first one with a token count wins); cost and turns from `meta`.
+ * The most one report may say, per figure: a trillion tokens, ten million dollars, a billion turns.
+ * Far beyond any real run, and far below where sums lose precision or reach `Infinity` (one report
+ * of 1e308 tokens made the `stats` totals Infinity for a hub's whole history, docs/reliability.md
+ * Y38). A report with a figure beyond these, or not a finite non-negative number, is refused whole.
+ */
+export const USAGE_RANGE = { tokens: 1e12, costUsd: 1e7, turns: 1e9 } as const;
+
+/** One payload's usage report as read: the usage, or why the report was refused (both absent: none). */
+export interface UsageReading {
+  usage?: TaskUsage;
+  /** "meta.token_usage.input 1e+308 is out of range (0 to 1000000000000)": the report counts for nothing. */
+  refused?: string;
+}
+
+/**
+ * The usage one payload reports, or undefined when it reports none (or its report is refused:
+ * `readUsage` says why). Sources in order: `meta.token_usage`, `meta.usage`, `data.usage` (the first
+ * one with a token count wins); cost and turns from `meta`.
  */
 export function reportedUsage(meta: unknown, data?: unknown): TaskUsage | undefined {
+  return readUsage(meta, data).usage;
+}
+
+/** `reportedUsage`, saying why a report was refused (a figure not finite, negative, or out of USAGE_RANGE). */
+export function readUsage(meta: unknown, data?: unknown): UsageReading {
   const m = asRecord(meta);
-  const sources = [m?.token_usage, m?.usage, asRecord(data)?.usage];
+  const reader = new FigureReader();
+  const sources = [
+    ['meta.token_usage', m?.token_usage],
+    ['meta.usage', m?.usage],
+    ['data.usage', asRecord(data)?.usage],
+  ] as const;
   let usage: TaskUsage | undefined;
-  for (const source of sources) {
+  for (const [where, source] of sources) {
     const s = asRecord(source);
     if (!s) continue;
-    const input = firstNumber(s, INPUT_NAMES);
-    const output = firstNumber(s, OUTPUT_NAMES);
+    const input = reader.first(s, where, INPUT_NAMES, USAGE_RANGE.tokens);
+    const output = reader.first(s, where, OUTPUT_NAMES, USAGE_RANGE.tokens);
     if (input !== undefined || output !== undefined) {
       usage = { input: input ?? 0, output: output ?? 0 };
       break;
     }
     // Only a total (`{total: n}`): counted as output, so the sum is right.
-    const total = firstNumber(s, ['total', 'total_tokens']);
+    const total = reader.first(s, where, ['total', 'total_tokens'], USAGE_RANGE.tokens);
     if (total !== undefined) {
       usage = { input: 0, output: total };
       break;
     }
   }
-  const costUsd = m && firstNumber(m, COST_NAMES, false);
-  const turns = m && firstNumber(m, TURN_NAMES);
-  if (costUsd === undefined && turns === undefined) return usage;
+  const costUsd = m && reader.first(m, 'meta', COST_NAMES, USAGE_RANGE.costUsd, false);
+  const turns = m && reader.first(m, 'meta', TURN_NAMES, USAGE_RANGE.turns);
+  if (reader.refused !== undefined) return { refused: reader.refused };
+  if (costUsd === undefined && turns === undefined) return usage ? { usage } : {};
   return {
-    ...(usage ?? { input: 0, output: 0 }),
-    ...(costUsd !== undefined ? { costUsd } : {}),
-    ...(turns !== undefined ? { turns } : {}),
+    usage: {
+      ...(usage ?? { input: 0, output: 0 }),
+      ...(costUsd !== undefined ? { costUsd } : {}),
+      ...(turns !== undefined ? { turns } : {}),
+    },
   };
+}
+
+/** True when every figure of `usage` is finite, non-negative and within USAGE_RANGE (a usage read back from history). */
+export function usageInRange(usage: TaskUsage): boolean {
+  const ok = (value: number | undefined, max: number) => value === undefined || (Number.isFinite(value) && value >= 0 && value <= max);
+  return (
+    ok(usage.input, USAGE_RANGE.tokens) &&
+    ok(usage.output, USAGE_RANGE.tokens) &&
+    ok(usage.costUsd, USAGE_RANGE.costUsd) &&
+    ok(usage.turns, USAGE_RANGE.turns)
+  );
 }
 
 /** Input + output tokens. */
@@ -139,12 +179,23 @@ function maxDefined(a: number | undefined, b: number | undefined): number | unde
   return Math.max(a, b);
 }
 
-function firstNumber(source: Record<string, unknown>, names: readonly string[], round = true): number | undefined {
-  for (const name of names) {
-    const value = source[name];
-    if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return round ? Math.round(value) : value;
+/** Reads figures of a report, keeping the first figure it had to refuse. */
+class FigureReader {
+  refused: string | undefined;
+
+  /** The first of `names` that is a number in `source`; a number out of 0…`max` (or not finite) is refused. */
+  first(source: Record<string, unknown>, where: string, names: readonly string[], max: number, round = true): number | undefined {
+    for (const name of names) {
+      const value = source[name];
+      if (typeof value !== 'number') continue;
+      if (!Number.isFinite(value) || value < 0 || value > max) {
+        this.refused ??= `${where}.${name} ${value} is out of range (0 to ${max})`;
+        return undefined;
+      }
+      return round ? Math.round(value) : value;
+    }
+    return undefined;
   }
-  return undefined;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import type { TaskSnapshot, TaskState } from '../model/task.js';
-import { tokensOf } from '../model/usage.js';
+import { tokensOf, usageInRange } from '../model/usage.js';
 import { SKIP_REASONS, type FireRecord, type SkipReason } from './schedule.js';
 
 const COUNT = z.number().int().nonnegative();
@@ -89,7 +89,7 @@ export function scheduleStats(
       continue;
     }
     stats[OUTCOME_OF[task.state]] += 1;
-    if (task.usage) {
+    if (task.usage && usageInRange(task.usage)) {
       stats.tokens += tokensOf(task.usage);
       stats.costUsd += task.usage.costUsd ?? 0;
     }

@@ -12,7 +12,7 @@
 import path from 'node:path';
 import { failureReasonOf } from '../../model/states.js';
 import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
-import { reportedUsage } from '../../model/usage.js';
+import { reportedUsage, usageInRange } from '../../model/usage.js';
 import { BRIDGE_GUARD_KEY, bridgeGuardOf, type BridgeGuardCounts } from '../../model/annotations.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
 
@@ -81,7 +81,9 @@ function durationOf(task: TaskSnapshot): number | undefined {
 
 /** The task's tokens: what the broker recorded, else its final payload's report, read the one way (model/usage.ts). */
 function tokensOf(task: TaskSnapshot): { input: number; output: number } {
-  const usage = task.usage ?? reportedUsage(resultMetaOf(task), task.result?.data);
+  const recorded = task.usage ?? reportedUsage(resultMetaOf(task), task.result?.data);
+  // A usage out of range in history written before such reports were refused counts for nothing (Y38).
+  const usage = recorded && usageInRange(recorded) ? recorded : undefined;
   return { input: usage?.input ?? 0, output: usage?.output ?? 0 };
 }
 

@@ -6,6 +6,8 @@
  */
 import { Attempt, type AttemptOutcome, type AttemptSettings, type AttemptSink, type StopReason } from '../task/attempt.js';
 import type { WorkerInfo } from '../../model/fleet.js';
+import type { DeliveryChannel } from '../../model/task.js';
+import type { FinalPayload } from '../../protocol/index.js';
 
 /** What the broker needs from a running attempt (`Attempt` is one). */
 export interface RunningAttempt {
@@ -15,6 +17,11 @@ export interface RunningAttempt {
   readonly finished: Promise<void>;
   readonly exitCode: number | null | undefined;
   readonly exitSignal: NodeJS.Signals | null | undefined;
+  /**
+   * After a stop: the final payload the agent sent as it stopped (its answer to `cancel`), once it
+   * came; complete when `finished` settles. Absent where the attempt cannot tell (a fleet worker's).
+   */
+  readonly answer?: { payload: FinalPayload; channel: DeliveryChannel } | undefined;
   /** Never throws: every failure becomes the outcome. */
   start(): Promise<void>;
   /** Decides the outcome now; the process tree is stopped in the background. */

@@ -48,7 +48,15 @@ export function stopIsRetryable(reason: StopReason): boolean {
 export type AttemptOutcome =
   | { kind: 'final'; payload: FinalPayload; channel: DeliveryChannel }
   /** `detail`: the message without the framing the reason says (see `TaskSnapshot.detail`). */
-  | { kind: 'failure'; reason: FailureReason; message: string; detail?: string; retryable: boolean };
+  | {
+      kind: 'failure';
+      reason: FailureReason;
+      message: string;
+      detail?: string;
+      retryable: boolean;
+      /** A stopped agent's answer to the stop (see `Attempt.answer`): kept as the failed task's result. */
+      answer?: { payload: FinalPayload; channel: DeliveryChannel };
+    };
 
 export interface AttemptSettings {
   taskId: string;
@@ -135,6 +143,8 @@ export class Attempt {
   readonly finished: Promise<void>;
   exitCode: number | null | undefined;
   exitSignal: NodeJS.Signals | null | undefined;
+  /** After a stop: the final payload the agent sent as it stopped (its answer to `cancel`), kept, not ignored. */
+  answer: { payload: FinalPayload; channel: DeliveryChannel } | undefined;
 
   private decide!: (outcome: AttemptOutcome) => void;
   private finish!: () => void;
@@ -363,8 +373,8 @@ export class Attempt {
     if (payload.status === 'heartbeat') this.timers?.heartbeat();
     this.timers?.alive();
     if (this.decided) {
-      if (payload.status === 'cancelled' && this.stopReason) {
-        this.sink.log('broker', 'the agent confirmed the cancel', { kind: 'cancel-confirmed' });
+      if (this.stopReason && !this.answer && this.keepAfterStop(payload, via)) {
+        // A stopped agent's answer is kept: it goes with the failure (docs/protocol.md §8).
       } else if (payload.status !== 'heartbeat') {
         this.sink.problem('ignored', `${payload.status} payload via ${via} after the task was decided`, { status: payload.status });
       }
@@ -382,6 +392,18 @@ export class Attempt {
       return;
     }
     if (payload.status === 'partial') this.sink.partial(payload);
+  }
+
+  /**
+   * After a stop, the agent's first final payload is its answer (`answer`), kept with the failure.
+   * False for what is not kept: partials and usage after the stop (the snapshot keeps those at the stop).
+   */
+  private keepAfterStop(payload: Payload, via: 'socket' | 'stdout'): boolean {
+    if (!isFinalStatus(payload.status)) return false;
+    this.answer = { payload: payload as FinalPayload, channel: via };
+    if (payload.status === 'cancelled') this.sink.log('broker', 'the agent confirmed the cancel', { kind: 'cancel-confirmed' });
+    else this.sink.log('broker', `the agent answered the stop with ${payload.status}; kept with the failure`);
+    return true;
   }
 
   private protocolFailure(detail: string): void {
@@ -409,10 +431,11 @@ export class Attempt {
     await Promise.all([Promise.race([streamsClosed, drainCap.elapsed]), channel.drained(s.drainMs)]);
     // Cleared, not left to run out: a pending timer kept a CLI process (`run --local`) alive for a second after its task.
     drainCap.cancel();
-    if (!this.decided) {
+    if (!this.decided || (this.stopReason && !this.answer)) {
       // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
       const spooled = readSpooled(s.spoolDir, s.taskId);
-      if (spooled) this.settle({ kind: 'final', payload: spooled, channel: 'spool' });
+      if (spooled && this.decided) this.answer = { payload: spooled, channel: 'spool' };
+      else if (spooled) this.settle({ kind: 'final', payload: spooled, channel: 'spool' });
     }
     if (!this.decided) {
       const how = this.exitSignal ? `was killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;

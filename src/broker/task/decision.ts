@@ -25,9 +25,11 @@ export function decide(outcome: AttemptOutcome, canRetry: boolean, cancelRequest
     return { kind: 'fail', reason: 'error', message: `failed: ${message}`, detail: message, payload, channel };
   }
   if (canRetry && outcome.retryable && isRetryable(outcome.reason, undefined)) return { kind: 'retry', why: outcome.message };
-  if (cancelRequested) return { kind: 'fail', reason: 'cancelled', message: outcome.message };
+  // What a stopped agent answered is its failure's payload: kept, never thrown away.
+  const answer = outcome.answer ? { payload: outcome.answer.payload, channel: outcome.answer.channel } : {};
+  if (cancelRequested) return { kind: 'fail', reason: 'cancelled', message: outcome.message, ...answer };
   const detail = outcome.detail !== undefined ? { detail: outcome.detail } : {};
-  return { kind: 'fail', reason: outcome.reason, message: outcome.message, ...detail };
+  return { kind: 'fail', reason: outcome.reason, message: outcome.message, ...detail, ...answer };
 }
 
 /** Applies a settling decision to the task. */

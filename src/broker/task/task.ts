@@ -27,8 +27,9 @@ import {
   type TaskUpdateKind,
 } from '../../model/task.js';
 import { mergeAnnotations, type Annotations } from '../../model/annotations.js';
+import { partialResultOf } from '../../model/states.js';
 import { callInSnapshot } from '../../model/tools.js';
-import { addUsage, budgetOf, laterUsage, reportedUsage, type TaskUsage } from '../../model/usage.js';
+import { addUsage, budgetOf, laterUsage, readUsage, type TaskUsage } from '../../model/usage.js';
 
 /** Lines of stderr shown with a failure. */
 const STDERR_TAIL_LINES = 20;
@@ -243,6 +244,14 @@ export class Task {
     return this.earlierUsage ? addUsage(this.earlierUsage, this.attemptUsage) : this.attemptUsage;
   }
 
+  /** The task's usage once `payload`'s report counts too (a final payload's, before it is applied). */
+  usageWith(payload: Payload): TaskUsage | undefined {
+    const reported = readUsage(payload.meta, payload.data).usage;
+    if (!reported) return this.usage;
+    const attempt = laterUsage(this.attemptUsage, reported);
+    return this.earlierUsage ? addUsage(this.earlierUsage, attempt) : attempt;
+  }
+
   /** The id of the question waiting for an answer, if any. */
   get pendingAskId(): string | undefined {
     return this.question?.askId;
@@ -373,9 +382,19 @@ export class Task {
     if (payload) this.recordUsage(payload);
     const final = payload ? this.withBrokerMeta(payload, channel ?? 'socket') : this.finalPayload;
     const state = reason === 'cancelled' ? 'cancelled' : 'failed';
+    // What a stopped agent had produced goes with its failure (model/task.ts PartialResult).
+    const partialResult = partialResultOf({
+      state,
+      reason,
+      lastPartial: this.partialData,
+      progress: this.currentProgress,
+      result: final && withoutContent(final),
+      change: this.changeSummary,
+    });
     const error = new TaskError(this.id, reason, `${this.label}: ${message}`, final, this.stderrTail(), {
       taskMessage: message,
       ...(detail !== undefined ? { detail } : {}),
+      ...(partialResult ? { partialResult } : {}),
     });
     this.decideEnd({ state, reason, message, detail, final }, () => this.rejectResult(error));
   }
@@ -475,8 +494,10 @@ export class Task {
 
   /** Folds the usage a payload reports (the attempt's running total) into the task's. */
   private recordUsage(payload: Payload): void {
-    const reported = reportedUsage(payload.meta, payload.data);
-    if (reported) this.attemptUsage = laterUsage(this.attemptUsage, reported);
+    const { usage, refused } = readUsage(payload.meta, payload.data);
+    // A figure no run can reach (1e308 tokens) is refused whole and counted: it would poison every sum (Y38).
+    if (refused !== undefined) this.recordProblem('rejected', `usage report refused: ${refused}`, { cause: 'limit' });
+    if (usage) this.attemptUsage = laterUsage(this.attemptUsage, usage);
   }
 
   private stderrTail(): string | undefined {
