@@ -10,7 +10,7 @@
  * request_timeout_ms: 300000    # whole request, queue wait included → 504
  * max_concurrent: 5             # more requests wait in the queue, none is dropped
  * cursor_cli_path: agent        # else $CURSOR_AGENT_BIN, else `agent` on PATH
- * workspace: ~/project          # working directory of the agents (default: where the gateway started)
+ * workspace: ~/project          # working directory of agent-mode agents (default: where the gateway started)
  * max_queued: 20                # more waiting requests → 429 with Retry-After
  * max_connections: 64           # open client connections
  * body_timeout_ms: 30000        # a request body must arrive within this (408)
@@ -20,7 +20,8 @@
  * client_system_prompt: auto    # `auto` (long ones summarised), `keep`, `drop`
  * sessions: { max: 32, idle_ms: 900000 }
  * session_workspaces: false     # true: each session's agent runs in its own scratch directory
- * workspaces_dir: ~/.local/state/backchannel/gateway-workspaces
+ * workspaces_dir: ~/.local/state/backchannel/gateway-workspaces   # where scratch directories are made
+ *                               # (bridge mode's agents always run in one: never in `workspace`)
  * models:
  *   cursor-cli: {}              # the cursor-cli template with the CLI's own default model
  *   sonnet: { cli_model: sonnet-4.5 }
@@ -185,8 +186,14 @@ export interface GatewayConfig {
   /** @default 'auto' */
   clientSystemPrompt: 'auto' | 'keep' | 'drop';
   sessions: { max: number; idleMs: number };
-  /** Root of the per-session scratch workspaces, when on (`session_workspaces: true`). */
-  workspacesDir?: string;
+  /**
+   * Root of the private scratch directories (`workspaces_dir`): every session's own with
+   * `session_workspaces: true`, and always where bridge mode's agents run (docs/gateway.md).
+   * @default <data dir>/gateway-workspaces
+   */
+  workspacesDir: string;
+  /** Each session's agent (any mode) runs in a scratch directory of its own (`session_workspaces`). @default false */
+  sessionWorkspaces: boolean;
   /** Model used when a request has no `model`. @default 'cursor-cli' */
   defaultModel: string;
   /** @default 300000 */
@@ -477,14 +484,12 @@ export function resolveGatewayConfig(
     sideRequests: sideRequests(o.side_requests),
     clientSystemPrompt: o.client_system_prompt ?? 'auto',
     sessions: { max: o.sessions?.max ?? DEFAULT_MAX_SESSIONS, idleMs: o.sessions?.idle_ms ?? DEFAULT_SESSION_IDLE_MS },
+    workspacesDir: o.workspaces_dir == null ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(o.workspaces_dir, baseDir),
+    sessionWorkspaces: o.session_workspaces === true,
   };
   for (const [name, entry] of Object.entries(o.models ?? {}))
     config.models[name] = modelRoute(entry ?? {}, place(`models.${name}`), baseDir);
   if (o.api_key != null) config.apiKey = o.api_key;
-  if (o.session_workspaces === true) {
-    const dir = o.workspaces_dir;
-    config.workspacesDir = dir == null ? path.join(defaultDataDir(env), 'gateway-workspaces') : expandPath(dir, baseDir);
-  }
   for (const [name, route] of Object.entries(config.models)) if (route.worktree) checkWorktree(place(`models.${name}`), route, workspace);
   if (config.cursorCliPath.includes('/')) config.cursorCliPath = expandPath(config.cursorCliPath, baseDir);
   if (Object.keys(config.models).length === 0) config.models[DEFAULT_MODEL] = { kind: 'cursor-cli', allowWrites: false, env: {} };

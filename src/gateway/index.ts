@@ -105,10 +105,17 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
   const config = options.config ?? resolveGatewayConfig({});
   const logger = options.logger ?? silentLogger;
   if (options.client) checkWorktrees(config, options.client);
-  const client = options.client ?? (await openClient(gatewayClientOptions(config, logger, true)));
+  // Made at start, so that a root not of our own stops the gateway (bridge mode's agents always need one).
+  const workspaces = new Workspaces(config.workspacesDir);
+  let client: BackchannelClient;
+  try {
+    client = options.client ?? (await openClient(gatewayClientOptions(config, logger, true)));
+  } catch (error) {
+    workspaces.close();
+    throw error;
+  }
   // The broker is the gateway's own: its concurrency is `max_concurrent` already.
   const ownBroker = options.client === undefined || options.ownsClient === true;
-  const workspaces = config.workspacesDir === undefined ? undefined : new Workspaces(config.workspacesDir);
   try {
     const server = await startGatewayServer({
       tasks: client,
@@ -117,7 +124,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       logger,
       limitConcurrency: !ownBroker,
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
-      ...(workspaces ? { workspaces } : {}),
+      workspaces,
     });
     const url = `http://${GATEWAY_HOST}:${server.port}`;
     let closing: Promise<void> | undefined;
@@ -130,14 +137,14 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       close() {
         closing ??= (async () => {
           await server.close();
-          workspaces?.close();
+          workspaces.close();
           await client.close();
         })();
         return closing;
       },
     };
   } catch (error) {
-    workspaces?.close();
+    workspaces.close();
     await client.close();
     throw error;
   }

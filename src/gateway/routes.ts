@@ -19,6 +19,7 @@ import type { WorktreeRequest } from '../model/change.js';
 import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
+import { withoutReminders } from './bridge/wire.js';
 
 /** Longest label shown in the panel for a request. */
 const LABEL_PROMPT_CHARS = 60;
@@ -57,10 +58,23 @@ export function modelRunRules(config: GatewayConfig): RunRule[] {
   );
 }
 
+/**
+ * What the user last asked, for the task's label: the last user message with words of the user's
+ * own, without the blocks a client adds by itself (Claude Code's `<system-reminder>`s) and without
+ * tool results; undefined when there is none.
+ */
+export function userPrompt(messages: readonly ChatMessage[]): string | undefined {
+  for (const message of [...messages].reverse()) {
+    if (message.role !== 'user' || (message.tools?.results && !message.tools.steering)) continue;
+    const text = withoutReminders(message.content).trim();
+    if (text !== '') return text;
+  }
+  return undefined;
+}
+
 export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
   const { route } = request;
-  const lastUser = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? request.prompt;
-  const oneLine = lastUser.replace(/\s+/g, ' ').trim();
+  const oneLine = (userPrompt(request.messages) ?? request.prompt).replace(/\s+/g, ' ').trim();
   const label = `gateway ${request.model}: ${oneLine.length > LABEL_PROMPT_CHARS ? `${oneLine.slice(0, LABEL_PROMPT_CHARS)}…` : oneLine}`;
   const common = {
     cwd: request.cwd ?? route.cwd ?? config.workspace,

@@ -53,7 +53,8 @@ export interface GatewayServerOptions {
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */
   keepAliveMs?: number;
-  workspaces?: Workspaces;
+  /** The private scratch directories (`config.workspacesDir`). */
+  workspaces: Workspaces;
 }
 
 export interface GatewayServer {
@@ -95,7 +96,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     ...routing,
     tasks: options.tasks,
     limitConcurrency: options.limitConcurrency,
-    ...(options.workspaces ? { workspaces: options.workspaces } : {}),
+    workspaces: options.workspaces,
   });
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const background = createBackgroundResponses({ ...routing, tasks: options.tasks, keepAliveMs });

@@ -19,6 +19,7 @@
  * - one logical turn runs once: identical copies of a request (SDK retries) join its run
  *   (./turn-dedupe.ts), and failures a retry cannot fix say `x-should-retry: false`.
  */
+import { randomUUID } from 'node:crypto';
 import type { TaskHandle } from '../client/index.js';
 import {
   createRequestTaskRunner,
@@ -45,7 +46,7 @@ import type { Workspaces } from './workspaces.js';
 import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 import { hostEnvOf, topology, writeRules, type HostEnv } from './bridge/anchor.js';
 import type { GuardCounts } from './bridge/guard.js';
-import { BridgedRun } from './bridge/run.js';
+import { BridgedRun, type BridgedRunOptions } from './bridge/run.js';
 import type { ToolResultIn } from './bridge/wire.js';
 import type { CancelWhy } from './request-task/index.js';
 
@@ -73,7 +74,8 @@ export interface TurnRunnerOptions {
   knownModels(): Promise<string[]>;
   /** Cap the gateway's own running tasks (a shared broker's or the hub's concurrency is not ours to set). */
   limitConcurrency: boolean;
-  workspaces?: Workspaces;
+  /** The private scratch directories: bridged runs always run in one, every session with `session_workspaces`. */
+  workspaces: Workspaces;
 }
 
 /** How a model name finds its route (what a background response needs of the runner's options). */
@@ -90,9 +92,12 @@ export interface TurnRunner {
   shutdown(): Promise<void>;
 }
 
-/** Bridged runs now, and the scratch-path guard's counts since the gateway started. */
+/** Bridged runs since the gateway started and now, and the scratch-path guard's counts since it started. */
 export interface BridgeStats {
+  /** Bridged runs started since the gateway started. */
   runs: number;
+  /** Bridged runs alive now (running or suspended). */
+  active: number;
   suspended: number;
   violations: number;
   corrections: number;
@@ -109,10 +114,10 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     ...(options.limitConcurrency ? { maxConcurrent: config.maxConcurrent } : {}),
   });
   const dedupe = createTurnDedupe();
-  const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces?.release(session.key));
+  const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces.release(session.key));
   const bridges = new Map<BridgedRun, Session | undefined>();
   const guardTotals: GuardCounts = { violations: 0, corrections: 0 };
-  const context: TurnContext = { options, runner, registry, bridges, guardTotals };
+  const context: TurnContext = { options, runner, registry, bridges, guardTotals, bridgedRuns: 0 };
   return {
     run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => runTurn(context, turn, own, shared, api)),
     unavailable: (route) => unavailableRoute(config, route),
@@ -123,7 +128,8 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       return registry.size;
     },
     bridgeStats: () => ({
-      runs: bridges.size,
+      runs: context.bridgedRuns,
+      active: bridges.size,
       suspended: [...bridges.keys()].filter((run) => run.state === 'suspended').length,
       ...guardTotals,
     }),
@@ -144,6 +150,8 @@ interface TurnContext {
   /** Bridged runs alive (running or suspended on the client's tool calls), with the session each holds. */
   bridges: Map<BridgedRun, Session | undefined>;
   guardTotals: GuardCounts;
+  /** Bridged runs started since the runner was made (`/health`'s `bridge.runs`). */
+  bridgedRuns: number;
 }
 
 /** One turn on its route, in its session (if any): what it asks the task, and where. */
@@ -241,7 +249,7 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
     // A worktree is the session's own place (a scratch workspace would be no repository).
     ...(outcome.worktree
       ? { worktree: outcome.worktree.request }
-      : session && workspaces
+      : session && config.sessionWorkspaces
         ? { cwd: workspaces.forSession(session.key) }
         : {}),
   });
@@ -262,16 +270,18 @@ const CALL_ID_PREFIX: Record<string, string> = { chat: 'call_', responses: 'call
 
 /**
  * A bridged turn: a new run of the agent with the client's tools, written to this request until its
- * first step of tool calls (or its answer). The run holds its session until it ends.
+ * first step of tool calls (or its answer). The run holds its session until it ends. The agent runs
+ * in a private scratch directory, never in `workspace` or the model's `cwd` (which may be the very
+ * project the client works in): its session's, or the run's own, deleted when the run ends.
  */
 async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome: TurnOutcome): Promise<void> {
   const { config, workspaces } = context.options;
   const { turn, session, abort } = routed;
   const resume = session?.agentSession;
-  const workspace = session && workspaces ? workspaces.forSession(session.key) : undefined;
+  const scratchKey = session?.key ?? `run-${randomUUID()}`;
+  const cwd = workspaces.forSession(scratchKey);
   const env = hostEnvOf(turn.messages);
-  const cwd = workspace ?? routed.route.cwd ?? config.workspace;
-  if (workspace) writeRules(workspace, env);
+  writeRules(cwd, env);
   const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config, { mode: 'bridge', env, workspace: cwd });
   const prompt = buildPrompt(messages);
   const spec = {
@@ -291,38 +301,52 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
   const counts = session ? (session.guard ??= { violations: 0, corrections: 0 }) : { violations: 0, corrections: 0 };
   if (session) context.registry.hold(session);
   let last = turn.messages;
-  const run: BridgedRun = new BridgedRun({
-    runner: context.runner,
-    spec,
-    prompt,
-    idPrefix: CALL_ID_PREFIX[routed.api] ?? 'call_',
-    workspace: cwd,
-    ...(env?.root ? { hostRoot: env.root } : {}),
-    counts: countingInto(counts, context.guardTotals),
-    idleMs: config.sessions.idleMs,
-    failure: (error, why) =>
-      httpErrorFor(
-        describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' }),
-        routed.model,
-        context.options.tasks.where.kind === 'hub',
-      ),
-    onEnd(ended, result) {
-      context.bridges.delete(ended);
-      if (!session) return;
-      if (session.bridge === ended) session.bridge = undefined;
-      const transcript =
-        result.answered === undefined
-          ? undefined
-          : transcriptHash([...last, { role: 'assistant', content: result.answered }], routed.model, purpose);
-      context.registry.done(session, result.agentSession, transcript);
+  const run: BridgedRun = startBridgedRun(
+    {
+      runner: context.runner,
+      spec,
+      prompt,
+      idPrefix: CALL_ID_PREFIX[routed.api] ?? 'call_',
+      workspace: cwd,
+      ...(env?.root ? { hostRoot: env.root } : {}),
+      counts: countingInto(counts, context.guardTotals),
+      idleMs: config.sessions.idleMs,
+      failure: (error, why) =>
+        httpErrorFor(
+          describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' }),
+          routed.model,
+          context.options.tasks.where.kind === 'hub',
+        ),
+      onEnd(ended, result) {
+        context.bridges.delete(ended);
+        if (!session) return workspaces.release(scratchKey);
+        if (session.bridge === ended) session.bridge = undefined;
+        const transcript =
+          result.answered === undefined
+            ? undefined
+            : transcriptHash([...last, { role: 'assistant', content: result.answered }], routed.model, purpose);
+        context.registry.done(session, result.agentSession, transcript);
+      },
     },
-  });
+    () => session === undefined && workspaces.release(scratchKey),
+  );
   run.onHistory = (messages) => (last = messages);
+  context.bridgedRuns += 1;
   context.bridges.set(run, session);
   if (session) session.bridge = run;
   run.history = transcriptHash(turn.messages, routed.model, purpose);
   await run.attach(routed.writer, abort, turn.thinking);
   outcome.task = run.task;
+}
+
+/** A new run; when it cannot start, the scratch directory made for it alone goes again. */
+function startBridgedRun(options: BridgedRunOptions, release: () => void): BridgedRun {
+  try {
+    return new BridgedRun(options);
+  } catch (error) {
+    release();
+    throw error;
+  }
 }
 
 /** `counts`, each increment also added to `totals`. */

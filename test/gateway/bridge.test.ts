@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { summarize } from '../../src/mcp/snapshots.js';
-import { createTestBroker, tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
 import { raw, standinModels, startTestGateway } from './helpers.js';
 
 const READ_SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
@@ -252,7 +252,8 @@ describe('when a run cannot simply continue', () => {
     expect(task.snapshot()).toMatchObject({ state: 'cancelled' });
     expect(String((final as Error).message)).toMatch(/no tool results in time/);
     const health = await raw(`${gw.url}/health`);
-    expect(health.json.bridge).toMatchObject({ runs: 0, suspended: 0 });
+    // Counted since the gateway started; none alive now.
+    expect(health.json.bridge).toMatchObject({ runs: 1, active: 0, suspended: 0 });
   });
 
   test('a call to a tool the client did not offer, and one naming the scratch workspace, get corrective results; the guard is counted', async () => {
@@ -274,6 +275,42 @@ describe('when a run cannot simply continue', () => {
     expect(text).toMatch(/scratch: tool call read_file failed: Not run: `command` names .* in \/home\/user\/project/);
     const health = await raw(`${gw.url}/health`, undefined, { headers: { Authorization: 'Bearer none' } });
     expect(health.json.bridge).toMatchObject({ violations: 1, corrections: 1 });
+  });
+
+  test("started in the client's project (`cd <project> && backchannel gateway`), the agent still runs in a private scratch directory", async () => {
+    const project = tempDir('bc-gwb-project-');
+    const root = path.join(tempDir('bc-gwb-ws-'), 'scratch');
+    // `workspace` is where the gateway started; the model's `cwd` the project too: neither is a scratch directory.
+    const dir = tempDir('bc-gwb-');
+    const models = standinModels(dir) as Record<string, { env: Record<string, string> }>;
+    const gw = await startTestGateway(
+      { models: { bridge: { ...models.bridge, cwd: project } }, default_model: 'bridge', workspace: project, workspaces_dir: root },
+      { dir },
+    );
+    const openai = new OpenAI({ baseURL: gw.baseURL, apiKey: 'none', maxRetries: 0 });
+    // Claude Code 2.1.332's environment message, naming the project.
+    const env = fs.readFileSync(fixture('gateway/client-env/claude-code-2.1.332.txt'), 'utf8').replaceAll('/home/user/project', project);
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: env },
+      { role: 'user', content: 'Read it. SCRATCH' },
+    ];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const id = first.response.headers.get(TASK_ID)!;
+    const prompt = fs.readFileSync(path.join(dir, `prompt-${id}.txt`), 'utf8');
+    expect(prompt).toContain(`in ${project}.`); // anchored on the project
+    const message = first.data.choices[0]!.message;
+    const calls = message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    // The agent's `cd <its cwd> && ls` named its scratch directory, not the project: corrected, never sent.
+    expect(calls.map((c) => JSON.parse(c.function.arguments))).toEqual([{ path: 'a.txt' }]);
+    messages.push(message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'A' });
+    const done = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS });
+    const scratch = /Not run: `command` names (\S+), your scratch directory/.exec(done.choices[0]!.message.content!)?.[1];
+    expect(scratch, done.choices[0]!.message.content!).toBeDefined();
+    expect(path.dirname(scratch!)).toBe(root);
+    expect(scratch).not.toBe(project);
+    expect(fs.readdirSync(project)).toEqual([]);
+    // The scratch directory's rules file states the topology.
+    expect(fs.readFileSync(path.join(scratch!, 'AGENTS.md'), 'utf8')).toContain(`in ${project}.`);
   });
 
   test("the guard's counts of a bridged task go into its meta (through the client); `show` prints them and `stats` sums them from the journal", async () => {

@@ -334,6 +334,22 @@ describe('concurrency and visibility', () => {
     expect(task!.label).toBe('gateway echo: what is in src/?');
   });
 
+  test("a task's label is the user's prompt, never the reminders Claude Code puts before it", async () => {
+    const dir = tempDir('bc-gw-');
+    const gateway = await startTestGateway({ models: standinModels(dir) }, { dir });
+    // The first user message of the real Claude Code 2.1.332: its reminders, then what the user typed.
+    const reminder = (text: string) => ({ type: 'text', text: `<system-reminder>\n${text}\n</system-reminder>` });
+    const content = [reminder("As you answer the user's questions, you can use the following context: …"), reminder('Attribution …')];
+    const res = await raw(`${gateway.url}/v1/messages`, {
+      model: 'echo',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: [...content, { type: 'text', text: 'Say hi' }] }],
+    });
+    expect(res.status, res.text).toBe(200);
+    const [task] = await gateway.client.listTasks();
+    expect(task!.label).toBe('gateway echo: Say hi');
+  });
+
   test('on a shared broker, the gateway still runs at most max_concurrent requests', async () => {
     const dir = tempDir('bc-gw-');
     const { broker } = makeBroker({ concurrency: 10 });

@@ -79,6 +79,24 @@ describe('the gateway on a running hub', () => {
     });
   });
 
+  test('a bridged run on the hub: the tool call, its result, the same task; /health counts the run after it ended', async () => {
+    const hub = hubEnv();
+    await startHub(hub);
+    const gateway = await startGateway(hub);
+    const tools = [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: {} } } }];
+    const messages: unknown[] = userMessage('Read the file.');
+    const first = await raw(`${gateway.baseURL}/chat/completions`, { model: 'bridge', messages, tools });
+    expect(first.status, first.text).toBe(200);
+    const message = first.json.choices[0].message;
+    expect(message.tool_calls).toHaveLength(1);
+    messages.push(message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'contents' });
+    const done = await raw(`${gateway.baseURL}/chat/completions`, { model: 'bridge', messages, tools });
+    expect(done.json.choices[0].message.content).toBe('done: "contents"');
+    expect(done.headers['x-backchannel-task-id']).toBe(first.headers['x-backchannel-task-id']);
+    const health = await raw(`${gateway.baseURL.replace(/\/v1$/, '')}/health`);
+    expect(health.json.bridge).toEqual({ runs: 1, active: 0, suspended: 0, violations: 0, corrections: 0 });
+  });
+
   test('a 2 MB prompt is answered on the hub as in the gateway (the hub takes what the gateway takes)', async () => {
     const hub = hubEnv();
     await startHub(hub);

@@ -43,9 +43,14 @@ export interface MessageTools {
 /** Claude Code's reminders, which it adds to tool-result turns by itself. */
 const SYSTEM_REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
 
+/** `text` without Claude Code's own reminders. */
+export function withoutReminders(text: string): string {
+  return text.replace(SYSTEM_REMINDER, '');
+}
+
 /** Whether `text` says anything beyond Claude Code's own reminders. */
 export function isSteering(text: string): boolean {
-  return text.replace(SYSTEM_REMINDER, '').trim() !== '';
+  return withoutReminders(text).trim() !== '';
 }
 
 const EMPTY_SCHEMA = { type: 'object', properties: {} };
