@@ -18,7 +18,8 @@
  * beside it (task-kinds, live-task, attempt-loop, admission, settings, types, index).
  * Beside them: worktree (git worktrees, knowing no task) → coding (the coding-task kind) → broker.ts, which
  * reaches coding only through its entry (coding/index.ts) and the task-kind seam (task-kinds.ts).
- * Inside hub/: http (shared by both servers) → control (the endpoint) → headless (`serve`, which also opens control).
+ * Inside hub/: http (shared by both servers) → control (the endpoint) → assemble.ts (the one hub: lock, broker, webhooks,
+ * scheduler, bridge, control endpoint, mounts) → the shells that call it: headless (`serve`), main (the app), client/open.ts.
  */
 const layer = (name) => `^src/${name}/`;
 /** broker.ts, settings.ts, types.ts, index.ts: the top of the core (errors.ts and log.ts are its foundations). */
@@ -108,6 +109,19 @@ module.exports = {
       "The hub's HTTP pieces serve both its servers, so they import neither.",
     ),
     forbid('control-under-headless', '^src/hub/control/', '^src/hub/headless/', '`serve` opens the control endpoint, not the other way.'),
+    forbid(
+      'hub-assembled-in-one-place',
+      '^src/(?!(hub/headless/|main/|client/open\\.ts$))',
+      '^src/hub/assemble\\.ts$',
+      "The hub is assembled once (hub/assemble.ts); only the shells call it: serve (hub/headless), the app, become-hub.",
+    ),
+    {
+      name: 'hub-pieces-through-the-assembly',
+      comment: "The control endpoint and the scheduler are started by the assembly alone, so every shell gets the same pieces.",
+      severity: 'error',
+      from: { path: '^src/(?!hub/assemble\\.ts$)' },
+      to: { path: '^src/hub/(control/server|scheduler)\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
     forbid(
       'queue-seam-under-the-broker',
       '^src/broker/(transport|process|guards|task|history)/',
