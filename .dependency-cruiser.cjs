@@ -113,11 +113,11 @@ module.exports = {
       'hub-assembled-in-one-place',
       '^src/(?!(hub/headless/|main/|client/open\\.ts$))',
       '^src/hub/assemble\\.ts$',
-      "The hub is assembled once (hub/assemble.ts); only the shells call it: serve (hub/headless), the app, become-hub.",
+      'The hub is assembled once (hub/assemble.ts); only the shells call it: serve (hub/headless), the app, become-hub.',
     ),
     {
       name: 'hub-pieces-through-the-assembly',
-      comment: "The control endpoint and the scheduler are started by the assembly alone, so every shell gets the same pieces.",
+      comment: 'The control endpoint and the scheduler are started by the assembly alone, so every shell gets the same pieces.',
       severity: 'error',
       from: { path: '^src/(?!hub/assemble\\.ts$)' },
       to: { path: '^src/hub/(control/server|scheduler)\\.ts$', dependencyTypesNot: ['type-only'] },
