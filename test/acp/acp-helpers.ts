@@ -57,3 +57,10 @@ export async function nextQuestion(handle: TaskHandle, after?: string) {
 export function readIfThere(file: string): string | undefined {
   return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
 }
+
+/** The pids of the fixture agents started for this case. */
+export function agentPids(state: string): number[] {
+  return readdirSync(state)
+    .filter((f) => /^agent-\d+\.pid$/.test(f))
+    .map((f) => Number(f.slice('agent-'.length, -'.pid'.length)));
+}

@@ -1,0 +1,75 @@
+import { describe, expect, test } from 'vitest';
+import { makeBroker, waitFor, waitUntilGone } from '../helpers/core.js';
+import { startTask } from '../helpers/broker.js';
+import { acpCase, agentPids, nextQuestion, script } from './acp-helpers.js';
+
+describe('cancel and the cost pause keep the work', () => {
+  test('cancel mid-turn sends session/cancel, keeps the work so far and leaves no process behind', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 5000 });
+    const acp = acpCase();
+    const steps = [
+      { say: 'Half done. ' },
+      { tool: { id: 't1', title: 'Refactor a.ts', kind: 'edit', status: 'in_progress' } },
+      { untilCancelled: true },
+    ];
+    const run = startTask(broker, acp.spec(script(steps)));
+    await waitFor(() => run.partials.some((p) => (p.data as { step?: string }).step === 'Refactor a.ts'), 'the step text');
+    const adapterPid = run.handle.snapshot().pid!;
+    run.handle.cancel('changed my mind');
+    const done = await run.done;
+    expect(done.error?.reason).toBe('cancelled');
+    const data = done.error!.payload!.data as Record<string, any>;
+    expect(data.text).toBe('Half done. ');
+    expect(data.tool_calls).toEqual([expect.objectContaining({ id: 't1', title: 'Refactor a.ts' })]);
+    expect(data.stop_reason).toBe('cancelled');
+    // The agent got session/cancel for its session and ended its turn: no signal was needed.
+    expect(acp.cancelledSessions()).toEqual([data.session_id]);
+    expect(done.snapshot.signal).toBeNull();
+    await waitUntilGone([adapterPid, ...agentPids(acp.state)]);
+  });
+
+  test('an agent that ignores session/cancel still ends: the work so far is sent after a short grace', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 10_000 });
+    const acp = acpCase();
+    const run = startTask(broker, acp.spec(script([{ say: 'stuck soon. ' }, { hang: true }])));
+    await waitFor(() => run.partials.some((p) => (p.data as { text?: string }).text === 'stuck soon. '), 'the text');
+    run.handle.cancel('enough');
+    const done = await run.done;
+    expect(done.error?.reason).toBe('cancelled');
+    expect((done.error!.payload!.data as Record<string, any>).text).toBe('stuck soon. ');
+    await waitUntilGone(agentPids(acp.state));
+  });
+
+  test('at the cost cap the turn pauses and asks; raising continues the same session', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const steps = [{ say: 'step one. ' }, { usage: { cost: 0.6 } }, { untilCancelled: true }];
+    const run = startTask(broker, acp.spec(script(steps), { settings: { maxCostUsd: 0.5 } }));
+    const question = await nextQuestion(run.handle);
+    expect(question.question).toBe('budget reached ($0.6 of $0.5): raise the cap / stop');
+    expect(question.choices).toEqual(['raise by $0.5', 'stop']);
+    broker.answer(run.handle.id, question.askId, 'raise by $0.5');
+    const done = await run.done;
+    expect(done.error).toBeUndefined();
+    const data = done.payload!.data as Record<string, any>;
+    // The same session was prompted again (the fixture echoes a prompt without a script).
+    expect(data.text).toBe('step one. echo: The budget was raised: continue where you left off.');
+    expect(acp.cancelledSessions()).toEqual([data.session_id]);
+    expect((done.payload!.meta as any).acp).toMatchObject({ session_id: data.session_id, budget_raises: 1, caps: { max_cost_usd: 1 } });
+    expect((done.payload!.meta as any).cost_usd).toBe(0.6);
+  });
+
+  test('stopping at the cap ends the task as over its budget, with the work kept', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const steps = [{ say: 'kept. ' }, { usage: { cost: 2 } }, { untilCancelled: true }];
+    const run = startTask(broker, acp.spec(script(steps), { settings: { maxCostUsd: 1 } }));
+    const question = await nextQuestion(run.handle);
+    broker.answer(run.handle.id, question.askId, 'stop');
+    const done = await run.done;
+    expect(done.error?.reason).toBe('error');
+    expect(done.error?.message).toContain('budget reached ($2 of $1): stopped');
+    const data = done.error!.payload!.data as Record<string, any>;
+    expect(data).toMatchObject({ text: 'kept. ', reason: 'budget_exceeded', code: 'budget_exceeded' });
+  });
+});
