@@ -5,7 +5,8 @@
  *
  * The broker keeps its own retry loop: a job is tried once by BullMQ (`attempts: 1`) and a job whose
  * worker died is failed by BullMQ's stalled-job check (`maxStalledCount: 0` on the workers), which
- * the broker counts as a crashed attempt and retries per the task's policy.
+ * the broker runs again once on another worker (RemoteAttempt.lost), then counts as a crashed
+ * attempt and retries per the task's policy.
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
@@ -115,7 +116,8 @@ class RedisQueue implements AttemptQueue, AttemptHub {
    * A job BullMQ failed (its lock expired: the worker died, or could not renew it while Redis was
    * down). A worker that is alive finishes the attempt and keeps its report under its own key; so
    * while the job's worker still beats, the report is waited for, and only a worker gone (no beat for
-   * WORKER_SILENT_MS, past LOST_JOB_GRACE_MS) makes the attempt count as crashed. Nothing runs twice.
+   * WORKER_SILENT_MS, past LOST_JOB_GRACE_MS) makes the attempt lost: its agents died with their
+   * worker (./keeper.ts), so it runs again elsewhere, once. Nothing runs twice at the same time.
    */
   private async lostOrKept(attempt: RemoteAttempt, failedReason: string): Promise<void> {
     const since = Date.now();
@@ -132,7 +134,7 @@ class RedisQueue implements AttemptQueue, AttemptHub {
         const beat = attempt.worker ? await client.hget(this.keys.fleet, attempt.worker) : null;
         const silentFor = beat ? Date.now() - (JSON.parse(beat) as FleetEntry).at : Infinity;
         if (Date.now() - since >= LOST_JOB_GRACE_MS && silentFor > WORKER_SILENT_MS) {
-          attempt.failed(`the worker lost the job: ${failedReason}`);
+          attempt.lost(`the worker ${attempt.worker ?? '(unknown)'} lost the job: ${failedReason}`);
           return;
         }
       } catch {

@@ -22,7 +22,8 @@ const STOP_CONFIRM_MARGIN_MS = 10_000;
 export class RemoteAttempt implements RunningAttempt {
   readonly outcome: Promise<AttemptOutcome>;
   readonly finished: Promise<void>;
-  readonly jobId: string;
+  /** The job's id: `<task>.<attempt>`, and `<task>.<attempt>.again` once it runs again (see `lost`). */
+  jobId: string;
   exitCode: number | null | undefined;
   exitSignal: NodeJS.Signals | null | undefined;
   private decided: AttemptOutcome | undefined;
@@ -34,6 +35,8 @@ export class RemoteAttempt implements RunningAttempt {
   worker: string | undefined;
   /** The `seq` of the worker's next progress message. */
   private nextSeq = 0;
+  /** The job already runs a second time, its first worker lost (see `lost`). */
+  private again = false;
 
   constructor(
     private readonly hub: AttemptHub,
@@ -129,6 +132,23 @@ export class RemoteAttempt implements RunningAttempt {
     this.exitSignal = report.exitSignal;
     this.settle(report.outcome);
     this.end();
+  }
+
+  /**
+   * The job's worker died before it finished (no report kept): its agents died with it (./keeper.ts),
+   * so the attempt runs again on another worker, once — unless a stop was asked for (then it ends
+   * as decided). A second loss fails it as `crashed`, and the task's own retries take over.
+   */
+  lost(why: string): void {
+    if (this.done) return;
+    if (this.again || this.decided) return this.failed(why);
+    this.again = true;
+    this.sink.log('broker', `${why}; the attempt runs again on another worker (once)`);
+    this.hub.forget(this.jobId);
+    this.jobId = `${jobIdOf(this.settings.taskId, this.settings.attempt)}.again`;
+    this.nextSeq = 0;
+    this.worker = undefined;
+    void this.start();
   }
 
   /** The job failed without a report: its worker was lost (stalled) or Redis refused it. */

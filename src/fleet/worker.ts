@@ -19,6 +19,7 @@ import { emitErrorsToListenersOnly, FleetConnection } from './connection.js';
 import type { FleetEntry } from './redis-queue.js';
 import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptJob, type AttemptReport, type ControlMessage } from './wire.js';
 import { Reporter } from './reporter.js';
+import { AgentKeeper } from './keeper.js';
 
 export interface FleetWorkerOptions {
   redis: string;
@@ -68,6 +69,8 @@ export class FleetWorker {
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
   private closing = false;
+  /** Stops this worker's agents when it dies, however it dies (./keeper.ts). */
+  private keeper: AgentKeeper | undefined;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.name = options.workerName ?? `${os.hostname()}-${process.pid}`;
@@ -99,6 +102,7 @@ export class FleetWorker {
   async start(): Promise<void> {
     ensurePrivateDir(this.endpointDir);
     await sweepStaleSockets(this.endpointDir);
+    this.keeper ??= new AgentKeeper((message) => this.logger.warn(`worker ${this.name}: ${message}`));
     const client = await this.worker.client;
     const subscriber = client.duplicate();
     this.subscriber = subscriber;
@@ -122,6 +126,7 @@ export class FleetWorker {
     const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_WAIT_MS).unref());
     if (!(await Promise.race([graceful, late]))) await this.worker.close(true).catch(() => {});
     await this.leaveFleet();
+    this.keeper?.close();
     // A connection whose start-up close() cut (Redis hung) has nothing left to disconnect: it rejects.
     await this.worker.disconnect().catch(() => {});
   }
@@ -205,7 +210,12 @@ export class FleetWorker {
     reporter.push({ t: 'placed', worker: this.name });
     const replies = new Map<string, (message: BrokerMessage) => void>();
     const toolReplies = new Map<string, (message: BrokerMessage) => void>();
-    const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies, toolReplies));
+    let pid: number | undefined;
+    const spawned = (agent: number) => {
+      pid = agent;
+      this.keeper?.started(agent);
+    };
+    const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies, toolReplies, spawned));
     this.running.set(job.id!, { attempt, replies, toolReplies });
     try {
       await attempt.start();
@@ -231,6 +241,8 @@ export class FleetWorker {
       return finished;
     } finally {
       this.running.delete(job.id!);
+      // Its processes are gone (`finished`), or it never started: the keeper forgets the pid.
+      if (pid !== undefined) this.keeper?.ended(pid);
     }
   }
 
@@ -267,6 +279,7 @@ function forwardingSink(
   reporter: Reporter,
   replies: Map<string, (message: BrokerMessage) => void>,
   toolReplies: Map<string, (message: BrokerMessage) => void>,
+  spawned: (pid: number) => void,
 ): AttemptSink {
   return {
     partial: (payload) => reporter.push({ t: 'partial', payload }),
@@ -282,6 +295,6 @@ function forwardingSink(
       toolReplies.set(message.call_id, earlier ? (result) => (toolReplies.set(message.call_id, earlier), reply(result)) : reply);
       reporter.push({ t: 'tool_call', message }, true);
     },
-    spawned: () => {},
+    spawned,
   };
 }
