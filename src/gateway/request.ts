@@ -37,6 +37,13 @@ export interface TurnIdentity {
    * to. A request that reuses the key with another body is refused (422), never given the first run's answer.
    */
   bodyHash?: string;
+  /**
+   * SHA-256 (hex) of what `key` hashes with the body's streaming fields and output-token caps left
+   * out (`stream`, `stream_options`, `max_tokens`, …): the same logical request streamed or not. Absent with an `Idempotency-Key`.
+   */
+  fallbackKey?: string;
+  /** The body asked for a stream (`stream: true`). */
+  stream?: boolean;
 }
 
 /** One request of any API, as the gateway runs it. */

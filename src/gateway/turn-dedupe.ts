@@ -16,6 +16,12 @@
  * A copy from a client that sends neither joins a run still going or one that failed, not a
  * finished answer: the same question asked again later is a new question.
  *
+ * A client's **fallback** joins too: Claude Code, when a streamed request fails inside its stream,
+ * asks again at once without streaming, with a new body (`stream: false`, a lower `max_tokens`) and
+ * `x-stainless-retry-count: 0`. A request that differs from a running or failed run's only in
+ * whether it streams and in its output-token cap (same {@link TurnIdentity.fallbackKey}, the other
+ * `stream`) is that run's fallback: it gets that run's answer or failure, and no new agent starts.
+ *
  * What is remembered: runs that reached an answer or a failure of the agent. A request refused before
  * any agent ran (unknown model, a full queue) is forgotten at once, and so is a run every client left
  * (its task was cancelled): a later copy runs anew. A run is cancelled when every request that
@@ -65,18 +71,30 @@ const header = (headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 };
 
+/** Body fields a client's non-streamed fallback of a streamed request changes (./turn-dedupe.ts header). */
+const FALLBACK_FIELDS = new Set(['stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'max_output_tokens']);
+
 /** A request's identity from its API, its parsed body and its headers. */
 export function turnIdentity(api: string, body: unknown, headers: IncomingHttpHeaders): TurnIdentity {
   const idempotencyKey = header(headers, 'idempotency-key');
   const retryCount = header(headers, 'x-stainless-retry-count');
   const credential = header(headers, 'authorization') ?? header(headers, 'x-api-key') ?? '';
-  const hash = createHash('sha256').update(`${api}\0${credential}\0${headerSessionIds(headers).join('\0')}\0`);
+  const who = `${api}\0${credential}\0${headerSessionIds(headers).join('\0')}\0`;
+  const hash = createHash('sha256').update(who);
   hash.update(idempotencyKey !== undefined ? `key\0${idempotencyKey}` : `body\0${JSON.stringify(body)}`);
   const attempt: Attempt =
     idempotencyKey !== undefined ? 'retry' : retryCount === undefined ? 'unknown' : retryCount.trim() === '0' ? 'first' : 'retry';
-  const bound = idempotencyKey !== undefined ? { bodyHash: createHash('sha256').update(JSON.stringify(body)).digest('hex') } : {};
-  return { key: hash.digest('hex'), attempt, ...bound };
+  const stream = (body as { stream?: unknown } | null)?.stream === true;
+  if (idempotencyKey !== undefined)
+    return { key: hash.digest('hex'), attempt, stream, bodyHash: createHash('sha256').update(JSON.stringify(body)).digest('hex') };
+  const rest = isRecord(body) ? Object.fromEntries(Object.entries(body).filter(([field]) => !FALLBACK_FIELDS.has(field))) : body;
+  const fallbackKey = createHash('sha256')
+    .update(`${who}fallback\0${JSON.stringify(rest)}`)
+    .digest('hex');
+  return { key: hash.digest('hex'), attempt, stream, fallbackKey };
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The IETF Idempotency-Key draft's answer to a key reused with another payload (422, "Idempotency-Key
@@ -122,10 +140,19 @@ export interface TurnDedupeOptions {
 export function createTurnDedupe(options: TurnDedupeOptions = {}): TurnDedupe {
   const { windowMs = IDEMPOTENCY_WINDOW_MS, graceMs = RETRY_GRACE_MS, maxRemembered = MAX_REMEMBERED_TURNS } = options;
   const runs = new Map<string, SharedTurn>();
+  /** The same runs by `fallbackKey`, for a client's fallback of a streamed request (see the file header). */
+  const fallbacks = new Map<string, SharedTurn>();
 
   function forget(key: string, run: SharedTurn): void {
     if (runs.get(key) === run) runs.delete(key);
+    if (run.fallbackKey !== undefined && fallbacks.get(run.fallbackKey) === run) fallbacks.delete(run.fallbackKey);
     clearTimeout(run.expiry);
+  }
+
+  /** The running or failed run whose fallback this request is: the same request, streamed the other way. */
+  function fallbackOf(identity: TurnIdentity): SharedTurn | undefined {
+    const run = identity.fallbackKey === undefined ? undefined : fallbacks.get(identity.fallbackKey);
+    return run && run.stream !== identity.stream && run.joinableBy('unknown') ? run : undefined;
   }
 
   function remember(key: string, run: SharedTurn): void {
@@ -141,8 +168,11 @@ export function createTurnDedupe(options: TurnDedupeOptions = {}): TurnDedupe {
       const joined = identity.attempt === 'first' ? undefined : runs.get(identity.key);
       if (joined && joined.bodyHash !== identity.bodyHash) return Promise.reject(keyReused());
       if (joined?.joinableBy(identity.attempt)) return joined.join(writer, abort, identity.attempt);
-      const run = new SharedTurn(graceMs, identity.bodyHash);
+      const fallback = fallbackOf(identity);
+      if (fallback) return fallback.join(writer, abort, identity.attempt);
+      const run = new SharedTurn(graceMs, identity);
       runs.set(identity.key, run);
+      if (identity.fallbackKey !== undefined) fallbacks.set(identity.fallbackKey, run);
       const done = run.join(writer, abort, identity.attempt);
       run.start(produce).then(
         (remembered) => (remembered ? remember(identity.key, run) : forget(identity.key, run)),
@@ -155,6 +185,7 @@ export function createTurnDedupe(options: TurnDedupeOptions = {}): TurnDedupe {
     },
     clear() {
       for (const [key, run] of [...runs]) forget(key, run);
+      fallbacks.clear();
     },
   };
 }
@@ -181,11 +212,20 @@ class SharedTurn {
   private grace: NodeJS.Timeout | undefined;
   private failed = false;
 
+  /** The body an `Idempotency-Key` is bound to (see `TurnIdentity.bodyHash`). */
+  readonly bodyHash: string | undefined;
+  /** The request without its streaming fields (see `TurnIdentity.fallbackKey`), and whether it streamed. */
+  readonly fallbackKey: string | undefined;
+  readonly stream: boolean;
+
   constructor(
     private readonly graceMs: number,
-    /** The body an `Idempotency-Key` is bound to (see `TurnIdentity.bodyHash`). */
-    readonly bodyHash: string | undefined,
-  ) {}
+    identity: TurnIdentity,
+  ) {
+    this.bodyHash = identity.bodyHash;
+    this.fallbackKey = identity.fallbackKey;
+    this.stream = identity.stream === true;
+  }
 
   /** False once every client left and the run is being cancelled: it will answer nobody. */
   get joinable(): boolean {

@@ -19,7 +19,10 @@ async function countingGateway() {
     command: STANDIN_AGENT,
     env: { GATEWAY_STANDIN: mode, GATEWAY_RUNS_FILE: runs, GATEWAY_PID_DIR: dir, GATEWAY_RELEASE_FILE: release },
   });
-  const gateway = await startTestGateway({ models: { fail: model('fail'), echo: model('echo'), slow: model('slow') } }, { dir });
+  const gateway = await startTestGateway(
+    { models: { fail: model('fail'), 'fail-streaming': model('fail-streaming'), echo: model('echo'), slow: model('slow') } },
+    { dir },
+  );
   const count = () => (fs.existsSync(runs) ? fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0);
   return { gateway, dir, count, release: () => fs.writeFileSync(release, '') };
 }
@@ -52,6 +55,27 @@ describe('one logical turn runs once', () => {
     await raw(`${gateway.baseURL}/chat/completions`, question);
     await raw(`${gateway.baseURL}/chat/completions`, question);
     expect(count()).toBe(4);
+  });
+
+  test("Claude Code's non-streamed fallback of a stream that failed joins that run: one agent, the same failure", async () => {
+    const { gateway, count } = await countingGateway();
+    // What the real Claude Code 2.1.332 sends: the stream fails inside it, then at once the same
+    // request without streaming, with a lower max_tokens, and again x-stainless-retry-count 0.
+    const headers = { 'x-stainless-retry-count': '0', 'x-claude-code-session-id': '3c4e750b-6d58-4081-9549-8c3b32de4b7e' };
+    const body = { model: 'fail-streaming', max_tokens: 128000, messages: userMessage('Say hi') };
+    const streamed = await raw(`${gateway.url}/v1/messages`, { ...body, stream: true }, { headers });
+    expect(streamed.events.map((e) => e.data.type)).toContain('error');
+    const fallback = await raw(`${gateway.url}/v1/messages`, { ...body, max_tokens: 64000, stream: false }, { headers });
+    expect(fallback.status).toBe(500);
+    expect(fallback.json.error.message).toContain('lost the thread');
+    expect(fallback.headers['x-backchannel-task-id']).toBe(streamed.headers['x-backchannel-task-id']);
+    expect(count()).toBe(1);
+    // Another question is another run; so is the same question again once it was answered.
+    const echo = { model: 'echo', max_tokens: 100, messages: userMessage('Say hi') };
+    await raw(`${gateway.url}/v1/messages`, { ...echo, stream: true }, { headers });
+    const again = await raw(`${gateway.url}/v1/messages`, { ...echo, stream: false }, { headers });
+    expect(again.status).toBe(200);
+    expect(count()).toBe(3);
   });
 
   test("an SDK's first attempts are separate requests; its retry joins the last one", async () => {
