@@ -12,7 +12,7 @@
  * - the decider remembers a bounded number of tasks (NOTICE_MEMORY), oldest forgotten first.
  */
 import { failureOf } from './states.js';
-import { questionContext } from './questions.js';
+import { approvalLine, questionContext } from './questions.js';
 import { isFinished, type TaskSnapshot } from './task.js';
 
 export interface Notice {
@@ -32,6 +32,8 @@ const ENDED_WORDS = { succeeded: 'Succeeded', failed: 'Failed', interrupted: 'Fa
 
 /** The title's first words of a question's notice. */
 export const NEEDS_ANSWER = 'Needs an answer';
+/** The title's first words of an approval's notice (an ACP agent's permission request). */
+export const NEEDS_APPROVAL = 'Needs approval';
 
 /** A finished task: quiet for a success, with the failure's message for anything else. */
 export function endedNotice(task: TaskSnapshot): Notice | undefined {
@@ -52,11 +54,13 @@ export function questionNotice(task: TaskSnapshot): Notice | undefined {
   const question = task.pendingQuestion;
   if (!question || isFinished(task.state)) return undefined;
   const context = questionContext(question);
+  // An approval says what it is for first: "needs approval: <tool> <target>" (docs/acp.md).
+  const text = question.approval ? approvalLine(question.approval) : question.question;
   return {
     taskId: task.id,
     kind: 'needs_input',
-    title: `${NEEDS_ANSWER}: ${task.label}`,
-    body: context ? `${question.question}\n${context}` : question.question,
+    title: `${question.approval ? NEEDS_APPROVAL : NEEDS_ANSWER}: ${task.label}`,
+    body: context ? `${text}\n${context}` : text,
     silent: false,
     answers: question.choices?.length ? { askId: question.askId, choices: question.choices } : { askId: question.askId, reply: true },
   };

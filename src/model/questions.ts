@@ -3,13 +3,39 @@
  * says where it stands (its branch and the files it has changed so far); every front-end (the panel,
  * the terminal, notifications, MCP) shows it in these words.
  */
+import type { ApprovalContext } from '../protocol/index.js';
 import type { PendingQuestion } from './task.js';
 
-/** "On branch backchannel/01a2327f; changed so far: src/a.ts, README.md", or undefined for a task without a worktree. */
-export function questionContext(question: Pick<PendingQuestion, 'worktree'>): string | undefined {
+/**
+ * "On branch backchannel/01a2327f; changed so far: src/a.ts, README.md" for a coding task, and for an
+ * approval what it concerns ("edit tool call: Write a.ts; target: /w/a.ts"); undefined when neither.
+ */
+export function questionContext(question: Pick<PendingQuestion, 'worktree' | 'approval'>): string | undefined {
   const where = question.worktree;
-  if (!where) return undefined;
-  return `On branch ${where.branch}; changed so far: ${where.files.length ? where.files.join(', ') : 'nothing'}`;
+  const parts = [
+    where ? `On branch ${where.branch}; changed so far: ${where.files.length ? where.files.join(', ') : 'nothing'}` : undefined,
+    question.approval ? approvalContext(question.approval) : undefined,
+  ].filter((part) => part !== undefined);
+  return parts.length ? parts.join('; ') : undefined;
+}
+
+/** What an approval's tool call acts on: its command, else its paths ('' when it names neither). */
+export function approvalTarget(approval: ApprovalContext): string {
+  return approval.command ?? (approval.locations ?? []).join(', ');
+}
+
+/** "needs approval: <tool> <target>": an approval in one line (the notifications' words). */
+export function approvalLine(approval: ApprovalContext): string {
+  const target = approvalTarget(approval);
+  const tool = approval.title || approval.kind;
+  return `needs approval: ${tool}${target && !tool.includes(target) ? ` ${target}` : ''}`;
+}
+
+/** "edit tool call: Write a.ts; target: /w/a.ts" (and when the agent never announced it). */
+function approvalContext(approval: ApprovalContext): string {
+  const target = approvalTarget(approval);
+  const unannounced = approval.unannounced ? ' (never announced by the agent)' : '';
+  return `${approval.kind} tool call${unannounced}: ${approval.title}${target ? `; target: ${target}` : ''}`;
 }
 
 /**
@@ -18,10 +44,16 @@ export function questionContext(question: Pick<PendingQuestion, 'worktree'>): st
  * by its number as `choicesList` prints it (1 for the first). Anything else is refused with the list,
  * so a person who typed "2" never sends the agent the answer "2" by mistake.
  */
-export function choiceAnswer(question: Pick<PendingQuestion, 'choices'>, text: string): { answer: string } | { refused: string } {
+export function choiceAnswer(
+  question: Pick<PendingQuestion, 'choices' | 'approval'>,
+  text: string,
+): { answer: string } | { refused: string } {
   const choices = question.choices;
   if (!choices?.length) return { answer: text };
   const wanted = text.trim();
+  // An approval's option may be named by its id too (`allow-once`), as the agent calls it.
+  const byId = question.approval?.options.find((option) => option.option_id === wanted);
+  if (byId && choices.includes(byId.name)) return { answer: byId.name };
   const exact = choices.find((choice) => choice === text) ?? choices.find((choice) => choice.trim().toLowerCase() === wanted.toLowerCase());
   if (exact !== undefined) return { answer: exact };
   const number = /^\d+$/.test(wanted) ? Number(wanted) : NaN;

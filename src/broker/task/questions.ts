@@ -12,7 +12,8 @@ type Reply = (message: BrokerMessage) => void;
 type PendingQuestionContext = NonNullable<PendingQuestionShown['worktree']>;
 
 export class PendingQuestion {
-  private waiting: { askId: string; choices?: string[]; reply: Reply; timer: NodeJS.Timeout } | undefined;
+  private waiting:
+    { askId: string; choices?: string[]; approval?: AskMessage['approval']; reply: Reply; timer: NodeJS.Timeout } | undefined;
 
   constructor(
     private readonly task: Task,
@@ -40,7 +41,13 @@ export class PendingQuestion {
       reply({ type: 'answer', task_id: taskId, ask_id: message.ask_id, error: `nobody answered within ${this.timeoutMs} ms` });
       this.task.answered(`question "${message.question.slice(0, 80)}" timed out`);
     }, this.timeoutMs);
-    this.waiting = { askId: message.ask_id, ...(message.choices ? { choices: message.choices } : {}), reply, timer };
+    this.waiting = {
+      askId: message.ask_id,
+      ...(message.choices ? { choices: message.choices } : {}),
+      ...(message.approval ? { approval: message.approval } : {}),
+      reply,
+      timer,
+    };
     const worktree = this.context();
     this.task.ask({
       askId: message.ask_id,

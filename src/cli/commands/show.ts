@@ -1,5 +1,5 @@
 /** `backchannel show <id>`: one task's details. */
-import { choicesList } from '../../model/questions.js';
+import { choicesList, questionContext } from '../../model/questions.js';
 import { waitingForTools } from '../../model/tools.js';
 import type { TaskSnapshot } from '../../model/task.js';
 import { describeBudget, describeUsage } from '../../model/usage.js';
@@ -63,6 +63,7 @@ export const command = taskCommand({
       ['ended', task.endedAt],
       ['message', task.message],
       ['question', task.pendingQuestion?.question],
+      ['context', task.pendingQuestion ? questionContext(task.pendingQuestion) : undefined],
       ['choices', task.pendingQuestion?.choices?.length ? choicesList(task.pendingQuestion.choices) : undefined],
       [
         'answer with',
