@@ -1,7 +1,8 @@
 /**
  * The hub's scheduler: once a tick it asks every schedule what is due (`planFires`, with this
  * scheduler's start as the line between on-time fires and ones missed while the hub was down),
- * submits the fires that run through the broker with the `schedule` door, and records every fire —
+ * submits the fires that run through the broker with the `schedule` door (or, for a schedule the
+ * owner added from their own terminal, as the owner's: `cli`), and records every fire —
  * ran (its task id), skipped (its reason) or, on a fleet, decided by another hub (`elsewhere`) — in
  * the store before going on. A schedule's command is judged by the run policy as the `schedule` door
  * when the schedule is created (`add` refuses what the policy would refuse), and again by admission
@@ -17,12 +18,14 @@
 import path from 'node:path';
 import { BrokerError } from '../broker/errors.js';
 import { planNewWorktree } from '../broker/worktree/worktrees.js';
+import { ownerBudgets } from './task-guards.js';
 import type { FireClaims, FireVerdict } from '../fleet/fire-claims.js';
+import type { DoorBudgets } from '../broker/guards/budget.js';
 import type { Logger } from '../broker/log.js';
 import type { RunPolicy } from '../broker/run-policy.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
-import type { TaskUsage } from '../model/usage.js';
+import { BUDGET_KEYS, type TaskUsage } from '../model/usage.js';
 import {
   BUDGET_DAY_MS,
   cronError,
@@ -57,6 +60,8 @@ export interface SchedulerOptions {
   readonly usageOf?: (taskId: string) => TaskUsage | undefined;
   /** On a fleet: claims fires across the hubs sharing its Redis; none: this hub decides alone. */
   readonly claims?: FireClaims;
+  /** The budgets by door (the config's `budget:`): a schedule's runs carry the budget of the door it was made through. */
+  readonly budgets?: DoorBudgets;
 }
 
 /**
@@ -134,7 +139,7 @@ export class HubScheduler {
       command: spec.command,
       args: spec.args ?? [],
       cwd: path.resolve(spec.cwd ?? process.cwd()),
-      origin: 'schedule',
+      origin: spec.origin,
     }) ?? { allowed: false as const, message: `refused \`${spec.command}\` from a schedule: the hub has no run policy` };
     if (!verdict.allowed) throw new BrokerError('refused', verdict.message);
     this.options.store.put(schedule);
@@ -314,7 +319,7 @@ export class HubScheduler {
   }
 
   private launch(schedule: Schedule): TaskHandle {
-    const handle = this.options.submit(specOf(schedule));
+    const handle = this.options.submit(specOf(schedule, this.options.budgets));
     const set = this.running.get(schedule.name) ?? new Set<TaskHandle>();
     this.running.set(schedule.name, set.add(handle));
     void handle.finished.then(() => {
@@ -339,19 +344,27 @@ export class HubScheduler {
   }
 }
 
-/** The task a fire of the schedule submits, through the `schedule` door. */
-function specOf(schedule: Schedule): TaskSpec {
+/**
+ * The task a fire of the schedule submits: through the `schedule` door, or as the owner's own (`cli`)
+ * when the owner made it from their terminal (docs/run-policy.md). A schedule made through another
+ * door carries that door's budget where it sets none (Y18); the broker adds the `schedule` door's
+ * (or the default) budget for what is still unset.
+ */
+function specOf(schedule: Schedule, budgets?: DoorBudgets): TaskSpec {
   const [command, ...args] = schedule.command ?? [];
-  return {
+  const door = schedule.origin === 'cli' || schedule.origin === undefined ? undefined : budgets?.[schedule.origin];
+  const spec: TaskSpec = {
     command: command ?? schedule.preset!,
     args,
-    origin: 'schedule',
+    origin: schedule.origin === 'cli' ? 'cli' : 'schedule',
     label: `schedule ${schedule.name}`,
     // A worktree fire is a coding task of the repository (its cwd in it, when given): `run --worktree`.
     ...(schedule.worktree ? { cwd: schedule.cwd ?? schedule.worktree, worktree: true } : schedule.cwd ? { cwd: schedule.cwd } : {}),
     ...(schedule.maxTokens ? { maxTokens: schedule.maxTokens } : {}),
     ...(schedule.maxCostUsd ? { maxCostUsd: schedule.maxCostUsd } : {}),
   };
+  for (const key of BUDGET_KEYS) if (spec[key] === undefined && door?.[key] !== undefined) spec[key] = door[key];
+  return spec;
 }
 
 /** The record of a fire another hub on the fleet claimed: it decided (and records) what the fire did. */
@@ -391,9 +404,10 @@ function checkWorktree(schedule: Schedule, onFleet: boolean): void {
 /** The hub's scheduler over the schedules in `dataDir`, started (serve and the desktop app). */
 export function startSchedules(dataDir: string, options: Omit<SchedulerOptions, 'store'>): HubScheduler {
   const store = new ScheduleStore(dataDir);
+  const budgets = options.budgets ?? ownerBudgets();
   // A damaged schedules.json keeps the hub up, without schedules, and says how to repair it (Y29).
   if (store.damaged !== undefined) options.logger.error(`schedules: ${store.damaged}`);
-  const scheduler = new HubScheduler({ ...options, store });
+  const scheduler = new HubScheduler({ ...options, store, ...(budgets ? { budgets } : {}) });
   scheduler.start();
   return scheduler;
 }

@@ -60,8 +60,9 @@ export function registerBridgeHandlers(ipc: IpcMainLike, bridge: BackchannelBrid
 
   for (const method of BRIDGE_METHODS) {
     const channel = callChannel(method);
-    // The panel's submissions are judged by the run policy as the panel's, whatever they say.
-    const doorArgs = (args: unknown[]) => (method === 'submit' ? [withOrigin(args[0], 'panel'), ...args.slice(1)] : args);
+    // The panel's submissions and schedules are judged by the run policy as the panel's, whatever they say.
+    const doorArgs = (args: unknown[]) =>
+      method === 'submit' || method === 'addSchedule' ? [withOrigin(args[0], 'panel'), ...args.slice(1)] : args;
     ipc.handle(channel, (event, ...args) => (trusted(channel, event) ? dispatch(bridge, method, doorArgs(args)) : UNTRUSTED_SENDER));
   }
 

@@ -74,6 +74,8 @@ function scheduleRequest(args: CreateArgs): ScheduleRequest {
   if (args.args && args.command === undefined) throw new Error('`args` goes with `command`');
   return {
     name: args.name,
+    // A model's tool call: the `schedule` door judges it, and its runs carry MCP's budget.
+    origin: 'mcp',
     ...(args.cron === undefined ? {} : { cron: args.cron }),
     ...(args.tz === undefined ? {} : { tz: args.tz }),
     ...(args.every === undefined ? {} : { everyMs: durationMs('every', args.every) }),

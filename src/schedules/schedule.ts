@@ -6,6 +6,7 @@
  * skipped with one of SKIP_REASONS. Runs anywhere: no Node imports.
  */
 import { z } from 'zod';
+import { TASK_ORIGINS } from '../model/origins.js';
 
 export const OVERLAP_POLICIES = ['skip', 'buffer-one', 'cancel-other', 'allow'] as const;
 export const CATCH_UP_POLICIES = ['latest', 'none', 'all'] as const;
@@ -51,6 +52,13 @@ export const scheduleSchema = z
     maxTokensPerDay: z.number().int().positive().optional(),
     maxCostUsdPerDay: z.number().positive().optional(),
     paused: z.boolean().default(false),
+    /**
+     * The door the schedule was made through. `cli` (the owner's own terminal) is trusted: its fires run
+     * as the owner's, with `cli`'s budget. Any other (or none) is judged by the run policy's `schedule`
+     * door, and its runs carry that door's budget (the hub's panel and HTTP API set `panel`, whatever
+     * the request says).
+     */
+    origin: z.enum(TASK_ORIGINS).optional(),
     /** Epoch ms; the anchor of `everyMs` and the earliest time a fire can be due. */
     createdAt: z.number().int().nonnegative(),
   })

@@ -5,11 +5,12 @@
  * policy refuses cannot be scheduled; pause, resume, rm and run-now; bad input is one line each.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { FireRecord, ScheduleDetails, ScheduleView } from '../../src/bridge/contract.js';
-import { fixture, waitFor } from '../helpers/core.js';
+import { fixture, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { makeRepo } from '../helpers/git-repo.js';
-import { cli, hubEnv, startHub, type Hub, type HubEnv } from '../hub/control/hub-process.js';
+import { cli, hubEnv, start, startHub, type Hub, type HubEnv } from '../hub/control/hub-process.js';
 
 const QUICK = fixture('quick.mjs');
 const SLEEPER = fixture('sleeper.mjs');
@@ -207,13 +208,21 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     const hub = hubEnv();
     // Only the quick fixture may run, from any door.
     fs.writeFileSync(hub.env.BACKCHANNEL_CONFIG!, `run_policy:\n  allow:\n    - command: ${JSON.stringify(QUICK)}\n`);
-    await startHub(hub);
-    const refused = await cli(['schedule', 'add', 'evil', '--every', '1m', '--', '/bin/sh', '-c', 'echo pwned'], hub.env);
-    expect(refused.code).toBe(1);
-    expect(refused.stdout).toBe('');
-    expect(refused.stderr).toMatch(/^backchannel schedule add: refused `\/bin\/sh -c echo pwned` .*from a schedule: .*\n$/);
-    expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const proc = await startHub(hub);
+    // Another door (here the panel's HTTP API, claiming to be the owner's terminal) is judged by the policy.
+    const url = new URL(proc.url);
+    const refused = await fetch(`${url.origin}/api/schedules?token=${url.searchParams.get('token')}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'evil', everyMs: 60_000, origin: 'cli', command: ['/bin/sh', '-c', 'echo pwned'] }),
+    });
+    expect(refused.status).toBe(403);
+    const answer = (await refused.json()) as { error: { message: string } };
+    expect(answer.error.message).toMatch(/^refused `\/bin\/sh -c echo pwned` .*from a schedule: /);
     expect(JSON.parse(await ok(['schedule', 'ls', '--json'], hub.env))).toEqual([]);
+    // The owner's own terminal is the owner: its schedule is stored, as its `run` would run (issue 46 §5).
+    await ok(['schedule', 'add', 'mine', '--every', '1h', '--', '/bin/sh', '-c', 'echo mine'], hub.env);
+    await ok(['schedule', 'rm', 'mine'], hub.env);
     // An allowed command is stored with every option add takes (a worktree schedule names a git repository).
     const repo = makeRepo();
     const view = JSON.parse(
@@ -287,6 +296,24 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     const limit = await cli(['schedule', 'show', 'x', '--limit', '501'], env);
     expect(limit.code).toBe(2);
     expect(limit.stderr.split('\n')[0]).toBe('backchannel schedule show: Expected `--limit` to be an integer from 1 to 500, got `501`');
+  });
+
+  test('the docs’ first example works out of the box from the owner’s terminal, with no run policy (issue 46 §5)', async () => {
+    const hub = hubEnv();
+    fs.writeFileSync(hub.env.BACKCHANNEL_CONFIG!, '# the owner allowed nothing more\n');
+    const docs = fs.readFileSync(path.join(ROOT, 'docs', 'schedules.md'), 'utf8');
+    const first = /^```sh tested-by=test\/cli\/schedule\.test\.ts\n(.*)$/m.exec(docs)![1]!;
+    expect(first).toBe('backchannel schedule add every2 --every 2s -- node tick.mjs');
+    const cwd = tempDir('bc-tick-');
+    fs.copyFileSync(QUICK, path.join(cwd, 'tick.mjs'));
+    fs.copyFileSync(fixture('raw-agent.mjs'), path.join(cwd, 'raw-agent.mjs'));
+    await startHub(hub);
+    const add = start(first.split(' ').slice(1), hub.env, cwd);
+    expect({ code: await add.exited, stderr: add.stderr() }).toEqual({ code: 0, stderr: '' });
+    const fire = await waitFor(async () => ran((await details('every2', hub.env)).fires)[0], 'a fire of the docs’ schedule', POLL_MS, 200);
+    const waited = await cli(['wait', '--json', fire.taskId!], hub.env);
+    expect(waited.code, waited.stderr).toBe(0);
+    await ok(['schedule', 'rm', 'every2'], hub.env);
   });
 
   test('without a hub every action is refused with one line', async () => {

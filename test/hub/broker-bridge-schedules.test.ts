@@ -88,11 +88,12 @@ test('a schedule createdAt is the hub clock, whatever the request says', async (
 test('getSchedule pages the fire history newest first, and the cursor reaches every record once', async () => {
   const { store, client } = setup();
   await client.addSchedule({ name: 'busy', everyMs: 60_000, command: [fixture('quick.mjs')] });
+  // Reasons alternate: skips in a row for one reason would be one record (a run of skips).
   const records: FireRecord[] = Array.from({ length: 120 }, (_, i) => ({
     schedule: 'busy',
     at: T0 + i * 60_000,
     outcome: 'skipped',
-    reason: 'paused',
+    reason: i % 2 === 0 ? 'paused' : 'overlap',
     recordedAt: T0 + i * 60_000,
   }));
   store.record(records);

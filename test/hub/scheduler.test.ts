@@ -329,3 +329,40 @@ test('a per-day cap counts every run of the day after fire records are trimmed (
   expect(store.history('capped').filter((r) => r.outcome === 'ran')).toHaveLength(10);
   await waitFor(() => scheduler.activeRuns('capped') === 0, 'the runs to end');
 });
+
+test('a schedule made through a door carries that door’s budget (Y18); one from the owner’s terminal runs as the owner’s', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bc-sched-door-'));
+  dirs.push(dataDir);
+  const budgets = { mcp: { maxTokens: 100 } };
+  const { broker } = makeBroker({ budgets });
+  const clock = { now: T0 };
+  // No rule for the `schedule` door but the spender: the owner's own may run anything.
+  const scheduler = new HubScheduler({
+    store: new ScheduleStore(dataDir),
+    submit: (spec) => broker.submit(spec),
+    runPolicy: new RunPolicy([{ name: 'spender', command: fixture('spender.mjs') }]),
+    logger: silentLogger,
+    now: () => clock.now,
+    tickMs: 0,
+    budgets,
+  });
+  schedulers.push(scheduler);
+  scheduler.add({ name: 'by-model', everyMs: 60_000, origin: 'mcp', command: [fixture('spender.mjs')] });
+  scheduler.add({ name: 'mine', everyMs: 60_000, origin: 'cli', command: [fixture('quick.mjs')] });
+  expect(() => scheduler.add({ name: 'theirs', everyMs: 60_000, origin: 'panel', command: [fixture('quick.mjs')] })).toThrow(
+    /refused .*from a schedule/,
+  );
+  scheduler.start();
+  clock.now = T0 + 60_000;
+  void scheduler.tick();
+  const byModel = scheduler.history('by-model')[0]!;
+  const mine = scheduler.history('mine')[0]!;
+  expect([byModel.outcome, mine.outcome]).toEqual(['ran', 'ran']);
+  const spent = await waitFor(() => {
+    const task = broker.get(byModel.taskId!);
+    return task?.state !== 'running' && task?.state !== 'queued' && task;
+  }, 'the model’s schedule run to end');
+  expect(spent).toMatchObject({ state: 'failed', reason: 'budget_exceeded' });
+  await waitFor(() => broker.get(mine.taskId!)?.state === 'succeeded', 'the owner’s schedule run to succeed');
+  await waitFor(() => scheduler.activeRuns('by-model') + scheduler.activeRuns('mine') === 0, 'the runs to end');
+});

@@ -278,7 +278,8 @@ function addRequest(line: CommandLine<typeof ADD_OPTIONS>): { request?: Schedule
     return fail(`Expected \`--overlap\` to be one of ${OVERLAP.join(', ')}, got \`${v.overlap}\``);
   if (v['catch-up'] !== undefined && !CATCH_UP.includes(v['catch-up']))
     return fail(`Expected \`--catch-up\` to be one of ${CATCH_UP.join(', ')}, got \`${v['catch-up']}\``);
-  const request: ScheduleRequest = { name: name! };
+  // The owner's own terminal: its schedules run as the owner's, as `run` does (docs/run-policy.md).
+  const request: ScheduleRequest = { name: name!, origin: 'cli' };
   if (v.cron !== undefined) request.cron = v.cron;
   if (v.tz !== undefined) request.tz = v.tz;
   if (v.every !== undefined) {

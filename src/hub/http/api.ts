@@ -15,7 +15,7 @@ import { readBody, sendError, sendJson } from './responses.js';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../protocol/index.js';
 
 /**
- * `door`: the origin every submission through this server has, whatever its body says (the panel's
+ * `door`: the origin every submission (and schedule) through this server has, whatever its body says (the panel's
  * server: `panel`); without it a request declares its own (the control endpoint, private to the owner).
  */
 export async function handleApi(
@@ -29,7 +29,7 @@ export async function handleApi(
   if (body === REFUSED) return;
   const call = parseRequest(req.method ?? 'GET', pathname, body);
   if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
-  if (door && call.method === 'submit') call.args = [withOrigin(call.args[0], door)];
+  if (door && (call.method === 'submit' || call.method === 'addSchedule')) call.args = [withOrigin(call.args[0], door)];
   const reply = await dispatch(bridge, call.method, call.args);
   if (reply.ok) return sendJson(res, 200, reply.value);
   return sendJson(res, httpStatusOf(reply.error.code), { error: reply.error });
