@@ -6,7 +6,7 @@
  * in a trusted place does receive the client's task.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { fixture, tempDir, waitFor } from '../helpers/core.js';
@@ -31,7 +31,7 @@ afterEach(() => {
 
 /** The fake hub listening at `socket`, as nobody (or as us); resolves once it listens. */
 async function fakeHub(socket: string, asNobody: boolean): Promise<FakeHub> {
-  const node = [process.execPath, fixture('round3/fake-hub.mjs'), socket];
+  const node = [process.execPath, asNobody ? readableByAll(fixture('round3/fake-hub.mjs')) : fixture('round3/fake-hub.mjs'), socket];
   const child = asNobody
     ? spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...node], { cwd: '/' })
     : spawn(node[0]!, node.slice(1), { cwd: '/' });
@@ -42,6 +42,19 @@ async function fakeHub(socket: string, asNobody: boolean): Promise<FakeHub> {
   await waitFor(() => out.includes('listening') || child.exitCode !== null, 'the fake hub to listen', 20_000, 25);
   expect(out).toContain('listening');
   return { child, requests: () => out.split('\n').filter((line) => line.startsWith('request ')) };
+}
+
+/**
+ * A copy of `file` that nobody can read too, in a directory the test makes: the clone's own directories
+ * may be closed to other users (a clone under root's 0700 home).
+ */
+function readableByAll(file: string): string {
+  const dir = tempDir('bc-for-nobody-');
+  chmodSync(dir, 0o755);
+  const copy = path.join(dir, path.basename(file));
+  copyFileSync(file, copy);
+  chmodSync(copy, 0o644);
+  return copy;
 }
 
 function clientEnv(dir: string, extra: Record<string, string>): NodeJS.ProcessEnv {
