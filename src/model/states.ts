@@ -4,6 +4,7 @@
  * failure, and the one-line summary of a partial. Defined here and nowhere else, like `isFinished`
  * beside the state type.
  */
+import { waitingForTools } from './tools.js';
 import { isFinished, STOP_REASONS, type FailureReason, type PartialResult, type TaskSnapshot, type TaskState } from './task.js';
 
 /**
@@ -74,6 +75,16 @@ export function failureOf(task: Pick<TaskSnapshot, 'state' | 'reason' | 'message
 export function failureReasonOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): FailureReason | undefined {
   if (!isFailed(task.state)) return undefined;
   return task.reason ?? (task.state === 'cancelled' ? 'cancelled' : 'crashed');
+}
+
+/**
+ * A task's state in words, the same in `tasks`, `show` and every list: `needs answer` while a question
+ * waits for a person, `running (waiting for Write)` while calls to its caller's tools wait, else the state.
+ */
+export function stateInWords(task: Pick<TaskSnapshot, 'state' | 'pendingQuestion' | 'pendingToolCalls'>): string {
+  if (task.pendingQuestion) return 'needs answer';
+  const waiting = waitingForTools(task.pendingToolCalls);
+  return waiting ? `${task.state} (${waiting})` : task.state;
 }
 
 /** True for a reason the broker stopped the agent for (deadline, watchdog, budget, cancel): see `PartialResult`. */

@@ -168,6 +168,27 @@ export function describeBudget(budget: TaskBudget): string {
   return parts.join(' · ');
 }
 
+/**
+ * What a task spent against its budget, in one short line, as the live views show it (`run`'s status
+ * line, the panel's row): "150/200 tokens · $0.03/$0.5"; each limit after its figure, a figure the
+ * budget caps shown from 0 before the first report; '' when there is neither usage nor a budget.
+ */
+export function describeSpend(usage: TaskUsage | undefined, budget: TaskBudget | undefined): string {
+  if (!usage && !budget) return '';
+  const of = (limit: number | undefined, shown: string) => (limit === undefined ? '' : `/${shown}`);
+  const parts: string[] = [];
+  const tokens = usage ? tokensOf(usage) : 0;
+  if (usage || budget?.maxTokens !== undefined) parts.push(`${tokens}${of(budget?.maxTokens, String(budget?.maxTokens))} tokens`);
+  if (usage?.costUsd !== undefined || budget?.maxCostUsd !== undefined) {
+    const max = budget?.maxCostUsd;
+    parts.push(`$${formatUsd(usage?.costUsd ?? 0)}${of(max, `$${formatUsd(max ?? 0)}`)}`);
+  }
+  if (usage?.turns !== undefined || budget?.maxTurns !== undefined) {
+    parts.push(`${usage?.turns ?? 0}${of(budget?.maxTurns, String(budget?.maxTurns))} turns`);
+  }
+  return parts.join(' · ');
+}
+
 /** Dollars with up to four decimals, trailing zeros dropped. */
 export function formatUsd(value: number): string {
   return String(Math.round(value * 10_000) / 10_000);

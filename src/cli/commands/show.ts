@@ -1,5 +1,6 @@
 /** `backchannel show <id>`: one task's details. */
 import { choicesList, questionContext } from '../../model/questions.js';
+import { partialResultOf, stateInWords } from '../../model/states.js';
 import { waitingForTools } from '../../model/tools.js';
 import type { TaskSnapshot } from '../../model/task.js';
 import { describeBudget, describeUsage } from '../../model/usage.js';
@@ -49,8 +50,9 @@ export const command = taskCommand({
     const fields: Array<[string, unknown]> = [
       ['id', task.id],
       ['label', task.label],
-      // The reason only where it says more than the state (`cancelled`, not `cancelled (cancelled)`).
-      ['state', task.reason && task.reason !== task.state ? `${task.state} (${task.reason})` : task.state],
+      // As `tasks` says it (`needs answer` while a question waits); the reason only where it says more
+      // than the state (`cancelled`, not `cancelled (cancelled)`).
+      ['state', task.reason && task.reason !== task.state ? `${task.state} (${task.reason})` : stateInWords(task)],
       ['progress', task.progress === undefined ? undefined : `${task.progress}%`],
       ['attempt', `${task.attempt} of ${task.maxAttempts}`],
       ['usage', task.usage ? describeUsage(task.usage) : undefined],
@@ -77,7 +79,10 @@ export const command = taskCommand({
     // Agent text (label, message, question, stderr, result strings) is neutralised on a terminal; --json stays exact.
     const print = (text: string): void => writeText(process.stdout, text);
     for (const [name, value] of fields) if (value !== undefined) print(`${name.padEnd(12)} ${String(value)}\n`);
-    if (result) print(`result\n${resultText(task.id, JSON.stringify(result, null, 2))}\n`);
+    // What a stopped task had produced, kept with its failure (model/task.ts PartialResult).
+    const partial = partialResultOf({ ...task, result });
+    if (partial) print(`partial result\n${resultText(task.id, JSON.stringify(partial, null, 2))}\n`);
+    else if (result) print(`result\n${resultText(task.id, JSON.stringify(result, null, 2))}\n`);
     if (task.stderrTail) print(`stderr (last lines)\n${task.stderrTail}\n`);
     return EXIT.ok;
   },

@@ -1,7 +1,6 @@
 /** `backchannel tasks`: the hub's tasks (or the history on disk), newest first. */
-import { isStateFilter, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
+import { isStateFilter, stateInWords, STATE_FILTER_NAMES, STATE_FILTERS } from '../../model/states.js';
 import { MAX_TASK_PAGE_SIZE, TASK_STATES, type TaskSnapshot } from '../../model/task.js';
-import { waitingForTools } from '../../model/tools.js';
 import { formatUsd, tokensOf } from '../../model/usage.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
@@ -53,7 +52,7 @@ export const command = taskCommand({
     }
     const rows = tasks.map((task) => [
       task.id,
-      stateOf(task),
+      stateInWords(task),
       task.progress === undefined ? '' : `${Math.round(task.progress)}%`,
       usageCell(task),
       task.createdAt,
@@ -68,14 +67,6 @@ export const command = taskCommand({
     return EXIT.ok;
   },
 });
-
-/** The state, and what a task waits on when it waits on its caller's tools: `running (waiting for Write)`. */
-function stateOf(task: TaskSnapshot): string {
-  // A task waiting for a person reads as such, not as plain `running` (`show <id>` has the question).
-  if (task.pendingQuestion) return 'needs answer';
-  const waiting = waitingForTools(task.pendingToolCalls);
-  return waiting ? `${task.state} (${waiting})` : task.state;
-}
 
 /** "150tok", "150tok/$0.03": what the agent reported spending, one word so the columns stay split by whitespace. */
 function usageCell(task: TaskSnapshot): string {

@@ -4,7 +4,7 @@
  * and the exit code documented in the README.
  */
 import { TaskError, type TaskHandle } from '../../client/index.js';
-import type { FailureReason } from '../../model/task.js';
+import type { FailureReason, PartialResult } from '../../model/task.js';
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { saveAttachments } from './attachments.js';
@@ -49,7 +49,8 @@ export async function printOutcome(task: TaskHandle, json: boolean, onSettled?: 
 
 function printFailure(taskId: string, error: TaskError, json: boolean, saveDir: string | undefined): void {
   const payload = error.payload && saveAttachments(error.payload, saveDir);
-  printFailureFields({ taskId, reason: error.reason, message: error.message, payload, stderrTail: error.stderrTail }, json);
+  const { reason, message, stderrTail, partialResult } = error;
+  printFailureFields({ taskId, reason, message, payload, stderrTail, partialResult }, json);
 }
 
 /** What a failed task says (from its TaskError, wherever it ran). */
@@ -59,11 +60,13 @@ interface FailureFields {
   message: string;
   payload?: { status?: string } | undefined;
   stderrTail?: string | undefined;
+  /** What a stopped task had produced (model/task.ts PartialResult): printed as its result. */
+  partialResult?: PartialResult | undefined;
 }
 
 /** A failure on stderr (the error payload on stdout), or with `--json` one error object on stdout. */
 function printFailureFields(failure: FailureFields, json: boolean): void {
-  const { taskId, reason, message, payload, stderrTail } = failure;
+  const { taskId, reason, message, payload, stderrTail, partialResult } = failure;
   if (json) {
     const body = {
       task_id: taskId,
@@ -72,12 +75,17 @@ function printFailureFields(failure: FailureFields, json: boolean): void {
       message,
       payload: payload ?? null,
       stderr_tail: stderrTail ?? null,
+      ...(partialResult ? { partial_result: partialResult } : {}),
     };
     writeText(process.stdout, JSON.stringify(body) + '\n');
     return;
   }
-  writeText(process.stderr, `✖ ${message} [${reason}]\n`);
-  if (payload) writeText(process.stdout, JSON.stringify(payload, null, 2) + '\n');
+  writeText(
+    process.stderr,
+    `✖ ${message} [${reason}]${partialResult ? '; what the agent had produced is kept (partial result below)' : ''}\n`,
+  );
+  if (partialResult) writeText(process.stdout, JSON.stringify({ partial_result: partialResult }, null, 2) + '\n');
+  else if (payload) writeText(process.stdout, JSON.stringify(payload, null, 2) + '\n');
   if (stderrTail) writeText(process.stderr, `--- last lines of stderr ---\n${stderrTail}\n`);
   if (refusedTaskIdArg(reason, stderrTail)) writeText(process.stderr, `${TASK_ID_ARG_HINT}\n`);
 }

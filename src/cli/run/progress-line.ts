@@ -1,6 +1,6 @@
 /**
  * The live status line `backchannel run` draws on a TTY (stderr): spinner or bar, elapsed time, and
- * the last partial's text. Redrawn at most 10 times a second however chatty the agent is.
+ * what the task spent against its budget, and the last partial's text. Redrawn at most 10 times a second however chatty the agent is.
  */
 import { neutralise } from '../terminal-text.js';
 
@@ -12,6 +12,8 @@ export class ProgressLine {
   private timer: NodeJS.Timeout | undefined;
   private percent: number | undefined;
   private note = '';
+  /** What the task spent against its budget ("150/200 tokens · $0.03"), live. */
+  private spend = '';
   private state = 'queued';
   private readonly startedAt = Date.now();
 
@@ -29,8 +31,9 @@ export class ProgressLine {
     this.timer.unref();
   }
 
-  update(state: string, percent: number | undefined, note?: string): void {
+  update(state: string, percent: number | undefined, note?: string, spend?: string): void {
     this.state = state;
+    if (spend !== undefined) this.spend = spend;
     if (percent !== undefined) this.percent = percent;
     if (note !== undefined) this.note = neutralise(note);
   }
@@ -59,7 +62,8 @@ export class ProgressLine {
       bar = ` [${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${Math.round(this.percent)}%`;
     }
     const width = this.stream.columns || 80;
-    const line = `${spinner} ${this.label} · ${this.state}${bar} · ${seconds}s${this.note ? ` · ${this.note}` : ''}`;
+    const spend = this.spend ? ` · ${this.spend}` : '';
+    const line = `${spinner} ${this.label} · ${this.state}${bar} · ${seconds}s${spend}${this.note ? ` · ${this.note}` : ''}`;
     this.stream.write(`\r\x1b[2K${line.slice(0, width - 1)}`);
   }
 }

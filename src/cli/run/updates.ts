@@ -8,6 +8,7 @@ import type { TaskRun } from '../../client/index.js';
 import type { PendingQuestion, TaskUpdate } from '../../model/task.js';
 import { neutralise, writeText } from '../terminal-text.js';
 import { describePartial } from '../../model/states.js';
+import { describeSpend } from '../../model/usage.js';
 import { choiceAnswer, choicesList, questionContext } from '../../model/questions.js';
 import type { ProgressLine } from './progress-line.js';
 
@@ -31,14 +32,24 @@ export function showUpdates(task: TaskRun, options: UpdateViewOptions): () => vo
       // Without a TTY there is no status line: in verbose mode, progress goes to stderr as lines.
       writeText(process.stderr, `[backchannel] ${progressText(update).trimEnd()}\n`);
     }
-    if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data));
-    else if (update.kind !== 'log') line?.update(update.state, update.progress);
+    if (update.kind === 'partial') line?.update(update.state, update.progress, describePartial(update.payload?.data), spendOf(task));
+    else if (update.kind !== 'log') line?.update(update.state, update.progress, undefined, spendOf(task));
     if (update.kind === 'retrying') {
       const message = `attempt ${update.attempt} failed: ${task.snapshot().message ?? ''}; retrying`;
       if (line || !json) print(message);
     }
     if (update.kind === 'ask') void answerQuestion(task, line, askTimeoutMs);
   });
+}
+
+/** Its usage against its budget, as the README promises it: "shown live". */
+function spendOf(task: TaskRun): string {
+  try {
+    const { usage, budget } = task.snapshot();
+    return describeSpend(usage, budget);
+  } catch {
+    return ''; // not reported by its broker yet
+  }
 }
 
 function progressText(update: TaskUpdate): string {
