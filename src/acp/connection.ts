@@ -10,9 +10,9 @@ import {
   client,
   methods,
   ndJsonStream,
+  type AnyMessage,
   type ClientConnection,
   type InitializeResponse,
-  type SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { describeExit, type AgentProcess } from './agent-process.js';
 import type { Approvals } from './approvals.js';
@@ -22,9 +22,72 @@ import type { TerminalService } from './terminal-service.js';
 /** The largest message taken from the agent: a 10 MiB write plus its JSON-RPC envelope and escaping. */
 export const MAX_MESSAGE_BYTES = 11 * 1024 * 1024;
 
+/** How the SDK's refusal of a line it could not take (not JSON, not JSON-RPC) starts on the wire. */
+const REFUSAL_PREFIX = Buffer.from('{"jsonrpc":"2.0","id":null,"error":');
+
+/**
+ * The agent's stdin, counting the SDK's refusals of malformed lines as they are written back: the
+ * SDK answers each with a JSON-RPC error (id null) and goes on, and the task records how many.
+ */
+function countingRefusals(inner: WritableStream<Uint8Array>, onRefusal: () => void): WritableStream<Uint8Array> {
+  const writer = inner.getWriter();
+  return new WritableStream<Uint8Array>({
+    write(chunk) {
+      const head = Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.byteLength, REFUSAL_PREFIX.length));
+      if (head.equals(REFUSAL_PREFIX)) onRefusal();
+      return writer.write(chunk);
+    },
+    close: () => writer.close(),
+    abort: (reason) => writer.abort(reason),
+  });
+}
+
+/** ACP v1's update kinds: the SDK's schema refuses any other, so others are counted and dropped before it. */
+const KNOWN_UPDATES = new Set([
+  'user_message_chunk',
+  'agent_message_chunk',
+  'agent_thought_chunk',
+  'tool_call',
+  'tool_call_update',
+  'plan',
+  'available_commands_update',
+  'current_mode_update',
+  'config_option_update',
+  'session_info_update',
+  'usage_update',
+  'notice',
+  'compaction_update',
+  'compaction_summary_chunk',
+]);
+
+/** The update kind of a `session/update` message, or undefined for any other message. */
+function updateKind(message: AnyMessage): unknown {
+  if (!('method' in message) || message.method !== methods.client.session.update) return undefined;
+  const params = (message as { params?: unknown }).params;
+  const update = typeof params === 'object' && params !== null ? (params as { update?: unknown }).update : undefined;
+  return typeof update === 'object' && update !== null ? (update as { sessionUpdate?: unknown }).sessionUpdate : null;
+}
+
+/** The agent's messages, less `session/update`s of a kind ACP does not define (each reported to `onUnknown`). */
+function droppingUnknownUpdates(readable: ReadableStream<AnyMessage>, onUnknown: () => void): ReadableStream<AnyMessage> {
+  return readable.pipeThrough(
+    new TransformStream<AnyMessage, AnyMessage>({
+      transform(message, controller) {
+        const kind = updateKind(message);
+        if (kind !== undefined && !(typeof kind === 'string' && KNOWN_UPDATES.has(kind))) onUnknown();
+        else controller.enqueue(message);
+      },
+    }),
+  );
+}
+
 export interface Services {
   /** One `session/update`, unparsed (updates.ts trusts nothing). */
   onUpdate(sessionId: unknown, update: unknown): void;
+  /** The agent sent a line that is not a JSON-RPC message (the SDK refused it and went on). */
+  onMalformed(): void;
+  /** The agent sent an update of a kind ACP does not define (dropped). */
+  onUnknownUpdate(): void;
   approvals: Approvals;
   fs: FsService;
   terminal?: TerminalService;
@@ -41,16 +104,9 @@ export class AcpError extends Error {
   }
 }
 
-/** `session/update`'s params, checked only for being an object: its update is read by Work.apply. */
-function updateParams(params: unknown): SessionNotification {
-  if (typeof params !== 'object' || params === null) throw new Error('session/update without params');
-  return params as SessionNotification;
-}
-
 export function connectAgent(agent: AgentProcess, services: Services): ClientConnection {
   const app = client({ name: 'backchannel' })
-    // Parsed here, not by the SDK's schema: an unknown update kind must be counted, not dropped.
-    .onNotification(methods.client.session.update, updateParams, ({ params }) => services.onUpdate(params.sessionId, params.update))
+    .onNotification(methods.client.session.update, ({ params }) => services.onUpdate(params.sessionId, params.update))
     .onRequest(methods.client.session.requestPermission, ({ params, signal }) => services.approvals.permission(params, signal))
     .onRequest(methods.client.fs.readTextFile, ({ params }) => services.fs.read(params))
     .onRequest(methods.client.fs.writeTextFile, ({ params, signal }) => services.fs.write(params, signal));
@@ -64,11 +120,11 @@ export function connectAgent(agent: AgentProcess, services: Services): ClientCon
       .onRequest(methods.client.terminal.release, ({ params }) => terminal.release(params.terminalId));
   }
   const stream = ndJsonStream(
-    Writable.toWeb(agent.child.stdin) as WritableStream<Uint8Array>,
+    countingRefusals(Writable.toWeb(agent.child.stdin) as WritableStream<Uint8Array>, () => services.onMalformed()),
     Readable.toWeb(agent.child.stdout) as ReadableStream<Uint8Array>,
     { maxMessageBytes: MAX_MESSAGE_BYTES },
   );
-  return app.connect(stream);
+  return app.connect({ writable: stream.writable, readable: droppingUnknownUpdates(stream.readable, () => services.onUnknownUpdate()) });
 }
 
 /** Rejects with `message` after `ms`, or with the agent's exit, whichever comes first; `work` wins if sooner. */

@@ -70,7 +70,7 @@ export class FsService {
   }
 
   private refuse(message: string): never {
-    this.work.refusals.push(message);
+    this.work.refuse(message);
     throw RequestError.invalidParams(undefined, `refused: ${message}`);
   }
 }

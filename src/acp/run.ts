@@ -85,6 +85,11 @@ export class AcpRun {
     const agent = (this.agent = startAgent(this.command, this.args, this.cwd, process.env));
     const services = {
       onUpdate: (sessionId: unknown, update: unknown) => this.onUpdate(sessionId, update),
+      onUnknownUpdate: () => void this.work.ignoredUpdates++,
+      onMalformed: () => {
+        if (this.work.malformedMessages++ === 0)
+          this.work.refuse('the agent sent a line that is not a JSON-RPC message (refused; more are counted)');
+      },
       approvals,
       fs: new FsService(this.cwd, approvals, this.work),
       ...(terminal ? { terminal } : {}),
@@ -232,6 +237,7 @@ export class AcpRun {
         continued_by: this.continuedBy,
         approvals: this.work.approvalCounts(),
         ignored_updates: this.work.ignoredUpdates,
+        malformed_messages: this.work.malformedMessages,
         ...(this.budget.raises > 0 ? { budget_raises: this.budget.raises, caps: this.budget.caps() } : {}),
       },
     });

@@ -12,6 +12,7 @@ const MAX_THOUGHT_CHARS = 256 * 1024;
 const MAX_TOOL_CALLS = 500;
 const MAX_LOCATIONS = 20;
 const MAX_PLAN_ENTRIES = 200;
+const MAX_REFUSALS = 100;
 
 /** Update kinds ACP v1 defines that the task has no place for: ignored, not counted as unknown. */
 const QUIET_KINDS = new Set([
@@ -92,6 +93,8 @@ export class Work {
   readonly filesWritten = new Set<string>();
   readonly approvals: ApprovalRecord[] = [];
   readonly refusals: string[] = [];
+  /** Lines from the agent that were not JSON-RPC messages (refused, the run went on). */
+  malformedMessages = 0;
   /** While a loaded session replays its history, its updates are not this run's work. */
   replaying = false;
 
@@ -179,6 +182,11 @@ export class Work {
       this.costUsd = count(cost.amount);
     }
     return 'usage';
+  }
+
+  /** Records a refusal (bounded: a flood of them keeps the first ones and the count). */
+  refuse(message: string): void {
+    if (this.refusals.length < MAX_REFUSALS) this.refusals.push(message.slice(0, 500));
   }
 
   /** A prompt turn's `usage` (ACP's unstable PromptResponse field, read when an agent sends it): added to the run's. */
