@@ -2,15 +2,16 @@
  * How a front-end in another process finds the hub: probe the control endpoint (see
  * ../paths/control-endpoint.ts; derived from the data directory, so a host that strips XDG_RUNTIME_DIR
  * from `backchannel mcp`'s environment still finds it), then ask the data directory's lock, whose
- * holder names its hub's endpoint wherever that is. Which front-end does what without one is
+ * holder names its hub's endpoint wherever that is; a client whose host stripped XDG_STATE_HOME then tries the
+ * state directory of its launcher (../paths/launcher-state.ts). Which front-end does what without one is
  * `openClient`'s policy (./open.ts).
  */
 import { connectHub, type HubClient } from './hub-client.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
-import { readHomePointer } from '../hub/control/home-pointer.js';
-import { CONTROL_ENV, controlSocketCandidates } from '../paths/control-endpoint.js';
+import { CONTROL_ENV, controlSocketCandidates, controlSocketPath } from '../paths/control-endpoint.js';
+import { launcherStateHome } from '../paths/launcher-state.js';
 
 export { HubLostError, type HubClient } from './hub-client.js';
 export { UntrustedEndpointError } from '../hub/control/endpoint.js';
@@ -26,9 +27,17 @@ export async function findHubPath(env: NodeJS.ProcessEnv = process.env): Promise
   // A hub listening elsewhere (its own BACKCHANNEL_CONTROL) still holds the data directory, and says where.
   const control = (await readLockHolder(defaultDataDir(env)))?.control;
   if (control && (await answers(control))) return control;
-  // A host that stripped XDG_STATE_HOME: a hub that has it says in ~/.local/state where it listens.
-  const pointed = env.XDG_STATE_HOME ? undefined : readHomePointer();
-  return pointed && (await answers(pointed)) ? pointed : undefined;
+  // A host that stripped XDG_STATE_HOME but has it: the hub of the host's state directory (../paths/launcher-state.ts).
+  const stateHome = launcherStateHome(env);
+  return stateHome === undefined ? undefined : inStateHome({ ...env, XDG_STATE_HOME: stateHome });
+}
+
+/** The hub of the state directory `env` names: at its endpoint, or where its data directory's lock says. */
+async function inStateHome(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const path = controlSocketPath(env);
+  if (await answers(path)) return path;
+  const control = (await readLockHolder(defaultDataDir(env)))?.control;
+  return control && (await answers(control)) ? control : undefined;
 }
 
 async function answers(path: string): Promise<boolean> {

@@ -22,7 +22,6 @@ import { defaultDataDir } from '../paths/data-dir.js';
 import { controlSocketPath } from '../paths/control-endpoint.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
 import { createBrokerBridge, type BrokerBridge } from './broker-bridge.js';
-import { needsHomePointer, removeHomePointer, writeHomePointer } from './control/home-pointer.js';
 import { startControlServer, type ControlServer } from './control/server.js';
 import type { HttpMount } from './http/mounts.js';
 import { ownerRunPolicy } from './run-policy.js';
@@ -281,15 +280,5 @@ async function startControl(step: ControlStep): Promise<ControlServer | undefine
   const server = control;
   step.undo.push(() => server.close());
   step.lock.advertise({ control: server.path });
-  // A client whose host stripped XDG_STATE_HOME looks in ~/.local/state: say there where this hub is.
-  const dataDir = options.dataDir ?? defaultDataDir(options.env ?? process.env);
-  if (options.control === undefined && needsHomePointer(dataDir, options.env)) {
-    try {
-      writeHomePointer(server.path);
-      step.undo.push(() => removeHomePointer(server.path));
-    } catch (error) {
-      logger.warn(`could not record where this hub listens in ~/.local/state/backchannel: ${(error as Error).message}`);
-    }
-  }
   return server;
 }
