@@ -61,8 +61,11 @@ export interface Turn {
   toolDefinitions: ToolDefinition[];
   /** The client asked to see the agent's thinking (Messages `thinking`, Responses `reasoning.summary`). */
   thinking: boolean;
-  /** `tool_choice` requires a tool call (a 400 unless the turn is bridged). */
-  requiresToolCall?: boolean;
+  /**
+   * `tool_choice` requires a tool call (`required`, `any`), of the named tool when `name` is set: a
+   * bridged run must make one (docs/gateway.md, "Forced tool calls"); any other mode is a 400.
+   */
+  requiresToolCall?: RequiredCall;
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
   /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
@@ -135,11 +138,23 @@ export function toolNames(value: unknown, param: string): string[] {
   });
 }
 
-/** Whether `tool_choice` requires a tool call (`required`, `any`, a named tool): only a bridged run can make one. */
-export function requiresToolCall(choice: unknown, tools: string[]): boolean {
-  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return false;
-  const type = typeof choice === 'object' ? (choice as { type?: unknown }).type : choice;
-  return type !== 'auto' && type !== 'none';
+/** A call `tool_choice` requires: of any offered tool, or of the one named. */
+export interface RequiredCall {
+  name?: string;
+}
+
+/**
+ * The call `tool_choice` requires, if any: OpenAI `required` and `{type: "function", …name}`,
+ * `allowed_tools` in `required` mode, Anthropic `{type: "any"}` and `{type: "tool", name}`.
+ */
+export function requiresToolCall(choice: unknown, tools: string[]): RequiredCall | undefined {
+  if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return undefined;
+  if (typeof choice !== 'object') return {};
+  const c = choice as { type?: unknown; name?: unknown; function?: { name?: unknown }; mode?: unknown; allowed_tools?: { mode?: unknown } };
+  if (c.type === 'auto' || c.type === 'none') return undefined;
+  if (c.type === 'allowed_tools') return (c.allowed_tools?.mode ?? c.mode) === 'required' ? {} : undefined;
+  const name = c.function?.name ?? c.name;
+  return typeof name === 'string' && name !== '' ? { name } : {};
 }
 
 /**

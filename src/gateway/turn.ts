@@ -38,7 +38,7 @@ import { findExecutable } from './cursor-cli.js';
 import type { ServerResponse } from 'node:http';
 import { HttpError, sendJson } from './http.js';
 import type { AnswerExtras, TurnAnswer, TurnWriter } from './writer.js';
-import { buildPrompt, InvalidRequest, refuseRequiredToolCall, type ChatMessage, type Turn } from './request.js';
+import { buildPrompt, InvalidRequest, refuseRequiredToolCall, type ChatMessage, type RequiredCall, type Turn } from './request.js';
 import { taskSpecFor } from './routes.js';
 import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
 import { sessionClaim, SessionRegistry, transcriptHash, type Session } from './sessions.js';
@@ -311,6 +311,7 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
       ...(env?.root ? { hostRoot: env.root } : {}),
       counts: countingInto(counts, context.guardTotals),
       idleMs: config.sessions.idleMs,
+      missingCall,
       failure: (error, why) =>
         httpErrorFor(
           describeFailure(error, { why: why as CancelWhy, timeoutMs: config.requestTimeoutMs, name: 'gateway' }),
@@ -335,7 +336,7 @@ async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome:
   context.bridges.set(run, session);
   if (session) session.bridge = run;
   run.history = transcriptHash(turn.messages, routed.model, purpose);
-  await run.attach(routed.writer, abort, turn.thinking);
+  await run.attach(routed.writer, abort, turn.thinking, turn.requiresToolCall);
   outcome.task = run.task;
 }
 
@@ -347,6 +348,22 @@ function startBridgedRun(options: BridgedRunOptions, release: () => void): Bridg
     release();
     throw error;
   }
+}
+
+/**
+ * A bridged answer without the call the request's `tool_choice` required: the API promises a call,
+ * so text alone is no answer to give. A 502 like an answer that is not the JSON asked for.
+ */
+export function missingCall(required: RequiredCall): HttpError {
+  const which = required.name === undefined ? 'a tool call' : `a call to \`${required.name}\``;
+  return new HttpError(
+    502,
+    `The request's \`tool_choice\` requires ${which}, but the sub-agent answered without one.`,
+    'api',
+    'tool_call_missing',
+    null,
+    NO_RETRY,
+  );
 }
 
 /** `counts`, each increment also added to `totals`. */
@@ -422,7 +439,7 @@ async function continueBridged(
     run.history = transcriptHash(turn.messages, model, purpose);
     run.onHistory?.(turn.messages);
     try {
-      await run.continueWith(results, writer, abort, turn.thinking);
+      await run.continueWith(results, writer, abort, turn.thinking, turn.requiresToolCall);
       return true;
     } catch {
       // The task no longer waits on those calls: replayed below.
@@ -644,6 +661,7 @@ export function prepareMessages(
   if (bridge.mode === 'bridge') {
     const where = topology(bridge.env, bridge.workspace);
     notes.push(`Use the client's tools (${turn.toolDefinitions.map((t) => t.name).join(', ')}) for files and commands. ${where}`);
+    if (turn.requiresToolCall) notes.push(requiredCallNote(turn.requiresToolCall));
     out.push({ role: 'system', content: where });
   } else if (bridge.mode === 'plan') notes.push('Answer in text only: do not call tools, run commands or change files.');
   else if (turn.tools.length > 0)
@@ -651,6 +669,12 @@ export function prepareMessages(
   if (turn.json) notes.push('Answer with one valid JSON value only: no prose, no code fences.');
   if (notes.length > 0) out.unshift({ role: 'system', content: notes.join('\n') });
   return out;
+}
+
+/** What the agent is told of a call the client's `tool_choice` requires. */
+export function requiredCallNote(required: RequiredCall): string {
+  const call = required.name === undefined ? "one of the client's tools" : `the client's tool \`${required.name}\``;
+  return `The client requires a tool call now (tool_choice): call ${call} before anything else; an answer without it fails.`;
 }
 
 /** Whether `text` is one JSON value (a JSON-mode answer). */

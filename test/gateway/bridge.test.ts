@@ -205,6 +205,72 @@ describe('Anthropic Messages', () => {
   });
 });
 
+describe('a tool_choice that forces a call is honoured (docs/gateway.md, "Forced tool calls")', () => {
+  const NOTE_SCHEMA = { type: 'object', properties: { path: { type: 'string' } } };
+
+  test('Anthropic `{type: "tool", name}`: the agent is told, and the response calls that tool', async () => {
+    const { anthropic, dir } = await gateway();
+    const tools = [...MESSAGES_TOOLS, { name: 'write_note', input_schema: NOTE_SCHEMA as Anthropic.Tool.InputSchema }];
+    const { data, response } = await anthropic.messages
+      .create({
+        model: 'bridge',
+        max_tokens: 100,
+        tools,
+        tool_choice: { type: 'tool', name: 'write_note' },
+        messages: [{ role: 'user', content: 'Note it.' }],
+      })
+      .withResponse();
+    expect(data.stop_reason).toBe('tool_use');
+    expect(data.content.filter((b) => b.type === 'tool_use').map((b) => (b as Anthropic.ToolUseBlock).name)).toEqual(['write_note']);
+    const prompt = fs.readFileSync(path.join(dir, `prompt-${response.headers.get(TASK_ID)}.txt`), 'utf8');
+    expect(prompt).toContain("The client requires a tool call now (tool_choice): call the client's tool `write_note`");
+  });
+
+  test('Responses, a named function: a call to another tool first is corrected, never sent; the named one is', async () => {
+    const { openai } = await gateway();
+    const tools = [...RESPONSES_TOOLS, { type: 'function' as const, name: 'write_note', parameters: NOTE_SCHEMA, strict: false }];
+    const response = await openai.responses.create({
+      model: 'bridge',
+      input: 'Note it. WRONGFIRST',
+      tools,
+      tool_choice: { type: 'function', name: 'write_note' },
+    });
+    const calls = response.output.filter((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall[];
+    expect(calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['write_note', { path: 'a.txt' }]]);
+  });
+
+  test('Chat `required`, Anthropic `any`: an agent that answers with text fails with a 502 `tool_call_missing`, not a 200', async () => {
+    const { openai, anthropic } = await gateway();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Answer. NOCALL' }];
+    const chat = await openai.chat.completions
+      .create({ model: 'bridge', messages, tools: CHAT_TOOLS, tool_choice: 'required' })
+      .catch((e: unknown) => e);
+    expect(chat).toBeInstanceOf(OpenAI.APIError);
+    expect(chat).toMatchObject({ status: 502, code: 'tool_call_missing' });
+    expect((chat as Error).message).toContain('requires a tool call');
+    const streamed = openai.chat.completions.stream({
+      model: 'bridge',
+      messages,
+      tools: CHAT_TOOLS,
+      tool_choice: 'required',
+      stream: true,
+    });
+    expect(await streamed.finalChatCompletion().catch((e: unknown) => e)).toBeInstanceOf(OpenAI.APIError);
+    const params = {
+      model: 'bridge',
+      max_tokens: 100,
+      tools: MESSAGES_TOOLS,
+      messages: [{ role: 'user' as const, content: 'Answer. NOCALL' }],
+    };
+    const any = await anthropic.messages.create({ ...params, tool_choice: { type: 'any' } }).catch((e: unknown) => e);
+    expect(any).toBeInstanceOf(Anthropic.InternalServerError);
+    expect((any as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+    // Without a forcing tool_choice the same text is the answer.
+    const auto = await anthropic.messages.create({ ...params, tool_choice: { type: 'auto' } });
+    expect(auto.content).toMatchObject([{ type: 'text', text: 'no call' }]);
+  });
+});
+
 describe('when a run cannot simply continue', () => {
   test('an edited history retires the agent and replays the whole transcript to a new one', async () => {
     const { gw, openai, dir } = await gateway();

@@ -15,6 +15,9 @@
  *   counts are written before the task can end; `stats` sums them.
  * - A suspended run nobody continues within `idleMs` is cancelled; a response whose client left
  *   cancels the run; every end reaches `onEnd` once.
+ * - A response whose request forced a call (`tool_choice`, {@link Segment.required}) ends with one:
+ *   a call to another tool than the one named is answered with a correction, and an answer without
+ *   any call is the `missingCall` error instead of a text answer.
  */
 import { randomBytes } from 'node:crypto';
 import type { TaskRun, TaskUpdate } from '../../client/index.js';
@@ -27,7 +30,7 @@ import type { TurnAnswer, TurnWriter } from '../writer.js';
 import { guardCall, type GuardCounts } from './guard.js';
 import { BRIDGE_GUARD_KEY, type BridgeGuardCounts } from '../../model/annotations.js';
 import type { ToolResultIn } from './wire.js';
-import type { ChatMessage } from '../request.js';
+import type { ChatMessage, RequiredCall } from '../request.js';
 
 /**
  * How long a step's tool calls are gathered before its response ends: the calls an agent makes in
@@ -53,6 +56,8 @@ export interface BridgedRunOptions {
   idleMs: number;
   /** Turns a task failure into the API error (./turn.ts). */
   failure(error: unknown, why: CancelWhy | undefined): HttpError;
+  /** The error for an answer without the call a request's `tool_choice` required (./turn.ts). */
+  missingCall(required: RequiredCall): HttpError;
   /** The task answered (text and usage so far) or ended: once. */
   onEnd(run: BridgedRun, result: { answered?: string; agentSession?: string }): void;
 }
@@ -64,6 +69,8 @@ interface Segment {
   /** Where this response's text starts in the run's text. */
   offset: number;
   calls: number;
+  /** The call this response's request requires (`tool_choice`), if any. */
+  required: RequiredCall | undefined;
   done(): void;
   detach(): void;
 }
@@ -114,12 +121,15 @@ export class BridgedRun {
     return this.task?.finished ?? Promise.resolve();
   }
 
-  /** Writes the run to `writer` until it suspends or ends; `requestAbort` (the client left) cancels the run. */
-  attach(writer: TurnWriter, requestAbort: AbortController, thinking: boolean): Promise<void> {
+  /**
+   * Writes the run to `writer` until it suspends or ends; `requestAbort` (the client left) cancels
+   * the run. `required`: the call the request's `tool_choice` requires of this response.
+   */
+  attach(writer: TurnWriter, requestAbort: AbortController, thinking: boolean, required?: RequiredCall): Promise<void> {
     return new Promise<void>((resolve) => {
       const leave = () => this.abort.abort('disconnect' satisfies CancelWhy);
       const detach = () => requestAbort.signal.removeEventListener('abort', leave);
-      this.segment = { writer, thinking, offset: this.answer.text.length, calls: 0, done: resolve, detach };
+      this.segment = { writer, thinking, offset: this.answer.text.length, calls: 0, required, done: resolve, detach };
       clearTimeout(this.idle);
       if (requestAbort.signal.aborted) return leave();
       requestAbort.signal.addEventListener('abort', leave, { once: true });
@@ -143,12 +153,13 @@ export class BridgedRun {
     writer: TurnWriter,
     requestAbort: AbortController,
     thinking: boolean,
+    required?: RequiredCall,
   ): Promise<void> {
     const task = this.task;
     if (!task || this.stateNow !== 'suspended') throw new Error('the run is not waiting for tool results');
     const answers = results.map((result) => [this.pending.get(result.id)!, forAgent(result.answer)] as const);
     this.pending.clear();
-    const attached = this.attach(writer, requestAbort, thinking);
+    const attached = this.attach(writer, requestAbort, thinking, required);
     try {
       await Promise.all(answers.map(([callId, answer]) => task.answerToolCall(callId, answer)));
     } catch (error) {
@@ -205,6 +216,9 @@ export class BridgedRun {
     if (session.violations !== before.violations) void this.annotate(task);
     const segment = this.segment;
     if (!segment) return void this.late.push(call);
+    const forced = segment.required?.name;
+    if (forced !== undefined && call.name !== forced && segment.calls === 0)
+      return correct(`Not run: the client requires a call to \`${forced}\` now (its tool_choice), not \`${call.name}\`.`);
     const id = `${this.options.idPrefix}${randomBytes(12).toString('hex')}`;
     this.pending.set(id, call.callId);
     segment.calls += 1;
@@ -243,7 +257,9 @@ export class BridgedRun {
     let answered: string | undefined;
     let agentSession: string | undefined;
     if (segment && task) {
-      if (final) {
+      if (final && segment.required && segment.calls === 0) {
+        segment.writer.fail(this.options.missingCall(segment.required), task);
+      } else if (final) {
         const rest =
           this.answer.text === ''
             ? (this.answer.complete(final.data) ?? '')
