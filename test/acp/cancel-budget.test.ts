@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { makeBroker, waitFor, waitUntilGone } from '../helpers/core.js';
 import { startTask } from '../helpers/broker.js';
@@ -26,6 +28,19 @@ describe('cancel and the cost pause keep the work', () => {
     expect(acp.cancelledSessions()).toEqual([data.session_id]);
     expect(done.snapshot.signal).toBeNull();
     await waitUntilGone([adapterPid, ...agentPids(acp.state)]);
+  });
+
+  test('a cancel while a permission question waits answers the agent `cancelled` and writes nothing', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 5000 });
+    const acp = acpCase();
+    const steps = [{ say: 'asking. ' }, { permission: { id: 'w1', write: { path: 'x.txt', content: 'x' } } }];
+    const run = startTask(broker, acp.spec(script(steps)));
+    await nextQuestion(run.handle);
+    run.handle.cancel('no');
+    const done = await run.done;
+    expect(done.error?.reason).toBe('cancelled');
+    expect((done.error!.payload!.data as Record<string, any>).text).toBe('asking. [permission w1: cancelled]');
+    expect(existsSync(path.join(acp.cwd, 'x.txt'))).toBe(false);
   });
 
   test('an agent that ignores session/cancel still ends: the work so far is sent after a short grace', async () => {

@@ -44,4 +44,26 @@ describe('the ACP adapter maps what the agent does onto the task', () => {
     expect(done.partials.some((p) => (p.meta as { cost_usd?: number } | undefined)?.cost_usd === 0.25)).toBe(true);
     expect(done.snapshot.usage?.costUsd).toBe(0.25);
   });
+
+  test("a turn's token usage is added to the task's, and the broker's own budget guard sees it (onBudget stop)", async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const steps = [
+      { say: 'spent. ' },
+      { usage: { cost: 3, tokens: { inputTokens: 1000, outputTokens: 200, totalTokens: 1200 } } },
+      { sleep: 30_000 },
+    ];
+    const done = await runTask(broker, { ...acp.spec(script(steps), { settings: { onBudget: 'stop' } }), maxCostUsd: 1 });
+    // No question: with onBudget stop the broker ends the task over its budget, keeping the last partial.
+    expect(done.updates.some((u) => u.kind === 'ask')).toBe(false);
+    expect(done.error?.reason).toBe('budget_exceeded');
+    expect(done.snapshot.usage?.costUsd).toBe(3);
+    expect((done.snapshot.lastPartial as { text?: string } | undefined)?.text).toBe('spent. ');
+    const tokens = await runTask(
+      broker,
+      acp.spec(script([{ usage: { tokens: { inputTokens: 1000, outputTokens: 200, totalTokens: 1200 } } }])),
+    );
+    expect((tokens.payload!.meta as any).token_usage).toEqual({ input: 1000, output: 200 });
+    expect(tokens.snapshot.usage).toMatchObject({ input: 1000, output: 200 });
+  });
 });
