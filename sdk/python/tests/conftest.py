@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -56,10 +57,19 @@ def sdk_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+#: What pip fetches from an index to build the SDK (its build backend); nothing else may be missing for a skip.
+BUILD_BACKEND = ("setuptools", "wheel")
+_MISSING = re.compile(r"(?:No matching distribution found for|Could not find a version that satisfies the requirement) ([A-Za-z0-9_.-]+)")
+
+
 def _index_unreachable(output: str) -> bool:
-    """Whether pip failed for want of a package index (to fetch the build backend), not for the SDK itself."""
-    signs = ("Could not find a version that satisfies the requirement", "No matching distribution found", "NewConnectionError")
-    return any(sign in output for sign in signs)
+    """Whether pip failed only for want of the build backend from a package index, not for the SDK itself.
+
+    A ``NewConnectionError`` alone says nothing: pip prints one for an unreachable default index on every
+    run, also when another index served what it needed and the install failed for a real reason.
+    """
+    missing = [name.lower() for name in _MISSING.findall(output)]
+    return bool(missing) and all(name in BUILD_BACKEND for name in missing)
 
 
 def _can_build_offline() -> bool:
