@@ -7,6 +7,7 @@ import type { AskMessage, BrokerMessage, OfferedTool, Payload, ToolCallMessage }
 import type { AttemptOutcome, StopReason } from '../broker/task/attempt.js';
 import type { ProblemFacts } from '../broker/task/task.js';
 import type { LogEvent, ProblemKind } from '../model/task.js';
+import { reportedUsage } from '../model/usage.js';
 import type { ConnectionOptions } from 'bullmq';
 import { redactedUrl } from './redis-url.js';
 
@@ -62,6 +63,8 @@ const PROGRESS_FIELDS = new Set(['progress', 'message']);
  */
 export function isProgressOnly(payload: Payload): boolean {
   if (payload.status !== 'partial' || payload.attachments !== undefined) return false;
+  // A usage report (the Python SDK's `task.meta(token_usage=…)`: no data) is counted by the budget: never dropped.
+  if (payload.meta !== undefined && reportedUsage(payload.meta) !== undefined) return false;
   const data = payload.data;
   if (data === undefined || data === null) return true;
   if (typeof data !== 'object' || Array.isArray(data)) return false;

@@ -60,6 +60,12 @@ describe('progress-only partials', () => {
     expect(isProgressOnly({ task_id: 't', status: 'partial', data })).toBe(expected);
   });
 
+  test('a usage report (meta.token_usage or meta.cost_usd, with or without data) is never progress-only: the budget counts it', () => {
+    expect(isProgressOnly({ task_id: 't', status: 'partial', meta: { token_usage: { input: 5, output: 1 } } })).toBe(false);
+    expect(isProgressOnly({ task_id: 't', status: 'partial', data: { progress: 4 }, meta: { cost_usd: 0.5 } })).toBe(false);
+    expect(isProgressOnly({ task_id: 't', status: 'partial', data: { progress: 4 }, meta: { timestamp: 'now' } })).toBe(true);
+  });
+
   test('a later one supersedes an earlier only when it sets every field the earlier set', () => {
     const p = (data: unknown): Payload => ({ task_id: 't', status: 'partial', data });
     expect(supersedes(p({ progress: 1 }), p({ progress: 2 }))).toBe(true);

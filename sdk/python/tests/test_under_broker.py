@@ -128,6 +128,27 @@ def test_a_handler_that_ignores_the_cancel_is_ended_by_the_runtime_before_the_gr
     assert any("did not stop within 1.5 s of the cancel" in line for line in snapshot["log"]), snapshot["log"]
 
 
+def test_usage_reported_with_meta_counts_against_the_budget_during_the_run(broker: Broker, agent_env: Dict[str, str]) -> None:
+    # 50 tokens a step: the third report (150) is over 120, long before the 20th step and the result.
+    task_id = broker.submit(agent("usage"), env=agent_env, input={"via": "meta"}, maxTokens=120)
+    snapshot = broker.finished(task_id)
+    assert (snapshot["state"], snapshot["reason"]) == ("failed", "budget_exceeded"), snapshot.get("message")
+    assert "used 150 tokens, over the budget of 120" in snapshot["message"]
+    assert snapshot["usage"]["input"] + snapshot["usage"]["output"] < 1000
+    # A usage report carries no data: the last partial's data stays what the agent said.
+    assert snapshot["lastPartial"] == {"step": "started", "progress": 10}
+    # The SDK answered the stop with `cancelled`; the failure keeps it.
+    assert snapshot["result"]["status"] == "cancelled"
+
+
+def test_usage_in_a_partials_meta_counts_its_cost_during_the_run(broker: Broker, agent_env: Dict[str, str]) -> None:
+    task_id = broker.submit(agent("usage"), env=agent_env, input={"via": "partial"}, maxCostUsd=0.025)
+    snapshot = broker.finished(task_id)
+    assert (snapshot["state"], snapshot["reason"]) == ("failed", "budget_exceeded"), snapshot.get("message")
+    assert "spent $0.03, over the budget of $0.025" in snapshot["message"]
+    assert snapshot["lastPartial"] == {"step": "step 3"}
+
+
 def test_an_exception_becomes_an_error_payload_with_the_traceback_tail(broker: Broker, agent_env: Dict[str, str]) -> None:
     snapshot = broker.finished(broker.submit(agent("fails"), env=agent_env))
     data = snapshot["result"]["data"]

@@ -303,7 +303,8 @@ export class Task {
     this.recordUsage(payload);
     const progress = progressOf(payload);
     if (progress !== undefined) this.currentProgress = progress;
-    this.partialData = payload.data;
+    // A partial without data (a usage report: only meta) leaves the last partial's data as it was.
+    if (payload.data !== undefined) this.partialData = payload.data;
     this.update('partial', { payload });
   }
 

@@ -31,6 +31,10 @@ MAX_ATTACHMENT_NAME = 200
 _NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 
+#: The ``meta`` fields that report what a run spent (read by the broker as docs/protocol.md §4 says).
+USAGE_META = frozenset({"token_usage", "usage", "cost_usd", "total_cost_usd", "num_turns"})
+
+
 def is_attachment_name(name: object) -> bool:
     """A plain file name: 1–200 characters, no ``/``, ``\\`` or control characters, not ``.`` or ``..``."""
     return (
@@ -121,18 +125,39 @@ class Task:
             data["progress"] = min(100, max(0, percent))
         self.partial(data)
 
-    def partial(self, data: Any) -> None:
-        """Sends a ``partial`` payload with any JSON data (text so far, a step, a preview). The broker keeps the last."""
-        self._send({"task_id": self.id, "status": "partial", "data": data})
+    def partial(self, data: Any, meta: Optional[Mapping[str, Any]] = None) -> None:
+        """Sends a ``partial`` payload with any JSON data (text so far, a step, a preview). The broker keeps the last.
+
+        ``meta`` goes with it: ``token_usage`` (``{"input": n, "output": n}``, the run's total so far),
+        ``cost_usd`` and ``num_turns`` report what the run has spent, which the broker shows live and
+        checks against the task's budget at once (as the TypeScript SDK's ``partial(data, meta)``)::
+
+            task.partial({"text": draft}, meta={"token_usage": {"input": 1200, "output": 300}, "cost_usd": 0.02})
+        """
+        payload: Message = {"task_id": self.id, "status": "partial", "data": data}
+        if meta:
+            payload["meta"] = dict(meta)
+        self._send(payload)
 
     def heartbeat(self) -> None:
         """Says "alive" without data. The runtime sends these by itself every ``CURSOR_HEARTBEAT_MS``."""
         self._send({"task_id": self.id, "status": "heartbeat"})
 
     def meta(self, **fields: Any) -> None:
-        """Adds operational facts to the final payload's ``meta``: ``model_used``, ``token_usage``, anything else."""
+        """Adds operational facts to the final payload's ``meta``: ``model_used``, ``token_usage``, anything else.
+
+        Usage (``token_usage``, ``usage``, ``cost_usd``, ``total_cost_usd``, ``num_turns``: the run's
+        total so far) is also sent at once, in a ``partial`` without data, so the broker counts it
+        against the task's budget during the run, not only at its end::
+
+            task.meta(token_usage={"input": 1200, "output": 300}, cost_usd=0.02)
+        """
         with self._lock:
             self._extra_meta.update(fields)
+        usage = {name: value for name, value in fields.items() if name in USAGE_META}
+        if usage:
+            # No `data`: the broker keeps the last partial's data; only the usage is new.
+            self._send({"task_id": self.id, "status": "partial", "meta": usage})
 
     def log(self, text: str) -> None:
         """Writes a line to the task's log (stderr, which the broker keeps). ``print`` works too."""
