@@ -5,7 +5,8 @@
  * by the local fake Anthropic model server, which scripts calls to the bridged `Write` and `Edit`. Each
  * call goes out to the client as a `tool_use`, the client's own tool runs in its project, and its
  * result continues the same run: the file is in the client's project, the scratch workspace the
- * sub-agent ran in is unchanged, and one task served the whole turn. The second case scripts a
+ * sub-agent ran in (a private one the gateway made, read from the sub-agent's own environment
+ * message) is unchanged, and one task served the whole turn. The second case scripts a
  * Write into the scratch workspace first: the scratch-path guard answers it with a correction that
  * reaches the model, the client never sees it, and the counts say so (`/health`, the task's meta, insights).
  */
@@ -14,7 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tempDir } from '../helpers/core.js';
 import { blocksOf, startFakeAnthropic, type FakeAnthropic, type FakeAnthropicRequest, type FakeTurn } from '../helpers/fake-anthropic.js';
-import { gitIn, makeRepo } from '../helpers/git-repo.js';
+import { makeRepo } from '../helpers/git-repo.js';
 import { clientFor, runCli } from '../helpers/real-clients.js';
 import { startTestGateway } from '../gateway/helpers.js';
 import { PINS } from './pins.js';
@@ -56,13 +57,32 @@ const edit = (file: string): Step => ({
   input: { file_path: file, old_string: 'client, decided', new_string: 'client, then edited, decided' },
 });
 
-/** The sub-agent's model: the steps in turn (one per tool result seen; thinking before the first), then an answer. */
-function stepScript(steps: Step[]): (request: FakeAnthropicRequest) => FakeTurn {
+/** The sub-agent's working directory, from its Claude Code's own `# Environment` message. */
+function subAgentCwd(request: FakeAnthropicRequest): string | undefined {
+  const system = (request.body.messages ?? []).filter((m) => m.role === 'system').flatMap((m) => blocksOf(m));
+  const texts = [
+    ...system.map((b) => b.text ?? ''),
+    ...(request.body.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : '')),
+  ];
+  for (const text of texts) {
+    const found = /Primary working directory: (\S+)/.exec(text)?.[1];
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The sub-agent's model: the steps in turn (one per tool result seen; thinking before the first),
+ * then an answer; `steps` gets the sub-agent's scratch directory, read from its request.
+ */
+function stepScript(steps: (scratch: string) => Step[], seen: { scratch?: string }): (request: FakeAnthropicRequest) => FakeTurn {
   return (request) => {
     const offered = (request.body.tools ?? []).some((t) => t.name === BRIDGED_WRITE);
     if (!offered) return { text: 'nothing to do' };
+    seen.scratch ??= subAgentCwd(request);
+    if (seen.scratch === undefined) return { text: 'no working directory in the request' };
     const results = (request.body.messages ?? []).flatMap((m) => blocksOf(m)).filter((b) => b.type === 'tool_result');
-    const next = steps[results.length];
+    const next = steps(seen.scratch)[results.length];
     if (next === undefined) return { text: `Done: ${resultText(results.at(-1)?.content)}` };
     const call = { tool: { name: `mcp__backchannel__${next.tool}`, input: next.input } };
     return results.length === 0 ? { thinking: THINKING, ...call } : call;
@@ -88,8 +108,9 @@ function clientToolUses(stdout: string): Array<{ name: string; input: unknown }>
 interface BothSides {
   /** The client's project directory (its Claude Code's cwd). */
   project: string;
-  /** The sub-agent's working directory (a clean git repository). */
+  /** The sub-agent's working directory: a private scratch directory the gateway made, under `workspacesDir`. */
   scratch: string;
+  workspacesDir: string;
   model: FakeAnthropic;
   run: { code: number | null; stdout: string; stderr: string };
   result: { is_error?: boolean; result?: string } | undefined;
@@ -100,18 +121,19 @@ interface BothSides {
 async function bothSides(steps: (project: string, scratch: string) => Step[]): Promise<BothSides> {
   const dir = tempDir('bc-cc2-');
   const project = makeRepo({ 'README.md': '# the client project\n' });
-  const scratch = makeRepo({ 'README.md': '# scratch\n' });
-  const model = await startFakeAnthropic({ script: stepScript(steps(project, scratch)) });
+  const workspacesDir = path.join(dir, 'scratch');
+  const seen: { scratch?: string } = {};
+  const model = await startFakeAnthropic({ script: stepScript((scratch) => steps(project, scratch), seen) });
   const gateway = await startTestGateway(
     {
       api_key: 'k-client',
       default_model: 'bridged',
+      workspaces_dir: workspacesDir,
       models: {
         bridged: {
           agent: 'claude-code',
           mode: 'bridge',
           allow_writes: true,
-          cwd: scratch,
           env: { ...claudeEnv(model.url, 'k-sub-agent', tempDir('bc-cc2-sub-home-')), CLAUDE_BIN: claude.bin },
         },
       },
@@ -127,7 +149,8 @@ async function bothSides(steps: (project: string, scratch: string) => Step[]): P
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { type?: string; is_error?: boolean; result?: string });
-  return { project, scratch, model, run, result: lines.find((l) => l.type === 'result'), gateway };
+  const scratch = seen.scratch ?? '(the sub-agent never asked its model)';
+  return { project, scratch, workspacesDir, model, run, result: lines.find((l) => l.type === 'result'), gateway };
 }
 
 describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as the bridged sub-agent`, () => {
@@ -144,10 +167,10 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
     });
 
     test("changes the file in the client's project and nothing in the scratch workspace", () => {
-      const { project, scratch, run, result } = sides;
+      const { project, scratch, workspacesDir, run, result } = sides;
       expect(result, run.stderr + run.stdout.slice(-3000)).toMatchObject({ is_error: false });
       expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe(EDITED);
-      expect(gitIn(scratch, 'status', '--porcelain', '--untracked-files=all').trim()).toBe('');
+      expect(path.dirname(scratch)).toBe(workspacesDir);
       expect(fs.existsSync(path.join(scratch, 'hello.txt'))).toBe(false);
       // The client's own Write and Edit answered, and its answer reached the sub-agent's model and the client.
       const answered = sides.model.requests
@@ -200,7 +223,7 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the client and as
       expect(results[1]).toContain(path.join(project, 'hello.txt'));
       expect(clientToolUses(run.stdout).map((u) => u.input)).toEqual([{ file_path: path.join(project, 'hello.txt'), content: CONTENT }]);
       expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe(CONTENT);
-      expect(gitIn(scratch, 'status', '--porcelain', '--untracked-files=all').trim()).toBe('');
+      expect(fs.existsSync(path.join(scratch, 'hello.txt'))).toBe(false);
       const health = (await (await fetch(`${sides.gateway.url}/health`)).json()) as { bridge?: unknown };
       expect(health.bridge).toMatchObject({ violations: 1, corrections: 1 });
       const bridged = (await sides.gateway.client.listTasks()).filter((t) => t.tags?.mode === 'bridge');
