@@ -7,7 +7,8 @@
  */
 import path from 'node:path';
 import type { RequestPermissionRequest, RequestPermissionResponse } from '@agentclientprotocol/sdk';
-import type { AgentTask, ApprovalContext, ApprovalOption } from '../agent-runtime/index.js';
+import type { ApprovalContext, ApprovalOption } from '../agent-runtime/index.js';
+import type { Asker, AskResult } from './asker.js';
 import { toolKind, type AcpSettings, type ToolKind } from './settings.js';
 import { commandOf, locationPaths, type ApprovalRecord, type Work } from './work.js';
 
@@ -52,14 +53,24 @@ export class Approvals {
   private readonly approvedCommands = new Set<string>();
 
   constructor(
-    private readonly task: AgentTask,
+    private readonly asker: Asker,
     private readonly settings: AcpSettings,
     private readonly work: Work,
     private readonly cwd: string,
   ) {}
 
+  /** Aborted when the run cancels the turn (ACP: pending permission requests are then answered `cancelled`). */
+  private turn = new AbortController();
+
+  /** The turn is being cancelled: questions for it waiting (or queued) give up, and answer `cancelled`. */
+  cancelTurn(): void {
+    this.turn.abort();
+    this.turn = new AbortController();
+  }
+
   /** Answers a permission request: the option chosen, or `cancelled` when the turn is being cancelled. */
-  async permission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse> {
+  async permission(request: RequestPermissionRequest, requestSignal: AbortSignal): Promise<RequestPermissionResponse> {
+    const signal = AbortSignal.any([requestSignal, this.turn.signal]);
     const call = request.toolCall;
     const announced = this.work.toolCalls.get(call.toolCallId);
     const kind = toolKind(call.kind ?? announced?.kind);
@@ -134,22 +145,16 @@ export class Approvals {
       },
     });
     if (policy !== 'ask') return record(optionOfKind(approval.options, policy === 'allow'), 'policy');
-    const answer = await this.ask(approval, signal);
-    if (answer === 'cancelled') return undefined;
-    if (answer === 'timeout') return record(optionOfKind(approval.options, false), 'timeout', true);
+    const result = await this.ask(approval, signal);
+    if ('cancelled' in result) return undefined;
+    if ('unanswered' in result) return record(optionOfKind(approval.options, false), 'timeout', true);
     // An answer that names no option approves nothing.
-    return record(pickOption(approval.options, answer.text) ?? optionOfKind(approval.options, false), 'answer');
+    return record(pickOption(approval.options, result.answer) ?? optionOfKind(approval.options, false), 'answer');
   }
 
-  private async ask(approval: ApprovalContext, signal: AbortSignal): Promise<{ text: string } | 'timeout' | 'cancelled'> {
+  private async ask(approval: ApprovalContext, signal: AbortSignal): Promise<AskResult> {
     const target = approval.command ?? approval.locations?.join(', ') ?? '';
     const question = `needs approval: ${approval.title}${target && !approval.title.includes(target) ? ` ${target}` : ''}`;
-    if (signal.aborted || this.task.signal.aborted) return 'cancelled';
-    const cancelled = new Promise<'cancelled'>((resolve) => signal.addEventListener('abort', () => resolve('cancelled'), { once: true }));
-    const asked = this.task.ask(question, { choices: approval.options.map((o) => o.name), approval }).then(
-      (text) => ({ text }),
-      () => (this.task.signal.aborted || signal.aborted ? ('cancelled' as const) : ('timeout' as const)),
-    );
-    return Promise.race([asked, cancelled]);
+    return this.asker.ask(question, { choices: approval.options.map((o) => o.name), approval }, signal);
   }
 }

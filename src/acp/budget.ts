@@ -4,7 +4,7 @@
  * raising adds the first cap again and the same session goes on. Silence spends nothing: no answer
  * stops. With "stop" the broker's own guard ends the task, and this class holds no cap.
  */
-import type { AgentTask } from '../agent-runtime/index.js';
+import type { Asker } from './asker.js';
 import type { AcpSettings } from './settings.js';
 import type { Work } from './work.js';
 
@@ -34,15 +34,11 @@ export class Budget {
   }
 
   /** Asks the person; true when the cap was raised (and is now higher), false to stop. */
-  async askToRaise(task: AgentTask, figure: string): Promise<boolean> {
+  async askToRaise(asker: Asker, figure: string): Promise<boolean> {
     const raise = this.raiseLabel();
-    let answer: string;
-    try {
-      answer = await task.ask(`budget reached (${figure}): raise the cap / stop`, { choices: [raise, 'stop'] });
-    } catch {
-      return false;
-    }
-    const a = answer.trim().toLowerCase();
+    const result = await asker.ask(`budget reached (${figure}): raise the cap / stop`, { choices: [raise, 'stop'] });
+    if (!('answer' in result)) return false;
+    const a = result.answer.trim().toLowerCase();
     if (a !== raise.toLowerCase() && a !== '1' && !a.startsWith('raise')) return false;
     this.raises++;
     if (this.costCap !== undefined && this.settings.maxCostUsd !== undefined) this.costCap += this.settings.maxCostUsd;

@@ -8,6 +8,7 @@ import { methods, type ClientConnection, type PromptResponse } from '@agentclien
 import type { AgentTask } from '../agent-runtime/index.js';
 import { startAgent, type AgentProcess } from './agent-process.js';
 import { Approvals } from './approvals.js';
+import { Asker } from './asker.js';
 import { Budget } from './budget.js';
 import { AcpError, connectAgent, explain, handshake } from './connection.js';
 import { FsService } from './fs-service.js';
@@ -39,6 +40,8 @@ export function promptOf(input: unknown): string {
 export class AcpRun {
   readonly work = new Work();
   private readonly budget: Budget;
+  private readonly asker: Asker;
+  private approvals: Approvals | undefined;
   private agent: AgentProcess | undefined;
   private connection: ClientConnection | undefined;
   private sessionId: string | undefined;
@@ -57,6 +60,7 @@ export class AcpRun {
     private readonly cwd: string,
   ) {
     this.budget = new Budget(settings);
+    this.asker = new Asker(task);
     this.agentName = settings.agentName ?? command;
     task.signal.addEventListener('abort', () => this.cancelTurn(), { once: true });
   }
@@ -64,7 +68,7 @@ export class AcpRun {
   /** Runs to the end and sends the one final payload. */
   async run(): Promise<Outcome> {
     let outcome: Outcome;
-    const approvals = new Approvals(this.task, this.settings, this.work, this.cwd);
+    const approvals = new Approvals(this.asker, this.settings, this.work, this.cwd);
     const terminal = this.settings.terminal ? new TerminalService(this.cwd, approvals) : undefined;
     try {
       this.prompt = promptOf(this.task.input);
@@ -82,6 +86,7 @@ export class AcpRun {
   }
 
   private async start(approvals: Approvals, terminal: TerminalService | undefined): Promise<Outcome> {
+    this.approvals = approvals;
     const agent = (this.agent = startAgent(this.command, this.args, this.cwd, process.env));
     const services = {
       onUpdate: (sessionId: unknown, update: unknown) => this.onUpdate(sessionId, update),
@@ -114,7 +119,7 @@ export class AcpRun {
       const paused = this.budgetHit ?? (response.stopReason === 'cancelled' ? this.budget.reached(this.work) : undefined);
       if (paused !== undefined && response.stopReason === 'cancelled') {
         this.flushPartial();
-        if (!(await this.budget.askToRaise(this.task, paused))) {
+        if (!(await this.budget.askToRaise(this.asker, paused))) {
           return {
             status: 'error',
             error: new AcpError(`budget reached (${paused}): stopped`, 'budget_exceeded'),
@@ -189,6 +194,7 @@ export class AcpRun {
   /** session/cancel for the turn in flight (the task's cancel, or the budget's pause). */
   private cancelTurn(): void {
     if (!this.turnActive || !this.connection || !this.sessionId) return;
+    this.approvals?.cancelTurn();
     void this.connection.agent.notify(methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
   }
 

@@ -112,4 +112,20 @@ describe('ACP permission requests become questions, under a policy per tool kind
     expect(readFileSync(path.join(acp.cwd, 'direct.txt'), 'utf8')).toBe('D');
     expect((done.payload!.data as any).approvals[0]).toMatchObject({ tool_call_id: 'write:direct.txt', decision: 'allowed', by: 'answer' });
   });
+
+  test('parallel permission requests are asked one at a time, none refused for waiting', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const ask = (id: string, file: string) => ({ permission: { id, write: { path: file, content: id } } });
+    const run = startTask(broker, acp.spec(script([{ parallel: [ask('p1', 'one.txt'), ask('p2', 'two.txt')] }])));
+    const first = await nextQuestion(run.handle);
+    broker.answer(run.handle.id, first.askId, 'Allow once');
+    const second = await nextQuestion(run.handle, first.askId);
+    expect(second.approval?.tool_call_id).not.toBe(first.approval?.tool_call_id);
+    broker.answer(run.handle.id, second.askId, 'Allow once');
+    const done = await run.done;
+    expect(readFileSync(path.join(acp.cwd, 'one.txt'), 'utf8')).toBe('p1');
+    expect(readFileSync(path.join(acp.cwd, 'two.txt'), 'utf8')).toBe('p2');
+    expect((done.payload!.meta as any).acp.approvals).toEqual({ asked: 2, allowed: 2, rejected: 0, unanswered: 0 });
+  });
 });
