@@ -2,6 +2,7 @@
  * The layering of src/, enforced in `npm test` (scripts/lint.mjs). Lower layers never import higher ones:
  *
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hub  →  client  →  main (Electron) · gateway · mcp · cli
+ *   client    →  desktop (the app's Electron-free parts: its hub, IPC handlers, tray menu)  →  main
  *   broker    →  fleet (the BullMQ queue and worker: over the core, under the hub and the CLI)
  *   broker    →  paths (where the data directory and the control endpoint are: hub, client and commands)
  *   broker    →  schedules (the schedule store, fire times and policies: the hub fires them)
@@ -19,7 +20,8 @@
  * Beside them: worktree (git worktrees, knowing no task) → coding (the coding-task kind) → broker.ts, which
  * reaches coding only through its entry (coding/index.ts) and the task-kind seam (task-kinds.ts).
  * Inside hub/: http (shared by both servers) → control (the endpoint) → assemble.ts (the one hub: lock, broker, webhooks,
- * scheduler, bridge, control endpoint, mounts) → the shells that call it: headless (`serve`), main (the app), client/open.ts.
+ * scheduler, bridge, control endpoint, mounts) → the shells that call it: headless (`serve`), desktop/app-hub.ts (the
+ * app), client/open.ts.
  */
 const layer = (name) => `^src/${name}/`;
 /** broker.ts, settings.ts, types.ts, index.ts: the top of the core (errors.ts and log.ts are its foundations). */
@@ -111,7 +113,7 @@ module.exports = {
     forbid('control-under-headless', '^src/hub/control/', '^src/hub/headless/', '`serve` opens the control endpoint, not the other way.'),
     forbid(
       'hub-assembled-in-one-place',
-      '^src/(?!(hub/headless/|main/|client/open\\.ts$))',
+      '^src/(?!(hub/headless/|desktop/app-hub\\.ts$|client/open\\.ts$))',
       '^src/hub/assemble\\.ts$',
       'The hub is assembled once (hub/assemble.ts); only the shells call it: serve (hub/headless), the app, become-hub.',
     ),
@@ -149,10 +151,17 @@ module.exports = {
     forbid(
       'electron-main-is-a-front-end',
       layer('main'),
-      // One exception: the app mounts MCP over HTTP exactly as `serve` does, through the light mount entry.
-      '^src/(gateway|cli|mcp/(?!http-(mount|endpoint)\\.ts$)|renderer|hub/headless)/',
-      'Front-ends do not import each other (the app mounts MCP over HTTP through src/mcp/http-mount.ts only).',
+      '^src/(gateway|cli|mcp|renderer|hub/headless)/',
+      'Front-ends do not import each other; the app reaches its hub and MCP over HTTP through src/desktop.',
     ),
+    forbid(
+      'desktop-under-the-shell',
+      layer('desktop'),
+      // One exception: the app mounts MCP over HTTP exactly as `serve` does, through the light mount entry.
+      '^src/(main|gateway|cli|mcp/(?!http-(mount|endpoint)\\.ts$)|renderer|preload|hub/headless)/',
+      "The desktop app's Electron-free parts (its hub, IPC handlers, tray menu, lifecycle): under the shell, no other front-end.",
+    ),
+    forbid('desktop-for-the-shell', '^src/(?!(main|desktop)/)', '^src/desktop/', 'Only the Electron shell uses the desktop parts.'),
     forbid(
       'conformance-over-the-core',
       layer('conformance'),

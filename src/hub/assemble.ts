@@ -1,7 +1,7 @@
 /**
  * The hub, assembled once, for every shell: the data directory's lock, the presets and the run policy, the broker and
  * the webhooks, the scheduler, the bridge, the control endpoint (advertised in the lock) and the HTTP mounts the shell
- * serves (MCP over HTTP). `serve` (./headless/start.ts) adds the panel server; the desktop app (src/main/app-hub.ts) its
+ * serves (MCP over HTTP). `serve` (./headless/start.ts) adds the panel server; the desktop app (src/desktop/app-hub.ts) its
  * mount server, IPC and the tray; `openClient`'s `become-hub` (src/client/open.ts) nothing. A notification channel, a
  * mount or a hub option is one edit here.
  *

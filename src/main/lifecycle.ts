@@ -1,9 +1,8 @@
 /**
- * The app's lifecycle rules: what the panel's web contents may never do, and how quitting waits
- * for the broker to shut down (cancel running tasks, remove endpoints, flush history) first.
+ * What the panel's web contents may never do (the quit and tray rules are ../desktop/lifecycle.ts).
  */
-import { app, type Event as ElectronEvent } from 'electron';
-import { PANEL_ORIGIN } from './panel-protocol.js';
+import { app } from 'electron';
+import { PANEL_ORIGIN } from '../desktop/panel-protocol.js';
 
 interface WarnLogger {
   warn(...args: unknown[]): void;
@@ -26,36 +25,4 @@ export function lockDown(logger: WarnLogger): void {
       callback(permission === 'clipboard-sanitized-write');
     });
   });
-}
-
-export interface QuitSteps {
-  /** Runs at once on every quit request (e.g. stop notifying, let the panel close). */
-  quitting(): void;
-  /** The shutdown the quit waits for; started once. Must not reject (log failures inside). */
-  shutdown(): Promise<void>;
-  /** Runs after the shutdown, just before the app really quits. */
-  done(): void;
-}
-
-/** Holds the first quit until `steps.shutdown()` settles, then quits for real. */
-export function quitAfterShutdown(steps: QuitSteps): void {
-  let shutdown: Promise<void> | undefined;
-  let shutdownDone = false;
-  app.on('before-quit', (event: ElectronEvent) => {
-    steps.quitting();
-    if (shutdownDone) return;
-    event.preventDefault();
-    shutdown ??= steps.shutdown().finally(() => {
-      shutdownDone = true;
-      steps.done();
-      app.quit();
-    });
-  });
-}
-
-/** A tray app keeps running without windows; a second launch or a dock click shows the panel. */
-export function keepRunningInTray(showPanel: () => void): void {
-  app.on('second-instance', () => showPanel());
-  app.on('activate', () => showPanel());
-  app.on('window-all-closed', () => {});
 }

@@ -1,9 +1,9 @@
 /**
  * Backchannel's Electron shell; src/main (with src/preload) is the only code that imports 'electron'. The hub runs
- * here, in the main process: the one hub assembly (../hub/assemble.ts, through ./app-hub.ts, which also serves MCP
- * over HTTP at /mcp on a loopback port of its own). This file adds only what is Electron's: the panel protocol and IPC
- * handlers, the panel window (./panel-window.ts), notifications (./notifier.ts), the tray (./tray.ts) and the app
- * lifecycle (./lifecycle.ts).
+ * here, in the main process: the one hub assembly (../hub/assemble.ts) through ../desktop/app-hub.ts, which also
+ * serves MCP over HTTP at /mcp on a loopback port of its own. This file adds only what is Electron's: the panel
+ * protocol and IPC handlers, the panel window (./panel-window.ts), notifications (./notifier.ts), the tray (./tray.ts)
+ * and the app lifecycle (./lifecycle.ts, ../desktop/lifecycle.ts).
  *
  *   electron dist/main/main.js
  */
@@ -16,13 +16,15 @@ import { BrokerError } from '../broker/errors.js';
 import type { Logger } from '../broker/log.js';
 import type { TaskUpdate } from '../model/task.js';
 import { defaultDemoAgentsDir } from '../templates/presets.js';
-import { startAppHub, type AppHub } from './app-hub.js';
-import { registerBridgeHandlers, panelSenderCheck } from './ipc-handlers.js';
-import { keepRunningInTray, lockDown, quitAfterShutdown } from './lifecycle.js';
+import { startAppHub, type AppHub } from '../desktop/app-hub.js';
+import { registerBridgeHandlers, panelSenderCheck } from '../desktop/ipc-handlers.js';
+import { keepRunningInTray, quitAfterShutdown } from '../desktop/lifecycle.js';
+import { lockDown } from './lifecycle.js';
 import { Notifier } from './notifier.js';
-import { PANEL_ORIGIN, PANEL_SCHEME, panelRequestHandler } from './panel-protocol.js';
+import { PANEL_ORIGIN, PANEL_SCHEME, panelRequestHandler } from '../desktop/panel-protocol.js';
 import { PanelWindow } from './panel-window.js';
-import { AppTray, TrayController } from './tray.js';
+import { TrayController } from '../desktop/tray-menu.js';
+import { AppTray } from './tray.js';
 
 const here = (relative: string): string => fileURLToPath(new URL(relative, import.meta.url));
 /** Packaged: templates and icons are extra resources; in a checkout they sit in the repository. */
@@ -81,8 +83,8 @@ async function start(): Promise<void> {
   });
   broker.on('paused', () => trayController.changed());
   trayController.refresh();
-  keepRunningInTray(() => panel.show());
-  quitAfterShutdown({
+  keepRunningInTray(app, () => panel.show());
+  quitAfterShutdown(app, {
     quitting: () => {
       notifier.mute();
       panel.allowClose();
@@ -109,7 +111,7 @@ async function start(): Promise<void> {
   if (process.env.BACKCHANNEL_SHOW_PANEL === '1' || !existsSync(join(ASSETS_DIR, 'tray-light.png'))) panel.show();
 }
 
-/** The hub (./app-hub.ts); when the one history home is taken (a `backchannel serve` runs on it), says so and quits. */
+/** The hub (../desktop/app-hub.ts); when the one history home is taken (a `backchannel serve` runs on it), says so and quits. */
 async function startHub(logger: Logger, logPath: string): Promise<AppHub | undefined> {
   try {
     return await startAppHub({

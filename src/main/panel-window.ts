@@ -6,8 +6,8 @@
 import { BrowserWindow, screen, type Rectangle } from 'electron';
 import electronLog from 'electron-log/main.js';
 import { join } from 'node:path';
-import { anchoredBounds } from './position.js';
-import { PANEL_URL } from './panel-protocol.js';
+import { anchoredBounds } from '../desktop/position.js';
+import { PANEL_URL } from '../desktop/panel-protocol.js';
 
 const PANEL_SIZE = { width: 440, height: 620 };
 

@@ -1,37 +1,10 @@
-/**
- * The tray icon: light/dark icon, a tooltip with counts ("2 running, 1 failed") and a context menu
- * that reaches everything, because many Linux trays never deliver clicks.
- */
+/** The tray icon: the light/dark glyph, and the tooltip and menu ../desktop/tray-menu.ts makes, handed to Electron. */
 import { Menu, nativeImage, nativeTheme, Tray, type MenuItemConstructorOptions } from 'electron';
 import { join } from 'node:path';
-import { isFinished, type TaskSnapshot } from '../model/task.js';
-import { countsText } from '../bridge/summary.js';
+import type { TaskSnapshot } from '../model/task.js';
+import { trayMenu, type TrayActions, type TrayItem, type TrayView } from '../desktop/tray-menu.js';
 
-export interface TrayActions {
-  openPanel(): void;
-  togglePanel?(): void;
-  openTask(id: string): void;
-  setPaused(paused: boolean): void;
-  openLog(): void;
-  quit(): void;
-}
-
-/** Recent tasks listed in the menu. */
-const RECENT_IN_MENU = 8;
-/** Tray menu and tooltip refresh at most this often (menus are rebuilt from scratch). */
-const TRAY_REFRESH_MS = 1000;
-
-const STATE_MARK: Record<TaskSnapshot['state'], string> = {
-  queued: '…',
-  running: '▶',
-  retrying: '↻',
-  succeeded: '✓',
-  failed: '✗',
-  cancelled: '⊘',
-  interrupted: '!',
-};
-
-export class AppTray {
+export class AppTray implements TrayView {
   readonly tray: Tray;
   /** What the tray shows now (Electron has no getters for these; the Electron test reads them). */
   tooltip = 'Backchannel';
@@ -60,32 +33,15 @@ export class AppTray {
 
   /** Refreshes tooltip and menu; `setContextMenu` again, since some Linux trays copy the menu once. */
   update(tasks: TaskSnapshot[], paused: boolean): void {
-    const counts = countsText(tasks);
-    this.tooltip = `Backchannel — ${counts}${paused ? ' (paused)' : ''}`;
-    this.tray.setToolTip(this.tooltip);
-    const recent = [...tasks]
-      .sort((a, b) => (b.startedAt ?? b.createdAt).localeCompare(a.startedAt ?? a.createdAt))
-      .slice(0, RECENT_IN_MENU);
-    const template: MenuItemConstructorOptions[] = [
-      { label: 'Open panel', click: () => this.actions.openPanel() },
-      { label: counts, enabled: false },
-      { type: 'separator' },
-      {
-        label: 'Recent tasks',
-        submenu: recent.length
-          ? recent.map((task) => ({
-              label: `${STATE_MARK[task.state]} ${truncate(task.label, 48)}${isFinished(task.state) ? '' : ` (${task.state})`}`,
-              click: () => this.actions.openTask(task.id),
-            }))
-          : [{ label: 'No tasks yet', enabled: false }],
-      },
-      { label: 'Pause queue', type: 'checkbox', checked: paused, click: (item) => this.actions.setPaused(item.checked) },
-      { label: 'Open log file', click: () => this.actions.openLog() },
-      { type: 'separator' },
-      { label: 'Quit Backchannel', click: () => this.actions.quit() },
-    ];
-    this.menu = Menu.buildFromTemplate(template);
+    const { tooltip, items } = trayMenu(tasks, paused, this.actions);
+    this.tooltip = tooltip;
+    this.tray.setToolTip(tooltip);
+    this.menu = Menu.buildFromTemplate(items.map(electronItem));
     this.tray.setContextMenu(this.menu);
+  }
+
+  destroy(): void {
+    this.tray.destroy();
   }
 
   /** Labels of the menu, submenus as `Parent > Child` (for the test hooks). */
@@ -105,40 +61,10 @@ export class AppTray {
   }
 }
 
-function truncate(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-/** What the tray shows, read when it refreshes. */
-export interface TraySource {
-  tasks(): TaskSnapshot[];
-  readonly paused: boolean;
-}
-
-/** Keeps the tray up to date without rebuilding its menu for every update: at most one refresh per second. */
-export class TrayController {
-  #timer: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(
-    readonly view: AppTray,
-    private readonly source: TraySource,
-  ) {}
-
-  /** Something changed: refresh within `TRAY_REFRESH_MS` (once, however many changes come). */
-  changed(): void {
-    this.#timer ??= setTimeout(() => this.refresh(), TRAY_REFRESH_MS);
-  }
-
-  /** Refreshes now. */
-  refresh(): void {
-    this.#timer = undefined;
-    this.view.update(this.source.tasks(), this.source.paused);
-  }
-
-  /** Stops refreshing and removes the icon. */
-  destroy(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.view.tray.destroy();
-  }
+function electronItem({ click, submenu, ...item }: TrayItem): MenuItemConstructorOptions {
+  return {
+    ...item,
+    ...(click ? { click: (menuItem) => click(menuItem.checked) } : {}),
+    ...(submenu ? { submenu: submenu.map(electronItem) } : {}),
+  };
 }

@@ -7,7 +7,7 @@ import type { BackchannelBridge, BridgeEvent } from '../../src/bridge/contract.j
 import { BridgeError } from '../../src/model/errors.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
-import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/ipc-handlers.js';
+import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/desktop/ipc-handlers.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { waitFor } from '../helpers/core.js';
 import { demoRequest, FakeIpc, NodeEventSource, origin, startTestHeadless, waitForTask, type TestHeadless } from '../helpers/panel.js';

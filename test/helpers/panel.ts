@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHeadless, type Headless, type HeadlessOptions } from '../../src/hub/headless/start.js';
-import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/main/ipc-handlers.js';
+import type { IpcEventLike, IpcMainLike, SenderLike } from '../../src/desktop/ipc-handlers.js';
 import type { IpcRendererLike } from '../../src/bridge/ipc-client.js';
 import type { EventSourceLike } from '../../src/renderer/http-bridge.js';
 import type { TaskSnapshot } from '../../src/model/task.js';

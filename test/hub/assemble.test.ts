@@ -1,6 +1,6 @@
 /**
  * Every shell wires the same hub (src/hub/assemble.ts): `backchannel serve` and `backchannel mcp` that becomes the
- * hub as real processes, the desktop app through the function its Electron main calls (src/main/app-hub.ts; the
+ * hub as real processes, the desktop app through the function its Electron main calls (src/desktop/app-hub.ts; the
  * Electron binary is not here). Each is looked at from outside, as a client would: its control endpoint answers and
  * is advertised in the data directory's lock, its presets are offered, a skipped schedule fire arrives as a signed
  * `schedule_skipped` webhook, and (serve and the app) MCP over HTTP lists the same presets. The app had drifted on
@@ -16,7 +16,7 @@ import { readLockHolder } from '../../src/broker/history/data-dir-lock.js';
 import { silentLogger } from '../../src/broker/log.js';
 import { connectHub } from '../../src/client/hub-client.js';
 import { MCP_PATH } from '../../src/mcp/http-endpoint.js';
-import { startAppHub } from '../../src/main/app-hub.js';
+import { startAppHub } from '../../src/desktop/app-hub.js';
 import { tempDir, waitFor } from '../helpers/core.js';
 import { anyCommandConfig } from '../helpers/run-policy.js';
 import { printed, start } from './control/hub-process.js';

@@ -2,7 +2,7 @@
  * The desktop app's hub, without Electron (so it runs, and is tested, under plain Node): the history moved once into
  * the one home (../hub/history-home.ts), the one hub assembly (../hub/assemble.ts) — lenient, since a dialog at every
  * start is worse than a line in the log the tray opens — and MCP over HTTP on a loopback port of its own
- * (../hub/http/mount-server.ts), as `serve` mounts it on its panel's port. main.ts adds IPC, the tray and the window.
+ * (../hub/http/mount-server.ts), as `serve` mounts it on its panel's port. ../main/main.ts adds the tray, the window and IPC.
  */
 import type { Logger } from '../broker/log.js';
 import { loadConfig } from '../config/file.js';

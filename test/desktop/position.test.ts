@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { anchoredBounds, type Rect } from '../../src/main/position.js';
+import { anchoredBounds, type Rect } from '../../src/desktop/position.js';
 
 const size = { width: 400, height: 600 };
 const screen: Rect = { x: 0, y: 0, width: 1920, height: 1080 };

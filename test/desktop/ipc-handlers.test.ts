@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { BRIDGE_METHODS } from '../../src/bridge/calls.js';
 import { createIpcBridge } from '../../src/bridge/ipc-client.js';
 import { callChannel, EVENT, SUBSCRIBE } from '../../src/bridge/ipc-channels.js';
-import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/main/ipc-handlers.js';
+import { panelSenderCheck, registerBridgeHandlers, type RegisteredHandlers } from '../../src/desktop/ipc-handlers.js';
 import type { BridgeEvent } from '../../src/bridge/contract.js';
 import { FakeIpc, startTestHeadless, type FakeRenderer, type TestHeadless } from '../helpers/panel.js';
 
