@@ -6,10 +6,10 @@
 import type { Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BackchannelBridge } from '../client/index.js';
-import { describePartial, failureOf } from '../model/states.js';
+import { describePartial, failureOf, partialResultOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
 import { waitingForTools } from '../model/tools.js';
-import { isFinished, type PendingQuestion, type TaskSnapshot } from '../model/task.js';
+import { isFinished, type PartialResult, type PendingQuestion, type TaskSnapshot } from '../model/task.js';
 import { tokensOf, type TaskBudget, type TaskUsage } from '../model/usage.js';
 
 /** How often an MCP client should poll a task (`pollInterval`). */
@@ -28,6 +28,8 @@ export interface TaskSummary {
   waiting?: string;
   result?: unknown;
   failure?: { reason: string; message: string; stderr_tail?: string };
+  /** What a task the broker stopped (deadline, watchdog, budget, cancel) had produced: kept with its failure. */
+  partial_result?: PartialResult;
   /** What the agent reported spending so far (`tokens` = input + output), live while it runs. */
   usage?: { input_tokens: number; output_tokens: number; tokens: number; cost_usd?: number; turns?: number };
   /** The task's budget, when it has one. */
@@ -60,6 +62,8 @@ export function summarize(task: TaskSnapshot): TaskSummary {
     summary.failure = { reason, message };
     if (task.stderrTail) summary.failure.stderr_tail = task.stderrTail;
     if (task.result?.data !== undefined) summary.result = task.result.data;
+    const partial = partialResultOf(task);
+    if (partial) summary.partial_result = partial;
   }
   if (task.usage) summary.usage = usageSummary(task.usage);
   if (task.budget) summary.budget = budgetSummary(task.budget);

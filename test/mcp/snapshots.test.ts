@@ -65,4 +65,34 @@ describe('tool summary', () => {
     const stopped = summarize(snapshot({ state: 'failed', reason: 'budget_exceeded', message: 'over budget: used 150 tokens' }));
     expect(stopped.failure).toMatchObject({ reason: 'budget_exceeded' });
   });
+
+  test('a task stopped at its deadline keeps what it produced: partial_result beside the failure (issue 47 §2)', () => {
+    const result = {
+      task_id: 't',
+      status: 'cancelled' as const,
+      data: { message: 'timed out' },
+      attachments: [{ name: 'draft.md', bytes: 9, encoding: 'utf8' as const }],
+    };
+    const stopped = summarize(
+      snapshot({
+        state: 'failed',
+        reason: 'timeout',
+        message: 'timed out after 500 ms',
+        progress: 40,
+        lastPartial: { text: 'half' },
+        result,
+      }),
+    );
+    expect(stopped).toMatchObject({ done: true, failure: { reason: 'timeout' } });
+    expect(stopped.partial_result).toEqual({
+      data: { text: 'half' },
+      progress: 40,
+      answer: { status: 'cancelled', data: { message: 'timed out' } },
+      attachments: [{ name: 'draft.md', bytes: 9, encoding: 'utf8' }],
+    });
+    // An agent's own error is not a stop: nothing was cut short.
+    expect(
+      summarize(snapshot({ state: 'failed', reason: 'error', message: 'failed: x', lastPartial: { text: 'half' } })).partial_result,
+    ).toBeUndefined();
+  });
 });
