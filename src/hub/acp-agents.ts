@@ -20,6 +20,12 @@ export function acpAgentPresets(config: LoadedConfig = loadConfig()): PresetInfo
   return Object.entries(agents).map(([name, agent]) => ({
     name: agentPresetName(name),
     description: `ACP agent ${name}: ${[agent.command, ...agent.args].join(' ')}`,
-    request: { command: agent.command, args: agent.args, label: `${name} (ACP agent)`, acp: { agent: name } },
+    request: {
+      command: agent.command,
+      args: agent.args,
+      label: `${name} (ACP agent)`,
+      acp: { agent: name },
+      ...(agent.prompt !== undefined ? { input: agent.prompt } : {}),
+    },
   }));
 }

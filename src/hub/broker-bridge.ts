@@ -499,7 +499,14 @@ function withPresetCommand(request: ScheduleRequest, presets: readonly PresetInf
     throw new BridgeError('invalid_request', `No preset named "${String(request.preset).slice(0, 80)}" on this hub (presets: ${names})`);
   }
   const { preset: _preset, ...rest } = request;
-  return { ...rest, command: [preset.request.command, ...(preset.request.args ?? [])] };
+  // A named ACP agent's preset runs as an ACP task at every fire (docs/acp.md).
+  const { acp, input } = preset.request;
+  return {
+    ...rest,
+    command: [preset.request.command, ...(preset.request.args ?? [])],
+    ...(acp ? { acp } : {}),
+    ...(input !== undefined && rest.input === undefined ? { input } : {}),
+  };
 }
 
 /** How many of the newest tasks `info()` looks through for recent command lines (five pages). */

@@ -362,6 +362,8 @@ function specOf(schedule: Schedule, budgets?: DoorBudgets): TaskSpec {
     ...(schedule.worktree ? { cwd: schedule.cwd ?? schedule.worktree, worktree: true } : schedule.cwd ? { cwd: schedule.cwd } : {}),
     ...(schedule.maxTokens ? { maxTokens: schedule.maxTokens } : {}),
     ...(schedule.maxCostUsd ? { maxCostUsd: schedule.maxCostUsd } : {}),
+    ...(schedule.acp ? { acp: schedule.acp } : {}),
+    ...(schedule.input !== undefined ? { input: schedule.input } : {}),
   };
   for (const key of BUDGET_KEYS) if (spec[key] === undefined && door?.[key] !== undefined) spec[key] = door[key];
   return spec;

@@ -93,4 +93,35 @@ export interface Insights {
    * query's tasks (each task's `meta.bridge_guard`); absent when no task has any.
    */
   bridgeGuard?: BridgeGuardCounts;
+  /**
+   * ACP tasks' approvals per agent (docs/acp.md): permission requests asked of a person, and how each
+   * was decided; summed from each task's `meta.acp.approvals`. Absent when no task has any.
+   */
+  approvals?: AgentApprovals[];
+}
+
+/** What happened to an ACP agent's permission requests that were asked (`unanswered`: timed out, rejected). */
+export interface ApprovalCounts {
+  asked: number;
+  allowed: number;
+  rejected: number;
+  unanswered: number;
+}
+export const APPROVAL_COUNTS = ['asked', 'allowed', 'rejected', 'unanswered'] as const satisfies readonly (keyof ApprovalCounts)[];
+
+export interface AgentApprovals extends ApprovalCounts {
+  agent: string;
+}
+
+/** The approval counts a task's meta holds (`meta.acp.approvals`), only non-negative finite numbers. */
+export function approvalsOf(meta: Record<string, unknown> | undefined): Partial<ApprovalCounts> | undefined {
+  const acp = meta?.acp;
+  const counts = typeof acp === 'object' && acp !== null ? (acp as Record<string, unknown>).approvals : undefined;
+  if (typeof counts !== 'object' || counts === null) return undefined;
+  const out: Partial<ApprovalCounts> = {};
+  for (const key of APPROVAL_COUNTS) {
+    const n = (counts as Record<string, unknown>)[key];
+    if (typeof n === 'number' && Number.isFinite(n) && n >= 0) out[key] = n;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }

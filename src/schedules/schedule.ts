@@ -45,6 +45,15 @@ export const scheduleSchema = z
     cwd: z.string().min(1).optional(),
     /** A git repository: each fire runs as a coding task in a fresh worktree of it (as `run --worktree`). */
     worktree: z.string().min(1).optional(),
+    /** Each fire runs the command as an ACP agent (`TaskRequest.acp`, docs/acp.md); a named agent's preset sets it. */
+    acp: z
+      .union([
+        z.boolean(),
+        z.object({ agent: z.string().min(1).max(100).optional(), onBudget: z.enum(['pause', 'stop']).optional() }).strict(),
+      ])
+      .optional(),
+    /** The input of each run: a preset's (a named ACP agent's prompt). */
+    input: z.unknown().optional(),
     /** The budget of each run. */
     maxTokens: z.number().int().positive().optional(),
     maxCostUsd: z.number().positive().optional(),

@@ -41,6 +41,8 @@ export interface AcpAgent {
   command: string;
   args: string[];
   env?: Record<string, string>;
+  /** The prompt its preset starts with (a schedule's fires send it). */
+  prompt?: string;
 }
 
 /** The broker's ACP options (`BrokerOptions.acp`), from the config file's `acp:` section. */
@@ -86,8 +88,9 @@ const AGENT = z.strictObject(
       .check(z.minLength(1, { error: must('must not be empty') })),
     args: z.optional(strings),
     env: z.optional(z.record(z.string(), z.string({ error: must('must be a string') }), { error: must('must be a mapping of strings') })),
+    prompt: z.optional(z.string({ error: must('must be a string') })),
   },
-  { error: (issue) => noKey('command, args, env')(issue) ?? must('must be a mapping')(issue) },
+  { error: (issue) => noKey('command, args, env, prompt')(issue) ?? must('must be a mapping')(issue) },
 );
 const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
@@ -129,7 +132,12 @@ export function parseAcpConfig(section: Record<string, unknown> | undefined, fil
     options.agents = {};
     for (const [name, agent] of Object.entries(agents)) {
       const command = agent.command.includes('/') || agent.command.startsWith('~') ? expandPath(agent.command, base) : agent.command;
-      options.agents[name] = { command, args: agent.args ?? [], ...(agent.env ? { env: agent.env } : {}) };
+      options.agents[name] = {
+        command,
+        args: agent.args ?? [],
+        ...(agent.env ? { env: agent.env } : {}),
+        ...(agent.prompt !== undefined ? { prompt: agent.prompt } : {}),
+      };
     }
   }
   if (approvals) options.approvals = approvals as AcpOptions['approvals'];

@@ -14,7 +14,19 @@ import { failureReasonOf } from '../../model/states.js';
 import { isDemoTask, resultMetaOf, type TaskSnapshot } from '../../model/task.js';
 import { reportedUsage, usageInRange } from '../../model/usage.js';
 import { BRIDGE_GUARD_KEY, bridgeGuardOf, type BridgeGuardCounts } from '../../model/annotations.js';
-import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery, type Outcome, type Series } from '../../model/insights.js';
+import {
+  APPROVAL_COUNTS,
+  approvalsOf,
+  OUTCOMES,
+  type AbRow,
+  type AgentApprovals,
+  type ApprovalCounts,
+  type Figures,
+  type Insights,
+  type InsightsQuery,
+  type Outcome,
+  type Series,
+} from '../../model/insights.js';
 
 export interface Bucket {
   hour: string;
@@ -29,6 +41,8 @@ export interface Bucket {
   ids?: string[];
   /** The scratch-path guard's counts of its bridged tasks (`meta.bridge_guard`), summed; absent when none. */
   guard?: Partial<BridgeGuardCounts>;
+  /** Its ACP tasks' approvals (`meta.acp.approvals`), summed; absent when none. */
+  approvals?: Partial<ApprovalCounts>;
 }
 
 export const NO_MODEL = '(none)';
@@ -106,6 +120,7 @@ export function foldTasks(tasks: Iterable<TaskSnapshot>, into = new Map<string, 
     bucket.tokensOut += tokens.output;
     if (withIds) (bucket.ids ??= []).push(task.id);
     addGuard(bucket, bridgeGuardOf(task.annotations) ?? bridgeGuardOf(resultMetaOf(task)));
+    addApprovals(bucket, approvalsOf(resultMetaOf(task)));
   }
   return into;
 }
@@ -124,8 +139,28 @@ export function mergeBuckets(buckets: Iterable<Bucket>, into: Map<string, Bucket
     if (source.ids) (bucket.ids ??= []).push(...source.ids);
     // A saved bucket's counts (the rollup file), read the one way: only non-negative numbers.
     addGuard(bucket, bridgeGuardOf({ [BRIDGE_GUARD_KEY]: source.guard }));
+    addApprovals(bucket, approvalsOf({ acp: { approvals: source.approvals } }));
   }
   return into;
+}
+
+/** Adds a task's (or a saved bucket's) approval counts into `bucket`'s. */
+function addApprovals(bucket: Bucket, counts: Partial<ApprovalCounts> | undefined): void {
+  if (!counts) return;
+  const sum = (bucket.approvals ??= {});
+  for (const key of APPROVAL_COUNTS) if (counts[key] !== undefined) sum[key] = (sum[key] ?? 0) + counts[key];
+}
+
+/** The approval counts of `buckets` per agent, agents sorted; undefined when no bucket has any. */
+function approvalsByAgent(buckets: readonly Bucket[]): AgentApprovals[] | undefined {
+  const byAgent = new Map<string, AgentApprovals>();
+  for (const bucket of buckets) {
+    if (!bucket.approvals) continue;
+    const sum = byAgent.get(bucket.agent) ?? { agent: bucket.agent, asked: 0, allowed: 0, rejected: 0, unanswered: 0 };
+    for (const key of APPROVAL_COUNTS) sum[key] += bucket.approvals[key] ?? 0;
+    byAgent.set(bucket.agent, sum);
+  }
+  return byAgent.size > 0 ? [...byAgent.values()].sort((a, b) => (a.agent < b.agent ? -1 : 1)) : undefined;
 }
 
 /** Adds a task's (or a saved bucket's) guard counts into `bucket`'s. */
@@ -244,6 +279,8 @@ export function computeInsights(all: Iterable<Bucket>, query: InsightsQuery = {}
   };
   const guard = guardOf(buckets);
   if (guard) insights.bridgeGuard = guard;
+  const approvals = approvalsByAgent(buckets);
+  if (approvals) insights.approvals = approvals;
   if (query.pick) insights.taskIds = picked(buckets, query.pick, keyOf);
   return insights;
 }

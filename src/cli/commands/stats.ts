@@ -123,6 +123,10 @@ export function toText(insights: Insights): string {
     parts.push(
       `Bridge mode's scratch-path guard: ${guard.violations} tool call(s) named the scratch workspace, ${guard.corrections} corrected; ${guard.unknown_tools} call(s) to tools the client did not offer; ${guard.replays} run(s) replayed to a new agent.`,
     );
+  if (insights.approvals) {
+    const rows = insights.approvals.map((a) => [a.agent, String(a.asked), String(a.allowed), String(a.rejected), String(a.unanswered)]);
+    parts.push(`ACP approvals (docs/acp.md):\n${table([['agent', 'asked', 'allowed', 'rejected', 'unanswered'], ...rows])}`);
+  }
   if (insights.archived > 0) parts.push(`(${insights.archived} of these tasks have left history; their figures are kept.)`);
   return parts.join('\n\n') + '\n';
 }

@@ -1,0 +1,129 @@
+/**
+ * An ACP agent run as a task from every door, end to end with real processes: the ACP adapter
+ * (dist/acp/main.js) and the fixture ACP agent (test/fixtures/acp/agent.mjs), `backchannel run`
+ * without a hub, and a hub started with `serve` whose config names the agent (`acp: agents:`):
+ * `run --acp-agent` with an approval answered by `answer`, `stats` counting the decisions, MCP
+ * `start_task` of the named agent's preset (and the X1 refusal of anything else), a schedule of it,
+ * and `--follow-up` continuing the session after the hub restarted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, test } from 'vitest';
+import type { TaskSnapshot } from '../../src/model/task.js';
+import { ROOT, tempDir, waitFor } from '../helpers/core.js';
+import { cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
+import { callTool, connectStdio } from '../mcp/modern-client.js';
+
+const AGENT = path.join(ROOT, 'test/fixtures/acp/agent.mjs');
+
+/** A prompt the fixture agent plays as steps (test/fixtures/acp/agent.mjs). */
+function script(steps: unknown[], words = 'do it'): string {
+  return JSON.stringify(`${words} SCRIPT:${JSON.stringify(steps)}`);
+}
+
+/** A hub whose config names the fixture agent `fixture`, its sessions kept in `sessions`. */
+function acpHub(): HubEnv & { sessions: string } {
+  const hub = hubEnv();
+  const sessions = path.join(hub.dir, 'sessions');
+  const yaml = [
+    'acp:',
+    '  agents:',
+    `    fixture: { command: ${JSON.stringify(AGENT)}, env: { ACP_FIXTURE_STATE: ${JSON.stringify(sessions)} }, prompt: "nightly check" }`,
+  ].join('\n');
+  fs.writeFileSync(hub.env.BACKCHANNEL_CONFIG!, `${yaml}\n`);
+  return { ...hub, sessions };
+}
+
+async function pendingQuestion(hub: HubEnv, id: string): Promise<NonNullable<TaskSnapshot['pendingQuestion']>> {
+  return waitFor(async () => {
+    const { stdout } = await cli(['tasks', '--json'], hub.env);
+    return (JSON.parse(stdout) as TaskSnapshot[]).find((t) => t.id === id)?.pendingQuestion;
+  }, 'the approval');
+}
+
+async function waited(hub: HubEnv, id: string): Promise<{ status: string; data: Record<string, any> }> {
+  return JSON.parse((await cli(['wait', '--json', id], hub.env)).stdout);
+}
+
+describe('an ACP agent from every door', { timeout: 180_000 }, () => {
+  test('run --acp without a hub: the agent’s answer is the result', async () => {
+    const env = { ...hubEnv().env };
+    const done = await cli(['run', '--local', '--json', '--acp', '--input', '"hello"', '--', AGENT], env);
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ status: 'success', data: { text: 'echo: hello', stop_reason: 'end_turn' } });
+  });
+
+  test('run --acp-agent on a hub: approvals answered with answer, counted by stats', async () => {
+    const hub = acpHub();
+    await startHub(hub);
+    const work = tempDir();
+    const writes = (file: string) => script([{ permission: { id: file, write: { path: file, content: 'approved\n' } } }]);
+
+    const allowed = (
+      await cli(['run', '--detach', '--acp-agent', 'fixture', '--cwd', work, '--input', writes('a.md')], hub.env)
+    ).stdout.trim();
+    const question = await pendingQuestion(hub, allowed);
+    expect(question.approval).toMatchObject({ kind: 'edit', locations: [path.join(fs.realpathSync(work), 'a.md')] });
+    expect((await cli(['answer', allowed, '1'], hub.env)).code).toBe(0);
+    expect((await waited(hub, allowed)).status).toBe('success');
+    expect(fs.readFileSync(path.join(work, 'a.md'), 'utf8')).toBe('approved\n');
+
+    const rejected = (
+      await cli(['run', '--detach', '--acp-agent', 'fixture', '--cwd', work, '--input', writes('b.md')], hub.env)
+    ).stdout.trim();
+    await pendingQuestion(hub, rejected);
+    expect((await cli(['answer', rejected, 'Reject'], hub.env)).code).toBe(0);
+    await waited(hub, rejected);
+    expect(fs.existsSync(path.join(work, 'b.md'))).toBe(false);
+
+    const stats = JSON.parse((await cli(['stats', '--data-dir', path.join(hub.dir, 'data'), '--json'], hub.env)).stdout) as {
+      approvals?: unknown;
+    };
+    expect(stats.approvals).toEqual([{ agent: 'agent.mjs', asked: 2, allowed: 1, rejected: 1, unanswered: 0 }]);
+    expect((await cli(['stats', '--data-dir', path.join(hub.dir, 'data')], hub.env)).stdout).toMatch(
+      /ACP approvals[\s\S]*agent\.mjs\s+2\s+1\s+1\s+0/,
+    );
+  });
+
+  test('MCP start_task runs the named agent’s preset, and refuses another command line beside it (X1)', async () => {
+    const hub = acpHub();
+    await startHub(hub);
+    const mcp = await connectStdio(hub);
+    const listed = await callTool(mcp, 'list_tasks', {});
+    expect(listed.value.presets.map((p: { name: string }) => p.name)).toContain('acp:fixture');
+    const run = await callTool(mcp, 'run_task', { preset: 'acp:fixture', input: { prompt: 'hi from MCP' } });
+    expect(run.isError, JSON.stringify(run.value)).toBe(false);
+    expect(JSON.stringify(run.value)).toContain('echo: hi from MCP');
+    const smuggled = await callTool(mcp, 'start_task', { preset: 'acp:fixture', args: ['--evil'] });
+    expect(smuggled.isError).toBe(true);
+    expect(JSON.stringify(smuggled.value)).toMatch(/refused/);
+  });
+
+  test('a schedule of the named agent runs it as an ACP task', async () => {
+    const hub = acpHub();
+    await startHub(hub);
+    const added = await cli(['schedule', 'add', 'nightly', '--every', '1h', '--preset', 'acp:fixture'], hub.env);
+    expect(added.code, added.stderr).toBe(0);
+    const id = (await cli(['schedule', 'run-now', 'nightly'], hub.env)).stdout.trim();
+    const done = await waited(hub, id);
+    expect(done).toMatchObject({ status: 'success', data: { text: 'echo: nightly check', stop_reason: 'end_turn' } });
+  });
+
+  test('--follow-up continues the session, also after the hub restarted', async () => {
+    const hub = acpHub();
+    const first = await startHub(hub);
+    const earlier = (
+      await cli(['run', '--detach', '--acp-agent', 'fixture', '--input', '"my favourite colour is teal"'], hub.env)
+    ).stdout.trim();
+    expect((await waited(hub, earlier)).status).toBe('success');
+    first.child.kill('SIGTERM');
+    await first.exited;
+    await startHub(hub);
+    const next = await cli(
+      ['run', '--json', '--acp-agent', 'fixture', '--follow-up', earlier, '--input', script([{ recall: true }], 'what was it?')],
+      hub.env,
+    );
+    expect(next.code, next.stderr).toBe(0);
+    expect(JSON.parse(next.stdout)).toMatchObject({ data: { text: 'I remember: my favourite colour is teal' } });
+  });
+});
