@@ -179,9 +179,10 @@ export class AcpRun {
   private untilCancelled(stage: Promise<Outcome>): Promise<Outcome> {
     const cancelled = new Promise<Outcome>((resolve) => {
       if (this.task.signal.aborted) resolve(this.cancelled());
-      this.task.signal.addEventListener('abort', () => setTimeout(() => resolve(this.cancelled()), CANCEL_GRACE_MS + 500).unref(), {
-        once: true,
-      });
+      // Outside a turn nothing is worth waiting for; in one, turn() gives it CANCEL_GRACE_MS (this is the backstop).
+      const onAbort = () =>
+        this.turnActive ? setTimeout(() => resolve(this.cancelled()), CANCEL_GRACE_MS + 500).unref() : resolve(this.cancelled());
+      this.task.signal.addEventListener('abort', onAbort, { once: true });
     });
     return Promise.race([stage, cancelled]);
   }

@@ -43,6 +43,19 @@ describe('cancel and the cost pause keep the work', () => {
     expect(existsSync(path.join(acp.cwd, 'x.txt'))).toBe(false);
   });
 
+  test('a cancel before the session started ends at once, without waiting for the handshake', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 20_000 });
+    const acp = acpCase();
+    const run = startTask(broker, acp.spec('hi', { env: { ACP_FIXTURE_HANG: 'initialize' } }));
+    await waitFor(() => agentPids(acp.state).length === 1, 'the agent to start');
+    run.handle.cancel('never mind');
+    const done = await run.done;
+    expect(done.error?.reason).toBe('cancelled');
+    // The adapter confirmed by itself (the broker's grace is 20 s; the handshake's bound 30 s).
+    expect(done.snapshot.signal).toBeNull();
+    await waitUntilGone(agentPids(acp.state));
+  });
+
   test('an agent that ignores session/cancel still ends: the work so far is sent after a short grace', async () => {
     const { broker } = makeBroker({ cancelGraceMs: 10_000 });
     const acp = acpCase();
