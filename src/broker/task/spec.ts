@@ -5,6 +5,7 @@ import type { TaskSpec } from '../../model/task.js';
 import { firstProblem } from '../../model/shapes.js';
 import { TOOL_DEFINITIONS } from '../../model/tools.js';
 import * as z from 'zod/mini';
+import { wellFormed } from '../../model/well-formed.js';
 
 export function validateSpec(spec: TaskSpec): void {
   if (typeof spec !== 'object' || spec === null) throw new BrokerError('invalid_option', 'Expected a task spec object.');
@@ -32,9 +33,9 @@ export function validateSpec(spec: TaskSpec): void {
   }
 }
 
-/** The label shown for a task: its own, or the command line. */
+/** The label shown for a task: its own, or the command line; a lone surrogate in it is U+FFFD (Y51). */
 export function labelOf(spec: TaskSpec): string {
-  return spec.label ?? [spec.command, ...(spec.args ?? [])].join(' ');
+  return wellFormed(spec.label ?? [spec.command, ...(spec.args ?? [])].join(' '));
 }
 
 /** Cancels (with the abort reason) when `signal` aborts; stops listening once `settled` settles. */

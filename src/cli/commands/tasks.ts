@@ -5,6 +5,7 @@ import { formatUsd, tokensOf } from '../../model/usage.js';
 import { EXIT, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { taskCommand } from '../run/client-command.js';
+import { wellFormedJson } from '../../model/well-formed.js';
 
 const HELP = `Usage: backchannel tasks [--json] [--state running|queued|finished|failed] [--limit n]
 
@@ -43,7 +44,7 @@ export const command = taskCommand({
       before = page.next;
     } while (before !== undefined && tasks.length < limit);
     if (json) {
-      process.stdout.write(JSON.stringify(tasks) + '\n');
+      process.stdout.write(wellFormedJson(tasks) + '\n');
       return EXIT.ok;
     }
     if (tasks.length === 0) {

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BackchannelBridge, BridgeEvent } from '../../bridge/contract.js';
+import { wellFormedJson } from '../../model/well-formed.js';
 
 /** A client this far behind on the event stream is dropped; it reconnects and gets a full picture. */
 const MAX_STREAM_BACKLOG_BYTES = 8 * 1024 * 1024;
@@ -32,7 +33,7 @@ export class EventStreams {
         res.destroy();
         return;
       }
-      res.write(`data: ${JSON.stringify(event)}\n\n`);
+      res.write(`data: ${wellFormedJson(event)}\n\n`);
     });
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.keepAliveMs);
     keepAlive.unref();

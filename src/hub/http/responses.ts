@@ -1,6 +1,7 @@
 /** Small HTTP helpers of the headless server: bounded body reading and JSON/HTML/error replies. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../../model/errors.js';
+import { wellFormedJson } from '../../model/well-formed.js';
 
 /** The body, or undefined when it is over `maxBytes`. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
@@ -19,7 +20,8 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = Buffer.from(JSON.stringify(value ?? null));
+  // Well-formed for strict parsers: one lone surrogate in a label broke a whole list (Y51).
+  const body = Buffer.from(wellFormedJson(value ?? null));
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': body.length,
