@@ -1,10 +1,10 @@
 /**
  * Bridge mode with the real clients as the gateway's clients (issue 46 §1): the pinned real `claude -p`
- * (Claude Code 2.1.332, Anthropic Messages) and the pinned real Codex (Responses API) each run in a
+ * (Claude Code 2.1.332, Anthropic Messages), the pinned real Codex (Responses API) and OpenCode (Chat Completions) each run in a
  * scratch git project, against a gateway started *in that project* (`workspace:` is the project, as
  * with `cd <project> && backchannel gateway`), whose bridge-mode agent (the stand-in's
  * `bridge-anchored`) reads the project root from the gateway's anchoring and writes hello.txt there
- * through the client's own tool (Claude Code's Write, Codex's exec_command). Checked: the anchored
+ * through the client's own tool (Claude Code's Write, Codex's exec_command, OpenCode's write). Checked: the anchored
  * root is the project; the file lands there when the client allows it (`--permission-mode
  * acceptEdits`, `--sandbox workspace-write`) and not when it refuses (the default modes);
  * `--disallowedTools Write` removes the tool from what the agent is offered; the agent ran in a
@@ -22,6 +22,7 @@ import { PINS } from './pins.js';
 
 const claude = clientFor(PINS.claudeCode);
 const codex = clientFor(PINS.codex);
+const opencode = clientFor(PINS.opencode);
 const PROMPT = 'Create hello.txt in my project';
 
 /** A gateway started in `project` (its `workspace`), serving the anchored writer as `anchored` (the default). */
@@ -176,5 +177,40 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} as the gateway's clien
     // Codex ran the command in its read-only sandbox, and told the agent so.
     expect(answer).toMatch(/Process exited with code [1-9][\s\S]*Read-only file system/);
     expect(fs.existsSync(path.join(project, 'hello.txt'))).toBe(false);
+  });
+});
+
+describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as the gateway's client, in bridge mode`, () => {
+  test("anchored on the project from OpenCode's <env>, the file lands there through OpenCode's write", async () => {
+    const project = makeRepo({ 'README.md': '# the user project\n' });
+    const gw = await gatewayIn(project, 'k-opencode');
+    const home = tempDir('bc-gwcb-opencode-');
+    const config = path.join(home, 'config', 'opencode');
+    fs.mkdirSync(config, { recursive: true });
+    const options = { baseURL: gw.gateway.baseURL, apiKey: '{env:BACKCHANNEL_GATEWAY_KEY}' };
+    const provider = { npm: '@ai-sdk/openai-compatible', name: 'Backchannel gateway', options, models: { anchored: { name: 'anchored' } } };
+    const settings = { provider: { backchannel: provider }, model: 'backchannel/anchored', small_model: 'backchannel/anchored' };
+    fs.writeFileSync(path.join(config, 'opencode.json'), JSON.stringify(settings));
+    const xdg = (name: string) => path.join(home, name);
+    const run = await runCli(opencode.bin, ['run', PROMPT], {
+      cwd: project,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        XDG_CONFIG_HOME: xdg('config'),
+        XDG_DATA_HOME: xdg('data'),
+        XDG_CACHE_HOME: xdg('cache'),
+        XDG_STATE_HOME: xdg('state'),
+        BACKCHANNEL_GATEWAY_KEY: 'k-opencode',
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
+      },
+    });
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    const { task, prompt, answer } = await bridgedTask(gw);
+    expect(prompt).toContain(`in ${project}. `);
+    expect(answer).toMatch(/^wrote: /);
+    expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe('bridged\n');
+    expectPrivateScratch(prompt, gw.dir, project);
+    expect(task.label).toBe(`gateway anchored: "${PROMPT}"`); // OpenCode sends `opencode run`'s message quoted
   });
 });
