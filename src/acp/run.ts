@@ -21,6 +21,9 @@ import { Work } from './work.js';
 export const CANCEL_GRACE_MS = 2000;
 /** Live partials are coalesced: at most one per this period (usage goes at once). */
 const PARTIAL_EVERY_MS = 100;
+/** The transcript a follow-up may replay is bounded: its last turns, each one's end (the replay keeps 200k chars). */
+const MAX_TRANSCRIPT_TURNS = 40;
+const MAX_TRANSCRIPT_CHARS = 50_000;
 /** What a raised budget's session is told. */
 const CONTINUE_PROMPT = 'The budget was raised: continue where you left off.';
 
@@ -263,6 +266,12 @@ export class AcpRun {
   /** The conversation so far, for a follow-up that must replay it (earlier turns first). */
   private transcript(): unknown[] {
     const earlier = this.settings.session?.transcript ?? [];
-    return [...earlier, { role: 'user', text: this.prompt }, { role: 'agent', text: this.work.text }];
+    const turns = [...earlier, { role: 'user', text: this.prompt }, { role: 'agent', text: this.work.text }];
+    return turns.slice(-MAX_TRANSCRIPT_TURNS).map((t) => {
+      const text = (t as { text?: unknown }).text;
+      return typeof text === 'string' && text.length > MAX_TRANSCRIPT_CHARS
+        ? { ...(t as object), text: text.slice(-MAX_TRANSCRIPT_CHARS) }
+        : t;
+    });
   }
 }

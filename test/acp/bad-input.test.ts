@@ -93,6 +93,21 @@ describe('an ACP agent is untrusted input: each bad input is a clear failure or 
     expect((fine.payload!.data as any).text).toBe('echo: are you there?');
   });
 
+  test('an agent that dies before the session starts fails clearly', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const done = await runTask(broker, { ...acp.spec('hi'), args: ['--', 'node', '-e', 'process.exit(5)'] });
+    expect(failure(done).message).toMatch(/failed: the ACP agent exited \(code 5\) before the session started$/);
+  });
+
+  test("the agent inherits neither the adapter's settings nor the task's hand-off secrets", async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const names = ['BACKCHANNEL_ACP', 'CURSOR_TASK_ID', 'CURSOR_IPC_PATH', 'CURSOR_IPC_TOKEN', 'ACP_FIXTURE_STATE'];
+    const done = await runTask(broker, acp.spec(script([{ env: names }]), { settings: { door: 'cli' } }));
+    expect((done.payload!.data as any).text).toBe('[env: ACP_FIXTURE_STATE]');
+  });
+
   test('an agent that needs authentication gets it through its API-key method', async () => {
     const { broker } = makeBroker();
     const acp = acpCase();
