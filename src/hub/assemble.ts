@@ -146,7 +146,10 @@ async function openBroker(dataDir: string, lock: DataDirLock, options: HubOption
     const queue = options.redis ? redisQueue(options.redis) : undefined;
     const warn = (message: string): void => logger.warn(message);
     // The owner's named ACP agents are presets too (./acp-agents.ts).
-    const presets = [...loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), warn, options.templatesDir), ...acpAgentPresets()];
+    const presets = [
+      ...loadPresets(options.demoAgentsDir ?? defaultDemoAgentsDir(), warn, options.templatesDir),
+      ...acpAgentPresets(loadConfig(options.env)),
+    ];
     const runPolicy = options.runPolicy ?? ownerRunPolicy({ presets });
     lock.handOver();
     const broker = new TaskBroker({

@@ -13,6 +13,7 @@ import type { TaskSnapshot } from '../../src/model/task.js';
 import { ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { cli, hubEnv, startHub, type HubEnv } from '../hub/control/hub-process.js';
 import { callTool, connectStdio } from '../mcp/modern-client.js';
+import { makeRepo } from '../helpers/git-repo.js';
 
 const AGENT = path.join(ROOT, 'test/fixtures/acp/agent.mjs');
 
@@ -51,6 +52,43 @@ describe('an ACP agent from every door', { timeout: 180_000 }, () => {
     const done = await cli(['run', '--local', '--json', '--acp', '--input', '"hello"', '--', AGENT], env);
     expect(done.code, done.stderr).toBe(0);
     expect(JSON.parse(done.stdout)).toMatchObject({ status: 'success', data: { text: 'echo: hello', stop_reason: 'end_turn' } });
+  });
+
+  test('--on-budget stop ends the task at the cap, its work kept; --acp-agent and --on-budget refuse bad input', async () => {
+    const env = { ...hubEnv().env };
+    const steps = [{ say: 'half done' }, { usage: { cost: 3 } }, { sleep: 5000 }, { say: 'never said' }];
+    const stopped = await cli(
+      ['run', '--local', '--json', '--acp', '--on-budget', 'stop', '--max-cost-usd', '2', '--input', script(steps), '--', AGENT],
+      env,
+    );
+    expect(stopped.code).toBe(1);
+    const payload = JSON.parse(stopped.stdout);
+    expect(payload).toMatchObject({ reason: 'budget_exceeded' });
+    expect(JSON.stringify(payload)).toContain('half done');
+
+    const unknown = await cli(['run', '--acp-agent', 'nobody'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('backchannel run: no ACP agent named "nobody" (agents: none');
+    const later = await cli(['run', '--acp', '--on-budget', 'later', '--', AGENT], env);
+    expect(later.code).toBe(2);
+    expect(later.stderr).toContain('--on-budget expects pause or stop, got "later"');
+  });
+
+  test('--worktree: the agent writes in its own worktree, and the change is captured', async () => {
+    const hub = acpHub();
+    fs.appendFileSync(hub.env.BACKCHANNEL_CONFIG!, '  approvals: { cli: { edit: allow } }\n');
+    const repo = makeRepo();
+    const steps = [{ write: { path: 'NOTES.md', content: 'from the agent\n' } }];
+    const done = await cli(
+      ['run', '--local', '--json', '--worktree', '--acp-agent', 'fixture', '--cwd', repo, '--input', script(steps)],
+      hub.env,
+    );
+    expect(done.code, done.stderr).toBe(0);
+    const payload = JSON.parse(done.stdout);
+    expect(payload.data.text).toContain('[wrote NOTES.md]');
+    expect(fs.existsSync(path.join(repo, 'NOTES.md'))).toBe(false);
+    const diff = await cli(['diff', payload.task_id], hub.env);
+    expect(diff.stdout).toContain('+from the agent');
   });
 
   test('run --acp-agent on a hub: approvals answered with answer, counted by stats', async () => {
