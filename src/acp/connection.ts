@@ -68,13 +68,32 @@ function updateKind(message: AnyMessage): unknown {
   return typeof update === 'object' && update !== null ? (update as { sessionUpdate?: unknown }).sessionUpdate : null;
 }
 
-/** The agent's messages, less `session/update`s of a kind ACP does not define (each reported to `onUnknown`). */
-function droppingUnknownUpdates(readable: ReadableStream<AnyMessage>, onUnknown: () => void): ReadableStream<AnyMessage> {
+/**
+ * A `usage_update` without a numeric `used` (claude-agent-acp 0.23.1 sends `"used": null` with the
+ * session's cost), which the SDK's schema would refuse and drop, cost included: its params as they are.
+ */
+function looseUsage(message: AnyMessage): { sessionId: unknown; update: unknown } | undefined {
+  if (updateKind(message) !== 'usage_update') return undefined;
+  const params = (message as { params: { sessionId?: unknown; update: { used?: unknown } } }).params;
+  return typeof params.update.used === 'number' ? undefined : { sessionId: params.sessionId, update: params.update };
+}
+
+/**
+ * The agent's messages, less `session/update`s of a kind ACP does not define (each reported to
+ * `onUnknown`) and loose usage updates (given to `onUsage` directly: work.ts checks every field).
+ */
+function droppingUnknownUpdates(
+  readable: ReadableStream<AnyMessage>,
+  onUnknown: () => void,
+  onUsage: (sessionId: unknown, update: unknown) => void,
+): ReadableStream<AnyMessage> {
   return readable.pipeThrough(
     new TransformStream<AnyMessage, AnyMessage>({
       transform(message, controller) {
         const kind = updateKind(message);
+        const loose = looseUsage(message);
         if (kind !== undefined && !(typeof kind === 'string' && KNOWN_UPDATES.has(kind))) onUnknown();
+        else if (loose) onUsage(loose.sessionId, loose.update);
         else controller.enqueue(message);
       },
     }),
@@ -106,7 +125,6 @@ export class AcpError extends Error {
 
 export function connectAgent(agent: AgentProcess, services: Services): ClientConnection {
   const app = client({ name: 'backchannel' })
-    .onNotification(methods.client.session.update, ({ params }) => services.onUpdate(params.sessionId, params.update))
     .onRequest(methods.client.session.requestPermission, ({ params, signal }) => services.approvals.permission(params, signal))
     .onRequest(methods.client.fs.readTextFile, ({ params }) => services.fs.read(params))
     .onRequest(methods.client.fs.writeTextFile, ({ params, signal }) => services.fs.write(params, signal));
@@ -124,7 +142,14 @@ export function connectAgent(agent: AgentProcess, services: Services): ClientCon
     Readable.toWeb(agent.child.stdout) as ReadableStream<Uint8Array>,
     { maxMessageBytes: MAX_MESSAGE_BYTES },
   );
-  return app.connect({ writable: stream.writable, readable: droppingUnknownUpdates(stream.readable, () => services.onUnknownUpdate()) });
+  return app.connect({
+    writable: stream.writable,
+    readable: droppingUnknownUpdates(
+      stream.readable,
+      () => services.onUnknownUpdate(),
+      (sessionId, update) => services.onUpdate(sessionId, update),
+    ),
+  });
 }
 
 /** Rejects with `message` after `ms`, or with the agent's exit, whichever comes first; `work` wins if sooner. */
