@@ -167,6 +167,25 @@ describe('the broker with tools (real agents)', () => {
     });
   });
 
+  test('a malformed tool call is answered with an error result, or fails the task as a protocol error; never dropped (Y6n)', async () => {
+    const { broker } = createTestBroker();
+    const call = (input: Record<string, unknown>) =>
+      broker.submit({ command: node, args: [fixture('raw-tool-caller.mjs')], input: { name: 'Read', ...input }, tools: [READ] });
+    // `arguments` an array, with a call id that can be answered: an error result; the agent goes on.
+    const answered = call({ arguments: ['a', 'b'] });
+    const { result } = (await answered.result).data as { result: Record<string, unknown> };
+    expect(result).toMatchObject({ type: 'tool_result', call_id: 'c1' });
+    expect(result.error).toMatch(/^malformed tool_call: tool_call "arguments" must be an object: /);
+    // A call id that cannot be answered (too long, not a string): the task fails as a protocol error.
+    for (const callId of ['x'.repeat(201), 5]) {
+      const failed = await settle(call({ call_id: callId, arguments: {} }).result);
+      expect(!failed.ok && TaskError.is(failed.error) && [failed.error.reason, failed.error.message]).toEqual([
+        'protocol',
+        expect.stringMatching(/tool_call ("call_id" is longer than 200 characters|without "call_id")/),
+      ]);
+    }
+  });
+
   test('an agent that waits on a tool call without heartbeats is not killed by the watchdog', async () => {
     const { broker } = createTestBroker();
     // Long enough for the agent to start and connect on a busy machine (silence before the call is a stall).

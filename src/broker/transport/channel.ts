@@ -423,6 +423,13 @@ export class TaskChannel implements TaskEndpoint {
         this.reject(connection, inbound.detail);
         return this.handlers.overflow(inbound.detail);
       }
+      if (inbound.callId !== undefined)
+        connection.reply({
+          type: 'tool_result',
+          task_id: this.taskId,
+          call_id: inbound.callId,
+          error: `malformed tool_call: ${inbound.detail}`,
+        });
       if (!inbound.fatal) return this.handlers.problem(inbound.kind, inbound.detail, inbound.cause);
       // Its raw bytes would be read as lines: the connection cannot go on.
       const detail = `refused a message whose attachment bytes follow: ${inbound.detail}`;

@@ -10,6 +10,7 @@ import {
   agentMessageProblem,
   announcesRawBytes,
   isPayload,
+  MAX_CALL_ID,
   parseLine,
   preview,
   rawAttachments,
@@ -21,11 +22,22 @@ import type { RejectCause } from '../../model/task.js';
 /**
  * `fatal`: the refused line announced raw attachment bytes, which cannot be told from lines once the
  * line itself is not trusted, so the connection cannot go on. `protocol`: the line breaks the
- * protocol (nested deeper than MAX_JSON_DEPTH): the task fails with a protocol error.
+ * protocol (nested deeper than MAX_JSON_DEPTH, or a malformed `tool_call` of this task whose
+ * `call_id` cannot be answered): the task fails with a protocol error. `callId`: a malformed
+ * `tool_call` of this task with a usable `call_id`: answer it with an error result (Y6n), so the agent
+ * never waits on a call nobody saw.
  */
 export type Inbound =
   | { ok: true; message: AgentMessage; token: string | undefined }
-  | { ok: false; kind: 'malformed' | 'rejected'; detail: string; cause?: RejectCause; fatal?: boolean; protocol?: true };
+  | {
+      ok: false;
+      kind: 'malformed' | 'rejected';
+      detail: string;
+      cause?: RejectCause;
+      fatal?: boolean;
+      protocol?: true;
+      callId?: string;
+    };
 
 /** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
@@ -38,8 +50,12 @@ export function readInbound(text: string, taskId: string, via: 'socket' | 'stdou
   // Validated with the token put back (its type is checked too), then handed on without it.
   const value = token === undefined ? parsed.value : { ...(parsed.value as object), token };
   const problem = agentMessageProblem(value);
-  if (problem !== undefined)
-    return { ok: false, kind: 'malformed', detail: `${from}${problem}: ${redactedPreview(parsed.value, token)}`, fatal };
+  if (problem !== undefined) {
+    const detail = `${from}${problem}: ${redactedPreview(parsed.value, token)}`;
+    const call = malformedCall(value, taskId);
+    if (call === undefined) return { ok: false, kind: 'malformed', detail, fatal };
+    return { ok: false, kind: 'malformed', detail, fatal, ...(call.callId === undefined ? { protocol: true } : { callId: call.callId }) };
+  }
   const message = value as AgentMessage;
   if (token !== undefined) delete (message as { token?: unknown }).token;
   if (message.task_id !== taskId) {
@@ -61,6 +77,18 @@ export function readInbound(text: string, taskId: string, via: 'socket' | 'stdou
   const resolved = resolveAttachments(message);
   if (!resolved.ok) return { ok: false, kind: 'malformed', detail: `${from}${resolved.reason}` };
   return { ok: true, message: resolved.payload, token: given };
+}
+
+/**
+ * A `tool_call` of this task that failed validation: its `call_id` when it can be answered (a
+ * non-empty string of at most MAX_CALL_ID characters), `{}` when it cannot; undefined for any other line.
+ */
+function malformedCall(value: unknown, taskId: string): { callId?: string } | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const record = value as { type?: unknown; task_id?: unknown; call_id?: unknown };
+  if (record.type !== 'tool_call' || record.task_id !== taskId) return undefined;
+  const id = record.call_id;
+  return typeof id === 'string' && id !== '' && id.length <= MAX_CALL_ID ? { callId: id } : {};
 }
 
 /** Removes `token` from a parsed object and returns it (whatever its type, for validation to judge). */
