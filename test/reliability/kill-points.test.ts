@@ -284,6 +284,8 @@ describe.skipIf(process.platform === 'win32')('the hub SIGKILLed at random point
     for (const [nonce] of runLines(runsFile)) runs.set(nonce!, (runs.get(nonce!) ?? 0) + 1);
     const ends = new Map(runLines(endsFile).map(([nonce, , how]) => [nonce!, how!]));
     const found = contradictions(records, history, runs, ends);
+    for (const [nonce, pid, note, earlier] of runLines(runsFile))
+      if (note === 'alongside') found.push(`task ${nonce} ran twice at once (pid ${pid} beside ${earlier})`);
     const acknowledged = records.filter((r) => r.id).length;
     const told = records.filter((r) => r.outcome).length;
     const summary = { seed: SEED, tasks: records.length, acknowledged, told, contradictions: found.slice(0, 10), count: found.length };
