@@ -252,7 +252,7 @@ function cancelOnSignals(task: TaskRun, line: ProgressLine | undefined): () => v
 async function detach(spec: TaskSpec, json: boolean): Promise<number> {
   const client = await openClient({ withoutHub: 'refuse' });
   try {
-    const { id } = await client.start(spec);
+    const { id } = await client.start(await withFollowUp(spec, client));
     process.stdout.write(json ? JSON.stringify({ task_id: id }) + '\n' : `${id}\n`);
     return EXIT.ok;
   } finally {
