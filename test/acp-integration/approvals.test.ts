@@ -79,11 +79,15 @@ describe('an approval question', () => {
         const question = update.kind === 'ask' ? handle.snapshot().pendingQuestion : undefined;
         if (question) {
           expect(question.approval).toMatchObject({ tool_call_id: 'call-1', kind: 'edit', locations: ['/work/notes.md'] });
-          broker.answer(handle.id, question.askId, 'always allow');
+          broker.answer(handle.id, question.askId, 'always allow', 'panel');
         }
       });
       const done = await running.done;
-      expect(done.payload?.data).toEqual({ option: 'allow-always' });
+      expect(done.payload?.data).toEqual({ option: 'allow-always', via: 'panel' });
+      // The decision's door is in the task's log too.
+      expect(done.snapshot.log?.map((line) => line.text) ?? broker.logOf(done.handle.id).map((line) => line.text)).toContain(
+        'approval "Always allow" answered via panel',
+      );
     } finally {
       await close();
     }
@@ -108,6 +112,6 @@ describe('approvals from the terminal', { timeout: 120_000 }, () => {
 
     expect((await cli(['answer', id, 'reject-once'], hub.env)).code).toBe(0);
     const waited = await cli(['wait', '--json', id], hub.env);
-    expect(JSON.parse(waited.stdout)).toMatchObject({ data: { option: 'reject-once' } });
+    expect(JSON.parse(waited.stdout)).toMatchObject({ data: { option: 'reject-once', via: 'cli' } });
   });
 });
