@@ -9,12 +9,12 @@
 import { connectHub, type HubClient } from './hub-client.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../paths/data-dir.js';
-import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../hub/control/endpoint.js';
+import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../paths/control-socket.js';
 import { CONTROL_ENV, controlSocketCandidates, controlSocketPath } from '../paths/control-endpoint.js';
 import { launcherStateHome } from '../paths/launcher-state.js';
 
-export { HubLostError, type HubClient } from './hub-client.js';
-export { UntrustedEndpointError } from '../hub/control/endpoint.js';
+export type { HubClient } from './hub-client.js';
+export { UntrustedEndpointError } from '../paths/control-socket.js';
 
 /**
  * The running hub's endpoint, or undefined when none answers. Throws `UntrustedEndpointError` for a

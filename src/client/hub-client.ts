@@ -10,7 +10,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import type { BackchannelBridge, BridgeEvent, SubmitRequest, TaskFeedEvent } from '../bridge/contract.js';
 import { bridgeClient, unwrapReply, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
-import { errorFromBody } from '../model/errors.js';
+import { BridgeError, errorFromBody } from '../model/errors.js';
 import { buildRequest, EVENTS_PATH, FOLLOW_PATH } from '../bridge/http-routes.js';
 import { isFinished } from '../model/task.js';
 import { LineDecoder } from '../protocol/framing.js';
@@ -29,16 +29,22 @@ const SLOW_CALLS: Partial<Record<BridgeMethod, number>> = {
   discardChange: GIT_CALL_TIMEOUT_MS,
 };
 
-/** The hub cannot be reached, or went away. */
-export class HubLostError extends Error {
-  readonly code = 'hub_lost';
+/**
+ * The hub cannot be reached, or went away: the one error with code `hub_lost` (../model/errors.ts), `data.path` the
+ * control endpoint. Front-ends branch on the code (`isHubLost`), never on this class, which stays inside the client.
+ */
+export class HubLostError extends BridgeError {
   constructor(
     readonly path: string,
     detail: string,
   ) {
-    super(`The Backchannel hub (control endpoint ${path}) is gone: ${detail}`);
-    this.name = 'HubLostError';
+    super('hub_lost', `The Backchannel hub (control endpoint ${path}) is gone: ${detail}`, { path });
   }
+}
+
+/** Whether `error` says the hub cannot be reached or went away (code `hub_lost`), from any copy of the client. */
+export function isHubLost(error: unknown): error is BridgeError {
+  return BridgeError.is(error) && error.code === 'hub_lost';
 }
 
 export interface HubClient extends BackchannelBridge {

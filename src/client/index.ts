@@ -9,7 +9,7 @@ export { createInMemoryPair, type InMemoryPair } from './in-memory.js';
 export { clientOf, NO_HUB, openClient, type OpenClientOptions, type WithoutHub } from './open.js';
 export type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
 export { defaultWorktreeDir, type ChangeService } from './changes.js';
-export { HubLostError } from './hub-client.js';
+export { isHubLost } from './hub-client.js';
 export { UntrustedEndpointError } from './discover.js';
 export { BridgeError, type ErrorCode } from '../model/errors.js';
 

@@ -3,7 +3,7 @@
  * one client. Descriptions and schemas are written for a model that has never read our docs.
  */
 import * as z from 'zod';
-import { HubLostError, type BackchannelClient } from '../client/index.js';
+import { isHubLost, type BackchannelClient } from '../client/index.js';
 import { STATE_FILTER_NAMES, STATE_FILTERS, type StateFilter } from '../model/states.js';
 import { isFinished, type TaskSnapshot } from '../model/task.js';
 import { finalResult, jsonResult, summarize, withWholeResult } from './snapshots.js';
@@ -54,7 +54,7 @@ export async function waitForTask(
     const onAbort = (): void => finish();
     signal?.addEventListener('abort', onAbort, { once: true });
     task.result.catch((error: unknown) => {
-      if (error instanceof HubLostError) finish(error);
+      if (isHubLost(error)) finish(error);
     });
     task.on('update', () => look(task.snapshot()));
     look(task.snapshot());

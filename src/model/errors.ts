@@ -51,6 +51,12 @@ export const ERROR_CODES = {
     meaning: 'the run policy does not allow this command line from its door (docs/run-policy.md)',
   },
   internal: { http: 500, exit: CLI_EXIT.failed, mcp: JSON_RPC.internalError, meaning: 'a fault on the serving side' },
+  hub_lost: {
+    http: 503,
+    exit: CLI_EXIT.failed,
+    mcp: JSON_RPC.internalError,
+    meaning: 'the hub cannot be reached, or went away (its control endpoint closed); `data.path` names the endpoint',
+  },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -12,7 +12,7 @@
  *      `~/.backchannel-control/<hash of the directory>.sock`, computed alike on both sides: a
  *      directory in the user's home, where no other user can create it first (a shared `/tmp` name
  *      could be taken by anyone, and the hub would not start); the hub makes it 0700 and refuses it
- *      when it is a symlink or not ours (./hub/control/endpoint.ts). When even that path is too long,
+ *      when it is a symlink or not ours (./control-socket.ts). When even that path is too long,
  *      the hub and its clients stop with one line saying to give a shorter data directory or
  *      BACKCHANNEL_CONTROL.
  * On Windows a named pipe per user. Clients also ask the socket of hubs of earlier versions

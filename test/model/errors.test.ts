@@ -21,8 +21,9 @@ describe('the one error table', () => {
       conflict: 409,
       refused: 403,
       internal: 500,
+      hub_lost: 503,
     });
-    expect(Object.keys(ERROR_CODES)).toEqual(['invalid_request', 'not_found', 'conflict', 'refused', 'internal']);
+    expect(Object.keys(ERROR_CODES)).toEqual(['invalid_request', 'not_found', 'conflict', 'refused', 'internal', 'hub_lost']);
   });
 
   test('says the CLI exit code and the MCP error code of each', () => {

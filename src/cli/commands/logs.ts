@@ -1,7 +1,7 @@
 /** `backchannel logs [-f] <id>`: a task's log lines; `-f` follows them until the task ends. */
 import { EXIT } from '../command.js';
 import { writeText } from '../terminal-text.js';
-import { HubLostError } from '../../client/index.js';
+import { isHubLost } from '../../client/index.js';
 import { LogPrinter } from '../run/log-printer.js';
 import { taskCommand } from '../run/client-command.js';
 
@@ -33,7 +33,7 @@ export const command = taskCommand({
     await task.finished;
     // A hub that went away ends the following with its message (a finished task's own outcome does not matter here).
     await task.result.catch((error: unknown) => {
-      if (error instanceof HubLostError) throw error;
+      if (isHubLost(error)) throw error;
     });
     await pulling;
     await printer.pull();

@@ -14,9 +14,9 @@ import { sendError } from '../http/responses.js';
 import { EventStreams } from '../http/event-stream.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { handleFollow, handleWatch } from './follow.js';
-import { claimEndpoint, preparePrivateDir } from './endpoint.js';
+import { claimEndpoint, preparePrivateDir } from '../../paths/control-socket.js';
 
-export { HubRunningError } from './endpoint.js';
+export { HubRunningError } from '../../paths/control-socket.js';
 
 export interface ControlServerOptions {
   bridge: BrokerBridge;

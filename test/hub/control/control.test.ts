@@ -13,7 +13,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { BridgeEvent, TaskFeedEvent } from '../../../src/bridge/contract.js';
 import { connectHub, HubLostError } from '../../../src/client/hub-client.js';
 import { HubRunningError, startControlServer } from '../../../src/hub/control/server.js';
-import { claimEndpoint, probeEndpoint } from '../../../src/hub/control/endpoint.js';
+import { claimEndpoint, probeEndpoint } from '../../../src/paths/control-socket.js';
 import { controlSocketCandidates, controlSocketPath } from '../../../src/paths/control-endpoint.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
 import { leaveStaleSocket } from '../../helpers/processes.js';

@@ -9,7 +9,7 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync, type Stats } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
-import { STALE_SOCKET_RECHECK_MS } from '../../broker/transport/endpoint.js';
+import { STALE_SOCKET_RECHECK_MS } from '../broker/transport/endpoint.js';
 
 /** How long a probe waits for a hub to accept; a live hub accepts at once. */
 export const PROBE_TIMEOUT_MS = 1000;
