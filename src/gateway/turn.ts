@@ -502,7 +502,8 @@ async function runTask(context: TurnContext, { spec, prompt, abort, writer, json
   } catch (error) {
     const task = run.task ? { task: run.task } : {};
     if (run.why === 'disconnect') return task; // nobody is listening; the task is cancelled
-    const failure = describeFailure(error, { why: run.why, timeoutMs: context.options.config.requestTimeoutMs, name: 'gateway' });
+    const timeoutMs = context.options.config.requestTimeoutMs;
+    const failure = describeFailure(error, { why: run.why, timeoutMs, name: 'gateway', produced: answer.text });
     const httpError = httpErrorFor(failure, model, context.options.tasks.where.kind === 'hub');
     if (!run.task) throw httpError;
     writer.fail(httpError, run.task);

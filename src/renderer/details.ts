@@ -16,7 +16,7 @@ import {
   taskTime,
 } from './format.js';
 import { jsonText, jsonView } from './json-view.js';
-import { isFailedOrRetrying } from '../model/states.js';
+import { isFailedOrRetrying, partialResultOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
 import { waitingForTools } from '../model/tools.js';
 import { describeBudget, describeUsage } from '../model/usage.js';
@@ -251,9 +251,11 @@ export class Details {
     if (task.resultSummary && !task.result) return this.renderFetchedResult(task, task.resultSummary);
     const finalData = task.result ? task.result.data : undefined;
     const hasFinal = task.result !== undefined && 'data' in task.result;
-    const value = hasFinal ? finalData : task.lastPartial;
-    const heading = hasFinal ? 'Result data' : 'Latest progress data';
-    const show = hasFinal || task.lastPartial !== undefined;
+    // A stopped task's work is kept with its failure (model/task.ts PartialResult): shown whole.
+    const partial = partialResultOf(task);
+    const value = partial ?? (hasFinal ? finalData : task.lastPartial);
+    const heading = partial ? 'Partial result (kept when it was stopped)' : hasFinal ? 'Result data' : 'Latest progress data';
+    const show = partial !== undefined || hasFinal || task.lastPartial !== undefined;
     const key = show ? `${task.id}:${heading}:${safeStringify(value)}` : '';
     if (key === this.keys.result) return;
     this.keys.result = key;

@@ -12,7 +12,7 @@ import { describeChange } from '../model/change.js';
 import { describePartial, isFault } from '../model/states.js';
 import { groupThreads, type Thread, type ThreadIndex } from '../model/threads.js';
 import { waitingForTools } from '../model/tools.js';
-import { describeUsage } from '../model/usage.js';
+import { describeSpend } from '../model/usage.js';
 import { compareTasks, failureText, isActive, isFinished, modelName, STATE_LABEL, taskTime } from './format.js';
 import { isReviewable } from './review.js';
 
@@ -500,8 +500,9 @@ function subline(task: TaskSnapshot, paused: boolean): string {
     return bits.length ? bits.join(' · ') : 'Done';
   }
   const partial = describePartial(task.lastPartial);
-  // Live usage beside what it is doing, as the agent reports it.
-  if (task.usage) return [partial || 'Working…', describeUsage(task.usage)].join(' · ');
+  // Live usage against the budget beside what it is doing, as the agent reports it ("150/200 tokens · $0.03").
+  const spend = describeSpend(task.usage, task.budget);
+  if (spend) return [partial || 'Working…', spend].join(' · ');
   if (partial) return partial;
   return typeof task.progress === 'number' ? `${Math.round(task.progress)}%` : 'Working…';
 }

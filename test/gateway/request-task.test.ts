@@ -77,10 +77,14 @@ describe('running one task per request', () => {
     expect(TaskError.is(outcome.ok ? undefined : outcome.error)).toBe(true);
     expect(run.why).toBe('timeout');
     expect(run.task!.snapshot().message).toContain('the gateway request timed out after 500 ms');
+    // What it had written (its partial `{text: 'working'}`) is kept in the message (issue 47 §2).
     expect(describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 500 })).toEqual({
       kind: 'timeout',
-      message: 'The sub-agent did not answer within 500 ms; its task was cancelled.',
+      message: 'The sub-agent did not answer within 500 ms; its task was cancelled.\nWhat it had written before it was stopped: working',
     });
+    // The answer the request had streamed wins over the last partial.
+    const streamed = describeFailure(outcome.ok ? undefined : outcome.error, { why: run.why, timeoutMs: 500, produced: 'Hello, wor' });
+    expect(streamed.message).toContain('What it had written before it was stopped: Hello, wor');
   });
 
   test('shutdown cancels every request and resolves once their processes are gone', async () => {

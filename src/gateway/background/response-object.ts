@@ -37,6 +37,11 @@ export interface ResponseFacts {
   answer?: { text: string; usage: Usage };
   /** Why it failed. */
   error?: { code: 'server_error' | 'rate_limit_exceeded'; message: string };
+  /**
+   * What a failed or cancelled response's agent had written before its task was stopped: kept in
+   * `output` as an `incomplete` message (issue 47 §2: finished work is never thrown away).
+   */
+  keptText?: string;
 }
 
 /** The one output message's id: fixed by the task, so a retrieve after a restart names the same item. */
@@ -68,7 +73,11 @@ export function responseObject(facts: ResponseFacts): Record<string, unknown> {
     error: facts.error ?? null,
     incomplete_details: null,
     model: facts.model,
-    output: answer ? [outputItem(facts.taskId, answer.text)] : [],
+    output: answer
+      ? [outputItem(facts.taskId, answer.text)]
+      : facts.keptText
+        ? [{ ...outputItem(facts.taskId, facts.keptText), status: 'incomplete' }]
+        : [],
     output_text: answer?.text ?? '',
     ...facts.echo,
     ...(usage ? { usage } : {}),

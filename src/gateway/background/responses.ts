@@ -28,7 +28,7 @@ import { isFinished, type TaskSnapshot, type TaskState } from '../../model/task.
 import { AnswerStream, usageOf } from '../answer.js';
 import { HttpError, sendJson } from '../http.js';
 import { buildPrompt, InvalidRequest, type Turn } from '../request.js';
-import { describeFailure, RETRY_AFTER_SECONDS, SseResponder } from '../request-task/index.js';
+import { describeFailure, RETRY_AFTER_SECONDS, SseResponder, stoppedText } from '../request-task/index.js';
 import { taskSpecFor } from '../routes.js';
 import { findRoute, httpErrorFor, isJson, prepareMessages, TASK_ID_HEADER, unavailableRoute, type ModelRouting } from '../turn.js';
 import { NO_RETRY } from '../turn-dedupe.js';
@@ -280,6 +280,8 @@ class LiveResponse {
   #answer = new AnswerStream();
   #final: ResponseFacts['answer'];
   #error: ResponseFacts['error'];
+  /** What the agent had written when its task was stopped (kept in the failed or cancelled object). */
+  #kept = '';
   #endedAt: number | undefined;
   #started = false;
   #run: TaskRun | undefined;
@@ -327,6 +329,7 @@ class LiveResponse {
       ...(this.#endedAt !== undefined ? { completedAt: Math.floor(this.#endedAt / 1000) } : {}),
       ...(this.#final ? { answer: this.#final } : {}),
       ...(this.#error ? { error: this.#error } : {}),
+      ...(this.#kept && !this.#final ? { keptText: this.#kept } : {}),
     });
   }
 
@@ -394,12 +397,19 @@ class LiveResponse {
 
   #settleFailure(error: unknown, run: TaskRun): void {
     const snapshot = run.snapshot();
+    // A stopped task's answer so far stays in the object's output (its partial result's text when nothing streamed).
+    this.#kept = stoppedText(error, this.#answer.text);
     if (TaskError.is(error) && error.reason === 'cancelled') {
       this.#state = 'cancelled';
       this.#endedAt = endedAt(snapshot);
       return this.#end(); // the stream just ends: a retrieve says `cancelled`
     }
-    const failure = describeFailure(error, { why: undefined, timeoutMs: this.options.config.requestTimeoutMs, name: 'gateway' });
+    const failure = describeFailure(error, {
+      why: undefined,
+      timeoutMs: this.options.config.requestTimeoutMs,
+      name: 'gateway',
+      produced: this.#kept,
+    });
     // The hub went away, not the task: the next look-up reads the task again (its own end, if it has one).
     if (failure.kind === 'unavailable') this.lost = true;
     this.#fail(failure.message, snapshot);

@@ -2,12 +2,15 @@
  * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
  * front-end maps to its own status codes (the gateway: 504, 503, 403, 500).
  */
-import { BridgeError, BrokerError, isHubLost, TaskError } from '../../client/index.js';
+import { BridgeError, BrokerError, HubLostError, TaskError } from '../../client/index.js';
+import { isStopReason } from '../../model/states.js';
 import type { FailureReason } from '../../model/task.js';
 import type { CancelWhy } from './runner.js';
 
 /** Lines of a failed agent's stderr quoted in the message. */
 const STDERR_LINES_IN_ERRORS = 5;
+/** The most of a stopped agent's text a message quotes: a whole answer, as a rule, never a flood. */
+const KEPT_CHARS_IN_ERRORS = 64 * 1024;
 
 export type TaskFailure =
   | { kind: 'timeout'; message: string }
@@ -24,17 +27,40 @@ export interface DescribeFailureContext {
   timeoutMs: number;
   /** Who is speaking: "The gateway is shutting down". @default 'server' */
   name?: string;
+  /** The text the request's answer had so far (its streamed deltas): kept in the message of a stopped task. */
+  produced?: string;
+}
+
+/**
+ * What a task stopped by its deadline, its budget or a cancel had written (issue 47 §2: finished
+ * work is never thrown away): the answer streamed so far, else its partial result's text; '' when it
+ * failed by itself (it said what it meant to) or had written nothing.
+ */
+export function stoppedText(error: unknown, produced = ''): string {
+  if (!TaskError.is(error) || !isStopReason(error.reason)) return '';
+  const data = error.partialResult?.data as { text?: unknown } | string | undefined;
+  const fromPartial = typeof data === 'string' ? data : typeof data?.text === 'string' ? data.text : '';
+  return produced || fromPartial;
+}
+
+/** `stoppedText` as the failure message's last line. */
+function keptText(error: unknown, produced: string | undefined): string {
+  const text = stoppedText(error, produced);
+  if (!text) return '';
+  const cut = text.length > KEPT_CHARS_IN_ERRORS ? `${text.slice(0, KEPT_CHARS_IN_ERRORS)}… (${text.length} characters)` : text;
+  return `\nWhat it had written before it was stopped: ${cut}`;
 }
 
 export function describeFailure(error: unknown, context: DescribeFailureContext): TaskFailure {
   const name = context.name ?? 'server';
   if (context.why === 'timeout' || (TaskError.is(error) && error.reason === 'timeout')) {
-    return { kind: 'timeout', message: `The sub-agent did not answer within ${context.timeoutMs} ms; its task was cancelled.` };
+    const kept = keptText(error, context.produced);
+    return { kind: 'timeout', message: `The sub-agent did not answer within ${context.timeoutMs} ms; its task was cancelled.${kept}` };
   }
   if (context.why === 'shutdown' || (error instanceof BrokerError && error.code === 'closed')) {
     return { kind: 'unavailable', message: `The ${name} is shutting down; the request was cancelled.` };
   }
-  if (isHubLost(error)) {
+  if (error instanceof HubLostError) {
     return { kind: 'unavailable', message: `The ${name} could not run the sub-agent: ${error.message}.` };
   }
   if ((BridgeError.is(error) || error instanceof BrokerError) && error.code === 'refused') {
@@ -51,6 +77,6 @@ export function describeFailure(error: unknown, context: DescribeFailureContext)
   return {
     kind: 'agent',
     reason: error.reason,
-    message: `The sub-agent failed (${error.reason}): ${own}${tail ? `\nstderr: ${tail}` : ''}`,
+    message: `The sub-agent failed (${error.reason}): ${own}${tail ? `\nstderr: ${tail}` : ''}${keptText(error, context.produced)}`,
   };
 }

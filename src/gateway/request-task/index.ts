@@ -10,7 +10,7 @@
  * try { … await run.result … } catch (error) { describeFailure(error, { why: run.why, … }) } finally { sse.close() }
  * ```
  */
-export { describeFailure, type DescribeFailureContext, type TaskFailure } from './failure.js';
+export { describeFailure, stoppedText, type DescribeFailureContext, type TaskFailure } from './failure.js';
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
 export type { BackchannelClient, TaskCounts } from '../../client/index.js';
 export {

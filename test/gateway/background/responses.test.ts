@@ -53,7 +53,11 @@ describe('background responses', () => {
     const created = await openai.responses.create({ model: 'slow', input: 'sleep', background: true });
     await waitFor(() => slowPids(dir).length === 1, 'the agent to start');
     const cancelled = await openai.responses.cancel(created.id);
-    expect(cancelled).toMatchObject({ id: created.id, status: 'cancelled', output: [], error: null });
+    expect(cancelled).toMatchObject({ id: created.id, status: 'cancelled', error: null });
+    // What it had written is kept, as an incomplete message (issue 47 §2: finished work is never thrown away).
+    expect(cancelled.output).toMatchObject([
+      { type: 'message', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'working' }] },
+    ]);
     const [{ pid, grandchild }] = slowPids(dir) as [{ pid: number; grandchild: number }];
     await waitUntilGone([pid, grandchild], 10_000);
     expect(await openai.responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
