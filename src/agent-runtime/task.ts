@@ -39,6 +39,8 @@ export interface AskOptions {
   choices?: string[];
   /** The question is an approval of a tool call (the ACP adapter's; docs/acp.md): shown beside the question. */
   approval?: ApprovalContext;
+  /** Called, before `ask` resolves, with the door the answer came through (cli, panel, mcp, notification, control). */
+  answeredVia?: (door: string) => void;
   /** Give up after this long (the broker also has its own limit). */
   timeoutMs?: number;
 }
@@ -78,7 +80,7 @@ export class AgentTask<Input = unknown> {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private finalSent = false;
   private ackWaiter: ((acked: boolean) => void) | undefined;
-  private readonly asks = new Map<string, { resolve: (answer: string) => void; reject: (error: Error) => void }>();
+  private readonly asks = new Map<string, { resolve: (answer: string, via?: string) => void; reject: (error: Error) => void }>();
   private askCounter = 0;
   private readonly toolCalls = new Map<string, { name: string; resolve: (content: unknown) => void; reject: (error: Error) => void }>();
   private toolCallCounter = 0;
@@ -161,7 +163,7 @@ export class AgentTask<Input = unknown> {
         this.asks.delete(message.ask_id);
         if (message.error !== undefined || message.answer === undefined)
           pending.reject(new AgentRuntimeError(`no answer: ${message.error ?? 'empty answer'}`));
-        else pending.resolve(message.answer);
+        else pending.resolve(message.answer, message.via);
         return;
       }
       case 'tool_result': {
@@ -263,8 +265,9 @@ export class AgentTask<Input = unknown> {
         reject(error);
       };
       this.asks.set(askId, {
-        resolve: (answer) => {
+        resolve: (answer, via) => {
           done();
+          options.answeredVia?.(via ?? 'control');
           resolve(answer);
         },
         reject: fail,

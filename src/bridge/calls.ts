@@ -13,6 +13,7 @@ import type { BackchannelBridge, BridgeErrorBody } from './contract.js';
 import {
   ANNOTATIONS,
   ANSWER,
+  ANSWER_DOOR,
   checkWith,
   describe,
   FIRE_PAGE_QUERY,
@@ -93,6 +94,7 @@ const TABLE: { readonly [M in BridgeMethod]: Route<M> } = {
       ['id', ID],
       ['askId', ID],
       ['answer', ANSWER],
+      ['via', ANSWER_DOOR],
     ],
   },
   answerToolCall: {

@@ -8,7 +8,8 @@ import * as z from 'zod/mini';
 import { MAX_FIRE_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type FirePageQuery, type ScheduleRequest, type SubmitRequest } from './contract.js';
 import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
-import { boolean, describe, expected, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
+import { boolean, describe, expected, oneOf, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
+import { ANSWER_DOORS } from '../model/questions.js';
 import { BridgeError, isRecord } from '../model/errors.js';
 import { TOOL_ANSWER as TOOL_ANSWER_SHAPE } from '../model/tools.js';
 
@@ -44,6 +45,9 @@ export { ANNOTATIONS } from '../model/annotations.js';
 
 /** The text of an answer (may be empty). */
 export const ANSWER = text({ allowEmpty: true, max: MAX_ANSWER });
+
+/** The door an answer came through (optional: `control` when not said). */
+export const ANSWER_DOOR = z.optional(oneOf(ANSWER_DOORS));
 
 /** A cancel reason: optional, one line for the panel. */
 export const REASON = z.pipe(

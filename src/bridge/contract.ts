@@ -11,6 +11,7 @@ import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord, WorktreeRequest } from '../model/change.js';
 import type { TaskRequest } from '../model/task-request.js';
 import type { ToolAnswer } from '../model/tools.js';
+import type { AnswerDoor } from '../model/questions.js';
 import type { ErrorBody } from '../model/errors.js';
 import type { FireRecord, Schedule } from '../schedules/schedule.js';
 import type { FirePageQuery, ScheduleDetails, ScheduleRequest, ScheduleView } from '../schedules/views.js';
@@ -140,8 +141,8 @@ export interface BackchannelBridge {
   cancel(id: string, reason?: string): Promise<void>;
   /** Runs a finished task again as a new task with the same spec. */
   retry(id: string): Promise<{ id: string }>;
-  /** Answers a sub-agent's question (`ask`). */
-  answer(id: string, askId: string, answer: string): Promise<void>;
+  /** Answers a sub-agent's question (`ask`); `via` is the door it came through (an approval records it). */
+  answer(id: string, askId: string, answer: string, via?: AnswerDoor): Promise<void>;
   /**
    * Answers a sub-agent's call `callId` to a tool its caller hosts (`tool_call`, docs/protocol.md §6.1)
    * with the tool's content or an error; `not_found` for an unknown task, `conflict` when the task no

@@ -295,8 +295,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    * Answers a sub-agent's pending question. Returns false when there is none with that id; throws an
    * `invalid_request` BridgeError, naming the choices, for an answer that is not one of them.
    */
-  answer(id: string, askId: string, answer: string): boolean {
-    return this.live.get(id)?.question.answer(askId, answer) ?? false;
+  answer(id: string, askId: string, answer: string, via?: string): boolean {
+    return this.live.get(id)?.question.answer(askId, answer, via) ?? false;
   }
 
   /**

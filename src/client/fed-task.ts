@@ -9,11 +9,12 @@ import { failureOf, partialResultOf } from '../model/states.js';
 import { isFinished, type TaskSnapshot, type TaskUpdate, type ToolAnswer } from '../model/task.js';
 import type { FinalPayload } from '../protocol/index.js';
 import type { TaskRun } from './tasks.js';
+import type { AnswerDoor } from '../model/questions.js';
 
 /** What the handle does for its owner: reach the task's broker. */
 export interface TaskControls {
   cancel(id: string, reason?: string): Promise<void>;
-  answer(id: string, askId: string, text: string): Promise<void>;
+  answer(id: string, askId: string, text: string, via?: AnswerDoor): Promise<void>;
   answerToolCall(id: string, callId: string, answer: ToolAnswer): Promise<void>;
   annotate(id: string, meta: Record<string, unknown>): Promise<void>;
   /** The whole final payload of a task whose picture holds only its summary. */
@@ -84,8 +85,8 @@ export class FedTask implements TaskRun {
     void this.controls.cancel(this.#id, reason).catch(() => {}); // already ended, or its broker is gone (the stream says so)
   }
 
-  answer(askId: string, text: string): Promise<void> {
-    return this.controls.answer(this.#id, askId, text);
+  answer(askId: string, text: string, via?: AnswerDoor): Promise<void> {
+    return this.controls.answer(this.#id, askId, text, via);
   }
 
   answerToolCall(callId: string, answer: ToolAnswer): Promise<void> {

@@ -95,7 +95,7 @@ export class HubTasks implements TaskBackend {
     const hub = await this.#connected();
     const controls: TaskControls = {
       cancel: (taskId, reason) => hub.cancel(taskId, reason),
-      answer: (taskId, askId, text) => hub.answer(taskId, askId, text),
+      answer: (taskId, askId, text, via) => hub.answer(taskId, askId, text, via),
       answerToolCall: (taskId, callId, answer) => hub.answerToolCall(taskId, callId, answer),
       annotate: (taskId, meta) => hub.annotate(taskId, meta),
       result: (taskId) => hub.taskResult(taskId),

@@ -20,8 +20,8 @@ export interface LocalTasksOptions {
 
 /** A broker in this process as a client's backend. */
 export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}): TaskBackend {
-  const answer = async (id: string, askId: string, text: string): Promise<void> => {
-    if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
+  const answer = async (id: string, askId: string, text: string, via?: string): Promise<void> => {
+    if (!broker.answer(id, askId, text, via)) throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
   };
   const answerToolCall = async (id: string, callId: string, toolAnswer: ToolAnswer): Promise<void> => {
     if (!broker.get(id)) throw new BridgeError('not_found', `No task with id ${id}`);
@@ -48,7 +48,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
       const handle = broker.submit(spec);
       return {
         ...handle,
-        answer: (askId, text) => answer(handle.id, askId, text),
+        answer: (askId, text, via) => answer(handle.id, askId, text, via),
         answerToolCall: (callId, toolAnswer) => answerToolCall(handle.id, callId, toolAnswer),
         annotate: (meta) => annotate(handle.id, meta),
         stop: () => {},

@@ -10,6 +10,7 @@
 import type { BackchannelBridge } from '../bridge/contract.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec, ToolAnswer } from '../model/task.js';
+import type { AnswerDoor } from '../model/questions.js';
 import type { ChangeService } from './changes.js';
 
 export interface TaskCounts {
@@ -20,7 +21,7 @@ export interface TaskCounts {
 /** A task started or followed through the client. */
 export interface TaskRun extends TaskHandle {
   /** Answers the agent's pending question `askId`; rejects when it no longer waits for it. */
-  answer(askId: string, text: string): Promise<void>;
+  answer(askId: string, text: string, via?: AnswerDoor): Promise<void>;
   /**
    * Answers the agent's pending call `callId` to a tool this caller hosts (`TaskSpec.tools`) with the
    * tool's content or an error. Rejects with a BridgeError — `conflict` (or `not_found` for a task the

@@ -58,7 +58,7 @@ export interface BrokerLike {
   attachment?(id: string, name: string): string | Uint8Array | undefined;
   cancel(id: string, reason?: string): boolean;
   retry(id: string): StartedTask;
-  answer(id: string, askId: string, text: string): boolean;
+  answer(id: string, askId: string, text: string, via?: string): boolean;
   /** Answers a pending tool call; false when the task does not wait on a call with that id. */
   answerToolCall(id: string, callId: string, answer: ToolAnswer): boolean;
   /** Merges a caller's annotations into a task's; false when it is not live or already decided. */
@@ -378,12 +378,12 @@ function taskCalls(
       await started.accepted;
       return { id: started.id };
     },
-    async answer(id, askId, text) {
+    async answer(id, askId, text, via) {
       const task = requireTask(id);
       if (task.pendingQuestion?.askId !== askId) {
         throw new BridgeError('conflict', `Task ${id} is not waiting for an answer to "${askId}"`);
       }
-      if (!broker.answer(id, askId, text)) throw new BridgeError('conflict', `Task ${id} no longer waits for "${askId}"`);
+      if (!broker.answer(id, askId, text, via)) throw new BridgeError('conflict', `Task ${id} no longer waits for "${askId}"`);
     },
     async answerToolCall(id, callId, answer) {
       requireTask(id);

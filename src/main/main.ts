@@ -75,7 +75,8 @@ async function start(): Promise<void> {
   const notifier = new Notifier({
     openTask: (taskId) => panel.show(taskId),
     // Answered in the notification: the panel may have answered first, which the bridge refuses in one line.
-    answer: (taskId, askId, text) => void bridge.answer(taskId, askId, text).catch((error: Error) => logger.warn(error.message)),
+    answer: (taskId, askId, text) =>
+      void bridge.answer(taskId, askId, text, 'notification').catch((error: Error) => logger.warn(error.message)),
   });
   broker.on('update', (update: TaskUpdate) => {
     if (update.kind === 'ended' || update.kind === 'ask') notifier.changed(broker.get(update.taskId));

@@ -54,6 +54,6 @@ export async function answerFromResponses(
   if (!question || !responses || !Object.hasOwn(responses, question.askId)) return false;
   const reply = ACCEPTED_ANSWER.safeParse(responses[question.askId]);
   if (!reply.success) return false;
-  await client.answer(task.id, question.askId, reply.data.content.answer);
+  await client.answer(task.id, question.askId, reply.data.content.answer, 'mcp');
   return true;
 }

@@ -60,7 +60,7 @@ export function notices(server: McpServer, client: Pick<BackchannelClient, 'answ
           },
         });
         const answer = reply.content?.answer;
-        if (reply.action === 'accept' && typeof answer === 'string') await client.answer(task.id, question.askId, answer);
+        if (reply.action === 'accept' && typeof answer === 'string') await client.answer(task.id, question.askId, answer, 'mcp');
       } catch {
         // The question stays pending: answer_question (or the panel) can still answer it.
       }

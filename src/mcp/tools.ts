@@ -157,7 +157,7 @@ export const TASK_TOOLS: readonly McpTool[] = [
       const id = await client.resolveId(task_id);
       const question = (await client.getTask(id)).task.pendingQuestion;
       if (!question) throw new Error(`Task ${id} is not waiting for an answer`);
-      await client.answer(id, question.askId, answer);
+      await client.answer(id, question.askId, answer, 'mcp');
       return jsonResult({ task_id: id, answered: true });
     },
   }),

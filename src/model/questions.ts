@@ -38,6 +38,10 @@ function approvalContext(approval: ApprovalContext): string {
   return `${approval.kind} tool call${unannounced}: ${approval.title}${target ? `; target: ${target}` : ''}`;
 }
 
+/** The doors a person answers a question through (recorded with an approval's decision, docs/acp.md). */
+export const ANSWER_DOORS = ['cli', 'panel', 'mcp', 'notification', 'control'] as const;
+export type AnswerDoor = (typeof ANSWER_DOORS)[number];
+
 /**
  * What answering `question` with `text` sends the agent: free text when the question has no choices;
  * otherwise one of the choices, given as itself (exactly, or ignoring case and surrounding blanks) or

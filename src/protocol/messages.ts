@@ -183,6 +183,8 @@ export interface AnswerMessage {
   /** The answer, or absent with `error` when nobody answered in time. */
   answer?: string;
   error?: string;
+  /** The door the answer came through (`cli`, `panel`, `mcp`, `notification`, `control`): an approval records it. */
+  via?: string;
 }
 /**
  * Broker → agent: the caller's answer to a `tool_call`: `content` (any JSON, usually a string), or
@@ -314,7 +316,9 @@ function approvalProblem(value: unknown): string | undefined {
   if (!Array.isArray(options) || options.length === 0 || options.length > MAX_APPROVAL_OPTIONS) {
     return `ask "approval.options" must be an array of 1 to ${MAX_APPROVAL_OPTIONS} options`;
   }
-  const bad = options.some((option) => !isPlainObject(option) || !isString(option.option_id) || !isString(option.name) || !isString(option.kind));
+  const bad = options.some(
+    (option) => !isPlainObject(option) || !isString(option.option_id) || !isString(option.name) || !isString(option.kind),
+  );
   return bad ? 'ask "approval.options" must each have string "option_id", "name" and "kind"' : undefined;
 }
 

@@ -99,7 +99,7 @@ const details = new Details(
     cancel: (id) => cancelTask(id),
     retry: (id) => retryTask(id),
     answer: (id, askId, text) => {
-      bridge.answer(id, askId, text).then(() => toast('Answer sent'), showError);
+      bridge.answer(id, askId, text, 'panel').then(() => toast('Answer sent'), showError);
     },
     copy: (text) => copyText(text),
     download: (id, name) => {

@@ -12,7 +12,7 @@ const problem = (run: () => unknown): string => {
 
 describe('the route arguments, as schemas in the one route table', () => {
   test('every route names its arguments from its schemas', () => {
-    expect(ROUTES.answer.args).toEqual(['id', 'askId', 'answer']);
+    expect(ROUTES.answer.args).toEqual(['id', 'askId', 'answer', 'via']);
     expect(ROUTES.submit.args).toEqual(['body']);
     expect(ROUTES.info.args).toEqual([]);
   });
@@ -63,7 +63,9 @@ describe('the route arguments, as schemas in the one route table', () => {
     const many = checkArgs('listTaskPage', [{ state: Array(10).fill('failed') }])[0];
     expect(many.state).toHaveLength(7);
     expect(checkArgs('cancel', ['t1', null as never])).toEqual(['t1', undefined]);
-    expect(checkArgs('answer', ['t1', 'q1', ''])).toEqual(['t1', 'q1', '']);
+    expect(checkArgs('answer', ['t1', 'q1', ''])).toEqual(['t1', 'q1', '', undefined]);
+    expect(checkArgs('answer', ['t1', 'q1', 'yes', 'panel'])).toEqual(['t1', 'q1', 'yes', 'panel']);
+    expect(() => checkArgs('answer', ['t1', 'q1', 'yes', 'the moon' as never])).toThrow(/via/);
     expect(checkArgs('answerToolCall', ['t1', 'c1', { content: null }])).toEqual(['t1', 'c1', { content: null }]);
     expect(checkArgs('answerToolCall', ['t1', 'c1', { error: 'no such file' }])).toEqual(['t1', 'c1', { error: 'no such file' }]);
     expect(checkArgs('annotate', ['t1', { bridge_guard: { violations: 1 } }])).toEqual(['t1', { bridge_guard: { violations: 1 } }]);

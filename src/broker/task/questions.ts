@@ -63,14 +63,15 @@ export class PendingQuestion {
    * takes one of them, or its number (`choiceAnswer`); anything else throws an `invalid_request`
    * BridgeError naming the choices, and the question goes on waiting.
    */
-  answer(askId: string, text: string): boolean {
+  answer(askId: string, text: string, via?: string): boolean {
     const waiting = this.waiting;
     if (!waiting || waiting.askId !== askId) return false;
     const chosen = choiceAnswer(waiting, String(text));
     if ('refused' in chosen) throw new BridgeError('invalid_request', chosen.refused);
     this.drop();
-    waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: chosen.answer });
-    this.task.answered();
+    waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: chosen.answer, ...(via ? { via } : {}) });
+    // An approval's decision is logged with its door (the agent's result keeps it too: docs/acp.md).
+    this.task.answered(waiting.approval ? `approval ${JSON.stringify(chosen.answer)} answered via ${via ?? 'control'}` : undefined);
     return true;
   }
 

@@ -19,7 +19,7 @@ export const command = taskCommand({
     const taskId = await id();
     const { task } = await client.getTask(taskId);
     if (!task.pendingQuestion) throw new Error(`task ${taskId} is not waiting for an answer (${task.state})`);
-    await client.answer(taskId, task.pendingQuestion.askId, line.positionals[1]!);
+    await client.answer(taskId, task.pendingQuestion.askId, line.positionals[1]!, 'cli');
     process.stdout.write(`answered ${taskId}\n`);
     return EXIT.ok;
   },

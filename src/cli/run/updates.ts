@@ -73,7 +73,7 @@ async function answerQuestion(task: TaskRun, line: ProgressLine | undefined, ask
   }
   const answer = await askOnTerminal(question, line, 'no terminal to answer on; it will time out');
   if (answer !== undefined)
-    await task.answer(question.askId, answer).catch((error: Error) => writeText(process.stderr, `${error.message}\n`));
+    await task.answer(question.askId, answer, 'cli').catch((error: Error) => writeText(process.stderr, `${error.message}\n`));
 }
 
 /**
