@@ -23,23 +23,34 @@ export interface PeerLimits {
 export const PROC_NET_TCP = '/proc/net/tcp';
 
 /**
- * Caps `server`'s connections per peer user (see the header); more are closed as they come, and so are
- * those past `owner + allOtherUsers` still waiting for their lookup. Replaces `server.maxConnections`.
+ * Caps `server`'s connections per peer user (see the header); more are closed as they come. At most
+ * `owner + allOtherUsers` wait for their lookup: past that, one waiting is closed to make room, the
+ * oldest that has sent nothing yet (else the oldest). A flood of silent reconnecting connections
+ * thus closes its own, not the owner's request, whose bytes came with it (X13). Replaces
+ * `server.maxConnections`.
  */
 export function capConnectionsPerUser(
   server: Server,
   limits: PeerLimits,
-  { ownUid = process.getuid?.(), table = PROC_NET_TCP }: { ownUid?: number; table?: string } = {},
+  {
+    ownUid = process.getuid?.(),
+    table = PROC_NET_TCP,
+    lookup = new PeerLookup(table),
+  }: { ownUid?: number; table?: string; lookup?: PeerLookup } = {},
 ): void {
   const held = new Map<number | 'owner', number>();
   let others = 0;
-  const lookup = new PeerLookup(table);
-  let unknown = 0;
+  // Insertion order is arrival order: the first silent one found is the oldest.
+  const waiting = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
-    if (unknown >= limits.owner + limits.allOtherUsers) return void socket.destroy();
-    unknown += 1;
+    if (waiting.size >= limits.owner + limits.allOtherUsers) {
+      const victim = [...waiting].find((s) => s.bytesRead === 0) ?? waiting.values().next().value!;
+      waiting.delete(victim);
+      victim.destroy();
+    }
+    waiting.add(socket);
     void lookup.uidOf(socket).then((uid) => {
-      unknown -= 1;
+      waiting.delete(socket);
       if (socket.destroyed) return;
       const user = uid === undefined || uid === ownUid ? 'owner' : uid;
       const count = held.get(user) ?? 0;

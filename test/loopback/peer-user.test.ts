@@ -104,6 +104,59 @@ describe.skipIf(process.platform !== 'linux')('connections per local user', () =
     expect(reads).toBeLessThanOrEqual(waves + 1);
   });
 
+  test('a flood of silent connections waiting for their lookup closes its own, not the owner’s request (X13)', async () => {
+    // The table is read once the test says so; it names the flood's ends as nobody's, the owner's as ours.
+    const owner = process.getuid!();
+    const flooders: Socket[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const lookup = new PeerLookup('/proc/net/tcp', async () => {
+      await gate;
+      const line = (socket: Socket, uid: number) =>
+        `   0: ${endpointKey(socket.localAddress!, socket.localPort!)} ${endpointKey('127.0.0.1', port)} 01 00000000:00000000 00:00000000 00000000 ${uid} 0 1 1`;
+      return [
+        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid',
+        ...flooders.map((s) => line(s, 65534)),
+        line(mine, owner),
+      ].join('\n');
+    });
+    let arrived = 0;
+    let heard = 0;
+    const server = createServer((socket) => socket.on('data', (data) => ((heard += 1), socket.write(data))));
+    servers.push(server);
+    server.on('connection', () => (arrived += 1));
+    capConnectionsPerUser(server, LIMITS, { ownUid: owner, lookup });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const silent = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        flooders.push(socket);
+        clients.push(socket);
+      }
+    };
+    // As many silent connections wait for the lookup as may (owner + allOtherUsers), then the owner's request comes.
+    silent(LIMITS.owner + LIMITS.allOtherUsers);
+    await waitFor(() => arrived === LIMITS.owner + LIMITS.allOtherUsers, 'the flood to arrive');
+    const mine = connect(port, '127.0.0.1');
+    clients.push(mine);
+    let closed = false;
+    mine.on('close', () => (closed = true));
+    mine.write('GET /');
+    await waitFor(() => heard === 1 || closed, 'the owner’s request to be read');
+    silent(10);
+    await waitFor(() => arrived === LIMITS.owner + LIMITS.allOtherUsers + 11, 'the rest of the flood to arrive');
+    release();
+    const echoed = new Promise<string>((resolve) => mine.on('data', (data) => resolve(data.toString())));
+    await waitFor(
+      () => flooders.filter((s) => s.destroyed).length >= flooders.length - LIMITS.perOtherUser || closed,
+      'the flood to be closed',
+    );
+    expect(closed).toBe(false);
+    expect(await echoed).toBe('GET /');
+  });
+
   test('the search for one endpoint finds what the full parse finds for it', async () => {
     const port = await listening();
     const socket = connect(port, '127.0.0.1');
