@@ -2,7 +2,7 @@
  * What went wrong with a request's task, in words a person can act on, sorted into the few kinds a
  * front-end maps to its own status codes (the gateway: 504, 503, 403, 500).
  */
-import { BridgeError, BrokerError, HubLostError, TaskError } from '../../client/index.js';
+import { BridgeError, BrokerError, isHubLost, TaskError } from '../../client/index.js';
 import { isStopReason } from '../../model/states.js';
 import type { FailureReason } from '../../model/task.js';
 import type { CancelWhy } from './runner.js';
@@ -60,7 +60,7 @@ export function describeFailure(error: unknown, context: DescribeFailureContext)
   if (context.why === 'shutdown' || (error instanceof BrokerError && error.code === 'closed')) {
     return { kind: 'unavailable', message: `The ${name} is shutting down; the request was cancelled.` };
   }
-  if (error instanceof HubLostError) {
+  if (isHubLost(error)) {
     return { kind: 'unavailable', message: `The ${name} could not run the sub-agent: ${error.message}.` };
   }
   if ((BridgeError.is(error) || error instanceof BrokerError) && error.code === 'refused') {
