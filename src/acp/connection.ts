@@ -42,58 +42,25 @@ function countingRefusals(inner: WritableStream<Uint8Array>, onRefusal: () => vo
   });
 }
 
-/** ACP v1's update kinds: the SDK's schema refuses any other, so others are counted and dropped before it. */
-const KNOWN_UPDATES = new Set([
-  'user_message_chunk',
-  'agent_message_chunk',
-  'agent_thought_chunk',
-  'tool_call',
-  'tool_call_update',
-  'plan',
-  'available_commands_update',
-  'current_mode_update',
-  'config_option_update',
-  'session_info_update',
-  'usage_update',
-  'notice',
-  'compaction_update',
-  'compaction_summary_chunk',
-]);
-
-/** The update kind of a `session/update` message, or undefined for any other message. */
-function updateKind(message: AnyMessage): unknown {
-  if (!('method' in message) || message.method !== methods.client.session.update) return undefined;
+/** The params of a `session/update` notification, or undefined for any other message. */
+function updateParams(message: AnyMessage): { sessionId?: unknown; update?: unknown } | undefined {
+  if (!('method' in message) || message.method !== methods.client.session.update || 'id' in message) return undefined;
   const params = (message as { params?: unknown }).params;
-  const update = typeof params === 'object' && params !== null ? (params as { update?: unknown }).update : undefined;
-  return typeof update === 'object' && update !== null ? (update as { sessionUpdate?: unknown }).sessionUpdate : null;
+  return typeof params === 'object' && params !== null ? params : {};
 }
 
 /**
- * A `usage_update` without a numeric `used` (claude-agent-acp 0.23.1 sends `"used": null` with the
- * session's cost), which the SDK's schema would refuse and drop, cost included: its params as they are.
+ * The agent's messages, every `session/update` taken out and handed to `onUpdate` in arrival order
+ * (before the answer that follows them). Work.apply checks each field it reads, where the SDK's
+ * schema drops a whole update for one field it refuses (claude-agent-acp 0.23.1's `usage_update`
+ * with `"used": null` lost the session's cost) and an unknown kind before it can be counted.
  */
-function looseUsage(message: AnyMessage): { sessionId: unknown; update: unknown } | undefined {
-  if (updateKind(message) !== 'usage_update') return undefined;
-  const params = (message as { params: { sessionId?: unknown; update: { used?: unknown } } }).params;
-  return typeof params.update.used === 'number' ? undefined : { sessionId: params.sessionId, update: params.update };
-}
-
-/**
- * The agent's messages, less `session/update`s of a kind ACP does not define (each reported to
- * `onUnknown`) and loose usage updates (given to `onUsage` directly: work.ts checks every field).
- */
-function droppingUnknownUpdates(
-  readable: ReadableStream<AnyMessage>,
-  onUnknown: () => void,
-  onUsage: (sessionId: unknown, update: unknown) => void,
-): ReadableStream<AnyMessage> {
+function takingUpdates(readable: ReadableStream<AnyMessage>, onUpdate: Services['onUpdate']): ReadableStream<AnyMessage> {
   return readable.pipeThrough(
     new TransformStream<AnyMessage, AnyMessage>({
       transform(message, controller) {
-        const kind = updateKind(message);
-        const loose = looseUsage(message);
-        if (kind !== undefined && !(typeof kind === 'string' && KNOWN_UPDATES.has(kind))) onUnknown();
-        else if (loose) onUsage(loose.sessionId, loose.update);
+        const params = updateParams(message);
+        if (params) onUpdate(params.sessionId, params.update);
         else controller.enqueue(message);
       },
     }),
@@ -101,12 +68,10 @@ function droppingUnknownUpdates(
 }
 
 export interface Services {
-  /** One `session/update`, unparsed (updates.ts trusts nothing). */
+  /** One `session/update`, unparsed (Work.apply trusts nothing), in the order the agent sent them. */
   onUpdate(sessionId: unknown, update: unknown): void;
   /** The agent sent a line that is not a JSON-RPC message (the SDK refused it and went on). */
   onMalformed(): void;
-  /** The agent sent an update of a kind ACP does not define (dropped). */
-  onUnknownUpdate(): void;
   approvals: Approvals;
   fs: FsService;
   terminal?: TerminalService;
@@ -144,11 +109,7 @@ export function connectAgent(agent: AgentProcess, services: Services): ClientCon
   );
   return app.connect({
     writable: stream.writable,
-    readable: droppingUnknownUpdates(
-      stream.readable,
-      () => services.onUnknownUpdate(),
-      (sessionId, update) => services.onUpdate(sessionId, update),
-    ),
+    readable: takingUpdates(stream.readable, (id, update) => services.onUpdate(id, update)),
   });
 }
 

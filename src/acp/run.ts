@@ -93,7 +93,6 @@ export class AcpRun {
     const agent = (this.agent = startAgent(this.command, this.args, this.cwd, process.env));
     const services = {
       onUpdate: (sessionId: unknown, update: unknown) => this.onUpdate(sessionId, update),
-      onUnknownUpdate: () => void this.work.ignoredUpdates++,
       onMalformed: () => {
         if (this.work.malformedMessages++ === 0)
           this.work.refuse('the agent sent a line that is not a JSON-RPC message (refused; more are counted)');
