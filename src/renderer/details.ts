@@ -18,6 +18,7 @@ import {
 import { jsonText, jsonView } from './json-view.js';
 import { isFailedOrRetrying, partialResultOf } from '../model/states.js';
 import { questionContext } from '../model/questions.js';
+import { approvalCard } from './approval-card.js';
 import { waitingForTools } from '../model/tools.js';
 import { describeBudget, describeUsage } from '../model/usage.js';
 
@@ -177,6 +178,11 @@ export class Details {
       event.preventDefault();
       send(input.value);
     });
+    // An ACP agent's permission request: its approval card, one button per option (docs/acp.md).
+    if (q.approval) {
+      appendAll(this.question, [approvalCard(q.approval, send), h('p', { class: 'question-text', text: q.question })]);
+      return;
+    }
     appendAll(this.question, [
       h('h3', { text: 'The sub-agent asks' }),
       h('p', { class: 'question-text', text: q.question }),

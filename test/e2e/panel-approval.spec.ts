@@ -1,0 +1,43 @@
+/**
+ * The panel's approval card (src/renderer/approval-card.ts): an ACP agent's permission request, as
+ * the ACP adapter asks it, shows the tool call's kind, action and paths and one button per option the
+ * agent offers; clicking one answers with that option, through the panel's door (docs/acp.md).
+ */
+import { expect, test } from '@playwright/test';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
+
+const APPROVER = path.join(ROOT, 'test', 'acp-integration', 'fixtures', 'approver.mjs');
+
+let dir: string;
+let serve: Serve;
+
+test.beforeAll(async () => {
+  dir = scratchDir();
+  serve = await startServe(path.join(dir, 'data'));
+});
+
+test.afterAll(async () => {
+  await serve?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('an approval shows its tool call and the agent’s options; a click answers with one', async ({ page }) => {
+  const { id } = await serve.api<{ id: string }>('POST', '/api/tasks', { command: APPROVER, label: 'approval task' });
+  await page.goto(`${serve.url}#task=${id}`);
+  const card = page.getByRole('region', { name: 'Approval' });
+  await expect(card).toBeVisible();
+  await expect(card.getByRole('heading', { name: 'Needs approval' })).toBeVisible();
+  await expect(card.locator('dl')).toContainText('Tooledit');
+  await expect(card.locator('dl')).toContainText('ActionWrite notes.md');
+  await expect(card.locator('dl')).toContainText('Paths/work/notes.md');
+  const options = card.getByRole('button');
+  await expect(options).toHaveText(['Allow once', 'Always allow', 'Reject']);
+
+  await card.getByRole('button', { name: 'Always allow' }).click();
+  await expect.poll(async () => (await serve.api<{ task: { state: string } }>('GET', `/api/tasks/${id}`)).task.state).toBe('succeeded');
+  const { task } = await serve.api<{ task: { result: { data: unknown } } }>('GET', `/api/tasks/${id}`);
+  expect(task.result.data).toEqual({ option: 'allow-always', via: 'panel' });
+  await expect(card).toBeHidden();
+});
