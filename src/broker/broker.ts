@@ -28,6 +28,7 @@ import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
 import { LOCAL_QUEUE, type AttemptQueue } from './queue/attempt-queue.js';
+import { CallerWaits } from './queue/caller-waits.js';
 import { cancelOnAbort, labelOf, validateSpec } from './task/spec.js';
 import { admitted } from './admission.js';
 import { runAttempts, type AttemptLoop } from './attempt-loop.js';
@@ -90,6 +91,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger = options.logger ?? silentLogger;
     this.attempts = options.queue ?? LOCAL_QUEUE;
     this.queue = new PQueue({ concurrency: this.options.concurrency, autoStart: false });
+    // A run waiting on its caller's tool result lends its slot while it waits (Y4; ./queue/caller-waits.ts).
+    const waits = new CallerWaits(this.queue, this.options.concurrency, (id) => (this.get(id)?.pendingToolCalls?.length ?? 0) > 0);
+    this.on('update', waits.observe);
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
