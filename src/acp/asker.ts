@@ -6,16 +6,22 @@
  */
 import type { AgentTask, AskOptions } from '../agent-runtime/index.js';
 
+/** Questions waiting their turn at most: an agent flooding permission requests gets the rest refused (rejected, unanswered). */
+export const MAX_WAITING_QUESTIONS = 32;
+
 export type AskResult = { answer: string } | { unanswered: true } | { cancelled: true };
 
 export class Asker {
   private queue: Promise<unknown> = Promise.resolve();
+  private waiting = 0;
 
   constructor(private readonly task: AgentTask) {}
 
   /** Asks once the questions before it are answered: the answer, unanswered (timeout, no answer) or cancelled. */
   ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<AskResult> {
-    const turn = this.queue.then(() => this.askNow(question, options, signal));
+    if (this.waiting >= MAX_WAITING_QUESTIONS) return Promise.resolve({ unanswered: true });
+    this.waiting++;
+    const turn = this.queue.then(() => this.askNow(question, options, signal)).finally(() => this.waiting--);
     this.queue = turn.catch(() => {});
     return turn;
   }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { makeBroker, waitUntilGone } from '../helpers/core.js';
-import { runTask } from '../helpers/broker.js';
-import { acpCase, agentPids, script } from './acp-helpers.js';
+import { makeBroker, waitFor, waitUntilGone } from '../helpers/core.js';
+import { runTask, startTask } from '../helpers/broker.js';
+import { acpCase, agentPids, nextQuestion, script } from './acp-helpers.js';
 
 /** Each failure is one clear line ("failed: <why>") and still carries the work so far. */
 function failure(done: Awaited<ReturnType<typeof runTask>>) {
@@ -62,6 +62,21 @@ describe('an ACP agent is untrusted input: each bad input is a clear failure or 
     expect((done.payload!.data as any).text).toBe('.'.repeat(20_000));
     expect((done.payload!.data as any).tool_calls).toHaveLength(40);
     expect(done.partials.length).toBeLessThan(200);
+  });
+
+  test('a flood of permission requests: 32 wait their turn, the rest are rejected as unanswered at once', async () => {
+    const { broker } = makeBroker({ cancelGraceMs: 5000 });
+    const acp = acpCase();
+    const asks = Array.from({ length: 40 }, (_, i) => ({ permission: { id: `f${i}`, title: `Edit ${i}` } }));
+    const run = startTask(broker, acp.spec(script([{ parallel: asks }])));
+    await nextQuestion(run.handle);
+    await waitFor(
+      () => run.partials.some((p) => ((p.data as { text?: string }).text?.match(/reject-once/g)?.length ?? 0) >= 8),
+      'the refusals',
+    );
+    run.handle.cancel('enough');
+    const data = (await run.done).error!.payload!.data as Record<string, any>;
+    expect(data.approvals.filter((a: any) => a.decision === 'unanswered')).toHaveLength(8);
   });
 
   test('an agent exiting mid-turn is a clear failure that keeps the work', async () => {
