@@ -7,9 +7,9 @@
  * holding the read end of a pipe whose write end only the worker has. The worker tells it each
  * agent it starts (pid and process start time) and each that ends. When the pipe closes — the
  * worker exited, however it died — the keeper stops every agent still listed whose pid *and* start
- * time still match (SIGTERM to its group, SIGKILL `KILL_GRACE_MS` later), then exits. Linux has
- * PR_SET_PDEATHSIG for this, but Node cannot set it without native code, and it would not reach
- * the agents' own children.
+ * time still match (SIGTERM to its group `SPOOL_GRACE_MS` later, SIGKILL `KILL_GRACE_MS` after
+ * that), then exits. Linux has PR_SET_PDEATHSIG for this, but Node cannot set it without native
+ * code, and it would not reach the agents' own children.
  *
  * The keeper's program is source text run with `node -e` (as spawner-thread.ts is for a thread):
  * the same text works from src/, dist/ and a packaged app. It imports only Node.
@@ -19,6 +19,11 @@ import { processStartTime } from '../broker/process/start-time.js';
 
 /** The agents' grace between SIGTERM and SIGKILL when their worker is gone (as the core's kill grace). */
 export const KILL_GRACE_MS = 1000;
+/**
+ * Before SIGTERM: an agent that was finishing as its worker died gets no acknowledgement and
+ * spools its result; this leaves it the time to (the worker that comes back adopts it: ./adopt.ts).
+ */
+export const SPOOL_GRACE_MS = 500;
 
 /** The keeper's program: reads `+ <pid> <start>` and `- <pid>` lines; at end of input, stops those listed. */
 const KEEPER_SOURCE = `
@@ -57,11 +62,13 @@ const stopAll = () => {
   if (over) return;
   over = true;
   if (listed.size === 0) return process.exit(0);
-  for (const pid of listed.keys()) signal(pid, 'SIGTERM');
   setTimeout(() => {
-    for (const pid of listed.keys()) signal(pid, 'SIGKILL');
-    process.exit(0);
-  }, ${KILL_GRACE_MS});
+    for (const pid of listed.keys()) signal(pid, 'SIGTERM');
+    setTimeout(() => {
+      for (const pid of listed.keys()) signal(pid, 'SIGKILL');
+      process.exit(0);
+    }, ${KILL_GRACE_MS});
+  }, ${SPOOL_GRACE_MS});
 };
 process.stdin.on('end', stopAll);
 process.stdin.on('close', stopAll);

@@ -20,6 +20,9 @@ import type { FleetEntry } from './redis-queue.js';
 import { connectionOf, DEFAULT_QUEUE_NAME, keys, PREFIX, type AttemptJob, type AttemptReport, type ControlMessage } from './wire.js';
 import { Reporter } from './reporter.js';
 import { AgentKeeper } from './keeper.js';
+import { acpLaunch } from './acp-launch.js';
+import { ACP_SETTINGS_ENV } from '../broker/acp/index.js';
+import { forgetJob, noteJob, spooledReports } from './adopt.js';
 
 export interface FleetWorkerOptions {
   redis: string;
@@ -104,6 +107,7 @@ export class FleetWorker {
     await sweepStaleSockets(this.endpointDir);
     this.keeper ??= new AgentKeeper((message) => this.logger.warn(`worker ${this.name}: ${message}`));
     const client = await this.worker.client;
+    await this.adoptSpooled(client);
     const subscriber = client.duplicate();
     this.subscriber = subscriber;
     subscriber.on('error', () => {});
@@ -149,6 +153,17 @@ export class FleetWorker {
     const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), LEAVE_WAIT_MS).unref());
     await Promise.race([left, late]);
     subscriber.disconnect();
+  }
+
+  /**
+   * Results the agents of a worker that died here spooled as they finished (./adopt.ts): kept as
+   * their jobs' reports, which the broker takes instead of running those jobs again.
+   */
+  private async adoptSpooled(client: Awaited<Worker['client']>): Promise<void> {
+    for (const { jobId, report } of spooledReports(this.endpointDir, this.name)) {
+      await client.set(this.keys.report(jobId), JSON.stringify(report), 'EX', REPORT_KEPT_SECONDS, 'NX');
+      this.logger.info(`worker ${this.name}: adopted the spooled result of job ${jobId}, whose worker died`);
+    }
   }
 
   private async beat(): Promise<void> {
@@ -217,9 +232,12 @@ export class FleetWorker {
     };
     const attempt = new Attempt(this.settings(data, allowed), forwardingSink(reporter, replies, toolReplies, spawned));
     this.running.set(job.id!, { attempt, replies, toolReplies });
+    noteJob(this.endpointDir, data.taskId, job.id!);
     try {
       await attempt.start();
       let outcome = await attempt.outcome;
+      // Kept at once, before the agent's exit is awaited: a worker killed meanwhile loses no result.
+      if (outcome.kind === 'final' && reporter.overflowed === undefined) this.keepEarly(client, job.id!, outcome);
       await attempt.finished;
       if (this.closing && outcome.kind === 'failure') {
         // Stopped because this worker shuts down, not by the task's owner: the broker may retry it elsewhere.
@@ -241,20 +259,29 @@ export class FleetWorker {
       return finished;
     } finally {
       this.running.delete(job.id!);
+      forgetJob(this.endpointDir, data.taskId);
       // Its processes are gone (`finished`), or it never started: the keeper forgets the pid.
       if (pid !== undefined) this.keeper?.ended(pid);
     }
   }
 
-  /** The job's attempt as admitted: the worker's own command line and directory for it. */
+  /** Keeps a final outcome as the job's report now; the whole report (exit code, signal) replaces it. */
+  private keepEarly(client: Awaited<Worker['client']>, jobId: string, outcome: AttemptReport['outcome'] & { kind: 'final' }): void {
+    const payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
+    const early: AttemptReport = { worker: this.name, outcome: { ...outcome, payload }, exitCode: undefined, exitSignal: undefined };
+    void client.set(this.keys.report(jobId), JSON.stringify(early), 'EX', REPORT_KEPT_SECONDS).catch(() => {});
+  }
+
+  /** The job's attempt as admitted: the worker's own command line and directory for it (an ACP agent under its own adapter). */
   private settings(job: AttemptJob, admitted: Admitted): AttemptSettings {
+    const launch = job.acp ? acpLaunch(admitted, job.acp.settings) : undefined;
     return {
       taskId: job.taskId,
       attempt: job.attempt,
-      command: admitted.command,
-      args: admitted.args,
+      command: launch?.command ?? admitted.command,
+      args: launch?.args ?? admitted.args,
       cwd: admitted.cwd ?? process.cwd(),
-      env: this.baseEnv,
+      env: launch ? { ...this.baseEnv, [ACP_SETTINGS_ENV]: launch.settings } : this.baseEnv,
       input: job.input,
       ...(job.tools ? { tools: job.tools } : {}),
       timeoutMs: job.timeoutMs,

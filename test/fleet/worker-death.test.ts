@@ -2,7 +2,9 @@
  * Fault table, issue 47 item 1 (a fleet worker's death): a worker SIGKILLed in mid-run. Its agents
  * die with it (its keeper stops them: none runs on unwatched), and what they had not finished runs
  * again on another worker, once — the tasks succeed without any retry configured, and no task runs
- * more than twice or twice at once. Real redis-server, real `backchannel worker` processes.
+ * more than twice or twice at once. An agent that finished as its worker died spools its result, and
+ * the worker that comes back on the same endpoint directory hands it over: it does not run again.
+ * Real redis-server, real `backchannel worker` processes.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { REDIS_MISSING, startRedis, type TestRedis } from '../helpers/redis.js';
 import { fleetFixture, startWorker, type WorkerProcess } from './workers.js';
 
 const LONG = fleetFixture('long-steps.mjs');
+const ORPHANED = fleetFixture('finishes-orphaned.mjs');
 
 describe.skipIf(REDIS_MISSING)(`a fleet worker's death${REDIS_MISSING ? ` (skipped: ${REDIS_MISSING})` : ''}`, () => {
   let redis: TestRedis;
@@ -77,5 +80,31 @@ describe.skipIf(REDIS_MISSING)(`a fleet worker's death${REDIS_MISSING ? ` (skipp
     const expected = new Map(tasks.map((t, n) => [`t${n}`, onVictim.includes(t) ? 2 : 1]));
     expect(Object.fromEntries(ran)).toEqual(Object.fromEntries(expected));
     expect(orphans.filter(isAlive)).toEqual([]);
+  }, 120_000);
+
+  test('an agent that finishes as its worker dies spools its result; the worker started again in its place hands it over, and it does not run again', async () => {
+    const queue = `q-${randomUUID().slice(0, 8)}`;
+    const own = createTestBroker({ queue: redisQueue({ redis: redis.url, name: queue }) }, { scope: 'manual' });
+    const dir = tempDir('bc-wd-');
+    const ipcDir = path.join(dir, 'ipc');
+    const runs = path.join(dir, 'runs.txt');
+    writeFileSync(runs, '');
+    const options = { queue, allow: [ORPHANED], ipcDir, lockTimeoutMs: 1000 };
+    const first = await startWorker(redis.url, { ...options, name: `${queue}-w1` });
+    workers.push(first);
+    try {
+      const task = own.broker.submit({ command: ORPHANED, input: { runs } });
+      const { pid } = await waitFor(() => task.snapshot().lastPartial as { pid: number } | undefined, 'the agent to work');
+      first.child.kill('SIGKILL');
+      await waitUntilGone([pid], 4_000);
+      // Its worker comes back (a restart, on the same machine and endpoint directory).
+      const again = await startWorker(redis.url, { ...options, name: `${queue}-w2` });
+      workers.push(again);
+      const payload = await task.result;
+      expect(payload).toMatchObject({ data: { run: 'first' }, meta: { worker: again.name, attempts: 1, channel: 'spool' } });
+      expect(readFileSync(runs, 'utf8').trim().split('\n')).toEqual([String(pid)]);
+    } finally {
+      await own.close();
+    }
   }, 120_000);
 });
