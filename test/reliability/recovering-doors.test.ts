@@ -108,9 +108,17 @@ describe.skipIf(process.platform !== 'linux')('a task whose agent outlives the h
     first.child.kill('SIGKILL');
     await first.exited;
 
-    await startHub(hub);
-    // The task list (the panel's and `tasks`'): running, recovering, its agent's pid.
+    const second = new URL((await startHub(hub)).url);
+    const panel = (route: string, init?: RequestInit) =>
+      fetch(`${second.origin}/api/${route}?token=${second.searchParams.get('token')}`, init);
+    // The task list (`tasks`, and the panel's API): running, recovering, its agent's pid.
     expect(await taskOf(hub.env, id)).toMatchObject({ state: 'running', recovering: true, pid });
+    const listed = (await (await panel('tasks')).json()) as TaskSnapshot[];
+    expect(listed.find((t) => t.id === id)).toMatchObject({ state: 'running', recovering: true });
+    // The panel's Retry: refused, as a running task's is.
+    const panelRetry = await panel(`tasks/${id}/retry`, { method: 'POST' });
+    expect(panelRetry.status).toBe(409);
+    expect(await panelRetry.text()).toContain(`Task ${id} is still running`);
     // The gateway, once it reaches the new hub: in progress, never `failed`.
     const status = await waitFor(
       () =>
