@@ -5,6 +5,7 @@
  */
 import { stopIsRetryable, type AttemptOutcome, type AttemptSettings, type AttemptSink, type StopReason } from '../broker/task/attempt.js';
 import type { RunningAttempt } from '../broker/queue/attempt-queue.js';
+import { ARG_TASK_ID } from '../protocol/index.js';
 import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
 
 /** What a remote attempt needs from the hub. */
@@ -50,11 +51,14 @@ export class RemoteAttempt implements RunningAttempt {
 
   get job(): AttemptJob {
     const s = this.settings;
+    // An ACP task travels as its agent's command line (what a worker judges), the task id argument last.
+    const [command, ...args] = s.acp ? [...s.acp.agent, ...s.args.filter((arg) => arg.startsWith(ARG_TASK_ID))] : [s.command, ...s.args];
     return {
       taskId: s.taskId,
       attempt: s.attempt,
-      command: s.command,
-      args: s.args,
+      command: command!,
+      args,
+      ...(s.acp ? { acp: { settings: s.acp.settings } } : {}),
       input: s.input ?? null,
       ...(s.tools && s.tools.length > 0 ? { tools: s.tools } : {}),
       timeoutMs: s.timeoutMs,

@@ -35,6 +35,12 @@ export interface AttemptJob {
   heartbeatTimeoutMs: number;
   /** The default watchdog, armed by the first heartbeat (AttemptSettings). */
   watchdogFromFirstHeartbeat?: boolean;
+  /**
+   * An ACP task (docs/acp.md): `command` and `args` are the agent's, judged as any job's; the worker
+   * runs them under its own ACP adapter with these settings (BACKCHANNEL_ACP). A named agent's
+   * environment stays on the hub: the worker's agent has the worker's.
+   */
+  acp?: { settings: string };
 }
 
 /** What a worker reports while an attempt runs, in order, batched into job progress. */

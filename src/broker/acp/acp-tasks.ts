@@ -89,6 +89,7 @@ class AcpRun implements TaskRun {
     attempt.command = this.adapter;
     attempt.args = [...own, '--', ...this.agent];
     attempt.env = { ...attempt.env, ...this.agentEnv, [ACP_SETTINGS_ENV]: JSON.stringify(this.settings) };
+    attempt.acp = { agent: this.agent, settings: JSON.stringify(this.settings) };
   }
 
   /** With `pause`, the adapter holds the cost and token caps (it asks to raise them); the broker keeps the turn cap. */

@@ -92,6 +92,11 @@ export interface AttemptSettings {
   requireToken: boolean;
   /** How the agent weighs on the CPU (BrokerOptions.agentCpu). */
   agentCpu: AgentCpu;
+  /**
+   * An ACP task (set by the ACP kind's launch, src/broker/acp/): the agent's own command line and the
+   * adapter's settings (BACKCHANNEL_ACP). A fleet worker judges the agent and runs it under its own adapter.
+   */
+  acp?: { agent: string[]; settings: string };
 }
 
 /** What an attempt reports upward while it runs. */
