@@ -17,6 +17,7 @@ import { silentLogger } from '../../src/broker/log.js';
 import { connectHub } from '../../src/client/hub-client.js';
 import { MCP_PATH } from '../../src/mcp/http-endpoint.js';
 import { startAppHub } from '../../src/desktop/app-hub.js';
+import { assembleHub } from '../../src/hub/assemble.js';
 import { tempDir, waitFor } from '../helpers/core.js';
 import { anyCommandConfig } from '../helpers/run-policy.js';
 import { printed, start } from './control/hub-process.js';
@@ -127,5 +128,24 @@ describe('every shell wires the same hub', () => {
       const listed = await callTool(client, 'list_tasks', {});
       expect(listed.value.presets.map((p: { name: string }) => p.name)).toEqual(presets);
     }
+  });
+});
+
+describe('a hub that cannot start', () => {
+  test('undoes the steps it took: the lock of its data directory is released, and a hub starts there at once', async () => {
+    const hook = await receiver();
+    cleanups.push(() => new Promise((resolve) => hook.server.close(resolve)));
+    const { dir, env } = shellEnv(hook.port);
+    const control = path.join(dir, 'taken.sock');
+    const options = { mode: 'headless' as const, version: '0.0.0-test', consoleLevel: false as const, env, control };
+    const first = await assembleHub({ ...options, dataDir: path.join(dir, 'first'), ipcDir: path.join(dir, 'ipc-1') });
+    cleanups.push(() => first.close());
+    // The second's control endpoint is taken by the first: the last step fails after the broker, webhooks and scheduler.
+    const second = path.join(dir, 'second');
+    await expect(assembleHub({ ...options, dataDir: second, ipcDir: path.join(dir, 'ipc-2') })).rejects.toThrow(/taken\.sock/);
+    expect(await readLockHolder(second)).toBeUndefined();
+    const again = await assembleHub({ ...options, dataDir: second, ipcDir: path.join(dir, 'ipc-2'), control: false });
+    cleanups.push(() => again.close());
+    expect(again.scheduler).toBeDefined();
   });
 });
