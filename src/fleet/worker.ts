@@ -22,8 +22,6 @@ import { Reporter } from './reporter.js';
 import { AgentKeeper } from './keeper.js';
 import { acpLaunch } from './acp-launch.js';
 import { ACP_SETTINGS_ENV } from '../broker/acp/index.js';
-import { acpLaunch } from './acp-launch.js';
-import { ACP_SETTINGS_ENV } from '../broker/acp/index.js';
 import { forgetJob, noteJob, spooledReports } from './adopt.js';
 
 export interface FleetWorkerOptions {
