@@ -53,6 +53,7 @@ export interface OrphanTiming {
 export class RecoveringTasks {
   private readonly waiting = new Map<string, Orphan>();
   private readonly timers: NodeJS.Timeout[] = [];
+  private watch: NodeJS.Timeout | undefined;
 
   /**
    * Marks the interrupted tasks of `entries` whose agent still runs as recovering (in `history`),
@@ -71,7 +72,7 @@ export class RecoveringTasks {
       else others.push({ ...entry.orphan });
     }
     if (this.waiting.size === 0 && others.length === 0) return;
-    this.every(WATCH_MS, () => this.check());
+    if (this.waiting.size > 0) this.watch = this.every(WATCH_MS, () => this.check());
     this.after(timing.graceMs, () => {
       for (const [id, orphan] of this.waiting) this.stop(id, orphan, `its agent outlived the hub's restart by ${timing.graceMs} ms`);
       for (const orphan of others) this.stop(undefined, orphan, 'an agent of the previous broker that is still running');
@@ -127,7 +128,8 @@ export class RecoveringTasks {
     settleFromHistory(this.context, id, endingOf(payload, orphan));
     removeSpoolFile(file);
     this.waiting.delete(id);
-    if (this.waiting.size === 0) this.close();
+    // Nothing left to watch; the grace timer stays, for the other orphans.
+    if (this.waiting.size === 0) clearInterval(this.watch);
   }
 
   private stop(id: string | undefined, orphan: Orphan, why: string): void {
@@ -138,10 +140,11 @@ export class RecoveringTasks {
     terminateTree(orphan.pid, { graceMs: this.timing.killGraceMs, exited: () => !alive(orphan) });
   }
 
-  private every(ms: number, run: () => void): void {
+  private every(ms: number, run: () => void): NodeJS.Timeout {
     const timer = setInterval(run, ms);
     timer.unref();
     this.timers.push(timer);
+    return timer;
   }
 
   private after(ms: number, run: () => void): void {
