@@ -105,7 +105,6 @@ async function start(): Promise<void> {
       clickMenuItem: (label: string) => appTray.clickMenuItem(label),
       webPreferences: () => ({ ...panel.webPreferences }),
       refreshTray: () => trayController.refresh(),
-      hub: () => hub,
     };
   }
   logger.info(`Backchannel ${app.getVersion()} started; log at ${logPath}`);
