@@ -7,6 +7,7 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import { ARG_TASK_ID } from '../protocol/index.js';
 
 const JS_FILE = /\.(mjs|cjs|js)$/i;
 const TS_FILE = /\.(mts|cts|ts)$/i;
@@ -28,6 +29,14 @@ export interface AgentProcess {
   exit(): AgentExit | undefined;
   /** Ends the agent: stdin closed, then SIGTERM, then SIGKILL; resolves when it is gone. */
   stop(): Promise<AgentExit>;
+}
+
+/** The agent's command line: everything after `--` (or every argument), less the broker's `--task-id=`. */
+export function agentCommandLine(argv: readonly string[]): string[] {
+  const rest = argv.slice(2);
+  const dashes = rest.indexOf('--');
+  const line = dashes === -1 ? rest : rest.slice(dashes + 1);
+  return line.filter((arg) => !arg.startsWith(ARG_TASK_ID));
 }
 
 /** A `.js`/`.mjs`/`.ts` file or `node` runs with this Node; anything else is left to the OS. */

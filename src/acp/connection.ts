@@ -83,6 +83,8 @@ export class AcpError extends Error {
   constructor(
     message: string,
     readonly code: 'init_timeout' | 'agent_exit' | 'protocol' | 'refusal' | 'agent_error' | 'budget_exceeded' | 'settings' = 'protocol',
+    /** The JSON-RPC error code, when the agent answered with an error. */
+    readonly rpcCode?: number,
   ) {
     super(message);
   }
@@ -139,7 +141,7 @@ export async function explain(error: unknown, agent: AgentProcess, during = 'bef
   const exit = agent.exit() ?? (await Promise.race([agent.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 500))]));
   if (exit) return new AcpError(`the ACP agent exited (${describeExit(exit)}) ${during}`, 'agent_exit');
   const text = (e.message ?? String(error)).split('\n')[0]!.slice(0, 300);
-  return new AcpError(`the ACP agent answered with an error: ${text}`, 'agent_error');
+  return new AcpError(`the ACP agent answered with an error: ${text}`, 'agent_error', typeof e.code === 'number' ? e.code : undefined);
 }
 
 export interface Handshake {

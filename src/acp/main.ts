@@ -8,18 +8,10 @@
  * with the task hand-off as for any agent (CURSOR_TASK_ID, CURSOR_IPC_PATH, --task-id=) and its
  * settings in BACKCHANNEL_ACP (settings.ts). The agent command comes from argv only, never the input.
  */
-import { ARG_TASK_ID } from '../protocol/index.js';
 import { connectTask } from '../agent-runtime/index.js';
+import { agentCommandLine } from './agent-process.js';
 import { AcpRun } from './run.js';
 import { takeSettings, type AcpSettings } from './settings.js';
-
-/** The agent's command line: everything after `--` (or every argument), less the broker's `--task-id=`. */
-export function agentCommandLine(argv: readonly string[]): string[] {
-  const rest = argv.slice(2);
-  const dashes = rest.indexOf('--');
-  const line = dashes === -1 ? rest : rest.slice(dashes + 1);
-  return line.filter((arg) => !arg.startsWith(ARG_TASK_ID));
-}
 
 async function main(): Promise<number> {
   // Settings first: they are gone from the environment before anything is started.

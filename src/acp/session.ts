@@ -99,7 +99,7 @@ async function newSession(cx: Context): Promise<string> {
 }
 
 function isAuthRequired(error: unknown): boolean {
-  return (error as { code?: unknown }).code === AUTH_REQUIRED || /auth/i.test((error as Error).message ?? '');
+  return error instanceof AcpError && (error.rpcCode === AUTH_REQUIRED || /authenticat/i.test(error.message));
 }
 
 /** An earlier transcript as text: entries are strings or {role, text} (the adapter's own `data.transcript`). */
