@@ -20,7 +20,7 @@ import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import { requiresToolCall, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './writer.js';
 
 /** `user` and `assistant`; Claude Code also sends `system` turns mid-conversation (reminders). */
 const MESSAGE_ROLES = ['user', 'assistant', 'system'];

@@ -30,7 +30,7 @@ import {
 import { parseChatRequest, type ChatRequest } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type ClientToolCall, type TurnAnswer, type TurnWriter } from './writer.js';
 
 /** The body as a `Turn` (400 `InvalidRequest` when it is not a chat request). */
 export function chatTurn(body: unknown, headers: IncomingHttpHeaders): ChatRequest {

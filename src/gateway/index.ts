@@ -21,7 +21,7 @@ import {
 } from '../client/index.js';
 import { GatewayConfigError, resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
-import { unavailableRoute } from './turn.js';
+import { unavailableRoute } from './turn-errors.js';
 import { Workspaces } from './workspaces.js';
 import { modelRunRules } from './routes.js';
 

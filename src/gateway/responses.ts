@@ -20,7 +20,7 @@ import { openAIError, responsesUsage } from './openai-shapes.js';
 import { requiresToolCall, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
-import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './turn.js';
+import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './writer.js';
 
 const ROLES = ['user', 'assistant', 'system', 'developer'];
 

@@ -1,10 +1,15 @@
 /**
  * What an API adapter writes an answer through (`TurnWriter`), and what an answer is: text, the
- * agent's thinking when the client asked for it, and in bridge mode one step's tool calls.
+ * agent's thinking when the client asked for it, and in bridge mode one step's tool calls; the
+ * non-streamed writer every API uses (`jsonWriter`).
  */
+import type { ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
-import type { HttpError } from './http.js';
+import { sendJson, type HttpError } from './http.js';
 import type { Usage } from './openai-shapes.js';
+
+/** The response header naming the task that answered. */
+export const TASK_ID_HEADER = 'X-Backchannel-Task-Id';
 
 export interface TurnAnswer {
   text: string;
@@ -40,4 +45,33 @@ export interface AnswerExtras {
   /** The agent's thinking, when the client asked for it and the agent had any. */
   thinking?: string;
   calls: ClientToolCall[];
+}
+
+/**
+ * The non-streamed writer every API uses: nothing until the end, then the answer as one JSON body
+ * (`render`) with the task id header, or the error in the API's shape (`sendError`).
+ */
+export function jsonWriter(
+  res: ServerResponse,
+  render: (answer: TurnAnswer, extras: AnswerExtras) => unknown,
+  sendError: (res: ServerResponse, error: HttpError, task: TaskHandle | undefined) => void,
+): TurnWriter {
+  const extras: AnswerExtras = { calls: [] };
+  return {
+    delta() {
+      // The answer is sent whole at the end.
+    },
+    thinking(text) {
+      extras.thinking = (extras.thinking ?? '') + text;
+    },
+    toolCall(call) {
+      extras.calls.push(call);
+    },
+    finish(answer, task) {
+      if (task) res.setHeader(TASK_ID_HEADER, task.id);
+      sendJson(res, 200, render(answer, extras));
+    },
+    fail: (error, task) => sendError(res, error, task),
+    close() {},
+  };
 }

@@ -2,7 +2,9 @@
 import { describe, expect, test } from 'vitest';
 import type { ModelRoute } from '../../src/gateway/config.js';
 import { parseChatRequest } from '../../src/gateway/request.js';
-import { checkResultIds, modeOf, trailingResults, unavailableRoute } from '../../src/gateway/turn.js';
+import { checkResultIds, trailingResults } from '../../src/gateway/bridged-turn.js';
+import { modeOf } from '../../src/gateway/turn.js';
+import { unavailableRoute } from '../../src/gateway/turn-errors.js';
 import { resolveGatewayConfig } from '../../src/gateway/config.js';
 
 const route = (mode?: ModelRoute['mode']): ModelRoute => ({
