@@ -61,7 +61,11 @@ describe('two hubs side by side, one with a state directory of its own', () => {
     expect(mine.code, mine.stderr).toBe(0);
     const theirs = await detach(plain);
     expect(theirs.code, theirs.stderr).toBe(0);
-    const listed = (env: NodeJS.ProcessEnv) => cli(['tasks', '--json'], env).then((tasks) => tasks.stdout);
+    const listed = async (env: NodeJS.ProcessEnv): Promise<string> => {
+      const tasks = await cli(['tasks', '--json'], env);
+      expect(tasks.code, tasks.stderr).toBe(0);
+      return tasks.stdout;
+    };
     expect(await listed(own)).toContain(mine.id);
     expect(await listed(own)).not.toContain(theirs.id);
     expect(await listed(plain)).toContain(theirs.id);
