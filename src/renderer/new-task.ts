@@ -31,6 +31,8 @@ export class NewTaskDialog {
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
   private readonly title = h('h2', { text: 'New task', attrs: { id: 'new-title' } });
   private choices: SubmitRequest[] = [];
+  /** The `acp` of the preset the form was filled from (a named ACP agent's). */
+  private acp: SubmitRequest['acp'];
   /** The task being followed up (its worktree is reused), while the dialog does that. */
   private followUp: { id: string; label: string } | undefined;
 
@@ -116,6 +118,8 @@ export class NewTaskDialog {
   }
 
   private fill(request: SubmitRequest | undefined): void {
+    // A named ACP agent's preset runs as an ACP task (docs/acp.md): kept as the preset says, not a field of the form.
+    this.acp = request?.acp;
     this.command.value = request?.command ?? '';
     this.args.value = (request?.args ?? []).join('\n');
     this.cwd.value = request?.cwd ?? '';
@@ -153,6 +157,7 @@ export class NewTaskDialog {
     }
     const retries = Number(this.retries.value || 0);
     if (retries > 0) request.retries = retries;
+    if (this.acp !== undefined && this.acp !== false) request.acp = this.acp;
     if (this.followUp) request.worktree = { reuse: this.followUp.id };
     else if (this.worktree.checked) request.worktree = this.base.value.trim() ? { base: this.base.value.trim() } : true;
     try {

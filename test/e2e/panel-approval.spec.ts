@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ROOT, scratchDir, startServe, type Serve } from './serve.js';
 
 const APPROVER = path.join(ROOT, 'test', 'acp-integration', 'fixtures', 'approver.mjs');
+const ACP_AGENT = path.join(ROOT, 'test', 'fixtures', 'acp', 'agent.mjs');
 
 let dir: string;
 let serve: Serve;
@@ -40,4 +41,30 @@ test('an approval shows its tool call and the agent’s options; a click answers
   const { task } = await serve.api<{ task: { result: { data: unknown } } }>('GET', `/api/tasks/${id}`);
   expect(task.result.data).toEqual({ option: 'allow-always', via: 'panel' });
   await expect(card).toBeHidden();
+});
+
+test('New task offers a named ACP agent as a preset, and runs it as an ACP task', async ({ page }) => {
+  const own = scratchDir();
+  const config = path.join(own, 'config.yaml');
+  fs.writeFileSync(config, `acp:\n  agents:\n    fixture: { command: ${JSON.stringify(ACP_AGENT)} }\n`);
+  const hub = await startServe(path.join(own, 'data'), [], { BACKCHANNEL_CONFIG: config });
+  try {
+    await page.goto(hub.url);
+    await page.locator('#new-task').click();
+    const dialog = page.locator('#new-task-dialog');
+    const option = page.locator('#new-source option', { hasText: 'acp:fixture' });
+    await page.locator('#new-source').selectOption((await option.getAttribute('value'))!);
+    await expect(page.locator('#new-command')).toHaveValue(ACP_AGENT);
+    await page.locator('#new-input').fill('"hi from the panel"');
+    await dialog.getByRole('button', { name: 'Start task' }).click();
+    await expect(dialog).toBeHidden();
+    const listed = () => hub.api<Array<{ id: string; state: string }>>('GET', '/api/tasks');
+    await expect.poll(async () => (await listed()).map((t) => t.state)).toEqual(['succeeded']);
+    const [{ id }] = (await listed()) as [{ id: string }];
+    const { task } = await hub.api<{ task: { result: { data: { text: string } } } }>('GET', `/api/tasks/${id}`);
+    expect(task.result.data.text).toBe('echo: hi from the panel');
+  } finally {
+    await hub.stop();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
 });
