@@ -1,5 +1,5 @@
 /**
- * A bridged turn (docs/gateway.md, "Bridge mode"), beside the bridged run (./bridge/run.ts) it
+ * A bridged turn (docs/gateway.md, "Bridge mode"), beside the bridged run (./bridged-run.ts) it
  * drives: a new run of the agent with the client's tools, in a private scratch directory, anchored
  * on the client's environment; and a request whose tool results continue a suspended run, when that
  * is safe, or retire it to be replayed.
@@ -16,7 +16,7 @@ import { newTurn, prepareMessages } from './turn-messages.js';
 import type { TurnWriter } from './writer.js';
 import { hostEnvOf, writeRules } from './bridge/anchor.js';
 import type { GuardCounts } from './bridge/guard.js';
-import { BridgedRun, type BridgedRunOptions } from './bridge/run.js';
+import { BridgedRun, type BridgedRunOptions } from './bridged-run.js';
 import type { ToolResultIn } from './bridge/wire.js';
 
 /** The API's prefix of tool-call ids, by API name. */

@@ -40,7 +40,7 @@ export interface Session {
   transcript?: string;
   /** The worktree its turns share (a `worktree: true` model); it outlives the session, as any task's does. */
   worktree?: SessionWorktree;
-  /** Its bridged run (./bridge/run.ts), while one is alive (it holds the session in flight). */
+  /** Its bridged run (./bridged-run.ts), while one is alive (it holds the session in flight). */
   bridge?: SessionRun;
   /** The scratch-path guard's counts (bridge mode). */
   guard?: GuardCounts;

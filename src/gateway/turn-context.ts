@@ -11,7 +11,7 @@ import type { Session, SessionRegistry } from './sessions.js';
 import type { Workspaces } from './workspaces.js';
 import type { TurnWriter } from './writer.js';
 import type { GuardCounts } from './bridge/guard.js';
-import type { BridgedRun } from './bridge/run.js';
+import type { BridgedRun } from './bridged-run.js';
 
 export interface TurnRunnerOptions {
   /** Where the tasks run: the gateway's own broker, an embedding app's, or the hub's. */

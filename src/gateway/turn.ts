@@ -39,7 +39,7 @@ import { SessionWorktree, type WorktreeTurn } from './session-worktree.js';
 import { sessionClaim, SessionRegistry, transcriptHash, type Session } from './sessions.js';
 import { createTurnDedupe, NO_RETRY } from './turn-dedupe.js';
 import type { GuardCounts } from './bridge/guard.js';
-import type { BridgedRun } from './bridge/run.js';
+import type { BridgedRun } from './bridged-run.js';
 import { continueBridged, retire, runBridgedTurn } from './bridged-turn.js';
 import { isSideRequest, localTitle } from './side-requests.js';
 import type { ModelRouting, RoutedTurn, TurnContext, TurnOutcome, TurnRunnerOptions } from './turn-context.js';

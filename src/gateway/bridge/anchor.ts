@@ -19,7 +19,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ChatMessage } from '../request.js';
+
+/** What anchoring reads of a message (the gateway's `ChatMessage` is one). */
+export interface RoleText {
+  role: string;
+  content: string;
+}
 
 /** The client's machine as its environment block describes it. */
 export interface HostEnv {
@@ -70,7 +75,7 @@ function fromBlock(block: string, fields: Array<[keyof HostEnv, RegExp]>): HostE
 }
 
 /** The last environment block of the conversation, or undefined when it has none (or no root). */
-export function hostEnvOf(messages: ChatMessage[]): HostEnv | undefined {
+export function hostEnvOf(messages: readonly RoleText[]): HostEnv | undefined {
   let found: HostEnv | undefined;
   for (const message of messages) {
     if (CLIENT_ROLES.has(message.role))

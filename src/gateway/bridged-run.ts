@@ -20,17 +20,17 @@
  *   any call is the `missingCall` error instead of a text answer.
  */
 import { randomBytes } from 'node:crypto';
-import type { TaskRun, TaskUpdate } from '../../client/index.js';
-import { MAX_TOOL_ERROR, type PendingToolCall, type ToolAnswer, type ToolDefinition } from '../../model/tools.js';
-import type { TaskSpec } from '../../model/task.js';
-import { AnswerStream, finalText, usageOf } from '../answer.js';
-import type { HttpError } from '../http.js';
-import type { CancelWhy, RequestTask, RequestTaskRunner, TaskResult } from '../request-task/index.js';
-import type { TurnAnswer, TurnWriter } from '../writer.js';
-import { guardCall, type GuardCounts } from './guard.js';
-import { BRIDGE_GUARD_KEY, type BridgeGuardCounts } from '../../model/annotations.js';
-import type { ToolResultIn } from './wire.js';
-import type { ChatMessage, RequiredCall } from '../request.js';
+import type { TaskRun, TaskUpdate } from '../client/index.js';
+import { MAX_TOOL_ERROR, type PendingToolCall, type ToolAnswer, type ToolDefinition } from '../model/tools.js';
+import type { TaskSpec } from '../model/task.js';
+import { AnswerStream, finalText, usageOf } from './answer.js';
+import type { HttpError } from './http.js';
+import type { CancelWhy, RequestTask, RequestTaskRunner, TaskResult } from './request-task/index.js';
+import type { TurnAnswer, TurnWriter } from './writer.js';
+import { guardCall, type GuardCounts } from './bridge/guard.js';
+import { BRIDGE_GUARD_KEY, type BridgeGuardCounts } from '../model/annotations.js';
+import type { ToolResultIn } from './bridge/wire.js';
+import type { ChatMessage, RequiredCall } from './request.js';
 
 /**
  * How long a step's tool calls are gathered before its response ends: the calls an agent makes in
