@@ -22,6 +22,7 @@ export function standinModels(dir: string): Record<string, unknown> {
   return {
     echo: model('echo'),
     slow: model('slow'),
+    stubborn: model('stubborn'),
     fail: model('fail'),
     'fail-streaming': model('fail-streaming'),
     latency: model('latency'),

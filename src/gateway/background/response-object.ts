@@ -137,7 +137,8 @@ export class ResponseEvents {
       end();
       return () => {};
     }
-    const listener = { event, end };
+    // `after` may lie past the last event so far (Y10n): the events up to it are not streamed either.
+    const listener = { event: (e: ResponseEvent) => e.sequence_number > after && event(e), end };
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }

@@ -167,6 +167,8 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
       if (!response.isEnded) {
         await options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {}); // it ended meanwhile
         await response.ended;
+        // Once the agent ended (Y50): its process tree gone, not only the task decided `cancelled`.
+        await response.gone;
       }
       res.setHeader(TASK_ID_HEADER, response.taskId);
       sendJson(res, 200, response.object());
@@ -274,6 +276,8 @@ class LiveResponse {
   readonly following: Promise<void>;
   /** Settles when the response ended (completed, failed or cancelled). */
   readonly ended: Promise<void>;
+  /** Settles once the task's processes are gone (or it is no longer followed). */
+  readonly gone: Promise<void>;
   /** Its follow stream broke (the hub went away): what it says now is not the task's end. */
   lost = false;
   #state: TaskState = 'queued';
@@ -286,12 +290,14 @@ class LiveResponse {
   #started = false;
   #run: TaskRun | undefined;
   #markEnded!: () => void;
+  #markGone!: () => void;
 
   constructor(
     private readonly options: BackgroundOptions,
     private readonly facts: LiveFacts,
   ) {
     this.ended = new Promise<void>((resolve) => (this.#markEnded = resolve));
+    this.gone = new Promise<void>((resolve) => (this.#markGone = resolve));
     this.following = this.#follow();
   }
 
@@ -310,6 +316,7 @@ class LiveResponse {
   stop(): void {
     this.#run?.stop();
     this.events.end();
+    this.#markGone();
   }
 
   status(): ResponseStatus {
@@ -340,9 +347,11 @@ class LiveResponse {
     } catch (error) {
       this.lost = true; // not the task's end: the next look-up tries again
       this.#fail(`The gateway could not follow the task: ${(error as Error).message}`);
+      this.#markGone();
       return;
     }
     this.#run = run;
+    void run.finished.then(() => this.#markGone());
     this.#state = run.snapshot().state;
     this.events.push('response.created', { response: this.object() });
     if (this.#state === 'queued') this.events.push('response.queued', { response: this.object() });
@@ -426,8 +435,11 @@ class LiveResponse {
 
   #end(): void {
     this.events.end();
-    this.#run?.stop();
     this.#markEnded();
+    // Followed until its processes are gone, so a cancel can answer once the agent ended.
+    const run = this.#run;
+    if (run) void run.finished.then(() => run.stop());
+    else this.#markGone();
   }
 }
 

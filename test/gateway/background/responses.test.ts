@@ -10,7 +10,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { describe, expect, test } from 'vitest';
-import { tempDir, waitFor, waitUntilGone } from '../../helpers/core.js';
+import { isAlive, tempDir, waitFor } from '../../helpers/core.js';
 import { responseIdOf, taskIdOf } from '../../../src/gateway/background/index.js';
 import { raw, slowPids, standinModels, startTestGateway } from '../helpers.js';
 
@@ -58,8 +58,9 @@ describe('background responses', () => {
     expect(cancelled.output).toMatchObject([
       { type: 'message', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'working' }] },
     ]);
+    // It answered once the agent ended (Y50): its process tree is gone already, not seconds later.
     const [{ pid, grandchild }] = slowPids(dir) as [{ pid: number; grandchild: number }];
-    await waitUntilGone([pid, grandchild], 10_000);
+    expect([isAlive(pid), isAlive(grandchild)]).toEqual([false, false]);
     expect(await openai.responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
     expect((await openai.responses.retrieve(created.id)).status).toBe('cancelled');
 
@@ -67,6 +68,16 @@ describe('background responses', () => {
     await waitFor(async () => (await openai.responses.retrieve(finished.id)).status === 'completed', 'the response to complete');
     const unchanged = await openai.responses.cancel(finished.id);
     expect(unchanged).toMatchObject({ status: 'completed', output_text: 'Hello: quick' });
+  });
+
+  test('cancel answers once the agent ended, not when the task was decided (Y50)', async () => {
+    const { dir, openai } = await backgroundGateway();
+    const created = await openai.responses.create({ model: 'stubborn', input: 'work on', background: true });
+    await waitFor(() => slowPids(dir).length === 1, 'the agent to start');
+    const [{ pid }] = slowPids(dir) as [{ pid: number }];
+    // The agent ignores the cancel and works on until the broker stops it: the answer waits for its end.
+    expect(await openai.responses.cancel(created.id)).toMatchObject({ id: created.id, status: 'cancelled' });
+    expect(isAlive(pid)).toBe(false);
   });
 
   test('a streamed background response cut, then resumed with starting_after: no event lost or repeated', async () => {
@@ -98,6 +109,27 @@ describe('background responses', () => {
     const again: ResponseStreamEvent[] = [];
     for await (const event of await openai.responses.retrieve(id, { stream: true })) again.push(event);
     expect(again).toEqual(all);
+  });
+
+  test('starting_after past the end of a running response streams only the events after it (Y10n)', async () => {
+    const { dir, openai, release } = await backgroundGateway();
+    const first: ResponseStreamEvent[] = [];
+    const stream = await openai.responses.create({ model: 'slow', input: 'stream me', background: true, stream: true });
+    for await (const event of stream) {
+      first.push(event);
+      if (event.type === 'response.output_text.delta') break;
+    }
+    const id = (first[0] as { response: { id: string } }).response.id;
+    await waitFor(() => slowPids(dir).length === 1, 'the agent to run');
+    // Two events past the last one sent so far: the events up to it must not come.
+    const after = first.at(-1)!.sequence_number + 2;
+    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: after });
+    release();
+    const rest: ResponseStreamEvent[] = [];
+    for await (const event of resumed) rest.push(event);
+    expect(rest.length).toBeGreaterThan(0);
+    expect(rest.every((event) => event.sequence_number > after)).toBe(true);
+    expect(rest.at(-1)!.type).toBe('response.completed');
   });
 
   test('delete forgets the response; unknown ids are a 404 in the API shape; background needs store', async () => {
