@@ -297,7 +297,9 @@ export const SCENARIOS: Scenario[] = [
     runs: { cancelled: { conformance: { scenario: 'cancel', busy_ms: CANCEL_BUSY_MS }, cancel: true } },
     judge: ({ cancelled }) => {
       const run = cancelled!;
-      const finishedFirst = problems(run, 'ignored').some((p) => p.status === 'success' || p.status === 'error');
+      // A `success` or `error` after the cancel: ignored by brokers before 0.5, kept as its answer since.
+      const finishedFirst =
+        problems(run, 'ignored').some((p) => p.status === 'success' || p.status === 'error') || noted(run, 'stop-answered');
       if (run.cancelAt === undefined || run.snapshot.state === 'succeeded' || finishedFirst) {
         return warn('not verified: the agent finished before it could be cancelled; honour `conformance.busy_ms` to test cancel');
       }

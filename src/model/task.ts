@@ -149,6 +149,8 @@ export type LogEvent =
   | { kind: 'stopping'; reason: 'timeout' | 'stalled' | 'cancelled' | 'budget_exceeded' }
   /** After a stop, the agent sent its `cancelled` payload. */
   | { kind: 'cancel-confirmed' }
+  /** After a stop, the agent answered with `success` or `error` (it had finished): kept with the failure. */
+  | { kind: 'stop-answered'; status: Payload['status'] }
   /** The agent's process group outlived it and was killed. */
   | { kind: 'leftover-processes' }
   /** The attempt failed and attempt `attempt + 1` starts after `delayMs`. */

@@ -407,7 +407,11 @@ export class Attempt {
     if (!isFinalStatus(payload.status)) return false;
     this.answer = { payload: payload as FinalPayload, channel: via };
     if (payload.status === 'cancelled') this.sink.log('broker', 'the agent confirmed the cancel', { kind: 'cancel-confirmed' });
-    else this.sink.log('broker', `the agent answered the stop with ${payload.status}; kept with the failure`);
+    else
+      this.sink.log('broker', `the agent answered the stop with ${payload.status}; kept with the failure`, {
+        kind: 'stop-answered',
+        status: payload.status,
+      });
     return true;
   }
 
