@@ -50,6 +50,8 @@ export class ScheduleDialog {
   private readonly error = h('p', { class: 'form-error', role: 'alert' });
   private readonly submitButton = h('button', { text: 'Create schedule', class: 'primary', attrs: { type: 'submit' } });
   private choices: SubmitRequest[] = [];
+  /** What the preset the form was filled from adds beside its command line (a named ACP agent's acp and prompt). */
+  private fromPreset: Pick<SubmitRequest, 'acp' | 'input'> | undefined;
   /** Names of the schedules there are: adding one of them replaces it, so the form asks first. */
   private taken = new Set<string>();
   /** The name the person agreed to replace (pressed Replace schedule with it). */
@@ -167,6 +169,8 @@ export class ScheduleDialog {
   }
 
   private fill(request: SubmitRequest | undefined): void {
+    // A named ACP agent's preset fires as an ACP task with its prompt (docs/acp.md): kept as the preset says.
+    this.fromPreset = request?.acp ? { acp: request.acp, ...(request.input !== undefined ? { input: request.input } : {}) } : undefined;
     this.command.value = request?.command ?? '';
     this.args.value = (request?.args ?? []).join('\n');
     this.cwd.value = request?.cwd ?? '';
@@ -196,6 +200,7 @@ export class ScheduleDialog {
     if (this.cwd.value.trim()) request.cwd = this.cwd.value.trim();
     if (this.maxTokens.value) request.maxTokens = Number(this.maxTokens.value);
     if (this.maxCost.value) request.maxCostUsd = Number(this.maxCost.value);
+    if (this.fromPreset) Object.assign(request, this.fromPreset);
     return request;
   }
 

@@ -46,7 +46,7 @@ test('an approval shows its tool call and the agent’s options; a click answers
 test('New task offers a named ACP agent as a preset, and runs it as an ACP task', async ({ page }) => {
   const own = scratchDir();
   const config = path.join(own, 'config.yaml');
-  fs.writeFileSync(config, `acp:\n  agents:\n    fixture: { command: ${JSON.stringify(ACP_AGENT)} }\n`);
+  fs.writeFileSync(config, `acp:\n  agents:\n    fixture: { command: ${JSON.stringify(ACP_AGENT)}, prompt: "the nightly prompt" }\n`);
   const hub = await startServe(path.join(own, 'data'), [], { BACKCHANNEL_CONFIG: config });
   try {
     await page.goto(hub.url);
@@ -55,6 +55,7 @@ test('New task offers a named ACP agent as a preset, and runs it as an ACP task'
     const option = page.locator('#new-source option', { hasText: 'acp:fixture' });
     await page.locator('#new-source').selectOption((await option.getAttribute('value'))!);
     await expect(page.locator('#new-command')).toHaveValue(ACP_AGENT);
+    await expect(page.locator('#new-input')).toHaveValue('"the nightly prompt"');
     await page.locator('#new-input').fill('"hi from the panel"');
     await dialog.getByRole('button', { name: 'Start task' }).click();
     await expect(dialog).toBeHidden();
@@ -63,6 +64,21 @@ test('New task offers a named ACP agent as a preset, and runs it as an ACP task'
     const [{ id }] = (await listed()) as [{ id: string }];
     const { task } = await hub.api<{ task: { result: { data: { text: string } } } }>('GET', `/api/tasks/${id}`);
     expect(task.result.data.text).toBe('echo: hi from the panel');
+
+    // A schedule made from the same preset fires the agent as an ACP task, with the prompt the config gives it.
+    await page.getByRole('button', { name: 'Schedules' }).click();
+    await page.locator('section.schedules .schedules-head').getByRole('button', { name: 'New schedule' }).click();
+    const form = page.locator('#new-schedule-dialog');
+    await page.locator('#sched-name').fill('acp-hourly');
+    await page.locator('#sched-every').fill('1h');
+    const source = page.locator('#sched-source option', { hasText: 'acp:fixture' });
+    await page.locator('#sched-source').selectOption((await source.getAttribute('value'))!);
+    await form.getByRole('button', { name: 'Create schedule' }).click();
+    await expect(form).toBeHidden();
+    const { taskId: fired } = await hub.api<{ taskId: string }>('POST', '/api/schedules/acp-hourly/run', {});
+    await expect.poll(async () => (await listed()).find((t) => t.id === fired)?.state).toBe('succeeded');
+    const run = await hub.api<{ task: { result: { data: { text: string } } } }>('GET', `/api/tasks/${fired}`);
+    expect(run.task.result.data.text).toBe('echo: the nightly prompt');
   } finally {
     await hub.stop();
     fs.rmSync(own, { recursive: true, force: true });
