@@ -8,28 +8,41 @@
  * with the task hand-off as for any agent (CURSOR_TASK_ID, CURSOR_IPC_PATH, --task-id=) and its
  * settings in BACKCHANNEL_ACP (settings.ts). The agent command comes from argv only, never the input.
  */
-import { connectTask } from '../agent-runtime/index.js';
-import { agentCommandLine } from './agent-process.js';
-import { AcpRun } from './run.js';
-import { takeSettings, type AcpSettings } from './settings.js';
+import { agentEnv } from './agent-env.js';
+import { agentCommandLine, startAgent } from './agent-process.js';
+import type { AcpSettings } from './settings.js';
+
+/** The settings, or why they are refused (read once; gone from the environment after). */
+async function settingsOrError(): Promise<AcpSettings | Error> {
+  const { takeSettings } = await import('./settings.js');
+  try {
+    return takeSettings(process.env);
+  } catch (error) {
+    return error as Error;
+  }
+}
 
 async function main(): Promise<number> {
-  // Settings first: they are gone from the environment before anything is started.
-  let settings: AcpSettings | Error;
-  try {
-    settings = takeSettings(process.env);
-  } catch (error) {
-    settings = error as Error;
-  }
-  const task = await connectTask({ agent: 'backchannel-acp/1' });
   const [command, ...args] = agentCommandLine(process.argv);
-  if (settings instanceof Error || command === undefined) {
+  // The agent boots first, while this process connects to its task and loads zod and the ACP SDK (the
+  // bulk of its own start): only this file's few imports come before it.
+  const agent = command === undefined ? undefined : startAgent(command, args, process.cwd(), agentEnv());
+  const [settings, task, { AcpRun }] = await Promise.all([
+    settingsOrError(),
+    import('../agent-runtime/index.js').then(({ connectTask }) => connectTask({ agent: 'backchannel-acp/1' })),
+    import('./run.js'),
+  ]).catch(async (error: unknown) => {
+    await agent?.stop();
+    throw error;
+  });
+  if (settings instanceof Error || agent === undefined) {
+    await agent?.stop();
     const why = settings instanceof Error ? settings : new Error('no ACP agent command: run as `main.js -- <agent command> [args…]`');
     await task.fail(why, { retryable: false });
     await task.close();
     return 2;
   }
-  const outcome = await new AcpRun(task, settings, command, args, process.cwd()).run();
+  const outcome = await new AcpRun(task, settings, agent, command!, process.cwd()).run();
   await task.close();
   return outcome.status === 'success' ? 0 : outcome.status === 'cancelled' ? 130 : 1;
 }

@@ -4,9 +4,10 @@
  * turn and the task sit the cancel (session/cancel, a short grace, then `cancelled`), the budget pause
  * (cancel the turn, ask, continue the same session or stop) and the coalesced live partials.
  */
+import path from 'node:path';
 import { methods, type ClientConnection, type PromptResponse } from '@agentclientprotocol/sdk';
 import type { AgentTask } from '../agent-runtime/index.js';
-import { startAgent, type AgentProcess } from './agent-process.js';
+import type { AgentProcess } from './agent-process.js';
 import { Approvals } from './approvals.js';
 import { Asker } from './asker.js';
 import { Budget } from './budget.js';
@@ -45,7 +46,6 @@ export class AcpRun {
   private readonly budget: Budget;
   private readonly asker: Asker;
   private approvals: Approvals | undefined;
-  private agent: AgentProcess | undefined;
   private connection: ClientConnection | undefined;
   private sessionId: string | undefined;
   private continuedBy: ContinuedBy = 'new';
@@ -58,13 +58,14 @@ export class AcpRun {
   constructor(
     private readonly task: AgentTask,
     private readonly settings: AcpSettings,
-    private readonly command: string,
-    private readonly args: string[],
+    /** The agent child, started by main.ts before the SDK loaded (stopped by run() whatever happens). */
+    private readonly agent: AgentProcess,
+    command: string,
     private readonly cwd: string,
   ) {
     this.budget = new Budget(settings);
     this.asker = new Asker(task);
-    this.agentName = settings.agentName ?? command;
+    this.agentName = settings.agentName ?? path.basename(command);
     task.signal.addEventListener('abort', () => this.cancelTurn(), { once: true });
   }
 
@@ -84,13 +85,13 @@ export class AcpRun {
       this.connection?.close();
     }
     await this.finish(outcome);
-    await this.agent?.stop();
+    await this.agent.stop();
     return outcome;
   }
 
   private async start(approvals: Approvals, terminal: TerminalService | undefined): Promise<Outcome> {
     this.approvals = approvals;
-    const agent = (this.agent = startAgent(this.command, this.args, this.cwd, process.env));
+    const agent = this.agent;
     const services = {
       onUpdate: (sessionId: unknown, update: unknown) => this.onUpdate(sessionId, update),
       onMalformed: () => {
@@ -162,7 +163,7 @@ export class AcpRun {
       return response;
     } catch (error) {
       if (this.task.signal.aborted) return undefined;
-      throw await explain(error, this.agent!, 'in the middle of a turn');
+      throw await explain(error, this.agent, 'in the middle of a turn');
     } finally {
       this.turnActive = false;
     }
@@ -231,7 +232,7 @@ export class AcpRun {
 
   private async explain(error: unknown): Promise<AcpError> {
     if (error instanceof AcpError) return error;
-    return this.agent ? explain(error, this.agent) : new AcpError((error as Error).message);
+    return explain(error, this.agent);
   }
 
   /** The final payload: success, cancelled or error, each with the work so far and the ACP figures in meta. */

@@ -4,8 +4,9 @@
  * door "control", reads and searches allowed, everything else asked, onBudget "pause", no terminal.
  */
 import * as z from 'zod/mini';
+import { SETTINGS_VARIABLE } from './agent-env.js';
 
-export const SETTINGS_VARIABLE = 'BACKCHANNEL_ACP';
+export { SETTINGS_VARIABLE };
 
 /** ACP's tool kinds, each with its own approval policy. */
 export const TOOL_KINDS = ['read', 'search', 'edit', 'delete', 'move', 'execute', 'fetch', 'think', 'other'] as const;
