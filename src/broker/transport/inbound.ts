@@ -16,6 +16,8 @@ import {
   rawAttachments,
   resolveAttachments,
   type AgentMessage,
+  type ParsedLine,
+  type Payload,
 } from '../../protocol/index.js';
 import type { RejectCause } from '../../model/task.js';
 
@@ -39,10 +41,47 @@ export type Inbound =
       callId?: string;
     };
 
-/** Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure. */
+/**
+ * Reads one line of agent output meant for `taskId`; `via` names the channel in the detail of a failure.
+ * A valid `partial` or `heartbeat` takes the fast path (progressLine); every other line, and every
+ * line the fast path is not sure of, takes readInboundChecked. Both give the same answer for every
+ * line (test/broker/transport/inbound-fast-path.test.ts).
+ */
 export function readInbound(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
-  const from = via === 'stdout' ? 'stdout: ' : '';
   const parsed = parseLine(text);
+  const fast = parsed.ok ? progressLine(parsed.value, taskId) : undefined;
+  if (fast !== undefined) return { ok: true, message: fast, token: undefined };
+  return checkParsed(parsed, taskId, via);
+}
+
+/**
+ * The frequent lines of a chatty agent: a `partial` or `heartbeat` of this task with no `type`, no
+ * `token` and no `attachments`, its `meta` an object or absent, its `retryable` a boolean or absent.
+ * Such a line is valid, and nothing else in readInboundChecked applies to it; this checks just that,
+ * field by field, and returns undefined for anything else (which then gets every check). A parsed
+ * JSON value never holds `undefined`, so `!== undefined` is "the key is there".
+ */
+function progressLine(value: unknown, taskId: string): Payload | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  if (record.task_id !== taskId || taskId === '') return undefined;
+  const status = record.status;
+  if (status !== 'partial' && status !== 'heartbeat') return undefined;
+  if (record.type !== undefined || record.token !== undefined || record.attachments !== undefined) return undefined;
+  const meta = record.meta;
+  if (meta !== undefined && (typeof meta !== 'object' || meta === null || Array.isArray(meta))) return undefined;
+  const retryable = record.retryable;
+  if (retryable !== undefined && typeof retryable !== 'boolean') return undefined;
+  return value as Payload;
+}
+
+/** readInbound with every check and no fast path: the reference the fast path is tested against. */
+export function readInboundChecked(text: string, taskId: string, via: 'socket' | 'stdout'): Inbound {
+  return checkParsed(parseLine(text), taskId, via);
+}
+
+function checkParsed(parsed: ParsedLine, taskId: string, via: 'socket' | 'stdout'): Inbound {
+  const from = via === 'stdout' ? 'stdout: ' : '';
   // Too deep to walk safely (see MAX_JSON_DEPTH): the task fails with a protocol error.
   if (!parsed.ok) return { ok: false, kind: 'malformed', detail: `${from}${parsed.reason}`, ...(parsed.tooDeep ? { protocol: true } : {}) };
   const fatal = via === 'socket' && announcesRawBytes(parsed.value);
