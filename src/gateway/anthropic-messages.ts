@@ -15,9 +15,18 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
-import { isSteering, messagesResult, messagesTools, messagesWantThinking, type MessageTools } from './bridge/wire.js';
+import { isSteering, type MessageTools, type ToolDefinition, type ToolResultIn } from './bridge/wire.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
-import { requiresToolCall, InvalidRequest, stringsOf, toolNames, type ChatMessage, type Turn } from './request.js';
+import {
+  requiresToolCall,
+  InvalidRequest,
+  resultContent,
+  stringsOf,
+  toolDefinition,
+  toolNames,
+  type ChatMessage,
+  type Turn,
+} from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './writer.js';
@@ -286,4 +295,30 @@ class StreamWriter implements TurnWriter {
     if (first === 'text') this.openBlock({ kind: 'text' }, textBlock(''));
     this.sse.write(event('ping', {}));
   }
+}
+
+const asText = (content: unknown) => (typeof content === 'string' ? content : JSON.stringify(content));
+
+/** Messages `tools`: custom tools `{name, description, input_schema}` (no `type`, or `custom`). */
+export function messagesTools(tools: unknown): ToolDefinition[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.flatMap((tool, i) => {
+    const t = tool as Record<string, unknown> | null;
+    if (!t || (t.type !== undefined && t.type !== 'custom')) return [];
+    return [toolDefinition(t.name, t.description, t.input_schema, `tools[${i}]`)];
+  });
+}
+
+/** A Messages `tool_result` block as a result; `is_error` makes it an error answer. */
+export function messagesResult(block: Record<string, unknown>, param: string): ToolResultIn {
+  if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
+    throw new InvalidRequest(`${param}.tool_use_id: required on a tool_result block.`, `${param}.tool_use_id`);
+  const content = resultContent(block.content);
+  return { id: block.tool_use_id, answer: block.is_error === true ? { error: asText(content) } : { content } };
+}
+
+/** Messages: the client asked for thinking (`thinking: {type: "enabled" | "adaptive"}`). */
+export function messagesWantThinking(thinking: unknown): boolean {
+  const type = (thinking as { type?: unknown } | null)?.type;
+  return type === 'enabled' || type === 'adaptive';
 }

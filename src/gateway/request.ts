@@ -1,6 +1,8 @@
 /**
  * What every API adapter reduces its request to (a `Turn`), the checks of a
- * `POST /v1/chat/completions` body, and the prompt a sub-agent gets from the messages.
+ * `POST /v1/chat/completions` body with Chat's tool readers (bridge mode, ./bridge/wire.ts: each
+ * API's readers are beside its adapter; `toolDefinition` and `resultContent` are shared), and the
+ * prompt a sub-agent gets from the messages.
  *
  * Prompt format: a single user message is passed as its plain text (what a CLI agent expects).
  * Anything else becomes a transcript in which every message keeps its role:
@@ -78,7 +80,7 @@ export interface ChatRequest extends Turn {
   includeUsage: boolean;
 }
 
-import { chatCalls, chatResult, chatTools, type MessageTools, type ToolDefinition } from './bridge/wire.js';
+import type { MessageTools, ToolCallIn, ToolDefinition, ToolResultIn } from './bridge/wire.js';
 
 export { InvalidRequest } from './invalid-request.js';
 import { InvalidRequest } from './invalid-request.js';
@@ -250,4 +252,52 @@ export function buildPrompt(messages: ChatMessage[]): string {
       return `<${m.role}${name}>\n${escapeRoleTags(m.content)}\n</${m.role}>`;
     })
     .join('\n\n');
+}
+
+/** The schema of a tool that gives none. */
+const EMPTY_SCHEMA = { type: 'object', properties: {} };
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An offered tool as the protocol's `ToolDefinition` (400 without a name): every API's reader uses it. */
+export function toolDefinition(name: unknown, description: unknown, schema: unknown, param: string): ToolDefinition {
+  if (typeof name !== 'string' || name.trim() === '') throw new InvalidRequest(`\`${param}\` needs a non-empty \`name\`.`, param);
+  const tool: ToolDefinition = { name, input_schema: isRecord(schema) ? schema : EMPTY_SCHEMA };
+  if (typeof description === 'string' && description !== '') tool.description = description;
+  return tool;
+}
+
+/** Text of a result's content: a string, or text parts joined; anything else stays JSON. */
+export function resultContent(content: unknown): unknown {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content) && content.every((part) => isRecord(part) && typeof part.text === 'string'))
+    return content.map((part) => (part as { text: string }).text).join('');
+  return content;
+}
+
+/** Chat Completions `tools`: `{type: 'function', function: {name, description, parameters}}`. */
+export function chatTools(tools: unknown): ToolDefinition[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.flatMap((tool, i) => {
+    const t = tool as { type?: unknown; function?: Record<string, unknown> } | null;
+    if (t?.type !== 'function' || !isRecord(t.function)) return [];
+    return [toolDefinition(t.function.name, t.function.description, t.function.parameters, `tools[${i}].function`)];
+  });
+}
+
+/** A Chat Completions assistant message's `tool_calls`. */
+export function chatCalls(toolCalls: unknown): ToolCallIn[] {
+  if (!Array.isArray(toolCalls)) return [];
+  return toolCalls.flatMap((call) => {
+    const c = call as { id?: unknown; function?: { name?: unknown } } | null;
+    return typeof c?.id === 'string' && typeof c.function?.name === 'string' ? [{ id: c.id, name: c.function.name }] : [];
+  });
+}
+
+/** A Chat Completions `role: "tool"` message as a result (400 without `tool_call_id`). */
+export function chatResult(message: Record<string, unknown>, param: string): ToolResultIn {
+  if (typeof message.tool_call_id !== 'string' || message.tool_call_id === '')
+    throw new InvalidRequest(`\`${param}.tool_call_id\` is required on a tool message.`, `${param}.tool_call_id`);
+  return { id: message.tool_call_id, answer: { content: resultContent(message.content) } };
 }

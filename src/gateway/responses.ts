@@ -15,9 +15,19 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { TaskHandle } from '../client/index.js';
 import { SseResponder } from './request-task/index.js';
 import { sendJson, type HttpError } from './http.js';
-import { responsesResult, responsesTools, responsesWantReasoning } from './bridge/wire.js';
+import type { ToolDefinition, ToolResultIn } from './bridge/wire.js';
 import { openAIError, responsesUsage } from './openai-shapes.js';
-import { requiresToolCall, InvalidRequest, stringsOf, toolNames, wantsJson, type ChatMessage, type Turn } from './request.js';
+import {
+  requiresToolCall,
+  InvalidRequest,
+  resultContent,
+  stringsOf,
+  toolDefinition,
+  toolNames,
+  wantsJson,
+  type ChatMessage,
+  type Turn,
+} from './request.js';
 import { headerSessionIds } from './sessions.js';
 import { turnIdentity } from './turn-dedupe.js';
 import { jsonWriter, TASK_ID_HEADER, type AnswerExtras, type ClientToolCall, type TurnAnswer, type TurnWriter } from './writer.js';
@@ -335,4 +345,27 @@ class StreamWriter implements TurnWriter {
 export function sendResponsesError(res: ServerResponse, error: HttpError, task: TaskHandle | undefined): void {
   if (task) res.setHeader(TASK_ID_HEADER, task.id);
   sendJson(res, error.status, openAIError(error), error.headers);
+}
+
+/** Responses `tools`: `{type: 'function', name, description, parameters}`. */
+export function responsesTools(tools: unknown): ToolDefinition[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.flatMap((tool, i) => {
+    const t = tool as Record<string, unknown> | null;
+    if (t?.type !== 'function') return [];
+    return [toolDefinition(t.name, t.description, t.parameters, `tools[${i}]`)];
+  });
+}
+
+/** A Responses `function_call_output` item as a result. */
+export function responsesResult(item: Record<string, unknown>, param: string): ToolResultIn {
+  if (typeof item.call_id !== 'string' || item.call_id === '')
+    throw new InvalidRequest(`\`${param}.call_id\` is required on a function_call_output item.`, `${param}.call_id`);
+  return { id: item.call_id, answer: { content: resultContent(item.output) } };
+}
+
+/** Responses: the client asked for reasoning summaries (`reasoning.summary` set, not `none`). */
+export function responsesWantReasoning(reasoning: unknown): boolean {
+  const summary = (reasoning as { summary?: unknown } | null)?.summary;
+  return typeof summary === 'string' && summary !== 'none';
 }

@@ -1,18 +1,9 @@
-/** The tool side of the three APIs: offered tools, tool calls and results, thinking requests. */
+/** The tool side of the three APIs (each reader beside its adapter): offered tools, tool calls and results, thinking requests. */
 import { describe, expect, test } from 'vitest';
-import {
-  chatCalls,
-  chatResult,
-  chatTools,
-  isSteering,
-  messagesResult,
-  messagesTools,
-  messagesWantThinking,
-  responsesResult,
-  responsesTools,
-  responsesWantReasoning,
-} from '../../../src/gateway/bridge/wire.js';
-import { InvalidRequest } from '../../../src/gateway/request.js';
+import { messagesResult, messagesTools, messagesWantThinking } from '../../../src/gateway/anthropic-messages.js';
+import { isSteering } from '../../../src/gateway/bridge/wire.js';
+import { chatCalls, chatResult, chatTools, InvalidRequest } from '../../../src/gateway/request.js';
+import { responsesResult, responsesTools, responsesWantReasoning } from '../../../src/gateway/responses.js';
 
 const SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
 
