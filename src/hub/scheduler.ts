@@ -87,6 +87,8 @@ export class HubScheduler {
   private timer: NodeJS.Timeout | undefined;
   private readonly running = new Map<string, Set<TaskHandle>>();
   private readonly buffered = new Map<string, Pending>();
+  /** Schedules whose per-day cap was reached (and logged) and not yet left. */
+  private readonly capped = new Set<string>();
   private ticking: Promise<void> | undefined;
   private stopped = false;
 
@@ -259,8 +261,14 @@ export class HubScheduler {
     const plan = planFires(input);
     const wouldStart = plan.decisions.some((d) => d.action !== 'skip');
     const reached = wouldStart && hasDayCap(schedule) ? this.dayCapReached(schedule, now) : undefined;
-    if (reached === undefined) return { decisions: plan.decisions, now };
-    this.options.logger.info(`schedule ${schedule.name}: ${reached}; its fires are skipped budget_spent`);
+    if (reached === undefined) {
+      if (wouldStart) this.capped.delete(schedule.name);
+      return { decisions: plan.decisions, now };
+    }
+    // Said once when the cap is reached, not at every skipped fire (a 1 s schedule: 86,400 lines a day).
+    if (!this.capped.has(schedule.name))
+      this.options.logger.info(`schedule ${schedule.name}: ${reached}; its fires are skipped budget_spent`);
+    this.capped.add(schedule.name);
     return { decisions: planFires({ ...input, budgetSpent: true }).decisions, now };
   }
 

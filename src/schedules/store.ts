@@ -160,27 +160,29 @@ export class ScheduleStore {
   }
 
   /**
-   * Keeps each schedule's newest `firesKept` records, in memory and on disk. Runs when the records
-   * exceed what is kept by half as many again for the busiest schedule, so a rewrite pays for many appends.
+   * Keeps each schedule's newest `firesKept` records, in memory and on disk, and every run of the last
+   * day (a per-day cap must not forget one, Y27). Runs when the records it would drop reach half as
+   * many as are kept, so a rewrite pays for many appends.
    */
   private trimFires(): void {
     const counts = new Map<string, number>();
-    let busiest = 0;
-    for (const r of this.fires) {
-      const n = (counts.get(r.schedule) ?? 0) + 1;
-      counts.set(r.schedule, n);
-      busiest = Math.max(busiest, n);
-    }
-    if (busiest <= this.firesKept + Math.ceil(this.firesKept / 2)) return;
-    const skip = new Map([...counts].map(([name, n]) => [name, Math.max(0, n - this.firesKept)]));
-    // A run of the last day is kept whatever its number: a per-day cap must not forget it (Y27).
+    for (const r of this.fires) counts.set(r.schedule, (counts.get(r.schedule) ?? 0) + 1);
     const dayStart = this.fires.reduce((max, r) => Math.max(max, r.recordedAt), 0) - BUDGET_DAY_MS;
-    const kept = this.fires.filter((r) => {
-      const left = skip.get(r.schedule)!;
-      if (left === 0 || (r.outcome === 'ran' && r.recordedAt > dayStart)) return true;
-      skip.set(r.schedule, left - 1);
-      return false;
-    });
+    const keptAnyway = (r: FireRecord) => r.outcome === 'ran' && r.recordedAt > dayStart;
+    // The oldest records beyond what is kept, per schedule; those that go are the ones not kept anyway.
+    const beyond = (): Map<string, number> => new Map([...counts].map(([name, n]) => [name, Math.max(0, n - this.firesKept)]));
+    const goes = (left: Map<string, number>) => (r: FireRecord) => {
+      const n = left.get(r.schedule)!;
+      if (n === 0) return false;
+      left.set(r.schedule, n - 1);
+      return !keptAnyway(r);
+    };
+    const counting = goes(beyond());
+    let dropped = 0;
+    for (const r of this.fires) if (counting(r)) dropped += 1;
+    if (dropped < Math.ceil(this.firesKept / 2)) return;
+    const dropping = goes(beyond());
+    const kept = this.fires.filter((r) => !dropping(r));
     writeAtomically(this.dir, FIRES_FILE, kept.map((r) => JSON.stringify(r) + '\n').join(''));
     this.fires = kept;
   }

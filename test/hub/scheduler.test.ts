@@ -304,6 +304,7 @@ test('a per-day cap counts every run of the day after fire records are trimmed (
   const clock = { now: T0 };
   const store = new ScheduleStore(dataDir, { firesKept: 4 });
   let submitted = 0;
+  const logged: string[] = [];
   const scheduler = new HubScheduler({
     store,
     submit: (spec) => {
@@ -311,7 +312,7 @@ test('a per-day cap counts every run of the day after fire records are trimmed (
       return broker.submit(spec);
     },
     runPolicy: ALLOW_FIXTURES,
-    logger: silentLogger,
+    logger: { ...silentLogger, info: (line: unknown) => logged.push(String(line)) },
     now: () => clock.now,
     tickMs: 0,
     // Each run reported 10 tokens: ten runs reach the cap of 100.
@@ -327,6 +328,9 @@ test('a per-day cap counts every run of the day after fire records are trimmed (
   // Only 4 records are kept per schedule, yet the day's 10 runs are: the cap holds.
   expect(submitted).toBe(10);
   expect(store.history('capped').filter((r) => r.outcome === 'ran')).toHaveLength(10);
+  // The cap is logged once when reached, not at each of the 30 skipped fires, and they are one record.
+  expect(logged.filter((line) => line.includes('skipped budget_spent'))).toHaveLength(1);
+  expect(store.history('capped').filter((r) => r.outcome === 'skipped')).toMatchObject([{ reason: 'budget_spent', count: 30 }]);
   await waitFor(() => scheduler.activeRuns('capped') === 0, 'the runs to end');
 });
 
