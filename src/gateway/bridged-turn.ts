@@ -19,9 +19,6 @@ import type { GuardCounts } from './bridge/guard.js';
 import { BridgedRun, type BridgedRunOptions } from './bridged-run.js';
 import type { ToolResultIn } from './bridge/wire.js';
 
-/** The API's prefix of tool-call ids, by API name. */
-const CALL_ID_PREFIX: Record<string, string> = { chat: 'call_', responses: 'call_', messages: 'toolu_' };
-
 /**
  * A bridged turn: a new run of the agent with the client's tools, written to this request until its
  * first step of tool calls (or its answer). The run holds its session until it ends. The agent runs
@@ -45,7 +42,7 @@ export async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, o
       prompt,
       messages,
       stream: turn.stream,
-      tags: { api: routed.api, mode: 'bridge', ...(session ? { session: session.key } : {}) },
+      tags: { api: routed.api.name, mode: 'bridge', ...(session ? { session: session.key } : {}) },
       ...(resume ? { resume } : {}),
       cwd,
     }),
@@ -60,7 +57,7 @@ export async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, o
       runner: context.runner,
       spec,
       prompt,
-      idPrefix: CALL_ID_PREFIX[routed.api] ?? 'call_',
+      idPrefix: routed.api.callIdPrefix,
       workspace: cwd,
       ...(env?.root ? { hostRoot: env.root } : {}),
       counts: countingInto(counts, context.guardTotals),

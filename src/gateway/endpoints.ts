@@ -16,7 +16,7 @@ import { checkKey, GATEWAY_HOST, HttpError, readJson, sendJson } from './http.js
 import { modelEntry } from './openai-shapes.js';
 import type { Turn } from './request.js';
 import { responsesTurn, responsesWriter, sendResponsesError } from './responses.js';
-import type { TurnRunner, TurnWriter } from './turn.js';
+import type { TurnApi, TurnRunner, TurnWriter } from './turn.js';
 
 /** What the endpoints answer from. */
 export interface EndpointContext {
@@ -49,9 +49,8 @@ interface Endpoint {
   serve(call: Call, context: EndpointContext): Promise<void>;
 }
 
-/** One model API: its body → a `Turn`, its writer, its error shape. */
-interface ModelApi {
-  name: string;
+/** One model API: its name, its tool-call id prefix, its body → a `Turn` (tool readers included), its writer, its error shape. */
+interface ModelApi extends TurnApi {
   parse(body: unknown, req: IncomingMessage): Turn;
   writer(res: ServerResponse, turn: Turn, model: string, keepAliveMs: number): TurnWriter;
   sendError(res: ServerResponse, error: HttpError, task: undefined): void;
@@ -61,18 +60,21 @@ interface ModelApi {
 const APIS: Record<string, ModelApi> = {
   'POST /v1/chat/completions': {
     name: 'chat',
+    callIdPrefix: 'call_',
     parse: (body, req) => chatTurn(body, req.headers),
     writer: (res, turn, model, keepAliveMs) => chatWriter(res, turn as ReturnType<typeof chatTurn>, model, keepAliveMs),
     sendError: sendOpenAIError,
   },
   'POST /v1/responses': {
     name: 'responses',
+    callIdPrefix: 'call_',
     parse: (body, req) => responsesTurn(body, req.headers),
     writer: responsesWriter,
     sendError: sendResponsesError,
   },
   'POST /v1/messages': {
     name: 'messages',
+    callIdPrefix: 'toolu_',
     parse: (body, req) => messagesTurn(body, req.headers),
     writer: messagesWriter,
     sendError: sendAnthropicError,
@@ -157,7 +159,7 @@ async function answer(api: ModelApi, req: IncomingMessage, res: ServerResponse, 
   const turn = api.parse(body, req);
   if (api.name === 'responses' && isBackgroundRequest(body)) return context.background.create(body, turn, res);
   const writer = api.writer(res, turn, turn.model ?? config.defaultModel, keepAliveMs);
-  await turns.run(turn, abort, writer, api.name);
+  await turns.run(turn, abort, writer, { name: api.name, callIdPrefix: api.callIdPrefix });
 }
 
 /** A background response's own routes (./background/), as endpoints of the table's shape. */

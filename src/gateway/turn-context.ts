@@ -29,6 +29,13 @@ export interface TurnRunnerOptions {
 /** How a model name finds its route (what a background response needs of the runner's options). */
 export type ModelRouting = Pick<TurnRunnerOptions, 'config' | 'resolveModel' | 'knownModels'>;
 
+/** The model API a turn came through: its name (the task's `api` tag) and its tool-call id prefix (bridge mode). */
+export interface TurnApi {
+  name: string;
+  /** What the API's tool-call ids start with (`call_`, `toolu_`). */
+  callIdPrefix: string;
+}
+
 /** What every turn of one runner shares. */
 export interface TurnContext {
   options: TurnRunnerOptions;
@@ -47,7 +54,7 @@ export interface RoutedTurn {
   model: string;
   route: ModelRoute;
   session: Session | undefined;
-  api: string;
+  api: TurnApi;
   abort: AbortController;
   writer: TurnWriter;
 }

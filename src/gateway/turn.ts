@@ -42,7 +42,7 @@ import type { GuardCounts } from './bridge/guard.js';
 import type { BridgedRun } from './bridged-run.js';
 import { continueBridged, retire, runBridgedTurn } from './bridged-turn.js';
 import { isSideRequest, localTitle } from './side-requests.js';
-import type { ModelRouting, RoutedTurn, TurnContext, TurnOutcome, TurnRunnerOptions } from './turn-context.js';
+import type { ModelRouting, RoutedTurn, TurnApi, TurnContext, TurnOutcome, TurnRunnerOptions } from './turn-context.js';
 import { httpErrorFor, unavailableRoute } from './turn-errors.js';
 import { newTurn, prepareMessages } from './turn-messages.js';
 
@@ -53,14 +53,14 @@ import { newTurn, prepareMessages } from './turn-messages.js';
 const CLAUDE_MODEL = /^claude-[a-z0-9.-]+$/i;
 
 export type { TurnWriter } from './writer.js';
-export type { ModelRouting, TurnRunnerOptions } from './turn-context.js';
+export type { ModelRouting, TurnApi, TurnRunnerOptions } from './turn-context.js';
 // What background responses (./background/) use of a turn's parts, where they have always found them.
 export { TASK_ID_HEADER } from './writer.js';
 export { httpErrorFor, unavailableRoute } from './turn-errors.js';
 export { prepareMessages } from './turn-messages.js';
 
 export interface TurnRunner {
-  run(turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void>;
+  run(turn: Turn, abort: AbortController, writer: TurnWriter, api: TurnApi): Promise<void>;
   /** Why a route cannot run now (its CLI is missing), or undefined. */
   unavailable(route: ModelRoute): string | undefined;
   readonly inFlight: number;
@@ -121,7 +121,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
 }
 
 /** One turn: the local side path, or its route (404, 503) and its session's task; the session's bookkeeping after. */
-async function runTurn(context: TurnContext, turn: Turn, abort: AbortController, writer: TurnWriter, api: string): Promise<void> {
+async function runTurn(context: TurnContext, turn: Turn, abort: AbortController, writer: TurnWriter, api: TurnApi): Promise<void> {
   const { config } = context.options;
   const side = isSideRequest(turn.messages);
   if (side && config.sideRequests === 'local') {
@@ -190,7 +190,7 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
     prompt,
     messages,
     stream: turn.stream,
-    tags: { api: routed.api, ...(session ? { session: session.key } : {}) },
+    tags: { api: routed.api.name, ...(session ? { session: session.key } : {}) },
     ...(resume ? { resume } : {}),
     // A worktree is the session's own place (a scratch workspace would be no repository).
     ...(outcome.worktree
