@@ -79,12 +79,14 @@ export function failureReasonOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): F
 
 /**
  * A task's state in words, the same in `tasks`, `show` and every list: `needs answer` while a question
- * waits for a person, `running (waiting for Write)` while calls to its caller's tools wait, else the state.
+ * waits for a person, `running (waiting for Write)` while calls to its caller's tools wait,
+ * `running (recovering)` while its agent outlives the hub's restart (`recovering`), else the state.
  */
-export function stateInWords(task: Pick<TaskSnapshot, 'state' | 'pendingQuestion' | 'pendingToolCalls'>): string {
+export function stateInWords(task: Pick<TaskSnapshot, 'state' | 'pendingQuestion' | 'pendingToolCalls' | 'recovering'>): string {
   if (task.pendingQuestion) return 'needs answer';
   const waiting = waitingForTools(task.pendingToolCalls);
-  return waiting ? `${task.state} (${waiting})` : task.state;
+  if (waiting) return `${task.state} (${waiting})`;
+  return task.recovering ? `${task.state} (recovering)` : task.state;
 }
 
 /** True for a reason the broker stopped the agent for (deadline, watchdog, budget, cancel): see `PartialResult`. */

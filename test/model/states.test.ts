@@ -10,6 +10,7 @@ import {
   isStateFilter,
   STATE_FILTER_NAMES,
   STATE_FILTERS,
+  stateInWords,
 } from '../../src/model/states.js';
 import { isFinished, TASK_STATES, type TaskState } from '../../src/model/task.js';
 
@@ -82,5 +83,16 @@ describe('describePartial', () => {
     expect(describePartial({ progress: 40 })).toBe('');
     expect(describePartial(null)).toBe('');
     expect(describePartial('x'.repeat(300))).toHaveLength(120);
+  });
+});
+
+describe('a state in words', () => {
+  test('a task whose agent outlives the hub reads "running (recovering)"; a question or a tool call waiting says so first', () => {
+    expect(stateInWords({ state: 'running' })).toBe('running');
+    expect(stateInWords({ state: 'running', recovering: true })).toBe('running (recovering)');
+    const askedAt = '2026-01-01T00:00:00Z';
+    expect(stateInWords({ state: 'running', recovering: true, pendingQuestion: { askId: 'a', question: 'q', askedAt } })).toBe(
+      'needs answer',
+    );
   });
 });

@@ -16,7 +16,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { TaskSnapshot } from '../../src/model/task.js';
-import { ROOT, tempDir, waitFor } from '../helpers/core.js';
+import { fixture, ROOT, tempDir, waitFor } from '../helpers/core.js';
 import { BIN, cli, hubEnv, printed, start, startHub, type HubEnv } from '../hub/control/hub-process.js';
 import { slowPids, standinModels } from '../gateway/helpers.js';
 
@@ -113,6 +113,7 @@ describe.skipIf(process.platform !== 'linux')('a task whose agent outlives the h
       fetch(`${second.origin}/api/${route}?token=${second.searchParams.get('token')}`, init);
     // The task list (`tasks`, and the panel's API): running, recovering, its agent's pid.
     expect(await taskOf(hub.env, id)).toMatchObject({ state: 'running', recovering: true, pid });
+    expect((await cli(['show', id], hub.env)).stdout).toMatch(/state\s+running \(recovering\)/);
     const listed = (await (await panel('tasks')).json()) as TaskSnapshot[];
     expect(listed.find((t) => t.id === id)).toMatchObject({ state: 'running', recovering: true });
     // The panel's Retry: refused, as a running task's is.
@@ -147,9 +148,9 @@ describe.skipIf(process.platform !== 'linux')('a task whose agent outlives the h
     expect(await taskOf(hub.env, id)).toMatchObject({ state: 'succeeded', result: { meta: { channel: 'spool' } } });
 
     // Exactly one `ended` for it, saying how it really ended. A later task's webhook marks "all sent by now".
-    await waitFor(() => hook.bodies.some((b) => b.data.task.id === id), 'its ended webhook');
-    const later = (await cli(['run', '--detach', '--', process.execPath, '-e', 'process.exit(0)'], hub.env)).stdout.trim();
-    await waitFor(() => hook.bodies.some((b) => b.data.task.id === later), 'the later task’s webhook');
+    await waitFor(() => hook.bodies.some((b) => b.data.task.id === id), 'its ended webhook', 30_000);
+    const later = (await cli(['run', '--detach', '--', fixture('quick.mjs')], hub.env)).stdout.trim();
+    await waitFor(() => hook.bodies.some((b) => b.data.task.id === later), 'the later task’s webhook', 30_000);
     expect(hook.bodies.filter((b) => b.data.task.id === id).map((b) => [b.type, b.data.task.state])).toEqual([['ended', 'succeeded']]);
   }, 120_000);
 });
