@@ -14,6 +14,9 @@ import { commandOf, locationPaths, type ApprovalRecord, type Work } from './work
 
 /** The protocol's bound on an approval's options. */
 const MAX_OPTIONS = 16;
+/** An option's name, id or kind as shown and kept; a question's target (paths or command) as shown. */
+const MAX_LABEL = 200;
+const MAX_TARGET = 500;
 
 /** The options Backchannel offers for a write or a command no tool call's approval covers. */
 const ACT_OPTIONS: ApprovalOption[] = [
@@ -77,7 +80,9 @@ export class Approvals {
     const title = (call.title ?? announced?.title ?? call.toolCallId).slice(0, 500);
     const locations = call.locations ? locationPaths(call.locations) : (announced?.locations ?? []);
     const command = commandOf(call.rawInput) ?? announced?.command;
-    const options = request.options.slice(0, MAX_OPTIONS).map((o) => ({ option_id: o.optionId, name: o.name, kind: o.kind }));
+    const options = request.options
+      .slice(0, MAX_OPTIONS)
+      .map((o) => ({ option_id: o.optionId.slice(0, MAX_LABEL), name: o.name.slice(0, MAX_LABEL), kind: o.kind.slice(0, MAX_LABEL) }));
     const approval: ApprovalContext = {
       tool_call_id: call.toolCallId,
       kind,
@@ -111,7 +116,11 @@ export class Approvals {
   /** Whether a terminal may run `command`: an allowed execute tool call's command, or the `execute` policy's verdict. */
   async mayRun(command: string, signal: AbortSignal): Promise<boolean> {
     if (this.approvedCommands.has(command)) return true;
-    return this.mayAct('execute', { tool_call_id: `run:${command.slice(0, 100)}`, title: 'run a command', command }, signal);
+    return this.mayAct(
+      'execute',
+      { tool_call_id: `run:${command.slice(0, 100)}`, title: 'run a command', command: command.slice(0, 2000) },
+      signal,
+    );
   }
 
   private async mayAct(kind: ToolKind, what: Omit<ApprovalContext, 'kind' | 'options'>, signal: AbortSignal): Promise<boolean> {
@@ -153,7 +162,7 @@ export class Approvals {
   }
 
   private async ask(approval: ApprovalContext, signal: AbortSignal): Promise<AskResult> {
-    const target = approval.command ?? approval.locations?.join(', ') ?? '';
+    const target = (approval.command ?? approval.locations?.join(', ') ?? '').slice(0, MAX_TARGET);
     const question = `needs approval: ${approval.title}${target && !approval.title.includes(target) ? ` ${target}` : ''}`;
     return this.asker.ask(question, { choices: approval.options.map((o) => o.name), approval }, signal);
   }

@@ -11,6 +11,8 @@ const MAX_THOUGHT_CHARS = 256 * 1024;
 /** Tool calls kept in the result (a flood of them keeps the first ones). */
 const MAX_TOOL_CALLS = 500;
 const MAX_LOCATIONS = 20;
+/** Longer paths are not real ones (Linux's PATH_MAX): dropped. */
+const MAX_PATH = 4096;
 const MAX_PLAN_ENTRIES = 200;
 const MAX_REFUSALS = 100;
 
@@ -64,7 +66,7 @@ export function locationPaths(locations: unknown): string[] {
   if (!Array.isArray(locations)) return [];
   return locations
     .map((l) => (isObject(l) ? str(l.path) : undefined))
-    .filter((p): p is string => p !== undefined)
+    .filter((p): p is string => p !== undefined && p.length <= MAX_PATH)
     .slice(0, MAX_LOCATIONS);
 }
 
