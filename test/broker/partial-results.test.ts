@@ -114,6 +114,15 @@ describe('a final report over the budget', () => {
     });
   }
 
+  test('a partial that reports only cost_usd is read and stops the task mid-run', async () => {
+    const { broker } = makeBroker();
+    const task = broker.submit({ command: fixture('huge-usage.mjs'), input: { report: { cost_usd: 0.5 } }, maxCostUsd: 0.25 });
+    const error = await failure(task);
+    expect(error.reason).toBe('budget_exceeded');
+    expect(error.message).toContain('spent $0.5, over the budget of $0.25');
+    expect(error.partialResult?.data).toEqual({ step: 'two' });
+  });
+
   test('a final cost over maxCostUsd is over too; one within every limit succeeds', async () => {
     const { broker } = makeBroker();
     const over = await failure(broker.submit({ command: fixture('reports-at-end.mjs'), input: { cost: 0.5 }, maxCostUsd: 0.25 }));
