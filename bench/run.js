@@ -30,6 +30,8 @@ const MODULES = [
   { name: 'growth', title: 'How cost grows with history' },
   { name: 'worktree', title: 'Coding tasks: worktree and diff' },
   { name: 'diff-render', title: 'Diff render (a coding task in the panel)' },
+  { name: 'acp', title: 'ACP agents: overhead, approvals, acpx' },
+  { name: 'fleet', title: 'The fleet (Redis, `backchannel worker`) vs BullMQ alone' },
 ];
 
 const args = process.argv.slice(2);
