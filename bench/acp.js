@@ -1,0 +1,235 @@
+/**
+ * ACP agents through Backchannel (issue 44, docs/acp.md), with the scriptable fixture ACP agent
+ * (test/fixtures/acp/agent.mjs, the SDK's agent side) so the agent's own time is the same everywhere:
+ * - overhead: one prompt up to `end_turn`, spawn to the end, driven by Backchannel (a task with
+ *   `acp: true` in a broker of this process: the ACP adapter between the broker and the agent) vs
+ *   driven directly by the SDK's client side in this process (initialize, session/new, prompt).
+ *   Target ≤ 1.1×. A peer row: the same prompt by `acpx exec` (acpx@0.19.1, installed into a
+ *   scratch prefix at bench time; skipped with the reason when npm cannot install it).
+ * - the approval round trip on a hub (`backchannel serve`): from the question reaching the client
+ *   to the agent's next question, the answer given by `backchannel answer` (a process per answer, as
+ *   a person's terminal would), for an ACP permission request vs a plain `task.ask` of an SDK agent
+ *   (bench/agents/sdk-ask.mjs) answered the same way: p50 and p99.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { PROTOCOL_VERSION, client, methods, ndJsonStream } from '@agentclientprotocol/sdk';
+import { TaskBroker, silentLogger } from '../dist/broker/index.js';
+import { openClient } from '../dist/client/index.js';
+import { REPO_DIR, agentPath, log, scratchDir } from './lib/env.js';
+import { main, row } from './lib/harness.js';
+import { CLI, startServe } from './lib/hub.js';
+import { interleave, summarize } from './lib/stats.js';
+
+const FIXTURE = path.join(REPO_DIR, 'test/fixtures/acp/agent.mjs');
+const ACPX = ['acpx', '0.19.1'];
+
+main(async ({ quick }) => {
+  const dir = scratchDir('bcb-acp-');
+  const overhead = await overheadRows(dir, quick ? 6 : 20);
+  const approvals = await approvalRows(dir, quick ? 15 : 60);
+  return { figure: 'acp', rows: [...overhead, ...approvals] };
+});
+
+/** One prompt to `end_turn` directly through the SDK's client: spawn → prompt response, then the agent's exit. */
+async function direct(cwd) {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [FIXTURE], {
+    cwd,
+    stdio: ['pipe', 'pipe', 'ignore'],
+    env: { ...process.env, ACP_FIXTURE_STATE: cwd },
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const app = client({ name: 'bench' }).onNotification(methods.client.session.update, () => {});
+  const response = await app.connectWith(stream, async (cx) => {
+    await cx.request(methods.agent.initialize, { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await cx.request(methods.agent.session.new, { cwd, mcpServers: [] });
+    return cx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hello' }] });
+  });
+  if (response.stopReason !== 'end_turn') throw new Error(`direct: stopped with ${response.stopReason}`);
+  const ms = performance.now() - t0;
+  child.kill();
+  await exited;
+  return { ms };
+}
+
+/**
+ * acpx@0.19.1 in `.cache/clients/acpx@0.19.1/` (where the client suite keeps pinned clients), installed
+ * there with npm the first time; or the reason it cannot be had (npm needs the registry: where it
+ * needs NODE_EXTRA_CA_CERTS, which bench/run.js clears, install it once by hand with the same command).
+ */
+function installAcpx() {
+  const prefix = path.join(REPO_DIR, '.cache', 'clients', `${ACPX[0]}@${ACPX[1]}`);
+  const bin = path.join(prefix, 'node_modules', '.bin', 'acpx');
+  if (existsSync(bin)) return { bin };
+  mkdirSync(prefix, { recursive: true });
+  const npm = spawnSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `${ACPX[0]}@${ACPX[1]}`], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (npm.status === 0 && existsSync(bin)) return { bin };
+  return {
+    skip: `npm install --prefix ${prefix} ${ACPX.join('@')}: ${(npm.stderr || npm.error?.message || `exit ${npm.status}`).trim().split('\n').at(-1)}`,
+  };
+}
+
+/** `acpx exec` of the same prompt against the same agent: spawn → its exit after `end_turn`. */
+async function viaAcpx(bin, cwd, home) {
+  const t0 = performance.now();
+  const child = spawn(
+    bin,
+    ['--agent', `${process.execPath} ${FIXTURE}`, '--cwd', cwd, '--approve-all', '--format', 'quiet', 'exec', 'hello'],
+    {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOME: home, ACP_FIXTURE_STATE: cwd },
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  child.stderr.resume();
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  if (code !== 0 || !out.includes('echo: hello')) throw new Error(`acpx exited ${code}: ${out.slice(0, 200)}`);
+  return { ms: performance.now() - t0 };
+}
+
+async function overheadRows(dir, runs) {
+  const cwd = path.join(dir, 'work');
+  mkdirSync(cwd, { recursive: true });
+  const broker = new TaskBroker({ concurrency: 2, ipcDir: path.join(dir, 'ipc'), logger: silentLogger });
+  await broker.ready;
+  const acpx = installAcpx();
+  if (acpx.skip) log(`acp: acpx cannot be installed (${acpx.skip}); its row is skipped`);
+  const viaBackchannel = async () => {
+    const t0 = performance.now();
+    const task = broker.submit({ command: FIXTURE, acp: true, input: 'hello', cwd, env: { ACP_FIXTURE_STATE: cwd }, retries: 0 });
+    const result = await task.result;
+    const ms = performance.now() - t0;
+    await task.finished;
+    if (result.data?.stop_reason !== 'end_turn') throw new Error(`backchannel: ${JSON.stringify(result.data).slice(0, 200)}`);
+    return { ms };
+  };
+  const variants = { direct: () => direct(cwd), backchannel: viaBackchannel };
+  if (acpx.bin) variants.acpx = () => viaAcpx(acpx.bin, cwd, dir);
+  log(`acp overhead: ${runs} prompts to end_turn each, ${Object.keys(variants).join(', ')} interleaved`);
+  await interleave(2, variants); // warm: the SDK's modules in the page cache, the broker's first spawn
+  const samples = await interleave(runs, variants);
+  await broker.close();
+  const ms = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarize(list.map((s) => s.ms))]));
+  const detail = `${runs} runs interleaved; the fixture ACP agent answers "echo: hello" at once; p90 ${ms.backchannel.p90?.toFixed(0) ?? '-'} vs ${ms.direct.p90?.toFixed(0) ?? '-'} ms`;
+  const rows = [
+    row({
+      fig: 'ACP',
+      name: 'An ACP prompt to end_turn through Backchannel (adapter task) vs the SDK client directly, median',
+      unit: 'ms',
+      value: ms.backchannel.p50,
+      baseline: ms.direct.p50,
+      target: { op: '<=', ratio: 1.1 },
+      detail,
+    }),
+  ];
+  rows.push(
+    acpx.bin
+      ? row({
+          fig: 'ACP',
+          name: '(peer) the same prompt by acpx 0.19.1 (`acpx exec`) vs the SDK client directly, median',
+          unit: 'ms',
+          value: ms.acpx.p50,
+          baseline: ms.direct.p50,
+          detail: `acpx vs Backchannel: ${ms.acpx.p50.toFixed(0)} vs ${ms.backchannel.p50.toFixed(0)} ms`,
+        })
+      : row({ fig: 'ACP', name: '(peer) acpx 0.19.1: not installed', unit: 'ms', value: NaN, baseline: NaN, detail: acpx.skip }),
+  );
+  return rows;
+}
+
+/** A hub of its own whose run policy lets any command run (the fixture and the SDK agent). */
+async function hub(dir) {
+  const config = path.join(dir, 'config.yaml');
+  writeFileSync(config, 'run_policy:\n  allow:\n    - command: "*"\n', { mode: 0o600 });
+  const env = {
+    ...process.env,
+    BACKCHANNEL_CONFIG: config,
+    XDG_STATE_HOME: path.join(dir, 'state'),
+    BACKCHANNEL_CONTROL: path.join(dir, 'control.sock'),
+    CURSOR_IPC_DIR: path.join(dir, 'hub-ipc'),
+  };
+  const serve = await startServe(path.join(dir, 'data'), env);
+  return { serve, env };
+}
+
+/**
+ * Runs `spec` on the hub and answers each of its `rounds` questions with `backchannel answer <id> <answer>`;
+ * the samples: each question's arrival at this client → the next question's.
+ */
+async function answeredRounds(tasks, env, spec, rounds, answer) {
+  const task = await tasks.run(spec);
+  const samples = [];
+  let last;
+  const answered = new Promise((resolve, reject) => {
+    task.on('update', (update) => {
+      if (update.kind !== 'ask') return;
+      const now = performance.now();
+      if (last !== undefined) samples.push(now - last);
+      last = now;
+      const child = spawn(process.execPath, [CLI, 'answer', task.id, answer], { env, stdio: 'ignore' });
+      child.once('exit', (code) => code !== 0 && reject(new Error(`backchannel answer exited ${code}`)));
+    });
+    task.result.then(resolve, reject);
+  });
+  await answered;
+  await task.finished;
+  if (samples.length < rounds - 1) throw new Error(`only ${samples.length} round trips of ${rounds}`);
+  return samples;
+}
+
+async function approvalRows(dir, rounds) {
+  const hubDir = path.join(dir, 'hub');
+  mkdirSync(hubDir, { recursive: true });
+  const { serve, env } = await hub(hubDir);
+  process.env.BACKCHANNEL_CONTROL = env.BACKCHANNEL_CONTROL;
+  const tasks = await openClient({ withoutHub: 'refuse' });
+  const cwd = path.join(dir, 'work');
+  try {
+    const steps = Array.from({ length: rounds }, (_, i) => ({ permission: { id: `p${i}`, title: `Run step ${i}`, kind: 'execute' } }));
+    const acpSpec = {
+      command: FIXTURE,
+      acp: true,
+      cwd,
+      env: { ACP_FIXTURE_STATE: cwd },
+      input: `go SCRIPT:${JSON.stringify(steps)}`,
+      origin: 'cli',
+      retries: 0,
+    };
+    const askSpec = { command: agentPath('sdk-ask.mjs'), input: { payload: 'go on?', rounds }, origin: 'cli', retries: 0 };
+    log(`acp approvals: ${rounds} permission requests answered with \`backchannel answer\`, then ${rounds} plain questions`);
+    const approval = summarize(await answeredRounds(tasks, env, acpSpec, rounds, '1'));
+    const question = summarize(await answeredRounds(tasks, env, askSpec, rounds, 'yes'));
+    const detail = (what) =>
+      `${what}; each answer is a \`backchannel answer\` process (≈ a Node start); p50 ${approval.p50.toFixed(0)} vs ${question.p50.toFixed(0)} ms, p99 ${approval.p99.toFixed(0)} vs ${question.p99.toFixed(0)} ms, ${approval.n} vs ${question.n} round trips`;
+    return [
+      row({
+        fig: 'ACP',
+        name: 'Approval round trip on a hub (permission request → agent resumes → next request) vs a plain question, p50',
+        unit: 'ms',
+        value: approval.p50,
+        baseline: question.p50,
+        detail: detail('the fixture ACP agent under the adapter vs bench/agents/sdk-ask.mjs'),
+      }),
+      row({
+        fig: 'ACP',
+        name: 'Approval round trip on a hub vs a plain question, p99',
+        unit: 'ms',
+        value: approval.p99,
+        baseline: question.p99,
+        detail: detail('same runs'),
+      }),
+    ];
+  } finally {
+    await tasks.close();
+    await serve.stop();
+  }
+}
