@@ -38,6 +38,13 @@ function approvalContext(approval: ApprovalContext): string {
   return `${approval.kind} tool call${unannounced}: ${approval.title}${target ? `; target: ${target}` : ''}`;
 }
 
+/**
+ * Where a task's meta keeps the approvals people decided: `[{tool_call_id, option_id, via, at}]`, the
+ * last MAX_APPROVAL_ANSWERS of them, kept with the result in history (docs/acp.md).
+ */
+export const APPROVAL_ANSWERS_KEY = 'approval_answers';
+export const MAX_APPROVAL_ANSWERS = 32;
+
 /** The doors a person answers a question through (recorded with an approval's decision, docs/acp.md). */
 export const ANSWER_DOORS = ['cli', 'panel', 'mcp', 'notification', 'control'] as const;
 export type AnswerDoor = (typeof ANSWER_DOORS)[number];

@@ -84,6 +84,10 @@ describe('an approval question', () => {
       });
       const done = await running.done;
       expect(done.payload?.data).toEqual({ option: 'allow-always', via: 'panel' });
+      // The decision, its door and its time are kept with the result (history keeps the result).
+      expect(done.payload?.meta?.approval_answers).toEqual([
+        { tool_call_id: 'call-1', option_id: 'allow-always', via: 'panel', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+      ]);
       // The decision's door is in the task's log too.
       expect(done.snapshot.log?.map((line) => line.text) ?? broker.logOf(done.handle.id).map((line) => line.text)).toContain(
         'approval "Always allow" answered via panel',

@@ -103,7 +103,11 @@ describe('an ACP agent from every door', { timeout: 180_000 }, () => {
     const question = await pendingQuestion(hub, allowed);
     expect(question.approval).toMatchObject({ kind: 'edit', locations: [path.join(fs.realpathSync(work), 'a.md')] });
     expect((await cli(['answer', allowed, '1'], hub.env)).code).toBe(0);
-    expect((await waited(hub, allowed)).status).toBe('success');
+    const allowedResult = (await waited(hub, allowed)) as { status: string; meta: Record<string, any> };
+    expect(allowedResult.status).toBe('success');
+    expect(allowedResult.meta.approval_answers).toEqual([
+      { tool_call_id: 'a.md', option_id: 'allow-once', via: 'cli', at: expect.any(String) },
+    ]);
     expect(fs.readFileSync(path.join(work, 'a.md'), 'utf8')).toBe('approved\n');
 
     const rejected = (

@@ -3,7 +3,7 @@
  * The question itself is shown through the Task (`ask`/`answered`); this keeps the reply path.
  */
 import { BridgeError } from '../../model/errors.js';
-import { choiceAnswer } from '../../model/questions.js';
+import { APPROVAL_ANSWERS_KEY, choiceAnswer, MAX_APPROVAL_ANSWERS } from '../../model/questions.js';
 import type { AskMessage, BrokerMessage } from '../../protocol/index.js';
 import type { Task } from './task.js';
 import type { PendingQuestion as PendingQuestionShown } from '../../model/task.js';
@@ -70,9 +70,24 @@ export class PendingQuestion {
     if ('refused' in chosen) throw new BridgeError('invalid_request', chosen.refused);
     this.drop();
     waiting.reply({ type: 'answer', task_id: this.task.id, ask_id: askId, answer: chosen.answer, ...(via ? { via } : {}) });
-    // An approval's decision is logged with its door (the agent's result keeps it too: docs/acp.md).
+    // An approval's decision is logged with its door, and kept in the task's meta for history (docs/acp.md).
+    if (waiting.approval) this.recordApproval(waiting.approval, chosen.answer, via ?? 'control');
     this.task.answered(waiting.approval ? `approval ${JSON.stringify(chosen.answer)} answered via ${via ?? 'control'}` : undefined);
     return true;
+  }
+
+  /** Adds a person's decision to the task's `meta.approval_answers` (the last MAX_APPROVAL_ANSWERS). */
+  private recordApproval(approval: NonNullable<AskMessage['approval']>, answer: string, via: string): void {
+    const option = approval.options.find((candidate) => candidate.name === answer);
+    const entry = {
+      tool_call_id: approval.tool_call_id.slice(0, 120),
+      option_id: (option?.option_id ?? answer).slice(0, 120),
+      via,
+      at: new Date().toISOString(),
+    };
+    const earlier = this.task.annotated?.[APPROVAL_ANSWERS_KEY];
+    const list = [...(Array.isArray(earlier) ? earlier : []), entry].slice(-MAX_APPROVAL_ANSWERS);
+    this.task.annotate({ [APPROVAL_ANSWERS_KEY]: list });
   }
 
   /** Forgets the question without replying (the task ended). */
