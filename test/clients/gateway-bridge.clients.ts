@@ -18,6 +18,7 @@ import { tempDir } from '../helpers/core.js';
 import { gitIn, makeRepo } from '../helpers/git-repo.js';
 import { clientFor, runCli } from '../helpers/real-clients.js';
 import { STANDIN_AGENT, startTestGateway } from '../gateway/helpers.js';
+import { printed, start } from '../hub/control/hub-process.js';
 import { PINS } from './pins.js';
 
 const claude = clientFor(PINS.claudeCode);
@@ -129,6 +130,35 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the gateway's cli
     expect(tools).toContain('Read');
     expect(answer).toBe('no write tool');
     expect(fs.existsSync(path.join(project, 'hello.txt'))).toBe(false);
+  });
+
+  test('`cd <project> && backchannel gateway`: the real command, started in the project, anchors there and writes there', async () => {
+    const project = makeRepo({ 'README.md': '# the user project\n' });
+    const dir = tempDir('bc-gwcb-cli-');
+    const config = path.join(dir, 'gateway.yaml');
+    const anchored = { command: STANDIN_AGENT, mode: 'bridge', env: { GATEWAY_PID_DIR: dir, GATEWAY_STANDIN: 'bridge-anchored' } };
+    fs.writeFileSync(config, JSON.stringify({ port: 0, api_key: 'k-cli', default_model: 'anchored', models: { anchored } }));
+    const state = path.join(dir, 'state');
+    const env = {
+      ...process.env,
+      XDG_STATE_HOME: state,
+      XDG_CONFIG_HOME: path.join(dir, 'config'),
+      BACKCHANNEL_CONTROL: path.join(dir, 'none.sock'),
+    };
+    const gateway = start(['gateway', '--local', '--config', config], env, project); // no `workspace:`: where it started
+    const baseURL = await printed(gateway, /Backchannel gateway: (\S+)/, 'the gateway to print its URL');
+    const args = ['-p', '--output-format', 'stream-json', '--verbose', '--permission-mode', 'acceptEdits', '--', PROMPT];
+    const run = await runCli(claude.bin, args, { cwd: project, env: claudeEnv(baseURL.replace(/\/v1$/, ''), 'k-cli') });
+    expect(run.stdout, run.stderr + run.stdout.slice(-2000)).toContain('"is_error":false');
+    expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe('bridged\n');
+    const prompts = fs.readdirSync(dir).filter((name) => name.startsWith('prompt-'));
+    expect(prompts).toHaveLength(1);
+    const prompt = fs.readFileSync(path.join(dir, prompts[0]!), 'utf8');
+    expect(prompt).toContain(`in ${project}. `);
+    const scratch = /Your own working directory \((\S+)\) is a scratch directory/.exec(prompt)?.[1];
+    expect(scratch?.startsWith(`${state}/`), scratch).toBe(true); // the default workspaces_dir, never the project
+    gateway.child.kill('SIGINT');
+    expect(await gateway.exited).toBe(0);
   });
 
   test("a stream that fails: Claude Code's non-streamed fallback joins the run, the agent runs once", async () => {
