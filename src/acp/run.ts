@@ -52,6 +52,8 @@ export class AcpRun {
   private agentName: string;
   private turnActive = false;
   private budgetHit: string | undefined;
+  /** Arms the current turn's budget grace (set by turn()). */
+  private onBudgetCancel: (() => void) | undefined;
   private partialTimer: NodeJS.Timeout | undefined;
   private prompt = '';
 
@@ -157,7 +159,7 @@ export class AcpRun {
         sessionId: this.sessionId!,
         prompt: [{ type: 'text', text }],
       });
-      const response = await Promise.race([request, this.graceAfterCancel()]);
+      const response = await Promise.race([request, this.graceAfterCancel(), this.graceAfterBudget()]);
       // Updates sent just before the answer are handled on later ticks: read them before the result is built.
       await new Promise((resolve) => setImmediate(resolve));
       return response;
@@ -166,7 +168,24 @@ export class AcpRun {
       throw await explain(error, this.agent, 'in the middle of a turn');
     } finally {
       this.turnActive = false;
+      this.onBudgetCancel = undefined;
     }
+  }
+
+  /**
+   * Rejects CANCEL_GRACE_MS after the budget's cancel of the turn, when the agent spends on regardless:
+   * the run ends over its budget (the agent is stopped) rather than let it go on.
+   */
+  private graceAfterBudget(): Promise<never> {
+    return new Promise((_, reject) => {
+      this.onBudgetCancel = () => {
+        const figure = this.budgetHit;
+        setTimeout(
+          () => reject(new AcpError(`budget reached (${figure}): the agent did not stop its turn, so it was stopped`, 'budget_exceeded')),
+          CANCEL_GRACE_MS,
+        ).unref();
+      };
+    });
   }
 
   /** Resolves undefined CANCEL_GRACE_MS after the task's cancel (never, while it is not cancelled). */
@@ -212,6 +231,7 @@ export class AcpRun {
     if (figure !== undefined && this.budgetHit === undefined && this.turnActive) {
       this.budgetHit = figure;
       this.cancelTurn();
+      this.onBudgetCancel?.();
     }
   }
 

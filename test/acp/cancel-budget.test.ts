@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { makeBroker, waitFor, waitUntilGone } from '../helpers/core.js';
-import { startTask } from '../helpers/broker.js';
+import { runTask, startTask } from '../helpers/broker.js';
 import { acpCase, agentPids, nextQuestion, script } from './acp-helpers.js';
 
 describe('cancel and the cost pause keep the work', () => {
@@ -99,5 +99,18 @@ describe('cancel and the cost pause keep the work', () => {
     expect(done.error?.message).toContain('budget reached ($2 of $1): stopped');
     const data = done.error!.payload!.data as Record<string, any>;
     expect(data).toMatchObject({ text: 'kept. ', reason: 'budget_exceeded', code: 'budget_exceeded' });
+  });
+
+  test('an agent that spends on after the cap despite session/cancel is stopped, over its budget, its work kept', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const done = await runTask(
+      broker,
+      acp.spec(script([{ say: 'spent. ' }, { usage: { cost: 2 } }, { hang: true }]), { settings: { maxCostUsd: 1 } }),
+    );
+    expect(done.updates.some((u) => u.kind === 'ask')).toBe(false);
+    expect(done.error?.message).toMatch(/budget reached \(\$2 of \$1\): the agent did not stop its turn, so it was stopped$/);
+    expect(done.error!.payload!.data).toMatchObject({ text: 'spent. ', reason: 'budget_exceeded' });
+    await waitUntilGone(agentPids(acp.state));
   });
 });
