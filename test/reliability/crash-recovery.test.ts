@@ -293,6 +293,36 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     expect(broker.get(id)).toMatchObject({ state: 'succeeded' });
   });
 
+  test('a recovering task stays recovering across a second crash, also when the restart compacted the journal', async () => {
+    const { ipcDir, dataDir } = dirs();
+    const release = path.join(path.dirname(ipcDir), 'release');
+    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const done = await first.submit({ command: fixture('quick.mjs') });
+    await first.result(done);
+    const id = await first.submit({ command: fixture('recovery/finishes-later.mjs'), args: [release] });
+    await waitFor(() => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id), 'the progress record in the journal');
+    await first.kill();
+    // Keeping one task, the restart drops the older one and compacts the journal: no `attempt` record is left but ours.
+    const second = await BrokerHost.start({ ipcDir, dataDir, historyLimit: 1 });
+    expect(await second.get(id)).toMatchObject({ state: 'running', recovering: true });
+    expect(journalRecords(dataDir).filter((r) => r.id === done)).toEqual([]);
+    await second.kill();
+    const third = await BrokerHost.start({ ipcDir, dataDir, historyLimit: 1 });
+    expect(await third.get(id)).toMatchObject({ state: 'running', recovering: true });
+    writeFileSync(release, '');
+    const ended = await waitFor(
+      async () => {
+        const snapshot = await third.get(id);
+        return snapshot?.state !== 'running' && snapshot;
+      },
+      'the spooled result to be adopted',
+      15_000,
+      50,
+    );
+    expect(ended).toMatchObject({ state: 'succeeded', result: { data: { answer: 'late but whole' } } });
+    await third.close();
+  });
+
   test('a recovering task whose agent dies without a result fails once as crashed; a cancelled one ends cancelled', async () => {
     const { ipcDir, dataDir } = dirs();
     const never = path.join(path.dirname(ipcDir), 'never');
