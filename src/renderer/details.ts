@@ -120,7 +120,8 @@ export class Details {
     if (this.task?.id !== task.id) this.keys = unrendered();
     this.task = task;
     setText(this.title, task.label);
-    setText(this.badge, task.pendingQuestion ? 'Needs answer' : STATE_LABEL[task.state]);
+    const asking = task.pendingQuestion?.approval ? 'Needs approval' : 'Needs answer';
+    setText(this.badge, task.pendingQuestion ? asking : STATE_LABEL[task.state]);
     this.badge.className = `badge badge-${task.pendingQuestion ? 'asking' : task.state}`;
     setText(this.idLine, `Task ${task.id}`);
     const finished = isFinished(task.state);

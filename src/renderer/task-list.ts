@@ -338,7 +338,7 @@ export class TaskList {
       row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}`;
       row.el.classList.toggle('thread-run', row.nested);
       row.el.classList.toggle('thread-head', !row.nested && !row.toggle.hidden);
-      row.badge.textContent = waiting ? 'Needs answer' : STATE_LABEL[task.state];
+      row.badge.textContent = waiting ? (task.pendingQuestion?.approval ? 'Needs approval' : 'Needs answer') : STATE_LABEL[task.state];
       row.badge.className = `badge badge-${waiting ? 'asking' : task.state}`;
       const finished = isFinished(task.state);
       row.action.textContent = finished ? 'Retry' : 'Cancel';

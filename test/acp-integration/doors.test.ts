@@ -101,6 +101,7 @@ describe('an ACP agent from every door', { timeout: 180_000 }, () => {
       await cli(['run', '--detach', '--acp-agent', 'fixture', '--cwd', work, '--input', writes('a.md')], hub.env)
     ).stdout.trim();
     const question = await pendingQuestion(hub, allowed);
+    expect((await cli(['tasks'], hub.env)).stdout).toMatch(new RegExp(`${allowed}\\s+needs approval\\s`));
     expect(question.approval).toMatchObject({ kind: 'edit', locations: [path.join(fs.realpathSync(work), 'a.md')] });
     expect((await cli(['answer', allowed, '1'], hub.env)).code).toBe(0);
     const allowedResult = (await waited(hub, allowed)) as { status: string; meta: Record<string, any> };

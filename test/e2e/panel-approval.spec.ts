@@ -27,6 +27,7 @@ test.afterAll(async () => {
 test('an approval shows its tool call and the agent’s options; a click answers with one', async ({ page }) => {
   const { id } = await serve.api<{ id: string }>('POST', '/api/tasks', { command: APPROVER, label: 'approval task' });
   await page.goto(`${serve.url}#task=${id}`);
+  await expect(page.locator(`li.task[data-id="${id}"] .badge`)).toHaveText('Needs approval');
   const card = page.getByRole('region', { name: 'Approval' });
   await expect(card).toBeVisible();
   await expect(card.getByRole('heading', { name: 'Needs approval' })).toBeVisible();
