@@ -100,9 +100,11 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
  */
 function enforceBudget(entry: LiveTask): void {
   const { task } = entry;
-  const budget = enforcedBudget(entry.runs, budgetOf(task.spec));
+  // It runs on every partial: a task with no usage reported (most) stops before the budget is built.
   const usage = task.usage;
-  if (!budget || !usage || task.finished) return;
+  if (!usage || task.finished) return;
+  const budget = enforcedBudget(entry.runs, budgetOf(task.spec));
+  if (!budget) return;
   const why = overBudget(usage, budget);
   if (why !== undefined) entry.attempt?.stop('budget_exceeded', `over budget: ${why}`);
 }

@@ -59,9 +59,14 @@ export function reportedUsage(meta: unknown, data?: unknown): TaskUsage | undefi
   return readUsage(meta, data).usage;
 }
 
+/** What a payload without meta or data.usage reports (frozen: one object shared by every caller). */
+const NO_REPORT: UsageReading = Object.freeze({});
+
 /** `reportedUsage`, saying why a report was refused (a figure not finite, negative, or out of USAGE_RANGE). */
 export function readUsage(meta: unknown, data?: unknown): UsageReading {
   const m = asRecord(meta);
+  // Most payloads (a progress partial) report nothing: answered before any reader is built.
+  if (m === undefined && asRecord(data)?.usage === undefined) return NO_REPORT;
   const reader = new FigureReader();
   const sources = [
     ['meta.token_usage', m?.token_usage],
