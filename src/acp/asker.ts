@@ -17,25 +17,33 @@ export class Asker {
 
   constructor(private readonly task: AgentTask) {}
 
-  /** Asks once the questions before it are answered: the answer, unanswered (timeout, no answer) or cancelled. */
+  /** Asks once the questions before it are settled: the answer, unanswered (timeout, no answer) or cancelled. */
   ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<AskResult> {
     if (this.waiting >= MAX_WAITING_QUESTIONS) return Promise.resolve({ unanswered: true });
     this.waiting++;
-    const turn = this.queue.then(() => this.askNow(question, options, signal)).finally(() => this.waiting--);
-    this.queue = turn.catch(() => {});
-    return turn;
+    let result!: (value: AskResult) => void;
+    const answered = new Promise<AskResult>((resolve) => (result = resolve));
+    // The queue waits for the broker's question to settle, not for its caller: a question whose turn was
+    // cancelled stays open at the broker (there is no withdrawing it) until answered or timed out, and a
+    // next question sent before then would be refused at once.
+    this.queue = this.queue.then(() => this.askNow(question, options, signal, result)).finally(() => this.waiting--);
+    return answered;
   }
 
-  private async askNow(question: string, options: AskOptions, signal?: AbortSignal): Promise<AskResult> {
+  /** Asks; `result` gets the outcome as soon as it is known (a cancel), the promise settles with the broker's question. */
+  private async askNow(
+    question: string,
+    options: AskOptions,
+    signal: AbortSignal | undefined,
+    result: (value: AskResult) => void,
+  ): Promise<void> {
     const gaveUp = () => this.task.signal.aborted || signal?.aborted === true;
-    if (gaveUp()) return { cancelled: true };
-    const cancelled = new Promise<AskResult>((resolve) =>
-      signal?.addEventListener('abort', () => resolve({ cancelled: true }), { once: true }),
-    );
-    const asked = this.task.ask(question, options).then(
+    if (gaveUp()) return result({ cancelled: true });
+    signal?.addEventListener('abort', () => result({ cancelled: true }), { once: true });
+    const outcome = await this.task.ask(question, options).then(
       (answer): AskResult => ({ answer }),
       (): AskResult => (gaveUp() ? { cancelled: true } : { unanswered: true }),
     );
-    return Promise.race([asked, cancelled]);
+    result(outcome);
   }
 }

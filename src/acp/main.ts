@@ -42,7 +42,10 @@ async function main(): Promise<number> {
     await task.close();
     return 2;
   }
+  // Bridge mode (./bridge.ts) when the task was offered its caller's tools: loaded only then.
+  const closeBridge = task.tools.length > 0 ? await (await import('./bridge.js')).openBridge(task, settings) : undefined;
   const outcome = await new AcpRun(task, settings, agent, command!, process.cwd()).run();
+  await closeBridge?.();
   await task.close();
   return outcome.status === 'success' ? 0 : outcome.status === 'cancelled' ? 130 : 1;
 }

@@ -113,4 +113,21 @@ describe('cancel and the cost pause keep the work', () => {
     expect(done.error!.payload!.data).toMatchObject({ text: 'spent. ', reason: 'budget_exceeded' });
     await waitUntilGone(agentPids(acp.state));
   });
+
+  test('the cap reached while a permission question waits: that turn answers it cancelled, the budget question comes next', async () => {
+    const { broker } = makeBroker();
+    const acp = acpCase();
+    const steps = [{ parallel: [{ permission: { id: 'w1', write: { path: 'late.txt', content: 'x' } } }, { usage: { cost: 2 } }] }];
+    const run = startTask(broker, acp.spec(script(steps), { settings: { maxCostUsd: 1 } }));
+    const permission = await nextQuestion(run.handle);
+    await waitFor(() => acp.cancelledSessions().length === 1, 'the budget to cancel the turn');
+    // The broker cannot withdraw a question: answering it now approves nothing, the turn is over.
+    broker.answer(run.handle.id, permission.askId, 'Allow once');
+    const budget = await nextQuestion(run.handle, permission.askId);
+    expect(budget.question).toBe('budget reached ($2 of $1): raise the cap / stop');
+    broker.answer(run.handle.id, budget.askId, 'stop');
+    const done = await run.done;
+    expect(done.error!.payload!.data).toMatchObject({ reason: 'budget_exceeded', text: '[permission w1: cancelled]' });
+    expect(existsSync(path.join(acp.cwd, 'late.txt'))).toBe(false);
+  });
 });
