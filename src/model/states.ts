@@ -79,7 +79,8 @@ export function failureReasonOf(task: Pick<TaskSnapshot, 'state' | 'reason'>): F
 
 /**
  * A task's state in words, the same in `tasks`, `show` and every list: `needs answer` while a question
- * waits for a person (`needs approval` for an ACP agent's permission request), `running (waiting for Write)` while calls to its caller's tools wait,
+ * waits for a person (`needs approval` for an ACP agent's permission request), `running (waiting for
+ * Write)` while calls to its caller's tools wait,
  * `running (recovering)` while its agent outlives the hub's restart (`recovering`), else the state.
  */
 export function stateInWords(task: Pick<TaskSnapshot, 'state' | 'pendingQuestion' | 'pendingToolCalls' | 'recovering'>): string {
