@@ -161,6 +161,9 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (this.closing) throw new BrokerError('closed', 'The broker is closed; create a new TaskBroker to run more tasks.');
     validateSpec(spec);
     spec = withDoorBudget(admitted(spec, this.options.runPolicy, this.logger), this.options.budgets);
+    // Refused before the disk is full, not reported as done and lost (X12).
+    const full = this.journal?.roomProblem();
+    if (full) throw new BrokerError('data_dir', full);
     const id = uuidv7();
     const policy = normalizeRetry(spec.retries ?? this.options.defaults?.retries);
     const cwd = path.resolve(spec.cwd ?? process.cwd());

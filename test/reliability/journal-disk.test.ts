@@ -23,7 +23,7 @@ function fillUp(dir: string): void {
 
 describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${cannotMount})` : ''}`, () => {
   test('a full disk: one clear error, tasks keep running and keep their results in memory', async () => {
-    const dataDir = mountTmpfs('64k');
+    const dataDir = mountTmpfs('256k');
     const logger = captureLogger();
     const { broker, ipcDir } = makeBroker({ dataDir, logger });
     const before = broker.submit({ command: fixture('sdk-progress.mjs'), input: 'before' });
@@ -32,9 +32,10 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     await waitFor(() => readFileSync(journal, 'utf8').includes(`{"e":"ended","id":"${before.id}"`), 'the first result in the journal');
     expect(broker.historyError).toBeUndefined();
 
+    // Inputs up to 64 KiB are journalled with the task: accepted while there was room, these need more
+    // than is left once the disk is full, the journal's reserve included.
+    const during = [1, 2, 3].map((n) => broker.submit({ command: fixture('quick.mjs'), input: { n, blob: 'b'.repeat(30_000) } }));
     fillUp(dataDir);
-    // Inputs up to 64 KiB are journalled with the task: these need more room than is left.
-    const during = [1, 2, 3].map((n) => broker.submit({ command: fixture('quick.mjs'), input: { n, blob: 'b'.repeat(6000) } }));
     const results = await Promise.all(during.map((t) => t.result));
     expect(results.map((r) => r.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
     await broker.onIdle();
@@ -42,8 +43,17 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
       /history journal .*journal\.ndjson cannot be written \(the disk is full\); tasks keep running but new results are not saved/,
     );
     expect(logger.at('error')).toEqual([broker.historyError]);
-    // Later tasks run too, without more errors.
-    expect((await broker.submit({ command: fixture('quick.mjs'), input: { n: 4 } }).result).data).toEqual({ n: 4 });
+    // While the disk is full a new task is refused (X12, round 5); once there is room, later tasks run, without more errors.
+    expect(() => broker.submit({ command: fixture('quick.mjs'), input: { n: 4 } })).toThrow(/the disk of the history .* is full/);
+    rmSync(path.join(dataDir, 'filler'));
+    const later = await waitFor(() => {
+      try {
+        return broker.submit({ command: fixture('quick.mjs'), input: { n: 4 } });
+      } catch {
+        return undefined;
+      }
+    }, 'the room to be seen again');
+    expect((await later.result).data).toEqual({ n: 4 });
     await broker.onIdle();
     expect(logger.at('error')).toHaveLength(1);
     expect(broker.tasks().filter((t) => t.state === 'succeeded')).toHaveLength(5);
@@ -54,7 +64,6 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     for (const line of text.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
 
     // Space freed, broker restarted: history from before the failure is there, and saving works again.
-    rmSync(path.join(dataDir, 'filler'));
     const { broker: again } = makeBroker({ dataDir, ipcDir });
     const warnings: string[] = [];
     again.on('warning', (message) => warnings.push(message));
@@ -71,18 +80,22 @@ describe.skipIf(cannotMount)(`the journal's disk${cannotMount ? ` (skipped: ${ca
     await expectNothingLeft(ipcDir);
   });
 
-  test('a full disk (X12): tasks that ended meanwhile keep their results after a restart, none is missing', async () => {
+  test('a full disk (X12): tasks that ended meanwhile keep their results after a restart, none is missing; new ones are refused', async () => {
     const dataDir = mountTmpfs('2m');
     const { broker, ipcDir } = makeBroker({ dataDir });
     await broker.submit({ command: fixture('quick.mjs'), input: { n: 'before' } }).result;
+    // Ten tasks with 1 KB inputs, accepted while there is room: ~30 KB of records, written once the
+    // disk is full (the journal writes in the background), well past what its last page had free.
+    const tasks = Array.from({ length: 10 }, (_, n) =>
+      broker.submit({ command: fixture('quick.mjs'), input: { n, pad: 'p'.repeat(1000) } }),
+    );
     fillUp(dataDir);
-    // Ten tasks with 1 KB inputs: ~30 KB of records, well past what the journal's last page had free.
-    const ids: string[] = [];
-    for (let n = 0; n < 10; n++) {
-      const task = broker.submit({ command: fixture('quick.mjs'), input: { n, pad: 'p'.repeat(1000) } });
-      expect((await task.result).data).toEqual({ n });
-      ids.push(task.id);
-    }
+    expect((await Promise.all(tasks.map((task) => task.result))).map((r) => r.data)).toEqual(tasks.map((_, n) => ({ n })));
+    const ids = tasks.map((task) => task.id);
+    // A new task is refused before the disk is full, not reported done and lost (round 5).
+    expect(() => broker.submit({ command: fixture('quick.mjs'), input: { n: 'late' } })).toThrow(
+      /^the disk of the history \(.*\) is full \(\d+ KiB free\): new tasks are refused until some space is freed/,
+    );
     await broker.close();
     // The journal wrote them into the room it kept for this (journal.reserve).
     expect(broker.historyError).toBeUndefined();

@@ -10,7 +10,7 @@
  * made durable, and the tasks keep running).
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot, type TaskSpec } from '../../model/task.js';
@@ -34,6 +34,15 @@ export const JOURNAL_FILE = 'journal.ndjson';
  */
 export const RESERVE_FILE = 'journal.reserve';
 const RESERVE_BYTES = 64 * 1024;
+/**
+ * On a disk where the journal keeps its reserve, new tasks are refused while less than this is free
+ * (X12, round 5): the tasks already running end into what is left and the 64 KiB reserve (~30 small
+ * endings and more), so no caller is told of a result that is not on disk. (A disk too small for the
+ * reserve runs as before.)
+ */
+export const MIN_FREE_BYTES = 32 * 1024;
+/** How long one look at the disk's free space stands for (a burst of submissions costs one statfs). */
+const ROOM_CHECK_MS = 250;
 /** Compact when the file grows past this. */
 export const DEFAULT_JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -112,6 +121,9 @@ export class Journal {
   private failed: string | undefined;
   /** The reserve's path while it is kept (see RESERVE_FILE). */
   private reserve: string | undefined;
+  /** The reserve was made at start: the disk had room, and new tasks are refused before it is full. */
+  private keptRoom = false;
+  private room: { at: number; problem: string | undefined } = { at: 0, problem: undefined };
 
   constructor(
     dir: string,
@@ -124,6 +136,32 @@ export class Journal {
   /** Why writing stopped working, if it did. */
   get error(): string | undefined {
     return this.failed;
+  }
+
+  /**
+   * Why a new task must not start now, on a disk where the reserve was made: less than MIN_FREE_BYTES
+   * is free, or the reserve was given back to a full disk (it is made again once there is room for
+   * it); undefined while there is room.
+   */
+  roomProblem(): string | undefined {
+    if (!this.keptRoom) return undefined;
+    const now = Date.now();
+    if (now - this.room.at < ROOM_CHECK_MS) return this.room.problem;
+    let problem: string | undefined;
+    try {
+      const dir = path.dirname(this.file);
+      let free = freeBytes(dir);
+      if (!this.reserve && free >= MIN_FREE_BYTES + RESERVE_BYTES) {
+        this.keepReserve();
+        free = freeBytes(dir);
+      }
+      if (!this.reserve || free < MIN_FREE_BYTES)
+        problem = `the disk of the history (${dir}) is full (${Math.floor(free / 1024)} KiB free): new tasks are refused until some space is freed, so that no result is reported that is not on disk`;
+    } catch {
+      problem = undefined; // cannot tell: the journal's own errors say what goes wrong
+    }
+    this.room = { at: now, problem };
+    return problem;
   }
 
   /** Reads history. Tasks without an `ended` record were running when the broker died: `interrupted`. */
@@ -215,6 +253,7 @@ export class Journal {
       for (let offset = 0; offset < zeros.length;) offset += writeSync(fd, zeros, offset, zeros.length - offset, offset);
       fsyncSync(fd);
       this.reserve = file;
+      this.keptRoom = true;
     } catch {
       // No room for it (or a symlink planted there: never written through): none is kept.
       this.reserve = undefined;
@@ -498,4 +537,10 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
     default:
       return;
   }
+}
+
+/** Bytes an unprivileged writer may still use on the file system of `dir`. */
+function freeBytes(dir: string): number {
+  const { bavail, bsize } = statfsSync(dir);
+  return bavail * bsize;
 }
