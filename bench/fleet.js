@@ -8,6 +8,7 @@
  * time), and Redis commands per task from INFO commandstats.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -97,6 +98,23 @@ function perTask(before, after, count) {
   };
 }
 
+/** CPU ms the worker processes used themselves (utime + stime, not their agents'), from /proc. */
+function workersCpuMs(workers) {
+  let ticks = 0;
+  for (const child of workers) {
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
+}
+
+/** CPU per task: the worker processes' own, and this process's (the broker, or the raw Queue's client). */
+function cpuPerTask(workers, cpu0, own0, count) {
+  const own = process.cpuUsage(own0);
+  return { workerCpuMs: (workersCpuMs(workers) - cpu0) / count, clientCpuMs: (own.user + own.system) / 1000 / count };
+}
+
 /** tasks/s and queue-to-start over one batch: `submitAt[i]` and `startedMs[i]` are epoch milliseconds. */
 function figures(count, seconds, submitAt, startedMs) {
   const waits = startedMs.map((started, i) => started - submitAt[i]);
@@ -138,6 +156,7 @@ async function throughBackchannel(redisUrl, workers, count, dir, stats) {
     // Warm-up: every worker has taken jobs and the broker's events reader runs.
     await Promise.all(Array.from({ length: workers * PER_WORKER }, () => broker.submit({ command: AGENT }).result));
     const before = await commandStats(stats);
+    const [cpu0, own0] = [workersCpuMs(started), process.cpuUsage()];
     const submitAt = [];
     const t0 = performance.now();
     const results = await Promise.all(
@@ -147,6 +166,7 @@ async function throughBackchannel(redisUrl, workers, count, dir, stats) {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuPerTask(started, cpu0, own0, count);
     const commands = perTask(before, await commandStats(stats), count);
     return {
       ...figures(
@@ -156,6 +176,7 @@ async function throughBackchannel(redisUrl, workers, count, dir, stats) {
         results.map((r) => r.data.started_ms),
       ),
       commands,
+      ...cpu,
     };
   } finally {
     await broker.close();
@@ -186,6 +207,7 @@ async function throughRawBullmq(redisUrl, workers, count, stats) {
   try {
     await Promise.all(Array.from({ length: workers * PER_WORKER }, (_, i) => run(`warm-${i}`)));
     const before = await commandStats(stats);
+    const [cpu0, own0] = [workersCpuMs(started), process.cpuUsage()];
     const submitAt = [];
     const t0 = performance.now();
     const results = await Promise.all(
@@ -195,6 +217,7 @@ async function throughRawBullmq(redisUrl, workers, count, stats) {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuPerTask(started, cpu0, own0, count);
     const commands = perTask(before, await commandStats(stats), count);
     return {
       ...figures(
@@ -204,6 +227,7 @@ async function throughRawBullmq(redisUrl, workers, count, stats) {
         results.map((r) => r.data.started_ms),
       ),
       commands,
+      ...cpu,
     };
   } finally {
     await events.close();
@@ -255,7 +279,7 @@ function fleetRows(count, bc, raw) {
         value: f.rate,
         baseline: bc[1].rate,
         target: workers === 4 ? { op: '>=', ratio: 3.5 } : undefined,
-        detail: `queue-to-start p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms; the workers' bound ${bound} tasks/s; Redis commands/task ${f.commands.total.toFixed(1)} (${f.commands.top})`,
+        detail: `queue-to-start p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms; the workers' bound ${bound} tasks/s; Redis commands/task ${f.commands.total.toFixed(1)} (${f.commands.top}); CPU per task: the workers' own ${f.workerCpuMs.toFixed(2)} ms, the broker ${f.clientCpuMs.toFixed(2)} ms`,
       }),
     );
   }
@@ -269,7 +293,7 @@ function fleetRows(count, bc, raw) {
         value: f.rate,
         baseline: r.rate,
         target: { op: '>=', ratio: 0.9 },
-        detail: `raw queue-to-start p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (Backchannel ${f.p50.toFixed(0)} / ${f.p99.toFixed(0)} ms)`,
+        detail: `raw queue-to-start p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (Backchannel ${f.p50.toFixed(0)} / ${f.p99.toFixed(0)} ms); CPU per task: worker processes ${f.workerCpuMs.toFixed(2)} vs ${r.workerCpuMs.toFixed(2)} ms, submitting side (broker vs Queue client) ${f.clientCpuMs.toFixed(2)} vs ${r.clientCpuMs.toFixed(2)} ms`,
       }),
       row({
         fig: 'fleet',
