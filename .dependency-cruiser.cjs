@@ -69,7 +69,7 @@ module.exports = {
     forbid(
       'acp-adapter-is-a-sub-agent',
       layer('acp'),
-      '^src/(?!(protocol|agent-runtime|acp)/)',
+      '^src/(?!(protocol|agent-runtime|relay|acp)/)',
       'The ACP adapter is a sub-agent like any other: the wire protocol, the agent runtime and the ACP SDK, nothing of the broker or hub.',
     ),
     forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|broker)/)', 'The core knows no front-end.'),

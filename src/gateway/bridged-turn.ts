@@ -18,6 +18,7 @@ import { hostEnvOf, writeRules } from './bridge/anchor.js';
 import type { GuardCounts } from './bridge/guard.js';
 import { BridgedRun, type BridgedRunOptions } from './bridged-run.js';
 import type { ToolResultIn } from './bridge/wire.js';
+import { resumable } from './acp-model.js';
 
 /**
  * A bridged turn: a new run of the agent with the client's tools, written to this request until its
@@ -28,7 +29,7 @@ import type { ToolResultIn } from './bridge/wire.js';
 export async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, outcome: TurnOutcome): Promise<void> {
   const { config, workspaces } = context.options;
   const { turn, session, abort } = routed;
-  const resume = session?.agentSession;
+  const resume = resumable(routed.route) ? session?.agentSession : undefined;
   const scratchKey = session?.key ?? `run-${randomUUID()}`;
   const cwd = workspaces.forSession(scratchKey);
   const env = hostEnvOf(turn.messages);

@@ -31,6 +31,7 @@
  *   coder: { agent: claude-code, allow_writes: true, cwd: ~/project, worktree: true, base: main }
  *                               # each session in a git worktree of its own (docs/gateway.md)
  *   bridged: { agent: claude-code, mode: bridge }
+ *   acp-claude: { command: claude-agent-acp, acp: true, mode: bridge }   # an ACP agent (./acp-model.ts)
  *                               # `bridge` (default when a request offers tools): the agent calls the
  *                               # client's tools; `agent`: its own tools only; `plan`: text only
  * ```
@@ -146,6 +147,8 @@ export type ModelRoute =
       kind: 'command';
       command: string;
       args: string[];
+      /** The command is an ACP agent, run under the ACP adapter (`acp: true`; ./acp-model.ts, docs/acp.md). */
+      acp?: true;
       /** `input.model` for the agent; absent = the agent's own default (the request's model name is not it). */
       cliModel?: string;
       /** `input.allow_writes` for the agent. @default false */
@@ -382,6 +385,8 @@ const MODEL_SHAPE = {
   worktree: leaf.boolean(),
   base: leaf.string(),
   mode: leaf.oneOf(MODEL_MODES),
+  /** `command` is an ACP agent: Backchannel runs it as its ACP client (./acp-model.ts). */
+  acp: leaf.boolean(),
   /** `{max_tokens, max_cost_usd, max_turns}`: the budget of each of the model's tasks (src/broker/guards/budget.ts). */
   budget: z.nullish(
     z.strictObject(
@@ -526,9 +531,11 @@ function modelRoute(e: RawModel, where: string, baseDir: string): ModelRoute {
     // The repository is found by `checkWorktree` once the workspace is known.
     ...(e.worktree === true ? { worktree: { repo: '', ...(e.base != null ? { base: e.base } : {}) } } : {}),
   };
+  if (e.acp === true && e.command == null)
+    throw new GatewayConfigError(`\`${where}.acp\` says \`command\` is an ACP agent: add \`command\` (the agent's program)`);
   if (e.command != null) {
     const command = e.command.includes('/') ? expandPath(e.command, baseDir) : e.command;
-    return { kind: 'command', command, args: e.args ?? [], ...shared };
+    return { kind: 'command', command, args: e.args ?? [], ...shared, ...(e.acp === true ? { acp: true as const } : {}) };
   }
   return { kind: agent ?? 'cursor-cli', ...shared };
 }

@@ -20,6 +20,7 @@ import type { TaskSpec } from '../model/task.js';
 import { builtInAgentPath, type GatewayConfig, type ModelRoute } from './config.js';
 import type { ChatMessage } from './request.js';
 import { withoutReminders } from './bridge/wire.js';
+import { withAcp } from './acp-model.js';
 
 /** Longest label shown in the panel for a request. */
 const LABEL_PROMPT_CHARS = 60;
@@ -94,7 +95,7 @@ export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSp
   if (request.resume) input.resume = request.resume;
   if (route.kind === 'command') {
     Object.assign(input, { messages: request.messages, gateway_model: request.model });
-    return { ...common, command: route.command, args: route.args, input };
+    return withAcp(route, { ...common, command: route.command, args: route.args, input });
   }
   // The template takes its program from the owner's configuration (its environment), never from input.
   const env = route.kind === 'cursor-cli' ? { ...route.env, CURSOR_AGENT_BIN: config.cursorCliPath } : route.env;

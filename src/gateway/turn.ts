@@ -45,6 +45,7 @@ import { isSideRequest, localTitle } from './side-requests.js';
 import type { ModelRouting, RoutedTurn, TurnApi, TurnContext, TurnOutcome, TurnRunnerOptions } from './turn-context.js';
 import { httpErrorFor, unavailableRoute } from './turn-errors.js';
 import { newTurn, prepareMessages } from './turn-messages.js';
+import { resumable } from './acp-model.js';
 
 /**
  * Model names Claude Code picks by itself (`claude-opus-…`, `claude-haiku-…`): served by the default
@@ -181,7 +182,7 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
   const mode = modeOf(routed.route, turn);
   if (mode === 'bridge' && !routed.route.worktree) return runBridgedTurn(context, routed, outcome);
   refuseRequiredToolCall(turn);
-  const resume = session?.agentSession;
+  const resume = resumable(routed.route) ? session?.agentSession : undefined;
   const messages = prepareMessages(resume ? newTurn(turn.messages) : turn.messages, turn, config, { mode });
   const prompt = buildPrompt(messages);
   const spec = taskSpecFor(config, {
