@@ -74,23 +74,28 @@ function freePort() {
   });
 }
 
-/** Sum of `calls` over INFO commandstats, and the calls per command. */
+/** INFO commandstats: the calls per command, and under `usec` the microseconds Redis spent in all of them. */
 async function commandStats(client) {
   const text = await client.info('commandstats');
   const calls = {};
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]] = Number(match[2]);
-  return calls;
+  let usec = 0;
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    calls[match[1]] = Number(match[2]);
+    usec += Number(match[3]);
+  }
+  return { calls, usec };
 }
 
 /** Commands per task between two commandstats readings (the reading's own INFO left out), and the top 4. */
 function perTask(before, after, count) {
-  const diff = Object.entries(after)
-    .map(([name, calls]) => [name, calls - (before[name] ?? 0) - (name === 'info' ? 1 : 0)])
+  const diff = Object.entries(after.calls)
+    .map(([name, calls]) => [name, calls - (before.calls[name] ?? 0) - (name === 'info' ? 1 : 0)])
     .filter(([, calls]) => calls > 0)
     .sort((a, b) => b[1] - a[1]);
   const total = diff.reduce((sum, [, calls]) => sum + calls, 0) / count;
   return {
     total,
+    usec: (after.usec - before.usec) / count,
     top: diff
       .slice(0, 4)
       .map(([name, calls]) => `${name} ${(calls / count).toFixed(1)}`)
@@ -279,7 +284,7 @@ function fleetRows(count, bc, raw) {
         value: f.rate,
         baseline: bc[1].rate,
         target: workers === 4 ? { op: '>=', ratio: 3.5 } : undefined,
-        detail: `queue-to-start p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms; the workers' bound ${bound} tasks/s; Redis commands/task ${f.commands.total.toFixed(1)} (${f.commands.top}); CPU per task: the workers' own ${f.workerCpuMs.toFixed(2)} ms, the broker ${f.clientCpuMs.toFixed(2)} ms`,
+        detail: `queue-to-start p50 ${f.p50.toFixed(0)} ms, p99 ${f.p99.toFixed(0)} ms; the workers' bound ${bound} tasks/s; Redis commands/task ${f.commands.total.toFixed(1)} (${f.commands.top}), Redis CPU/task ${f.commands.usec.toFixed(0)} µs; CPU per task: the workers' own ${f.workerCpuMs.toFixed(2)} ms, the broker ${f.clientCpuMs.toFixed(2)} ms`,
       }),
     );
   }
@@ -301,7 +306,7 @@ function fleetRows(count, bc, raw) {
         unit: 'commands',
         value: f.commands.total,
         baseline: r.commands.total,
-        detail: `Backchannel: ${f.commands.top}; raw: ${r.commands.top}`,
+        detail: `Redis's own time in them per task ${f.commands.usec.toFixed(0)} vs ${r.commands.usec.toFixed(0)} µs (INFO commandstats usec); Backchannel: ${f.commands.top}; raw: ${r.commands.top}`,
       }),
     );
   }
