@@ -46,11 +46,14 @@ export function acpCase(): AcpCase {
   };
 }
 
-/** Waits for the task's next question and returns it. */
+/** Waits for the task's next question and returns it; fails at once, saying why, if the task ends first. */
 export async function nextQuestion(handle: TaskHandle, after?: string) {
   return waitFor(() => {
-    const q = handle.snapshot().pendingQuestion;
-    return q && q.askId !== after ? q : undefined;
+    const snapshot = handle.snapshot();
+    const q = snapshot.pendingQuestion;
+    if (q && q.askId !== after) return q;
+    if (snapshot.endedAt !== undefined) throw new Error(`the task ended before asking: ${snapshot.state} ${snapshot.message ?? ''}`);
+    return undefined;
   }, 'a question');
 }
 
