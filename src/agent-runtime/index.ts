@@ -6,7 +6,14 @@ export { runAgent, type RunAgentOptions } from './run-agent.js';
 export { AgentTask, TaskCancelledError, printToStdout, type AskOptions, type CallToolOptions, type ConnectTaskOptions } from './task.js';
 export { AgentRuntimeError, locateTask, type TaskLocation } from './locate.js';
 export { sendOnce, type SendOutcome } from './send-once.js';
-export type { Payload, PayloadMeta, FinalStatus, OfferedTool as ToolDefinition, ApprovalContext, ApprovalOption } from '../protocol/index.js';
+export type {
+  Payload,
+  PayloadMeta,
+  FinalStatus,
+  OfferedTool as ToolDefinition,
+  ApprovalContext,
+  ApprovalOption,
+} from '../protocol/index.js';
 
 import { AgentTask, type ConnectTaskOptions } from './task.js';
 

@@ -114,7 +114,10 @@ export interface BrokerOptions {
   traceLines?: boolean;
   /** Where attempts run. @default the local queue (processes on this machine); see src/fleet for Redis */
   queue?: AttemptQueue;
-  /** ACP tasks (`TaskSpec.acp`): named agents, the approval policy, what a cost cap does (the config's `acp:`). @default the defaults of docs/acp.md */
+  /**
+   * ACP tasks (`TaskSpec.acp`): named agents, the approval policy, what a cost cap does (the config's
+   * `acp:`). @default the defaults of docs/acp.md
+   */
   acp?: AcpOptions;
   /**
    * More kinds of task, hooked in after coding tasks through the plan / prepare / capture seam

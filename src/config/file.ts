@@ -10,7 +10,8 @@
  *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
  *   budget:   { default: { max_tokens, max_cost_usd, max_turns }, mcp: { … }, … }   (src/broker/guards/budget.ts)
  *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/config.ts)
- *   acp:      { agents: {claude: {command, args, env}}, approvals: {default: {edit: ask}}, on_budget: pause }   (src/broker/acp/settings.ts)
+ *   acp:      { agents: {claude: {command, args, env}}, approvals: {default: {edit: ask}}, on_budget: pause }
+ *             (src/broker/acp/settings.ts)
  *
  * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
  */
