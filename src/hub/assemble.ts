@@ -202,8 +202,9 @@ async function assembleOver(core: OpenedBroker, lock: DataDirLock, options: HubO
     ...(scheduler ? { scheduler } : {}),
   });
   undo.push(() => bridge.close());
-  const control = await startControl({ bridge, lock, logger, options, optional, undo });
-  const mounts = options.mounts?.({ broker, bridge }) ?? [];
+  let mounts: readonly HttpMount[] = [];
+  const control = await startControl({ bridge, lock, logger, options, optional, undo, mounts: () => mounts });
+  mounts = options.mounts?.({ broker, bridge }) ?? [];
   let closing: Promise<void> | undefined;
   return {
     dataDir,
@@ -265,6 +266,8 @@ interface ControlStep {
   options: HubOptions;
   optional: OptionalStep;
   undo: Undo[];
+  /** The hub's HTTP mounts, served on the control socket too (X13). */
+  mounts: () => readonly HttpMount[];
 }
 
 /** The control endpoint, advertised in the data directory's lock: who finds the directory held learns where this hub listens. */
@@ -274,7 +277,7 @@ async function startControl(step: ControlStep): Promise<ControlServer | undefine
   const path = options.control ?? controlSocketPath(options.env ?? process.env, options.dataDir);
   let control: ControlServer | undefined;
   try {
-    control = await startControlServer({ bridge: step.bridge, path, logger });
+    control = await startControlServer({ bridge: step.bridge, path, logger, mounts: step.mounts });
   } catch (error) {
     if (!options.lenient) throw error;
     logger.warn(`no control endpoint: ${(error as Error).message}`);

@@ -70,6 +70,35 @@ describe('MCP over HTTP on the hub', () => {
     expect(status).toBe(421);
   });
 
+  test('the same MCP endpoint answers on the control socket, where only the owner connects, with its own token (X13)', async () => {
+    const env = hubEnv();
+    const hub = await startMcpHub(env);
+    const { request } = await import('node:http');
+    const post = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} });
+        const req = request(
+          {
+            socketPath: env.socket,
+            path: '/mcp',
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const answered = await post(hub.auth);
+    expect(answered.status).toBe(200);
+    expect(answered.body).toContain('"jsonrpc":"2.0"');
+    expect((await post({})).status).toBe(401);
+  });
+
   test('the SDK v2 client pinned to 2026-07-28: tools, run_task, a question as an input request, a cancel ending the tree', async () => {
     const hub = await startMcpHub();
     const questions: string[] = [];

@@ -3,13 +3,17 @@
  * route table) as HTTP over a Unix domain socket, plus a followed submission (./follow.ts). No token:
  * only the owner can reach the socket (see ./endpoint.ts). Front-ends in other processes — `backchannel
  * run`, the task commands, `backchannel mcp`, the gateway — talk to the running app or `serve`
- * through it, so their tasks share one broker, one panel and one history.
+ * through it, so their tasks share one broker, one panel and one history. The hub's HTTP mounts (MCP
+ * over HTTP) are served here too, each checking its own token: a local client that speaks HTTP over a
+ * Unix socket reaches them where only the owner can connect, and no flood on the TCP port locks it
+ * out (X13).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, unlinkSync } from 'node:fs';
 import { API_PREFIX, EVENTS_PATH, FOLLOW_PATH } from '../../bridge/http-routes.js';
 import type { Logger } from '../../broker/log.js';
 import { handleApi } from '../http/api.js';
+import { mountAt, type HttpMount } from '../http/mounts.js';
 import { sendError } from '../http/responses.js';
 import { EventStreams } from '../http/event-stream.js';
 import type { BrokerBridge } from '../broker-bridge.js';
@@ -25,6 +29,8 @@ export interface ControlServerOptions {
   logger?: Logger;
   /** Keep-alive comment interval on event streams. @default 15000 */
   keepAliveMs?: number;
+  /** The hub's HTTP mounts, read at each request (they are made once the hub is assembled). */
+  mounts?: () => readonly HttpMount[];
 }
 
 export interface ControlServer {
@@ -40,7 +46,7 @@ export async function startControlServer(options: ControlServerOptions): Promise
   if (await claimEndpoint(path)) logger?.warn(`removed a stale control endpoint (a hub that crashed?): ${path}`);
   const streams = new EventStreams(bridge, options.keepAliveMs ?? 15_000);
   const server = createServer((req, res) => {
-    handle(bridge, streams, req, res).catch((error: unknown) => {
+    handle(bridge, streams, options.mounts?.() ?? [], req, res).catch((error: unknown) => {
       if (!res.headersSent) sendError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
       else res.destroy();
     });
@@ -62,8 +68,16 @@ export async function startControlServer(options: ControlServerOptions): Promise
   };
 }
 
-async function handle(bridge: BrokerBridge, streams: EventStreams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  bridge: BrokerBridge,
+  streams: EventStreams,
+  mounts: readonly HttpMount[],
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const pathname = new URL(req.url ?? '/', 'http://hub').pathname;
+  const mount = mountAt(mounts, pathname);
+  if (mount) return mount.handle(req, res);
   if (pathname === EVENTS_PATH && req.method === 'GET') return streams.open(req, res);
   if (pathname === FOLLOW_PATH && req.method === 'POST') return handleFollow(bridge, req, res);
   if (pathname.startsWith(FOLLOW_PATH + '/') && req.method === 'GET') {
