@@ -48,13 +48,18 @@ export function acpCase(): AcpCase {
 
 /** Waits for the task's next question and returns it; fails at once, saying why, if the task ends first. */
 export async function nextQuestion(handle: TaskHandle, after?: string) {
-  return waitFor(() => {
-    const snapshot = handle.snapshot();
-    const q = snapshot.pendingQuestion;
-    if (q && q.askId !== after) return q;
-    if (snapshot.endedAt !== undefined) throw new Error(`the task ended before asking: ${snapshot.state} ${snapshot.message ?? ''}`);
-    return undefined;
-  }, 'a question');
+  return waitFor(
+    () => {
+      const snapshot = handle.snapshot();
+      const q = snapshot.pendingQuestion;
+      if (q && q.askId !== after) return q;
+      if (snapshot.endedAt !== undefined) throw new Error(`the task ended before asking: ${snapshot.state} ${snapshot.message ?? ''}`);
+      return undefined;
+      // Generous: two Node processes start on a machine other suites load too; the task's end fails it at once.
+    },
+    'a question',
+    30_000,
+  );
 }
 
 export function readIfThere(file: string): string | undefined {
