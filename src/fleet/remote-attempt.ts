@@ -5,7 +5,8 @@
  */
 import { stopIsRetryable, type AttemptOutcome, type AttemptSettings, type AttemptSink, type StopReason } from '../broker/task/attempt.js';
 import type { RunningAttempt } from '../broker/queue/attempt-queue.js';
-import { ARG_TASK_ID } from '../protocol/index.js';
+import { ARG_TASK_ID, type FinalPayload } from '../protocol/index.js';
+import type { DeliveryChannel } from '../model/task.js';
 import { jobIdOf, type AttemptJob, type AttemptReport, type ControlMessage, type ProgressBatch } from './wire.js';
 
 /** What a remote attempt needs from the hub. */
@@ -27,6 +28,8 @@ export class RemoteAttempt implements RunningAttempt {
   jobId: string;
   exitCode: number | null | undefined;
   exitSignal: NodeJS.Signals | null | undefined;
+  /** After a stop: the agent's answer to it, from the worker's report (see `RunningAttempt.answer`). */
+  answer: { payload: FinalPayload; channel: DeliveryChannel } | undefined;
   private decided: AttemptOutcome | undefined;
   private decide!: (outcome: AttemptOutcome) => void;
   private finish!: () => void;
@@ -134,6 +137,8 @@ export class RemoteAttempt implements RunningAttempt {
   onCompleted(report: AttemptReport): void {
     this.exitCode = report.exitCode;
     this.exitSignal = report.exitSignal;
+    // Stopped here first: the worker's report still brings the agent's answer to the stop, kept with the failure.
+    if (this.decided && report.outcome.kind === 'failure' && report.outcome.answer) this.answer = report.outcome.answer;
     this.settle(report.outcome);
     this.end();
   }

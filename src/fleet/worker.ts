@@ -239,6 +239,8 @@ export class FleetWorker {
       // Kept at once, before the agent's exit is awaited: a worker killed meanwhile loses no result.
       if (outcome.kind === 'final' && reporter.overflowed === undefined) this.keepEarly(client, job.id!, outcome);
       await attempt.finished;
+      // A stopped agent's answer to the stop goes back with the failure: the broker keeps it (docs/protocol.md §8).
+      if (outcome.kind === 'failure' && attempt.answer) outcome = { ...outcome, answer: attempt.answer };
       if (this.closing && outcome.kind === 'failure') {
         // Stopped because this worker shuts down, not by the task's owner: the broker may retry it elsewhere.
         outcome = { kind: 'failure', reason: 'crashed', message: `worker ${this.name} shut down during the attempt`, retryable: true };

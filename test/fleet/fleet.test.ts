@@ -17,7 +17,8 @@ const STEPS = fleetFixture('steps.mjs');
 const UNTIL_CANCELLED = fleetFixture('until-cancelled.mjs');
 const ASKER = fixture('asker.mjs');
 const INSTANT = fleetFixture('instant.sh');
-const ALLOWED = [STEPS, UNTIL_CANCELLED, ASKER, INSTANT];
+const KEEPS_WORK = fixture('keeps-work.mjs');
+const ALLOWED = [STEPS, UNTIL_CANCELLED, ASKER, INSTANT, KEEPS_WORK];
 
 describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${REDIS_MISSING})` : ''}`, () => {
   let redis: TestRedis;
@@ -104,6 +105,20 @@ describe.skipIf(REDIS_MISSING)(`the Redis fleet${REDIS_MISSING ? ` (skipped: ${R
     expect(asked.question).toBe('Which branch should I use?');
     expect(broker.answer(task.id, asked.askId, 'dev')).toBe(true);
     expect((await task.result).data).toEqual({ answer: 'dev' });
+  });
+
+  test('a task stopped at its deadline on a worker keeps its last partial and its answer to the stop (issue 47 §2)', async () => {
+    const { broker } = await fleet(1);
+    const task = broker.submit({ command: KEEPS_WORK, timeoutMs: 2000 });
+    const outcome = await settle(task.result);
+    expect(outcome.ok === false && outcome.error.reason).toBe('timeout');
+    const error = outcome.ok ? undefined : outcome.error;
+    expect(error.partialResult).toMatchObject({
+      data: { step: 'drafted', text: 'half a report' },
+      answer: { status: 'cancelled' },
+      attachments: [{ name: 'draft.md' }],
+    });
+    await task.finished;
   });
 
   test('cancel reaches the remote worker and kills the sub-agent with its grandchild', async () => {
