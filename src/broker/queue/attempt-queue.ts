@@ -19,7 +19,7 @@ export interface RunningAttempt {
   readonly exitSignal: NodeJS.Signals | null | undefined;
   /**
    * After a stop: the final payload the agent sent as it stopped (its answer to `cancel`), once it
-   * came; complete when `finished` settles. Absent where the attempt cannot tell (a fleet worker's).
+   * came; complete when `finished` settles (a fleet attempt's comes with its worker's report).
    */
   readonly answer?: { payload: FinalPayload; channel: DeliveryChannel } | undefined;
   /** Never throws: every failure becomes the outcome. */
