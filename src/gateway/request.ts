@@ -147,7 +147,8 @@ export interface RequiredCall {
 
 /**
  * The call `tool_choice` requires, if any: OpenAI `required` and `{type: "function", …name}`,
- * `allowed_tools` in `required` mode, Anthropic `{type: "any"}` and `{type: "tool", name}`.
+ * `allowed_tools` in `required` mode, Anthropic `{type: "any"}` and `{type: "tool", name}`. A name
+ * that is not among the offered tools is a 400, as the APIs answer it.
  */
 export function requiresToolCall(choice: unknown, tools: string[]): RequiredCall | undefined {
   if (tools.length === 0 || choice === undefined || choice === null || choice === 'auto' || choice === 'none') return undefined;
@@ -156,7 +157,10 @@ export function requiresToolCall(choice: unknown, tools: string[]): RequiredCall
   if (c.type === 'auto' || c.type === 'none') return undefined;
   if (c.type === 'allowed_tools') return (c.allowed_tools?.mode ?? c.mode) === 'required' ? {} : undefined;
   const name = c.function?.name ?? c.name;
-  return typeof name === 'string' && name !== '' ? { name } : {};
+  if (typeof name !== 'string' || name === '') return {};
+  if (!tools.includes(name))
+    throw new InvalidRequest(`\`tool_choice\` names the tool \`${name}\`, which is not among the request's \`tools\`.`, 'tool_choice');
+  return { name };
 }
 
 /**

@@ -265,6 +265,10 @@ describe('a tool_choice that forces a call is honoured (docs/gateway.md, "Forced
     const any = await anthropic.messages.create({ ...params, tool_choice: { type: 'any' } }).catch((e: unknown) => e);
     expect(any).toBeInstanceOf(Anthropic.InternalServerError);
     expect((any as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+    // A tool_choice naming a tool the request does not offer is a 400, as the API answers it.
+    const unknown = await anthropic.messages.create({ ...params, tool_choice: { type: 'tool', name: 'nope' } }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((unknown as Error).message).toContain('`nope`');
     // Without a forcing tool_choice the same text is the answer.
     const auto = await anthropic.messages.create({ ...params, tool_choice: { type: 'auto' } });
     expect(auto.content).toMatchObject([{ type: 'text', text: 'no call' }]);
