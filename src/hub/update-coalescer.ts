@@ -12,6 +12,7 @@
  * spaced by `busyFlushIntervalMs` instead, until one is quick and on time again.
  */
 import type { BridgeEvent, TaskCounts } from '../bridge/contract.js';
+import { systemClock, type Clock } from '../model/clock.js';
 import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE, type TaskPage, type TaskPageQuery, type TaskSnapshot, type TaskState } from '../model/task.js';
 
 /** What the coalescer reads from the broker when it flushes. */
@@ -40,6 +41,8 @@ export interface UpdateCoalescerOptions {
   busyFlushIntervalMs?: number;
   /** Called when a listener throws (the others still get the event). */
   onListenerError?: (error: unknown) => void;
+  /** Where the flushes' time comes from (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 interface Subscriber {
@@ -58,16 +61,19 @@ export class UpdateCoalescer {
   #pausedDirty = false;
   /** The counts last sent (undefined: the source has none). */
   #lastCounts: TaskCounts | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the pending flush (undefined: none is pending). */
+  #timer: (() => void) | undefined;
   #lastFlushAt = 0;
   /** When the pending flush is due (to measure how late it runs). */
   #dueAt = 0;
   #busy = false;
   #closed = false;
+  readonly #clock: Clock;
 
   constructor(source: CoalescerSource, options: UpdateCoalescerOptions) {
     this.#source = source;
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#lastPaused = source.paused;
   }
 
@@ -111,14 +117,14 @@ export class UpdateCoalescer {
   /** Cancels the pending flush and drops every subscriber. */
   close(): void {
     this.#closed = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer?.();
     this.#timer = undefined;
     this.#subscribers.clear();
   }
 
   #schedule(): void {
     if (this.#timer !== undefined || this.#closed) return;
-    const now = Date.now();
+    const now = this.#clock.now();
     this.#dueAt = now + Math.max(0, this.#lastFlushAt + this.#interval() - now);
     this.#arm(this.#dueAt - now);
   }
@@ -133,12 +139,11 @@ export class UpdateCoalescer {
    * callback runs, so a timer can fire a few ms early: then it waits out the rest instead of flushing.
    */
   #arm(wait: number): void {
-    this.#timer = setTimeout(() => {
-      const early = this.#lastFlushAt + this.#interval() - Date.now();
+    this.#timer = this.#clock.after(wait, () => {
+      const early = this.#lastFlushAt + this.#interval() - this.#clock.now();
       if (early > 0) this.#arm(early);
       else this.#flush();
-    }, wait);
-    this.#timer.unref?.();
+    });
   }
 
   /** True while the host is under pressure: then events are spaced by `busyFlushIntervalMs`. */
@@ -148,13 +153,13 @@ export class UpdateCoalescer {
 
   #flush(): void {
     this.#timer = undefined;
-    const startedAt = Date.now();
+    const startedAt = this.#clock.now();
     const late = startedAt - this.#dueAt;
     this.#deliverAll();
     // The next event is spaced from the end of this one's delivery, not its start: a delivery that
     // took long (slow listeners, or a host that took the CPU away meanwhile) must not be followed
     // by the next event less than an interval after its listeners got it.
-    this.#lastFlushAt = Date.now();
+    this.#lastFlushAt = this.#clock.now();
     this.#busy = late + (this.#lastFlushAt - startedAt) > this.#options.flushIntervalMs;
   }
 

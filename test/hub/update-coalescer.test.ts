@@ -1,6 +1,7 @@
 /**
  * The update coalescer, driven by a fake broker: first event is the full picture, later ones carry
- * changes, removals and the paused flag; a throwing listener does not stop the others.
+ * changes, removals and the paused flag; a throwing listener does not stop the others. Its timing
+ * (the interval, idle and busy spacing) runs on a fake clock, moved by the test.
  */
 import { EventEmitter } from 'node:events';
 import { describe, expect, test } from 'vitest';
@@ -8,6 +9,7 @@ import type { BridgeEvent } from '../../src/bridge/contract.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
 import { UpdateCoalescer } from '../../src/hub/update-coalescer.js';
 import { waitFor } from '../helpers/core.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 
 function snapshot(id: string, state: TaskSnapshot['state'] = 'running'): TaskSnapshot {
   return { id, label: id, state, command: 'x', args: [], cwd: '/', createdAt: new Date().toISOString() } as TaskSnapshot;
@@ -54,23 +56,45 @@ describe('UpdateCoalescer', () => {
     coalescer.close();
   });
 
-  test('the next event is an interval after the last one was delivered, however long its delivery took', async () => {
+  test('the next event is an interval after the last one was delivered, however long its delivery took', () => {
     const source = new FakeSource();
     source.byId.set('a', snapshot('a'));
+    const clock = new FakeClock();
     // busyFlushIntervalMs equal to the interval: the spacing under test is the same busy or not.
-    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 20, busyFlushIntervalMs: 20 });
+    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 20, busyFlushIntervalMs: 20, clock });
     const deliveries: Array<{ start: number; end: number }> = [];
     coalescer.subscribe(() => {
       // A listener that takes 15 ms (slow, or a host that took the CPU away meanwhile).
-      const start = Date.now();
-      while (Date.now() - start < 15);
-      deliveries.push({ start, end: Date.now() });
+      const start = clock.now();
+      clock.spend(15);
+      deliveries.push({ start, end: clock.now() });
     });
-    const changes = setInterval(() => coalescer.taskChanged('a'), 1);
-    await waitFor(() => deliveries.length >= 8, 'eight events');
-    clearInterval(changes);
+    for (let ms = 0; ms < 400; ms++) {
+      coalescer.taskChanged('a');
+      clock.advance(1);
+    }
     coalescer.close();
+    expect(deliveries.length).toBeGreaterThanOrEqual(8);
     for (let i = 1; i < deliveries.length; i++) expect(deliveries[i]!.start - deliveries[i - 1]!.end).toBeGreaterThanOrEqual(20);
+  });
+
+  test('a change within the interval after an event waits out the interval, then goes', () => {
+    const source = new FakeSource();
+    source.byId.set('a', snapshot('a'));
+    const clock = new FakeClock();
+    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 50, clock });
+    const events = collect(coalescer);
+    clock.advance(0);
+    expect(events).toHaveLength(1);
+    clock.advance(10);
+    coalescer.taskChanged('a');
+    clock.advance(39);
+    expect(events).toHaveLength(1);
+    clock.advance(1);
+    expect(events).toHaveLength(2);
+    expect(events[1]!.tasks.map((t) => t.id)).toEqual(['a']);
+    coalescer.close();
+    expect(clock.pending).toBe(0);
   });
 
   test('removed tasks are announced by id and not sent as changed', async () => {
@@ -118,42 +142,47 @@ describe('UpdateCoalescer', () => {
     expect(coalescer.hasSubscribers).toBe(false);
   });
 
-  test('idle: a change goes out on the next turn of the event loop; under pressure events are spaced by the busy interval', async () => {
+  test('idle: a change goes out on the next turn of the event loop; under pressure events are spaced by the busy interval', () => {
     const source = new FakeSource();
     source.byId.set('a', snapshot('a'));
-    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 16, busyFlushIntervalMs: 200 });
+    const clock = new FakeClock();
+    const coalescer = new UpdateCoalescer(source, { flushIntervalMs: 16, busyFlushIntervalMs: 200, clock });
     const at: number[] = [];
     let blockMs = 0;
     coalescer.subscribe(() => {
-      at.push(Date.now());
+      at.push(clock.now());
       // The host's event loop, kept busy by the listener: the next timer runs late.
-      const until = Date.now() + blockMs;
-      while (Date.now() < until);
+      clock.spend(blockMs);
     });
-    await waitFor(() => at.length === 1, 'the full picture');
-    // A slow start (test start-up) may have counted as pressure: one quick, on-time flush clears it.
-    for (let i = 0; i < 5 && coalescer.busy; i++) {
-      coalescer.taskChanged('a');
-      await waitFor(() => at.length === 2 + i, 'a delta');
-    }
+    clock.advance(0);
+    expect(at).toHaveLength(1);
     expect(coalescer.busy).toBe(false);
-    await new Promise((resolve) => setTimeout(resolve, 20));
     // Idle: the first flush after a quiet period is not delayed by the interval.
-    const changed = Date.now();
-    const before = at.length;
+    clock.advance(20);
+    const changed = clock.now();
     coalescer.taskChanged('a');
-    await waitFor(() => at.length === before + 1, 'the idle delta', 5000, 1);
-    expect(at.at(-1)! - changed).toBeLessThan(16);
+    clock.advance(0);
+    expect(at).toEqual([expect.any(Number), changed]);
     // Busy: each delivery blocks the loop for 60 ms, so the flush after it is late: spacing goes to 200 ms.
     blockMs = 60;
-    const deliveries = at.length;
     for (let i = 0; i < 3; i++) {
       coalescer.taskChanged('a');
-      setTimeout(() => coalescer.taskChanged('a'), 1);
-      await waitFor(() => at.length > deliveries + i, `busy delta ${i}`, 5000, 1);
+      clock.advance(1);
+      coalescer.taskChanged('a');
+      clock.advance(300);
     }
     expect(coalescer.busy).toBe(true);
-    expect(at.at(-1)! - at.at(-2)!).toBeGreaterThanOrEqual(190);
+    expect(at.at(-1)! - at.at(-2)!).toBeGreaterThanOrEqual(200);
+    // Still busy (each delivery takes 60 ms > 16): nothing goes out within 200 ms of the last one's end.
+    coalescer.taskChanged('a');
+    clock.advance(0);
+    const before = at.length;
+    const due = at.at(-1)! + blockMs + 200;
+    coalescer.taskChanged('a');
+    clock.advance(due - 1 - clock.now());
+    expect(at).toHaveLength(before);
+    clock.advance(1);
+    expect(at).toHaveLength(before + 1);
     coalescer.close();
   });
 });
