@@ -18,6 +18,7 @@ import { SseResponder } from './request-task/index.js';
 import { isSteering, type MessageTools, type ToolDefinition, type ToolResultIn } from './bridge/wire.js';
 import { sendJson, type ErrorKind, type HttpError } from './http.js';
 import {
+  forbidsToolCalls,
   requiresToolCall,
   InvalidRequest,
   resultContent,
@@ -90,6 +91,7 @@ export function messagesTurn(body: unknown, headers: IncomingHttpHeaders): Turn 
     json: false,
     tools,
     requiresToolCall: requiresToolCall(b.tool_choice, tools),
+    forbidsToolCalls: forbidsToolCalls(b.tool_choice),
     toolDefinitions: messagesTools(b.tools),
     thinking: messagesWantThinking(b.thinking),
     sessionIds: [...headerSessionIds(headers), ...stringsOf([session])],

@@ -68,6 +68,8 @@ export interface Turn {
    * bridged run must make one (docs/gateway.md, "Forced tool calls"); any other mode is a 400.
    */
   requiresToolCall?: RequiredCall;
+  /** `tool_choice: none` (Anthropic `{type: "none"}`): no tool calls; a bridged model answers in text only (`plan`). */
+  forbidsToolCalls?: boolean;
   /** The client's own session identifiers (headers, metadata, `prompt_cache_key`), most specific first. */
   sessionIds: string[];
   /** Request parameters the API's answer repeats (the Responses API's `instructions`, `tools`, `tool_choice` …). */
@@ -111,6 +113,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   const tools = toolNames(b.tools, 'tools');
   return {
     requiresToolCall: requiresToolCall(b.tool_choice, tools),
+    forbidsToolCalls: forbidsToolCalls(b.tool_choice),
     model: typeof b.model === 'string' ? b.model : undefined,
     messages,
     stream: b.stream === true,
@@ -138,6 +141,11 @@ export function toolNames(value: unknown, param: string): string[] {
     const name = t?.function?.name ?? t?.name ?? t?.type;
     return typeof name === 'string' ? name : 'tool';
   });
+}
+
+/** Whether `tool_choice` forbids tool calls (`none`, `{type: "none"}`). */
+export function forbidsToolCalls(choice: unknown): boolean {
+  return choice === 'none' || (typeof choice === 'object' && choice !== null && (choice as { type?: unknown }).type === 'none');
 }
 
 /** A call `tool_choice` requires: of any offered tool, or of the one named. */

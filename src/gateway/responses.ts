@@ -18,6 +18,7 @@ import { sendJson, type HttpError } from './http.js';
 import type { ToolDefinition, ToolResultIn } from './bridge/wire.js';
 import { openAIError, responsesUsage } from './openai-shapes.js';
 import {
+  forbidsToolCalls,
   requiresToolCall,
   InvalidRequest,
   resultContent,
@@ -57,6 +58,7 @@ export function responsesTurn(body: unknown, headers: IncomingHttpHeaders): Turn
     json: wantsJson(format, 'text.format'),
     tools,
     requiresToolCall: requiresToolCall(b.tool_choice, tools),
+    forbidsToolCalls: forbidsToolCalls(b.tool_choice),
     toolDefinitions: responsesTools(b.tools),
     thinking: responsesWantReasoning(b.reasoning),
     // Not `user`: it names the end user, whose separate conversations are separate sessions.

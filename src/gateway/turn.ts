@@ -206,10 +206,14 @@ async function runRoutedTurn(context: TurnContext, routed: RoutedTurn, outcome: 
   outcome.task = ran.task;
 }
 
-/** How a model treats this request's tools: its `mode`, else bridge when the request offers tools. */
+/**
+ * How a model treats this request's tools: its `mode`, else bridge when the request offers tools;
+ * a bridged model asked for no tool calls (`tool_choice: none`) answers in text only.
+ */
 export function modeOf(route: ModelRoute, turn: Turn): ModelMode {
   const mode = route.mode ?? 'bridge';
-  return mode === 'bridge' && turn.toolDefinitions.length === 0 ? 'agent' : mode;
+  if (mode === 'bridge' && turn.toolDefinitions.length === 0) return 'agent';
+  return mode === 'bridge' && turn.forbidsToolCalls === true ? 'plan' : mode;
 }
 
 /**

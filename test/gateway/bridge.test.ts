@@ -269,6 +269,20 @@ describe('a tool_choice that forces a call is honoured (docs/gateway.md, "Forced
     const unknown = await anthropic.messages.create({ ...params, tool_choice: { type: 'tool', name: 'nope' } }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(Anthropic.BadRequestError);
     expect((unknown as Error).message).toContain('`nope`');
+    // `none` forbids calls: the bridged model answers in text only, offered no tools.
+    const none = await anthropic.messages.create({
+      ...params,
+      messages: [{ role: 'user', content: 'Answer.' }],
+      tool_choice: { type: 'none' },
+    });
+    expect(none).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'text only, offered: 0' }] });
+    const chatNone = await openai.chat.completions.create({
+      model: 'bridge',
+      messages: [{ role: 'user', content: 'Answer.' }],
+      tools: CHAT_TOOLS,
+      tool_choice: 'none',
+    });
+    expect(chatNone.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'text only, offered: 0' } });
     // Without a forcing tool_choice the same text is the answer.
     const auto = await anthropic.messages.create({ ...params, tool_choice: { type: 'auto' } });
     expect(auto.content).toMatchObject([{ type: 'text', text: 'no call' }]);
