@@ -6,9 +6,11 @@
  *
  * While a job runs, its worker notes it beside the spool: `<dir>/<task_id>.job` holds the job's id
  * and the worker's pid and process start time. A worker starting finds the notes of workers that
- * are gone (pid and start time no longer match), and for each spooled success or error keeps the
- * report under the job's report key, where the broker looks for a lost job's report before it runs
- * the job again (redis-queue.ts). A `cancelled` spool is no finished work: the job runs again.
+ * are gone (pid and start time no longer match), and for each spooled success keeps the report
+ * under the job's report key, where the broker looks for a lost job's report before it runs the job
+ * again (redis-queue.ts). Only a success is finished work: an error spooled then is most often the
+ * worker's death itself (no input came, a question or tool call lost its connection), and a
+ * `cancelled` one is the keeper's stop; those jobs run again.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -55,7 +57,7 @@ export function spooledReports(dir: string, worker: string): Array<{ jobId: stri
     if (start !== '' && processStartTime(Number(pid)) === start) continue;
     const file = spoolPath(dir, taskId);
     const read = readSpoolFile(file, taskId);
-    if (read.ok && read.payload.status !== 'cancelled') {
+    if (read.ok && read.payload.status === 'success') {
       const payload = { ...read.payload, meta: { ...read.payload.meta, worker } };
       found.push({
         jobId,
