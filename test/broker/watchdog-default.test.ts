@@ -1,7 +1,8 @@
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import type { TaskError } from '../../src/broker/index.js';
 import { attemptSettings, DEFAULTS, resolveOptions } from '../../src/broker/settings.js';
 import { Task } from '../../src/broker/task/task.js';
+import { AttemptTimers, type WatchdogFire } from '../../src/broker/guards/watchdog.js';
 import type { TaskSpec } from '../../src/model/task.js';
 import { parseDuration } from '../../src/model/duration.js';
 import { ownerTaskGuards } from '../../src/hub/task-guards.js';
@@ -45,17 +46,79 @@ describe('the watchdog and the deadline by default', () => {
     await task.finished;
   });
 
-  test('heartbeatTimeoutMs: 0 turns the default watchdog off for a task', async () => {
-    const { broker } = makeBroker({ watchdogMs: 300 });
-    const task = broker.submit({ command: fixture('heartbeats-then-hangs.mjs'), heartbeatTimeoutMs: 0 });
-    // Well past the watchdog it still runs; then it is cancelled.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(task.snapshot().state).toBe('running');
-    task.cancel('enough');
-    expect(((await settle(task.result)) as { error: TaskError }).error.reason).toBe('cancelled');
-    await task.finished;
+  test('heartbeatTimeoutMs: 0 turns the default watchdog off for a task', () => {
+    // The settings carry the 0 (above); the timers it arms never stall, however long it is quiet.
+    expect(settingsOf({ heartbeatTimeoutMs: 0 }, { watchdogMs: 300 }).heartbeatTimeoutMs).toBe(0);
+    const { fired, timers } = fakeTimers(0, 0);
+    timers.heartbeat();
+    vi.advanceTimersByTime(3_600_000);
+    vi.useRealTimers();
+    expect(fired).toEqual([]);
+    timers.stop();
   });
 });
+
+describe('the attempt timers, on a fake clock', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  test('armed by the first heartbeat: silent before it, stalled a watchdog period after the last message', () => {
+    const { fired, timers } = fakeTimers(0, 300, true);
+    vi.advanceTimersByTime(10_000);
+    expect(fired).toEqual([]);
+    timers.heartbeat();
+    vi.advanceTimersByTime(200);
+    timers.alive();
+    vi.advanceTimersByTime(299);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1 + DECIDES);
+    expect(fired).toEqual(['stalled']);
+    timers.stop();
+  });
+
+  test('armed from the start when asked; the deadline fires however chatty the agent', () => {
+    const { fired, timers } = fakeTimers(1000, 300);
+    vi.advanceTimersByTime(299);
+    timers.alive();
+    for (let ms = 0; ms < 700; ms += 100) {
+      vi.advanceTimersByTime(100);
+      timers.alive();
+    }
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1 + DECIDES);
+    expect(fired).toEqual(['timeout']);
+    timers.stop();
+  });
+
+  test('a message read in the turn the watchdog comes due keeps it quiet; nothing fires after stop', () => {
+    const { fired, timers } = fakeTimers(0, 300);
+    // The timer comes due, and the line waiting to be read is read before it decides (setImmediate).
+    vi.advanceTimersByTime(300);
+    timers.alive();
+    vi.advanceTimersByTime(299);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1 + DECIDES);
+    expect(fired).toEqual(['stalled']);
+    fired.length = 0;
+    timers.alive();
+    vi.advanceTimersByTime(300);
+    timers.stop();
+    vi.advanceTimersByTime(10_000);
+    expect(fired).toEqual([]);
+  });
+});
+
+/** A timer that comes due decides one turn later (setImmediate): 1 ms on the fake clock. */
+const DECIDES = 1;
+
+/** AttemptTimers on vitest's fake timers (setTimeout and refresh, setImmediate, queueMicrotask). */
+function fakeTimers(timeoutMs: number, heartbeatTimeoutMs: number, fromFirstHeartbeat = false) {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'queueMicrotask', 'Date'] });
+  const fired: WatchdogFire[] = [];
+  const timers = new AttemptTimers(timeoutMs, heartbeatTimeoutMs, (kind) => fired.push(kind), fromFirstHeartbeat);
+  return { fired, timers };
+}
 
 describe('the hub’s defaults from the config file', () => {
   test('serve.timeout and serve.heartbeat_timeout set the default deadline and watchdog, as durations', () => {
