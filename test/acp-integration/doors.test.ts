@@ -128,6 +128,31 @@ describe('an ACP agent from every door', { timeout: 180_000 }, () => {
     );
   });
 
+  test('a cost cap pauses on a hub and asks; raising it continues the same session, stop keeps the work', async () => {
+    const hub = acpHub();
+    await startHub(hub);
+    const spend = script([{ say: 'part one' }, { usage: { cost: 3 } }, { sleep: 2000 }, { say: 'part two' }]);
+    const raised = (
+      await cli(['run', '--detach', '--acp-agent', 'fixture', '--max-cost-usd', '2', '--input', spend], hub.env)
+    ).stdout.trim();
+    const raise = await pendingQuestion(hub, raised);
+    expect(raise.question).toMatch(/^budget reached \(\$3(\.00)? of \$2(\.00)?\): raise the cap \/ stop$/);
+    expect((await cli(['answer', raised, '1'], hub.env)).code).toBe(0);
+    const continued = await waited(hub, raised);
+    expect(continued.status).toBe('success');
+    expect(continued.data.text).toContain('part one');
+
+    const stopped = (
+      await cli(['run', '--detach', '--acp-agent', 'fixture', '--max-cost-usd', '2', '--input', spend], hub.env)
+    ).stdout.trim();
+    await pendingQuestion(hub, stopped);
+    expect((await cli(['answer', stopped, 'stop'], hub.env)).code).toBe(0);
+    const ended = JSON.parse((await cli(['wait', '--json', stopped], hub.env)).stdout);
+    expect(ended).toMatchObject({ status: 'error', reason: 'budget_exceeded' });
+    // The work so far is kept with the failure: what the agent said before the cap, not after.
+    expect(ended.payload.data).toMatchObject({ text: 'part one', code: 'budget_exceeded' });
+  });
+
   test('MCP start_task runs the named agent’s preset, and refuses another command line beside it (X1)', async () => {
     const hub = acpHub();
     await startHub(hub);

@@ -21,6 +21,9 @@ export function decide(outcome: AttemptOutcome, canRetry: boolean, cancelRequest
     if (payload.status === 'cancelled')
       return { kind: 'fail', reason: 'cancelled', message: 'was cancelled by the agent', payload, channel };
     const message = errorMessageOf(payload);
+    // An agent that holds the task's budget itself (the ACP adapter's paused cap, docs/acp.md) says it stopped there.
+    if (isBudgetStop(payload))
+      return { kind: 'fail', reason: 'budget_exceeded', message: `over budget: ${message}`, detail: message, payload, channel };
     if (canRetry && isRetryable('error', payload.retryable)) return { kind: 'retry', why: `agent error: ${message}` };
     return { kind: 'fail', reason: 'error', message: `failed: ${message}`, detail: message, payload, channel };
   }
@@ -36,6 +39,12 @@ export function decide(outcome: AttemptOutcome, canRetry: boolean, cancelRequest
 export function settle(task: Task, decision: Exclude<Decision, { kind: 'retry' }>): void {
   if (decision.kind === 'succeed') task.succeed(decision.payload, decision.channel);
   else task.fail(decision.reason, decision.message, decision.payload, decision.channel, decision.detail);
+}
+
+/** An error payload whose `data.reason` is `budget_exceeded`: the agent stopped at the task's budget (docs/protocol.md §5). */
+function isBudgetStop(payload: FinalPayload): boolean {
+  const data = payload.data;
+  return typeof data === 'object' && data !== null && (data as { reason?: unknown }).reason === 'budget_exceeded';
 }
 
 /** The one-line message of an `error` (or `cancelled`) payload. */
