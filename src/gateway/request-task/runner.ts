@@ -22,7 +22,7 @@ export type { BackchannelClient, TaskCounts } from '../../client/index.js';
 
 /**
  * Why a request was stopped before its task finished; `idle`: a bridged run's client sent no tool
- * results within the session idle time (./../bridge/run.ts).
+ * results within the session idle time (../bridged-run.ts).
  */
 export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown' | 'idle';
 
