@@ -11,6 +11,7 @@ import type { ApprovalContext, ApprovalOption } from '../agent-runtime/index.js'
 import type { Asker, AskResult } from './asker.js';
 import { toolKind, type AcpSettings, type ToolKind } from './settings.js';
 import { commandOf, locationPaths, type ApprovalRecord, type Work } from './work.js';
+import { isBridgeToolCall } from './bridge-tools.js';
 
 /** The protocol's bound on an approval's options. */
 const MAX_OPTIONS = 16;
@@ -137,7 +138,8 @@ export class Approvals {
 
   /** The policy's decision, or the person's; undefined when the turn was cancelled meanwhile. */
   private async decide(kind: ToolKind, approval: ApprovalContext, signal: AbortSignal): Promise<Decision | undefined> {
-    const policy = this.settings.approvals[kind];
+    // Bridge mode: the caller's own tools are the caller's to allow (./bridge-tools.ts).
+    const policy = isBridgeToolCall(approval.title, kind) ? 'allow' : this.settings.approvals[kind];
     const base = {
       tool_call_id: approval.tool_call_id,
       kind,

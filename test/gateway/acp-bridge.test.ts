@@ -2,7 +2,7 @@
  * Bridge mode through ACP (issue 44 §6): a gateway model that is an ACP agent (`acp: true`) with
  * `mode: bridge`. The client's tools reach the agent as the MCP server `backchannel` in session/new
  * (the stdio relay), its call comes back to the client as a tool call of the same task, the agent's own
- * edit is refused at its permission request, and host anchoring states the client's root in the
+ * edit is refused at its permission request (one for the client's tool is allowed), and host anchoring states the client's root in the
  * prompt and in the session workspace's rules files. The agent: test/fixtures/gateway/acp-bridge-agent.mjs.
  */
 import fs from 'node:fs';
@@ -53,6 +53,7 @@ describe('an ACP agent as a bridge-mode gateway model', () => {
     expect(report.servers).toEqual(['backchannel']);
     expect(report.tool).toEqual({ tools: ['write_file'], result: 'wrote hello.txt', isError: false });
     expect(report.permission).toBe('reject');
+    expect(report.toolPermission).toBe('allow');
     expect(report.prompt).toContain(host);
     expect(report.rules).toEqual(['CLAUDE.md', 'AGENTS.md']);
     expect(report.rulesText).toContain(host);
@@ -63,6 +64,7 @@ describe('an ACP agent as a bridge-mode gateway model', () => {
     const result = await (await gw.client.follow(task!.id)).result;
     expect((result.data as { approvals: unknown }).approvals).toEqual([
       expect.objectContaining({ tool_call_id: 'own-edit', kind: 'edit', decision: 'rejected', by: 'policy' }),
+      expect.objectContaining({ tool_call_id: 'bridge-call', kind: 'other', decision: 'allowed', by: 'policy' }),
     ]);
   });
 
