@@ -171,7 +171,8 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     spec = planned.spec;
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
     const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
-    const entry = new LiveTask(task, policy, planned.runs, task.spec.askTimeoutMs ?? this.options.askTimeoutMs, this.records);
+    const askMs = task.spec.askTimeoutMs ?? this.options.askTimeoutMs;
+    const entry = new LiveTask(task, policy, planned.runs, askMs, this.records, this.options.clock);
     this.live.set(id, entry);
     if (this.journal) {
       this.journal.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });

@@ -7,6 +7,7 @@
  * broker's paths (the last attempt's exit, or a task that never ran) comes first.
  */
 import { isoNow, withoutContent } from '../protocol/index.js';
+import { systemClock, type Clock } from '../model/clock.js';
 import type { ResultSummary, RetryPolicy, TaskUpdate } from '../model/task.js';
 import { backoffDelay } from './guards/retry.js';
 import type { Journal, JournalRecord } from './history/journal.js';
@@ -43,7 +44,7 @@ export class LiveTask implements Registered, HeldTask {
   accepted: Promise<void> = Promise.resolve();
   /** Resolves once the task's ending is durable and shown (see `end`); until it ended, never. */
   published: Promise<void> = new Promise(() => {});
-  private backoff: { timer: NodeJS.Timeout; wake: () => void } | undefined;
+  private backoff: { cancel: () => void; wake: () => void } | undefined;
   private lastProgressJournal = 0;
   private captured = false;
 
@@ -54,6 +55,8 @@ export class LiveTask implements Registered, HeldTask {
     readonly runs: readonly TaskRun[],
     askTimeoutMs: number,
     private readonly records: TaskRecords,
+    /** Where the wait between attempts takes its time. */
+    private readonly clock: Clock = systemClock,
   ) {
     this.question = new PendingQuestion(task, askTimeoutMs, () => askContext(runs));
     this.toolCalls = new PendingToolCalls(task);
@@ -132,7 +135,7 @@ export class LiveTask implements Registered, HeldTask {
     const delay = backoffDelay(this.policy, number);
     this.task.retrying(why, delay);
     await new Promise<void>((wake) => {
-      this.backoff = { timer: setTimeout(wake, delay), wake };
+      this.backoff = { cancel: this.clock.after(delay, wake, true), wake };
     });
     this.backoff = undefined;
   }
@@ -140,7 +143,7 @@ export class LiveTask implements Registered, HeldTask {
   /** Ends the wait between attempts now, if the task is waiting. */
   wake(): void {
     if (!this.backoff) return;
-    clearTimeout(this.backoff.timer);
+    this.backoff.cancel();
     this.backoff.wake();
   }
 

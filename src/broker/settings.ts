@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import { ARG_TASK_ID, ENV_MAX_COST_USD, ENV_MAX_TOKENS, ENV_MAX_TURNS } from '../protocol/index.js';
+import type { Clock } from '../model/clock.js';
 import type { RunPolicy } from './run-policy.js';
 import { BrokerError } from './errors.js';
 import { checkDuration } from './guards/duration.js';
@@ -141,6 +142,8 @@ export interface BrokerOptions {
    * whose timing judgements are about the agent alone). @default 'shared'
    */
   agentCpu?: AgentCpu;
+  /** Where the wait between attempts takes its time (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 export type ResolvedOptions = Required<

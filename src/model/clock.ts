@@ -6,15 +6,18 @@
 export interface Clock {
   /** Milliseconds since the epoch, as `Date.now()`. */
   now(): number;
-  /** Runs `run` once, `ms` from now; the timer does not hold the process open. Returns its cancel. */
-  after(ms: number, run: () => void): () => void;
+  /**
+   * Runs `run` once, `ms` from now, and returns its cancel. The timer does not hold the process
+   * open, unless `holds` (a wait the process exists for, as the one between a task's attempts).
+   */
+  after(ms: number, run: () => void, holds?: boolean): () => void;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  after(ms, run) {
+  after(ms, run, holds = false) {
     const timer = setTimeout(run, ms);
-    timer.unref();
+    if (!holds) timer.unref();
     return () => clearTimeout(timer);
   },
 };

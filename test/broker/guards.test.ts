@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { TaskError, TaskHandle } from '../../src/broker/index.js';
-import { fixture, leftovers, makeBroker, settle, waitUntilGone, isAlive } from '../helpers/core.js';
+import { fixture, leftovers, makeBroker, settle, waitFor, waitUntilGone, isAlive } from '../helpers/core.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 
 /**
  * The pids a stubborn fixture reports in its first partial (itself and its grandchild). Fails instead
@@ -160,5 +161,26 @@ describe('retries', () => {
     const error = ((await settle(task.result)) as { error: TaskError }).error;
     expect(error.reason).toBe('crashed');
     expect(task.snapshot().attempt).toBe(3);
+  });
+
+  test('the wait between attempts is on the broker’s clock: backoff × factor^(n−1), no attempt before it', async () => {
+    const clock = new FakeClock();
+    const { broker } = makeBroker({ clock });
+    const task = broker.submit({ command: fixture('exit-silently.mjs'), retries: { max: 2, backoffMs: 60_000, factor: 3 } });
+    const started: number[] = [];
+    task.on('update', (u) => u.kind === 'started' && started.push(u.attempt));
+    for (const [attempt, waitMs] of [
+      [1, 60_000],
+      [2, 180_000],
+    ] as const) {
+      await waitFor(() => task.snapshot().state === 'retrying' && clock.pending === 1, `the wait after attempt ${attempt}`);
+      clock.advance(waitMs - 1);
+      // The next attempt starts only from the wait's timer, which has not run.
+      expect({ started, pending: clock.pending }).toEqual({ started: [...Array(attempt).keys()].map((i) => i + 1), pending: 1 });
+      clock.advance(1);
+      await waitFor(() => started.length === attempt + 1, `attempt ${attempt + 1} to start`);
+    }
+    expect(((await settle(task.result)) as { error: TaskError }).error.reason).toBe('crashed');
+    expect(clock.pending).toBe(0);
   });
 });

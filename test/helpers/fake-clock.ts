@@ -24,7 +24,7 @@ export class FakeClock implements Clock {
     return this.#now;
   }
 
-  after(ms: number, run: () => void): () => void {
+  after(ms: number, run: () => void, _holds?: boolean): () => void {
     const timer: Timer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, run };
     this.#timers.add(timer);
     return () => this.#timers.delete(timer);
