@@ -138,10 +138,11 @@ describe.skipIf(REDIS_MISSING)(`fleet workers SIGKILLed at random points${REDIS_
         if (note === 'alongside') found.push(`task ${nonce} ran twice at once (pid ${pid} beside ${earlier})`);
       }
       const endOf = new Map(lines(ends).map(([nonce, , how]) => [nonce!, how!]));
-      // A run that finished and still ran again: its finished work was thrown away.
+      // A run that succeeded and still ran again: its finished work was thrown away. (A run that
+      // failed as its worker died — no input, its question or tool call cut off — runs again.)
       const lastRun = new Map(lines(runs).map(([nonce, pid]) => [nonce!, pid!]));
-      for (const [nonce, pid] of lines(ends))
-        if (lastRun.get(nonce!) !== pid) found.push(`task ${nonce}: its run (pid ${pid}) finished, yet it ran again`);
+      for (const [nonce, pid, how] of lines(ends))
+        if (how === 'success' && lastRun.get(nonce!) !== pid) found.push(`task ${nonce}: its run (pid ${pid}) succeeded, yet it ran again`);
       for (const { task, nonce } of tasks) {
         const snap = task.snapshot();
         const times = ran.get(nonce) ?? 0;
