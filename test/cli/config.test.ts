@@ -37,6 +37,39 @@ describe('the one config file', () => {
     expect(wrong.stderr).toContain('unknown section "runn"');
   });
 
+  test("config show hides secrets (webhook secrets, agents' env) unless --show-secrets", () => {
+    const h = home();
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    h.write(
+      [
+        'notify:',
+        `  webhooks: [{ url: "https://example.com/hook", events: [ended], secret: ${secret} }]`,
+        'acp:',
+        '  agents:',
+        '    claude: { command: claude-agent-acp, env: { ANTHROPIC_API_KEY: sk-ant-visible-nowhere } }',
+        '',
+      ].join('\n'),
+    );
+    for (const args of [
+      ['config', 'show'],
+      ['config', 'show', '--json'],
+    ]) {
+      const shown = h.cli(args);
+      expect(shown.status, shown.stderr).toBe(0);
+      expect(shown.stdout).not.toContain(secret);
+      expect(shown.stdout).not.toContain('sk-ant-visible-nowhere');
+      expect(shown.stdout).toContain('[hidden]');
+      // What is not a secret is still shown as it is.
+      expect(shown.stdout).toContain('https://example.com/hook');
+      expect(shown.stdout).toContain('claude-agent-acp');
+    }
+    const json = JSON.parse(h.cli(['config', 'show', '--json']).stdout);
+    expect(json.sections.acp.agents.claude.env).toEqual({ ANTHROPIC_API_KEY: '[hidden]' });
+    const all = h.cli(['config', 'show', '--show-secrets']);
+    expect(all.stdout).toContain(secret);
+    expect(all.stdout).toContain('sk-ant-visible-nowhere');
+  });
+
   test('run takes its defaults from the run section; the command line wins', () => {
     const h = home();
     h.write('run:\n  timeout: 300\n');
