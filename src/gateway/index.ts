@@ -21,6 +21,7 @@ import {
 } from '../client/index.js';
 import { GatewayConfigError, resolveGatewayConfig, type GatewayConfig } from './config.js';
 import { GATEWAY_HOST, startGatewayServer } from './server.js';
+import type { Clock } from '../model/clock.js';
 import { unavailableRoute } from './turn-errors.js';
 import { Workspaces } from './workspaces.js';
 import { modelRunRules } from './routes.js';
@@ -56,6 +57,8 @@ export interface StartGatewayOptions {
   logger?: Logger;
   /** Quiet time after which a started stream gets an SSE keep-alive comment. @default 15000 */
   keepAliveMs?: number;
+  /** What background responses' keep time is measured on (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 export interface Gateway {
@@ -124,6 +127,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<G
       logger,
       limitConcurrency: !ownBroker,
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
       workspaces,
     });
     const url = `http://${GATEWAY_HOST}:${server.port}`;

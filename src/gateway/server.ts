@@ -21,6 +21,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Clock } from '../model/clock.js';
 import { DEFAULT_KEEP_ALIVE_MS, type BackchannelClient } from './request-task/index.js';
 import type { Logger } from '../client/index.js';
 import { sendAnthropicError } from './anthropic-messages.js';
@@ -53,6 +54,8 @@ export interface GatewayServerOptions {
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */
   keepAliveMs?: number;
+  /** What background responses' keep time is measured on (a test's fake clock). @default systemClock */
+  clock?: Clock;
   /** The private scratch directories (`config.workspacesDir`). */
   workspaces: Workspaces;
 }
@@ -99,7 +102,8 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     workspaces: options.workspaces,
   });
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
-  const background = createBackgroundResponses({ ...routing, tasks: options.tasks, keepAliveMs });
+  const { clock } = options;
+  const background = createBackgroundResponses({ ...routing, tasks: options.tasks, keepAliveMs, ...(clock ? { clock } : {}) });
   const context: EndpointContext = {
     tasks: options.tasks,
     turns,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { resolveGatewayConfig, startGateway, type Gateway } from '../../src/gateway/index.js';
 import type { TaskBroker } from '../../src/broker/index.js';
+import type { Clock } from '../../src/model/clock.js';
 import { clientOf } from '../../src/client/index.js';
 import { fixture, tempDir } from '../helpers/core.js';
 
@@ -42,7 +43,7 @@ export function standinModels(dir: string): Record<string, unknown> {
  */
 export async function startTestGateway(
   raw: Record<string, unknown>,
-  options: { broker?: TaskBroker; dir?: string; keepAliveMs?: number } = {},
+  options: { broker?: TaskBroker; dir?: string; keepAliveMs?: number; clock?: Clock } = {},
 ): Promise<Gateway> {
   const dir = options.dir ?? tempDir('bc-gw-');
   const saved = process.env.CURSOR_IPC_DIR;
@@ -53,6 +54,7 @@ export async function startTestGateway(
       config,
       ...(options.broker ? { client: clientOf(options.broker) } : {}),
       ...(options.keepAliveMs ? { keepAliveMs: options.keepAliveMs } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     open.push(gateway);
     return gateway;

@@ -24,6 +24,7 @@
 import type { ServerResponse } from 'node:http';
 import type { BackchannelClient, TaskRun } from '../../client/index.js';
 import { BridgeError, TaskError } from '../../client/index.js';
+import { systemClock, type Clock } from '../../model/clock.js';
 import { isFinished, type TaskSnapshot, type TaskState } from '../../model/task.js';
 import { AnswerStream, usageOf } from '../answer.js';
 import { HttpError, sendJson } from '../http.js';
@@ -53,6 +54,8 @@ const CANCEL_REASON = 'cancelled through the Responses API';
 export interface BackgroundOptions extends ModelRouting {
   tasks: BackchannelClient;
   keepAliveMs: number;
+  /** What the keep time is measured on (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 export interface BackgroundResponses {
@@ -70,6 +73,7 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
   const live = new Map<string, LiveResponse>();
   const deleted = new Set<string>();
   const keepMs = options.config.backgroundKeepMs;
+  const clock = options.clock ?? systemClock;
 
   /** The response, followed from now on if this gateway did not yet; a 404 when there is none (any more). */
   async function find(responseId: string): Promise<LiveResponse> {
@@ -87,7 +91,7 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
         live.get(taskId) ?? track(taskId, snapshot.tags.model ?? 'unknown', echoFromTags(snapshot), createdOf(snapshot), '', false);
       await response.following;
     }
-    if (response.expired(keepMs)) {
+    if (response.expired(keepMs, clock.now())) {
       forget(taskId);
       throw notFound(responseId);
     }
@@ -98,8 +102,7 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
     const response = new LiveResponse(options, { taskId, model, echo, createdAt, prompt, json });
     live.set(taskId, response);
     void response.ended.then(() => {
-      const timer = setTimeout(() => forget(taskId), keepMs);
-      timer.unref();
+      clock.after(keepMs, () => forget(taskId));
     });
     return response;
   }
@@ -181,7 +184,7 @@ export function createBackgroundResponses(options: BackgroundOptions): Backgroun
       deleted.add(taskId);
       forget(taskId);
       // Past the keep time it is expired anyway: the set stays as small as the responses kept.
-      setTimeout(() => deleted.delete(taskId), keepMs).unref();
+      clock.after(keepMs, () => deleted.delete(taskId));
       sendJson(res, 200, { id: responseId, object: 'response', deleted: true });
     },
 
@@ -309,8 +312,8 @@ class LiveResponse {
     return this.#endedAt !== undefined;
   }
 
-  expired(keepMs: number): boolean {
-    return this.#endedAt !== undefined && Date.now() - this.#endedAt > keepMs;
+  expired(keepMs: number, now: number): boolean {
+    return this.#endedAt !== undefined && now - this.#endedAt > keepMs;
   }
 
   stop(): void {
