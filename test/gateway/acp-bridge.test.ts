@@ -68,6 +68,22 @@ describe('an ACP agent as a bridge-mode gateway model', () => {
     ]);
   });
 
+  test('a session’s next turn replays the conversation to the ACP agent instead of resuming', async () => {
+    const dir = tempDir('bc-gw-acp-turns-');
+    const { broker } = createTestBroker({ acp: { adapter: path.join(ROOT, 'dist/acp/main.js') } });
+    const gw = await startTestGateway({ models: { acp: { command: AGENT, acp: true } }, session_workspaces: true }, { dir, broker });
+    const openai = new OpenAI({ baseURL: gw.baseURL, apiKey: 'none', maxRetries: 0 });
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'my favourite colour is teal' }];
+    const first = await openai.chat.completions.create({ model: 'acp', messages });
+    const answer = first.choices[0]!.message.content!;
+    expect(JSON.parse(answer).prompt).toContain('teal');
+    messages.push({ role: 'assistant', content: answer }, { role: 'user', content: 'what was the colour?' });
+    const second = await openai.chat.completions.create({ model: 'acp', messages });
+    const prompt = JSON.parse(second.choices[0]!.message.content!).prompt as string;
+    expect(prompt).toContain('what was the colour?');
+    expect(prompt, 'the first turn is replayed: the adapter’s session ended with its task').toContain('my favourite colour is teal');
+  });
+
   test('`acp: true` needs the agent’s command; with a built-in agent it is refused', () => {
     expect(() => resolveGatewayConfig({ models: { a: { acp: true } } })).toThrow(/`models\.a\.acp` says `command` is an ACP agent/);
     expect(() => resolveGatewayConfig({ models: { a: { agent: 'claude-code', acp: true } } })).toThrow(/`models\.a\.acp`/);
