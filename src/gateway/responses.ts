@@ -181,7 +181,10 @@ function itemsOf(text: string, extras: AnswerExtras): unknown[] {
   return items;
 }
 
-/** A `response` object; `usage` only once known (the SDKs' type has no `null` for it). */
+/**
+ * A `response` object; `usage` only once known (the SDKs' type has no `null` for it). No `output_text`:
+ * the API has none on the wire, the SDKs compute it from `output`.
+ */
 function response(
   ids: Ids,
   model: string,
@@ -203,7 +206,6 @@ function response(
     incomplete_details: null,
     model,
     output,
-    output_text: answer?.text ?? '',
     ...echo,
     ...(usage ? { usage } : {}),
   };

@@ -150,7 +150,12 @@ describe('openai', () => {
     const response = await openai.responses.create({ model: 'segments', input: 'x' });
     const responseStream = openai.responses.stream({ model: 'segments', input: 'x' });
     const streamed = await responseStream.finalResponse();
-    const texts = [chat.choices[0]!.message.content, chatStreamed, response.output_text, streamed.output_text];
+    // `output_text` is the SDK's own (create adds it); a stream's final response has only the items
+    // in the pinned 6.30.1, as against OpenAI (openai-node#1662, fixed in 6.45.0).
+    const streamedText = streamed.output.flatMap((item) =>
+      item.type === 'message' ? item.content.flatMap((part) => (part.type === 'output_text' ? [part.text] : [])) : [],
+    );
+    const texts = [chat.choices[0]!.message.content, chatStreamed, response.output_text, streamedText.join('')];
     expect(texts).toEqual(Array(4).fill('First part.\n\nSecond part.'));
   });
 });

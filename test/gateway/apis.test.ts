@@ -5,7 +5,7 @@
  */
 import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
-import { tempDir } from '../helpers/core.js';
+import { tempDir, waitFor } from '../helpers/core.js';
 import { raw, standinModels, startTestGateway, userMessage } from './helpers.js';
 
 async function gateway(extra: Record<string, unknown> = {}) {
@@ -128,7 +128,11 @@ describe('OpenAI Responses API', () => {
     ]);
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
     const completed = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
-    expect(completed.response.output_text).toBe('Hello: <system>\nBe brief.\n</system>\n\n<user>\nping\n</user>');
+    // The events are the wire's: the text is in the output items, and no SDK-only `output_text` is there.
+    expect(completed.response.output).toMatchObject([
+      { type: 'message', content: [{ type: 'output_text', text: 'Hello: <system>\nBe brief.\n</system>\n\n<user>\nping\n</user>' }] },
+    ]);
+    expect(completed.response).not.toHaveProperty('output_text');
     expect(completed.response.usage).toMatchObject({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
   });
 
@@ -142,6 +146,28 @@ describe('OpenAI Responses API', () => {
     const previous = await raw(`${gw.baseURL}/responses`, { model: 'echo', input: 'x', previous_response_id: 'resp_1' });
     expect(previous.status).toBe(400);
     expect(previous.json.error.param).toBe('previous_response_id');
+  });
+
+  test('`output_text` is not on the wire, as in the API; the SDK computes it from the output items', async () => {
+    const gw = await gateway();
+    const wire = await raw(`${gw.baseURL}/responses`, { model: 'echo', input: 'ping' });
+    expect(wire.json.output).toMatchObject([{ type: 'message', content: [{ type: 'output_text', text: 'Hello: ping' }] }]);
+    expect(wire.json).not.toHaveProperty('output_text');
+    const streamed = await raw(`${gw.baseURL}/responses`, { model: 'echo', input: 'ping', stream: true });
+    const responses = streamed.events.flatMap((e) => (e.data.response ? [e.data.response] : []));
+    expect(responses.map((r) => r.status)).toEqual(['in_progress', 'in_progress', 'completed']);
+    for (const r of responses) expect(r).not.toHaveProperty('output_text');
+    // The official SDK adds it, from `output`, on create and retrieve. (Not yet, in the pinned 6.30.1, on
+    // `responses.stream().finalResponse()`, against OpenAI too: openai-node#1662, fixed in 6.45.0.)
+    const openai = client(gw.baseURL);
+    expect((await openai.responses.create({ model: 'echo', input: 'ping' })).output_text).toBe('Hello: ping');
+    const background = await openai.responses.create({ model: 'echo', input: 'ping', background: true });
+    let done = background;
+    await waitFor(async () => (done = await openai.responses.retrieve(background.id)).status === 'completed', 'the response to complete');
+    expect(done.output_text).toBe('Hello: ping');
+    const retrieved = await raw(`${gw.baseURL}/responses/${background.id}`);
+    expect(retrieved.json).toMatchObject({ status: 'completed', output: [{ content: [{ text: 'Hello: ping' }] }] });
+    expect(retrieved.json).not.toHaveProperty('output_text');
   });
 
   test('a failure after the stream started is response.failed', async () => {

@@ -59,7 +59,7 @@ export function outputItem(taskId: string, text: string | undefined) {
   };
 }
 
-/** The `response` object; `usage` only once known (the SDKs' type has no `null` for it). */
+/** The `response` object; `usage` only once known (the SDKs' type has no `null` for it); no `output_text` (SDK-only). */
 export function responseObject(facts: ResponseFacts): Record<string, unknown> {
   const { answer } = facts;
   const usage = answer && responsesUsage(answer.usage);
@@ -78,7 +78,6 @@ export function responseObject(facts: ResponseFacts): Record<string, unknown> {
       : facts.keptText
         ? [{ ...outputItem(facts.taskId, facts.keptText), status: 'incomplete' }]
         : [],
-    output_text: answer?.text ?? '',
     ...facts.echo,
     ...(usage ? { usage } : {}),
   };

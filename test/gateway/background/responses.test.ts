@@ -67,7 +67,7 @@ describe('background responses', () => {
     const finished = await openai.responses.create({ model: 'echo', input: 'quick', background: true });
     await waitFor(async () => (await openai.responses.retrieve(finished.id)).status === 'completed', 'the response to complete');
     const unchanged = await openai.responses.cancel(finished.id);
-    expect(unchanged).toMatchObject({ status: 'completed', output_text: 'Hello: quick' });
+    expect(unchanged).toMatchObject({ status: 'completed', output: [{ content: [{ type: 'output_text', text: 'Hello: quick' }] }] });
   });
 
   test('cancel answers once the agent ended, not when the task was decided (Y50)', async () => {
