@@ -55,7 +55,7 @@ export interface StartGatewayOptions {
   /** @default all defaults (`resolveGatewayConfig({})`) */
   config?: GatewayConfig;
   logger?: Logger;
-  /** Quiet time after which a started stream gets an SSE keep-alive comment. @default 15000 */
+  /** Quiet time after which a started stream gets an SSE keep-alive comment. @default STREAM_KEEP_ALIVE_MS */
   keepAliveMs?: number;
   /** What background responses' keep time is measured on (a test's fake clock). @default systemClock */
   clock?: Clock;

@@ -9,9 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import { serveTaskListen, type ListenMessage, type ListenSink, type TaskSubscription } from './task-listen.js';
 import type { BackchannelClient } from '../client/index.js';
-
-/** The SDK's own keep-alive period for listen streams (DEFAULT_SSE_KEEP_ALIVE_MS). */
-const KEEP_ALIVE_MS = 15_000;
+import { STREAM_KEEP_ALIVE_MS as KEEP_ALIVE_MS } from '../model/streams.js';
 
 /** The task subscriptions open on one HTTP endpoint, to close them when it closes. */
 export class HttpTaskListens {

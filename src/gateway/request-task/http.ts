@@ -3,13 +3,11 @@
  * responder that starts lazily (on the first event, so errors before it still get a status code).
  */
 import type { ServerResponse } from 'node:http';
+import { STREAM_KEEP_ALIVE_MS } from '../../model/streams.js';
 import type { CancelWhy } from './runner.js';
 
-/**
- * SSE comment sent on a started stream that has been quiet this long: an agent can work silently for
- * minutes (builds, test runs), and proxies and clients drop streams that look dead.
- */
-export const DEFAULT_KEEP_ALIVE_MS = 15_000;
+/** SSE comment sent on a started stream that has been quiet this long (see STREAM_KEEP_ALIVE_MS). */
+export const DEFAULT_KEEP_ALIVE_MS = STREAM_KEEP_ALIVE_MS;
 
 /**
  * An AbortController aborted with `'disconnect'` when the client closes the connection before the

@@ -16,6 +16,7 @@ import { handleApi } from '../http/api.js';
 import { mountAt, type HttpMount } from '../http/mounts.js';
 import { sendError } from '../http/responses.js';
 import { EventStreams } from '../http/event-stream.js';
+import { STREAM_KEEP_ALIVE_MS } from '../../model/streams.js';
 import type { BrokerBridge } from '../broker-bridge.js';
 import { handleFollow, handleWatch } from './follow.js';
 import { claimEndpoint, preparePrivateDir } from '../../paths/control-socket.js';
@@ -27,7 +28,7 @@ export interface ControlServerOptions {
   /** The socket path (see ../../paths/control-endpoint.ts). */
   path: string;
   logger?: Logger;
-  /** Keep-alive comment interval on event streams. @default 15000 */
+  /** Keep-alive comment interval on event streams. @default STREAM_KEEP_ALIVE_MS */
   keepAliveMs?: number;
   /** The hub's HTTP mounts, read at each request (they are made once the hub is assembled). */
   mounts?: () => readonly HttpMount[];
@@ -44,7 +45,7 @@ export async function startControlServer(options: ControlServerOptions): Promise
   const { bridge, path, logger } = options;
   preparePrivateDir(path);
   if (await claimEndpoint(path)) logger?.warn(`removed a stale control endpoint (a hub that crashed?): ${path}`);
-  const streams = new EventStreams(bridge, options.keepAliveMs ?? 15_000);
+  const streams = new EventStreams(bridge, options.keepAliveMs ?? STREAM_KEEP_ALIVE_MS);
   const server = createServer((req, res) => {
     handle(bridge, streams, options.mounts?.() ?? [], req, res).catch((error: unknown) => {
       if (!res.headersSent) sendError(res, 500, 'internal', error instanceof Error ? error.message : String(error));

@@ -15,6 +15,7 @@ import { defaultRendererDir, PanelFiles } from '../http/static-files.js';
 import { EventStreams } from '../http/event-stream.js';
 import { admitLoopback, listen, LOOPBACK_HOST } from '../http/mount-server.js';
 import { mountAt, type HttpMount } from '../http/mounts.js';
+import { STREAM_KEEP_ALIVE_MS } from '../../model/streams.js';
 
 export interface PanelServerOptions {
   bridge: BackchannelBridge;
@@ -26,7 +27,7 @@ export interface PanelServerOptions {
   token?: string;
   /** The app log, served as a page at LOG_PATH (its last LOG_PAGE_BYTES). */
   logPath?: string;
-  /** Keep-alive comment interval on the event stream (proxies and browsers drop silent streams). @default 15000 */
+  /** Keep-alive comment interval on the event stream (proxies and browsers drop silent streams). @default STREAM_KEEP_ALIVE_MS */
   keepAliveMs?: number;
   /** Endpoints of other parts (MCP over HTTP): Host and Origin checked here, their own token checked by them. */
   mounts?: readonly HttpMount[];
@@ -82,7 +83,7 @@ export async function startPanelServer(options: PanelServerOptions): Promise<Pan
     bridge: options.bridge,
     logPath: options.logPath,
     files: PanelFiles.load(options.rendererDir ?? defaultRendererDir()),
-    streams: new EventStreams(options.bridge, options.keepAliveMs ?? 15_000),
+    streams: new EventStreams(options.bridge, options.keepAliveMs ?? STREAM_KEEP_ALIVE_MS),
     token: options.token ?? newToken(),
     mounts: options.mounts ?? [],
     port: 0,
