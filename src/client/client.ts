@@ -14,7 +14,7 @@ import { BridgeError } from '../model/errors.js';
 import { bridgeClient, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import type { LogLine, TaskSpec } from '../model/task.js';
 import type { ChangeService } from './changes.js';
-import type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
+import type { TaskBackend, TaskLoad, TaskPlace, TaskRun } from './tasks.js';
 import { shortTaskId, taskIdsNamedBy } from '../model/task-ids.js';
 
 export interface BackchannelClient extends BackchannelBridge {
@@ -47,7 +47,7 @@ export interface BackchannelClient extends BackchannelBridge {
   /** A task's log lines (the hub keeps the newest ones). */
   log(id: string): Promise<LogLine[]>;
   /** Running and queued tasks, counted by whoever runs them. */
-  counts(): Promise<TaskCounts>;
+  counts(): Promise<TaskLoad>;
   /** Lets go of the hub, or closes what this client opened (a private broker, the history). */
   close(): Promise<void>;
 }

@@ -14,7 +14,7 @@ import { isActive } from '../model/states.js';
 import { TASK_STATES, type TaskSpec } from '../model/task.js';
 import { FedTask, type TaskControls } from './fed-task.js';
 import { requestForHub } from './submit-request.js';
-import type { TaskBackend, TaskCounts, TaskRun } from './tasks.js';
+import type { TaskBackend, TaskLoad, TaskRun } from './tasks.js';
 import { bridgeChanges, type ChangeService } from './changes.js';
 
 export class HubTasks implements TaskBackend {
@@ -71,7 +71,7 @@ export class HubTasks implements TaskBackend {
     return this.#open((hub, task) => hub.watch(id, (event) => task.receive(event)), id);
   }
 
-  async counts(): Promise<TaskCounts> {
+  async counts(): Promise<TaskLoad> {
     const hub = await this.#connected();
     try {
       // Counted by the hub (a page's `total`), not by fetching every task of a long history.

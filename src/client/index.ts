@@ -7,7 +7,7 @@
 export { createClient, type BackchannelClient } from './client.js';
 export { createInMemoryPair, type InMemoryPair } from './in-memory.js';
 export { clientOf, NO_HUB, openClient, type OpenClientOptions, type WithoutHub } from './open.js';
-export type { TaskBackend, TaskCounts, TaskPlace, TaskRun } from './tasks.js';
+export type { TaskBackend, TaskLoad, TaskPlace, TaskRun } from './tasks.js';
 export { defaultWorktreeDir, type ChangeService } from './changes.js';
 export { isHubLost } from './hub-client.js';
 export { UntrustedEndpointError } from './discover.js';

@@ -13,7 +13,8 @@ import type { TaskSpec, ToolAnswer } from '../model/task.js';
 import type { AnswerDoor } from '../model/questions.js';
 import type { ChangeService } from './changes.js';
 
-export interface TaskCounts {
+/** The broker's load: its tasks running and waiting to run (the panel's counts by state are TaskCounts). */
+export interface TaskLoad {
   running: number;
   queued: number;
 }
@@ -59,7 +60,7 @@ export interface TaskBackend {
   /** The handle of an existing task (rejects with a `not_found` BridgeError for an unknown id). */
   follow(id: string): Promise<TaskRun>;
   /** Running and queued tasks of whoever runs them (a hub's are all of the hub's). */
-  counts(): Promise<TaskCounts>;
+  counts(): Promise<TaskLoad>;
   /** Coding tasks' changes: diff, apply, discard, keep branch (docs/coding-agents.md). */
   readonly changes: ChangeService;
   /** Lets go of the hub connection, or closes what the backend opened for itself. */

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isAllowedHost, isAllowedOrigin } from '../loopback/security.js';
-import { abortOnDisconnect, type BackchannelClient, type TaskCounts } from './request-task/index.js';
+import { abortOnDisconnect, type BackchannelClient, type TaskLoad } from './request-task/index.js';
 import { backgroundRoute, isBackgroundRequest, type BackgroundResponses } from './background/index.js';
 import { countTokens, messagesTurn, messagesWriter, sendAnthropicError } from './anthropic-messages.js';
 import { chatTurn, chatWriter, sendOpenAIError } from './chat-completions.js';
@@ -208,7 +208,7 @@ export function gatewayProblems(
 async function health(res: ServerResponse, { tasks, turns, config, runsOn }: EndpointContext): Promise<void> {
   const path = findExecutable(config.cursorCliPath);
   const problems = gatewayProblems(config, turns.unavailable);
-  let stats: TaskCounts = { running: 0, queued: 0 };
+  let stats: TaskLoad = { running: 0, queued: 0 };
   let connections: Awaited<ReturnType<BackchannelClient['info']>>['connections'];
   try {
     stats = await tasks.counts();

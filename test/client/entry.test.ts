@@ -65,7 +65,7 @@ describe("the client's entry", () => {
       './client.js: createClient, type BackchannelClient',
       './in-memory.js: createInMemoryPair, type InMemoryPair',
       './open.js: clientOf, NO_HUB, openClient, type OpenClientOptions, type WithoutHub',
-      './tasks.js: type TaskBackend, type TaskCounts, type TaskPlace, type TaskRun',
+      './tasks.js: type TaskBackend, type TaskLoad, type TaskPlace, type TaskRun',
       './changes.js: defaultWorktreeDir, type ChangeService',
       './hub-client.js: isHubLost',
       './discover.js: UntrustedEndpointError',

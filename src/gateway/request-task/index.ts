@@ -12,7 +12,7 @@
  */
 export { describeFailure, stoppedText, type DescribeFailureContext, type TaskFailure } from './failure.js';
 export { abortOnDisconnect, DEFAULT_KEEP_ALIVE_MS, sseEvent, SseResponder } from './http.js';
-export type { BackchannelClient, TaskCounts } from '../../client/index.js';
+export type { BackchannelClient, TaskLoad } from '../../client/index.js';
 export {
   createRequestTaskRunner,
   QueueFullError,

@@ -18,7 +18,7 @@ import PQueue from 'p-queue';
 import type { BackchannelClient, TaskRun } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
 
-export type { BackchannelClient, TaskCounts } from '../../client/index.js';
+export type { BackchannelClient, TaskLoad } from '../../client/index.js';
 
 /**
  * Why a request was stopped before its task finished; `idle`: a bridged run's client sent no tool
