@@ -31,7 +31,8 @@ export function routeFor(config: GatewayConfig, model: string, cliModels: readon
   return undefined;
 }
 
-export interface RequestTask {
+/** A model request, routed: what taskSpecFor turns into the task's spec (the running task is a RequestTask). */
+export interface RoutedRequest {
   model: string;
   route: ModelRoute;
   prompt: string;
@@ -73,7 +74,7 @@ export function userPrompt(messages: readonly ChatMessage[]): string | undefined
   return undefined;
 }
 
-export function taskSpecFor(config: GatewayConfig, request: RequestTask): TaskSpec {
+export function taskSpecFor(config: GatewayConfig, request: RoutedRequest): TaskSpec {
   const { route } = request;
   const oneLine = (userPrompt(request.messages) ?? request.prompt).replace(/\s+/g, ' ').trim();
   const label = `gateway ${request.model}: ${oneLine.length > LABEL_PROMPT_CHARS ? `${oneLine.slice(0, LABEL_PROMPT_CHARS)}…` : oneLine}`;
