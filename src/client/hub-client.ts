@@ -56,9 +56,9 @@ export interface HubClient extends BackchannelBridge {
    * a plain Error after `close()`). The task is attached to this connection: `close()` before it
    * ended makes the hub cancel it.
    */
-  follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
+  submitAndFollow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
   /**
-   * Calls `listener` with every change of the existing task `id`, as `follow` does (not attached:
+   * Calls `listener` with every change of the existing task `id`, as `submitAndFollow` does (not attached:
    * `close()` stops the watching only). A task that has already ended gives its picture, then `ended`.
    */
   watch(id: string, listener: (event: TaskFeedEvent) => void): FollowedSubmission;
@@ -99,7 +99,7 @@ export function connectHub(path: string): HubClient {
   ) as HubClient;
   return Object.assign(client, {
     path,
-    follow: (submission: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
+    submitAndFollow: (submission: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
       openTaskStream(connection, 'POST', FOLLOW_PATH, JSON.stringify(submission), listener),
     watch: (id: string, listener: (event: TaskFeedEvent) => void) =>
       openTaskStream(connection, 'GET', `${FOLLOW_PATH}/${encodeURIComponent(id)}`, undefined, listener),

@@ -1,6 +1,6 @@
 /**
  * The client's hub backend (./tasks.ts): each task is submitted over the control endpoint and
- * followed on its own stream (`HubClient.follow`, or `watch` for an existing task), so it shows in
+ * followed on its own stream (`HubClient.submitAndFollow`, or `watch` for an existing task), so it shows in
  * the hub's panel and history while this process shows or relays it. The handles are `FedTask`s,
  * the same as a local follow's, so a front-end cannot tell where its task runs.
  *
@@ -60,7 +60,7 @@ export class HubTasks implements TaskBackend {
   );
 
   async run(spec: TaskSpec): Promise<TaskRun> {
-    return this.#open((hub, task) => hub.follow(requestForHub(spec), (event) => task.receive(event)));
+    return this.#open((hub, task) => hub.submitAndFollow(requestForHub(spec), (event) => task.receive(event)));
   }
 
   start(spec: TaskSpec): Promise<{ id: string }> {

@@ -68,8 +68,8 @@ function linkedHub(host: BrokerBridge): HubClient {
   const hub = bridgeClient(call, subscribe) as HubClient;
   return Object.assign(hub, {
     path: 'memory',
-    follow: (request: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
-      linkedFeed(host, open, (onEvent) => host.follow(checkSubmitRequest(wire(request)), onEvent), listener, true),
+    submitAndFollow: (request: SubmitRequest, listener: (event: TaskFeedEvent) => void) =>
+      linkedFeed(host, open, (onEvent) => host.submitAndFollow(checkSubmitRequest(wire(request)), onEvent), listener, true),
     watch: (id: string, listener: (event: TaskFeedEvent) => void) =>
       linkedFeed(host, open, (onEvent) => host.watch(id, onEvent), listener, false),
     onLost: () => () => {},

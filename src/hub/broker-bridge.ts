@@ -140,9 +140,9 @@ export interface BrokerBridge extends BackchannelBridge {
    * `TaskFeedEvent`): first its picture, then each update with the picture after it, the last one
    * `exited`. `stop()` ends the listening, not the task. Throws like `submit`.
    */
-  follow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): { id: string; stop(): void };
+  submitAndFollow(request: SubmitRequest, listener: (event: TaskFeedEvent) => void): { id: string; stop(): void };
   /**
-   * Calls `listener` with every change of the existing task `id`, as `follow` does: first its
+   * Calls `listener` with every change of the existing task `id`, as `submitAndFollow` does: first its
    * picture, then each update. Throws a `not_found` BridgeError for an unknown id.
    */
   watch(id: string, listener: (event: TaskFeedEvent) => void): { stop(): void };
@@ -169,7 +169,7 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
       else broker.resume();
       events.poke();
     },
-    follow: (request, listener) => followSubmission(broker, request, listener),
+    submitAndFollow: (request, listener) => followSubmission(broker, request, listener),
     watch: (id, listener) => watchTask(broker, id, listener),
     close() {
       if (closed) return;

@@ -93,7 +93,7 @@ export async function handleFollow(bridge: BrokerBridge, req: IncomingMessage, r
     following?.stop();
   });
   try {
-    following = bridge.follow(checkSubmitRequest(body), (event) => feed.write(event));
+    following = bridge.submitAndFollow(checkSubmitRequest(body), (event) => feed.write(event));
   } catch (error) {
     // Refused as a `submit` call is: a bad request, a closed broker.
     const refusal = toErrorBody(error);

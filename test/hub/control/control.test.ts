@@ -61,13 +61,13 @@ describe('control endpoint', () => {
     }
   });
 
-  test('follow: every update of a task arrives in order, not coalesced; env and tags reach it; a refusal rejects the id', async () => {
+  test('submitAndFollow: every update of a task arrives in order, not coalesced; env and tags reach it; a refusal rejects the id', async () => {
     const dir = tempDir();
     await hubIn(dir);
     const hub = connectHub(path.join(dir, 'run', 'control.sock'));
     try {
       const events: TaskFeedEvent[] = [];
-      const followed = hub.follow(
+      const followed = hub.submitAndFollow(
         { command: fixture('chatty-env.mjs'), input: { n: 500 }, env: { CHATTY_VALUE: 'from the request' }, tags: { source: 'test' } },
         (event) => events.push(event),
       );
@@ -81,7 +81,7 @@ describe('control endpoint', () => {
       expect(ended.task).toMatchObject({ state: 'succeeded', tags: { source: 'test' }, result: { data: { value: 'from the request' } } });
       expect(events.at(-1)!.update!.kind).toBe('exited');
 
-      const refused = hub.follow({ command: '' }, () => {});
+      const refused = hub.submitAndFollow({ command: '' }, () => {});
       await expect(refused.id).rejects.toMatchObject({ code: 'invalid_request' });
       await expect(hub.submit({ command: 'x', env: { 'BAD NAME': 'v' } })).rejects.toThrow(/names in `env` to be like FOO_BAR/);
     } finally {
@@ -89,13 +89,13 @@ describe('control endpoint', () => {
     }
   });
 
-  test('follow: a front-end that goes away before its task ended has it cancelled, with a reason', async () => {
+  test('submitAndFollow: a front-end that goes away before its task ended has it cancelled, with a reason', async () => {
     const dir = tempDir();
     await hubIn(dir);
     const hub = connectHub(path.join(dir, 'run', 'control.sock'));
     try {
       let running = false;
-      const followed = hub.follow({ command: fixture('chatty-env.mjs'), input: { n: 1, hold: true } }, (event) => {
+      const followed = hub.submitAndFollow({ command: fixture('chatty-env.mjs'), input: { n: 1, hold: true } }, (event) => {
         if (event.update?.kind === 'partial') running = true;
       });
       const id = await followed.id;

@@ -84,7 +84,7 @@ describe('the follow stream', () => {
     hub.onLost((error) => lost.push(error));
     try {
       const seen: string[] = [];
-      const followed = hub.follow({ command: 'x' }, (event) => seen.push(event.task.id));
+      const followed = hub.submitAndFollow({ command: 'x' }, (event) => seen.push(event.task.id));
       expect(await followed.id).toBe('t-1');
       await expect(followed.ended).rejects.toThrow(HubLostError);
       await expect(followed.ended).rejects.toThrow(/malformed line on a task stream/);
@@ -98,7 +98,7 @@ describe('the follow stream', () => {
   test('a stream that closes before the task exited fails the follower, not a hang', async () => {
     const hub = connectHub(await fakeHub([picture('t-2')]));
     try {
-      const followed = hub.follow({ command: 'x' }, () => {});
+      const followed = hub.submitAndFollow({ command: 'x' }, () => {});
       expect(await followed.id).toBe('t-2');
       await expect(followed.ended).rejects.toThrow(/the task's stream closed before it ended/);
     } finally {
@@ -109,7 +109,7 @@ describe('the follow stream', () => {
   test('a stream that closes before its first line rejects the id too', async () => {
     const hub = connectHub(await fakeHub([]));
     try {
-      const followed = hub.follow({ command: 'x' }, () => {});
+      const followed = hub.submitAndFollow({ command: 'x' }, () => {});
       await expect(followed.id).rejects.toThrow(HubLostError);
       await expect(followed.ended).rejects.toThrow(HubLostError);
     } finally {
@@ -142,7 +142,9 @@ describe('the follow stream', () => {
     const hub = connectHub(socketPath);
     try {
       const seen: Array<{ kind?: string; data?: unknown }> = [];
-      const followed = hub.follow({ command: 'x' }, (event) => seen.push({ kind: event.update?.kind, data: event.task.result?.data }));
+      const followed = hub.submitAndFollow({ command: 'x' }, (event) =>
+        seen.push({ kind: event.update?.kind, data: event.task.result?.data }),
+      );
       await followed.ended;
       expect(seen.map((event) => event.kind)).toEqual([undefined, 'ended', 'exited']);
       expect(seen[1]!.data === text).toBe(true);
