@@ -56,7 +56,7 @@ const edit = call('exec_command', {
 });
 
 describe.skipIf(codex.skip !== undefined)(codex.title, { timeout: 240_000 }, () => {
-  test('allow runs the edit, reject leaves the file; usage arrives', async () => {
+  test('allow runs the edit, reject leaves the file (codex-acp reports no token counts or cost)', async () => {
     const { dir, file } = project('bc-acp-codex-');
     const model = await fake([{ output: [edit] }, { output: [say('Done editing.')] }, { output: [edit] }]);
     const hub = await acpHub({ codex: agent(model) });
