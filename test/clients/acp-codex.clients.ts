@@ -2,7 +2,7 @@
  * The real codex-acp (pinned; its Linux binary is an npm package) as an ACP task on a hub, against
  * the fake Responses server: a scripted model makes it edit a file with an escalated `exec_command`
  * (Codex asks before running a command outside its sandbox), the permission request is answered with
- * `backchannel answer`, cancel mid-turn ends the whole tree, usage arrives, and a follow-up continues
+ * `backchannel answer`, cancel mid-turn ends the whole tree, and a follow-up continues
  * the same session. codex-acp needs `authenticate` with its API-key method before session/new.
  */
 import fs from 'node:fs';
