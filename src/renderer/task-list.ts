@@ -334,11 +334,17 @@ export class TaskList {
     const waiting = task.pendingQuestion !== undefined;
     const wasWaiting = old?.pendingQuestion !== undefined;
     // Most updates only move progress: touch classes and labels only when they change.
-    if (!old || old.state !== task.state || wasWaiting !== waiting) {
-      row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}`;
+    if (!old || old.state !== task.state || wasWaiting !== waiting || old.recovering !== task.recovering) {
+      row.el.className = `task state-${task.state}${waiting ? ' asking' : ''}${task.recovering ? ' recovering' : ''}`;
       row.el.classList.toggle('thread-run', row.nested);
       row.el.classList.toggle('thread-head', !row.nested && !row.toggle.hidden);
-      row.badge.textContent = waiting ? (task.pendingQuestion?.approval ? 'Needs approval' : 'Needs answer') : STATE_LABEL[task.state];
+      row.badge.textContent = waiting
+        ? task.pendingQuestion?.approval
+          ? 'Needs approval'
+          : 'Needs answer'
+        : task.recovering
+          ? 'Recovering'
+          : STATE_LABEL[task.state];
       row.badge.className = `badge badge-${waiting ? 'asking' : task.state}`;
       const finished = isFinished(task.state);
       row.action.textContent = finished ? 'Retry' : 'Cancel';
@@ -477,6 +483,8 @@ function headlineChanged(before: TaskSnapshot, after: TaskSnapshot): boolean {
 /** The second line of a row: what the task is doing or why it ended. */
 function subline(task: TaskSnapshot, paused: boolean): string {
   if (task.pendingQuestion) return `Asks: ${task.pendingQuestion.question}`;
+  // Its agent outlived the hub's restart: watched until it ends, never retried meanwhile (docs/reliability.md).
+  if (task.recovering && !isFinished(task.state)) return 'Recovering: its agent outlived a restart of the hub and still runs';
   const waiting = !isFinished(task.state) && waitingForTools(task.pendingToolCalls);
   if (waiting) return `W${waiting.slice(1)}`;
   if (isFault(task.state)) return failureText(task);
