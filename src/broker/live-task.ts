@@ -166,7 +166,7 @@ export class LiveTask implements Registered, HeldTask {
    * result, also in its settled promise, its spec with the caller's environment, its question, its
    * listeners) is dropped; its snapshot, log and attachments' content stay, and what a Retry needs of
    * its spec beyond what history stores. Before, only tasks whose result went to disk did: every
-   * other finished task was kept whole until the history limit (~3 KB each in a hub, issue 27).
+   * other finished task was kept whole until the history limit (~3 KB each in a hub: docs/performance.md § How cost grows with history).
    */
   retire(registry: TaskRegistry<LiveTask>): void {
     if (this.attempt) return;

@@ -4,7 +4,8 @@
  * carrying each changed task once, the ids of tasks that left history, and the paused flag and the
  * counts by state when they changed. A new subscriber's first event is the full picture: every live
  * task and the newest page of all, with the cursor of the older ones — bounded however long the
- * history is (issue 27: over 100,000 tasks it was ~60 MB built for each panel, which never painted).
+ * history is (over 100,000 tasks it was ~60 MB built for each panel, which never painted:
+ * docs/performance.md § How cost grows with history).
  *
  * Forward at once when idle, coalesce only under pressure: a change on a quiet broker goes out on
  * the next turn of the event loop. Under pressure — a flush ran late plus took, together, longer than

@@ -95,7 +95,7 @@ export type OnBudget = (typeof ON_BUDGET)[number];
 /**
  * `acp`: true, or {agent?, onBudget?}. Only names and choices: the program, its arguments and its
  * environment are the request's `command`/`args` (judged by the run policy) or a named agent of the
- * owner's config, never a field here (docs/acp.md, red-team finding X1).
+ * owner's config, never a field here (docs/acp.md; docs/reliability.md, fault X1).
  */
 const acp = z.union(
   [

@@ -1,7 +1,7 @@
 /**
  * Tasks older than the event stream's picture. The picture holds every live task and the newest
  * TASK_PAGE_SIZE of all, with the cursor of the older ones (`BridgeEvent.older`): bounded however
- * long the history is (issue 27). The rest comes a page at a time, from the hub's pages
+ * long the history is (docs/performance.md § How cost grows with history). The rest comes a page at a time, from the hub's pages
  * (`listTaskPage({ before })`), when the end of the list scrolls into view or "Show older tasks" is
  * pressed. A new picture (a reconnect) starts over from its own cursor.
  */

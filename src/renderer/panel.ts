@@ -550,8 +550,9 @@ setInterval(() => !schedulesPane.hidden && void schedules?.refresh(), SCHEDULES_
  * The first paint comes from two small pages asked for at once — every live task, and the newest
  * TASK_PAGE_SIZE of all — not from the event stream, whose first event is the full picture: with
  * 1,000 tasks in history that is ~0.6 MB the hub builds and the page parses before any row shows
- * (issue 22). Once those rows are on screen the stream opens; its full picture (live tasks and the
- * newest page again, bounded however long the history is: issue 27) replaces them, so nothing the
+ * (docs/performance.md § the panel's first paint over a big history). Once those rows are on screen
+ * the stream opens; its full picture (live tasks and the newest page again, bounded however long the
+ * history is: docs/performance.md § How cost grows with history) replaces them, so nothing the
  * pages missed or got stale stays wrong. Older tasks come a page at a time (OlderTasks).
  */
 function start(): void {

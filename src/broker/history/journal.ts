@@ -442,7 +442,7 @@ const READ_CHUNK_BYTES = 1024 * 1024;
 /**
  * Calls `line` with each line of the file `fd` (UTF-8, without its newline; a last line without
  * one too), reading a chunk at a time: a whole journal as one string and its array of lines were
- * most of the hub's memory at start over a long history, long after the start (issue 27).
+ * most of the hub's memory at start over a long history, long after the start (docs/performance.md § How cost grows with history).
  */
 function forEachLine(fd: number, line: (text: string) => void): void {
   let carry: Buffer | undefined;

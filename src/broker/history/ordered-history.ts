@@ -1,8 +1,9 @@
 /**
  * The finished tasks of history by id — a Map, in insertion order as before — that also keeps them
  * in list order (creation time, then id) and counts them by state, so a page of the newest tasks
- * walks from the newest end instead of filtering and sorting the whole history (issue 27: the first
- * page went from 13.6 to 64 ms between 10,000 and 100,000 tasks).
+ * walks from the newest end instead of filtering and sorting the whole history (the first page went
+ * from 13.6 to 64 ms between 10,000 and 100,000 tasks: docs/performance.md § How cost grows with
+ * history).
  *
  * Inserts are at the end in the usual case (a task created after every other one); a task that
  * finishes after newer ones goes to its place by binary search. Replacing an entry (`set` of a known

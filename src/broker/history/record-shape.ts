@@ -9,7 +9,7 @@
  *
  * Checked in place, without building a copy of the record: a schema library's parse copies every
  * record it accepts, and at start over 10,000 tasks of history that garbage was ~20 MB of the hub's
- * resident memory (issue 27). test/reliability/journal-shape.test.ts holds the rules as a zod
+ * resident memory (docs/performance.md § How cost grows with history). test/reliability/journal-shape.test.ts holds the rules as a zod
  * schema and checks both agree.
  */
 import { TASK_STATES } from '../../model/task.js';

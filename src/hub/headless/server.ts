@@ -49,7 +49,7 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 /**
  * Open connections the owner's processes hold on the panel's port at most; more are closed as they
  * come. A panel tab holds its event stream and a few requests, so this is room for many tabs and
- * scripts, while a flood of idle connections (a red team reached 17,500 descriptors) can no longer
+ * scripts, while a flood of idle connections (one reached 17,500 descriptors: docs/reliability.md, fault table) can no longer
  * use up the hub's file descriptors, which its tasks' sockets and pipes need too.
  */
 export const MAX_PANEL_CONNECTIONS = 256;
