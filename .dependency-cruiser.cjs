@@ -1,11 +1,14 @@
 /**
- * The layering of src/, enforced in `npm test` (scripts/lint.mjs). Lower layers never import higher ones:
+ * The layering of src/, enforced by `npm run lint` (`depcruise src --config .dependency-cruiser.cjs`).
+ * Lower layers never import higher ones:
  *
  *   protocol  →  model  →  broker  →  bridge  →  templates  →  hub  →  client  →  main (Electron) · gateway · mcp · cli
  *   client    →  desktop (the app's Electron-free parts: its hub, IPC handlers, tray menu)  →  main
  *   broker    →  fleet (the BullMQ queue and worker: over the core, under the hub and the CLI)
  *   broker    →  paths (where the data directory and the control endpoint are: hub, client and commands)
  *   broker    →  schedules (the schedule store, fire times and policies: the hub fires them)
+ *   config: the config file (a leaf over model: the hub, the gateway, the CLI and the app read it)
+ *   broker, config  →  notify (the webhooks: the hub sends them)
  *   loopback: the HTTP guards of a loopback server (Host/Origin, token, headers): the hub's servers, the gateway
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)

@@ -1,6 +1,8 @@
 /**
- * `backchannel run -- <command>`: one sub-agent under a broker of its own. The command line becomes a
- * task spec here; what is shown while it runs is ../run/updates.ts, how it ends ../run/outcome.ts.
+ * `backchannel run -- <command>`: one sub-agent, on the running hub when there is one, else (or with
+ * `--local`, `--save-attachments` or a broker flag) under a broker of its own in this process. The
+ * command line becomes a task spec here; what is shown while it runs is ../run/updates.ts, how it
+ * ends ../run/outcome.ts.
  */
 import { loadConfig, setting } from '../../config/file.js';
 import type { TaskSpec } from '../../model/task.js';
