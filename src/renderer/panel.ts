@@ -4,9 +4,10 @@
  * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
  * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { AttachmentDownload, BridgeEvent, BridgeInfo, TaskCounts, TaskSnapshot, TaskState } from '../bridge/contract.js';
+import type { BridgeEvent, BridgeInfo, TaskCounts, TaskSnapshot, TaskState } from '../bridge/contract.js';
 import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../bridge/contract.js';
 import { Details } from './details.js';
+import { copyText as copyToClipboard, saveBlob, saveFile, toaster } from './feedback.js';
 import { byId, setText } from './dom.js';
 import { countsSummary, countsText, isFinished } from './format.js';
 import { installHttpBridge } from './http-bridge.js';
@@ -63,7 +64,8 @@ const countsEl = byId('counts');
 const pauseButton = byId<HTMLButtonElement>('pause');
 const pausedBanner = byId('paused-banner');
 const detailsPane = byId('details-pane');
-const toastEl = byId('toast');
+const { toast, showError } = toaster(byId('toast'));
+const copyText = (text: string): void => copyToClipboard(text, toast);
 const app = byId('app');
 const fleetEl = byId('fleet');
 
@@ -432,49 +434,6 @@ async function openFollowUp(task: TaskSnapshot): Promise<void> {
   } catch (error) {
     showError(error);
   }
-}
-
-function copyText(text: string): void {
-  const fallback = (): void => {
-    const area = document.createElement('textarea');
-    area.value = text;
-    document.body.append(area);
-    area.select();
-    const ok = document.execCommand('copy');
-    area.remove();
-    toast(ok ? 'Copied' : 'Copy failed');
-  };
-  if (navigator.clipboard) navigator.clipboard.writeText(text).then(() => toast('Copied'), fallback);
-  else fallback();
-}
-
-let toastTimer: ReturnType<typeof setTimeout> | undefined;
-function toast(message: string, isError = false): void {
-  toastEl.textContent = message;
-  toastEl.classList.toggle('error', isError);
-  toastEl.classList.add('visible');
-  clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => toastEl.classList.remove('visible'), isError ? 6000 : 2500);
-}
-
-/** Hands an attachment to the browser as a file download. */
-function saveFile(file: AttachmentDownload): void {
-  const binary = atob(file.base64);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  saveBlob(file.name, new Blob([bytes], { type: file.encoding === 'utf8' ? 'text/plain;charset=utf-8' : 'application/octet-stream' }));
-}
-
-/** Hands `blob` to the browser as a file download named `name`. */
-function saveBlob(name: string, blob: Blob): void {
-  const url = URL.createObjectURL(blob);
-  const link = Object.assign(document.createElement('a'), { href: url, download: name });
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
-
-function showError(error: unknown): void {
-  toast(error instanceof Error ? error.message : String(error), true);
 }
 
 /* ---------- wiring ---------- */
