@@ -81,6 +81,7 @@ describe.skipIf(claude.skip !== undefined)(claude.title, { timeout: 240_000 }, (
     await pendingQuestion(hub, rejected);
     await answer(hub, rejected, 'Reject');
     const after = await waited(hub, rejected);
+    await treeGone(dir); // nothing of either task is left running
     expect(fs.readFileSync(file, 'utf8')).toBe('old\n');
     expect(after.data.approvals).toEqual([expect.objectContaining({ decision: 'rejected', by: 'answer' })]);
   });
@@ -112,6 +113,7 @@ describe.skipIf(claude.skip !== undefined)(claude.title, { timeout: 240_000 }, (
     expect(earlier.status, JSON.stringify(earlier)).toBe('success');
     const next = await startAgentTask(hub, 'claude', dir, 'what was the colour?', ['--follow-up', first]);
     const later = await waited(hub, next);
+    await treeGone(dir);
     expect(later.status, JSON.stringify(later)).toBe('success');
     expect(later.data.text).toBe('You said: teal');
     expect(later.data.session_id).toBe(earlier.data.session_id);

@@ -83,6 +83,7 @@ describe.skipIf(codex.skip !== undefined)(codex.title, { timeout: 240_000 }, () 
     const asked = await pendingQuestion(hub, rejected);
     await answer(hub, rejected, asked.choices.at(-1)!);
     const after = await waited(hub, rejected);
+    await treeGone(dir); // nothing of either task is left running
     expect(fs.readFileSync(file, 'utf8')).toBe('old\n');
     // Codex's reject option ("No, and tell Codex what to do differently") ends its turn: the task fails
     // with what was done so far, the rejection among it.
@@ -111,6 +112,7 @@ describe.skipIf(codex.skip !== undefined)(codex.title, { timeout: 240_000 }, () 
     expect(earlier.status, JSON.stringify(earlier)).toBe('success');
     const next = await startAgentTask(hub, 'codex', dir, 'what was the colour?', ['--follow-up', first]);
     const later = await waited(hub, next);
+    await treeGone(dir);
     expect(later.status, JSON.stringify(later)).toBe('success');
     expect(later.data.session_id).toBe(earlier.data.session_id);
     expect(later.meta.acp.continued_by).toMatch(/^(resume|load)$/);

@@ -97,6 +97,7 @@ describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as an ACP agent`
     await pendingQuestion(hub, rejected);
     await answer(hub, rejected, 'Reject');
     const after = await waited(hub, rejected);
+    await treeGone(dir); // nothing of either task is left running
     expect(fs.readFileSync(file, 'utf8')).toBe('old\n');
     expect(after.data.approvals).toEqual([expect.objectContaining({ option_id: 'reject', decision: 'rejected', by: 'answer' })]);
   });
@@ -127,6 +128,7 @@ describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as an ACP agent`
     expect(earlier.status, JSON.stringify(earlier)).toBe('success');
     const next = await startAgentTask(hub, 'opencode', dir, 'what was the colour?', ['--follow-up', first]);
     const later = await waited(hub, next);
+    await treeGone(dir);
     expect(later.status, JSON.stringify(later)).toBe('success');
     expect(later.data.text).toBe('You said: teal');
     expect(later.data.session_id).toBe(earlier.data.session_id);
