@@ -1,8 +1,10 @@
 /**
  * The arguments of `start_task` and `run_task`, declared once (`START_SHAPE`, zod): the SDK checks
  * them and publishes their JSON Schema, `StartArgs` is derived from them, and `startTask` maps them
- * onto the bridge's submission. This is the one place the MCP side of the task request lives: when
- * the task request becomes one zod schema in src/bridge, START_SHAPE is the piece to derive from it.
+ * onto the bridge's submission. This is the one place the MCP side of the task request lives. The
+ * task request itself is one zod/mini schema, TASK_REQUEST (../model/task-request.ts), which the
+ * submission is checked against; START_SHAPE still re-declares its fields in MCP's own words
+ * (snake_case names, JSON text accepted for objects, presets), and is the piece to derive from it.
  */
 import * as z from 'zod';
 import type { BackchannelClient, SubmitRequest } from '../client/index.js';
