@@ -10,6 +10,7 @@ import { chmodSync, lstatSync, mkdirSync, unlinkSync, type Stats } from 'node:fs
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import { STALE_SOCKET_RECHECK_MS } from '../broker/transport/endpoint.js';
+import { systemClock, type Clock } from '../model/clock.js';
 
 /** How long a probe waits for a hub to accept; a live hub accepts at once. */
 export const PROBE_TIMEOUT_MS = 1000;
@@ -106,10 +107,10 @@ export async function probeEndpoint(socketPath: string, timeoutMs = PROBE_TIMEOU
  * removed one. A refusal is asked again after STALE_SOCKET_RECHECK_MS: a hub starting this very moment
  * has bound its socket but may not listen yet, and must not lose it to a second hub.
  */
-export async function claimEndpoint(socketPath: string, recheckMs = STALE_SOCKET_RECHECK_MS): Promise<boolean> {
+export async function claimEndpoint(socketPath: string, recheckMs = STALE_SOCKET_RECHECK_MS, clock: Clock = systemClock): Promise<boolean> {
   let state = await probeEndpoint(socketPath);
   if (state === 'stale') {
-    await new Promise((resolve) => setTimeout(resolve, recheckMs));
+    await new Promise<void>((resolve) => clock.after(recheckMs, resolve, true));
     state = await probeEndpoint(socketPath);
   }
   if (state === 'live') throw new HubRunningError(socketPath);

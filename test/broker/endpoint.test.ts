@@ -12,7 +12,8 @@ import {
   MAX_SOCKET_PATH_BYTES,
 } from '../../src/broker/transport/endpoint.js';
 import { filterEnv } from '../../src/broker/process/environment.js';
-import { makeBroker, ROOT, tempDir } from '../helpers/core.js';
+import { makeBroker, ROOT, tempDir, waitFor } from '../helpers/core.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { leaveStaleSocket } from '../helpers/processes.js';
 
 describe('endpoint directory', () => {
@@ -78,12 +79,14 @@ describe('endpoint directory', () => {
     ensurePrivateDir(ipcDir);
     const late = path.join(ipcDir, 'cccccccccccccccc.sock');
     await leaveStaleSocket(late);
-    // The sweep finds it refusing; it starts listening before the sweep asks again (1 s later here).
-    const sweeping = sweepStaleSockets(ipcDir, 1000);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The sweep finds it refusing; it starts listening before the sweep asks again (1 s later, on a fake clock).
+    const clock = new FakeClock();
+    const sweeping = sweepStaleSockets(ipcDir, 1000, clock);
+    await waitFor(() => clock.pending === 1, 'the sweep to find it refusing');
     unlinkSync(late);
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(late, resolve));
+    clock.advance(1000);
     try {
       expect(await sweeping).toEqual([]);
       expect(existsSync(late)).toBe(true);

@@ -11,6 +11,7 @@ import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ENV_IPC_DIR } from '../../protocol/index.js';
+import { systemClock, type Clock } from '../../model/clock.js';
 import { BrokerError } from '../errors.js';
 import { namedPipeAddress } from './named-pipe.js';
 import { NAME_CHARS } from './names.js';
@@ -108,18 +109,18 @@ function probe(socketPath: string): Promise<'live' | 'stale'> {
 }
 
 /** Refused now and again after `recheckMs`. */
-async function isStale(socketPath: string, recheckMs: number): Promise<boolean> {
+async function isStale(socketPath: string, recheckMs: number, clock: Clock): Promise<boolean> {
   if ((await probe(socketPath)) === 'live') return false;
-  await new Promise((resolve) => setTimeout(resolve, recheckMs));
+  await new Promise<void>((resolve) => clock.after(recheckMs, resolve, true));
   return (await probe(socketPath)) === 'stale';
 }
 
 /**
  * Removes socket files left by a crashed broker. A socket that accepts connections belongs to a live
  * broker sharing the directory and is kept, and so is one that starts accepting within `recheckMs`
- * (see STALE_SOCKET_RECHECK_MS). Returns the removed paths.
+ * (see STALE_SOCKET_RECHECK_MS, timed on `clock`). Returns the removed paths.
  */
-export async function sweepStaleSockets(dir: string, recheckMs = STALE_SOCKET_RECHECK_MS): Promise<string[]> {
+export async function sweepStaleSockets(dir: string, recheckMs = STALE_SOCKET_RECHECK_MS, clock: Clock = systemClock): Promise<string[]> {
   if (IS_WINDOWS) return [];
   let names: string[];
   try {
@@ -133,7 +134,7 @@ export async function sweepStaleSockets(dir: string, recheckMs = STALE_SOCKET_RE
       .filter((name) => name.endsWith(SOCKET_SUFFIX))
       .map(async (name) => {
         const full = path.join(dir, name);
-        if (await isStale(full, recheckMs)) {
+        if (await isStale(full, recheckMs, clock)) {
           try {
             unlinkSync(full);
             removed.push(full);

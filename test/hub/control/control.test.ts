@@ -17,6 +17,7 @@ import { claimEndpoint, probeEndpoint } from '../../../src/paths/control-socket.
 import { controlSocketCandidates, controlSocketPath } from '../../../src/paths/control-endpoint.js';
 import { fixture, tempDir, waitFor } from '../../helpers/core.js';
 import { leaveStaleSocket } from '../../helpers/processes.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
 import { startTestHeadless, type TestHeadless } from '../../helpers/panel.js';
 
 let headless: TestHeadless | undefined;
@@ -150,12 +151,14 @@ describe('control endpoint', () => {
     const socket = path.join(dir, 'run', 'control.sock');
     fs.mkdirSync(path.dirname(socket), { mode: 0o700 });
     await leaveStaleSocket(socket);
-    // The second hub finds the socket refusing; the first listens before it asks again (1 s later here).
-    const claiming = claimEndpoint(socket, 1000);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The second hub finds the socket refusing; the first listens before it asks again (1 s later, on a fake clock).
+    const clock = new FakeClock();
+    const claiming = claimEndpoint(socket, 1000, clock);
+    await waitFor(() => clock.pending === 1, 'the second hub to find the socket refusing');
     fs.unlinkSync(socket);
     const first = net.createServer();
     await new Promise<void>((resolve) => first.listen(socket, resolve));
+    clock.advance(1000);
     try {
       await expect(claiming).rejects.toThrow(HubRunningError);
       expect(await probeEndpoint(socket)).toBe('live');
