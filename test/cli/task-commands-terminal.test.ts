@@ -14,14 +14,21 @@ const EVIL = '\u001b]0;pwned\u0007\u001b[2J\r\u001b[32mOK all tests passed\u001b
 /** Control characters a terminal acts on; `script` itself turns every newline into \r\n. */
 const FOREIGN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 
-/** `backchannel <args>` on a pseudo-terminal (stdout and stderr are the terminal); what it showed. */
-function onTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; shown: string }> {
+/** `backchannel <args>` on a pseudo-terminal (stdout and stderr are the terminal); what it showed (so far: `onShown`). */
+function onTerminal(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onShown?: (shown: string) => void,
+): Promise<{ code: number | null; shown: string }> {
   const line = [process.execPath, BIN, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
   return new Promise((resolve) => {
     const child = spawn('script', ['-qefc', line, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let shown = '';
     child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => (shown += chunk));
+    child.stdout.on('data', (chunk: string) => {
+      shown += chunk;
+      onShown?.(shown);
+    });
     child.on('close', (code) => resolve({ code, shown }));
   });
 }
@@ -60,8 +67,9 @@ describe.skipIf(spawnSync('script', ['--version']).error)('task commands on a te
       20_000,
       200,
     );
-    const following = onTerminal(['logs', '-f', id], hub.env);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    let shownSoFar = '';
+    const following = onTerminal(['logs', '-f', id], hub.env, (shown) => (shownSoFar = shown));
+    await waitFor(() => shownSoFar.includes('first'), '`logs -f` to show the first line', 20_000);
     writeFileSync(gate, '');
     const followed = await following;
     expect(followed.code).toBe(0);
