@@ -110,10 +110,12 @@ describe('tasks/result', () => {
   });
 
   test('a cancel ends the wait with the cancelled result', async () => {
-    const { tools } = await session();
+    const { tools, handles } = await session();
     const { task } = await runTask(tools, { ms: 60_000 });
+    await waitFor(() => handles.length === 1, 'the session to follow its task');
     const result = tools.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The result's wait follows the task too: the cancel comes while it waits.
+    await waitFor(() => handles.length === 2, 'the result to wait on the task');
     expect((await tools.experimental.tasks.cancelTask(task.taskId)).status).toBe('cancelled');
     expect(await result).toMatchObject({ isError: true, structuredContent: { task_id: task.taskId } });
   });
