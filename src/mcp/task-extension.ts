@@ -78,11 +78,16 @@ export function modernTask(task: TaskSnapshot): ModernTask {
   };
 }
 
-/** The task as `tasks/get` shows it: its pending question as `inputRequests`, or its whole tool result once ended. */
+/**
+ * The task as `tasks/get` shows it: its pending question as `inputRequests`, or its whole tool result once ended,
+ * as a 2026-07-28 `CallToolResult` (`resultType: "complete"`, which the extension's own client requires).
+ */
 export async function detailedTask(client: Pick<BackchannelClient, 'taskResult'>, task: TaskSnapshot): Promise<DetailedTask> {
   const base = modernTask(task);
   if (base.status === 'input_required') return { ...base, inputRequests: questionInputRequests(task) ?? {} };
-  if (base.status === 'completed') return { ...base, result: { ...finalResult(await withWholeResult(client, task)) } };
+  if (base.status === 'completed') {
+    return { ...base, result: { ...finalResult(await withWholeResult(client, task)), resultType: 'complete' } };
+  }
   return base;
 }
 
