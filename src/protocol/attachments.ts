@@ -47,7 +47,7 @@ export interface ReceivedText {
 /**
  * Decodes a `utf8` attachment while its bytes arrive, without first copying them into one Buffer:
  * the text is ready with the last byte, and the receiver touches one fresh copy of the data (the
- * string) instead of two (10 MB: a Buffer and a string cost ≈ 6 ms each on the reference VM, which
+ * string) instead of two (10 MB: a Buffer and a string cost ≈ 6 ms each on docs/performance.md's machine, which
  * made the receiver, not the wire, set the pace). ASCII stretches (JSON, base64, most logs) are
  * decoded as Latin-1 (the same text) a mebibyte at a time through one reused scratch Buffer and
  * joined without copying; from the first stretch that is not ASCII on, the whole is decoded as UTF-8

@@ -255,7 +255,7 @@ export type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: str
  * The deepest nesting of arrays and objects a message may have. Every walk of a value after
  * JSON.parse (structuredClone, JSON.stringify, validation, the panel's rendering) recurses: one
  * result nested ~3,000 deep in a 6 KB line broke every task listing with "Maximum call stack size
- * exceeded", also after a restart (issue 36, X7). 128 is serde_json's default limit.
+ * exceeded", also after a restart (docs/reliability.md, fault X7). 128 is serde_json's default limit.
  */
 export const MAX_JSON_DEPTH = 128;
 

@@ -1,5 +1,5 @@
 /**
- * The stdio MCP relay (issue 34 item 3): a coding CLI run by a template sees the task's offered tools
+ * The stdio MCP relay (docs/coding-agents.md, bridge mode): a coding CLI run by a template sees the task's offered tools
  * as MCP tools, and each call becomes a protocol tool call. host.ts is the agent's side (import this
  * entry as `backchannel-agents/relay`); server.ts is the relay process the CLI starts.
  */

@@ -29,14 +29,14 @@ export const JOURNAL_FILE = 'journal.ndjson';
 /**
  * Room kept for the journal on its disk: on a full disk (ENOSPC) it is given back and the batch
  * written again, so the records of the tasks that end meanwhile are kept — a task that succeeded
- * was `interrupted` after a restart, and the next one missing (issue 36, X12). Made again at the
+ * was `interrupted` after a restart, and the next one missing (docs/reliability.md, fault X12). Made again at the
  * next start when there is room.
  */
 export const RESERVE_FILE = 'journal.reserve';
 const RESERVE_BYTES = 64 * 1024;
 /**
  * On a disk where the journal keeps its reserve, new tasks are refused while less than this is free
- * (X12, round 5): the tasks already running end into what is left and the 64 KiB reserve (~30 small
+ * (docs/reliability.md, fault X12): the tasks already running end into what is left and the 64 KiB reserve (~30 small
  * endings and more), so no caller is told of a result that is not on disk. (A disk too small for the
  * reserve runs as before.)
  */
