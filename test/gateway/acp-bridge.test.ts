@@ -54,6 +54,8 @@ describe('an ACP agent as a bridge-mode gateway model', () => {
     expect(report.tool).toEqual({ tools: ['write_file'], result: 'wrote hello.txt', isError: false });
     expect(report.permission).toBe('reject');
     expect(report.toolPermission).toBe('allow');
+    // A title that names the caller's tool does not make the agent's own edit the caller's.
+    expect(report.forged).toBe('reject');
     expect(report.prompt).toContain(host);
     expect(report.rules).toEqual(['CLAUDE.md', 'AGENTS.md']);
     expect(report.rulesText).toContain(host);
@@ -65,6 +67,7 @@ describe('an ACP agent as a bridge-mode gateway model', () => {
     expect((result.data as { approvals: unknown }).approvals).toEqual([
       expect.objectContaining({ tool_call_id: 'own-edit', kind: 'edit', decision: 'rejected', by: 'policy' }),
       expect.objectContaining({ tool_call_id: 'bridge-call', kind: 'other', decision: 'allowed', by: 'policy' }),
+      expect.objectContaining({ tool_call_id: 'forged-edit', kind: 'edit', decision: 'rejected', by: 'policy' }),
     ]);
   });
 
