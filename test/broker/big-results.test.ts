@@ -14,7 +14,7 @@ import type { TaskBroker } from '../../src/broker/index.js';
 import { createBrokerBridge } from '../../src/hub/broker-bridge.js';
 import { RESULT_INLINE_MAX_BYTES, RESULT_PREVIEW_CHARS } from '../../src/model/task.js';
 import { withoutContent, type FinalPayload } from '../../src/protocol/index.js';
-import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, tempDir, waitFor } from '../helpers/core.js';
 
 const TEN_MB = 10 * 1024 * 1024;
 
@@ -68,9 +68,17 @@ describe('big results on disk', () => {
     };
     const done = await Promise.all([1, 2, 3, 4].map(run));
     await broker.onIdle();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Collected once nothing holds them: a collection per turn until then (a payload kept for good times out).
+    await waitFor(
+      () => {
+        gc();
+        return done.every(({ data }) => data.deref() === undefined);
+      },
+      'the four payloads to be collected',
+      5000,
+      20,
+    );
     gc();
-    expect(done.filter(({ data }) => data.deref() !== undefined)).toEqual([]);
     // Each result is 20 MB in memory (a two-byte string): four kept would be 80 MB.
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(20 * 1024 * 1024);
     const whole = await bridge.taskResult(done[0]!.id);
