@@ -9,7 +9,7 @@ import { MAX_FIRE_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type FirePageQuery, type Schedu
 import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
 import { boolean, describe, expected, oneOf, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
-import { ANSWER_DOORS } from '../model/questions.js';
+import { ANSWER_DOORS, type AnswerDoor } from '../model/questions.js';
 import { BridgeError, isRecord } from '../model/errors.js';
 import { TOOL_ANSWER as TOOL_ANSWER_SHAPE } from '../model/tools.js';
 
@@ -46,8 +46,11 @@ export { ANNOTATIONS } from '../model/annotations.js';
 /** The text of an answer (may be empty). */
 export const ANSWER = text({ allowEmpty: true, max: MAX_ANSWER });
 
-/** The door an answer came through (optional: `control` when not said). */
-export const ANSWER_DOOR = z.optional(oneOf(ANSWER_DOORS));
+/** The door an answer came through (optional: `control` when not said; `null`, as JSON writes a missing argument, is not said). */
+export const ANSWER_DOOR = z.pipe(
+  z.nullish(oneOf(ANSWER_DOORS)),
+  z.transform((via: AnswerDoor | null | undefined) => via ?? undefined),
+);
 
 /** A cancel reason: optional, one line for the panel. */
 export const REASON = z.pipe(
