@@ -268,6 +268,8 @@ export class Journal {
     if (!this.reserve) return false;
     rmSync(this.reserve, { force: true });
     this.reserve = undefined;
+    // The disk is full now: the next submit looks again rather than trust a check made before.
+    this.room.at = 0;
     this.logger.warn(
       `history journal ${this.file}: the disk is full; writing into the room kept for it (${RESERVE_FILE}) — free some space`,
     );
@@ -431,6 +433,7 @@ export class Journal {
             : error.message;
     this.failed = `history journal ${this.file} cannot be written (${hint}); tasks keep running but new results are not saved`;
     this.logger.error(this.failed);
+    this.room.at = 0;
     this.queue = [];
     this.releaseWaiters();
   }
