@@ -95,7 +95,8 @@ describe('cancel and the cost pause keep the work', () => {
     const question = await nextQuestion(run.handle);
     broker.answer(run.handle.id, question.askId, 'stop');
     const done = await run.done;
-    expect(done.error?.reason).toBe('error');
+    // The adapter's error payload says `data.reason: budget_exceeded`, and the broker ends the task so.
+    expect(done.error?.reason).toBe('budget_exceeded');
     expect(done.error?.message).toContain('budget reached ($2 of $1): stopped');
     const data = done.error!.payload!.data as Record<string, any>;
     expect(data).toMatchObject({ text: 'kept. ', reason: 'budget_exceeded', code: 'budget_exceeded' });
