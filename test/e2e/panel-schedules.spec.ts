@@ -23,6 +23,7 @@ interface Fire {
   taskId?: string;
   reason?: string;
   manual?: boolean;
+  until?: number;
 }
 
 test.beforeAll(async () => {
