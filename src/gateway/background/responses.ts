@@ -70,128 +70,150 @@ export interface BackgroundResponses {
 }
 
 export function createBackgroundResponses(options: BackgroundOptions): BackgroundResponses {
-  const live = new Map<string, LiveResponse>();
-  const deleted = new Set<string>();
-  const keepMs = options.config.backgroundKeepMs;
-  const clock = options.clock ?? systemClock;
+  return new BackgroundTable(options);
+}
+
+/** The background responses this gateway follows, by task id, and those it was told to forget. */
+class BackgroundTable implements BackgroundResponses {
+  private readonly live = new Map<string, LiveResponse>();
+  private readonly deleted = new Set<string>();
+  private readonly keepMs: number;
+  private readonly clock: Clock;
+
+  constructor(private readonly options: BackgroundOptions) {
+    this.keepMs = options.config.backgroundKeepMs;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  async create(body: Record<string, unknown>, turn: Turn, res: ServerResponse): Promise<void> {
+    this.checkRoom();
+    if (body.store === false)
+      throw new InvalidRequest('Background mode requires `store: true`: a background response is kept to be retrieved.', 'store');
+    const { id, model, prompt, echo } = await startResponseTask(this.options, turn);
+    const response = this.track(id, model, echo, Math.floor(Date.now() / 1000), prompt, turn.json);
+    await response.following;
+    if (turn.stream) return streamEvents(response, -1, res, this.options.keepAliveMs);
+    res.setHeader(TASK_ID_HEADER, id);
+    sendJson(res, 200, response.object());
+  }
+
+  async retrieve(responseId: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+    const response = await this.find(responseId);
+    if (query.get('stream') !== 'true') {
+      res.setHeader(TASK_ID_HEADER, response.taskId);
+      return sendJson(res, 200, response.object());
+    }
+    const after = startingAfter(query.get('starting_after'));
+    streamEvents(response, after, res, this.options.keepAliveMs);
+  }
+
+  async cancel(responseId: string, res: ServerResponse): Promise<void> {
+    const response = await this.find(responseId);
+    if (!response.isEnded) {
+      await this.options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {}); // it ended meanwhile
+      await response.ended;
+      // Once the agent ended (Y50): its process tree gone, not only the task decided `cancelled`.
+      await response.gone;
+    }
+    res.setHeader(TASK_ID_HEADER, response.taskId);
+    sendJson(res, 200, response.object());
+  }
+
+  async delete(responseId: string, res: ServerResponse): Promise<void> {
+    const response = await this.find(responseId);
+    if (!response.isEnded) await this.options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {});
+    const { taskId } = response;
+    this.deleted.add(taskId);
+    this.forget(taskId);
+    // Past the keep time it is expired anyway: the set stays as small as the responses kept.
+    this.clock.after(this.keepMs, () => this.deleted.delete(taskId));
+    sendJson(res, 200, { id: responseId, object: 'response', deleted: true });
+  }
+
+  close(): void {
+    for (const taskId of [...this.live.keys()]) this.forget(taskId);
+  }
+
+  /** A 429 with `Retry-After` while this gateway's unended background responses fill its bound. */
+  private checkRoom(): void {
+    const unended = [...this.live.values()].filter((r) => !r.isEnded).length;
+    const bound = this.options.config.maxConcurrent + this.options.config.maxQueued;
+    if (unended < bound) return;
+    throw new HttpError(
+      429,
+      `${unended} background responses of this gateway have not ended (max_concurrent + max_queued = ${bound}); try again in ${RETRY_AFTER_SECONDS} s.`,
+      'rate_limit',
+      'queue_full',
+      null,
+      { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+    );
+  }
 
   /** The response, followed from now on if this gateway did not yet; a 404 when there is none (any more). */
-  async function find(responseId: string): Promise<LiveResponse> {
+  private async find(responseId: string): Promise<LiveResponse> {
     const taskId = taskIdOf(responseId);
-    if (taskId === undefined || deleted.has(taskId)) throw notFound(responseId);
-    let response = live.get(taskId);
+    if (taskId === undefined || this.deleted.has(taskId)) throw notFound(responseId);
+    let response = this.live.get(taskId);
     if (response?.lost) {
-      forget(taskId); // followed until the hub went away: read it again from whoever runs it now
+      this.forget(taskId); // followed until the hub went away: read it again from whoever runs it now
       response = undefined;
     }
     if (!response) {
-      const snapshot = (await options.tasks.getTask(taskId).catch(unlessNotFound))?.task;
+      const snapshot = (await this.options.tasks.getTask(taskId).catch(unlessNotFound))?.task;
       if (!snapshot || snapshot.tags?.[TAG.background] !== 'true' || snapshot.tags.source !== 'gateway') throw notFound(responseId);
       response =
-        live.get(taskId) ?? track(taskId, snapshot.tags.model ?? 'unknown', echoFromTags(snapshot), createdOf(snapshot), '', false);
+        this.live.get(taskId) ??
+        this.track(taskId, snapshot.tags.model ?? 'unknown', echoFromTags(snapshot), createdOf(snapshot), '', false);
       await response.following;
     }
-    if (response.expired(keepMs, clock.now())) {
-      forget(taskId);
+    if (response.expired(this.keepMs, this.clock.now())) {
+      this.forget(taskId);
       throw notFound(responseId);
     }
     return response;
   }
 
-  function track(taskId: string, model: string, echo: Record<string, unknown>, createdAt: number, prompt: string, json: boolean) {
-    const response = new LiveResponse(options, { taskId, model, echo, createdAt, prompt, json });
-    live.set(taskId, response);
+  private track(taskId: string, model: string, echo: Record<string, unknown>, createdAt: number, prompt: string, json: boolean) {
+    const response = new LiveResponse(this.options, { taskId, model, echo, createdAt, prompt, json });
+    this.live.set(taskId, response);
     void response.ended.then(() => {
-      clock.after(keepMs, () => forget(taskId));
+      this.clock.after(this.keepMs, () => this.forget(taskId));
     });
     return response;
   }
 
-  function forget(taskId: string): void {
-    live.get(taskId)?.stop();
-    live.delete(taskId);
+  private forget(taskId: string): void {
+    this.live.get(taskId)?.stop();
+    this.live.delete(taskId);
   }
+}
 
-  return {
-    async create(body, turn, res) {
-      const unended = [...live.values()].filter((r) => !r.isEnded).length;
-      const bound = options.config.maxConcurrent + options.config.maxQueued;
-      if (unended >= bound)
-        throw new HttpError(
-          429,
-          `${unended} background responses of this gateway have not ended (max_concurrent + max_queued = ${bound}); try again in ${RETRY_AFTER_SECONDS} s.`,
-          'rate_limit',
-          'queue_full',
-          null,
-          { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-        );
-      if (body.store === false)
-        throw new InvalidRequest('Background mode requires `store: true`: a background response is kept to be retrieved.', 'store');
-      const [model, route] = await findRoute(options, turn.model ?? options.config.defaultModel);
-      const missing = unavailableRoute(options.config, route);
-      if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable', null, NO_RETRY);
-      const messages = prepareMessages(turn.messages, turn, options.config);
-      const prompt = buildPrompt(messages);
-      const echo = turn.echo ?? {};
-      const spec = taskSpecFor(options.config, {
-        model,
-        route,
-        prompt,
-        messages,
-        stream: turn.stream,
-        tags: { api: 'responses', [TAG.background]: 'true', [TAG.echo]: echoTag(echo) },
-      });
-      let id: string;
-      try {
-        ({ id } = await options.tasks.start(spec));
-      } catch (error) {
-        const failure = describeFailure(error, { why: undefined, timeoutMs: options.config.requestTimeoutMs, name: 'gateway' });
-        throw httpErrorFor(failure, model, options.tasks.where.kind === 'hub');
-      }
-      const response = track(id, model, echo, Math.floor(Date.now() / 1000), prompt, turn.json);
-      await response.following;
-      if (turn.stream) return streamEvents(response, -1, res, options.keepAliveMs);
-      res.setHeader(TASK_ID_HEADER, id);
-      sendJson(res, 200, response.object());
-    },
-
-    async retrieve(responseId, query, res) {
-      const response = await find(responseId);
-      if (query.get('stream') !== 'true') {
-        res.setHeader(TASK_ID_HEADER, response.taskId);
-        return sendJson(res, 200, response.object());
-      }
-      const after = startingAfter(query.get('starting_after'));
-      streamEvents(response, after, res, options.keepAliveMs);
-    },
-
-    async cancel(responseId, res) {
-      const response = await find(responseId);
-      if (!response.isEnded) {
-        await options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {}); // it ended meanwhile
-        await response.ended;
-        // Once the agent ended (Y50): its process tree gone, not only the task decided `cancelled`.
-        await response.gone;
-      }
-      res.setHeader(TASK_ID_HEADER, response.taskId);
-      sendJson(res, 200, response.object());
-    },
-
-    async delete(responseId, res) {
-      const response = await find(responseId);
-      if (!response.isEnded) await options.tasks.cancel(response.taskId, CANCEL_REASON).catch(() => {});
-      const { taskId } = response;
-      deleted.add(taskId);
-      forget(taskId);
-      // Past the keep time it is expired anyway: the set stays as small as the responses kept.
-      clock.after(keepMs, () => deleted.delete(taskId));
-      sendJson(res, 200, { id: responseId, object: 'response', deleted: true });
-    },
-
-    close() {
-      for (const taskId of [...live.keys()]) forget(taskId);
-    },
-  };
+/** Starts a background response's task, detached: its id, model, prompt and echo; the API's errors when it cannot. */
+async function startResponseTask(
+  options: BackgroundOptions,
+  turn: Turn,
+): Promise<{ id: string; model: string; prompt: string; echo: Record<string, unknown> }> {
+  const [model, route] = await findRoute(options, turn.model ?? options.config.defaultModel);
+  const missing = unavailableRoute(options.config, route);
+  if (missing) throw new HttpError(503, missing, 'unavailable', 'agent_unavailable', null, NO_RETRY);
+  const messages = prepareMessages(turn.messages, turn, options.config);
+  const prompt = buildPrompt(messages);
+  const echo = turn.echo ?? {};
+  const spec = taskSpecFor(options.config, {
+    model,
+    route,
+    prompt,
+    messages,
+    stream: turn.stream,
+    tags: { api: 'responses', [TAG.background]: 'true', [TAG.echo]: echoTag(echo) },
+  });
+  try {
+    const { id } = await options.tasks.start(spec);
+    return { id, model, prompt, echo };
+  } catch (error) {
+    const failure = describeFailure(error, { why: undefined, timeoutMs: options.config.requestTimeoutMs, name: 'gateway' });
+    throw httpErrorFor(failure, model, options.tasks.where.kind === 'hub');
+  }
 }
 
 /** A failed look-up: undefined for an unknown task, a 503 when the tasks cannot be reached (the hub went away). */
