@@ -82,48 +82,11 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
   fs.chmodSync(dir, 0o700);
   const socketPath = path.join(dir, SOCKET_NAME);
   const sockets = new Set<net.Socket>();
-  let calls = 0;
-  let inFlightCalls = 0;
-
+  const counts: RelayCounts = { calls: 0, inFlight: 0 };
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    const inFlight = new Map<number, AbortController>();
-    const send = (answer: unknown) => {
-      if (!socket.destroyed) socket.write(encodeLine(answer));
-    };
-    const decoder = new LineDecoder({
-      line(text) {
-        const parsed = parseLine(text);
-        const request = parsed.ok ? RelayRequest.safeParse(parsed.value) : undefined;
-        if (!request?.success) return;
-        const message = request.data;
-        if (message.op === 'list') return send({ id: message.id, tools });
-        if (message.op === 'cancel') return inFlight.get(message.id)?.abort(new Error('the MCP client cancelled the call'));
-        const controller = new AbortController();
-        inFlight.set(message.id, controller);
-        calls += 1;
-        inFlightCalls += 1;
-        task
-          .callTool(message.name, message.arguments, { signal: controller.signal })
-          .then(
-            (content) => send({ id: message.id, content: content ?? null }),
-            (error: unknown) => send({ id: message.id, error: oneLine(error) }),
-          )
-          .finally(() => {
-            inFlightCalls -= 1;
-            inFlight.delete(message.id);
-          });
-      },
-      overflow() {
-        socket.destroy();
-      },
-    });
-    socket.on('data', (chunk: Buffer) => decoder.push(chunk));
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      sockets.delete(socket);
-      for (const controller of inFlight.values()) controller.abort(new Error('the relay disconnected'));
-    });
+    socket.on('close', () => sockets.delete(socket));
+    serveConnection(socket, task, tools, counts);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -152,13 +115,59 @@ export async function openToolRelay(task: ToolHost): Promise<ToolRelay> {
     serverName: RELAY_SERVER_NAME,
     mcpConfig: { mcpServers: { [RELAY_SERVER_NAME]: { command, args } } },
     get calls() {
-      return calls;
+      return counts.calls;
     },
     get inFlight() {
-      return inFlightCalls;
+      return counts.inFlight;
     },
     close,
   };
+}
+
+/** How many calls a relay has had, and how many still run. */
+interface RelayCounts {
+  calls: number;
+  inFlight: number;
+}
+
+/** One MCP server's connection to the relay: its `list`, `call` and `cancel` requests, each answered in a line. */
+function serveConnection(socket: net.Socket, task: ToolHost, tools: RelayTool[], counts: RelayCounts): void {
+  const inFlight = new Map<number, AbortController>();
+  const send = (answer: unknown) => {
+    if (!socket.destroyed) socket.write(encodeLine(answer));
+  };
+  const decoder = new LineDecoder({
+    line(text) {
+      const parsed = parseLine(text);
+      const request = parsed.ok ? RelayRequest.safeParse(parsed.value) : undefined;
+      if (!request?.success) return;
+      const message = request.data;
+      if (message.op === 'list') return send({ id: message.id, tools });
+      if (message.op === 'cancel') return inFlight.get(message.id)?.abort(new Error('the MCP client cancelled the call'));
+      const controller = new AbortController();
+      inFlight.set(message.id, controller);
+      counts.calls += 1;
+      counts.inFlight += 1;
+      task
+        .callTool(message.name, message.arguments, { signal: controller.signal })
+        .then(
+          (content) => send({ id: message.id, content: content ?? null }),
+          (error: unknown) => send({ id: message.id, error: oneLine(error) }),
+        )
+        .finally(() => {
+          counts.inFlight -= 1;
+          inFlight.delete(message.id);
+        });
+    },
+    overflow() {
+      socket.destroy();
+    },
+  });
+  socket.on('data', (chunk: Buffer) => decoder.push(chunk));
+  socket.on('error', () => {});
+  socket.on('close', () => {
+    for (const controller of inFlight.values()) controller.abort(new Error('the relay disconnected'));
+  });
 }
 
 /** The caller's error as one line, without the SDK's own prefix (the model reads it as the tool's answer). */
