@@ -125,8 +125,11 @@ function judgeStall(run: Observation): Verdict {
 /**
  * A cancel that no `cancelled` payload confirmed fails, unless the machine was too busy to give the
  * agent its grace: SIGTERM ended it (it did not ignore the signal, as an agent that ignores cancels
- * does), nothing at all came from it after the cancel, and this process itself ran at least
- * BUSY_DELAY_MS late meanwhile — a starved agent then met SIGTERM before it was scheduled to answer.
+ * does), nothing came from it after the cancel that it could not have written before, and this
+ * process itself ran at least BUSY_DELAY_MS late meanwhile — a starved agent then met SIGTERM before it
+ * was scheduled to answer. Lines read while this process was that late behind are the backlog of the
+ * socket (a chatty agent fills its buffer, some 100 KB, before the cancel reaches it): only a line read
+ * after that backlog shows the agent went on.
  */
 function judgeUnconfirmedCancel(run: Observation, cancelAt: number): Verdict {
   const { signal, exitCode } = run.snapshot;
@@ -135,8 +138,8 @@ function judgeUnconfirmedCancel(run: Observation, cancelAt: number): Verdict {
   const failure =
     `no \`cancelled\` payload after the cancel; the agent exited ${how} ${run.endedAt - cancelAt} ms after it, ` +
     `${linesAfter} line${linesAfter === 1 ? '' : 's'} from it in between`;
-  const heardFrom = linesAfter > 0;
   const ownDelay = delayDuring(run.load, cancelAt, run.endedAt);
+  const heardFrom = run.receivedAt.some((at) => at > cancelAt + ownDelay);
   const busy = tooBusy(run.load);
   if (busy && signal === 'SIGTERM' && !heardFrom && ownDelay >= BUSY_DELAY_MS) {
     return unjudged(`${failure}, while ${busy} (up to ${ownDelay} ms late after the cancel)`);

@@ -91,8 +91,14 @@ describe('scenario judges', () => {
       status: 'unjudged',
       detail: expect.stringContaining('the agent exited by SIGTERM 7000 ms after it, 0 lines from it in between'),
     });
-    // Heard from after the cancel (it kept heartbeating): it ignored the cancel, however busy the machine.
-    const alive = run([], killed, { cancelAt: 1000, receivedAt: [200, 900, 1500], endedAt: 8000, load: busy });
+    // Lines read while this process ran that late behind are the socket's backlog, written before the cancel.
+    const backlog = run([], killed, { cancelAt: 1000, receivedAt: [200, 900, 1001, 1500, 5000], endedAt: 8000, load: busy });
+    expect(judge('cancel', { cancelled: backlog })).toMatchObject({
+      status: 'unjudged',
+      detail: expect.stringContaining('3 lines from it in between'),
+    });
+    // Heard from after that backlog (it kept heartbeating): it ignored the cancel, however busy the machine.
+    const alive = run([], killed, { cancelAt: 1000, receivedAt: [200, 900, 1500, 6000], endedAt: 8000, load: busy });
     expect(judge('cancel', { cancelled: alive })).toMatchObject({ status: 'fail', detail: expect.stringContaining('exited by SIGTERM') });
     // Ended by SIGKILL: it ignored SIGTERM as well (the ignores-cancel fixture), however busy the machine.
     expect(judge('cancel', { cancelled: { ...starved, snapshot: { ...starved.snapshot, signal: 'SIGKILL' } } })).toMatchObject({
