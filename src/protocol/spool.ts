@@ -3,7 +3,7 @@
  * names, writes, reads and checks such a file. The SDK writes it; the attempt and the broker's
  * recovery read it. Node-only (file IO), so it is not re-exported from the protocol's browser-safe index.
  */
-import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rawAttachments, resolveAttachments } from './attachments.js';
 import { isFinalStatus, validateAgentMessage, type FinalPayload } from './messages.js';
@@ -54,9 +54,29 @@ export function spoolPath(dir: string, taskId: string): string {
   return join(dir, spoolFileName(taskId));
 }
 
-/** Writes a task's final payload to the spool (owner-only). Throws when it cannot. */
+/**
+ * Where a spool file is written before it is renamed into place: a name the readers ignore (not
+ * `*.json`), one per process, in the same directory (a rename there is atomic).
+ */
+export function spoolTempName(taskId: string, pid = process.pid): string {
+  return `.${spoolFileName(taskId)}.${pid}.tmp`;
+}
+
+/**
+ * Writes a task's final payload to the spool (owner-only), whole or not at all: to a temporary name,
+ * then renamed. Written in place, a broker reading the spool meanwhile (a restarted hub adopting
+ * spool files while a big result is still being written) read half a file, found it unreadable
+ * and removed it, and the agent's result was lost. Throws when it cannot.
+ */
 export function writeSpooled(dir: string, payload: { task_id: string }): void {
-  writeFileSync(spoolPath(dir, payload.task_id), encodeSpooled(payload), { mode: 0o600 });
+  const temp = join(dir, spoolTempName(payload.task_id));
+  try {
+    writeFileSync(temp, encodeSpooled(payload), { mode: 0o600 });
+    renameSync(temp, spoolPath(dir, payload.task_id));
+  } catch (error) {
+    removeSpoolFile(temp); // a disk that filled up halfway leaves no temporary file behind
+    throw error;
+  }
 }
 
 /**
@@ -66,7 +86,15 @@ export function writeSpooled(dir: string, payload: { task_id: string }): void {
  */
 export async function writeSpooledLazily(dir: string, payload: { task_id: string }): Promise<void> {
   const [fs, path] = await Promise.all([import('node:fs'), import('node:path')]);
-  fs.writeFileSync(path.join(dir, spoolFileName(payload.task_id)), encodeSpooled(payload), { mode: 0o600 });
+  // Whole or not at all, as writeSpooled: a temporary name, then renamed into place.
+  const temp = path.join(dir, spoolTempName(payload.task_id));
+  try {
+    fs.writeFileSync(temp, encodeSpooled(payload), { mode: 0o600 });
+    fs.renameSync(temp, path.join(dir, spoolFileName(payload.task_id)));
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw error;
+  }
 }
 
 /** Reads and checks a spool file by path. */
