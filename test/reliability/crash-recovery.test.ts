@@ -2,7 +2,7 @@
  * Fault table, "durable history": the broker is SIGKILLed mid-task and restarted; the journal has
  * corrupt and truncated lines. Nothing the user was shown is lost.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { BrokerHost } from '../helpers/broker-host.js';
@@ -321,6 +321,44 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     );
     expect(ended).toMatchObject({ state: 'succeeded', result: { data: { answer: 'late but whole' } } });
     await third.close();
+  });
+
+  // Kill-points seed 1038728951: an agent of the killed hub was still writing its 10 MB result to the
+  // spool when the restarted hub adopted spool files; it read half a file, removed it as unreadable,
+  // and failed the task as leaving no result when the agent ended. An agent of another SDK may write
+  // its spool file in place: an unreadable one is read again once its agent is gone.
+  test('a spool file still being written by its live agent at the restart is read once that agent is gone', async () => {
+    const { ipcDir, dataDir } = dirs();
+    const never = path.join(path.dirname(ipcDir), 'never');
+    const first = await BrokerHost.start({ ipcDir, dataDir });
+    const id = await first.submit({ command: fixture('recovery/finishes-later.mjs'), args: [never] });
+    await waitFor(() => journalRecords(dataDir).some((r) => r.e === 'progress' && r.id === id), 'the progress record in the journal');
+    const [agent] = agentProcesses(ipcDir);
+    await first.kill();
+    // The agent's write in place, as a non-atomic writer does it: half of it before the restart, the rest after.
+    const line = `${JSON.stringify({ task_id: id, status: 'success', data: { answer: 'written while the hub restarted' } })}\n`;
+    const fd = openSync(path.join(ipcDir, `${id}.json`), 'w', 0o600);
+    writeSync(fd, line.slice(0, 40));
+    const second = await BrokerHost.start({ ipcDir, dataDir });
+    try {
+      expect(await second.get(id)).toMatchObject({ state: 'running', recovering: true });
+      writeSync(fd, line.slice(40));
+    } finally {
+      closeSync(fd);
+    }
+    process.kill(agent!, 'SIGKILL');
+    const ended = await waitFor(
+      async () => {
+        const snapshot = await second.get(id);
+        return snapshot?.state !== 'running' && snapshot;
+      },
+      'the recovering task to end',
+      15_000,
+      50,
+    );
+    expect(ended).toMatchObject({ state: 'succeeded', result: { data: { answer: 'written while the hub restarted' } } });
+    await second.close();
+    expect(leftovers(ipcDir)).toEqual([]);
   });
 
   test('a recovering task whose agent dies without a result fails once as crashed; a cancelled one ends cancelled', async () => {

@@ -199,7 +199,7 @@ function endWithSpooled(task: Task, payload: FinalPayload): void {
 }
 
 /** The recorded process still runs (same pid, same start time, not a zombie waiting for its reaper). */
-function alive({ pid, startTime }: { pid: number; startTime: string }): boolean {
+export function alive({ pid, startTime }: { pid: number; startTime: string }): boolean {
   if (processStartTime(pid) !== startTime) return false;
   if (process.platform !== 'linux') return true;
   try {

@@ -14,7 +14,7 @@ import { tooOld, type Retention } from './registry.js';
 import type { Rollup } from './rollup.js';
 import { ensureDataDir } from './data-dir.js';
 import { withSummary, type ResultStore } from './results.js';
-import { RecoveringTasks, settleFromHistory } from './recovering.js';
+import { alive, RecoveringTasks, settleFromHistory } from './recovering.js';
 
 export interface RecoveryContext {
   /** The endpoint directory, where agents spool. */
@@ -130,10 +130,21 @@ export function adoptSpooledResults(context: RecoveryContext, onlyInterrupted = 
   for (const name of names) {
     const file = path.join(context.dir, name);
     const read = readSpoolFile(file);
+    if (!read.ok && stillWriting(context, name)) continue;
     if (!read.ok) context.logger.warn(`spool file ${name} is unreadable (${read.reason}); removed`);
     else if (!adopt(context, read.payload)) context.logger.warn(`spool file ${name} is for a task not waiting in history; removed`);
     removeSpoolFile(file);
   }
+}
+
+/**
+ * An unreadable spool file whose agent (of the previous broker) still runs may be one it is still
+ * writing in place (an SDK that does not write it whole): it is left for recovering.ts to read once
+ * that agent is gone. Removed here, the agent's whole result went with it (a 10 MB one read half-written).
+ */
+function stillWriting({ history }: RecoveryContext, name: string): boolean {
+  const entry = history.get(taskIdOfSpoolFile(name)!);
+  return entry?.snapshot.state === 'interrupted' && entry.orphan !== undefined && alive(entry.orphan);
 }
 
 /** Settles an interrupted task from history with a spooled payload. False when no such task waits. */
