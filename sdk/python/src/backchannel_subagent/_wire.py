@@ -69,10 +69,22 @@ def print_to_stdout(line: bytes) -> None:
 def write_spool(spool_dir: str, task_id: str, line: bytes) -> str:
     """Writes the final payload to ``<spool_dir>/<task_id>.json`` with mode 0600; returns the path (protocol §8)."""
     # A bare name, as the broker reads it: a task id can never reach outside the spool directory.
-    path = os.path.join(spool_dir, re.sub(r"^.*[\\/]", "", task_id) + ".json")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(line + b"\n")
+    name = re.sub(r"^.*[\\/]", "", task_id) + ".json"
+    path = os.path.join(spool_dir, name)
+    # Whole or not at all: written under a name the broker ignores, then renamed into place. A
+    # restarting broker reads the directory meanwhile; a half-written file read then was lost.
+    temp = os.path.join(spool_dir, f".{name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(line + b"\n")
+        os.replace(temp, path)
+    except OSError:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
     return path
 
 
