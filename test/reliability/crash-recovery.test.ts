@@ -165,6 +165,29 @@ function finishedTask(n: number, data: unknown) {
   return { id, at, spec, task };
 }
 
+describe('an ended task stays ended', () => {
+  test("an agent's pid journalled after its task's ending (the spawner thread late, the agent fast) does not reopen it", async () => {
+    const { dataDir } = dirs();
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const journal = path.join(dataDir, 'journal.ndjson');
+    const { id, at, spec, task } = finishedTask(7, { n: 7 });
+    const failed = { ...task, state: 'failed', reason: 'error', message: 'planned failure 7', result: undefined };
+    const lines = [
+      { e: 'queued', id, at, spec, maxAttempts: 1 },
+      { e: 'attempt', id, at, attempt: 1 },
+      { e: 'ended', id, at, task: failed },
+      // What a loaded machine wrote (test/reliability/load.test.ts beside two CPU spinners): the pid last.
+      { e: 'attempt', id, at, attempt: 1, pid: 999_999, pidStart: '1' },
+      { e: 'exited', id, at, exitCode: 1, signal: null },
+    ];
+    writeFileSync(journal, lines.map((l) => JSON.stringify(l)).join('\n') + '\n', { mode: 0o600 });
+    const { broker } = makeBroker({ dataDir });
+    await broker.ready;
+    expect(broker.get(id)).toMatchObject({ state: 'failed', reason: 'error', message: 'planned failure 7' });
+    await broker.close();
+  });
+});
+
 describe('journal size', () => {
   test('a journal over 16 MiB is compacted at start, keeping every task', async () => {
     const { dataDir } = dirs();

@@ -498,7 +498,9 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       return;
     case 'attempt': {
       const entry = entries.get(record.id);
-      if (!entry) return;
+      // An ended task stays ended: its agent's pid, reported by the spawner thread, can reach the
+      // journal after a fast agent's ending on a loaded machine, and must not make it `running` again.
+      if (!entry || isFinished(entry.snapshot.state)) return;
       entry.snapshot.state = 'running';
       entry.snapshot.attempt = record.attempt;
       entry.snapshot.startedAt ??= record.at;
