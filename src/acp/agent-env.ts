@@ -3,9 +3,10 @@
  * or the task's hand-off (id, endpoint, token), so the agent can neither read the adapter's policy
  * nor report to the task itself. Kept apart from settings.ts so the agent starts before zod loads.
  */
+import { ENV_ACP_SETTINGS } from '../protocol/acp-settings.js';
 import { HAND_OFF_VARIABLES } from '../protocol/env.js';
 
-export const SETTINGS_VARIABLE = 'BACKCHANNEL_ACP';
+export const SETTINGS_VARIABLE = ENV_ACP_SETTINGS;
 
 export function agentEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const copy = { ...env };

@@ -4,19 +4,18 @@
  * door "control", reads and searches allowed, everything else asked, onBudget "pause", no terminal.
  */
 import * as z from 'zod/mini';
+import { APPROVAL_DECISIONS, DEFAULT_APPROVALS, TOOL_KINDS, type ApprovalDecision, type ToolKind } from '../protocol/acp-settings.js';
 import { SETTINGS_VARIABLE } from './agent-env.js';
 
 export { SETTINGS_VARIABLE };
 
-/** ACP's tool kinds, each with its own approval policy. */
-export const TOOL_KINDS = ['read', 'search', 'edit', 'delete', 'move', 'execute', 'fetch', 'think', 'other'] as const;
-export type ToolKind = (typeof TOOL_KINDS)[number];
-export type Policy = 'allow' | 'ask' | 'reject';
+export { TOOL_KINDS, type ToolKind };
+export type Policy = ApprovalDecision;
 
 /** No `initialize` answer in this long fails the task: an agent that hangs at start must not hold a slot. */
 export const DEFAULT_INIT_TIMEOUT_MS = 30_000;
 
-const POLICY = z.enum(['allow', 'ask', 'reject']);
+const POLICY = z.enum(APPROVAL_DECISIONS);
 const positive = () => z.number().check(z.positive());
 const MCP_SERVER = z.object({
   command: z.string(),
@@ -50,17 +49,7 @@ export interface AcpSettings {
   initTimeoutMs: number;
 }
 
-export const DEFAULT_APPROVALS: Readonly<Record<ToolKind, Policy>> = Object.freeze({
-  read: 'allow',
-  search: 'allow',
-  edit: 'ask',
-  delete: 'ask',
-  move: 'ask',
-  execute: 'ask',
-  fetch: 'ask',
-  think: 'ask',
-  other: 'ask',
-});
+export { DEFAULT_APPROVALS };
 
 export class SettingsError extends Error {
   override readonly name = 'SettingsError';

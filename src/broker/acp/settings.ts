@@ -12,29 +12,21 @@ import { ON_BUDGET, type OnBudget } from '../../model/task-request.js';
 import { TASK_ORIGINS, type TaskOrigin } from '../../model/task.js';
 import { BrokerError } from '../errors.js';
 import { expandPath } from '../run-policy.js';
+import {
+  APPROVAL_DECISIONS,
+  DEFAULT_APPROVALS,
+  ENV_ACP_SETTINGS,
+  TOOL_KINDS,
+  type ApprovalDecision,
+  type Approvals,
+  type ToolKind,
+} from '../../protocol/acp-settings.js';
 
 /** The environment variable the adapter reads its settings from (and deletes before starting the agent). */
-export const ACP_SETTINGS_ENV = 'BACKCHANNEL_ACP';
-
-/** ACP's tool kinds, each with a policy. */
-export const TOOL_KINDS = ['read', 'search', 'edit', 'delete', 'move', 'execute', 'fetch', 'think', 'other'] as const;
-export type ToolKind = (typeof TOOL_KINDS)[number];
-export const DECISIONS = ['allow', 'ask', 'reject'] as const;
-export type Decision = (typeof DECISIONS)[number];
-export type Approvals = Record<ToolKind, Decision>;
-
-/** Reads and searches change nothing: allowed; every other kind is asked (silence rejects it). */
-export const DEFAULT_APPROVALS: Readonly<Approvals> = {
-  read: 'allow',
-  search: 'allow',
-  edit: 'ask',
-  delete: 'ask',
-  move: 'ask',
-  execute: 'ask',
-  fetch: 'ask',
-  think: 'ask',
-  other: 'ask',
-};
+export const ACP_SETTINGS_ENV = ENV_ACP_SETTINGS;
+export { DEFAULT_APPROVALS, TOOL_KINDS, type Approvals, type ToolKind };
+export const DECISIONS = APPROVAL_DECISIONS;
+export type Decision = ApprovalDecision;
 
 /** A named agent of the owner's config: its command line and environment. */
 export interface AcpAgent {
