@@ -95,6 +95,12 @@ export const TEST_TOOLS = [
     present: (env) => onPath('redis-server', env),
   },
   {
+    tool: 'jq',
+    package: 'jq',
+    without: 'the strict-JSON check of `tasks --json` and GET /api/tasks (test/cli/json-output.test.ts) is skipped',
+    present: (env) => onPath('jq', env),
+  },
+  {
     tool: 'python3 with venv and ensurepip',
     package: 'python3-venv',
     without: "the Python SDK's tests cannot make .venv-test/ and fail",

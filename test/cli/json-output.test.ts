@@ -26,7 +26,7 @@ describe('JSON output with lone surrogates (Y51)', () => {
   });
 
   test.skipIf(jqMissing)(
-    'a task labelled and fed a lone surrogate over the panel API: tasks --json and GET /api/tasks parse in jq',
+    `a task labelled and fed a lone surrogate over the panel API: tasks --json and GET /api/tasks parse in jq${jqMissing ? ' (skipped: jq is not installed)' : ''}`,
     async () => {
       const hub = hubEnv();
       const proc = await startHub(hub);
