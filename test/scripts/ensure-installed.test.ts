@@ -97,7 +97,7 @@ function pathWith(programs: Record<string, number>): string {
 }
 
 describe('ensure-installed --tests decides which system programs npm test must install', () => {
-  const everything = { 'redis-server': 0, python3: 0, 'apt-get': 0 };
+  const everything = { 'redis-server': 0, jq: 0, python3: 0, 'apt-get': 0 };
   const asRoot = { isRoot: true, debian: true };
 
   it('installs nothing when every tool is on PATH (python3 with venv: its import check exits 0)', () => {
@@ -106,7 +106,7 @@ describe('ensure-installed --tests decides which system programs npm test must i
 
   it('as root on Debian, apt-get installs the packages of the missing tools', () => {
     expect(planTools({ env: { PATH: pathWith({ 'apt-get': 0 }) }, ...asRoot })).toEqual({
-      install: ['redis-server', 'python3-venv'],
+      install: ['redis-server', 'jq', 'python3-venv'],
       tell: [],
     });
     const noVenv = pathWith({ ...everything, python3: 1 }); // python3 without venv/ensurepip, as Debian ships it
@@ -118,9 +118,10 @@ describe('ensure-installed --tests decides which system programs npm test must i
     expect(plan.install).toEqual([]);
     expect(plan.tell).toEqual([
       'npm test: redis-server is missing, so the Redis fleet tests (test/fleet) are skipped: install it with `sudo apt-get install redis-server`',
+      'npm test: jq is missing, so the strict-JSON check of `tasks --json` and GET /api/tasks (test/cli/json-output.test.ts) is skipped: install it with `sudo apt-get install jq`',
       "npm test: python3 with venv and ensurepip is missing, so the Python SDK's tests cannot make .venv-test/ and fail: install it with `sudo apt-get install python3-venv`",
     ]);
-    expect(planTools({ env: { PATH: pathWith({ python3: 1 }) }, isRoot: true, debian: true }).tell).toHaveLength(2); // no apt-get
+    expect(planTools({ env: { PATH: pathWith({ python3: 1 }) }, isRoot: true, debian: true }).tell).toHaveLength(3); // no apt-get
   });
 
   it('npm test runs the check (ensure-installed --tests)', () => {
