@@ -49,9 +49,15 @@ describe('background responses', () => {
   });
 
   test('cancel stops a sleeping agent and its children, answers cancelled; an ended response is answered unchanged', async () => {
-    const { dir, openai } = await backgroundGateway();
+    const { dir, gateway, openai } = await backgroundGateway();
     const created = await openai.responses.create({ model: 'slow', input: 'sleep', background: true });
     await waitFor(() => slowPids(dir).length === 1, 'the agent to start');
+    // Its partial reached the hub (the agent writes its pids first: on a loaded machine the cancel could overtake it).
+    const taskId = taskIdOf(created.id)!;
+    await waitFor(
+      async () => JSON.stringify((await gateway.client.getTask(taskId)).task.lastPartial ?? null).includes('working'),
+      'the agent’s partial',
+    );
     const cancelled = await openai.responses.cancel(created.id);
     expect(cancelled).toMatchObject({ id: created.id, status: 'cancelled', error: null });
     // What it had written is kept, as an incomplete message (issue 47 §2: finished work is never thrown away).
