@@ -6,7 +6,7 @@
  * One task in memory is a LiveTask (./live-task.ts); its attempts run in ./attempt-loop.ts. What a
  * kind of task adds — a coding task's worktree, its change and its follow-ups (./coding/) — hooks in
  * through the seam of ./task-kinds.ts: planned at submit, prepared before the first attempt,
- * captured before the exit is reported. The change methods here are that module's, delegated.
+ * captured before the exit is reported. Its calls on changes are its own: `broker.coding`.
  */
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
@@ -35,21 +35,21 @@ import { runAttempts, type AttemptLoop } from './attempt-loop.js';
 import { LiveTask, type TaskRecords } from './live-task.js';
 import { Task } from './task/task.js';
 import { BrokerError } from './errors.js';
-import type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
+import type { BrokerEvents, BrokerStats, CodingChanges, TaskHandle } from './types.js';
+import { withSummary } from './history/results.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { Insights, InsightsQuery } from '../model/insights.js';
 import type { CommandLine, LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import { chooseEndpointDir, ensurePrivateDir, sweepStaleSockets } from './transport/endpoint.js';
 import { connectionTally, type ConnectionTally } from './transport/connection-tally.js';
-import { CodingTasks, type Worktrees } from './coding/index.js';
+import { CodingTasks } from './coding/index.js';
 import { AcpTasks } from './acp/index.js';
-import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
 import { annotationProblem, mergeAnnotations, type Annotations } from '../model/annotations.js';
 import { BridgeError } from '../model/errors.js';
 import { planRuns, type KindContext, type TaskKind } from './task-kinds.js';
 
 export { DEFAULTS, type BrokerOptions } from './settings.js';
-export type { BrokerEvents, BrokerStats, TaskHandle } from './types.js';
+export type { BrokerEvents, BrokerStats, CodingChanges, TaskHandle } from './types.js';
 
 export class TaskBroker extends EventEmitter<BrokerEvents> {
   readonly endpointDir: string;
@@ -73,12 +73,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private spoolCheck: NodeJS.Timeout | undefined;
   /** Tasks of history whose agent outlived the last broker (see history/recovering.ts). */
   private recovering: RecoveringTasks | undefined;
-  /** Coding tasks (`TaskSpec.worktree`): their worktrees, changes and follow-ups (coding/). */
-  private readonly coding: CodingTasks;
+  /**
+   * Coding tasks (`TaskSpec.worktree`): their changes, worktrees and branches, served by the coding
+   * kind itself (coding/): `broker.coding.change(id)`, `.apply(ids)`, `.discard(id)`, `.keepBranch(id)`,
+   * `.list()`; `.worktrees` is undefined when the broker has no place for them.
+   */
+  readonly coding: CodingChanges;
   /** Every kind of task this broker knows, coding tasks first, in the order their steps run (see task-kinds.ts). */
   private readonly kinds: readonly TaskKind[];
-  /** Coding tasks' worktrees (`TaskSpec.worktree`), when the broker has a place for them. */
-  readonly worktrees: Worktrees | undefined;
   /** This broker's hold on its data directory: one broker per history (see history/data-dir-lock.ts). */
   private dataDirLock: DataDirLock | undefined;
   /** Why the broker could not start (endpoint directory refused, …): every task then fails with it. */
@@ -105,10 +107,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       warn: (message) => this.warn(message),
       result: (id) => this.registry.result(id, this.results),
     };
-    this.coding = new CodingTasks(this.options, context);
+    const coding = new CodingTasks(this.options, context);
+    this.coding = coding;
     // ACP tasks plan after coding tasks: a follow-up's parent is linked by then (docs/acp.md).
-    this.kinds = [this.coding, new AcpTasks(options.acp ?? {}, context), ...(options.kinds?.(context) ?? [])];
-    this.worktrees = this.coding.worktrees;
+    this.kinds = [coding, new AcpTasks(options.acp ?? {}, context), ...(options.kinds?.(context) ?? [])];
     this.baseEnv = filterEnv(process.env, options.env);
     const place = { endpointDir: this.endpointDir, baseEnv: this.baseEnv };
     this.loop = {
@@ -142,7 +144,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (this.journal) {
       // Refused, not just unjournalled: forged history would be shown, and run again on Retry.
       ensureDataDir(path.dirname(this.journal.file));
-      const emit = (update: TaskUpdate) => this.emit('update', update);
+      const emit = (update: TaskUpdate) => this.emit('update', update, () => this.registry.get(update.taskId));
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
       const keep = (id: string) => this.live.get(id)?.resultSummary !== undefined;
@@ -170,9 +172,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     const planned = planRuns(this.kinds, id, spec, cwd);
     spec = planned.spec;
     const identity = { id, spec, label: labelOf(spec), cwd, maxAttempts: policy.max + 1 };
-    const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update));
+    // Each update carries its task's picture, made only when a listener asks (one task's feed does).
+    let live: LiveTask | undefined;
+    const picture = (): TaskSnapshot => (live ? pictureOf(live) : task.snapshot());
+    const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update, picture));
     const askMs = task.spec.askTimeoutMs ?? this.options.askTimeoutMs;
-    const entry = new LiveTask(task, policy, planned.runs, askMs, this.records, this.options.clock);
+    const entry = (live = new LiveTask(task, policy, planned.runs, askMs, this.records, this.options.clock));
     this.live.set(id, entry);
     if (this.journal) {
       this.journal.append({ e: 'queued', id, at: task.createdAt, spec: storedSpec(task), maxAttempts: task.maxAttempts });
@@ -192,34 +197,6 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
         entry.markFinished();
       });
     return entry.handle((reason) => this.cancel(id, reason));
-  }
-
-  /**
-   * A coding task's change and its whole diff; rejects with BrokerError('unknown_task') when it has
-   * none, and waits for a task that has ended until its change is recorded (see coding/).
-   */
-  change(id: string): Promise<TaskChange> {
-    return this.coding.change(id);
-  }
-
-  /** Every worktree this broker's registry lists (made by Backchannel), oldest first. */
-  worktreeList(): WorktreeRecord[] {
-    return this.coding.list();
-  }
-
-  /** Applies the changes of `ids`, in order, into the user's checkout: all or none (see Worktrees.apply). */
-  applyChanges(ids: readonly string[]): Promise<ApplyOutcome> {
-    return this.coding.apply(ids);
-  }
-
-  /** Removes a finished task's worktree and branch. */
-  discardChange(id: string): Promise<WorktreeRecord> {
-    return this.coding.discard(id);
-  }
-
-  /** Removes a finished task's worktree, keeping its branch. */
-  keepBranch(id: string): Promise<WorktreeRecord> {
-    return this.coding.keepBranch(id);
   }
 
   /**
@@ -415,4 +392,10 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.logger.warn(message);
     this.emit('warning', message);
   }
+}
+
+/** A live task's picture, as `get(id)` shows it: a result kept on disk as its summary. */
+function pictureOf(entry: LiveTask): TaskSnapshot {
+  const snapshot = entry.task.snapshot();
+  return entry.resultSummary ? withSummary(snapshot, entry.resultSummary) : snapshot;
 }

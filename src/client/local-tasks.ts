@@ -40,7 +40,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
     (bridge ??= createBrokerBridge(broker, { mode: 'headless', version: readOwnVersion(), logPath: '' }));
   return {
     where: { kind: 'local' },
-    keepsWorktrees: broker.worktrees !== undefined,
+    keepsWorktrees: broker.coding.worktrees !== undefined,
     get bridge() {
       return bridgeOf();
     },
@@ -83,15 +83,7 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
       const { running, queued } = broker.stats();
       return { running, queued };
     },
-    changes: broker.worktrees
-      ? registryChanges({
-          change: (id) => broker.change(id),
-          apply: (ids) => broker.applyChanges(ids),
-          discard: (id) => broker.discardChange(id),
-          keepBranch: (id) => broker.keepBranch(id),
-          list: () => broker.worktreeList(),
-        })
-      : noChanges(),
+    changes: broker.coding.worktrees ? registryChanges(broker.coding) : noChanges(),
     close: async () => {
       if (options.close) return options.close();
       bridge?.close();

@@ -1,12 +1,13 @@
 /**
  * The broker bridge coalesces a chatty broker into at most one event a frame with each task at most
- * once per event, and shows history from an earlier run.
+ * once per event, and shows history from an earlier run; one task's feed takes each picture from its
+ * update, not from the broker; the change calls are the coding kind's.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import type { BridgeEvent } from '../../src/bridge/contract.js';
+import type { BridgeEvent, TaskFeedEvent } from '../../src/bridge/contract.js';
 import { createBrokerBridge, type BrokerLike } from '../../src/hub/broker-bridge.js';
 import { distinctCommands } from '../../src/hub/recent-commands.js';
 import type { TaskSnapshot } from '../../src/model/task.js';
@@ -218,5 +219,92 @@ describe('info over a long history', () => {
     ]);
     expect(copiedAll).toBe(0);
     expect(pages).toBe(2);
+  });
+});
+
+/** `broker` as the bridge sees it, counting the bridge's `get` calls (the broker's own reads are not counted). */
+function countingGets(broker: BrokerLike): { like: BrokerLike; gets: () => number } {
+  let gets = 0;
+  const like = new Proxy(broker, {
+    get(target, key) {
+      if (key === 'get') return (id: string) => (gets++, target.get(id));
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { like, gets: () => gets };
+}
+
+/** Feeds `start`'s task into a list; resolves with the list once the `exited` update came. */
+function collectFeed(start: (listener: (event: TaskFeedEvent) => void) => { stop(): void }): Promise<TaskFeedEvent[]> {
+  return new Promise((resolve) => {
+    const events: TaskFeedEvent[] = [];
+    const feed = start((event) => {
+      events.push(event);
+      if (event.update?.kind === 'exited') {
+        feed.stop();
+        resolve(events);
+      }
+    });
+  });
+}
+
+describe("one task's feed", () => {
+  test('each update comes with the picture after it, taken from the update: the broker is not read back per update', async () => {
+    const { broker } = makeBroker();
+    const { like, gets } = countingGets(broker);
+    const bridge = createBrokerBridge(like, { mode: 'headless', version: 'test', logPath: '' });
+    let id = '';
+    const events = await collectFeed((listener) => {
+      const followed = bridge.submitAndFollow(demoRequest('progress', ['--steps=60', '--interval=1']), listener);
+      id = followed.id;
+      return followed;
+    });
+    bridge.close();
+    const updates = events.filter((event) => event.update);
+    expect(updates.filter((event) => event.update!.kind === 'partial').length).toBeGreaterThan(50);
+    // Read once for the first picture at most (the submitted task's), never per update (was one per update).
+    expect(gets()).toBeLessThanOrEqual(1);
+    for (const { task, update } of updates) {
+      expect(task.id).toBe(id);
+      expect(task.state).toBe(update!.state);
+      if (update!.kind === 'partial') expect(task.progress).toBe(update!.progress);
+    }
+    const ended = updates.find((event) => event.update!.kind === 'ended')!;
+    expect(ended.task.result?.status).toBe('success');
+    expect(ended.update!.payload).toBeUndefined();
+  });
+
+  test('watching a running task: one read for its first picture, then the pictures its updates carry', async () => {
+    const { broker } = makeBroker();
+    const { like, gets } = countingGets(broker);
+    const bridge = createBrokerBridge(like, { mode: 'headless', version: 'test', logPath: '' });
+    const handle = broker.submit(demoRequest('progress', ['--steps=40', '--interval=2']));
+    await waitFor(() => broker.get(handle.id)?.state === 'running', 'the task runs');
+    const events = await collectFeed((listener) => bridge.watch(handle.id, listener));
+    bridge.close();
+    expect(events[0]!.update).toBeUndefined();
+    expect(events.filter((event) => event.update?.kind === 'partial').length).toBeGreaterThan(10);
+    expect(gets()).toBe(1);
+    expect(() => bridge.watch('no-such-task', () => {})).toThrow(/No task with id no-such-task/);
+  });
+});
+
+describe('change calls', () => {
+  test("are the coding kind's: a broker without one keeps no worktrees, and says so", async () => {
+    const broker = { tasks: () => [], get: () => undefined, on: () => () => {}, paused: false } as unknown as BrokerLike;
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    await expect(bridge.taskChange('t1')).rejects.toMatchObject({ code: 'not_found', message: 'This hub keeps no worktrees' });
+    await expect(bridge.applyChanges(['t1'])).rejects.toMatchObject({ code: 'not_found' });
+    expect(await bridge.listWorktrees()).toEqual([]);
+    bridge.close();
+  });
+
+  test("a TaskBroker's coding kind answers them, its errors in the bridge's codes", async () => {
+    const { broker } = makeBroker();
+    const bridge = createBrokerBridge(broker, { mode: 'headless', version: 'test', logPath: '' });
+    expect(await bridge.listWorktrees()).toEqual(broker.coding.list());
+    await expect(bridge.taskChange('nope')).rejects.toMatchObject({ code: 'not_found' });
+    bridge.close();
   });
 });

@@ -214,7 +214,7 @@ test('a worktree schedule runs each fire as a coding task in a fresh worktree, i
     expect(task.state).toBe('succeeded');
     expect((task.result?.data as { cwd: string }).cwd.startsWith(worktreeDir)).toBe(true);
     expect(task.change).toMatchObject({ repo, files: [{ path: 'NOTES.md', status: 'added', insertions: 1, deletions: 0 }] });
-    const { diff } = await broker.change(fire.taskId!);
+    const { diff } = await broker.coding.change(fire.taskId!);
     expect(diff).toContain(`+note by ${fire.taskId}`);
     trees.add(task.worktree!.worktree);
   }

@@ -64,7 +64,7 @@ describe('a crafted repository runs nothing', () => {
     const { broker } = brokerWithWorktrees();
     const id = await coded(broker, repo, [{ path: 'b.md', content: 'b\n' }]);
     expect(existsSync(marker)).toBe(false);
-    const record = broker.worktrees!.find(id)!;
+    const record = broker.coding.worktrees!.find(id)!;
     expect(record.state).toBe('ready');
     // Checked out as stored (no filter), and the change recorded.
     expect(broker.get(id)!.change!.files.map((file) => file.path)).toEqual(['b.md']);
@@ -94,7 +94,7 @@ describe('a crafted repository runs nothing', () => {
       { path: 'data.dat', content: 'd\n' },
     ]);
     expect(broker.get(id)!.change!.files.map((file) => file.path)).toEqual(['a.txt', 'data.dat', 'new.txt']);
-    expect(await broker.applyChanges([id])).toMatchObject({ ok: true });
+    expect(await broker.coding.apply([id])).toMatchObject({ ok: true });
     expect(readFileSync(path.join(repo, 'new.txt'), 'utf8')).toBe('new\n');
     expect([existsSync(clean), existsSync(processMarker)]).toEqual([false, false]);
   });
@@ -131,7 +131,7 @@ describe('a crafted repository runs nothing', () => {
     const { broker } = brokerWithWorktrees();
     const id = await coded(broker, repo, [{ path: 'a.txt', append: 'more\n' }]);
     expect(broker.get(id)!.change!.files).toEqual([{ path: 'a.txt', status: 'modified', insertions: 1, deletions: 0 }]);
-    const kept = await broker.keepBranch(id);
+    const kept = await broker.coding.keepBranch(id);
     expect([textconv, command, fsmonitor, hook, gpg].map((marker) => existsSync(marker))).toEqual([false, false, false, false, false]);
     expect(gitIn(repo, 'show', `${kept.branch}:a.txt`)).toBe('hello\nmore\n');
   });
@@ -148,7 +148,7 @@ describe("an agent's own .git file", () => {
       { path: '.git', content: `gitdir: ${path.join(repo, '.git')}\n` },
     ]);
     expect(broker.get(id)!.change!.files.map((file) => file.path)).toEqual(['agent.txt']);
-    const kept = await broker.keepBranch(id);
+    const kept = await broker.coding.keepBranch(id);
     expect(gitIn(repo, 'rev-parse', 'main').trim()).toBe(head);
     expect(checkoutHash(repo)).toBe(before);
     expect(gitIn(repo, 'show', `${kept.branch}:agent.txt`)).toBe('work\n');
@@ -169,7 +169,7 @@ describe("an agent's own .git file", () => {
       { path: '.git', content: `gitdir: ${fake}\n` },
     ]);
     expect(broker.get(id)!.change!.files.map((file) => file.path)).toEqual(['.gitattributes', 'agent.txt']);
-    await broker.keepBranch(id);
+    await broker.coding.keepBranch(id);
     expect(existsSync(marker)).toBe(false);
   });
 });

@@ -55,7 +55,7 @@ describe('a task in a worktree', () => {
       { path: 'src/app.ts', status: 'modified', insertions: 1, deletions: 0 },
       { path: 'src/new.ts', status: 'added', insertions: 1, deletions: 0 },
     ]);
-    const { diff } = await broker.change(handle.id);
+    const { diff } = await broker.coding.change(handle.id);
     expect(diff).toContain('+export const added = 1;');
     expect(diff).toContain('deleted file mode');
     // The worktree's own index was not touched by the recording: the agent's edits are still unstaged there.
@@ -96,7 +96,7 @@ describe('a task in a worktree', () => {
     const restored = again.get(handle.id)!;
     expect(restored.worktree).toEqual(recorded.worktree);
     expect(restored.change).toEqual(recorded.change);
-    expect((await again.change(handle.id)).diff).toContain('+export const kept = 1;');
+    expect((await again.coding.change(handle.id)).diff).toContain('+export const kept = 1;');
     await again.close();
   });
 
@@ -174,10 +174,10 @@ describe('a follow-up', () => {
     expect(snapshot.parent).toBe(first.id);
     expect(snapshot.change!.branch).toBe(broker.get(first.id)!.worktree!.branch);
     expect(snapshot.change!.files.map((file) => file.path)).toEqual(['one.txt', 'two.txt']);
-    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [second.id], state: 'ready' }]);
+    expect(broker.coding.list()).toMatchObject([{ taskId: first.id, followUps: [second.id], state: 'ready' }]);
     // The thread's change is one: either id names it.
-    expect((await broker.change(second.id)).diff).toBe((await broker.change(first.id)).diff);
-    await broker.discardChange(second.id);
+    expect((await broker.coding.change(second.id)).diff).toBe((await broker.coding.change(first.id)).diff);
+    await broker.coding.discard(second.id);
     expect(ourBranches(repo)).toEqual([]);
     expect(() => coder(broker, repo, [], {}, { reuse: first.id })).toThrow(/has no worktree to follow up in/);
   });
@@ -198,15 +198,15 @@ describe('a follow-up', () => {
     // While the follow-up works (it waits for an answer), the thread names it and the first run's change is its own.
     const asking = await waitFor(() => broker.get(followUp.id)?.pendingQuestion, 'the follow-up to ask', 30_000);
     await first.finished;
-    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'working' }]);
+    expect(broker.coding.list()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'working' }]);
     expect(broker.get(first.id)!.change!.files.map((file) => file.path)).toEqual(['one.txt']);
     broker.answer(followUp.id, asking.askId, 'no');
     const payload = (await followUp.result) as { data: { resumed: string | null } };
     await followUp.finished;
     expect(payload.data.resumed).toBe(firstPayload.meta.session_id);
     expect(broker.get(followUp.id)!.change!.files.map((file) => file.path)).toEqual(['one.txt', 'two.txt']);
-    expect(broker.worktreeList()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'ready' }]);
-    await broker.discardChange(first.id);
+    expect(broker.coding.list()).toMatchObject([{ taskId: first.id, followUps: [followUp.id], state: 'ready' }]);
+    await broker.coding.discard(first.id);
     expect(ourBranches(repo)).toEqual([]);
   });
 });
@@ -217,7 +217,7 @@ describe('applying changes', () => {
     const { broker } = brokerWithWorktrees();
     const handles = Array.from({ length: 4 }, (_, i) => coder(broker, repo, [{ path: 'same.txt', content: `version ${i}\n` }]));
     await Promise.all(handles.map(finished));
-    const outcomes = await Promise.all(handles.map((handle) => broker.applyChanges([handle.id])));
+    const outcomes = await Promise.all(handles.map((handle) => broker.coding.apply([handle.id])));
     expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(1);
     for (const outcome of outcomes.filter((o) => !o.ok))
       expect(outcome).toMatchObject({
@@ -243,11 +243,11 @@ describe('applying changes', () => {
     expect(new Set([one, two, three].map((h) => broker.get(h.id)!.worktree!.worktree)).size).toBe(3);
     const before = checkoutHash(repo);
     // All three in one go: the third conflicts with the first, so none is applied.
-    const refused = await broker.applyChanges([one.id, two.id, three.id]);
+    const refused = await broker.coding.apply([one.id, two.id, three.id]);
     expect(refused).toMatchObject({ ok: false, applied: [], conflict: { taskId: three.id, files: ['a.txt'] } });
     expect(refused.ok === false && refused.message).toMatch(/does not apply cleanly .*\(a\.txt\); nothing was changed$/);
     expect(checkoutHash(repo)).toBe(before);
-    const applied = await broker.applyChanges([one.id, two.id]);
+    const applied = await broker.coding.apply([one.id, two.id]);
     expect(applied).toEqual({ ok: true, applied: [one.id, two.id], files: ['a.txt', 'b.txt', 'c.txt'] });
     expect(readFileSync(path.join(repo, 'a.txt'), 'utf8')).toContain('A2\n');
     expect(readFileSync(path.join(repo, 'c.txt'), 'utf8')).toBe('c\n');
@@ -255,7 +255,7 @@ describe('applying changes', () => {
     expect(gitIn(repo, 'diff', '--cached', '--name-only')).toBe('');
     expect(gitIn(repo, 'status', '--porcelain').split('\n').filter(Boolean).sort()).toEqual([' M a.txt', ' M b.txt', '?? c.txt']);
     const after = checkoutHash(repo);
-    const again = await broker.applyChanges([three.id]);
+    const again = await broker.coding.apply([three.id]);
     expect(again).toMatchObject({ ok: false, conflict: { taskId: three.id, files: ['a.txt'] } });
     expect(checkoutHash(repo)).toBe(after);
   });
@@ -267,7 +267,7 @@ describe('applying changes', () => {
     await finished(handle);
     writeFiles(repo, { 'new.txt': 'mine\n' });
     const before = checkoutHash(repo);
-    expect(await broker.applyChanges([handle.id])).toMatchObject({ ok: false, conflict: { files: ['new.txt'] } });
+    expect(await broker.coding.apply([handle.id])).toMatchObject({ ok: false, conflict: { files: ['new.txt'] } });
     expect(checkoutHash(repo)).toBe(before);
   });
 });
@@ -282,13 +282,13 @@ describe('discard, keep, sweep', () => {
     await Promise.all([gone, kept].map(finished));
     expect(ourBranches(repo)).toHaveLength(2);
     expect(
-      broker
-        .worktreeList()
+      broker.coding
+        .list()
         .map((record) => record.taskId)
         .sort(),
     ).toEqual([gone.id, kept.id].sort());
-    await broker.discardChange(gone.id);
-    const keptRecord = await broker.keepBranch(kept.id);
+    await broker.coding.discard(gone.id);
+    const keptRecord = await broker.coding.keepBranch(kept.id);
     expect(ourBranches(repo)).toEqual([keptRecord.branch]);
     expect(linkedWorktrees(repo)).toEqual([]);
     expect(existsSync(keptRecord.worktree)).toBe(false);
@@ -296,8 +296,8 @@ describe('discard, keep, sweep', () => {
     expect(gitIn(repo, 'show', `${keptRecord.branch}:y.txt`)).toBe('y\n');
     expect(gitIn(repo, 'log', '-1', '--format=%s', keptRecord.branch)).toMatch(/^backchannel: the uncommitted changes of task /);
     // A kept change still applies (from its recorded diff) after its worktree is gone.
-    expect(await broker.applyChanges([kept.id])).toMatchObject({ ok: true, files: ['y.txt'] });
-    await broker.discardChange(kept.id);
+    expect(await broker.coding.apply([kept.id])).toMatchObject({ ok: true, files: ['y.txt'] });
+    await broker.coding.discard(kept.id);
     expect(readdirSync(worktreeDir)).toEqual([]);
     expect(ourBranches(repo)).toEqual([keptRecord.branch]);
     expect(checkoutHash(repo)).not.toBe(before); // y.txt was applied
@@ -313,9 +313,9 @@ describe('discard, keep, sweep', () => {
     await finished(handle);
     // A planted entry that is a symlink to the user's repository is not ours: never followed.
     symlinkSync(repo, path.join(worktreeDir, 'abcdefabcdef'));
-    expect(await broker.worktrees!.sweep(60_000, () => false)).toEqual([]);
-    expect(await broker.worktrees!.sweep(0, (id) => id === handle.id)).toEqual([]);
-    expect(await broker.worktrees!.sweep(0, () => false)).toEqual([handle.id]);
+    expect(await broker.coding.worktrees!.sweep(60_000, () => false)).toEqual([]);
+    expect(await broker.coding.worktrees!.sweep(0, (id) => id === handle.id)).toEqual([]);
+    expect(await broker.coding.worktrees!.sweep(0, () => false)).toEqual([handle.id]);
     expect(ourBranches(repo)).toEqual(['backchannel/not-ours']);
     expect(linkedWorktrees(repo)).toEqual([foreign]);
     expect(existsSync(path.join(repo, 'README.md'))).toBe(true);
@@ -329,11 +329,11 @@ describe('discard, keep, sweep', () => {
     await waitFor(() => broker.get(handle.id)?.pendingQuestion !== undefined, 'the question');
     // The question names the branch and what the agent changed so far.
     expect(broker.get(handle.id)!.pendingQuestion!.worktree).toEqual({ branch: broker.get(handle.id)!.worktree!.branch, files: ['x.txt'] });
-    await expect(broker.discardChange(handle.id)).rejects.toThrow(`task ${handle.id} still works in that worktree`);
-    await expect(broker.keepBranch(handle.id)).rejects.toThrow(/still works in that worktree/);
+    await expect(broker.coding.discard(handle.id)).rejects.toThrow(`task ${handle.id} still works in that worktree`);
+    await expect(broker.coding.keepBranch(handle.id)).rejects.toThrow(/still works in that worktree/);
     broker.answer(handle.id, 'q1', 'yes');
     await finished(handle);
-    await broker.discardChange(handle.id);
+    await broker.coding.discard(handle.id);
   });
 });
 
