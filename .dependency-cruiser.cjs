@@ -8,7 +8,8 @@
  *   broker    →  paths (where the data directory and the control endpoint are: hub, client and commands)
  *   broker    →  schedules (the schedule store, fire times and policies: the hub fires them)
  *   config: the config file (a leaf over model: the hub, the gateway, the CLI and the app read it)
- *   broker, config  →  notify (the webhooks: the hub sends them)
+ *   model, config  →  notify (the one notification decision, fed by the hub assembly; webhooks and the app's and
+ *                    the panel's notifications subscribe; its decision and words run in the browser too)
  *   loopback: the HTTP guards of a loopback server (Host/Origin, token, headers): the hub's servers, the gateway
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
@@ -199,9 +200,29 @@ module.exports = {
     forbid(
       'browser-side',
       '^src/(renderer|preload)/',
-      '^src/(?!(model|bridge|renderer|preload)/)',
-      'Browser code sees only the bridge contract and the task model.',
+      '^src/(?!(model|bridge|renderer|preload)/|notify/(events|notices)\\.ts$)',
+      'Browser code sees only the bridge contract, the task model and the one notification decision.',
     ),
+    forbid(
+      'notify-over-the-core',
+      layer('notify'),
+      '^src/(?!(protocol|model|notify)/|broker/log\\.ts$|config/)',
+      'Notifications know the task model, the logger and the config file; the hub feeds them, never the other way.',
+    ),
+    forbid(
+      'notify-decision-runs-anywhere',
+      '^src/notify/(events|notices)\\.ts$',
+      '^src/(?!(model/|notify/(events|notices)\\.ts$))',
+      'The one notification decision and its words run in the browser panel too: the task model only.',
+    ),
+    {
+      name: 'notify-fed-by-the-assembly',
+      comment:
+        "The hub's notifications are fed once, by the hub assembly; shells subscribe through the hub, the browser runs the decision alone.",
+      severity: 'error',
+      from: { path: '^src/(?!(hub/assemble\\.ts$|notify/))' },
+      to: { path: '^src/notify/(?!(events|notices)\\.ts$)', dependencyTypesNot: ['type-only'] },
+    },
     forbid(
       'electron-only-in-the-shell',
       '^src/(?!(main|preload)/)',

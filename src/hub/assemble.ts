@@ -17,7 +17,7 @@ import type { RunPolicy } from '../broker/run-policy.js';
 import type { BridgeInfo, PresetInfo } from '../bridge/contract.js';
 import { loadConfig } from '../config/file.js';
 import { redisFireClaims, redisQueue, type RedisQueueOptions } from '../fleet/index.js';
-import { watchWebhooks, type WebhookWatch } from '../notify/index.js';
+import { Notifications, openNotifications } from '../notify/index.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { controlSocketPath } from '../paths/control-endpoint.js';
 import { defaultDemoAgentsDir, loadPresets } from '../templates/presets.js';
@@ -90,7 +90,8 @@ export interface Hub extends HubCore {
   readonly scheduler: HubScheduler | undefined;
   /** The control endpoint, unless `control: false` (or, `lenient`, it could not start). */
   readonly control: ControlServer | undefined;
-  readonly webhooks: WebhookWatch;
+  /** The one notification decision, fed here; the config's channels (webhooks) are subscribed, the app subscribes its own. */
+  readonly notifications: Notifications;
   /** For the shell's server, which closes them. */
   readonly mounts: readonly HttpMount[];
   /** Stops the schedules, closes the control endpoint and the bridge, cancels running tasks and closes the broker. */
@@ -99,8 +100,6 @@ export interface Hub extends HubCore {
 
 /** What undoes a step, last first. */
 type Undo = () => unknown;
-
-const NO_WEBHOOKS: WebhookWatch = { stop: () => {}, scheduleSkipped: () => {} };
 
 /** The hub over `options.dataDir`; throws (with every step taken undone) when it cannot start. */
 export async function assembleHub(options: HubOptions): Promise<Hub> {
@@ -186,12 +185,14 @@ async function assembleOver(core: OpenedBroker, lock: DataDirLock, options: HubO
   const { broker, logger, logPath, dataDir } = core;
   await broker.ready;
   const optional = optionalStep(options.lenient === true, logger);
-  // The config's webhooks (signed, retried in the background: never in the broker's way).
-  const webhooks = optional('no webhooks', () => watchWebhooks(broker, loadConfig(options.env), logger)) ?? NO_WEBHOOKS;
-  undo.push(() => webhooks.stop());
+  // The notifications, fed once here, with the config's channels (webhooks: signed, retried in the background, never in
+  // the broker's way); a lenient hub whose `notify:` section is wrong notifies its own subscribers still.
+  const notifications =
+    optional('no webhooks', () => openNotifications(broker, loadConfig(options.env), logger)) ?? new Notifications(broker, logger);
+  undo.push(() => notifications.close());
   // Schedules fire once the broker has recovered its history: a miss while the hub was down is caught up now.
   const scheduler =
-    options.schedules === false ? undefined : optional('schedules do not fire', () => schedulerOf(core, options, webhooks, undo));
+    options.schedules === false ? undefined : optional('schedules do not fire', () => schedulerOf(core, options, notifications, undo));
   const bridge = createBrokerBridge(broker, {
     mode: options.mode,
     version: options.version,
@@ -215,7 +216,7 @@ async function assembleOver(core: OpenedBroker, lock: DataDirLock, options: HubO
     presets: core.presets,
     scheduler,
     control,
-    webhooks,
+    notifications,
     mounts,
     close() {
       // No fire starts a task while the rest closes.
@@ -242,7 +243,7 @@ function optionalStep(lenient: boolean, logger: Logger): OptionalStep {
 }
 
 /** The schedules' scheduler; on a fleet, hubs sharing a schedule claim each fire through the fleet's Redis (docs/schedules.md). */
-function schedulerOf(core: OpenedBroker, options: HubOptions, webhooks: WebhookWatch, undo: Undo[]): HubScheduler {
+function schedulerOf(core: OpenedBroker, options: HubOptions, notifications: Notifications, undo: Undo[]): HubScheduler {
   const { broker, logger, runPolicy } = core;
   const { redis } = options;
   const claims = redis ? redisFireClaims({ redis: redis.redis, name: redis.name, tls: redis.tls }) : undefined;
@@ -253,7 +254,7 @@ function schedulerOf(core: OpenedBroker, options: HubOptions, webhooks: WebhookW
     logger,
     usageOf: (id) => broker.get(id)?.usage,
     claims,
-    onSkipped: (record) => webhooks.scheduleSkipped({ ...record, reason: record.reason! }),
+    onSkipped: (record) => notifications.scheduleSkipped({ ...record, reason: record.reason! }),
   });
   undo.push(() => scheduler.stop());
   return scheduler;

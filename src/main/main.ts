@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BrokerError } from '../broker/errors.js';
 import type { Logger } from '../broker/log.js';
-import type { TaskUpdate } from '../model/task.js';
 import { defaultDemoAgentsDir } from '../templates/presets.js';
 import { startAppHub, type AppHub } from '../desktop/app-hub.js';
 import { registerBridgeHandlers, panelSenderCheck } from '../desktop/ipc-handlers.js';
@@ -78,10 +77,8 @@ async function start(): Promise<void> {
     answer: (taskId, askId, text) =>
       void bridge.answer(taskId, askId, text, 'notification').catch((error: Error) => logger.warn(error.message)),
   });
-  broker.on('update', (update: TaskUpdate) => {
-    if (update.kind === 'ended' || update.kind === 'ask') notifier.changed(broker.get(update.taskId));
-    trayController.changed();
-  });
+  hub.notifications.subscribe(notifier.announce);
+  broker.on('update', () => trayController.changed());
   broker.on('paused', () => trayController.changed());
   trayController.refresh();
   keepRunningInTray(app, () => panel.show());

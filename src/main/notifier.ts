@@ -1,12 +1,13 @@
 /**
- * Desktop notifications: shows what ../model/notices.ts decides (one per ending, one per question,
- * never "done" for a task that waits), nothing more. Clicking one opens that task in the panel; a
+ * Desktop notifications: a subscriber of the hub's notifications (../notify/index.ts), showing the
+ * announcements a person sees (../notify/notices.ts: one per ending, one per question, never "done"
+ * for a task that waits), nothing more. Clicking one opens that task in the panel; a
  * question's buttons or inline reply answer it on the spot. Muted once the app quits (tasks cancelled
  * by quitting are not news).
  */
 import { Notification } from 'electron';
-import { NoticeDecider, type Notice } from '../model/notices.js';
-import type { TaskSnapshot } from '../model/task.js';
+import type { Announcement } from '../notify/events.js';
+import { noticeOf, type Notice } from '../notify/notices.js';
 
 export interface NotifierActions {
   openTask(taskId: string): void;
@@ -15,7 +16,6 @@ export interface NotifierActions {
 
 export class Notifier {
   #muted = false;
-  readonly #decider = new NoticeDecider();
 
   constructor(private readonly actions: NotifierActions) {}
 
@@ -23,11 +23,11 @@ export class Notifier {
     this.#muted = true;
   }
 
-  /** A task's latest snapshot, after an update that may be news (it ended, or it asks). */
-  changed(task: TaskSnapshot | undefined): void {
-    const notice = task && this.#decider.next(task);
+  /** Subscribe it to the hub's notifications (`hub.notifications.subscribe(notifier.announce)`). */
+  readonly announce = (announcement: Announcement): void => {
+    const notice = noticeOf(announcement);
     if (notice) this.#notify(notice);
-  }
+  };
 
   #notify(notice: Notice): void {
     if (this.#muted || !Notification.isSupported()) return;

@@ -1,15 +1,11 @@
 /**
- * Which task changes make a notification, and what it says: the one decision behind the desktop
- * app's notifications (src/main/notifier.ts shows them) and the browser panel's (src/renderer). Plain
- * code, no Electron, no DOM. Guarantees, per `NoticeDecider`:
- * - a task that ended makes exactly one notice, whose title says how: "Succeeded", "Failed" or
- *   "Cancelled" (never an unqualified "done");
- * - a question makes one "Needs an answer" notice per question (per `askId`), and only while the task
- *   has not ended;
- * - a task that waits — on a question, or on its caller's tool calls — never makes an "ended" notice:
- *   only a finished state does. Tool calls waiting on the caller make no notice at all: the caller is
- *   a program (the gateway's client, an MCP client) that answers them itself; a person cannot.
- * - the decider remembers a bounded number of tasks (NOTICE_MEMORY), oldest forgotten first.
+ * What a person's notification says about a task: the words of the desktop app's notifications
+ * (src/main/notifier.ts) and the browser panel's (src/renderer). Which changes are news is decided
+ * once, in src/notify/events.ts; this file only words them. Plain code, no Electron, no DOM:
+ * - a task that ended says how in its title: "Succeeded", "Failed" or "Cancelled" (never an
+ *   unqualified "done"); a task still working or waiting makes no ending notice;
+ * - a question says "Needs an answer" (an ACP agent's approval "Needs approval") and carries its
+ *   choices, or a reply field, so it can be answered on the spot.
  */
 import { failureOf } from './states.js';
 import { approvalLine, questionContext } from './questions.js';
@@ -64,77 +60,4 @@ export function questionNotice(task: TaskSnapshot): Notice | undefined {
     silent: false,
     answers: question.choices?.length ? { askId: question.askId, choices: question.choices } : { askId: question.askId, reply: true },
   };
-}
-
-/**
- * Tasks the decider remembers. A task is forgotten only after this many newer ones were seen, long
- * after its ending was told; 10,000 small records are well under a megabyte.
- */
-export const NOTICE_MEMORY = 10_000;
-
-/** What was told about one task: that it ended, and the last question asked. */
-interface Told {
-  ended: boolean;
-  askId?: string;
-}
-
-/**
- * Feed it every new snapshot of a task (from the broker's updates or the panel's events); it returns
- * the notice to show, or undefined when there is nothing new to tell. See the file header.
- */
-export class NoticeDecider {
-  readonly #told = new Map<string, Told>();
-  #pictured = false;
-
-  constructor(private readonly memory = NOTICE_MEMORY) {}
-
-  /**
-   * Tasks that were already there when watching began (the panel's first picture): their ending or
-   * question is not news, so later snapshots of them tell only what changes after.
-   */
-  known(tasks: Iterable<TaskSnapshot>): void {
-    for (const task of tasks) this.#remember(task.id, { ended: isFinished(task.state), askId: task.pendingQuestion?.askId });
-  }
-
-  /**
-   * A full picture of the tasks (the panel's event stream sends one on connecting, and again after
-   * a reconnect). The first is what was there before watching began: all known, no notices. A later
-   * one tells what changed for tasks seen before; tasks new to the decider there are known, not news
-   * (the picture mixes them with history, so a task that started and ended while the panel was
-   * disconnected goes unannounced).
-   */
-  picture(tasks: readonly TaskSnapshot[]): Notice[] {
-    const first = !this.#pictured;
-    this.#pictured = true;
-    const notices: Notice[] = [];
-    for (const task of tasks) {
-      if (first || !this.#told.has(task.id)) this.known([task]);
-      else {
-        const notice = this.next(task);
-        if (notice) notices.push(notice);
-      }
-    }
-    return notices;
-  }
-
-  /** The notice `task`'s snapshot makes, once; undefined for anything already told or not news. */
-  next(task: TaskSnapshot): Notice | undefined {
-    const told = this.#told.get(task.id) ?? { ended: false };
-    if (told.ended) return undefined;
-    const ended = endedNotice(task);
-    if (ended) {
-      this.#remember(task.id, { ended: true });
-      return ended;
-    }
-    const asked = questionNotice(task);
-    if (!asked || asked.answers?.askId === told.askId) return undefined;
-    this.#remember(task.id, { ended: false, askId: asked.answers?.askId });
-    return asked;
-  }
-
-  #remember(id: string, told: Told): void {
-    this.#told.delete(id);
-    this.#told.set(id, told);
-    if (this.#told.size > this.memory) this.#told.delete(this.#told.keys().next().value!);
-  }
 }

@@ -1,5 +1,5 @@
 /**
- * The config file's `notify:` section, declared once (zod):
+ * The webhooks' entry of the config file's `notify:` section, declared once (zod):
  *
  *   notify:
  *     webhooks:
@@ -9,11 +9,8 @@
  * argv, a log line or an event).
  */
 import * as z from 'zod/mini';
-import { firstProblem, must } from '../model/shapes.js';
-
-/** What a webhook may be told. `schedule_skipped`: the hub's scheduler recorded a fire as skipped (src/hub/scheduler.ts). */
-export const NOTIFY_EVENTS = ['ended', 'needs_input', 'budget_exceeded', 'schedule_skipped'] as const;
-export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
+import { must } from '../model/shapes.js';
+import { NOTIFY_EVENTS, type NotifyEvent } from './events.js';
 
 export interface WebhookTarget {
   url: string;
@@ -41,12 +38,5 @@ const WEBHOOK = z.strictObject({
   ),
 });
 
-const NOTIFY_SECTION = z.strictObject({ webhooks: z.optional(z.array(WEBHOOK, { error: must('must be a list of webhooks') })) });
-
-/** The webhooks of a `notify:` section; throws `file: notify.webhooks[0].url must be …`. */
-export function parseWebhooks(section: Record<string, unknown> | undefined, file: string): WebhookTarget[] {
-  if (section === undefined) return [];
-  const parsed = z.safeParse(NOTIFY_SECTION, section);
-  if (!parsed.success) throw new Error(`${file}: ${firstProblem(parsed.error, 'notify')}`);
-  return parsed.data.webhooks ?? [];
-}
+/** `notify.webhooks`: the URLs to post to, each with the events it asked for. */
+export const WEBHOOKS = z.array(WEBHOOK, { error: must('must be a list of webhooks') });

@@ -12,16 +12,18 @@
  * - each delivery attempt is logged (the URL's host only, event, id, status), never the secret nor
  *   the URL's path or query, which may hold a key (Y32);
  * - `close()` stops retrying, drops what is in flight and waits for no one.
- * Events: `ended` (a task ended, any state), `needs_input` (it asked a question), `budget_exceeded`
- * (it ended over its budget; also an `ended`), `schedule_skipped`.
+ * A channel of ./index.ts: it is told the one vocabulary's announcements (./events.ts) and posts those
+ * each URL asked for; what is news is decided there, not here.
  */
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../broker/log.js';
-import type { TaskSnapshot, TaskUpdate } from '../model/task.js';
-import type { NotifyEvent, WebhookTarget } from './config.js';
+import type { TaskSnapshot } from '../model/task.js';
+import type { Channel } from './channel.js';
+import type { WebhookTarget } from './config.js';
+import type { Announcement, NotifyEvent, ScheduleSkip } from './events.js';
 
 /** Waits before each retry: a receiver down for a few seconds (a restart) still gets the event. */
 export const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 16000, 32000] as const;
@@ -41,16 +43,6 @@ export interface WebhookBody {
   data: { task: Pick<TaskSnapshot, 'id' | 'label' | 'state' | 'reason' | 'message' | 'usage' | 'pendingQuestion' | 'endedAt'> };
 }
 
-/** A skipped fire of a schedule, as `schedule_skipped` tells it (times in ms since the epoch). */
-export interface ScheduleSkip {
-  schedule: string;
-  at: number;
-  /** When the record stands for a run of skipped fires: the last one, and how many (when known). */
-  until?: number;
-  count?: number;
-  reason: 'overlap' | 'paused' | 'hub_down' | 'budget_spent' | 'refused';
-}
-
 /** The JSON of `schedule_skipped`: `{type, timestamp, data: {schedule}}`. */
 export interface ScheduleSkippedBody {
   type: 'schedule_skipped';
@@ -61,8 +53,6 @@ export interface ScheduleSkippedBody {
 export interface WebhookNotifierOptions {
   targets: readonly WebhookTarget[];
   logger: Logger;
-  /** Reads a task's snapshot when one of its updates is an event. */
-  snapshot(id: string): TaskSnapshot | undefined;
   /** @default RETRY_DELAYS_MS; also the growing pause between a failing URL's attempts */
   retryDelaysMs?: readonly number[];
   /** @default 10_000 */
@@ -92,7 +82,7 @@ interface Lane {
   timer: NodeJS.Timeout | undefined;
 }
 
-export class WebhookNotifier {
+export class WebhookNotifier implements Channel {
   private readonly lanes: Lane[];
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
@@ -110,36 +100,17 @@ export class WebhookNotifier {
     }));
   }
 
-  /** Feed it the broker's updates (`broker.on('update', notifier.onUpdate)`); returns at once. */
-  readonly onUpdate = (update: TaskUpdate): void => {
-    if (this.lanes.length === 0 || (update.kind !== 'ended' && update.kind !== 'ask')) return;
-    const task = this.options.snapshot(update.taskId);
-    if (!task) return;
-    if (update.kind === 'ask') this.emit('needs_input', task);
-    else {
-      this.emit('ended', task);
-      if (task.reason === 'budget_exceeded') this.emit('budget_exceeded', task);
+  /** Queues `announcement` for every webhook that asked for its event; returns at once. */
+  readonly announce = (announcement: Announcement): void => {
+    if (this.lanes.length === 0) return;
+    const timestamp = new Date().toISOString();
+    if (announcement.type === 'schedule_skipped') {
+      const body: ScheduleSkippedBody = { type: 'schedule_skipped', timestamp, data: { schedule: skipFacts(announcement.skip) } };
+      this.send('schedule_skipped', JSON.stringify(body));
+      return;
     }
-  };
-
-  /** Queues `event` for every webhook that asked for it. */
-  emit(type: NotifyEvent, task: TaskSnapshot): void {
-    const body: WebhookBody = { type, timestamp: new Date().toISOString(), data: { task: taskFacts(task) } };
-    this.send(type, JSON.stringify(body));
-  }
-
-  /** Queues `schedule_skipped` (a fire the hub's scheduler recorded as skipped) for every webhook that asked for it. */
-  readonly scheduleSkipped = (skip: ScheduleSkip): void => {
-    const { schedule, at, until, count, reason } = skip;
-    const facts: ScheduleSkip = {
-      schedule,
-      at,
-      reason,
-      ...(until !== undefined ? { until } : {}),
-      ...(count !== undefined ? { count } : {}),
-    };
-    const body: ScheduleSkippedBody = { type: 'schedule_skipped', timestamp: new Date().toISOString(), data: { schedule: facts } };
-    this.send('schedule_skipped', JSON.stringify(body));
+    const body: WebhookBody = { type: announcement.type, timestamp, data: { task: taskFacts(announcement.task) } };
+    this.send(announcement.type, JSON.stringify(body));
   };
 
   private send(type: NotifyEvent, json: string): void {
@@ -282,6 +253,11 @@ function hostOf(url: string): string {
   } catch {
     return '(an invalid URL)';
   }
+}
+
+function skipFacts(skip: ScheduleSkip): ScheduleSkip {
+  const { schedule, at, until, count, reason } = skip;
+  return { schedule, at, reason, ...(until !== undefined ? { until } : {}), ...(count !== undefined ? { count } : {}) };
 }
 
 function taskFacts(task: TaskSnapshot): WebhookBody['data']['task'] {

@@ -1,6 +1,7 @@
 /**
- * The headless panel's notifications through the browser's Notification API: the same decisions and
- * words as the desktop app (../model/notices.ts), shown only when the person turned them on with the
+ * The headless panel's notifications through the browser's Notification API: a subscriber of the one
+ * notification decision (../notify/events.ts), run here over the panel's event stream since the page
+ * is another process, with the desktop app's words (../notify/notices.ts); shown only when the person turned them on with the
  * bell in the header and the browser allowed them. Guarantees:
  * - permission is asked only from the bell's click (browsers ignore or block it otherwise);
  * - the choice is remembered in localStorage (NOTIFY_SETTING) and honoured on the next visit only
@@ -10,7 +11,8 @@
  * - hidden in the desktop app, whose main process notifies already (no second notification).
  */
 import type { BridgeEvent } from '../bridge/contract.js';
-import { NoticeDecider, type Notice } from '../model/notices.js';
+import { NotifyDecider } from '../notify/events.js';
+import { noticeOf, type Notice } from '../notify/notices.js';
 
 /** The localStorage key of the person's choice: 'on' or 'off'. */
 export const NOTIFY_SETTING = 'backchannel.notifications';
@@ -23,7 +25,7 @@ export interface PanelNotifierActions {
 }
 
 export class PanelNotifier {
-  readonly #decider = new NoticeDecider();
+  readonly #decider = new NotifyDecider();
   #wanted: boolean;
 
   constructor(
@@ -43,8 +45,11 @@ export class PanelNotifier {
 
   /** Every event of the bridge's stream, in order. */
   onEvent(event: BridgeEvent): void {
-    const notices = event.full ? this.#decider.picture(event.tasks) : event.tasks.map((task) => this.#decider.next(task));
-    for (const notice of notices) if (notice) this.#notify(notice);
+    const news = event.full ? this.#decider.picture(event.tasks) : event.tasks.flatMap((task) => this.#decider.next(task));
+    for (const announcement of news) {
+      const notice = noticeOf(announcement);
+      if (notice) this.#notify(notice);
+    }
   }
 
   get #on(): boolean {

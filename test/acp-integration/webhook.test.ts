@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach, expect, test } from 'vitest';
 import { silentLogger } from '../../src/broker/log.js';
+import { Notifications } from '../../src/notify/index.js';
 import { WebhookNotifier, type WebhookBody } from '../../src/notify/webhooks.js';
 import { makeBroker, settle, waitFor } from '../helpers/core.js';
 
@@ -35,9 +36,8 @@ test('the needs_input webhook of an approval carries the tool call and the optio
   const notifier = new WebhookNotifier({
     targets: [{ url: `http://127.0.0.1:${port}/hook`, events: ['needs_input'], secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
     logger: silentLogger,
-    snapshot: (id) => broker.get(id),
   });
-  broker.on('update', notifier.onUpdate);
+  const notifications = new Notifications(broker, silentLogger, [notifier]);
   const task = broker.submit({ command: APPROVER });
   await waitFor(() => bodies.length >= 1, 'the needs_input webhook');
   const body = JSON.parse(bodies[0]!) as WebhookBody;
@@ -56,6 +56,6 @@ test('the needs_input webhook of an approval carries the tool call and the optio
   expect(body.data.task.pendingQuestion?.approval?.options.map((o) => o.name)).toEqual(['Allow once', 'Always allow', 'Reject']);
   task.cancel('enough');
   await settle(task.result);
-  notifier.close();
+  notifications.close();
   await task.finished;
 });

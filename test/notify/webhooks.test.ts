@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook as SvixWebhook } from 'svix';
 import { afterEach, describe, expect, test } from 'vitest';
 import { silentLogger } from '../../src/broker/log.js';
-import { parseWebhooks } from '../../src/notify/config.js';
+import { Notifications, parseWebhooks } from '../../src/notify/index.js';
 import { WebhookNotifier, type ScheduleSkippedBody, type WebhookBody } from '../../src/notify/webhooks.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,9 +87,9 @@ describe('webhooks', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/hook`, events: ['ended', 'needs_input'], secret: SECRET }],
       logger: silentLogger,
-      snapshot: (id) => broker.get(id),
     });
-    broker.on('update', notifier.onUpdate);
+    // The hub's one decision feeds the channel (src/hub/assemble.ts does the same).
+    const notifications = new Notifications(broker, silentLogger, [notifier]);
     const asker = broker.submit({ command: fixture('asker.mjs') });
     await waitFor(() => received.length >= 1, 'the needs_input webhook');
     asker.cancel('enough');
@@ -100,7 +100,7 @@ describe('webhooks', () => {
     expect(ended).toMatchObject({ type: 'ended', data: { task: { id: asker.id, state: 'cancelled' } } });
     expect(received[0]!.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
     expect(() => verified(OTHER_SECRET, received[0]!)).toThrow();
-    notifier.close();
+    notifications.close();
     await asker.finished;
   });
 
@@ -115,9 +115,8 @@ describe('webhooks', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/`, events: ['budget_exceeded'], secret: SECRET }],
       logger,
-      snapshot: () => undefined,
     });
-    notifier.emit('budget_exceeded', task());
+    notifier.announce({ type: 'budget_exceeded', task: task() });
     await waitFor(() => logged.some((line) => line.includes('retrying')), 'a failed first attempt');
     await new Promise((resolve) => setTimeout(resolve, 3000));
     // It answers late, as a busy machine does: the delivery is logged only once the answer is back.
@@ -188,9 +187,8 @@ describe('a receiver cannot harm the hub (issue 47)', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
       logger,
-      snapshot: () => undefined,
     });
-    notifier.emit('ended', task());
+    notifier.announce({ type: 'ended', task: task() });
     await waitFor(() => closed, 'the receiver’s connection to be dropped', 20_000);
     await waitFor(() => logged.some((line) => line.includes('delivered (HTTP 200')), 'the delivery to be logged');
     // What the sockets' buffers held, not the answer: the hub read a few KiB of it.
@@ -209,10 +207,9 @@ describe('a receiver cannot harm the hub (issue 47)', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
       logger,
-      snapshot: () => undefined,
       retryDelaysMs: [10],
     });
-    notifier.emit('ended', task());
+    notifier.announce({ type: 'ended', task: task() });
     await waitFor(() => logged.some((line) => line.includes('giving up')), 'the delivery to give up');
     expect(elsewhere.stats.requests).toBe(0);
     expect(logged.filter((line) => line.includes('HTTP 307, a redirect (not followed)'))).toHaveLength(2);
@@ -226,11 +223,10 @@ describe('a receiver cannot harm the hub (issue 47)', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/`, events: ['ended'], secret: SECRET }],
       logger,
-      snapshot: () => undefined,
       retryDelaysMs: [100, 200, 400, 800, 1600],
       requestTimeoutMs: 300,
     });
-    for (let i = 0; i < 40; i++) notifier.emit('ended', task({ id: `t${i}` }));
+    for (let i = 0; i < 40; i++) notifier.announce({ type: 'ended', task: task({ id: `t${i}` }) });
     await waitFor(() => logged.filter((line) => line.includes('TimeoutError')).length >= 8, 'eight timed-out attempts', 30_000);
     // 40 events at once, each retried: 4 in flight at first, then one at a time with growing pauses.
     expect(stats.maxOpen).toBeLessThanOrEqual(4);
@@ -245,9 +241,8 @@ describe('a receiver cannot harm the hub (issue 47)', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/hook/s3cretpath?key=k3yvalue`, events: ['ended'], secret: SECRET }],
       logger,
-      snapshot: () => undefined,
     });
-    notifier.emit('ended', task());
+    notifier.announce({ type: 'ended', task: task() });
     await waitFor(() => logged.some((line) => line.includes('delivered')), 'the delivery to be logged');
     expect(received).toHaveLength(1);
     const log = logged.join('\n');
@@ -272,8 +267,8 @@ describe('schedule_skipped', () => {
     const notifier = new WebhookNotifier({
       targets: [{ url: `http://127.0.0.1:${port}/hook`, events: ['schedule_skipped'], secret: SECRET }],
       logger: silentLogger,
-      snapshot: (id) => broker.get(id),
     });
+    const notifications = new Notifications(broker, silentLogger, [notifier]);
     const dataDir = mkdtempSync(join(tmpdir(), 'bc-hook-sched-'));
     const clock = { now: Date.parse('2026-12-05T09:00:00Z') };
     const start = clock.now;
@@ -285,7 +280,7 @@ describe('schedule_skipped', () => {
       logger: silentLogger,
       now: () => clock.now,
       tickMs: 0,
-      onSkipped: (record) => notifier.scheduleSkipped({ ...record, reason: record.reason! }),
+      onSkipped: (record) => notifications.scheduleSkipped({ ...record, reason: record.reason! }),
     });
     try {
       scheduler.add({ name: 'slow', everyMs: 60_000, command: [fixture('sleeper.mjs')] });
@@ -306,7 +301,7 @@ describe('schedule_skipped', () => {
       await waitFor(() => scheduler.activeRuns('slow') === 0, 'the run to end');
     } finally {
       scheduler.stop();
-      notifier.close();
+      notifications.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
