@@ -81,6 +81,9 @@ async function runAttempt(entry: LiveTask, number: number, loop: AttemptLoop): P
   // Its agent is done or stopping: calls it made wait no more (a next attempt's agent starts afresh).
   entry.toolCalls.dropAll(`attempt ${number} ended`);
   const retry = await decideAttempt(entry, number, outcome, loop);
+  // The agent's final is acked once the task's ending is on disk (a retry's at once): durable before reported.
+  if (retry === undefined) void entry.published.then(() => attempt.acknowledge?.());
+  else attempt.acknowledge?.();
   await attempt.finished;
   entry.attempt = undefined;
   if (retry !== undefined) return retry;

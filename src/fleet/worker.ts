@@ -237,7 +237,9 @@ export class FleetWorker {
       await attempt.start();
       let outcome = await attempt.outcome;
       // Kept at once, before the agent's exit is awaited: a worker killed meanwhile loses no result.
-      if (outcome.kind === 'final' && reporter.overflowed === undefined) this.keepEarly(client, job.id!, outcome);
+      // Its agent is acked once that report is in Redis (an acked agent exits without spooling).
+      const kept = outcome.kind === 'final' && reporter.overflowed === undefined ? this.keepEarly(client, job.id!, outcome) : undefined;
+      void (kept ?? Promise.resolve()).then(() => attempt.acknowledge());
       await attempt.finished;
       // A stopped agent's answer to the stop goes back with the failure: the broker keeps it (docs/protocol.md §8).
       if (outcome.kind === 'failure' && attempt.answer) outcome = { ...outcome, answer: attempt.answer };
@@ -268,10 +270,14 @@ export class FleetWorker {
   }
 
   /** Keeps a final outcome as the job's report now; the whole report (exit code, signal) replaces it. */
-  private keepEarly(client: Awaited<Worker['client']>, jobId: string, outcome: AttemptReport['outcome'] & { kind: 'final' }): void {
+  private async keepEarly(
+    client: Awaited<Worker['client']>,
+    jobId: string,
+    outcome: AttemptReport['outcome'] & { kind: 'final' },
+  ): Promise<void> {
     const payload = { ...outcome.payload, meta: { ...outcome.payload.meta, worker: this.name } };
     const early: AttemptReport = { worker: this.name, outcome: { ...outcome, payload }, exitCode: undefined, exitSignal: undefined };
-    void client.set(this.keys.report(jobId), JSON.stringify(early), 'EX', REPORT_KEPT_SECONDS).catch(() => {});
+    await client.set(this.keys.report(jobId), JSON.stringify(early), 'EX', REPORT_KEPT_SECONDS).catch(() => {});
   }
 
   /** The job's attempt as admitted: the worker's own command line and directory for it (an ACP agent under its own adapter). */

@@ -29,13 +29,16 @@ describe('Attempt decisions (in memory)', () => {
     ]);
   });
 
-  test('the first final wins: it is acked and decides; a later one is acked but ignored', async () => {
+  test('the first final wins: it is acked once acknowledged (durable) and decides; a later one is acked but ignored', async () => {
     const { attempt, endpoint, child, recorded } = await started();
     endpoint.agentSends({ task_id: TASK_ID, status: 'partial', data: { progress: 10 } });
     endpoint.agentSends(final('success', 'first'));
     endpoint.agentSends(final('error', 'second'));
     expect(await attempt.outcome).toMatchObject({ kind: 'final', channel: 'socket', payload: { data: 'first' } });
     expect(recorded.partials).toHaveLength(1);
+    // Both acks wait for the caller's word that the ending is on disk (an acked agent does not spool).
+    expect(endpoint.sent.filter((m) => m.type === 'ack')).toHaveLength(0);
+    attempt.acknowledge();
     expect(endpoint.sent.filter((m) => m.type === 'ack')).toHaveLength(2);
     expect(recorded.problems).toEqual([
       { kind: 'ignored', detail: 'error payload via socket after the task was decided', status: 'error' },

@@ -24,6 +24,8 @@ export interface RunningAttempt {
   readonly answer?: { payload: FinalPayload; channel: DeliveryChannel } | undefined;
   /** Never throws: every failure becomes the outcome. */
   start(): Promise<void>;
+  /** Sends the ack of the agent's final payload, held until its ending is durable (a local attempt's). */
+  acknowledge?(): void;
   /** Decides the outcome now; the process tree is stopped in the background. */
   stop(reason: StopReason, message: string): void;
 }

@@ -165,6 +165,8 @@ export class Attempt {
   private token = '';
   /** Tool calls of this attempt's agent waiting for their result, by call id (a count: a refused duplicate id replies too). */
   private readonly toolCallsWaiting = new Map<string, number>();
+  /** Acks of a final payload, held until acknowledge() (undefined once sent: later ones go at once). */
+  private heldAcks: Array<() => void> | undefined = [];
 
   constructor(
     private readonly settings: AttemptSettings,
@@ -173,6 +175,25 @@ export class Attempt {
   ) {
     this.outcome = new Promise((resolve) => (this.decide = resolve));
     this.finished = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  /**
+   * Sends the ack of the agent's final payload, held since it arrived: the caller (the attempt loop)
+   * calls it once the task's ending is durable, or when the attempt's outcome is not its ending (a
+   * retry). Until then the agent waits for it and, if the hub dies meanwhile, spools its result.
+   */
+  acknowledge(): void {
+    const acks = this.heldAcks;
+    if (!acks) return;
+    this.heldAcks = undefined;
+    for (const ack of acks) ack();
+  }
+
+  /** Acks a final payload: held while the attempt's own final waits to be durable, else at once (a stop's answer). */
+  private ack(status: FinalPayload['status'], reply: ((message: BrokerMessage) => void) | undefined): void {
+    const send = () => reply?.({ type: 'ack', task_id: this.settings.taskId, status });
+    if (this.decided?.kind === 'final' && this.heldAcks) this.heldAcks.push(send);
+    else send();
   }
 
   /** Starts the attempt. Never throws: every failure becomes the outcome. */
@@ -385,13 +406,13 @@ export class Attempt {
       }
       // Still acknowledge a late final (typically the agent's answer to our cancel): the ack tells
       // the agent it may exit now, instead of waiting for one and spooling.
-      if (isFinalStatus(payload.status)) reply?.({ type: 'ack', task_id: this.settings.taskId, status: payload.status });
+      if (isFinalStatus(payload.status)) this.ack(payload.status, reply);
       return;
     }
     if (isFinalStatus(payload.status)) {
       const final = payload as FinalPayload;
-      reply?.({ type: 'ack', task_id: this.settings.taskId, status: final.status });
       this.settle({ kind: 'final', payload: final, channel: via });
+      this.ack(final.status, reply);
       // The agent should exit after its final payload; one that lingers (a CLI that never exits) is stopped.
       this.terminate(this.settings.cancelGraceMs);
       return;
