@@ -26,6 +26,8 @@ export class GitError extends Error {
     readonly args: readonly string[],
     readonly stderr: string,
     readonly exitCode: number | null,
+    /** What git printed on stdout before failing (`rev-parse --verify --quiet` prints what it found first). */
+    readonly stdout = '',
   ) {
     super(lastLine(stderr) || `git ${args[0] ?? ''} failed (exit ${String(exitCode)})`);
   }
@@ -167,20 +169,20 @@ function run(args: readonly string[], cwd: string, env: Record<string, string>, 
         const text = listingOf(error, stdout);
         if (text !== undefined) return resolve(text);
       } else if (!error) return resolve(stdout);
-      reject(failure(args, error!, stderr));
+      reject(failure(args, error!, stderr, stdout));
     });
     if (input !== undefined) child.stdin?.end(input);
     else child.stdin?.end();
   });
 }
 
-function failure(args: readonly string[], error: { code?: unknown; status?: unknown }, stderr: string): GitError {
+function failure(args: readonly string[], error: { code?: unknown; status?: unknown }, stderr: string, stdout = ''): GitError {
   const code = error.code;
   if (code === 'ENOENT' && !stderr) return new GitError(args, 'git is not installed (not found on PATH)', null);
   if (code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER' || code === 'ENOBUFS')
     return new GitError(args, `git ${args[0] ?? ''} printed more than ${MAX_OUTPUT_BYTES / 1024 / 1024} MB; too much to read`, null);
   const exit = typeof code === 'number' ? code : typeof error.status === 'number' ? error.status : null;
-  return new GitError(args, stderr, exit);
+  return new GitError(args, stderr, exit, stdout);
 }
 
 /** The synchronous form, for the checks a submit makes before it returns (a few milliseconds each). */
@@ -206,7 +208,8 @@ function runSync(args: readonly string[], cwd: string, env: Record<string, strin
   } catch (error) {
     const text = listing ? listingOf(error, String((error as { stdout?: string }).stdout ?? '')) : undefined;
     if (text !== undefined) return text;
-    throw failure(args, error as { code?: unknown }, String((error as { stderr?: string | Buffer }).stderr ?? ''));
+    const { stderr, stdout } = error as { stderr?: string | Buffer; stdout?: string | Buffer };
+    throw failure(args, error as { code?: unknown }, String(stderr ?? ''), String(stdout ?? ''));
   }
 }
 

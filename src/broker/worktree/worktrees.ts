@@ -43,6 +43,12 @@ export const BRANCH_PREFIX = 'backchannel/';
  * `branch -D`, `worktree remove --force --force`, `worktree prune`): no driver could run, none to list.
  */
 const NO_CONTENT: DriverConfig = [];
+/**
+ * A new worktree's checkout writes its files with one worker per core (`checkout.workers=0`; git's
+ * own default is one): writing a 10,000-file tree is the kernel's work on each file, which a second
+ * core halves (issue 48, docs/performance.md). Command-line scope, like every other override here.
+ */
+const PARALLEL_CHECKOUT = ['-c', 'checkout.workers=0'];
 /** A diff takes these so it applies whatever the user's diff settings are (noprefix, external diff, textconv). */
 const DIFF_ARGS = ['--binary', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '--src-prefix=a/', '--dst-prefix=b/'];
 
@@ -107,7 +113,8 @@ export class Worktrees {
     const tree = path.join(dir, TREE_DIR);
     const branch = `${BRANCH_PREFIX}${short}`;
     try {
-      await this.oneAtATime(plan.repo, () => git(['worktree', 'add', '--quiet', '-b', branch, tree, plan.baseSha], { cwd: plan.repo }));
+      const add = [...PARALLEL_CHECKOUT, 'worktree', 'add', '--quiet', '-b', branch, tree, plan.baseSha];
+      await this.oneAtATime(plan.repo, () => git(add, { cwd: plan.repo }));
     } catch (error) {
       this.store.removeEntry(short);
       throw new Error(`could not create the worktree: ${(error as Error).message}`, { cause: error });
@@ -411,27 +418,42 @@ export function planNewWorktree(cwd: string, request: Omit<WorktreeRequest, 'reu
   const base = request.base ?? 'HEAD';
   if (base.startsWith('-') || base.trim() === '' || /[\0\n]/.test(base)) refuse(`base "${base}" is not a git revision`);
   if (!isDirectory(cwd)) refuse(`working directory ${cwd} does not exist`);
-  let repo: string;
-  try {
-    repo = realpathSync(gitSync(['rev-parse', '--show-toplevel'], { cwd, drivers: NO_CONTENT }).trim());
-  } catch (error) {
-    return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
-  }
+  const { top, sha } = topAndBase(cwd, request.includeUncommitted ? undefined : base, refuse);
+  const repo = realpathSync(top);
   const subdir = path.relative(repo, realpathSync(cwd));
   if (request.includeUncommitted)
     return { repo, base: 'the checkout (with uncommitted changes)', baseSha: snapshotCheckout(repo, refuse), subdir };
-  let baseSha: string;
-  try {
-    baseSha = gitSync(['rev-parse', '--verify', '--quiet', '--end-of-options', `${base}^{commit}`], {
-      cwd: repo,
-      drivers: NO_CONTENT,
-    }).trim();
-  } catch {
+  if (sha === undefined)
     return refuse(
       base === 'HEAD' ? `the repository ${repo} has no commit yet; a worktree starts from one` : `base "${base}" does not exist in ${repo}`,
     );
+  return { repo, base, baseSha: sha, subdir };
+}
+
+/**
+ * The top level of the repository containing `cwd` and, when `base` is given, the commit it names
+ * (undefined when it names none): one `git rev-parse` for both (a revision means the same from any
+ * directory of the repository once peeled to a commit). Refuses when `cwd` is in no repository.
+ */
+function topAndBase(cwd: string, base: string | undefined, refuse: (message: string) => never): { top: string; sha?: string } {
+  const args = [
+    'rev-parse',
+    '--show-toplevel',
+    ...(base === undefined ? [] : ['--verify', '--quiet', '--end-of-options', `${base}^{commit}`]),
+  ];
+  let out: string;
+  try {
+    out = gitSync(args, { cwd, drivers: NO_CONTENT });
+  } catch (error) {
+    // `--verify --quiet` exits 1 with nothing on stderr for a missing base; the top level is printed.
+    const printed = error instanceof GitError && error.exitCode === 1 && error.stderr.trim() === '' ? error.stdout : undefined;
+    if (printed === undefined || printed.split('\n', 1)[0] === '')
+      return refuse(`${cwd} is not in a git repository; a worktree needs one (${(error as Error).message})`);
+    return { top: printed.split('\n', 1)[0]! };
   }
-  return { repo, base, baseSha, subdir };
+  const [top = '', sha = ''] = out.split('\n');
+  if (top === '') return refuse(`${cwd} is not in a git repository; a worktree needs one`);
+  return base === undefined || sha === '' ? { top } : { top, sha };
 }
 
 /** A commit of the checkout as it is (tracked changes and untracked files), made without touching its index. */
