@@ -13,8 +13,10 @@
  * - This run's guard counts (and its calls to tools not offered) go into its task's meta
  *   (`meta.bridge_guard`, `TaskRun.annotate`) before the agent gets its corrective result, so the
  *   counts are written before the task can end; `stats` sums them.
- * - A suspended run nobody continues within `idleMs` is cancelled; a response whose client left
- *   cancels the run; every end reaches `onEnd` once.
+ * - A suspended run nobody continues within `idleMs` is cancelled, and so is one still waiting when
+ *   the request deadline comes (`request_timeout_ms`, said as the client's tool results not sent in
+ *   time: Y4); the calls it waited on reach `onEnd` (`unanswered`), so the client's late results get
+ *   a clear error. A response whose client left cancels the run; every end reaches `onEnd` once.
  * - A response whose request forced a call (`tool_choice`, {@link Segment.required}) ends with one:
  *   a call to another tool than the one named is answered with a correction, and an answer without
  *   any call is the `missingCall` error instead of a text answer.
@@ -59,7 +61,7 @@ export interface BridgedRunOptions {
   /** The error for an answer without the call a request's `tool_choice` required (./turn.ts). */
   missingCall(required: RequiredCall): HttpError;
   /** The task answered (text and usage so far) or ended: once. */
-  onEnd(run: BridgedRun, result: { answered?: string; agentSession?: string }): void;
+  onEnd(run: BridgedRun, result: BridgedRunEnd): void;
 }
 
 /** A response the run is writing to: its writer, and how its request learns that it is over. */
@@ -76,6 +78,14 @@ interface Segment {
 }
 
 export type BridgedRunState = 'running' | 'suspended' | 'ended';
+
+/** How a run ended, for its turn. */
+export interface BridgedRunEnd {
+  answered?: string;
+  agentSession?: string;
+  /** Ended while waiting on the client's results: the calls' client ids, and the failure as the API's error. */
+  unanswered?: { ids: string[]; error: HttpError };
+}
 
 export class BridgedRun {
   readonly abort = new AbortController();
@@ -101,7 +111,13 @@ export class BridgedRun {
 
   constructor(private readonly options: BridgedRunOptions) {
     this.offered = new Set(options.spec.tools.map((tool) => tool.name));
-    this.request = options.runner.start({ spec: options.spec, abort: this.abort, onUpdate: (update) => this.onUpdate(update) });
+    this.request = options.runner.start({
+      spec: options.spec,
+      abort: this.abort,
+      onUpdate: (update) => this.onUpdate(update),
+      // The deadline of a run waiting on its client: the client's results did not come in time (Y4).
+      timeoutWhy: () => (this.stateNow === 'suspended' ? 'tool_results' : 'timeout'),
+    });
     this.request.result.then(
       (final) => this.settle(final, undefined),
       (error: unknown) => this.settle(undefined, error),
@@ -284,7 +300,16 @@ export class BridgedRun {
       segment.writer.close();
       this.endSegment();
     }
-    this.options.onEnd(this, { ...(answered !== undefined ? { answered } : {}), ...(agentSession ? { agentSession } : {}) });
+    const why = this.request.why;
+    const unanswered =
+      !final && !segment && this.pending.size > 0 && (why === 'tool_results' || why === 'idle')
+        ? { ids: [...this.pending.keys()], error: this.options.failure(error, why) }
+        : undefined;
+    this.options.onEnd(this, {
+      ...(answered !== undefined ? { answered } : {}),
+      ...(agentSession ? { agentSession } : {}),
+      ...(unanswered ? { unanswered } : {}),
+    });
   }
 
   private endSegment(): void {

@@ -12,6 +12,8 @@ import { transcriptHash, type Session } from './sessions.js';
 import { isSideRequest } from './side-requests.js';
 import type { RoutedTurn, TurnContext, TurnOutcome } from './turn-context.js';
 import { httpErrorFor, missingCall } from './turn-errors.js';
+import { HttpError } from './http.js';
+import { NO_RETRY } from './turn-dedupe.js';
 import { newTurn, prepareMessages } from './turn-messages.js';
 import type { TurnWriter } from './writer.js';
 import { hostEnvOf, writeRules } from './bridge/anchor.js';
@@ -72,6 +74,7 @@ export async function runBridgedTurn(context: TurnContext, routed: RoutedTurn, o
         ),
       onEnd(ended, result) {
         context.bridges.delete(ended);
+        if (result.unanswered) rememberExpired(context, result.unanswered);
         if (!session) return workspaces.release(scratchKey);
         if (session.bridge === ended) session.bridge = undefined;
         const transcript =
@@ -99,6 +102,27 @@ function startBridgedRun(options: BridgedRunOptions, release: () => void): Bridg
   } catch (error) {
     release();
     throw error;
+  }
+}
+
+/** Client call ids of runs ended while waiting on them, kept at most (the oldest go first). */
+export const MAX_EXPIRED_CALLS = 1024;
+
+/** The calls a run waited on when it was ended: the client's late results for them get `error`, once. */
+function rememberExpired(context: TurnContext, { ids, error }: { ids: string[]; error: HttpError }): void {
+  const late = new HttpError(
+    504,
+    `The tool results this request sends came too late, and it was not run: ${error.message}\n` +
+      'Send it again to replay the whole conversation to a new sub-agent.',
+    'timeout',
+    'tool_results_too_late',
+    null,
+    NO_RETRY,
+  );
+  for (const id of ids) context.expiredCalls.set(id, late);
+  for (const id of context.expiredCalls.keys()) {
+    if (context.expiredCalls.size <= MAX_EXPIRED_CALLS) break;
+    context.expiredCalls.delete(id);
   }
 }
 
@@ -169,7 +193,7 @@ export async function continueBridged(
   const { results, steering, prefix } = trailingResults(turn.messages);
   if (results.length === 0) return false;
   const run = [...context.bridges.keys()].find((r) => results.some((result) => r.pending.has(result.id)));
-  if (!run) return false;
+  if (!run) return refuseExpired(context, results);
   const session = context.bridges.get(run);
   if (run.state === 'suspended' && run.matches(results) && !steering && run.history === transcriptHash(prefix, model, purpose)) {
     run.history = transcriptHash(turn.messages, model, purpose);
@@ -183,6 +207,17 @@ export async function continueBridged(
   }
   await retire(run, session);
   return false;
+}
+
+/**
+ * Late results for calls of a run ended while waiting on them (Y4): the request gets that run's end
+ * as the API's error, once (its calls are forgotten, so sending it again replays it). False otherwise.
+ */
+function refuseExpired(context: TurnContext, results: readonly ToolResultIn[]): false {
+  const late = results.map((result) => context.expiredCalls.get(result.id)).find((error) => error !== undefined);
+  if (!late) return false;
+  for (const result of results) context.expiredCalls.delete(result.id);
+  throw late;
 }
 
 /** Retires a run another turn replaces: its agent session is not resumed (the replay carries the whole transcript). */

@@ -57,7 +57,7 @@ export interface StartGatewayOptions {
   logger?: Logger;
   /** Quiet time after which a started stream gets an SSE keep-alive comment. @default STREAM_KEEP_ALIVE_MS */
   keepAliveMs?: number;
-  /** What background responses' keep time is measured on (a test's fake clock). @default systemClock */
+  /** What background responses' keep time and request deadlines are measured on (a test's fake clock). @default systemClock */
   clock?: Clock;
 }
 

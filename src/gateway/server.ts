@@ -54,7 +54,7 @@ export interface GatewayServerOptions {
   logger: Logger;
   /** @default DEFAULT_KEEP_ALIVE_MS */
   keepAliveMs?: number;
-  /** What background responses' keep time is measured on (a test's fake clock). @default systemClock */
+  /** What background responses' keep time and request deadlines are measured on (a test's fake clock). @default systemClock */
   clock?: Clock;
   /** The private scratch directories (`config.workspacesDir`). */
   workspaces: Workspaces;
@@ -100,6 +100,7 @@ export async function startGatewayServer(options: GatewayServerOptions): Promise
     tasks: options.tasks,
     limitConcurrency: options.limitConcurrency,
     workspaces: options.workspaces,
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   const { clock } = options;

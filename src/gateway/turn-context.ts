@@ -3,6 +3,8 @@
  * options, what every turn of one runner shares, and one routed turn with what it leaves behind.
  */
 import type { TaskHandle } from '../client/index.js';
+import type { Clock } from '../model/clock.js';
+import type { HttpError } from './http.js';
 import type { GatewayConfig, ModelRoute } from './config.js';
 import type { BackchannelClient, RequestTaskRunner } from './request-task/index.js';
 import type { Turn } from './request.js';
@@ -24,6 +26,8 @@ export interface TurnRunnerOptions {
   limitConcurrency: boolean;
   /** The private scratch directories: bridged runs always run in one, every session with `session_workspaces`. */
   workspaces: Workspaces;
+  /** What request deadlines are measured on (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 /** How a model name finds its route (what a background response needs of the runner's options). */
@@ -46,6 +50,11 @@ export interface TurnContext {
   guardTotals: GuardCounts;
   /** Bridged runs started since the runner was made (`/health`'s `bridge.runs`). */
   bridgedRuns: number;
+  /**
+   * Client call ids of bridged runs ended while waiting on them (the request timeout, the idle
+   * time), with the error the client's late results get once (./bridged-turn.ts).
+   */
+  expiredCalls: Map<string, HttpError>;
 }
 
 /** One turn on its route, in its session (if any): what it asks the task, and where. */

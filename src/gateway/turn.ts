@@ -91,12 +91,13 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     maxWaiting: config.maxQueued,
     slots: config.maxConcurrent,
     ...(options.limitConcurrency ? { maxConcurrent: config.maxConcurrent } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const dedupe = createTurnDedupe();
   const registry = new SessionRegistry(config.sessions.max, config.sessions.idleMs, (session) => options.workspaces.release(session.key));
   const bridges = new Map<BridgedRun, Session | undefined>();
   const guardTotals: GuardCounts = { violations: 0, corrections: 0 };
-  const context: TurnContext = { options, runner, registry, bridges, guardTotals, bridgedRuns: 0 };
+  const context: TurnContext = { options, runner, registry, bridges, guardTotals, bridgedRuns: 0, expiredCalls: new Map() };
   return {
     run: (turn, abort, writer, api) => dedupe.run(turn.identity, abort, writer, (own, shared) => runTurn(context, turn, own, shared, api)),
     unavailable: (route) => unavailableRoute(config, route),
@@ -115,6 +116,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     async shutdown() {
       await runner.shutdown();
       bridges.clear();
+      context.expiredCalls.clear();
       dedupe.clear();
       registry.clear();
     },

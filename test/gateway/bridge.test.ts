@@ -11,7 +11,8 @@ import OpenAI from 'openai';
 import { describe, expect, test } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { summarize } from '../../src/mcp/snapshots.js';
-import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, tempDir, waitFor } from '../helpers/core.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { raw, standinModels, startTestGateway } from './helpers.js';
 
 const READ_SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
@@ -23,9 +24,12 @@ const MESSAGES_TOOLS = [{ name: 'read_file', description: 'Reads a file', input_
 const TASK_ID = 'x-backchannel-task-id';
 const BIN = path.join(import.meta.dirname, '..', '..', 'bin', 'backchannel.js');
 
-async function gateway(extra: Record<string, unknown> = {}) {
+async function gateway(extra: Record<string, unknown> = {}, clock?: FakeClock) {
   const dir = tempDir('bc-gwb-');
-  const gw = await startTestGateway({ models: standinModels(dir), default_model: 'bridge', ...extra }, { dir });
+  const gw = await startTestGateway(
+    { models: standinModels(dir), default_model: 'bridge', ...extra },
+    { dir, ...(clock ? { clock } : {}) },
+  );
   return {
     gw,
     dir,
@@ -338,6 +342,41 @@ describe('when a run cannot simply continue', () => {
     const health = await raw(`${gw.url}/health`);
     // Counted since the gateway started; none alive now.
     expect(health.json.bridge).toMatchObject({ runs: 1, active: 0, suspended: 0 });
+  });
+
+  test('a run still waiting on its client at the request timeout is cancelled as such, its partial kept; the late results get a clear error once (Y4)', async () => {
+    const clock = new FakeClock(Date.now());
+    const { gw, openai } = await gateway({ request_timeout_ms: 60_000 }, clock);
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read the file.' }];
+    const first = await openai.chat.completions.create({ model: 'bridge', messages, tools: CHAT_TOOLS }).withResponse();
+    const message = first.data.choices[0]!.message;
+    const id = first.response.headers.get(TASK_ID)!;
+    const task = await gw.client.follow(id);
+    // The client sits on its permission prompt past request_timeout_ms (sessions.idle_ms is 15 min).
+    clock.advance(60_000);
+    await waitFor(() => task.snapshot().state === 'cancelled', 'the waiting run to be cancelled', 10_000);
+    const final = await task.result.catch((error: unknown) => error);
+    await task.finished;
+    expect(task.snapshot()).toMatchObject({ state: 'cancelled' });
+    expect(String((final as Error).message)).toContain('the client sent no tool results within the gateway request timeout (60000 ms)');
+    expect(JSON.stringify(task.snapshot().lastPartial)).toContain('Let me look. ');
+    expect((await raw(`${gw.url}/health`)).json.bridge).toMatchObject({ active: 0, suspended: 0 });
+
+    // The client's results come at last: an error in the API's shape says why, and nothing runs.
+    const call = message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    messages.push(message, { role: 'tool', tool_call_id: call.id, content: toolOutput(call.function.arguments) });
+    const late = await raw(`${gw.baseURL}/chat/completions`, { model: 'bridge', messages, tools: CHAT_TOOLS });
+    expect(late.status).toBe(504);
+    expect(late.headers['x-should-retry']).toBe('false');
+    expect(late.json.error).toMatchObject({ type: 'api_error', code: 'tool_results_too_late' });
+    expect(late.json.error.message).toMatch(
+      /came too late.*waited for the client's tool results longer than the request timeout \(60000 ms\)/s,
+    );
+    expect(await gw.client.listTasks()).toHaveLength(1);
+    // Once: the same request again replays the conversation to a new sub-agent.
+    const again = await raw(`${gw.baseURL}/chat/completions`, { model: 'bridge', messages, tools: CHAT_TOOLS });
+    expect(again.status).toBe(200);
+    expect(again.headers[TASK_ID]).not.toBe(id);
   });
 
   test('a call to a tool the client did not offer, and one naming the scratch workspace, get corrective results; the guard is counted', async () => {

@@ -53,6 +53,13 @@ function keptText(error: unknown, produced: string | undefined): string {
 
 export function describeFailure(error: unknown, context: DescribeFailureContext): TaskFailure {
   const name = context.name ?? 'server';
+  if (context.why === 'tool_results') {
+    const kept = keptText(error, context.produced);
+    return {
+      kind: 'timeout',
+      message: `The sub-agent waited for the client's tool results longer than the request timeout (${context.timeoutMs} ms); its task was cancelled.${kept}`,
+    };
+  }
   if (context.why === 'timeout' || (TaskError.is(error) && error.reason === 'timeout')) {
     const kept = keptText(error, context.produced);
     return { kind: 'timeout', message: `The sub-agent did not answer within ${context.timeoutMs} ms; its task was cancelled.${kept}` };

@@ -5,7 +5,8 @@
  * Guarantees:
  * - the request's `AbortController` is the one way to stop it: aborting with a {@link CancelWhy}
  *   cancels the task with words a person can read in the panel, or drops it from the queue;
- * - a request that takes longer than `timeoutMs` is aborted with `'timeout'`;
+ * - a request that takes longer than `timeoutMs` is aborted with `'timeout'` (or the why its
+ *   `timeoutWhy` names: a bridged run waiting on its client's tool results says so);
  * - with `maxConcurrent`, at most that many of this front-end's tasks run at once (a shared broker's
  *   own concurrency is not ours to set); the others wait in a queue, none is dropped. A slot is freed
  *   once the task's processes are gone, not when its answer is sent;
@@ -17,14 +18,16 @@
 import PQueue from 'p-queue';
 import type { BackchannelClient, TaskRun } from '../../client/index.js';
 import type { TaskSpec, TaskUpdate } from '../../model/task.js';
+import { systemClock, type Clock } from '../../model/clock.js';
 
 export type { BackchannelClient, TaskLoad } from '../../client/index.js';
 
 /**
  * Why a request was stopped before its task finished; `idle`: a bridged run's client sent no tool
- * results within the session idle time (../bridged-run.ts).
+ * results within the session idle time (../bridged-run.ts); `tool_results`: the request timed out
+ * while its bridged run waited on the client's tool results (Y4).
  */
-export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown' | 'idle';
+export type CancelWhy = 'timeout' | 'disconnect' | 'shutdown' | 'idle' | 'tool_results';
 
 /** The `success` payload a task resolves with. */
 export type TaskResult = Awaited<TaskRun['result']>;
@@ -41,6 +44,8 @@ export interface RequestTaskRunnerOptions {
   slots?: number;
   /** Who is shutting down, in the cancel reason the panel shows. @default 'the server' */
   name?: string;
+  /** What the deadlines are measured on (a test's fake clock). @default systemClock */
+  clock?: Clock;
 }
 
 /** Seconds a refused client is told to wait: about one short agent run. */
@@ -61,6 +66,8 @@ export interface RequestTaskOptions {
   abort: AbortController;
   /** Every update of the task until it settles. */
   onUpdate?(update: TaskUpdate, task: TaskRun): void;
+  /** Why the deadline stops the request, asked when it comes. @default 'timeout' */
+  timeoutWhy?(): CancelWhy;
 }
 
 export interface RequestTask {
@@ -102,6 +109,7 @@ function cancelReasons(options: RequestTaskRunnerOptions): Record<CancelWhy, str
     disconnect: 'the client disconnected',
     shutdown: `the ${name} is shutting down`,
     idle: 'the client sent no tool results in time',
+    tool_results: `the client sent no tool results within the ${name} request timeout (${options.timeoutMs} ms)`,
   };
 }
 
@@ -136,11 +144,11 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
   const inFlight = new Set<Entry>();
   const reasons = cancelReasons(options);
 
-  function start({ spec, abort, onUpdate }: RequestTaskOptions): RequestTask {
+  function start({ spec, abort, onUpdate, timeoutWhy }: RequestTaskOptions): RequestTask {
     refuseWhenFull(options, inFlight);
     const { signal } = abort;
     const why = () => signal.reason as CancelWhy | undefined;
-    const timer = setTimeout(() => abort.abort('timeout' satisfies CancelWhy), timeoutMs);
+    const clearTimer = (options.clock ?? systemClock).after(timeoutMs, () => abort.abort(timeoutWhy?.() ?? 'timeout'), true);
     let task: TaskRun | undefined;
     // No `signal` in the spec: cancelling by hand gives the panel a reason a person can read.
     signal.addEventListener('abort', () => task?.cancel(reasons[why()!]), { once: true });
@@ -159,7 +167,7 @@ export function createRequestTaskRunner(options: RequestTaskRunnerOptions): Requ
         if (onUpdate) unsubscribe = task.on('update', (update) => onUpdate(update, submitted));
         return await task.result;
       } finally {
-        clearTimeout(timer);
+        clearTimer();
         unsubscribe?.();
         void entry.finished.finally(() => inFlight.delete(entry));
       }
