@@ -11,6 +11,7 @@
  *   model, config  →  notify (the one notification decision, fed by the hub assembly; webhooks and the app's and
  *                    the panel's notifications subscribe; its decision and words run in the browser too)
  *   loopback: the HTTP guards of a loopback server (Host/Origin, token, headers): the hub's servers, the gateway
+ *   base: the leaf under every layer (the logger): it knows nothing of Backchannel
  *   hub: the process that owns the broker (serve, the desktop app, `mcp` when it must be the hub)
  *   client: the front-end side of the one task seam (discovery, the hub client, id resolution)
  *   protocol  →  agent-runtime (the SDK sub-agents import: protocol only)
@@ -76,7 +77,8 @@ module.exports = {
       '^src/(?!(protocol|agent-runtime|relay|acp)/)',
       'The ACP adapter is a sub-agent like any other: the wire protocol, the agent runtime and the ACP SDK, nothing of the broker or hub.',
     ),
-    forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|broker)/)', 'The core knows no front-end.'),
+    forbid('base-is-a-leaf', layer('base'), '^src/(?!base/)', 'The utilities under every layer (the logger) know nothing of Backchannel.'),
+    forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|base|broker)/)', 'The core knows no front-end.'),
     forbid(
       'bridge-is-a-contract',
       layer('bridge'),
@@ -181,7 +183,7 @@ module.exports = {
     forbid(
       'front-ends-through-the-client',
       `^src/(mcp|gateway)/|${CLI_FRONT_END}`,
-      '^src/(?!(client|model|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$)',
+      '^src/(?!(client|model|base|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$)',
       'Front-ends reach tasks only through the one client (src/client/index.ts), the task model, the config and its paths.',
     ),
     forbid(
@@ -189,6 +191,13 @@ module.exports = {
       `^src/(mcp|gateway)/|${CLI_FRONT_END}`,
       '^src/client/(?!index\\.ts$)',
       "Only the client's entry: what a front-end may use of it is what index.ts exports.",
+    ),
+    forbid(
+      'client-entry-over-the-core-entry',
+      '^src/client/index\\.ts$',
+      // One exception, until its owner moves it to base/: ending a process tree (the gateway ends the Cursor CLI's).
+      '^src/broker/(?!index\\.ts$|process/kill-tree\\.ts$)',
+      "What front-ends need of the core reaches the client's entry from the task model, the base leaf or the core's public entry (broker/index.ts), never from a file inside the core.",
     ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),
     forbid(

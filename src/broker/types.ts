@@ -1,9 +1,9 @@
-/** The shapes of the broker's public API: the handle of a submitted task, its events, its statistics. */
-import type { FinalPayload } from '../protocol/index.js';
+/** The shapes of the broker's public API: its events, its statistics, its coding calls (a task's handle is model/handle.ts). */
 import type { TaskSnapshot, TaskUpdate } from '../model/task.js';
 import type { CodingTasks } from './coding/index.js';
 
 export type { BrokerStats } from './history/registry.js';
+export type { TaskHandle } from '../model/handle.js';
 
 /**
  * The coding kind's own calls, as `TaskBroker.coding` offers them: a coding task's change and its
@@ -11,22 +11,6 @@ export type { BrokerStats } from './history/registry.js';
  * (undefined when the broker has no place for worktrees). See docs/coding-agents.md.
  */
 export type CodingChanges = Pick<CodingTasks, 'change' | 'apply' | 'discard' | 'keepBranch' | 'list' | 'worktrees'>;
-
-export interface TaskHandle {
-  readonly id: string;
-  /**
-   * Resolves once the task is on disk (its `queued` record fsynced; at once without a data
-   * directory): a submission acknowledged after it survives a crash of the broker. Never rejects.
-   */
-  readonly accepted?: Promise<void>;
-  /** Resolves with the `success` payload; rejects with a TaskError otherwise. */
-  readonly result: Promise<FinalPayload>;
-  /** Resolves when the task's processes are gone and its endpoints removed. */
-  readonly finished: Promise<void>;
-  cancel(reason?: string): void;
-  on(event: 'update', listener: (update: TaskUpdate) => void): () => void;
-  snapshot(): TaskSnapshot;
-}
 
 /** The broker's events; `on`/`off`/`emit` are typed from this map. */
 export interface BrokerEvents {

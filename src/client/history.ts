@@ -11,7 +11,7 @@ import { BridgeError } from '../model/errors.js';
 import { Journal } from '../broker/history/journal.js';
 import { ResultStore } from '../broker/history/results.js';
 import { readInsights, Rollup } from '../broker/history/rollup.js';
-import { silentLogger } from '../broker/log.js';
+import { silentLogger } from '../base/log.js';
 import type { TaskSnapshot } from '../model/task.js';
 import { createBrokerBridge, type BrokerBridge, type BrokerLike } from '../hub/broker-bridge.js';
 import { readOwnVersion } from '../version.js';

@@ -13,21 +13,19 @@ export { isHubLost } from './hub-client.js';
 export { UntrustedEndpointError } from './discover.js';
 export { BridgeError, type ErrorCode } from '../model/errors.js';
 
-// What a front-end needs of the layers under the client, through this one door: the wire's types,
-// a task's failure, and the options of a broker of its own (`openClient({ withoutHub: 'private' })`).
+// What a front-end needs of the layers under the client, through this one door: the wire's types
+// and a task's handle and limits (the task model), the logger (the base leaf), a task's failure and
+// the options of a broker of its own (`openClient({ withoutHub: 'private' })`: the core's public
+// entry, broker/index.ts — never another file of the core; a dependency rule says so).
 export type * from '../bridge/contract.js';
+export type { TaskHandle } from '../model/handle.js';
 export { FIRE_PAGE_SIZE, formatLimit, MAX_FIRE_PAGE_SIZE, MAX_INPUT_BYTES } from '../model/limits.js';
-export { BrokerError, TaskError } from '../broker/errors.js';
-export type { TaskHandle } from '../broker/types.js';
-export type { BrokerOptions, EnvPolicy } from '../broker/index.js';
-export type { RunRule } from '../broker/run-policy.js';
-export { DEFAULTS } from '../broker/settings.js';
-export { durationTooLong, MAX_DURATION_MS } from '../broker/guards/duration.js';
-/** Checks a coding task's repository and base as the broker will (the gateway's `worktree: true` models, at start). */
-export { planNewWorktree } from '../broker/worktree/worktrees.js';
-export { createHeadlessLogger, silentLogger, type Logger } from '../broker/log.js';
+export { durationTooLong, MAX_DURATION_MS } from '../model/duration.js';
+export { createHeadlessLogger, silentLogger, type Logger } from '../base/log.js';
+export { BrokerError, DEFAULTS, planNewWorktree, TaskError, type BrokerOptions, type EnvPolicy, type RunRule } from '../broker/index.js';
 // A front-end that starts a process of its own (the gateway asks the Cursor CLI for its models)
-// ends its whole tree the way the core ends an agent's.
+// ends its whole tree the way the core ends an agent's. (Its file is the core's; it moves to base/
+// with its owner's next change: the one exception of the rule.)
 export { killTree } from '../broker/process/kill-tree.js';
 /** The owner's named ACP agents as presets (`run --acp-agent <name>` starts one; docs/acp.md). */
 export { acpAgentPresets } from '../hub/acp-agents.js';

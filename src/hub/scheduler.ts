@@ -21,7 +21,7 @@ import { planNewWorktree } from '../broker/worktree/worktrees.js';
 import { ownerBudgets } from './task-guards.js';
 import type { FireClaims, FireVerdict } from '../fleet/fire-claims.js';
 import type { DoorBudgets } from '../broker/guards/budget.js';
-import type { Logger } from '../broker/log.js';
+import type { Logger } from '../base/log.js';
 import type { RunPolicy } from '../broker/run-policy.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';

@@ -32,3 +32,16 @@ export function parseDuration(text: string): number | undefined {
   for (const [, amount, unit] of value.matchAll(PART)) ms += Number(amount) * UNIT_MS[unit!]!;
   return Math.round(ms);
 }
+
+/**
+ * The longest duration in milliseconds a timeout, grace period or backoff may be: Node's timers hold
+ * at most 2^31 − 1 ms (about 24.8 days); a larger value overflows and fires after 1 ms, so a
+ * "3-year timeout" would fail a task at once. The core checks every duration against it where it
+ * enters (broker/guards/duration.ts); front-ends word their usage errors with `durationTooLong`.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/** The message for a duration over the timer limit (the core's and the CLI's usage errors alike). */
+export function durationTooLong(name: string, value: number): string {
+  return `\`${name}\` is ${value} ms, more than the ${MAX_DURATION_MS} ms (about 24.8 days) a timer can hold; use 0 for no limit`;
+}

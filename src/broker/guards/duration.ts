@@ -1,11 +1,10 @@
 /**
  * Durations given in milliseconds (timeouts, grace periods, backoff). Node's timers hold at most
  * 2^31 − 1 ms (about 24.8 days); a larger value overflows and fires after 1 ms, so a "3-year timeout"
- * would fail a task at once. Every duration is checked against that limit where it enters.
+ * would fail a task at once. Every duration is checked against that limit (model/duration.ts) where it enters.
  */
+import { durationTooLong, MAX_DURATION_MS } from '../../model/duration.js';
 import { BrokerError } from '../errors.js';
-
-export const MAX_DURATION_MS = 2 ** 31 - 1;
 
 /** Throws a BrokerError naming `name` unless `value` is undefined or a finite number in 0…MAX_DURATION_MS. */
 export function checkDuration(name: string, value: unknown): void {
@@ -14,9 +13,4 @@ export function checkDuration(name: string, value: unknown): void {
     throw new BrokerError('invalid_option', `Expected \`${name}\` to be a non-negative finite number, got \`${String(value)}\``);
   }
   if (value > MAX_DURATION_MS) throw new BrokerError('invalid_option', durationTooLong(name, value));
-}
-
-/** The message for a duration over the timer limit (shared with the CLI's usage errors). */
-export function durationTooLong(name: string, value: number): string {
-  return `\`${name}\` is ${value} ms, more than the ${MAX_DURATION_MS} ms (about 24.8 days) a timer can hold; use 0 for no limit`;
 }

@@ -1,5 +1,6 @@
 import { BrokerError } from '../errors.js';
-import { checkDuration, MAX_DURATION_MS } from './duration.js';
+import { checkDuration } from './duration.js';
+import { MAX_DURATION_MS } from '../../model/duration.js';
 import type { FailureReason, RetryPolicy } from '../../model/task.js';
 
 export const DEFAULT_RETRY: RetryPolicy = { max: 0, backoffMs: 1000, factor: 2 };

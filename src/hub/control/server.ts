@@ -11,7 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, unlinkSync } from 'node:fs';
 import { API_PREFIX, EVENTS_PATH, FOLLOW_PATH } from '../../bridge/http-routes.js';
-import type { Logger } from '../../broker/log.js';
+import type { Logger } from '../../base/log.js';
 import { handleApi } from '../http/api.js';
 import { mountAt, type HttpMount } from '../http/mounts.js';
 import { sendError } from '../http/responses.js';

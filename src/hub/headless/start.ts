@@ -4,7 +4,7 @@
  */
 import type { BrokerOptions } from '../../broker/broker.js';
 import type { TaskBroker } from '../../broker/broker.js';
-import type { Logger } from '../../broker/log.js';
+import type { Logger } from '../../base/log.js';
 import type { RunPolicy } from '../../broker/run-policy.js';
 import type { RedisQueueOptions } from '../../fleet/index.js';
 import { readOwnVersion } from '../../version.js';
