@@ -13,7 +13,7 @@ import { countsSummary, countsText, isFinished } from './format.js';
 import { installHttpBridge } from './http-bridge.js';
 import { InsightsView } from './insights.js';
 import { NewTaskDialog } from './new-task.js';
-import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
+import { ChangeSection, ChangeStore, CombinedReview, linkedTask, ReviewBar } from './review.js';
 import { PanelNotifier } from './notifications.js';
 import { OlderTasks } from './older-tasks.js';
 import { ScheduleDialog } from './schedule-form.js';
@@ -77,6 +77,9 @@ const list = new TaskList(listEl, {
 });
 // Coding tasks' changes (docs/coding-agents.md): the details' Change section and the combined review.
 const changes = new ChangeStore(bridge);
+// Opened on a task by its link: its change is asked for beside the task, not after it (docs/performance.md).
+const linked = linkedTask(location.hash);
+if (linked) changes.prefetch(linked);
 const notices = { toast: (message: string) => toast(message), error: (error: unknown) => showError(error) };
 const reviewBar = new ReviewBar({ review: (ids) => openReview(ids), clear: () => list.clearMarks() });
 listEl.before(reviewBar.root);

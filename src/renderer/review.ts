@@ -39,6 +39,19 @@ const STATE_TEXT: Record<ChangeState, string> = {
   discarded: 'Discarded: its worktree and branch are gone.',
 };
 
+/** How long a change asked for ahead (ChangeStore.prefetch) is taken as it is. */
+const PREFETCH_FRESH_MS = 10_000;
+
+/** The task a panel address names (`#task=<id>`), whose change ChangeStore.prefetch can ask for at once. */
+export function linkedTask(hash: string): string | undefined {
+  const match = /^#task=(.+)$/.exec(hash);
+  try {
+    return match?.[1] ? decodeURIComponent(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What the panel knows of a task's change: fetched once, then as the broker answered each action. */
 type Known = { state: 'loading' } | { state: 'loaded'; change: TaskChange } | { state: 'gone' } | { state: 'error'; message: string };
 
@@ -49,8 +62,25 @@ type Known = { state: 'loading' } | { state: 'loaded'; change: TaskChange } | { 
 export class ChangeStore {
   private readonly known = new Map<string, Known>();
   private readonly listeners = new Set<(id: string) => void>();
+  /** Answers asked for before the task was known (`prefetch`), with when they were asked for. */
+  private readonly early = new Map<string, { at: number; answer: Promise<TaskChange | undefined> }>();
 
   constructor(readonly calls: ChangeCalls) {}
+
+  /**
+   * Asks for the change of `id` now, before the task itself is known: the panel opened on a task by
+   * its link asks for the task and its change together instead of one after the other. The answer
+   * is only kept for `load`, which takes it when it is fresh (PREFETCH_FRESH_MS) and a finished
+   * change; anything else (no change, still working, an error) is asked for again.
+   */
+  prefetch(id: string): void {
+    if (this.known.has(id) || this.early.has(id)) return;
+    const answer = this.calls.taskChange(id).then(
+      (change) => change,
+      () => undefined,
+    );
+    this.early.set(id, { at: Date.now(), answer });
+  }
 
   on(listener: (id: string) => void): void {
     this.listeners.add(listener);
@@ -64,8 +94,14 @@ export class ChangeStore {
   load(id: string, again = false): Promise<TaskChange | undefined> {
     const known = this.known.get(id);
     if (!again && known && known.state !== 'error') return Promise.resolve(known.state === 'loaded' ? known.change : undefined);
+    const early = this.early.get(id);
+    this.early.delete(id);
     this.set(id, { state: 'loading' });
-    return this.calls.taskChange(id).then(
+    const fresh = !again && early !== undefined && Date.now() - early.at < PREFETCH_FRESH_MS;
+    const answer = fresh
+      ? early.answer.then((change) => (change && change.record.state !== 'working' ? change : this.calls.taskChange(id)))
+      : this.calls.taskChange(id);
+    return answer.then(
       (change) => {
         this.set(id, { state: 'loaded', change });
         return change;

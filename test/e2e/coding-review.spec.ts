@@ -196,3 +196,40 @@ test('coding tasks: the diff file by file, Apply, a conflicting Apply, Discard, 
   await expect(change.locator('.change-facts')).toContainText(`branch ${formed.worktree!.branch} from main`);
   expect(errors).toEqual([]);
 });
+
+test('opened by its link (#task=<id>), a coding task’s change is asked for beside the task, not after it, and once', async ({ page }) => {
+  test.setTimeout(90_000);
+  const own = scratchDir();
+  let hub: Serve | undefined;
+  try {
+    const repo = path.join(own, 'repo');
+    fs.mkdirSync(repo, { recursive: true });
+    git(repo, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'app.ts'), appTs());
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'initial');
+    hub = await startServe(path.join(own, 'data'));
+    const { id } = await hub.api<{ id: string }>('POST', '/api/tasks', {
+      command: CODER,
+      cwd: repo,
+      worktree: true,
+      input: { edits: [{ path: 'app.ts', content: appTs({ 7: 'line seven (linked)' }) }] },
+      label: 'Linked',
+    });
+    await waitForChange<Snapshot>(hub, id);
+    const asked: string[] = [];
+    page.on('request', (request) => asked.push(new URL(request.url()).pathname));
+    await page.goto(`${hub.url}#task=${encodeURIComponent(id)}`);
+    await expect(page.locator('.change .dl-add')).toHaveText('line seven (linked)');
+    const changeAt = asked.indexOf(`/api/tasks/${id}/change`);
+    const taskAt = asked.indexOf(`/api/tasks/${id}`);
+    // The panel knows nothing of the task when it starts: it asks for it, and for its change with it.
+    expect(taskAt).toBeGreaterThanOrEqual(0);
+    expect(changeAt).toBeGreaterThanOrEqual(0);
+    expect(changeAt).toBeLessThan(taskAt);
+    expect(asked.filter((name) => name === `/api/tasks/${id}/change`)).toHaveLength(1);
+  } finally {
+    await hub?.stop();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});
