@@ -11,7 +11,7 @@
  * token is never in the MCP server's command line or environment; a server the settings already name
  * (`bridge.mcpServer`) is kept as it is.
  */
-import { RELAY_SERVER_NAME, openToolRelay, type ToolHost } from '../relay/index.js';
+import type { ToolHost } from '../relay/index.js';
 import { offerBridgeTools } from './bridge-tools.js';
 import type { AcpSettings, ToolKind } from './settings.js';
 
@@ -24,6 +24,9 @@ export const REFUSED_IN_BRIDGE_MODE: readonly ToolKind[] = ['edit', 'delete', 'm
  */
 export async function openBridge(task: ToolHost, settings: AcpSettings): Promise<() => Promise<void>> {
   if ((task.tools ?? []).length === 0) return async () => {};
+  // Imported here, not bundled with the adapter (scripts/build-acp.mjs): the relay finds its server's
+  // program beside its own module.
+  const { RELAY_SERVER_NAME, openToolRelay } = await import('../relay/index.js');
   for (const kind of REFUSED_IN_BRIDGE_MODE) settings.approvals[kind] = 'reject';
   offerBridgeTools(
     (task.tools ?? []).map((tool) => tool.name),
