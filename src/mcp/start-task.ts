@@ -1,29 +1,120 @@
 /**
  * The arguments of `start_task` and `run_task`, declared once (`START_SHAPE`, zod): the SDK checks
  * them and publishes their JSON Schema, `StartArgs` is derived from them, and `startTask` maps them
- * onto the bridge's submission. This is the one place the MCP side of the task request lives. The
- * task request itself is one zod/mini schema, TASK_REQUEST (../model/task-request.ts), which the
- * submission is checked against; START_SHAPE still re-declares its fields in MCP's own words
- * (snake_case names, JSON text accepted for objects, presets), and is the piece to derive from it.
+ * onto the bridge's submission. The task-request fields among them are not re-declared: each is a row
+ * of `FROM_REQUEST`, which takes its JSON Schema and its check from the one task request,
+ * TASK_REQUEST (../model/task-request.ts), and adds only MCP's side — its snake_case name, JSON text
+ * accepted for objects, a unit (seconds), a narrower type (`input` is an object) and its description.
+ * Its problems are the request's one line, naming the MCP argument. Only what a request has no field
+ * for is declared here: `preset` (and its old name `template`), and `worktree`/`base`, which are one
+ * request field (`worktree: true | {base}`) as two arguments.
  */
 import * as z from 'zod';
+import * as zm from 'zod/mini';
 import type { BackchannelClient, SubmitRequest } from '../client/index.js';
+import { firstProblem } from '../model/shapes.js';
+import { TASK_REQUEST, type TaskRequest } from '../model/task-request.js';
+
+/** JSON text of an object or array, parsed (a CLI that reads `input={"path":"."}` as a string); other values as they are. */
+function parsedJsonText(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}
+
+type RequestShape = typeof TASK_REQUEST.shape;
+
+/** How one start argument maps onto a task-request field. */
+interface FromRequest<K extends keyof RequestShape> {
+  field: K;
+  description: string;
+  /** The client may send the value as JSON text. */
+  json?: boolean;
+  /** The argument's unit is this many of the field's (seconds: 1000 ms). */
+  scale?: number;
+  /** A narrower type than the field's, checked first: its JSON Schema and its one-line message. */
+  narrower?: { schema: zm.ZodMiniType; jsonSchema: Record<string, unknown>; message: string };
+}
+
+/** The JSON Schema a client sees of a request field (the field's own, without `$schema`). */
+function fieldJsonSchema(schema: zm.ZodMiniType): Record<string, unknown> {
+  const { $schema: _, ...json } = zm.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return json;
+}
+
+/** Each start argument that is a request field, and that field (`timeout_seconds` → `timeoutMs`). */
+const REQUEST_FIELD = new Map<string, keyof TaskRequest>();
+
+/** One start argument from a request field: checked by the field's schema, its message naming the argument. */
+function fromRequest<K extends keyof RequestShape>(name: string, row: FromRequest<K>) {
+  REQUEST_FIELD.set(name, row.field);
+  const field = TASK_REQUEST.shape[row.field] as zm.ZodMiniType<zm.infer<RequestShape[K]>>;
+  const json = row.narrower?.jsonSchema ?? fieldJsonSchema(field);
+  return z
+    .unknown()
+    .transform((raw, ctx): NonNullable<zm.output<RequestShape[K]>> => {
+      const value = row.json ? parsedJsonText(raw) : raw;
+      if (row.narrower && !zm.safeParse(row.narrower.schema, value).success) {
+        ctx.issues.push({ code: 'custom', input: raw, message: row.narrower.message });
+        return z.NEVER;
+      }
+      const scaled = row.scale !== undefined && typeof value === 'number' ? Math.round(value * row.scale) : value;
+      const parsed = zm.safeParse(field, scaled);
+      if (!parsed.success) {
+        ctx.issues.push({ code: 'custom', input: raw, message: firstProblem(parsed.error, name) });
+        return z.NEVER;
+      }
+      return parsed.data as NonNullable<zm.output<RequestShape[K]>>;
+    })
+    .optional()
+    .meta({ ...json, description: row.description });
+}
 
 /**
- * A typed argument that a client may also send as JSON text (a CLI that reads `input={"path":"."}` as a string): the
- * text is parsed, and a value that still does not fit — a string that is not JSON of that type — is refused with the
- * schema's message. The JSON Schema clients see is the declared type's.
+ * The start arguments that are task-request fields: MCP's name → the field, and MCP's side of it. Their
+ * values are the field's (already in its unit) and go onto the submission as they are.
  */
-function jsonArgument<T extends z.ZodType>(schema: T) {
-  return z.preprocess((value) => {
-    if (typeof value !== 'string') return value;
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      return value;
-    }
-  }, schema);
-}
+const FROM_REQUEST = {
+  command: fromRequest('command', {
+    field: 'command',
+    description: 'Executable or script to run as the sub-agent (a .js/.mjs/.ts file runs with Node). Not a shell string.',
+  }),
+  args: fromRequest('args', { field: 'args', json: true, description: 'Arguments for `command`.' }),
+  input: fromRequest('input', {
+    field: 'input',
+    json: true,
+    narrower: {
+      schema: zm.record(zm.string(), zm.unknown()),
+      jsonSchema: { type: 'object', additionalProperties: {} },
+      message: 'must be a JSON object, e.g. {"prompt": "…"}',
+    },
+    description: 'A JSON object handed to the sub-agent as its task input (e.g. {"prompt": "…"}).',
+  }),
+  label: fromRequest('label', { field: 'label', description: 'Short name shown in the task list and the panel.' }),
+  cwd: fromRequest('cwd', { field: 'cwd', description: 'Working directory (absolute path). Default: where the Backchannel hub runs.' }),
+  timeout_seconds: fromRequest('timeout_seconds', {
+    field: 'timeoutMs',
+    scale: 1000,
+    narrower: {
+      schema: zm.number().check(zm.positive()),
+      jsonSchema: { type: 'number', exclusiveMinimum: 0 },
+      message: 'must be a positive number of seconds',
+    },
+    description: 'Fail the task as "timeout" after this many seconds.',
+  }),
+  max_tokens: fromRequest('max_tokens', {
+    field: 'maxTokens',
+    description: 'Budget: stop the task (budget_exceeded) once it reports more tokens.',
+  }),
+  max_cost_usd: fromRequest('max_cost_usd', {
+    field: 'maxCostUsd',
+    description: 'Budget: stop the task once it reports a cost above this, in US dollars.',
+  }),
+  max_turns: fromRequest('max_turns', { field: 'maxTurns', description: 'Budget: stop the task once it reports more model turns.' }),
+};
 
 /** The worktree arguments of the start tools (docs/coding-agents.md; the change tools are in ./change-tools.ts). */
 const WORKTREE_SHAPE = {
@@ -37,13 +128,6 @@ const WORKTREE_SHAPE = {
   base: z.string().optional().describe('With worktree: the branch, tag or commit to start from. Default: HEAD.'),
 };
 
-/** The budget arguments: the task request's `maxTokens`, `maxCostUsd`, `maxTurns` (enforced by the broker). */
-const BUDGET_SHAPE = {
-  max_tokens: z.number().int().positive().optional().describe('Budget: stop the task (budget_exceeded) once it reports more tokens.'),
-  max_cost_usd: z.number().positive().optional().describe('Budget: stop the task once it reports a cost above this, in US dollars.'),
-  max_turns: z.number().int().positive().optional().describe('Budget: stop the task once it reports more model turns.'),
-};
-
 export const START_SHAPE = {
   preset: z
     .string()
@@ -51,20 +135,7 @@ export const START_SHAPE = {
     .describe('Name of a Backchannel preset to run (see list_tasks → presets). Give either `preset` or `command`.'),
   /** Deprecated: the old name of `preset`, still accepted. */
   template: z.string().optional().describe('Deprecated: the old name of `preset`.'),
-  command: z
-    .string()
-    .optional()
-    .describe('Executable or script to run as the sub-agent (a .js/.mjs/.ts file runs with Node). Not a shell string.'),
-  args: jsonArgument(z.array(z.string(), { error: 'must be an array of strings' }))
-    .optional()
-    .describe('Arguments for `command`.'),
-  input: jsonArgument(z.record(z.string(), z.unknown(), { error: 'must be a JSON object, e.g. {"prompt": "…"}' }))
-    .optional()
-    .describe('A JSON object handed to the sub-agent as its task input (e.g. {"prompt": "…"}).'),
-  label: z.string().optional().describe('Short name shown in the task list and the panel.'),
-  cwd: z.string().optional().describe('Working directory (absolute path). Default: where the Backchannel hub runs.'),
-  timeout_seconds: z.number().positive().optional().describe('Fail the task as "timeout" after this many seconds.'),
-  ...BUDGET_SHAPE,
+  ...FROM_REQUEST,
   ...WORKTREE_SHAPE,
 };
 
@@ -112,13 +183,11 @@ export async function startTask(
     throw new Error('Give either `preset` (a preset name) or `command` (the sub-agent to run)');
   }
   if (args.args && presetName) request.args = [...(request.args ?? []), ...args.args];
-  if (args.input !== undefined) request.input = args.input;
-  if (args.label) request.label = args.label;
-  if (args.cwd) request.cwd = args.cwd;
-  if (args.timeout_seconds) request.timeoutMs = Math.round(args.timeout_seconds * 1000);
-  if (args.max_tokens !== undefined) request.maxTokens = args.max_tokens;
-  if (args.max_cost_usd !== undefined) request.maxCostUsd = args.max_cost_usd;
-  if (args.max_turns !== undefined) request.maxTurns = args.max_turns;
+  // The other request fields, as they are: the argument's value is already the field's (its unit, its check).
+  for (const [name, field] of REQUEST_FIELD) {
+    const value = (args as Record<string, unknown>)[name];
+    if (name !== 'command' && name !== 'args' && value !== undefined) (request as Record<string, unknown>)[field] = value;
+  }
   Object.assign(request, worktreeRequest(args));
   request.tags = { ...tags, source: 'mcp' };
   // A model's tool call: the hub runs only what the owner's run policy allows (else a `refused` error).
