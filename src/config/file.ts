@@ -13,7 +13,8 @@
  *   acp:      { agents: {claude: {command, args, env}}, approvals: {default: {edit: ask}}, on_budget: pause }
  *             (src/broker/acp/settings.ts)
  *
- * Only the file's shape is checked here (a mapping of mappings); each command checks its section.
+ * Only the file's shape is checked here (a mapping of mappings); each command checks its section
+ * (`run:` and `serve:` through their shapes, ./sections.ts).
  */
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -136,8 +137,8 @@ export function readTrustedFile(file: string): string {
   }
 }
 
-/** The types a section's key may be read as, each with its message. */
-const SETTING = {
+/** The types a section's key may be (./sections.ts), each with its message. */
+export const SETTING = {
   number: z.number({ error: must('must be a non-negative number') }).check(z.minimum(0, { error: must('must be a non-negative number') })),
   integer: z
     .number({ error: must('must be a non-negative integer') })
@@ -161,17 +162,3 @@ const SETTING = {
     }),
   ),
 };
-
-/** Reads one key of a section, checked: a non-negative number (`integer` for counts), a boolean or a string. */
-export function setting(
-  config: LoadedConfig,
-  section: SectionName,
-  key: string,
-  type: 'number' | 'integer' | 'boolean' | 'string' | 'duration',
-): unknown {
-  const value = config.sections[section]?.[key];
-  if (value === undefined || value === null) return undefined;
-  const parsed = z.safeParse(SETTING[type], value);
-  if (!parsed.success) throw new ConfigError(`${config.path}: ${firstProblem(parsed.error, `${section}.${key}`)}`);
-  return parsed.data;
-}

@@ -6,7 +6,8 @@
  */
 import { parseDoorBudgets, type DoorBudgets } from '../broker/guards/budget.js';
 import type { BrokerOptions } from '../broker/settings.js';
-import { loadConfig, setting, type LoadedConfig } from '../config/file.js';
+import { loadConfig, type LoadedConfig } from '../config/file.js';
+import { commandSection } from '../config/sections.js';
 import { ownerAcp } from './acp-agents.js';
 
 export function ownerBudgets(config: LoadedConfig = loadConfig()): DoorBudgets | undefined {
@@ -15,8 +16,7 @@ export function ownerBudgets(config: LoadedConfig = loadConfig()): DoorBudgets |
 
 /** The budgets, and the deadline and watchdog a task that sets none gets (only those the file sets). */
 export function ownerTaskGuards(config: LoadedConfig = loadConfig()): Pick<BrokerOptions, 'budgets' | 'defaults' | 'watchdogMs' | 'acp'> {
-  const timeout = setting(config, 'serve', 'timeout', 'duration') as number | undefined;
-  const watchdog = setting(config, 'serve', 'heartbeat_timeout', 'duration') as number | undefined;
+  const { timeout, heartbeat_timeout: watchdog } = commandSection(config, 'serve');
   const budgets = ownerBudgets(config);
   const acp = ownerAcp(config);
   return {

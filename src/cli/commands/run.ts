@@ -4,7 +4,8 @@
  * command line becomes a task spec here; what is shown while it runs is ../run/updates.ts, how it
  * ends ../run/outcome.ts.
  */
-import { loadConfig, setting } from '../../config/file.js';
+import { loadConfig } from '../../config/file.js';
+import { commandSection, type Section } from '../../config/sections.js';
 import type { TaskSpec } from '../../model/task.js';
 import { BUDGET_FLAGS, BUDGET_FLAGS_HELP, budgetFlagOptions } from '../budget-flags.js';
 import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions, durationFlag } from '../broker-flags.js';
@@ -114,17 +115,9 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   // Unset options come from the `run:` section of the one config file (backchannel config path).
+  let file: Section<'run'>;
   try {
-    const config = loadConfig();
-    for (const [option, key] of [
-      ['timeout', 'timeout'],
-      ['heartbeat-timeout', 'heartbeat_timeout'],
-      ['retries', 'retries'],
-      ['ask-timeout', 'ask_timeout'],
-    ] as const) {
-      const value = setting(config, 'run', key, key === 'retries' ? 'integer' : 'duration');
-      if (values[option] === undefined && value !== undefined) values[option] = String(value);
-    }
+    file = commandSection(loadConfig(), 'run');
   } catch (error) {
     process.stderr.write(`backchannel run: ${(error as Error).message}\n`);
     return EXIT.failed;
@@ -138,10 +131,10 @@ function parseRunOptions(argv: string[]): RunOptions | number {
   const [command, ...args] = named?.argv ?? positionals;
   if (!command) return usageError('backchannel run: missing the command to run (put it after `--`).', HELP);
   try {
-    const timeoutMs = durationFlag('timeout', values.timeout);
-    const heartbeatTimeoutMs = durationFlag('heartbeat-timeout', values['heartbeat-timeout']);
-    const askTimeoutMs = durationFlag('ask-timeout', values['ask-timeout']);
-    const retries = values.retries === undefined ? undefined : Number(values.retries);
+    const timeoutMs = durationFlag('timeout', values.timeout) ?? file.timeout;
+    const heartbeatTimeoutMs = durationFlag('heartbeat-timeout', values['heartbeat-timeout']) ?? file.heartbeat_timeout;
+    const askTimeoutMs = durationFlag('ask-timeout', values['ask-timeout']) ?? file.ask_timeout;
+    const retries = values.retries === undefined ? file.retries : Number(values.retries);
     if (retries !== undefined && !(Number.isFinite(retries) && retries >= 0)) {
       throw new Error(`--retries expects a non-negative number, got "${values.retries}"`);
     }

@@ -6,6 +6,7 @@ import { BROKER_FLAGS, BROKER_FLAGS_HELP, brokerFlagOptions } from '../broker-fl
 import { defaultDataDir } from '../../paths/data-dir.js';
 import { AGENT_CPU, type AgentCpu } from '../../broker/process/agent-weight.js';
 import { redactedUrl, takeRedisUrl } from '../../fleet/redis-url.js';
+import type { Section } from '../../config/sections.js';
 import type { Headless } from '../../hub/headless/start.js';
 import type { McpToken } from '../../mcp/http-mount.js';
 import { readOwnVersion } from '../../version.js';
@@ -57,25 +58,22 @@ const OPTIONS = {
 type Values = CommandLine<typeof OPTIONS>['values'];
 
 /**
- * The `serve:` section of the one config file: each key stands in for its flag when the flag is not
- * given. `redis` is only handed to takeRedisUrl, which keeps a password off the command line.
+ * The `serve:` section of the one config file (src/config/sections.ts): each key stands in for its flag
+ * when the flag is not given. `redis` is only handed to takeRedisUrl, which keeps a password off the
+ * command line; the numbers are merged into `readNumbers`' result, the file's already checked.
  */
 const FROM_FILE = [
-  { flag: 'port', key: 'port', type: 'integer' },
-  { flag: 'data-dir', key: 'data_dir', type: 'string' },
-  { flag: 'concurrency', key: 'concurrency', type: 'integer' },
-  { flag: 'history-limit', key: 'history_limit', type: 'integer' },
-  { flag: 'agent-cpu', key: 'agent_cpu', type: 'string' },
-  { flag: 'keep-token', key: 'keep_token', type: 'boolean' },
-  { flag: 'redis', key: 'redis', type: 'string' },
-  { flag: 'queue', key: 'queue', type: 'string' },
+  { flag: 'data-dir', key: 'data_dir' },
+  { flag: 'agent-cpu', key: 'agent_cpu' },
+  { flag: 'keep-token', key: 'keep_token' },
+  { flag: 'queue', key: 'queue' },
 ] as const;
 
-/** The numeric flags: the least (and most) each may be, as their one usage error says. */
+/** The numeric flags: the least (and most) each may be, as their one usage error says, and their key in the file. */
 const NUMBERS = [
-  { flag: 'port', min: 0, max: 65535, expected: 'an integer from 0 to 65535' },
-  { flag: 'concurrency', min: 1, max: Infinity, expected: 'a positive integer' },
-  { flag: 'history-limit', min: 1, max: Infinity, expected: 'a positive integer' },
+  { flag: 'port', key: 'port', min: 0, max: 65535, expected: 'an integer from 0 to 65535' },
+  { flag: 'concurrency', key: 'concurrency', min: 1, max: Infinity, expected: 'a positive integer' },
+  { flag: 'history-limit', key: 'history_limit', min: 1, max: Infinity, expected: 'a positive integer' },
 ] as const;
 
 type Numbers = Partial<Record<(typeof NUMBERS)[number]['flag'], number>>;
@@ -85,9 +83,9 @@ export const command: CliCommand = {
     const parsed = parseCommandLine('serve', argv, OPTIONS, HELP);
     if (typeof parsed === 'number') return parsed;
     const { values } = parsed;
-    const fromFile = await fillFromConfigFile(values);
-    if (fromFile !== undefined) return fromFile;
-    const numbers = readNumbers(values);
+    const file = await fillFromConfigFile(values);
+    if (typeof file === 'number') return file;
+    const numbers = readNumbers(values, file);
     if (typeof numbers === 'string') return usageError(`backchannel serve: ${numbers}`, HELP);
     const agentCpu = values['agent-cpu'];
     if (agentCpu !== undefined && !isAgentCpu(agentCpu)) {
@@ -114,36 +112,37 @@ export const command: CliCommand = {
 };
 
 /**
- * Unset options come from the `serve:` section of the one config file (backchannel config path).
- * Returns the exit code when the file is wrong, or the Redis URL is given the wrong way.
+ * Unset options come from the `serve:` section of the one config file (backchannel config path): merged
+ * into `values`, and the section returned for the numbers. The exit code when the file is wrong, or the
+ * Redis URL is given the wrong way.
  */
-async function fillFromConfigFile(values: Values): Promise<number | undefined> {
-  const file: Partial<Record<(typeof FROM_FILE)[number]['flag'], unknown>> = {};
+async function fillFromConfigFile(values: Values): Promise<Section<'serve'> | number> {
+  let file: Section<'serve'>;
   try {
-    const { loadConfig, setting } = await import('../../config/file.js');
-    const config = loadConfig();
-    for (const { flag, key, type } of FROM_FILE) file[flag] = setting(config, 'serve', key, type);
+    const { loadConfig } = await import('../../config/file.js');
+    const { commandSection } = await import('../../config/sections.js');
+    file = commandSection(loadConfig(), 'serve');
   } catch (error) {
     process.stderr.write(`backchannel serve: ${(error as Error).message}\n`);
     return EXIT.failed;
   }
-  for (const { flag, type } of FROM_FILE) {
-    if (flag === 'redis' || file[flag] === undefined || values[flag] !== undefined) continue;
-    (values as Record<string, unknown>)[flag] = type === 'integer' ? String(file[flag]) : file[flag];
-  }
+  for (const { flag, key } of FROM_FILE) (values as Record<string, unknown>)[flag] ??= file[key];
   // A password on the command line is readable by every user (ps): from the file or REDIS_PASSWORD only.
-  const redisUrl = takeRedisUrl(values.redis, file.redis as string | undefined);
+  const redisUrl = takeRedisUrl(values.redis, file.redis);
   if ('problem' in redisUrl) return usageError(`backchannel serve: ${redisUrl.problem}`, HELP);
   values.redis = redisUrl.url;
-  return undefined;
+  return file;
 }
 
-/** The numeric flags checked (`--port` defaults to 0, a free port), or the usage error of the first wrong one. */
-function readNumbers(values: Values): Numbers | string {
+/** The numeric flags checked, else the file's (`--port` defaults to 0, a free port), or the usage error of the first wrong flag. */
+function readNumbers(values: Values, file: Section<'serve'>): Numbers | string {
   const numbers: Numbers = { port: 0 };
-  for (const { flag, min, max, expected } of NUMBERS) {
+  for (const { flag, key, min, max, expected } of NUMBERS) {
     const given = values[flag];
-    if (given === undefined) continue;
+    if (given === undefined) {
+      if (file[key] !== undefined) numbers[flag] = file[key];
+      continue;
+    }
     const value = Number(given);
     if (!Number.isInteger(value) || value < min || value > max) return `Expected \`--${flag}\` to be ${expected}, got \`${given}\``;
     numbers[flag] = value;
