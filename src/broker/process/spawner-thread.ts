@@ -28,7 +28,10 @@ import { AGENT_NICE_TABLE, MAX_NICE, type AgentCpu } from './agent-weight.js';
 /** Bytes of one pipe sent to the hub and not yet acknowledged before the thread stops reading it. */
 export const OUTPUT_WINDOW_BYTES = 128 * 1024;
 
-/** Main → thread. `fd`: 1 for stdout, 2 for stderr. */
+/**
+ * Main → thread. `fd`: 1 for stdout, 2 for stderr. Both sides post arrays of these messages, in order:
+ * what one side sends in one turn of its loop crosses as one message (one wake-up of the other side).
+ */
 export type ToThread =
   | { t: 'spawn'; id: number; file: string; args: string[]; cwd: string; env: Record<string, string>; detached: boolean; cpu?: AgentCpu }
   | { t: 'ack'; id: number; fd: 1 | 2; bytes: number }
@@ -62,7 +65,22 @@ const { setPriority } = require('node:os');
 const WINDOW = ${OUTPUT_WINDOW_BYTES};
 // id -> { child, flows: { 1: flow, 2: flow } }; a flow is one pipe's credit state.
 const children = new Map();
-const post = (message, transfer) => parentPort.postMessage(message, transfer);
+// Messages go out in batches: everything posted in one turn of this thread's loop is one postMessage
+// (an array), so the hub's loop is woken and dispatches once per batch, not once per message.
+let outbox = [];
+let transfers = [];
+const flush = () => {
+  const batch = outbox;
+  const transfer = transfers;
+  outbox = [];
+  transfers = [];
+  parentPort.postMessage(batch, transfer);
+};
+const post = (message, transfer) => {
+  if (outbox.length === 0) setImmediate(flush);
+  outbox.push(message);
+  if (transfer) transfers.push(...transfer);
+};
 
 // The agents' weight (agent-weight.ts): id -> { pid, nice } of each child started and not yet exited.
 const NICE_BY_RUNNING = ${JSON.stringify(AGENT_NICE_TABLE)};
@@ -182,11 +200,16 @@ function start(request) {
   });
 }
 
-parentPort.on('message', (message) => {
+function receive(message) {
   if (message.t === 'spawn') return start(message);
   const flow = children.get(message.id)?.[message.fd];
   if (!flow) return;
   if (message.t === 'ack') ack(flow, message.bytes);
   else if (message.t === 'destroy') flow.stream.destroy();
+}
+
+// The hub batches too: each message is an array of ToThread, in order.
+parentPort.on('message', (batch) => {
+  for (const message of batch) receive(message);
 });
 `;

@@ -74,18 +74,34 @@ export class Spawner {
   private readonly children = new Map<number, SpawnedAgent>();
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Messages to the thread posted in this turn of the loop, sent as one batch (see spawner-thread.ts). */
+  private outbox: ToThread[] = [];
+  private readonly flushOutbox = (): void => {
+    const batch = this.outbox;
+    this.outbox = [];
+    this.worker?.postMessage(batch);
+  };
 
   /** Starts `request` on the thread; the answer comes as the returned process's events. */
   spawn(request: SpawnRequest): AgentProcess {
     const worker = this.thread();
     const id = this.nextId++;
-    const child = new SpawnedAgent((message) => worker.postMessage(message), id);
+    const child = new SpawnedAgent((message) => this.post(worker, message), id);
     this.children.set(id, child);
     this.held();
-    const message: ToThread = { t: 'spawn', id, ...request };
-    worker.postMessage(message);
+    this.post(worker, { t: 'spawn', id, ...request });
     return child;
   }
+
+  /** Queues `message` for `worker` (dropped if the thread is gone, as a postMessage to it would be). */
+  private post(worker: Worker, message: ToThread): void {
+    if (this.worker !== worker) return;
+    if (this.outbox.length === 0) setImmediate(this.flushOutbox);
+    this.outbox.push(message);
+  }
+
+  /** What came from the thread: batches (wake-ups of this loop) and the messages in them (for tests and diagnostics). */
+  readonly received = { batches: 0, messages: 0 };
 
   /** Children started or starting and not yet closed (for tests and diagnostics). */
   get holding(): number {
@@ -108,7 +124,11 @@ export class Spawner {
     // No execArgv: the hub's own flags (a loader, --inspect) are not a worker's.
     const worker = new Worker(SPAWNER_THREAD_SOURCE, { eval: true, execArgv: [], argv: [], stdout: false, stderr: false });
     this.worker = worker;
-    worker.on('message', (message: FromThread) => this.receive(message));
+    worker.on('message', (batch: FromThread[]) => {
+      this.received.batches += 1;
+      this.received.messages += batch.length;
+      for (const message of batch) this.receive(message);
+    });
     worker.on('error', (error) => this.lost(worker, `the spawner thread failed: ${error.message}`));
     worker.on('exit', (code) => this.lost(worker, `the spawner thread stopped (exit code ${code})`));
     return worker;
@@ -138,6 +158,7 @@ export class Spawner {
   private lost(worker: Worker, reason: string): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
+    this.outbox = [];
     clearTimeout(this.idleTimer);
     const children = [...this.children.values()];
     this.children.clear();
@@ -153,6 +174,7 @@ export class Spawner {
     this.idleTimer = setTimeout(() => {
       if (this.worker === worker && this.children.size === 0) {
         this.worker = undefined;
+        this.outbox = [];
         void worker?.terminate();
       }
     }, IDLE_MS);

@@ -126,6 +126,17 @@ describe('Spawner', () => {
     await until('the thread to let the child go', () => spawner.holding === 0);
   });
 
+  it('sends what one turn of either loop has to say as one message: ten children started at once wake the hub far fewer than fifty times', async () => {
+    const children = Array.from({ length: 10 }, () => record(spawner.spawn(request('/bin/sh', ['-c', 'exit 0']))));
+    await Promise.all(children.map(async (child) => Promise.all([child.exit, child.streams(), child.spawned])));
+    // Each child says 'spawned', 'end' twice, 'exit' and 'closed': 50 messages, and nothing is lost.
+    await until('every child closed', () => spawner.holding === 0);
+    expect(spawner.received.messages).toBe(50);
+    // The ten requests came in one batch, so their ten 'spawned' answers leave in one.
+    expect(spawner.received.batches).toBeLessThanOrEqual(41);
+    for (const child of children) expect(child.events).toEqual(['spawn', 'exit']);
+  });
+
   it('passes the environment and working directory it is given, and nothing else', async () => {
     const child = spawner.spawn(request('/bin/sh', ['-c', 'pwd; echo "$ONLY_THIS,${HOME:-no home}"'], { env: { ONLY_THIS: 'yes' } }));
     const seen = record(child);
