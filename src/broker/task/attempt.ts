@@ -5,7 +5,6 @@
  * `outcome` settles as soon as the attempt is decided (first final payload, or a failure), so results
  * reach the caller without waiting for the process to exit; `finished` settles when cleanup is done.
  */
-import { randomBytes } from 'node:crypto';
 import {
   isFinalStatus,
   PROTOCOL_VERSION,
@@ -31,6 +30,7 @@ import {
 } from '../process/spawn-agent.js';
 import { TaskChannel, type ChannelHandlers, type ChannelLimits } from '../transport/channel.js';
 import { IS_WINDOWS, newEndpointAddress } from '../transport/endpoint.js';
+import { randomHex } from '../transport/names.js';
 import { redactToken, traceable } from '../transport/inbound.js';
 import { ChannelTally } from './tally.js';
 import { readStderr, readStdout, type OutputHandlers } from '../transport/stdout.js';
@@ -198,7 +198,7 @@ export class Attempt {
 
   /** Starts the attempt. Never throws: every failure becomes the outcome. */
   async start(): Promise<void> {
-    const token = randomBytes(32).toString('hex');
+    const token = randomHex(32);
     this.token = token;
     // Listen before spawn: the reverse order is the classic ECONNREFUSED race.
     const channel = await this.openEndpoint(token);
