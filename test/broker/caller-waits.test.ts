@@ -6,6 +6,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { ToolDefinition } from '../../src/model/task.js';
+import { CallerWaits } from '../../src/broker/queue/caller-waits.js';
+import type { TaskUpdate } from '../../src/model/task.js';
 import { createTestBroker, fixture, waitFor } from '../helpers/core.js';
 
 const READ: ToolDefinition = { name: 'Read', input_schema: { type: 'object' } };
@@ -56,5 +58,23 @@ describe('runs waiting on their caller (Y4)', () => {
     broker.answerToolCall(first.id, firstCall!.callId, { content: 'a' });
     await first.result;
     await Promise.all([first.finished, second.finished, third.finished]);
+  });
+
+  test('a run that starts (or waits to retry) with no slot lent is not looked at: its calls were dropped with its last attempt', () => {
+    const queue = { concurrency: 2 };
+    const looked: string[] = [];
+    let waits = true;
+    const waitsFor = new CallerWaits(queue, 2, (id) => (looked.push(id), waits));
+    const update = (taskId: string, kind: TaskUpdate['kind']) => ({ taskId, kind }) as TaskUpdate;
+    waitsFor.observe(update('a', 'started'));
+    waitsFor.observe(update('a', 'retrying'));
+    expect(looked).toEqual([]);
+    // A call lends the slot; its answer, a retry and the next start are looked at while it is lent.
+    waitsFor.observe(update('a', 'tool_call'));
+    expect([queue.concurrency, waitsFor.lent]).toEqual([3, 1]);
+    waits = false;
+    waitsFor.observe(update('a', 'retrying'));
+    expect(looked).toEqual(['a', 'a']);
+    expect([queue.concurrency, waitsFor.lent]).toEqual([2, 0]);
   });
 });

@@ -35,6 +35,9 @@ export class CallerWaits {
   readonly observe = (update: TaskUpdate): void => {
     if (!WAIT_CHANGES.has(update.kind)) return;
     const id = update.taskId;
+    // A run starts (or waits to retry) with no call pending (an attempt's calls are dropped at its end):
+    // one not lent stays so, without asking `waiting` (a look at the task) for every task that starts.
+    if ((update.kind === 'started' || update.kind === 'retrying') && !this.#lent.has(id)) return;
     const waits = update.kind !== 'ended' && this.waiting(id);
     if (waits && !this.#lent.has(id) && this.#lent.size < this.maxLent) {
       this.#lent.add(id);
