@@ -1,11 +1,17 @@
 /**
  * ACP agents through Backchannel (issue 44, docs/acp.md), with the scriptable fixture ACP agent
  * (test/fixtures/acp/agent.mjs, the SDK's agent side) so the agent's own time is the same everywhere:
- * - overhead: one prompt up to `end_turn`, spawn to the end, driven by Backchannel (a task with
- *   `acp: true` in a broker of this process: the ACP adapter between the broker and the agent) vs
- *   driven directly by the SDK's client side in this process (initialize, session/new, prompt).
- *   Target ≤ 1.1×. A peer row: the same prompt by `acpx exec` (acpx@0.19.1, installed into a
- *   scratch prefix at bench time; skipped with the reason when npm cannot install it).
+ * - overhead, as a library: one prompt up to `end_turn` driven by Backchannel (a task with `acp: true`
+ *   in a broker of this process: the ACP adapter, dist/acp/main.js, between the broker and the agent)
+ *   vs driven directly by the SDK's client side in this process (initialize, session/new, prompt).
+ *   Both clocks start before the agent's spawn; neither includes this process's start. The SDK is
+ *   already loaded here, so the baseline never pays for it, while the adapter is a process of its own
+ *   that starts Node and loads the SDK for each task. Target ≤ 1.1×. A peer row: the same prompt by
+ *   `acpx exec` (acpx@0.19.1, installed into `.cache/clients/` at bench time; skipped with the reason
+ *   when npm cannot install it).
+ * - overhead, as a program (like with like): `backchannel run --local --acp` (the CLI's start, its
+ *   broker, the adapter) vs `node bench/agents/acp-client.mjs` (Node's start, the SDK's load, then the
+ *   same prompt), each spawn → exit.
  * - the approval round trip on a hub (`backchannel serve`): from the question reaching the client
  *   to the agent's next question, the answer given by `backchannel answer` (a process per answer, as
  *   a person's terminal would), for an ACP permission request vs a plain `task.ask` of an SDK agent
@@ -24,13 +30,15 @@ import { CLI, startServe } from './lib/hub.js';
 import { interleave, summarize } from './lib/stats.js';
 
 const FIXTURE = path.join(REPO_DIR, 'test/fixtures/acp/agent.mjs');
+const CLIENT = agentPath('acp-client.mjs');
 const ACPX = ['acpx', '0.19.1'];
 
 main(async ({ quick }) => {
   const dir = scratchDir('bcb-acp-');
   const overhead = await overheadRows(dir, quick ? 6 : 20);
+  const programs = await programRows(dir, quick ? 6 : 15);
   const approvals = await approvalRows(dir, quick ? 15 : 60);
-  return { figure: 'acp', rows: [...overhead, ...approvals] };
+  return { figure: 'acp', rows: [...overhead, ...programs, ...approvals] };
 });
 
 /** One prompt to `end_turn` directly through the SDK's client: spawn → prompt response, then the agent's exit. */
@@ -119,7 +127,7 @@ async function overheadRows(dir, runs) {
   const samples = await interleave(runs, variants);
   await broker.close();
   const ms = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarize(list.map((s) => s.ms))]));
-  const detail = `${runs} runs interleaved; the fixture ACP agent answers "echo: hello" at once; p90 ${ms.backchannel.p90?.toFixed(0) ?? '-'} vs ${ms.direct.p90?.toFixed(0) ?? '-'} ms`;
+  const detail = `${runs} runs interleaved; the fixture ACP agent answers "echo: hello" at once; both clocks from before the agent's spawn, the SDK already loaded in this process (the adapter starts Node and loads it per task); p90 ${ms.backchannel.p90?.toFixed(0) ?? '-'} vs ${ms.direct.p90?.toFixed(0) ?? '-'} ms`;
   const rows = [
     row({
       fig: 'ACP',
@@ -144,6 +152,58 @@ async function overheadRows(dir, runs) {
       : row({ fig: 'ACP', name: '(peer) acpx 0.19.1: not installed', unit: 'ms', value: NaN, baseline: NaN, detail: acpx.skip }),
   );
   return rows;
+}
+
+/** A process spawned → its exit, stdout read to the end; rejects unless it exits 0 having printed `expect`. */
+function timedProcess(args, env, expect) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, args, { env, cwd: env.ACP_FIXTURE_STATE, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => (err += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const ms = performance.now() - t0;
+      if (code === 0 && out.includes(expect)) resolve({ ms });
+      else reject(new Error(`${path.basename(args[0])} exited ${code}: ${(out + err).slice(-300)}`));
+    });
+  });
+}
+
+/**
+ * Like with like: a whole program that runs one ACP prompt. `backchannel run --local --acp` (no hub:
+ * the CLI's own broker) vs a script of the SDK's client (bench/agents/acp-client.mjs), spawn → exit.
+ */
+async function programRows(dir, runs) {
+  const cwd = path.join(dir, 'programs');
+  mkdirSync(cwd, { recursive: true });
+  const env = {
+    ...process.env,
+    ACP_FIXTURE_STATE: cwd,
+    XDG_STATE_HOME: path.join(dir, 'programs-state'),
+    BACKCHANNEL_CONTROL: path.join(dir, 'no-hub.sock'),
+  };
+  const cli = ['run', '--local', '--json', '--acp', '--input', '"hello"', '--', 'node', FIXTURE];
+  const variants = {
+    client: () => timedProcess([CLIENT, FIXTURE, 'hello'], env, 'echo: hello'),
+    cli: () => timedProcess([CLI, ...cli], env, '"stop_reason":"end_turn"'),
+  };
+  log(`acp programs: ${runs} × \`backchannel run --local --acp\` and \`node acp-client.mjs\`, interleaved`);
+  await interleave(1, variants);
+  const samples = await interleave(runs, variants);
+  const ms = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarize(list.map((s) => s.ms))]));
+  return [
+    row({
+      fig: 'ACP',
+      name: 'The same prompt as a program: `backchannel run --local --acp` vs a script of the SDK client (`node acp-client.mjs`), spawn → exit, median',
+      unit: 'ms',
+      value: ms.cli.p50,
+      baseline: ms.client.p50,
+      detail: `${runs} runs interleaved; each side starts Node and loads what it needs (the CLI: its broker, then the adapter's process; the script: the SDK); p90 ${ms.cli.p90?.toFixed(0) ?? '-'} vs ${ms.client.p90?.toFixed(0) ?? '-'} ms`,
+    }),
+  ];
 }
 
 /** A hub of its own whose run policy lets any command run (the fixture and the SDK agent). */
