@@ -33,7 +33,7 @@ const layer = (name) => `^src/${name}/`;
 const BROKER_TOP = '^src/broker/(?!(errors|log)\\.ts$)[^/]+$';
 /** The CLI's front-end side: the task and change commands and what they share (not serve, worker, check, new). */
 const CLI_FRONT_END =
-  '^src/cli/(run/|broker-flags\\.ts|command\\.ts|terminal-text\\.ts|commands/(run|wait|logs|tasks|show|cancel|retry|answer|diff|apply|discard|worktrees|schedule|gateway|mcp)\\.ts)';
+  '^src/cli/(run/|broker-flags\\.ts|command\\.ts|terminal-text\\.ts|commands/(run|wait|logs|tasks|show|cancel|retry|answer|diff|apply|discard|worktrees|schedule|stats|gateway|mcp)\\.ts)';
 /** The core's layers under the top, which know no kind of task. */
 const BROKER_LOW = '^src/broker/(transport|process|guards|task|history|queue)/';
 const forbid = (name, from, toPaths, comment) => ({
@@ -183,8 +183,8 @@ module.exports = {
     forbid(
       'front-ends-through-the-client',
       `^src/(mcp|gateway)/|${CLI_FRONT_END}`,
-      '^src/(?!(client|model|base|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$)',
-      'Front-ends reach tasks only through the one client (src/client/index.ts), the task model, the config and its paths.',
+      '^src/(?!(client|model|base|config|protocol|paths|loopback|mcp|cli|gateway)/|version\\.ts$|schedules/schedule\\.ts$)',
+      "Front-ends reach tasks only through the one client (src/client/index.ts), the task model, the config and its paths (and the schedule's shape: a plain declaration, checked before a hub is asked).",
     ),
     forbid(
       'front-ends-through-the-client-entry',

@@ -6,11 +6,12 @@
  * state directory of its launcher (../paths/launcher-state.ts). Which front-end does what without one is
  * `openClient`'s policy (./open.ts).
  */
+import { resolve } from 'node:path';
 import { connectHub, type HubClient } from './hub-client.js';
 import { readLockHolder } from '../broker/history/data-dir-lock.js';
 import { defaultDataDir } from '../paths/data-dir.js';
 import { probeEndpoint, untrustedEndpoint, UntrustedEndpointError } from '../paths/control-socket.js';
-import { CONTROL_ENV, controlSocketCandidates, controlSocketPath } from '../paths/control-endpoint.js';
+import { CONTROL_ENV, controlSocketCandidates, controlSocketPath, endpointIn } from '../paths/control-endpoint.js';
 import { launcherStateHome } from '../paths/launcher-state.js';
 
 export type { HubClient } from './hub-client.js';
@@ -46,8 +47,21 @@ async function answers(path: string): Promise<boolean> {
   return (await probeEndpoint(path)) === 'live';
 }
 
-/** The running hub's client, or undefined when none answers at the control endpoint. */
-export async function findHub(env: NodeJS.ProcessEnv = process.env): Promise<HubClient | undefined> {
-  const path = await findHubPath(env);
+/**
+ * The endpoint of the hub of the data directory `dataDir` (one named by `--data-dir`): where its lock's
+ * holder says, else in the directory itself; undefined when none answers. The default data directory's
+ * hub is `findHubPath`'s (it also asks where hubs of earlier versions and stripped hosts listen).
+ */
+export async function findHubPathOf(dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (resolve(dataDir) === resolve(defaultDataDir(env))) return findHubPath(env);
+  const control = (await readLockHolder(dataDir))?.control;
+  if (control && (await answers(control))) return control;
+  const path = endpointIn(dataDir);
+  return (await answers(path)) ? path : undefined;
+}
+
+/** The running hub's client (of `dataDir`, when given), or undefined when none answers at the control endpoint. */
+export async function findHub(env: NodeJS.ProcessEnv = process.env, dataDir?: string): Promise<HubClient | undefined> {
+  const path = dataDir === undefined ? await findHubPath(env) : await findHubPathOf(dataDir, env);
   return path === undefined ? undefined : connectHub(path);
 }

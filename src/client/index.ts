@@ -11,6 +11,7 @@ export type { TaskBackend, TaskLoad, TaskPlace, TaskRun } from './tasks.js';
 export { defaultWorktreeDir, type ChangeService } from './changes.js';
 export { isHubLost } from './hub-client.js';
 export { UntrustedEndpointError } from './discover.js';
+export { readStats, SKIP_REASONS, type ScheduleStats, type StatsReport } from './stats.js';
 export { BridgeError, type ErrorCode } from '../model/errors.js';
 
 // What a front-end needs of the layers under the client, through this one door: the wire's types

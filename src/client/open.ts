@@ -9,9 +9,10 @@
  *     data directory, so tasks outlive the front-end's requests and others find them (MCP: a client
  *     comes back for a task's result);
  *   - `history`: the history and the worktrees on disk, read-only for tasks (the task and change
- *     commands);
+ *     commands, `stats`);
  *   - `refuse`: a one-line refusal (`NO_HUB`) (`run --detach`, `cancel`, `answer`, …).
  * - `local: true` (or options only a broker of one's own can have) skips the hub.
+ * - `dataDir` (with `history`) names the data directory first: its hub, or else its history (`stats --data-dir`).
  */
 import { TaskBroker, type BrokerOptions } from '../broker/broker.js';
 import type { RunRule } from '../broker/run-policy.js';
@@ -43,6 +44,17 @@ export interface OpenClientOptions {
   runRules?: readonly RunRule[];
   /** The environment the hub is looked for in. @default process.env */
   env?: NodeJS.ProcessEnv;
+  /**
+   * `history` only: the data directory this client is for — the hub holding it, or without one its
+   * history on disk. @default the default data directory (of `env`)
+   */
+  dataDir?: string;
+  /**
+   * `history` only: read a history still held by a broker this process cannot reach (refused
+   * otherwise: its running tasks read as interrupted). For figures of finished tasks (`stats`).
+   * @default false
+   */
+  readHeld?: boolean;
 }
 
 /** The refusal of a front-end that needs a hub when none runs (`withoutHub: 'refuse'`). */
@@ -54,7 +66,7 @@ const LATE_HUB_WAIT_MS = 3000;
 const WITHOUT_HUB: Record<WithoutHub, (options: OpenClientOptions) => Promise<TaskBackend>> = {
   private: async (options) => privateBroker(options),
   'become-hub': (options) => becomeHub(options.env),
-  history: (options) => historyTasks(defaultDataDir(options.env)),
+  history: (options) => historyTasks(options.dataDir ?? defaultDataDir(options.env), { readHeld: options.readHeld }),
   refuse: async () => {
     throw new BridgeError('conflict', NO_HUB);
   },
@@ -63,8 +75,11 @@ const WITHOUT_HUB: Record<WithoutHub, (options: OpenClientOptions) => Promise<Ta
 /** The client of the running hub, or what `withoutHub` says when none runs. */
 export async function openClient(options: OpenClientOptions): Promise<BackchannelClient> {
   if (options.local && options.withoutHub !== 'private') throw new TypeError('`local` goes with `withoutHub: "private"`');
-  const hub = options.local ? undefined : await findHub(options.env);
-  return createClient(hub ? onHub(hub, options.env) : await WITHOUT_HUB[options.withoutHub](options));
+  if ((options.dataDir !== undefined || options.readHeld) && options.withoutHub !== 'history') {
+    throw new TypeError('`dataDir` and `readHeld` go with `withoutHub: "history"`');
+  }
+  const hub = options.local ? undefined : await findHub(options.env, options.dataDir);
+  return createClient(hub ? onHub(hub, options.env, options.dataDir) : await WITHOUT_HUB[options.withoutHub](options));
 }
 
 /**
@@ -75,8 +90,8 @@ export function clientOf(broker: TaskBroker, hub: { bridge?: BrokerBridge } = {}
   return createClient(localTasks(broker, hub.bridge ? { bridge: hub.bridge } : {}));
 }
 
-function onHub(hub: HubClient, env?: NodeJS.ProcessEnv): TaskBackend {
-  return new HubTasks(hub, () => findHub(env));
+function onHub(hub: HubClient, env?: NodeJS.ProcessEnv, dataDir?: string): TaskBackend {
+  return new HubTasks(hub, () => findHub(env, dataDir));
 }
 
 function privateBroker(options: OpenClientOptions): TaskBackend {

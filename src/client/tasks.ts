@@ -8,7 +8,7 @@
  * panel's all-task stream.
  */
 import type { BackchannelBridge } from '../bridge/contract.js';
-import type { TaskHandle } from '../broker/types.js';
+import type { TaskHandle } from '../model/handle.js';
 import type { TaskSpec, ToolAnswer } from '../model/task.js';
 import type { AnswerDoor } from '../model/questions.js';
 import type { ChangeService } from './changes.js';

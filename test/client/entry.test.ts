@@ -42,6 +42,7 @@ describe("the client's entry", () => {
       'MAX_FIRE_PAGE_SIZE',
       'MAX_INPUT_BYTES',
       'NO_HUB',
+      'SKIP_REASONS',
       'TaskError',
       'UntrustedEndpointError',
       'acpAgentPresets',
@@ -56,6 +57,7 @@ describe("the client's entry", () => {
       'killTree',
       'openClient',
       'planNewWorktree',
+      'readStats',
       'silentLogger',
     ]);
   });
@@ -69,6 +71,7 @@ describe("the client's entry", () => {
       './changes.js: defaultWorktreeDir, type ChangeService',
       './hub-client.js: isHubLost',
       './discover.js: UntrustedEndpointError',
+      './stats.js: readStats, SKIP_REASONS, type ScheduleStats, type StatsReport',
       '../model/errors.js: BridgeError, type ErrorCode',
       '../bridge/contract.js: type *',
       '../model/handle.js: type TaskHandle',

@@ -1,20 +1,14 @@
 /**
- * `backchannel stats`: the panel's insights in the terminal, read from a history directory (no broker
- * needed), and the figures of each schedule kept there (src/schedules/stats.ts). Reads only: a data
- * directory without schedules gets no `schedules/` directory from it.
+ * `backchannel stats`: the panel's insights in the terminal, and the figures of each schedule, through
+ * the client (`readStats`) as every command: from the hub of the data directory when one runs, else
+ * from its history on disk, read-only (a data directory without schedules gets no `schedules/`
+ * directory from it; one whose broker holds it is read all the same).
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { CliCommand } from '../command.js';
 import { EXIT, parseCommandLine, usageError } from '../command.js';
 import { writeText } from '../terminal-text.js';
 import { defaultDataDir } from '../../paths/data-dir.js';
-import { readInsights } from '../../broker/history/rollup.js';
-import { Journal } from '../../broker/history/journal.js';
-import { silentLogger } from '../../broker/log.js';
-import { ScheduleStore } from '../../schedules/store.js';
-import { scheduleStats, type ScheduleStats, type StatsRange } from '../../schedules/stats.js';
-import { SKIP_REASONS } from '../../schedules/schedule.js';
+import { openClient, readStats, SKIP_REASONS, type ScheduleStats, type StatsReport } from '../../client/index.js';
 import { formatUsd } from '../../model/usage.js';
 import { formatDuration } from '../../model/duration.js';
 import { OUTCOMES, type AbRow, type Figures, type Insights, type InsightsQuery } from '../../model/insights.js';
@@ -24,8 +18,9 @@ const HELP = `Usage: backchannel stats [options]
 Prints how fast, how reliable and how costly each sub-agent (or model) has been: task count, success
 rate, duration p50/p95/p99, outcomes, tokens — then an A/B table of labels run by more than one model,
 then each schedule: its fires, how its runs ended, its skipped fires by reason, tokens and cost.
-Reads the history in --data-dir; tasks that left history (retention) still count (a schedule's run
-whose task left it counts as \`gone\`). --since/--until count a schedule's fires by their fire time.
+Asks the hub of --data-dir when one runs, else reads its history; tasks that left history (retention)
+still count (a schedule's run whose task left it counts as \`gone\`). --since/--until count a
+schedule's fires by their fire time.
 
 Options:
   --since <when>      only tasks that ended since: 30m, 24h, 7d, or an ISO 8601 time (default: all)
@@ -35,7 +30,7 @@ Options:
   --model <name>      only this model
   --json              print the insights as one JSON object
   --csv               print the rows as CSV
-  --data-dir <dir>    the history to read (default: ${defaultDataDir()})
+  --data-dir <dir>    the data directory: its hub's figures, or its history's (default: ${defaultDataDir()})
   -h, --help          show this help`;
 
 const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
@@ -131,16 +126,6 @@ export function toText(insights: Insights): string {
   return parts.join('\n\n') + '\n';
 }
 
-/** Each schedule kept in `dataDir` with its figures over `range`; none when the directory has no schedules. */
-export function readScheduleStats(dataDir: string, range: StatsRange): ScheduleStats[] {
-  if (!existsSync(path.join(dataDir, 'schedules'))) return [];
-  const store = new ScheduleStore(dataDir);
-  const schedules = store.list();
-  if (schedules.length === 0) return [];
-  const tasks = new Map(new Journal(dataDir, silentLogger).load().entries.map((entry) => [entry.snapshot.id, entry.snapshot]));
-  return schedules.map((schedule) => scheduleStats(schedule.name, store.history(schedule.name), (id) => tasks.get(id), range));
-}
-
 const SCHEDULE_COLUMNS = ['fires', 'runs', 'ok', 'failed', 'cancelled', 'active', 'gone', ...SKIP_REASONS, 'tokens', 'cost'];
 
 /** The schedules' table: fires, runs by how they ended, skips by reason, tokens and cost. */
@@ -191,18 +176,14 @@ export const command: CliCommand = {
     if (values.by) query.by = values.by;
     if (values.agent !== undefined) query.agent = values.agent;
     if (values.model !== undefined) query.model = values.model;
-    const dataDir = values['data-dir'] ?? defaultDataDir();
-    const insights = readInsights(dataDir, query);
-    let schedules: ScheduleStats[];
+    let report: StatsReport;
     try {
-      schedules = readScheduleStats(dataDir, {
-        ...(query.since ? { since: Date.parse(query.since) } : {}),
-        ...(query.until ? { until: Date.parse(query.until) } : {}),
-      });
+      report = await statsOf(values['data-dir'], query);
     } catch (error) {
       process.stderr.write(`backchannel stats: ${(error as Error).message}\n`);
       return EXIT.failed;
     }
+    const { insights, schedules } = report;
     if (values.json) process.stdout.write(JSON.stringify({ ...insights, schedules }) + '\n');
     // Labels and model names are agent text: neutralised on a terminal (--json stays exact).
     else if (values.csv) writeText(process.stdout, toCsv(insights));
@@ -210,3 +191,13 @@ export const command: CliCommand = {
     return EXIT.ok;
   },
 };
+
+/** The figures of the hub of `dataDir` (the default one when not given), else of its history on disk. */
+async function statsOf(dataDir: string | undefined, query: InsightsQuery): Promise<StatsReport> {
+  const client = await openClient({ withoutHub: 'history', readHeld: true, ...(dataDir === undefined ? {} : { dataDir }) });
+  try {
+    return await readStats(client, query);
+  } finally {
+    await client.close();
+  }
+}
