@@ -161,6 +161,9 @@ describe('Attempt decisions (in memory)', () => {
     spooled.child.exit(0);
     expect(await spooled.attempt.outcome).toMatchObject({ kind: 'final', channel: 'spool', payload: { data: 'from the spool' } });
     await spooled.attempt.finished;
+    // Kept until the caller says the result taken from it is durable, then removed.
+    expect(existsSync(spoolPath(spoolDir, TASK_ID))).toBe(true);
+    spooled.attempt.acknowledge();
     expect(existsSync(spoolPath(spoolDir, TASK_ID))).toBe(false);
   });
 

@@ -126,7 +126,7 @@ export class RecoveringTasks {
     const read = readSpoolFile(file, id);
     const payload = read.ok ? read.payload : undefined;
     settleFromHistory(this.context, id, endingOf(payload, orphan));
-    removeSpoolFile(file);
+    removeOnceDurable(this.context, [file]);
     this.waiting.delete(id);
     // Nothing left to watch; the grace timer stays, for the other orphans.
     if (this.waiting.size === 0) clearInterval(this.watch);
@@ -196,6 +196,15 @@ function endWithSpooled(task: Task, payload: FinalPayload): void {
   const reason = payload.status === 'cancelled' ? 'cancelled' : 'error';
   const detail = `${errorMessageOf(payload)} (result recovered from the spool)`;
   task.fail(reason, `failed: ${detail}`, payload, 'spool', detail);
+}
+
+/**
+ * Removes spool files once the records of what was taken from them are on disk: a hub killed before
+ * finds them again (and a task already ended by then removes its file as "not waiting").
+ */
+export function removeOnceDurable({ journal }: Pick<SettleContext, 'journal'>, files: string[]): void {
+  if (files.length === 0) return;
+  void (journal ? journal.durable() : Promise.resolve()).then(() => files.forEach(removeSpoolFile));
 }
 
 /** The recorded process still runs (same pid, same start time, not a zombie waiting for its reaper). */

@@ -5,7 +5,7 @@
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { readSpoolFile, removeSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
+import { readSpoolFile, taskIdOfSpoolFile } from '../../protocol/spool.js';
 import type { FinalPayload } from '../../protocol/index.js';
 import type { Logger } from '../log.js';
 import type { TaskUpdate } from '../../model/task.js';
@@ -14,7 +14,7 @@ import { tooOld, type Retention } from './registry.js';
 import type { Rollup } from './rollup.js';
 import { ensureDataDir } from './data-dir.js';
 import { withSummary, type ResultStore } from './results.js';
-import { alive, RecoveringTasks, settleFromHistory } from './recovering.js';
+import { alive, RecoveringTasks, removeOnceDurable, settleFromHistory } from './recovering.js';
 
 export interface RecoveryContext {
   /** The endpoint directory, where agents spool. */
@@ -127,14 +127,16 @@ export function adoptSpooledResults(context: RecoveryContext, onlyInterrupted = 
     return;
   }
   if (onlyInterrupted) names = names.filter((name) => context.history.get(taskIdOfSpoolFile(name)!)?.snapshot.state === 'interrupted');
+  const done: string[] = [];
   for (const name of names) {
     const file = path.join(context.dir, name);
     const read = readSpoolFile(file);
     if (!read.ok && stillWriting(context, name)) continue;
     if (!read.ok) context.logger.warn(`spool file ${name} is unreadable (${read.reason}); removed`);
     else if (!adopt(context, read.payload)) context.logger.warn(`spool file ${name} is for a task not waiting in history; removed`);
-    removeSpoolFile(file);
+    done.push(file);
   }
+  removeOnceDurable(context, done);
 }
 
 /**

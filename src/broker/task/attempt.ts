@@ -167,6 +167,8 @@ export class Attempt {
   private readonly toolCallsWaiting = new Map<string, number>();
   /** Acks of a final payload, held until acknowledge() (undefined once sent: later ones go at once). */
   private heldAcks: Array<() => void> | undefined = [];
+  /** The outcome (or a stop's answer) came from the spool file, which goes once that is durable. */
+  private spoolTaken = false;
 
   constructor(
     private readonly settings: AttemptSettings,
@@ -178,14 +180,16 @@ export class Attempt {
   }
 
   /**
-   * Sends the ack of the agent's final payload, held since it arrived: the caller (the attempt loop)
-   * calls it once the task's ending is durable, or when the attempt's outcome is not its ending (a
-   * retry). Until then the agent waits for it and, if the hub dies meanwhile, spools its result.
+   * Sends the ack of the agent's final payload, held since it arrived, and removes a spool file the
+   * outcome was taken from: the caller (the attempt loop) calls it once the task's ending is durable,
+   * or when the attempt's outcome is not its ending (a retry). Until then the agent waits for its ack
+   * and, if the hub dies meanwhile, spools its result; a spool file taken stays for the next hub.
    */
   acknowledge(): void {
     const acks = this.heldAcks;
     if (!acks) return;
     this.heldAcks = undefined;
+    if (this.spoolTaken) removeSpoolFile(spoolPath(this.settings.spoolDir, this.settings.taskId));
     for (const ack of acks) ack();
   }
 
@@ -464,6 +468,8 @@ export class Attempt {
     if (!this.decided || (this.stopReason && !this.answer)) {
       // Socket and stdout both failed, but the agent spooled its result (the SDK's last resort).
       const spooled = readSpooled(s.spoolDir, s.taskId);
+      // Its file stays until that result is durable (acknowledge()): a hub killed meanwhile adopts it again.
+      this.spoolTaken = spooled !== undefined;
       if (spooled && this.decided) this.answer = { payload: spooled, channel: 'spool' };
       else if (spooled) this.settle({ kind: 'final', payload: spooled, channel: 'spool' });
     }
@@ -483,7 +489,7 @@ export class Attempt {
     this.child?.stdout.destroy();
     this.child?.stderr.destroy();
     // An agent whose ack came late spools a result we already have: the file must not pile up.
-    removeSpoolFile(spoolPath(this.settings.spoolDir, this.settings.taskId));
+    if (!this.spoolTaken || this.heldAcks === undefined) removeSpoolFile(spoolPath(this.settings.spoolDir, this.settings.taskId));
     await this.channel?.close();
     this.finish();
   }
