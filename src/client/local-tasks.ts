@@ -1,7 +1,7 @@
 /** The in-process backend (./tasks.ts): a broker in this process, its calls through the same bridge the hub serves. */
 import type { TaskBroker } from '../broker/broker.js';
 import { BridgeError } from '../model/errors.js';
-import { isFinished, type TaskUpdate, type ToolAnswer } from '../model/task.js';
+import { isFinished, type TaskSnapshot, type TaskUpdate, type ToolAnswer } from '../model/task.js';
 import { createBrokerBridge, noToolCall, notAnnotatable, type BrokerBridge } from '../hub/broker-bridge.js';
 import { ANNOTATIONS, checkWith, TOOL_ANSWER } from '../bridge/checks.js';
 import { readOwnVersion } from '../version.js';
@@ -67,9 +67,10 @@ export function localTasks(broker: TaskBroker, options: LocalTasksOptions = {}):
         { cancel: async (taskId, reason) => void broker.cancel(taskId, reason), answer, answerToolCall, annotate },
         id,
       );
-      const onUpdate = (update: TaskUpdate): void => {
+      // Each update carries its task's picture (as in the hub's task feed): the broker is not read back per update.
+      const onUpdate = (update: TaskUpdate, picture: () => TaskSnapshot | undefined): void => {
         if (update.taskId !== id) return;
-        const now = broker.get(id);
+        const now = picture();
         if (now) task.receive({ task: now, update });
         if (update.kind === 'exited') broker.off('update', onUpdate);
       };

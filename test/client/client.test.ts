@@ -159,3 +159,32 @@ describe('openClient, the one hub-or-not decision', () => {
     await expect(openClient({ withoutHub: 'history', local: true })).rejects.toThrow('`local` goes with `withoutHub: "private"`');
   });
 });
+
+describe("a local broker's followed task", () => {
+  test('takes each picture from its update: the broker is not read back per update', async () => {
+    const { broker } = createTestBroker();
+    let gets = 0;
+    // The client's view of the broker, counting its `get` calls (the broker's own reads are not counted).
+    const counted = new Proxy(broker, {
+      get(target, key) {
+        if (key === 'get') return (id: string) => (gets++, target.get(id));
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const client = clientOf(counted);
+    const { id } = await client.start({
+      command: process.execPath,
+      args: [fixture('../../scripts/demo-agents/agent.mjs'), '--mode=progress', '--steps=40', '--interval=2'],
+    });
+    const task = await client.follow(id);
+    const progress: Array<[number | undefined, number | undefined]> = [];
+    task.on('update', (update) => progress.push([update.progress, task.snapshot().progress]));
+    await task.finished;
+    expect(progress.length).toBeGreaterThan(40);
+    // The handle's picture is the one after each update.
+    for (const [sent, shown] of progress) expect(shown).toBe(sent);
+    expect(gets).toBeLessThanOrEqual(1);
+    await client.close();
+  });
+});
