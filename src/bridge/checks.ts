@@ -5,7 +5,7 @@
  * the model's (`TASK_REQUEST`, src/model/task-request.ts).
  */
 import * as z from 'zod/mini';
-import { MAX_FIRE_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type FirePageQuery, type ScheduleRequest, type SubmitRequest } from './contract.js';
+import { MAX_FIRE_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type FirePageQuery, type SubmitRequest } from './contract.js';
 import { TASK_STATES, type TaskOrigin, type TaskState } from '../model/task.js';
 import { checkTaskRequest, CLEAN_TASK_REQUEST, id, isPlainName, MAX_ARGS, MAX_ID } from '../model/task-request.js';
 import { boolean, describe, expected, oneOf, parseOrThrow, PLACE, text, withoutUndefined } from '../model/shapes.js';
@@ -148,15 +148,8 @@ export function checkSubmitRequest(value: unknown): SubmitRequest {
 /** A schedule's name as a lookup: any short text (an unknown one is `not_found`; `addSchedule` checks the form). */
 export const SCHEDULE_NAME = text({ max: 200 });
 
-/**
- * The fields of a new schedule: an object here; the hub checks every field with the schedule's own
- * schema (src/schedules/schedule.ts), one line per problem (`invalid_request`). `createdAt` is the
- * hub's to set: dropped.
- */
-export const SCHEDULE_REQUEST = z.pipe(
-  z.custom<Record<string, unknown>>(isRecord, { error: (issue) => `Expected the schedule to be an object, got ${describe(issue.input)}` }),
-  z.transform(({ createdAt: _createdAt, ...fields }: Record<string, unknown>) => fields as ScheduleRequest),
-);
+/** The fields of a new schedule, checked with the schedule's one declaration (src/schedules/schedule.ts). */
+export { SCHEDULE_REQUEST } from '../schedules/schedule.js';
 
 const firePageSize = expected(`an integer from 1 to ${MAX_FIRE_PAGE_SIZE}`);
 

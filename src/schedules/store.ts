@@ -23,6 +23,7 @@ import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, ren
 import { join } from 'node:path';
 import { ensureDataDir, NO_FOLLOW } from '../broker/history/data-dir.js';
 import { BUDGET_DAY_MS } from './budget.js';
+import * as z from 'zod/mini';
 import { fireRecordSchema, scheduleSchema, type FireRecord, type Schedule } from './schedule.js';
 
 const SCHEDULES_FILE = 'schedules.json';
@@ -100,7 +101,7 @@ export class ScheduleStore {
   record(records: readonly FireRecord[]): FireRecord[] {
     const added: FireRecord[] = [];
     for (const record of records) {
-      const parsed = fireRecordSchema.parse(record);
+      const parsed = z.parse(fireRecordSchema, record);
       if (this.extend(parsed)) continue;
       this.fires.push(parsed);
       added.push(parsed);
@@ -226,7 +227,7 @@ export class ScheduleStore {
         parsed = { schedules: [] };
       }
       for (const item of parsed.schedules as unknown[]) {
-        const schedule = scheduleSchema.safeParse(item);
+        const schedule = z.safeParse(scheduleSchema, item);
         if (schedule.success) this.schedules.set(schedule.data.name, schedule.data);
       }
     }
@@ -235,7 +236,7 @@ export class ScheduleStore {
     for (const line of firesText.split('\n')) {
       if (line.trim() === '') continue;
       try {
-        const record = fireRecordSchema.safeParse(JSON.parse(line));
+        const record = z.safeParse(fireRecordSchema, JSON.parse(line));
         if (!record.success) continue;
         // A later line for the same run of skips (same schedule and `at`) is its extension: it replaces it.
         const key = record.data.outcome === 'skipped' ? `${record.data.schedule}\n${record.data.at}` : undefined;

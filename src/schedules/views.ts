@@ -5,38 +5,42 @@
  * page of its fire history, newest first (`ScheduleDetails`). Times are epoch ms, as the fire records
  * keep them. Runs anywhere: no Node imports (the bridge contract takes its types from here).
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { TASK_STATES, type TaskState } from '../model/task.js';
 import { fireRecordSchema, scheduleSchema } from './schedule.js';
 
 export { FIRE_PAGE_SIZE, MAX_FIRE_PAGE_SIZE } from '../model/limits.js';
 
 const TASK_STATE = z.enum(TASK_STATES as unknown as [TaskState, ...TaskState[]]);
+const count = () => z.number().check(z.int(), z.minimum(0));
 
-export const scheduleViewSchema = z.object({
+const VIEW_FIELDS = {
   schedule: scheduleSchema,
   /** The next fire time (epoch ms); absent while paused or when the cron expression never fires again. */
-  nextFireAt: z.number().int().nonnegative().optional(),
+  nextFireAt: z.optional(count()),
   /** Runs of the schedule still active on this hub. */
-  activeRuns: z.number().int().nonnegative(),
+  activeRuns: count(),
   /** The newest fire record, whatever its outcome. */
-  lastFire: fireRecordSchema.optional(),
+  lastFire: z.optional(fireRecordSchema),
   /** The newest fire that ran (`outcome: 'ran'`), and the state of its task (absent once it has left the history). */
-  lastRun: fireRecordSchema.optional(),
-  lastRunState: TASK_STATE.optional(),
-});
+  lastRun: z.optional(fireRecordSchema),
+  lastRunState: z.optional(TASK_STATE),
+};
 
-export const scheduleDetailsSchema = scheduleViewSchema.extend({
+export const scheduleViewSchema = z.object(VIEW_FIELDS);
+
+export const scheduleDetailsSchema = z.object({
+  ...VIEW_FIELDS,
   /** A page of the schedule's fire records, newest first. */
   fires: z.array(fireRecordSchema),
   /** How many fire records the schedule has in all. */
-  total: z.number().int().nonnegative(),
+  total: count(),
   /** The cursor of the next (older) page: pass it as `before`; absent on the last page. */
-  next: z.number().int().nonnegative().optional(),
+  next: z.optional(count()),
 });
 
-export type ScheduleView = z.infer<typeof scheduleViewSchema>;
-export type ScheduleDetails = z.infer<typeof scheduleDetailsSchema>;
+export type ScheduleView = z.output<typeof scheduleViewSchema>;
+export type ScheduleDetails = z.output<typeof scheduleDetailsSchema>;
 
 /** Which page of a schedule's fire records: the newest `limit` below the cursor `before` (a previous page's `next`). */
 export interface FirePageQuery {
@@ -45,8 +49,4 @@ export interface FirePageQuery {
   before?: number;
 }
 
-/**
- * What `addSchedule` takes: the schedule's fields as `scheduleSchema` reads them, without `createdAt`
- * (the hub's clock sets it) — checked by the hub with the schema's one-line errors.
- */
-export type ScheduleRequest = Omit<z.input<typeof scheduleSchema>, 'createdAt'>;
+export type { ScheduleRequest } from './schedule.js';

@@ -280,7 +280,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     const both = await cli(['schedule', 'add', 'x', '--cron', '* * * * *', '--every', '2s', '--', QUICK], env);
     expect(both.code).toBe(2);
     expect(both.stderr).toBe(
-      'backchannel schedule add: give one of --cron "<fields>" and --every <duration>\nRun `backchannel schedule --help` for usage.\n',
+      'backchannel schedule add: invalid schedule: a schedule has exactly one of --cron and --every\nRun `backchannel schedule --help` for usage.\n',
     );
     const every = await cli(['schedule', 'add', 'x', '--every', 'often', '--', QUICK], env);
     expect(every.code).toBe(2);

@@ -47,6 +47,6 @@ test('a cap is reached at equality, by tokens or by cost, and a schedule without
   expect(hasDayCap(schedule({ maxCostUsdPerDay: 1 }))).toBe(true);
   expect(parseSchedule({ name: 'x', everyMs: 60_000, command: ['true'], createdAt: 0, maxTokensPerDay: 0 })).toEqual({
     ok: false,
-    message: 'invalid schedule: maxTokensPerDay: Too small: expected number to be >0',
+    message: 'invalid schedule: Expected `maxTokensPerDay` to be a positive integer, got `0` (number)',
   });
 });
