@@ -235,8 +235,10 @@ async function answeredRounds(tasks, env, spec, rounds, answer) {
       const now = performance.now();
       if (last !== undefined) samples.push(now - last);
       last = now;
-      const child = spawn(process.execPath, [CLI, 'answer', task.id, answer], { env, stdio: 'ignore' });
-      child.once('exit', (code) => code !== 0 && reject(new Error(`backchannel answer exited ${code}`)));
+      const child = spawn(process.execPath, [CLI, 'answer', task.id, answer], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.once('close', (code) => code !== 0 && reject(new Error(`backchannel answer exited ${code}: ${stderr.trim().slice(-300)}`)));
     });
     task.result.then(resolve, reject);
   });
