@@ -4,10 +4,15 @@
  * checks a new schedule's fields (one line per problem, `invalid_request`) and the run policy judges its command at
  * the `schedule` door (a refusal is `refused`, nothing stored): both reach the model as a tool error with that line.
  * Times go out as ISO 8601 (the hub keeps epoch ms), durations come in as people write them (`30s`, `5m`, `1h`).
+ * `create_schedule`'s arguments that are schedule fields are derived from the schedule's one declaration
+ * (./derived-args.ts); only `name` (required), the durations and `command` + `args` (one argv) are MCP's own.
  */
 import * as z from 'zod';
+import * as zm from 'zod/mini';
 import type { BackchannelClient } from '../client/index.js';
 import { parseDuration } from '../model/duration.js';
+import { SCHEDULE_FIELDS } from '../schedules/schedule.js';
+import { derivedArgument } from './derived-args.js';
 import { jsonResult } from './snapshots.js';
 import { START_ANNOTATIONS } from './start-task.js';
 import { defineTool, type McpTool } from './tool-table.js';
@@ -41,27 +46,29 @@ function durationMs(name: string, text: string): number {
   return ms;
 }
 
+/** One argument from a field of the schedule's one declaration (../schedules/schedule.ts): its JSON Schema and check. */
+const fromSchedule = <K extends keyof typeof SCHEDULE_FIELDS>(name: string, field: K, description: string) =>
+  derivedArgument(name, SCHEDULE_FIELDS[field] as zm.ZodMiniType<zm.output<(typeof SCHEDULE_FIELDS)[K]>>, { description });
+
 const CREATE_SHAPE = {
   name: z.string().min(1).describe('The schedule name (letters, digits, ".", "_", "-"); a schedule of that name is replaced.'),
-  cron: z.string().optional().describe('When it fires: a cron expression of 5 fields (or 6, seconds first). Give `cron` or `every`.'),
-  tz: z.string().optional().describe("With cron: the IANA time zone it is read in (e.g. Europe/Paris). Default: the hub's zone."),
+  cron: fromSchedule('cron', 'cron', 'When it fires: a cron expression of 5 fields (or 6, seconds first). Give `cron` or `every`.'),
+  tz: fromSchedule('tz', 'tz', "With cron: the IANA time zone it is read in (e.g. Europe/Paris). Default: the hub's zone."),
   every: z.string().optional().describe('When it fires: a fixed interval such as 30s, 5m or 1h. Give `cron` or `every`.'),
-  preset: z.string().optional().describe('Name of a Backchannel preset each fire runs. Give either `preset` or `command`.'),
+  preset: fromSchedule('preset', 'preset', 'Name of a Backchannel preset each fire runs. Give either `preset` or `command`.'),
   command: z.string().optional().describe('Executable or script each fire runs as the sub-agent. Not a shell string.'),
   args: z.array(z.string()).optional().describe('Arguments for `command`.'),
-  cwd: z.string().optional().describe('Working directory of each run (absolute path).'),
-  overlap: z
-    .enum(['skip', 'buffer-one', 'cancel-other', 'allow'])
-    .optional()
-    .describe('A fire while the last run still runs: skip it (default), buffer one, cancel the other, or allow both.'),
-  catch_up: z
-    .enum(['latest', 'none', 'all'])
-    .optional()
-    .describe('Fires missed while the hub was down: run the latest (default), none, or all of them.'),
+  cwd: fromSchedule('cwd', 'cwd', 'Working directory of each run (absolute path).'),
+  overlap: fromSchedule(
+    'overlap',
+    'overlap',
+    'A fire while the last run still runs: skip it (default), buffer one, cancel the other, or allow both.',
+  ),
+  catch_up: fromSchedule('catch_up', 'catchUp', 'Fires missed while the hub was down: run the latest (default), none, or all of them.'),
   catch_up_window: z.string().optional().describe('How far back missed fires are caught up (a duration, default 7d).'),
-  max_tokens: z.number().int().positive().optional().describe('Budget of each run: stop it once it reports more tokens.'),
-  max_cost_usd: z.number().positive().optional().describe('Budget of each run: stop it once it reports a cost above this, in US dollars.'),
-  paused: z.boolean().optional().describe('Create it paused (its fires are recorded as skipped until resumed).'),
+  max_tokens: fromSchedule('max_tokens', 'maxTokens', 'Budget of each run: stop it once it reports more tokens.'),
+  max_cost_usd: fromSchedule('max_cost_usd', 'maxCostUsd', 'Budget of each run: stop it once it reports a cost above this, in US dollars.'),
+  paused: fromSchedule('paused', 'paused', 'Create it paused (its fires are recorded as skipped until resumed).'),
 };
 
 type CreateArgs = z.infer<z.ZodObject<typeof CREATE_SHAPE>>;

@@ -12,65 +12,18 @@
 import * as z from 'zod';
 import * as zm from 'zod/mini';
 import type { BackchannelClient, SubmitRequest } from '../client/index.js';
-import { firstProblem } from '../model/shapes.js';
 import { TASK_REQUEST, type TaskRequest } from '../model/task-request.js';
-
-/** JSON text of an object or array, parsed (a CLI that reads `input={"path":"."}` as a string); other values as they are. */
-function parsedJsonText(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    return value;
-  }
-}
+import { derivedArgument, type ArgumentMapping } from './derived-args.js';
 
 type RequestShape = typeof TASK_REQUEST.shape;
-
-/** How one start argument maps onto a task-request field. */
-interface FromRequest<K extends keyof RequestShape> {
-  field: K;
-  description: string;
-  /** The client may send the value as JSON text. */
-  json?: boolean;
-  /** The argument's unit is this many of the field's (seconds: 1000 ms). */
-  scale?: number;
-  /** A narrower type than the field's, checked first: its JSON Schema and its one-line message. */
-  narrower?: { schema: zm.ZodMiniType; jsonSchema: Record<string, unknown>; message: string };
-}
-
-/** The JSON Schema a client sees of a request field (the field's own, without `$schema`). */
-function fieldJsonSchema(schema: zm.ZodMiniType): Record<string, unknown> {
-  const { $schema: _, ...json } = zm.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  return json;
-}
 
 /** Each start argument that is a request field, and that field (`timeout_seconds` → `timeoutMs`). */
 const REQUEST_FIELD = new Map<string, keyof TaskRequest>();
 
-/** One start argument from a request field: checked by the field's schema, its message naming the argument. */
-function fromRequest<K extends keyof RequestShape>(name: string, row: FromRequest<K>) {
+/** One start argument from a request field (./derived-args.ts), remembered for `startTask`. */
+function fromRequest<K extends keyof RequestShape>(name: string, row: ArgumentMapping & { field: K }) {
   REQUEST_FIELD.set(name, row.field);
-  const field = TASK_REQUEST.shape[row.field] as zm.ZodMiniType<zm.infer<RequestShape[K]>>;
-  const json = row.narrower?.jsonSchema ?? fieldJsonSchema(field);
-  return z
-    .unknown()
-    .transform((raw, ctx): NonNullable<zm.output<RequestShape[K]>> => {
-      const value = row.json ? parsedJsonText(raw) : raw;
-      if (row.narrower && !zm.safeParse(row.narrower.schema, value).success) {
-        ctx.issues.push({ code: 'custom', input: raw, message: row.narrower.message });
-        return z.NEVER;
-      }
-      const scaled = row.scale !== undefined && typeof value === 'number' ? Math.round(value * row.scale) : value;
-      const parsed = zm.safeParse(field, scaled);
-      if (!parsed.success) {
-        ctx.issues.push({ code: 'custom', input: raw, message: firstProblem(parsed.error, name) });
-        return z.NEVER;
-      }
-      return parsed.data as NonNullable<zm.output<RequestShape[K]>>;
-    })
-    .optional()
-    .meta({ ...json, description: row.description });
+  return derivedArgument(name, TASK_REQUEST.shape[row.field] as zm.ZodMiniType<zm.output<RequestShape[K]>>, row);
 }
 
 /**

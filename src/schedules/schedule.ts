@@ -59,7 +59,7 @@ const ACP = z.union(
 );
 
 /** A schedule's fields, declared once: the store, the hub's scheduler, the panel's API, the CLI and MCP read them through it. */
-const SCHEDULE_FIELDS = {
+export const SCHEDULE_FIELDS = {
   name: z
     .string({ error: expected('a string') })
     .check(z.regex(NAME, { error: () => 'a schedule name is 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit' })),

@@ -2,11 +2,13 @@
  * start_task's and run_task's arguments are derived from the one task request (src/model/task-request.ts):
  * each argument that is a request field publishes that field's JSON Schema and is checked by its schema,
  * the one-line problem naming the MCP argument; MCP's side (snake_case, JSON text, seconds, an object
- * `input`) is a mapping, not a second declaration.
+ * `input`) is a mapping, not a second declaration. create_schedule's arguments, the same way from the
+ * schedule's declaration (src/mcp/derived-args.ts).
  */
 import * as z from 'zod';
 import { describe, expect, test } from 'vitest';
 import { taskRequestJsonSchema, MAX_ARGS } from '../../src/model/task-request.js';
+import { SCHEDULE_TOOLS } from '../../src/mcp/schedule-tools.js';
 import { parseStartArgs, START_SHAPE } from '../../src/mcp/start-task.js';
 
 const published = z.toJSONSchema(z.object(START_SHAPE), { io: 'input', unrepresentable: 'any' }) as {
@@ -62,5 +64,27 @@ describe('start arguments from the task request', () => {
       input: { path: '.' },
       timeout_seconds: 1500,
     });
+  });
+});
+
+describe('create_schedule arguments from the schedule’s one declaration', () => {
+  const shape = SCHEDULE_TOOLS.find((tool) => tool.name === 'create_schedule')!.inputSchema;
+  const schema = z.toJSONSchema(z.object(shape), { io: 'input', unrepresentable: 'any' }) as {
+    properties: Record<string, Record<string, unknown>>;
+  };
+  const problem = (args: Record<string, unknown>) => z.object(shape).safeParse({ name: 'x', ...args }).error?.issues[0]?.message;
+
+  test('the policies and budgets publish the schedule fields’ JSON Schema', () => {
+    expect(schema.properties.overlap).toMatchObject({ enum: ['skip', 'buffer-one', 'cancel-other', 'allow'] });
+    expect(schema.properties.catch_up).toMatchObject({ enum: ['latest', 'none', 'all'] });
+    expect(schema.properties.max_tokens).toMatchObject({ type: 'integer', minimum: 1 });
+    expect(schema.properties.paused).toMatchObject({ type: 'boolean' });
+  });
+
+  test('a wrong value is the schedule’s one line, naming the MCP argument', () => {
+    expect(problem({ max_tokens: 0 })).toBe('Expected `max_tokens` to be a positive integer, got `0` (number)');
+    expect(problem({ catch_up: 'some' })).toBe('Expected `catch_up` to be one of latest, none, all, got `some` (string)');
+    expect(problem({ cwd: ' ' })).toBe('Expected `cwd` to be a non-empty string');
+    expect(problem({ overlap: 'allow', paused: true })).toBeUndefined();
   });
 });
