@@ -23,7 +23,7 @@ import { TaskRegistry, type Retention } from './history/registry.js';
 import { storedSpec } from './history/records.js';
 import { restoreHistory } from './history/recovery.js';
 import type { RecoveringTasks } from './history/recovering.js';
-import { ResultStore } from './history/results.js';
+import { ResultStore, type ResultFile } from './history/results.js';
 import { silentLogger, type Logger } from './log.js';
 import { filterEnv } from './process/environment.js';
 import { attemptSettings, DEFAULTS, resolveOptions, type BrokerOptions, type ResolvedOptions } from './settings.js';
@@ -228,6 +228,14 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
    */
   result(id: string): FinalPayload | null | undefined {
     return this.registry.result(id, this.results);
+  }
+
+  /**
+   * The file of a task's whole result when `result` would read it from disk, opened to be sent as it
+   * is (the caller closes it); null when that file is missing or refused; undefined otherwise.
+   */
+  resultFile(id: string): ResultFile | null | undefined {
+    return this.registry.resultFile(id, this.results);
   }
 
   logOf(id: string): LogLine[] {

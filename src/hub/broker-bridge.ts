@@ -15,14 +15,14 @@ import { answerCalls } from './calls/answers.js';
 import { changeCalls } from './calls/changes.js';
 import { hostCalls } from './calls/host.js';
 import { scheduleCalls, type SchedulerLike } from './calls/schedules.js';
-import { readCalls, taskCalls } from './calls/tasks.js';
+import { readCalls, taskCalls, wholeResultCall, type WholeResults } from './calls/tasks.js';
 import { followSubmission, watchTask } from './task-feed.js';
 import { UpdateCoalescer } from './update-coalescer.js';
 
 export type { BrokerLike, CodingLike, StartedTask, TaskPicture } from './broker-like.js';
 export { NO_SCHEDULER, type SchedulerLike } from './calls/schedules.js';
 export { noToolCall } from './calls/answers.js';
-export { notAnnotatable } from './calls/tasks.js';
+export { notAnnotatable, type WholeResult, type WholeResults } from './calls/tasks.js';
 
 export interface BrokerBridgeOptions {
   mode: BridgeInfo['mode'];
@@ -53,7 +53,7 @@ export interface BrokerBridgeOptions {
   scheduler?: SchedulerLike;
 }
 
-export interface BrokerBridge extends BackchannelBridge {
+export interface BrokerBridge extends BackchannelBridge, WholeResults {
   /**
    * Submits a task and calls `listener` with every change of it, not coalesced (see
    * `TaskFeedEvent`): first its picture, then each update with the picture after it, the last one
@@ -83,6 +83,7 @@ export function createBrokerBridge(broker: BrokerLike, options: BrokerBridgeOpti
   return {
     ...hostCalls(broker, options),
     ...readCalls(broker),
+    ...wholeResultCall(broker),
     ...taskCalls(broker),
     ...answerCalls(broker),
     ...changeCalls(broker),

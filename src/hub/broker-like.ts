@@ -8,6 +8,7 @@ import type { FinalPayload } from '../protocol/index.js';
 import type { CommandLine, LogLine, TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec, TaskUpdate, ToolAnswer } from '../model/task.js';
 import type { WorkerInfo } from '../model/fleet.js';
 import type { ApplyOutcome, TaskChange, WorktreeRecord } from '../model/change.js';
+import type { ResultFile } from '../broker/history/results.js';
 
 /** A task the broker took: its id, its result, and when it is durable (see TaskHandle.accepted). */
 export interface StartedTask {
@@ -50,6 +51,11 @@ export interface BrokerLike {
    * undefined for an unknown task. Without it the bridge answers with the snapshot's `result`.
    */
   result?(id: string): FinalPayload | null | undefined;
+  /**
+   * The file of a task's whole result when `result` would read it from disk, opened to be sent as it
+   * is (the caller closes it); null when that file is missing or refused; undefined otherwise.
+   */
+  resultFile?(id: string): ResultFile | null | undefined;
   logOf(id: string): LogLine[];
   /** An attachment's content while the broker still holds it. */
   attachment?(id: string, name: string): string | Uint8Array | undefined;

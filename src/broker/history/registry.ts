@@ -23,7 +23,7 @@ import type { Insights, InsightsQuery } from '../../model/insights.js';
 import { isActive } from '../../model/states.js';
 import { computeInsights, foldTasks } from './insights.js';
 import type { HistoryEntry, RetrySpec } from './journal.js';
-import { withSummary, type ResultStore } from './results.js';
+import { withSummary, type ResultFile, type ResultStore } from './results.js';
 import { compareKeys, OrderedHistory, type SortKey } from './ordered-history.js';
 import { Rollup } from './rollup.js';
 import type { ConnectionTally } from '../transport/connection-tally.js';
@@ -233,6 +233,17 @@ export class TaskRegistry<Live extends Registered> {
     if (!stored) return undefined;
     if (stored.snapshot.resultSummary) return results?.read(id) ?? null;
     return stored.snapshot.result ? structuredClone(stored.snapshot.result) : null;
+  }
+
+  /**
+   * The file of a task's whole result, opened to be sent as it is, when `result` would read it from
+   * disk: null when that file is missing or refused (`result` is null then too); undefined when the
+   * result is not on disk (a live task, a small result, an unknown task).
+   */
+  resultFile(id: string, results: ResultStore | undefined): ResultFile | null | undefined {
+    if (this.live.has(id) || !results) return undefined;
+    if (!this.history.get(id)?.snapshot.resultSummary) return undefined;
+    return results.open(id) ?? null;
   }
 
   /** An attachment of a final payload, while the task is in memory (live, or retired); not in history read back. */

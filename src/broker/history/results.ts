@@ -8,7 +8,7 @@
  * (O_EXCL), 0600, never through a symlink (O_NOFOLLOW), and read back only when it is a regular file
  * of ours: a planted symlink or a foreign file is refused with a warning, never followed.
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import {
   RESULT_INLINE_MAX_BYTES,
@@ -109,6 +109,44 @@ export function jsonPrefix(value: unknown, max: number): string {
 
 const NOT_PLAIN = new Error('not plain JSON data');
 
+/** A task's result file, open for reading: its descriptor (the holder closes it) and its size in bytes. */
+export interface ResultFile {
+  fd: number;
+  bytes: number;
+}
+
+/**
+ * Opens `file` for reading when it is a regular file of ours, never through a symlink; throws (the
+ * descriptor closed) otherwise.
+ */
+function openOwn(file: string): ResultFile {
+  const fd = openSync(file, O_RDONLY | NO_FOLLOW);
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) throw new Error(`it belongs to uid ${stat.uid}, not to us`);
+    return { fd, bytes: stat.size };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/** Whether the file's first byte is `{` and its last `}`: what every payload's JSON is (cheap; not a parse). */
+function framedAsObject({ fd, bytes }: ResultFile): boolean {
+  if (bytes < 2) return false;
+  const byte = Buffer.alloc(1);
+  const at = (position: number): number => (readSync(fd, byte, 0, 1, position) === 1 ? byte[0]! : -1);
+  return at(0) === 0x7b && at(bytes - 1) === 0x7d;
+}
+
+/** The warning for a result file that cannot be read (the reason a refused one is refused). */
+function cannotRead(id: string, file: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const why = code === 'ELOOP' ? 'it is a symlink (not followed)' : code === 'ENOENT' ? 'the file is missing' : (error as Error).message;
+  return `result of task ${id}: cannot read ${file}: ${why}`;
+}
+
 /**
  * A copy of `text` that shares no memory with the string it was cut from: V8 keeps a substring as a
  * slice of its parent, so a 400-character preview would hold the whole 10 MB JSON in memory.
@@ -185,19 +223,36 @@ export class ResultStore {
     if (!file) return undefined;
     let fd: number | undefined;
     try {
-      fd = openSync(file, O_RDONLY | NO_FOLLOW);
-      const stat = fstatSync(fd);
-      if (!stat.isFile()) throw new Error('not a regular file');
-      if (typeof process.getuid === 'function' && stat.uid !== process.getuid())
-        throw new Error(`it belongs to uid ${stat.uid}, not to us`);
+      fd = openOwn(file).fd;
       const text = readFileSync(fd, 'utf8');
       if (nestedDeeperThan(text)) throw new Error(`nested deeper than ${MAX_JSON_DEPTH} levels`);
       return JSON.parse(text) as FinalPayload;
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      const why =
-        code === 'ELOOP' ? 'it is a symlink (not followed)' : code === 'ENOENT' ? 'the file is missing' : (error as Error).message;
-      this.warn(`result of task ${id}: cannot read ${file}: ${why}`);
+      this.warn(cannotRead(id, file, error));
+      return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /**
+   * The task's file opened to be sent as it is, without reading it into memory (the hub's whole-result
+   * route, src/hub/http/result-file.ts): checked as `read` checks it, and framed as one JSON object (a
+   * file cut short is refused). The caller closes `fd`. Undefined (with a warning) when it is missing
+   * or refused.
+   */
+  open(id: string): ResultFile | undefined {
+    const file = this.fileOf(id);
+    if (!file) return undefined;
+    let fd: number | undefined;
+    try {
+      const opened = openOwn(file);
+      fd = opened.fd;
+      if (!framedAsObject(opened)) throw new Error('it does not hold one JSON object (cut short?)');
+      fd = undefined;
+      return opened;
+    } catch (error) {
+      this.warn(cannotRead(id, file, error));
       return undefined;
     } finally {
       if (fd !== undefined) closeSync(fd);

@@ -1,7 +1,8 @@
 /**
- * The hub's task calls: reading tasks (lists, one task with its log, its whole result, an
- * attachment) and starting or changing one (submit, cancel, retry, annotate), each refused with
- * `conflict` when the task's state does not allow it.
+ * The hub's task calls: reading tasks (lists, one task with its log, its whole result — for the
+ * HTTP servers, a result kept on disk as its file, sent without being parsed — an attachment) and
+ * starting or changing one (submit, cancel, retry, annotate), each refused with `conflict` when the
+ * task's state does not allow it.
  */
 import type { BackchannelBridge, SubmitRequest, TaskDetails } from '../../bridge/contract.js';
 import { ANNOTATIONS, checkWith } from '../../bridge/checks.js';
@@ -10,6 +11,8 @@ import { specOfRequest } from '../../model/spec-wire.js';
 import { isFinished, MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../../model/task.js';
 import type { TaskPage, TaskPageQuery, TaskSnapshot, TaskSpec } from '../../model/task.js';
 import type { BrokerLike } from '../broker-like.js';
+import type { ResultFile } from '../../broker/history/results.js';
+import type { FinalPayload } from '../../protocol/index.js';
 import { handleOf, requireTask } from './common.js';
 
 /** The calls that read tasks: lists, one task with its log, its whole result, an attachment. */
@@ -28,10 +31,7 @@ export function readCalls(
       return { task, log: broker.logOf(id) };
     },
     async taskResult(id) {
-      const task = requireTask(broker, id);
-      const whole = broker.result ? broker.result(id) : task.result;
-      if (whole === undefined && task.resultSummary) throw new BridgeError('not_found', `Task ${id} is no longer in history`);
-      return whole ?? null;
+      return wholeResultOf(broker, requireTask(broker, id));
     },
     async attachment(id, name) {
       const task = requireTask(broker, id);
@@ -43,6 +43,38 @@ export function readCalls(
       return { name, bytes: bytes.length, encoding: header.encoding ?? 'binary', base64: bytes.toString('base64') };
     },
   };
+}
+
+/** A task's whole result as the hub's HTTP route sends it: its file on disk as it is, else the value. */
+export type WholeResult = { file: ResultFile } | { value: FinalPayload | null };
+
+/** What the hub's HTTP servers add to the bridge's `taskResult`. */
+export interface WholeResults {
+  /**
+   * `taskResult`'s answer, with a result kept on disk as its open file (the caller sends it and closes
+   * it) instead of parsed: the file holds the same JSON text `taskResult`'s value serializes to.
+   */
+  wholeResult(id: string): Promise<WholeResult>;
+}
+
+/** `WholeResults` over the broker. */
+export function wholeResultCall(broker: BrokerLike): WholeResults {
+  return {
+    async wholeResult(id) {
+      const task = requireTask(broker, id);
+      const file = broker.resultFile?.(id);
+      // null: the file is missing or refused (warned): `taskResult` answers null then too.
+      if (file !== undefined) return file ? { file } : { value: null };
+      return { value: wholeResultOf(broker, task) };
+    },
+  };
+}
+
+/** A known task's whole final payload (see `BrokerLike.result`); null when it has none. */
+function wholeResultOf(broker: BrokerLike, task: TaskSnapshot): FinalPayload | null {
+  const whole = broker.result ? broker.result(task.id) : task.result;
+  if (whole === undefined && task.resultSummary) throw new BridgeError('not_found', `Task ${task.id} is no longer in history`);
+  return whole ?? null;
 }
 
 /** The calls that start or change a task, each refused with `conflict` when the task's state does not allow it. */

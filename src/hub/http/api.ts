@@ -5,8 +5,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BackchannelBridge } from '../../bridge/contract.js';
-import { dispatch } from '../../bridge/calls.js';
-import { httpStatusOf } from '../../model/errors.js';
+import { checkArgs, dispatch } from '../../bridge/calls.js';
+import { httpStatusOf, toErrorBody } from '../../model/errors.js';
+import type { WholeResult, WholeResults } from '../calls/tasks.js';
+import { sendResultFile } from './result-file.js';
 import { withOrigin } from '../../bridge/checks.js';
 import { parseRequest } from '../../bridge/http-routes.js';
 import { formatLimit, MAX_SUBMIT_BYTES } from '../../model/limits.js';
@@ -19,7 +21,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from '../../protocol/index.js';
  * server: `panel`); without it a request declares its own (the control endpoint, private to the owner).
  */
 export async function handleApi(
-  bridge: BackchannelBridge,
+  bridge: BackchannelBridge & Partial<WholeResults>,
   req: IncomingMessage,
   res: ServerResponse,
   pathname: string,
@@ -30,9 +32,28 @@ export async function handleApi(
   const call = parseRequest(req.method ?? 'GET', pathname, body);
   if (!call) return sendError(res, 404, 'not_found', `No API route ${req.method} ${pathname}`);
   if (door && (call.method === 'submit' || call.method === 'addSchedule')) call.args = [withOrigin(call.args[0], door)];
+  if (call.method === 'taskResult' && bridge.wholeResult) return sendWholeResult(bridge.wholeResult, call.args, res);
   const reply = await dispatch(bridge, call.method, call.args);
   if (reply.ok) return sendJson(res, 200, reply.value);
   return sendJson(res, httpStatusOf(reply.error.code), { error: reply.error });
+}
+
+/**
+ * `taskResult` over HTTP: a result kept on disk is sent from its file as it is (./result-file.ts),
+ * the same bytes `dispatch` and `sendJson` would make of it, without parsing it; any other answer (or
+ * error) as `dispatch` gives it.
+ */
+async function sendWholeResult(wholeResult: WholeResults['wholeResult'], args: unknown[], res: ServerResponse): Promise<void> {
+  let whole: WholeResult;
+  try {
+    const [id] = checkArgs('taskResult', args);
+    whole = await wholeResult(id);
+  } catch (error) {
+    const body = toErrorBody(error);
+    return sendJson(res, httpStatusOf(body.error.code), { error: body.error });
+  }
+  if ('file' in whole) return sendResultFile(res, whole.file);
+  return sendJson(res, 200, whole.value);
 }
 
 /** `readJsonBody` answered the request with an error already. */

@@ -22,12 +22,13 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   // Well-formed for strict parsers: one lone surrogate in a label broke a whole list (Y51).
   const body = Buffer.from(wellFormedJson(value ?? null));
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': body.length,
-    'Cache-Control': 'no-store',
-  });
+  res.writeHead(status, jsonHeaders(body.length));
   res.end(body);
+}
+
+/** The headers of a JSON reply of `bytes` bytes (`sendJson`'s, and a result file's: ./result-file.ts). */
+export function jsonHeaders(bytes: number): Record<string, string | number> {
+  return { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': bytes, 'Cache-Control': 'no-store' };
 }
 
 /** A minimal page for a person who opened the panel without its token (static text, no markup from input). */
