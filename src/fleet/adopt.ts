@@ -1,6 +1,6 @@
 /**
  * A dead worker's finished results, taken up by the worker that comes back on the same endpoint
- * directory (issue 47: a worker's death must not throw finished work away). An agent whose worker
+ * directory (a worker's death must not throw finished work away). An agent whose worker
  * died as it finished gets no acknowledgement and spools its result (`<dir>/<task_id>.json`,
  * protocol/spool.ts); the keeper (./keeper.ts) lets it do so before it stops the agents.
  *

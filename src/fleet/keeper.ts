@@ -1,5 +1,5 @@
 /**
- * A fleet worker's agents die with it (issue 47, a worker's death). Agents lead process groups of
+ * A fleet worker's agents die with it (docs/scale-out.md and docs/reliability.md: a worker's death). Agents lead process groups of
  * their own, so a worker killed with SIGKILL used to leave them running unwatched: they finished
  * their work and nobody took their results, while the broker ran it again elsewhere.
  *

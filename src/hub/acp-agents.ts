@@ -2,7 +2,7 @@
  * The owner's named ACP agents (the config file's `acp: agents:`, docs/acp.md) as presets: `acp:<name>`
  * runs that agent's command line as an ACP task, so the panel's New task, MCP `run_task {preset}`,
  * schedules and the run policy treat it as any preset the owner ships. Only the config names them:
- * never a task's input or request (red-team finding X1). The agent's environment is not in the
+ * never a task's input or request (docs/acp.md, "Named agents"). The agent's environment is not in the
  * preset: the broker's ACP kind adds it to that command line only (src/broker/acp/).
  */
 import { agentPresetName, parseAcpConfig, type AcpOptions } from '../broker/acp/index.js';

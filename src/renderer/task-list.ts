@@ -55,7 +55,7 @@ export interface TaskListActions {
 
 /**
  * New rows built in one frame. A first screenful paints at once; a history of 1,000 tasks fills in
- * over the next frames instead of holding the first paint for all of them (issue 22).
+ * over the next frames instead of holding the first paint for all of them (docs/performance.md, the panel over a big history).
  */
 const NEW_ROWS_PER_FRAME = 100;
 

@@ -1,7 +1,7 @@
 /**
  * Tasks whose agent outlived the last broker (a SIGKILLed hub). While the agent's process — the
  * pid *and* start time the journal recorded — still runs, its task is shown `running` with
- * `recovering` set: not ended, not retried (issue 47, Y55). Once that process is gone the task ends
+ * `recovering` set: not ended, not retried (docs/reliability.md). Once that process is gone the task ends
  * once, with its real outcome: the result the agent spooled, or `crashed` when it left none — one
  * `ended` update (the snapshot already changed, so a webhook reads the outcome), then `exited`.
  *

@@ -31,7 +31,7 @@ export const BRANCH_PREFIX = 'backchannel/';
 /**
  * A new worktree's checkout writes its files with one worker per core (`checkout.workers=0`; git's
  * own default is one): writing a 10,000-file tree is the kernel's work on each file, which a second
- * core halves (issue 48, docs/performance.md). Command-line scope, like every other override here.
+ * core halves (docs/performance.md). Command-line scope, like every other override here.
  */
 const PARALLEL_CHECKOUT = ['-c', 'checkout.workers=0'];
 /** A diff takes these so it applies whatever the user's diff settings are (noprefix, external diff, textconv). */

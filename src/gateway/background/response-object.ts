@@ -39,7 +39,7 @@ export interface ResponseFacts {
   error?: { code: 'server_error' | 'rate_limit_exceeded'; message: string };
   /**
    * What a failed or cancelled response's agent had written before its task was stopped: kept in
-   * `output` as an `incomplete` message (issue 47 §2: finished work is never thrown away).
+   * `output` as an `incomplete` message (docs/reliability.md: finished work is never thrown away).
    */
   keptText?: string;
 }

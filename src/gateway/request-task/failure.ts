@@ -32,7 +32,7 @@ export interface DescribeFailureContext {
 }
 
 /**
- * What a task stopped by its deadline, its budget or a cancel had written (issue 47 §2: finished
+ * What a task stopped by its deadline, its budget or a cancel had written (docs/reliability.md: finished
  * work is never thrown away): the answer streamed so far, else its partial result's text; '' when it
  * failed by itself (it said what it meant to) or had written nothing.
  */
