@@ -77,7 +77,7 @@ module.exports = {
       '^src/(?!(protocol|agent-runtime|relay|acp)/)',
       'The ACP adapter is a sub-agent like any other: the wire protocol, the agent runtime and the ACP SDK, nothing of the broker or hub.',
     ),
-    forbid('base-is-a-leaf', layer('base'), '^src/(?!base/)', 'The utilities under every layer (the logger) know nothing of Backchannel.'),
+    forbid('base-is-a-leaf', layer('base'), '^src/(?!base/)', 'The utilities under every layer (the logger, ending a process tree) know nothing of Backchannel.'),
     forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|base|broker)/)', 'The core knows no front-end.'),
     forbid(
       'bridge-is-a-contract',
@@ -195,8 +195,7 @@ module.exports = {
     forbid(
       'client-entry-over-the-core-entry',
       '^src/client/index\\.ts$',
-      // One exception, until its owner moves it to base/: ending a process tree (the gateway ends the Cursor CLI's).
-      '^src/broker/(?!index\\.ts$|process/kill-tree\\.ts$)',
+      '^src/broker/(?!index\\.ts$)',
       "What front-ends need of the core reaches the client's entry from the task model, the base leaf or the core's public entry (broker/index.ts), never from a file inside the core.",
     ),
     forbid('cli-is-a-front-end', layer('cli'), '^src/(main|renderer|preload)/', 'The CLI never loads the Electron shell or the panel.'),

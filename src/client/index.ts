@@ -27,6 +27,6 @@ export { BrokerError, DEFAULTS, planNewWorktree, TaskError, type BrokerOptions, 
 // A front-end that starts a process of its own (the gateway asks the Cursor CLI for its models)
 // ends its whole tree the way the core ends an agent's. (Its file is the core's; it moves to base/
 // with its owner's next change: the one exception of the rule.)
-export { killTree } from '../broker/process/kill-tree.js';
+export { killTree } from '../base/kill-tree.js';
 /** The owner's named ACP agents as presets (`run --acp-agent <name>` starts one; docs/acp.md). */
 export { acpAgentPresets } from '../hub/acp-agents.js';

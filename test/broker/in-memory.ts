@@ -10,7 +10,7 @@ import type { AttemptIO, AttemptSettings, AttemptSink } from '../../src/broker/t
 import type { ChannelHandlers } from '../../src/broker/transport/channel.js';
 import { DEFAULT_CHANNEL_LIMITS } from '../../src/broker/transport/channel.js';
 import type { TaskEndpoint } from '../../src/broker/transport/task-endpoint.js';
-import type { TerminateOptions } from '../../src/broker/process/kill-tree.js';
+import type { TerminateOptions } from '../../src/base/kill-tree.js';
 import type { LogEvent } from '../../src/model/task.js';
 import type { AgentProcess } from '../../src/broker/process/spawn-agent.js';
 

@@ -79,8 +79,8 @@ describe("the client's entry", () => {
       '../model/duration.js: durationTooLong, MAX_DURATION_MS',
       '../base/log.js: createHeadlessLogger, silentLogger, type Logger',
       '../broker/index.js: BrokerError, DEFAULTS, planNewWorktree, TaskError, type BrokerOptions, type EnvPolicy, type RunRule',
-      '../broker/process/kill-tree.js: killTree',
-      '../hub/acp-agents.js: acpAgentPresets',
+      '../base/kill-tree.js: killTree',
+            '../hub/acp-agents.js: acpAgentPresets',
     ]);
   });
 

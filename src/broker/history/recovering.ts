@@ -14,7 +14,7 @@ import { readSpoolFile, removeSpoolFile, spoolPath } from '../../protocol/spool.
 import { withoutContent, type FinalPayload } from '../../protocol/index.js';
 import type { TaskUpdate } from '../../model/task.js';
 import type { Logger } from '../log.js';
-import { terminateTree } from '../process/kill-tree.js';
+import { terminateTree } from '../../base/kill-tree.js';
 import { processStartTime } from '../process/start-time.js';
 import { errorMessageOf } from '../task/decision.js';
 import { Task } from '../task/task.js';

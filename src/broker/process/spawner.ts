@@ -32,7 +32,7 @@ import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import type { AgentCpu } from './agent-weight.js';
-import { killTree } from './kill-tree.js';
+import { killTree } from '../../base/kill-tree.js';
 import { SPAWNER_THREAD_SOURCE, type FromThread, type SpawnFailure, type ToThread } from './spawner-thread.js';
 
 /** A started (or starting) sub-agent: the part of a ChildProcess an attempt uses. */
@@ -209,7 +209,7 @@ class SpawnedAgent extends EventEmitter implements AgentProcess {
     this.stderr = new ChildOutput((message) => send({ ...message, id, fd: 2 }));
   }
 
-  /** Sends `signal` to the child (its group is for kill-tree.ts). */
+  /** Sends `signal` to the child (its group is for base/kill-tree.ts). */
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
     if (this.pid === undefined || this.exitSeen) return false;
     try {

@@ -18,7 +18,7 @@ import {
 import { readSpooled, removeSpoolFile, spoolPath } from '../../protocol/spool.js';
 import { AttemptTimers } from '../guards/watchdog.js';
 import type { AgentCpu } from '../process/agent-weight.js';
-import { groupAlive, killTree, terminateTree, type TerminateOptions } from '../process/kill-tree.js';
+import { groupAlive, killTree, terminateTree, type TerminateOptions } from '../../base/kill-tree.js';
 import { handOffEnv } from '../process/environment.js';
 import {
   checkWorkingDirectory,
@@ -121,7 +121,7 @@ export interface AttemptIO {
   checkCwd(cwd: string): void;
   /** Starts the agent (leading its own process group). */
   spawn(settings: AttemptSettings, env: Record<string, string>): AgentProcess;
-  /** SIGTERM then SIGKILL to the agent's tree (see process/kill-tree.ts); returns a cancel function. */
+  /** SIGTERM then SIGKILL to the agent's tree (see base/kill-tree.ts); returns a cancel function. */
   terminate(pid: number, options: TerminateOptions): () => void;
   /** After the attempt: kill what is left of the agent's process group; true when something was left. */
   reap(pid: number): boolean | void;

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { groupAlive, killTree } from '../../../src/broker/process/kill-tree.js';
+import { groupAlive, killTree } from '../../src/base/kill-tree.js';
 
 const posix = process.platform !== 'win32';
 
