@@ -77,7 +77,12 @@ module.exports = {
       '^src/(?!(protocol|agent-runtime|relay|acp)/)',
       'The ACP adapter is a sub-agent like any other: the wire protocol, the agent runtime and the ACP SDK, nothing of the broker or hub.',
     ),
-    forbid('base-is-a-leaf', layer('base'), '^src/(?!base/)', 'The utilities under every layer (the logger, ending a process tree) know nothing of Backchannel.'),
+    forbid(
+      'base-is-a-leaf',
+      layer('base'),
+      '^src/(?!base/)',
+      'The utilities under every layer (the logger, ending a process tree) know nothing of Backchannel.',
+    ),
     forbid('broker-is-the-core', layer('broker'), '^src/(?!(protocol|model|base|broker)/)', 'The core knows no front-end.'),
     forbid(
       'bridge-is-a-contract',

@@ -80,7 +80,7 @@ describe("the client's entry", () => {
       '../base/log.js: createHeadlessLogger, silentLogger, type Logger',
       '../broker/index.js: BrokerError, DEFAULTS, planNewWorktree, TaskError, type BrokerOptions, type EnvPolicy, type RunRule',
       '../base/kill-tree.js: killTree',
-            '../hub/acp-agents.js: acpAgentPresets',
+      '../hub/acp-agents.js: acpAgentPresets',
     ]);
   });
 
