@@ -9,7 +9,7 @@
  *   gateway:  { … the gateway's own schema, src/gateway/config.ts }
  *   run_policy: { allow: [{ command, args, more_args, dirs }] }   (src/broker/run-policy.ts)
  *   budget:   { default: { max_tokens, max_cost_usd, max_turns }, mcp: { … }, … }   (src/broker/guards/budget.ts)
- *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/config.ts)
+ *   notify:   { webhooks: [{ url, events, secret }] }   (src/notify/channels.ts: one entry per channel)
  *   acp:      { agents: {claude: {command, args, env}}, approvals: {default: {edit: ask}}, on_budget: pause }
  *             (src/broker/acp/settings.ts)
  *
