@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { isFinished, type LogLine, type TaskOrigin, type TaskSnapshot, type TaskSpec } from '../../model/task.js';
+import { isFinished, RESULT_INLINE_MAX_BYTES, type LogLine, type TaskOrigin, type TaskSnapshot, type TaskSpec } from '../../model/task.js';
 import type { Logger } from '../log.js';
 import type { ChangeSummary, WorktreeInfo } from '../../model/change.js';
 import { ensureDataDir, NO_FOLLOW } from './data-dir.js';
@@ -99,6 +99,12 @@ export type RetrySpec = Pick<TaskSpec, 'env' | 'askTimeoutMs' | 'taskIdArg' | 'e
 export interface LoadResult {
   entries: HistoryEntry[];
   skippedLines: number;
+  /**
+   * Tasks whose `ended` record with an inline result had a line longer than RESULT_INLINE_MAX_BYTES:
+   * only they can hold a result that belongs in its file (see `keepResultFiles` in recovery.ts). A
+   * result is written into its line as the JSON it is measured as, so a shorter line holds a smaller one.
+   */
+  longResults: Set<string>;
 }
 
 /** A journal over the size limit is compacted when it holds more than this many records per task. */
@@ -167,15 +173,16 @@ export class Journal {
   /** Reads history. Tasks without an `ended` record were running when the broker died: `interrupted`. */
   load(): LoadResult {
     const entries = new Map<string, HistoryEntry>();
+    const longResults = new Set<string>();
     this.loaded = { records: 0, tasks: 0 };
     let skippedLines = 0;
     let lineNumber = 0;
-    const apply = (line: string): void => {
+    const apply = (line: string, bytes: number): void => {
       lineNumber += 1;
       if (line.trim() === '') return;
       let record: unknown;
       // A record nested too deep (a result written before payloads were capped) would break every listing.
-      const tooDeep = nestedDeeperThan(line);
+      const tooDeep = moreOpenersThan(line, MAX_JSON_DEPTH) && nestedDeeperThan(line);
       try {
         record = tooDeep ? undefined : JSON.parse(line);
       } catch {
@@ -189,6 +196,7 @@ export class Journal {
         return;
       }
       applyRecord(entries, record as JournalRecord);
+      if (bytes > RESULT_INLINE_MAX_BYTES && (record as JournalRecord).e === 'ended') longResults.add((record as { id: string }).id);
       this.loaded.records += 1;
     };
     try {
@@ -202,7 +210,7 @@ export class Journal {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
         this.logger.warn(`history: cannot read ${this.file}: ${(error as Error).message}`);
       }
-      return { entries: [], skippedLines };
+      return { entries: [], skippedLines, longResults };
     }
     this.loaded.tasks = entries.size;
     for (const entry of entries.values()) {
@@ -218,7 +226,7 @@ export class Journal {
         delete entry.orphan;
       }
     }
-    return { entries: [...entries.values()], skippedLines };
+    return { entries: [...entries.values()], skippedLines, longResults };
   }
 
   /**
@@ -444,10 +452,10 @@ const READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * Calls `line` with each line of the file `fd` (UTF-8, without its newline; a last line without
- * one too), reading a chunk at a time: a whole journal as one string and its array of lines were
+ * one too) and its length in bytes, reading a chunk at a time: a whole journal as one string and its array of lines were
  * most of the hub's memory at start over a long history, long after the start (docs/performance.md § How cost grows with history).
  */
-function forEachLine(fd: number, line: (text: string) => void): void {
+function forEachLine(fd: number, line: (text: string, bytes: number) => void): void {
   let carry: Buffer | undefined;
   const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   for (;;) {
@@ -456,13 +464,27 @@ function forEachLine(fd: number, line: (text: string) => void): void {
     const data: Buffer = carry ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
     let start = 0;
     for (let end = data.indexOf(0x0a, start); end >= 0; end = data.indexOf(0x0a, start)) {
-      line(data.toString('utf8', start, end));
+      line(data.toString('utf8', start, end), end - start);
       start = end + 1;
     }
     // The rest is the start of a line that goes on in the next chunk: a copy, the chunk is reused.
     carry = start < data.length ? Buffer.from(data.subarray(start)) : undefined;
   }
-  if (carry) line(carry.toString('utf8'));
+  if (carry) line(carry.toString('utf8'), carry.length);
+}
+
+/**
+ * True when `text` has more than `max` opening brackets (those inside strings counted too): only
+ * such a line can nest deeper than `max`. The native `indexOf` finds the few brackets of a record
+ * at a fraction of the cost of `nestedDeeperThan`'s walk over every character, which cost ~0.8× the
+ * `JSON.parse` of each line at start (docs/performance.md, "Issue 48 §3").
+ */
+function moreOpenersThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let n = 0;
+  for (let i = text.indexOf('{'); i >= 0; i = text.indexOf('{', i + 1)) if (++n > max) return true;
+  for (let i = text.indexOf('['); i >= 0; i = text.indexOf('[', i + 1)) if (++n > max) return true;
+  return false;
 }
 
 function endsWithNewline(file: string, size: number): boolean {
@@ -535,7 +557,12 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       const previous = entries.get(record.id);
       const { command, args, cwd, label } = record.task;
       // What runs again (Retry) is what the panel shows: the snapshot's command line, never a different stored one.
-      const spec = { ...(record.spec ?? previous?.spec), command, args, cwd, label };
+      // The record's own spec (parsed for this entry alone) is set in place: no copy of it per task at start.
+      const spec = record.spec ?? ({ ...previous?.spec } as StoredSpec);
+      spec.command = command;
+      spec.args = args;
+      spec.cwd = cwd;
+      spec.label = label;
       entries.set(record.id, { snapshot: record.task, spec });
       return;
     }

@@ -56,7 +56,7 @@ export async function restoreHistory(
   { retention, checkMs, orphanGraceMs, killGraceMs }: RestoreTiming,
 ): Promise<Restored> {
   const { journal, history, rollup } = context;
-  const { entries, skippedLines } = journal.load();
+  const { entries, skippedLines, longResults } = journal.load();
   if (skippedLines > 0) context.warn(`history: skipped ${skippedLines} corrupt journal line(s)`);
   const now = Date.now();
   const fresh = entries.filter((entry) => !tooOld(entry.snapshot, retention.maxAgeMs, now));
@@ -65,7 +65,7 @@ export async function restoreHistory(
   rollup?.open(path.dirname(journal.file));
   rollup?.fold(entries.filter((entry) => !kept.has(entry)).map((entry) => entry.snapshot));
   if (rollup?.error) context.warn(rollup.error);
-  const migrated = keepResultFiles(context, context.warn);
+  const migrated = keepResultFiles(context, context.warn, longResults);
   await journal.open();
   if (journal.error) context.warn(journal.error);
   adoptSpooledResults(context);
@@ -90,9 +90,11 @@ export async function restoreHistory(
 /**
  * Result files of kept tasks stay; the others (tasks that left history, a crash between writing a
  * file and journalling it) are removed. A big result still inline (a journal of an older version)
- * moves to its file. Returns how many moved: the journal is then compacted to drop their copies.
+ * moves to its file: only those of `longResults` (tasks whose journal line was long enough to hold
+ * one) are looked at, not every result serialized again at each start. Returns how many moved: the
+ * journal is then compacted to drop their copies.
  */
-function keepResultFiles({ history, results, logger }: RecoveryContext, warn: (message: string) => void): number {
+function keepResultFiles({ history, results, logger }: RecoveryContext, warn: (message: string) => void, longResults: Set<string>): number {
   if (!results) return 0;
   try {
     // Made private now, not at the first big result: nobody else gets to create it first.
@@ -104,7 +106,9 @@ function keepResultFiles({ history, results, logger }: RecoveryContext, warn: (m
   const removed = results.store.sweep((id) => history.get(id)?.snapshot.resultSummary !== undefined || results.keep(id));
   if (removed > 0) logger.info(`removed ${removed} result file(s) of tasks no longer in history`);
   let migrated = 0;
-  for (const entry of history.values()) {
+  for (const id of longResults) {
+    const entry = history.get(id);
+    if (!entry) continue;
     const { snapshot } = entry;
     if (!snapshot.result || snapshot.resultSummary) continue;
     const summary = results.store.write(snapshot.id, snapshot.result);
