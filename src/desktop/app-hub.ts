@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../broker/log.js';
 import { loadConfig } from '../config/file.js';
+import { commandSection } from '../config/sections.js';
 import { assembleHub, type Hub } from '../hub/assemble.js';
 import { desktopHistory, moveLegacyHistory } from '../hub/history-home.js';
 import { startMountServer, type MountServer } from '../hub/http/mount-server.js';
@@ -91,8 +92,9 @@ function readToken(logger: Logger, env: NodeJS.ProcessEnv): { secret: string; fi
 async function serveMounts(hub: Hub, tokenFile: string | undefined, env: NodeJS.ProcessEnv): Promise<MountServer | undefined> {
   if (hub.mounts.length === 0) return undefined;
   try {
-    const port = Number(loadConfig(env).sections.serve?.port);
-    const server = await startMountServer({ mounts: hub.mounts, port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0 });
+    // Read through the `serve:` section's one shape, as `serve` reads it: a bad port is named, not replaced.
+    const port = commandSection(loadConfig(env), 'serve').port ?? 0;
+    const server = await startMountServer({ mounts: hub.mounts, port });
     hub.logger.info(`MCP (Streamable HTTP): ${server.urlOf(MCP_PATH)}  (Authorization: Bearer <the token in ${tokenFile}>)`);
     return server;
   } catch (error) {

@@ -20,7 +20,7 @@ import { startAppHub } from '../../src/desktop/app-hub.js';
 import { assembleHub } from '../../src/hub/assemble.js';
 import { tempDir, waitFor } from '../helpers/core.js';
 import { anyCommandConfig } from '../helpers/run-policy.js';
-import { printed, start } from './control/hub-process.js';
+import { cli, printed, start } from './control/hub-process.js';
 import { callTool, connectHttp, connectStdio } from '../mcp/modern-client.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -128,6 +128,24 @@ describe('every shell wires the same hub', () => {
       const listed = await callTool(client, 'list_tasks', {});
       expect(listed.value.presets.map((p: { name: string }) => p.name)).toEqual(presets);
     }
+  });
+});
+
+describe('the desktop app reads the config as serve does', () => {
+  test('a serve.port out of range stops it with the one line serve prints, naming the file and the key', async () => {
+    const hook = await receiver();
+    cleanups.push(() => new Promise((resolve) => hook.server.close(resolve)));
+    const { dir, env } = shellEnv(hook.port);
+    appendFileSync(env.BACKCHANNEL_CONFIG!, 'serve:\n  port: 70000\n');
+    const before = process.env.BACKCHANNEL_CONFIG;
+    process.env.BACKCHANNEL_CONFIG = env.BACKCHANNEL_CONFIG;
+    cleanups.push(() => (before === undefined ? delete process.env.BACKCHANNEL_CONFIG : (process.env.BACKCHANNEL_CONFIG = before)));
+    const starting = startAppHub({ userData: path.join(dir, 'user-data'), logger: silentLogger, logPath: '', version: '0.0.0-test', env });
+    // Was: the MCP mount silently on a free port instead of the one the config names.
+    await expect(starting).rejects.toThrow(/config\.yaml: serve\.port must be an integer from 0 to 65535, got 70000$/);
+    const serve = await cli(['serve'], env);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toContain('serve.port must be an integer from 0 to 65535, got 70000');
   });
 });
 
