@@ -554,11 +554,10 @@ function applyRecord(entries: Map<string, HistoryEntry>, record: JournalRecord):
       return;
     }
     case 'ended': {
-      const previous = entries.get(record.id);
       const { command, args, cwd, label } = record.task;
       // What runs again (Retry) is what the panel shows: the snapshot's command line, never a different stored one.
       // The record's own spec (parsed for this entry alone) is set in place: no copy of it per task at start.
-      const spec = record.spec ?? ({ ...previous?.spec } as StoredSpec);
+      const spec = record.spec ?? ({ ...entries.get(record.id)?.spec } as StoredSpec);
       spec.command = command;
       spec.args = args;
       spec.cwd = cwd;
