@@ -25,7 +25,7 @@ import type { Logger } from '../base/log.js';
 import type { RunPolicy } from '../broker/run-policy.js';
 import type { TaskHandle } from '../broker/types.js';
 import type { TaskSpec } from '../model/task.js';
-import { BUDGET_KEYS, type TaskUsage } from '../model/usage.js';
+import { BUDGET_KEYS, type TaskBudget, type TaskUsage } from '../model/usage.js';
 import {
   BUDGET_DAY_MS,
   cronError,
@@ -368,12 +368,15 @@ function specOf(schedule: Schedule, budgets?: DoorBudgets): TaskSpec {
     label: `schedule ${schedule.name}`,
     // A worktree fire is a coding task of the repository (its cwd in it, when given): `run --worktree`.
     ...(schedule.worktree ? { cwd: schedule.cwd ?? schedule.worktree, worktree: true } : schedule.cwd ? { cwd: schedule.cwd } : {}),
-    ...(schedule.maxTokens ? { maxTokens: schedule.maxTokens } : {}),
-    ...(schedule.maxCostUsd ? { maxCostUsd: schedule.maxCostUsd } : {}),
     ...(schedule.acp ? { acp: schedule.acp } : {}),
     ...(schedule.input !== undefined ? { input: schedule.input } : {}),
   };
-  for (const key of BUDGET_KEYS) if (spec[key] === undefined && door?.[key] !== undefined) spec[key] = door[key];
+  // Each budget key from the schedule's own per-run budget, else its door's (a schedule has `run`'s two: no maxTurns).
+  const own: TaskBudget = { maxTokens: schedule.maxTokens, maxCostUsd: schedule.maxCostUsd };
+  for (const key of BUDGET_KEYS) {
+    const limit = own[key] ?? door?.[key];
+    if (limit !== undefined) spec[key] = limit;
+  }
   return spec;
 }
 
