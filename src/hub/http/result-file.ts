@@ -7,11 +7,13 @@
  * (`wellFormedJson`: each lone surrogate's escape `\udXXX` becomes `\ufffd`, as long) is made here on
  * the bytes as they pass.
  */
-import { createReadStream } from 'node:fs';
+import { closeSync, read } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream/promises';
 import type { ResultFile } from '../../broker/history/results.js';
 import { jsonHeaders } from './responses.js';
+
+/** Bytes read at a time; two buffers of it, reused, are all a reply holds (no garbage per chunk). */
+const CHUNK_BYTES = 256 * 1024;
 
 /**
  * Sends `file` as a 200 JSON reply and closes it. A file that changes size on the way, or fails to
@@ -19,30 +21,59 @@ import { jsonHeaders } from './responses.js';
  * wrong body).
  */
 export async function sendResultFile(res: ServerResponse, file: ResultFile): Promise<void> {
-  const source = createReadStream('', { fd: file.fd, start: 0, end: Math.max(file.bytes - 1, 0), autoClose: true });
   res.writeHead(200, jsonHeaders(file.bytes));
   try {
-    await pipeline(source, wellFormedBytes(file.bytes), res);
+    await copyFile(file, res);
+    res.end();
   } catch {
-    source.destroy();
     res.destroy();
+  } finally {
+    closeSync(file.fd);
   }
 }
 
-/** Passes the bytes through with `LoneEscapes`; throws when they are not `bytes` long. */
-function wellFormedBytes(bytes: number): (source: AsyncIterable<Buffer>) => AsyncGenerator<Buffer> {
-  return async function* (source) {
-    const escapes = new LoneEscapes();
-    let total = 0;
-    for await (const chunk of source) {
-      total += chunk.length;
-      const out = escapes.push(chunk);
-      if (out.length > 0) yield out;
-    }
-    if (total !== bytes) throw new Error(`the result file changed size while it was sent (${total} of ${bytes} bytes)`);
-    const rest = escapes.end();
-    if (rest.length > 0) yield rest;
-  };
+/**
+ * Reads the file into one buffer while the other is written; each read goes after the bytes
+ * `LoneEscapes` held back, copied to the buffer's start, so an escape cut by a read is whole.
+ */
+async function copyFile({ fd, bytes }: ResultFile, res: ServerResponse): Promise<void> {
+  const buffers = [Buffer.allocUnsafe(HELD_BYTES + CHUNK_BYTES), Buffer.allocUnsafe(HELD_BYTES + CHUNK_BYTES)];
+  const escapes = new LoneEscapes();
+  let held = Buffer.alloc(0);
+  let writing: Promise<void> = Promise.resolve();
+  for (let position = 0, turn = 0; position < bytes; turn = 1 - turn) {
+    const buffer = buffers[turn]!;
+    held.copy(buffer, 0);
+    const read = await readAt(fd, buffer.subarray(held.length, held.length + Math.min(CHUNK_BYTES, bytes - position)), position);
+    if (read === 0) throw new Error(`the result file is shorter than when it was opened (${position} of ${bytes} bytes)`);
+    position += read;
+    const text = buffer.subarray(0, held.length + read);
+    const ready = escapes.scan(text, position >= bytes);
+    held = Buffer.from(text.subarray(ready));
+    await writing;
+    if (res.destroyed) throw new Error('the client went away');
+    writing = writeTo(res, text.subarray(0, ready));
+    // Awaited at the next turn; until then a failure must not count as unhandled.
+    writing.catch(() => {});
+  }
+  await writing;
+}
+
+function readAt(fd: number, into: Buffer, position: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, into, 0, into.length, position, (error, n) => (error ? reject(error) : resolve(n))));
+}
+
+/** Writes `chunk`; resolves once it is handed to the socket (its buffer may be reused then). */
+function writeTo(res: ServerResponse, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const closed = (): void => reject(new Error('the reply was closed'));
+    res.once('close', closed);
+    res.write(chunk, (error) => {
+      res.off('close', closed);
+      if (error) reject(error);
+      else resolve();
+    });
+  });
 }
 
 const BACKSLASH = 0x5c;
@@ -50,38 +81,36 @@ const BACKSLASH = 0x5c;
 const SURROGATE_ESCAPE = Buffer.from('\\ud', 'latin1');
 /** `\udXXX` is 6 bytes. */
 const ESCAPE_BYTES = 6;
-const EMPTY = Buffer.alloc(0);
+/** The bytes at a piece's end an escape cut by it may start in. */
+const HELD_BYTES = ESCAPE_BYTES - 1;
 
 /**
  * JSON text in chunks, with each lone surrogate's escape (`\ud800`–`\udfff`, after an even run of
- * backslashes) rewritten as `\ufffd`: `wellFormedJson`'s rewrite, on bytes that arrive in pieces. An
- * escape cut by a chunk's end is completed by the next: the last 5 bytes wait for it. The chunks are
- * rewritten in place.
+ * backslashes) rewritten as `\ufffd`, in place: `wellFormedJson`'s rewrite, on bytes that arrive in
+ * pieces. An escape may be cut by a piece's end: `scan` holds back the last bytes of each piece, to
+ * be given again, first, with the next.
  */
 export class LoneEscapes {
-  /** The last bytes seen, not passed on yet: an escape may start in them. */
-  private carry: Buffer = EMPTY;
-  /** The bytes passed on so far end in an odd run of backslashes (the next byte is escaped). */
+  /** The bytes final so far end in an odd run of backslashes (the next byte is escaped). */
   private oddRun = false;
 
-  /** The bytes that can be passed on now (a view of `chunk`, or of it after the bytes held back). */
-  push(chunk: Buffer): Buffer {
-    const text = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-    const ready = Math.max(text.length - (ESCAPE_BYTES - 1), 0);
-    for (let at = text.indexOf(SURROGATE_ESCAPE); at !== -1 && at < ready; at = text.indexOf(SURROGATE_ESCAPE, at + 1)) {
+  /**
+   * Rewrites the escapes of `text` (the bytes held back last time, then new ones) and returns how many
+   * of its bytes are final: the rest (at most HELD_BYTES) comes again at the start of the next text.
+   * `last`: there is no next text; every byte is final.
+   */
+  scan(text: Buffer, last = false): number {
+    const ready = last ? text.length : Math.max(text.length - HELD_BYTES, 0);
+    for (
+      let at = text.indexOf(SURROGATE_ESCAPE);
+      at !== -1 && at + ESCAPE_BYTES <= text.length;
+      at = text.indexOf(SURROGATE_ESCAPE, at + 1)
+    ) {
+      if (at >= ready) break;
       if (surrogateDigits(text, at) && !this.escaped(text, at)) text.write('fffd', at + 2, 'latin1');
     }
-    this.carry = Buffer.from(text.subarray(ready));
-    const out = text.subarray(0, ready);
-    this.passed(out);
-    return out;
-  }
-
-  /** What was held back: the end of the text (too short for an escape to start in it). */
-  end(): Buffer {
-    const rest = this.carry;
-    this.carry = EMPTY;
-    return rest;
+    this.passed(text.subarray(0, ready));
+    return ready;
   }
 
   /** Whether the backslash at `at` is itself escaped: an odd run of backslashes before it (in `text` and before). */
@@ -96,7 +125,7 @@ export class LoneEscapes {
     return i < 0 ? odd !== this.oddRun : odd;
   }
 
-  /** Notes how the bytes passed on now end (the run of backslashes they end in, with the run before). */
+  /** Notes how the final bytes end (the run of backslashes they end in, with the run before). */
   private passed(out: Buffer): void {
     let i = out.length - 1;
     while (i >= 0 && out[i] === BACKSLASH) i -= 1;

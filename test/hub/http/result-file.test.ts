@@ -6,7 +6,7 @@
  * short is refused as before (the reply is `null`), never followed; a file that changes size while it
  * is sent ends the reply cut short, never with a wrong body.
  */
-import { mkdirSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { fstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -85,12 +85,16 @@ describe('LoneEscapes: wellFormedJson on bytes in pieces', () => {
       const bytes = Buffer.from(text);
       const escapes = new LoneEscapes();
       const out: Buffer[] = [];
+      let held = Buffer.alloc(0);
       for (let at = 0; at < bytes.length;) {
         const size = 1 + (next() % (round % 2 === 0 ? 8 : 64));
-        out.push(escapes.push(Buffer.from(bytes.subarray(at, at + size))));
+        const text = Buffer.concat([held, bytes.subarray(at, at + size)]);
         at += size;
+        const ready = escapes.scan(text, at >= bytes.length);
+        out.push(Buffer.from(text.subarray(0, ready)));
+        held = Buffer.from(text.subarray(ready));
       }
-      out.push(escapes.end());
+      expect(held.length).toBe(0);
       expect(Buffer.concat(out).toString('utf8')).toBe(wellFormedJson(JSON.parse(text)));
     }
   });
@@ -209,6 +213,34 @@ describe('sendResultFile', () => {
     try {
       const { port } = server.address() as AddressInfo;
       await expect(get({ port }, '/')).rejects.toThrow();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('sendResultFile, a client that goes away', () => {
+  test('the reply stops and the file is closed', async () => {
+    const dir = tempDir();
+    const name = path.join(dir, 'r.json');
+    writeFileSync(name, '{"a":"' + 'b'.repeat(8 * 1024 * 1024) + '"}');
+    let sent: Promise<void> | undefined;
+    let fd = -1;
+    const server = http.createServer((_req, res) => {
+      fd = openSync(name, 'r');
+      sent = sendResultFile(res, { fd, bytes: statSync(name).size });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      await new Promise<void>((resolve) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/' }, (res) => res.once('data', () => req.destroy()));
+        req.on('close', resolve);
+        req.on('error', () => {});
+      });
+      await sent;
+      expect(() => fstatSync(fd)).toThrow(/EBADF/);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
