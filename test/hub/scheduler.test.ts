@@ -137,7 +137,9 @@ test('a command the run policy refuses from the schedule door cannot be schedule
     /refused `\/bin\/sh -c echo pwned` .*from a schedule: not a template, a preset or a command the run policy allows/,
   );
   expect(store.get('evil')).toBeUndefined();
-  expect(() => scheduler.add({ name: 'bad', everyMs: 10, command: [fixture('quick.mjs')] })).toThrow('invalid schedule: Expected `everyMs` to be an integer of at least 1000, got `10` (number)');
+  expect(() => scheduler.add({ name: 'bad', everyMs: 10, command: [fixture('quick.mjs')] })).toThrow(
+    'invalid schedule: Expected `everyMs` to be an integer of at least 1000, got `10` (number)',
+  );
 });
 
 test('a fire whose command the broker refuses (the policy changed since) is recorded as refused, once', async () => {
