@@ -22,6 +22,8 @@ export { agentProcesses };
 export async function expectNothingLeft(ipcDir: string): Promise<void> {
   // Killed processes take a moment to be reaped; wait for that, then assert.
   await waitFor(() => agentProcesses(ipcDir).length === 0, 'the sub-agent processes to be gone', 10_000).catch(() => {});
+  // A spool file taken goes once what was taken from it is durable (a moment after the task ends).
+  await waitFor(() => leftovers(ipcDir).length === 0, 'the endpoint directory to be empty', 5_000).catch(() => {});
   expect(agentProcesses(ipcDir)).toEqual([]);
   expect(leftovers(ipcDir)).toEqual([]);
 }

@@ -77,7 +77,8 @@ describe('broker crash and restart', () => {
       result: { status: 'success', data: { answer: 42, finishedAfterTheBrokerDied: true }, meta: { channel: 'spool' } },
     });
     expect((adopted?.result as { token?: string }).token).toBeUndefined();
-    // Spool file adopted and removed; the dead broker's socket files swept.
+    // Spool file adopted and removed (once its adoption is durable); the dead broker's socket files swept.
+    await waitFor(() => leftovers(ipcDir).length === 0, 'the adopted spool file to be removed').catch(() => {});
     expect(leftovers(ipcDir)).toEqual([]);
     await second.close();
 
@@ -310,6 +311,7 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     // One `ended`, and whoever read the task at it (a webhook does) read the outcome, never a stale state.
     expect((await second.stats()).endedAs[id]).toEqual(['succeeded']);
     await second.close();
+    await waitFor(() => leftovers(ipcDir).length === 0, 'the adopted spool file to be removed').catch(() => {});
     expect(leftovers(ipcDir)).toEqual([]);
     const { broker } = makeBroker({ dataDir });
     await broker.ready;
@@ -381,6 +383,7 @@ describe('an agent that outlives its broker by longer than the restart', () => {
     );
     expect(ended).toMatchObject({ state: 'succeeded', result: { data: { answer: 'written while the hub restarted' } } });
     await second.close();
+    await waitFor(() => leftovers(ipcDir).length === 0, 'the adopted spool file to be removed').catch(() => {});
     expect(leftovers(ipcDir)).toEqual([]);
   });
 
