@@ -10,6 +10,7 @@
 // `--outdir <dir>` writes the two files there instead of dist/acp (test/acp/bundle.test.ts).
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
+import { NODE_BUNDLE } from './bundle-options.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const at = process.argv.indexOf('--outdir');
@@ -26,18 +27,7 @@ const keepExternal = {
   },
 };
 
-const common = {
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: ['node20'],
-  sourcemap: 'linked',
-  legalComments: 'none',
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: 'warning',
-  plugins: [keepExternal],
-};
+const common = { ...NODE_BUNDLE, plugins: [keepExternal] };
 
 await Promise.all([
   build({ ...common, entryPoints: [`${root}src/acp/main.ts`], outfile: `${outdir}/main.js` }),

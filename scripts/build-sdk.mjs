@@ -7,20 +7,13 @@
 // Run after `tsc -p tsconfig.json`, which still emits the per-file modules and the type declarations.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
+import { NODE_BUNDLE } from './bundle-options.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 await build({
   entryPoints: [`${root}src/agent-runtime/index.ts`],
   outfile: `${root}dist/agent-runtime/bundle.js`,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: ['node20'],
-  sourcemap: 'linked',
-  legalComments: 'none',
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: 'warning',
+  ...NODE_BUNDLE,
 });
 console.log('built dist/agent-runtime/bundle.js');
