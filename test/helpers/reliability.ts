@@ -1,13 +1,14 @@
 /**
  * Helpers for the fault-table tests (test/reliability): find every process a broker started (by its
  * hand-off environment, so forked grandchildren are found too), count open fds, capture log lines,
- * and mount tiny file systems for the disk-fault rows.
+ * mount tiny file systems for the disk-fault rows, and hold the journal's fsyncs (durable-before-reported order).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, expect } from 'vitest';
+import { afterEach, expect, vi } from 'vitest';
+import { Journal } from '../../src/broker/history/journal.js';
 import type { Logger } from '../../src/broker/index.js';
 import { fixture, leftovers, tempDir, waitFor } from './core.js';
 import { agentProcesses } from './processes.js';
@@ -17,6 +18,22 @@ export function hostile(name: string): string {
 }
 
 export { agentProcesses };
+
+/**
+ * From now on every fsync a journal is asked for waits for `release()` (the caller restores the spy,
+ * `vi.restoreAllMocks()`): what a broker does before its records are durable is observed, not raced.
+ */
+export function holdFsyncs(): { release: () => void; held: () => number } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = 0;
+  const durable = Journal.prototype.durable;
+  vi.spyOn(Journal.prototype, 'durable').mockImplementation(function (this: Journal) {
+    held++;
+    return Promise.all([durable.call(this), released]).then(() => undefined);
+  });
+  return { release, held: () => held };
+}
 
 /** Asserts that nothing a broker started is left: no process, no socket or spool file. */
 export async function expectNothingLeft(ipcDir: string): Promise<void> {

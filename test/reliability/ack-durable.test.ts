@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, test, vi } from 'vitest';
-import { Journal } from '../../src/broker/history/journal.js';
 import { createTestBroker, fixture, tempDir, waitFor } from '../helpers/core.js';
+import { holdFsyncs } from '../helpers/reliability.js';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -22,16 +22,9 @@ test('a final payload is acknowledged once its ended record is durable, not at r
   await waitFor(() => task.snapshot().state === 'running', 'the agent to run');
 
   // From here every fsync waits for `release`: the next one the broker asks for is the ending's.
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let held = 0;
-  const durable = Journal.prototype.durable;
-  vi.spyOn(Journal.prototype, 'durable').mockImplementation(function (this: Journal) {
-    held++;
-    return Promise.all([durable.call(this), released]).then(() => undefined);
-  });
+  const { release, held } = holdFsyncs();
   fs.writeFileSync(go, '');
-  await waitFor(() => held > 0, 'the broker to wait for the ending’s fsync');
+  await waitFor(() => held() > 0, 'the broker to wait for the ending’s fsync');
   // The agent has its answer in well under a second once acked: it must not have one yet.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const early = { acked: fs.existsSync(mark), state: task.snapshot().state };

@@ -8,25 +8,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, test, vi } from 'vitest';
-import { Journal } from '../../src/broker/history/journal.js';
 import { BrokerHost } from '../helpers/broker-host.js';
 import { createTestBroker, fixture, isAlive, tempDir, waitFor, waitUntilGone } from '../helpers/core.js';
 import { agentProcesses } from '../helpers/processes.js';
+import { holdFsyncs } from '../helpers/reliability.js';
 
 afterEach(() => vi.restoreAllMocks());
-
-/** From now on every fsync the journal is asked for waits for `release()`. */
-function holdFsyncs(): { release: () => void; held: () => number } {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let held = 0;
-  const durable = Journal.prototype.durable;
-  vi.spyOn(Journal.prototype, 'durable').mockImplementation(function (this: Journal) {
-    held++;
-    return Promise.all([durable.call(this), released]).then(() => undefined);
-  });
-  return { release, held: () => held };
-}
 
 test('a result taken from the spool as its agent exits: the file stays until the ending is durable', async () => {
   const dir = tempDir('bc-spd-');
