@@ -3,10 +3,10 @@
  * sockets: another local user without the key cannot take the owner's `max_connections`, nor close
  * the owner's new connection (as `nobody`, since the tests run as root).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { describe, expect, test } from 'vitest';
 import { tempDir, waitFor } from '../helpers/core.js';
+import { cannotRunAsNobody, runAsNobody } from '../helpers/processes.js';
 import { raw, standinModels, startTestGateway, userMessage } from './helpers.js';
 import { UNAUTHENTICATED_CONNECTIONS } from '../../src/gateway/connections.js';
 
@@ -35,40 +35,6 @@ function connection(port: number, requests: string[] = []) {
 const health = (port: number, headers = '') =>
   `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n${headers}\r\n`;
 const owner = { Authorization: `Bearer ${KEY}` };
-
-const asNobody =
-  process.platform !== 'linux'
-    ? 'other users are told apart on Linux only'
-    : spawnSync('setpriv', ['--version']).error
-      ? 'setpriv is not installed'
-      : process.getuid?.() !== 0
-        ? 'switching to nobody needs root'
-        : undefined;
-
-/** Runs `script` (node -e) as nobody; `last()` is the last JSON line it printed. */
-function asNobodyRun<T>(script: string, initial: T) {
-  const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], {
-    cwd: '/',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let last = initial;
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    out += chunk;
-    const lines = out.split('\n');
-    out = lines.pop()!;
-    if (lines.length > 0) last = JSON.parse(lines.at(-1)!) as T;
-  });
-  return {
-    last: () => last,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await gone;
-    },
-  };
-}
 
 describe('connections without the key', () => {
   test('keep-alive GET /health without the key is answered once and closed; the owner gets in past a full max_connections of them', async () => {
@@ -109,8 +75,8 @@ describe('connections without the key', () => {
 });
 
 describe('a reconnecting flood without the key (X14)', () => {
-  test.skipIf(asNobody)(
-    `another user's new connections close their own, not the owner's new one that has not sent its request yet${asNobody ? ` (skipped: ${asNobody})` : ''}`,
+  test.skipIf(cannotRunAsNobody)(
+    `another user's new connections close their own, not the owner's new one that has not sent its request yet${cannotRunAsNobody ? ` (skipped: ${cannotRunAsNobody})` : ''}`,
     async () => {
       const gw = await gateway();
       // The owner's client has connected and not written yet (a busy client, a connection opened ahead).
@@ -118,7 +84,7 @@ describe('a reconnecting flood without the key (X14)', () => {
       await mine.opened;
       // nobody opens `flood` silent connections after it: more than the keyless pool holds.
       const flood = UNAUTHENTICATED_CONNECTIONS + 24;
-      const nobody = asNobodyRun(
+      const nobody = runAsNobody(
         `const net = require('node:net');
         let open = 0, closed = 0;
         const say = () => process.stdout.write(JSON.stringify({ open, closed }) + '\\n');

@@ -1,5 +1,5 @@
 /** Process checks for tests that must leave nothing running. */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 
 /** True if `pid` runs (a zombie waiting for a reaper counts as gone). */
@@ -73,4 +73,41 @@ export function killAgentsUnder(ipcDir: string): number[] {
     }
   }
   return pids;
+}
+
+/** Why a test cannot run a process as another local user (`nobody`) here; undefined when it can. */
+export const cannotRunAsNobody: string | undefined =
+  process.platform !== 'linux'
+    ? 'other users are told apart on Linux only'
+    : spawnSync('setpriv', ['--version']).error
+      ? 'setpriv is not installed'
+      : process.getuid?.() !== 0
+        ? 'switching to nobody needs root'
+        : undefined;
+
+/** Runs `script` (node -e) as nobody; `last()` is the last JSON line it printed, `stop()` SIGKILLs it. */
+export function runAsNobody<T>(script: string, initial: T) {
+  const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], {
+    cwd: '/',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let last = initial;
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    const lines = out.split('\n');
+    out = lines.pop()!;
+    if (lines.length > 0) last = JSON.parse(lines.at(-1)!) as T;
+  });
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    last: () => last,
+    running,
+    async stop() {
+      if (!running()) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await gone;
+    },
+  };
 }

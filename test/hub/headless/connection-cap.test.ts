@@ -6,12 +6,12 @@
  * (nobody, as root runs the tests) holding more than 256 connections no longer locks the owner out:
  * other users get their own, smaller cap (PANEL_PEER_LIMITS).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
 import { MAX_PANEL_CONNECTIONS, PANEL_PEER_LIMITS } from '../../../src/hub/headless/server.js';
 import { waitFor } from '../../helpers/core.js';
+import { cannotRunAsNobody, runAsNobody } from '../../helpers/processes.js';
 import { hubEnv, startHub } from '../control/hub-process.js';
 
 const FLOOD = MAX_PANEL_CONNECTIONS + 200;
@@ -64,17 +64,8 @@ describe('the panel port under a connection flood', () => {
     expect(answer.status).toBe(200);
   });
 
-  const asNobody =
-    process.platform !== 'linux'
-      ? 'other users are told apart on Linux only'
-      : spawnSync('setpriv', ['--version']).error
-        ? 'setpriv is not installed'
-        : process.getuid?.() !== 0
-          ? 'switching to nobody needs root'
-          : undefined;
-
-  test.skipIf(asNobody)(
-    `another user holding ${MAX_PANEL_CONNECTIONS + 44} connections keeps ${PANEL_PEER_LIMITS.perOtherUser} of them, and the owner is served meanwhile (X13)${asNobody ? ` (skipped: ${asNobody})` : ''}`,
+  test.skipIf(cannotRunAsNobody)(
+    `another user holding ${MAX_PANEL_CONNECTIONS + 44} connections keeps ${PANEL_PEER_LIMITS.perOtherUser} of them, and the owner is served meanwhile (X13)${cannotRunAsNobody ? ` (skipped: ${cannotRunAsNobody})` : ''}`,
     async () => {
       const hub = await startHub(hubEnv());
       const url = new URL(hub.url);
@@ -94,40 +85,25 @@ describe('the panel port under a connection flood', () => {
           socket.on('error', () => {});
         }
         setInterval(() => {}, 60_000);`;
-      const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', holder], {
-        cwd: '/',
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      let last = { open: 0, closed: 0 };
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        out += chunk;
-        const lines = out.split('\n');
-        out = lines.pop()!;
-        if (lines.length > 0) last = JSON.parse(lines.at(-1)!) as typeof last;
-      });
+      const nobody = runAsNobody(holder, { open: 0, closed: 0 });
       try {
         // The hub closes what nobody holds past its cap (idle connections it keeps close after the
         // 10 s headers timeout too, so only "at least" is certain).
         await waitFor(
-          () => last.closed >= flood - PANEL_PEER_LIMITS.perOtherUser,
+          () => nobody.last().closed >= flood - PANEL_PEER_LIMITS.perOtherUser,
           "the hub to close nobody's connections past its cap",
           30_000,
           50,
         );
         expect(fds()).toBeLessThan(before + PANEL_PEER_LIMITS.perOtherUser + 20);
         // nobody still runs and is connected, and the owner is served at once: not after the flood.
-        expect(child.exitCode).toBeNull();
+        expect(nobody.running()).toBe(true);
         const response = await fetch(`http://127.0.0.1:${port}/api/tasks`, {
           headers: { 'x-backchannel-token': url.searchParams.get('token')! },
         });
         expect(response.status).toBe(200);
       } finally {
-        if (child.pid !== undefined && child.exitCode === null) {
-          const gone = new Promise((resolve) => child.once('exit', resolve));
-          process.kill(child.pid, 'SIGKILL');
-          await gone;
-        }
+        await nobody.stop();
       }
     },
   );
