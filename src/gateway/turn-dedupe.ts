@@ -7,7 +7,8 @@
  * new agent starts.
  *
  * Identical means the same {@link TurnIdentity} key: the API, the caller's credential, its session
- * headers and the body byte for byte — or, when the client sends an `Idempotency-Key`, that key,
+ * headers and the body's JSON value (its objects' keys in any order: Codex serialises its
+ * `client_metadata` map in another order on each retry) — or, when the client sends an `Idempotency-Key`, that key,
  * bound to a hash of the body (model included): a request that reuses a key with another body is
  * refused with a 422 ({@link keyReused}, as the IETF Idempotency-Key draft answers), never given the
  * first run's answer.
@@ -81,20 +82,31 @@ export function turnIdentity(api: string, body: unknown, headers: IncomingHttpHe
   const credential = header(headers, 'authorization') ?? header(headers, 'x-api-key') ?? '';
   const who = `${api}\0${credential}\0${headerSessionIds(headers).join('\0')}\0`;
   const hash = createHash('sha256').update(who);
-  hash.update(idempotencyKey !== undefined ? `key\0${idempotencyKey}` : `body\0${JSON.stringify(body)}`);
+  hash.update(idempotencyKey !== undefined ? `key\0${idempotencyKey}` : `body\0${canonicalJson(body)}`);
   const attempt: Attempt =
     idempotencyKey !== undefined ? 'retry' : retryCount === undefined ? 'unknown' : retryCount.trim() === '0' ? 'first' : 'retry';
   const stream = (body as { stream?: unknown } | null)?.stream === true;
   if (idempotencyKey !== undefined)
-    return { key: hash.digest('hex'), attempt, stream, bodyHash: createHash('sha256').update(JSON.stringify(body)).digest('hex') };
+    return { key: hash.digest('hex'), attempt, stream, bodyHash: createHash('sha256').update(canonicalJson(body)).digest('hex') };
   const rest = isRecord(body) ? Object.fromEntries(Object.entries(body).filter(([field]) => !FALLBACK_FIELDS.has(field))) : body;
   const fallbackKey = createHash('sha256')
-    .update(`${who}fallback\0${JSON.stringify(rest)}`)
+    .update(`${who}fallback\0${canonicalJson(rest)}`)
     .digest('hex');
   return { key: hash.digest('hex'), attempt, stream, fallbackKey };
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `value` as JSON text with every object's keys sorted: the same JSON value is the same text, in whatever order it came. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (isRecord(v) ? sortedKeys(v) : v));
+}
+
+/** A copy of `object` with its keys in sorted order (`fromEntries`: a key `__proto__` stays a plain key). */
+function sortedKeys(object: Record<string, unknown>): Record<string, unknown> {
+  const names = Object.keys(object).sort();
+  return Object.fromEntries(names.map((name) => [name, object[name]]));
+}
 
 /**
  * The IETF Idempotency-Key draft's answer to a key reused with another payload (422, "Idempotency-Key

@@ -9,7 +9,8 @@
  * acceptEdits`, `--sandbox workspace-write`) and not when it refuses (the default modes);
  * `--disallowedTools Write` removes the tool from what the agent is offered; the agent ran in a
  * private scratch directory; the task is labelled with the user's prompt; one failing `claude -p`
- * starts the agent once (its non-streamed fallback joins the failed stream's run).
+ * starts the agent once (its non-streamed fallback joins the failed stream's run), and so does one
+ * failing `codex exec` (its own retries of the stream, maps in another key order, join it).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -172,11 +173,11 @@ describe.skipIf(claude.skip !== undefined)(`${claude.title} as the gateway's cli
 
 describe.skipIf(codex.skip !== undefined)(`${codex.title} as the gateway's client, in bridge mode`, () => {
   /** One `codex exec` turn in a new scratch git project, with `flags`. */
-  async function codexTurn(flags: string[]) {
+  async function codexTurn(flags: string[], model = 'anchored') {
     const project = makeRepo({ 'README.md': '# the user project\n' });
     const gw = await gatewayIn(project, 'k-codex');
     const home = tempDir('bc-gwcb-codex-');
-    const config = ['model = "anchored"', 'model_provider = "backchannel"', '', '[model_providers.backchannel]'];
+    const config = [`model = "${model}"`, 'model_provider = "backchannel"', '', '[model_providers.backchannel]'];
     config.push('name = "Backchannel gateway"', `base_url = "${gw.gateway.baseURL}"`, 'wire_api = "responses"');
     config.push('env_key = "BACKCHANNEL_GATEWAY_KEY"', '');
     fs.writeFileSync(path.join(home, 'config.toml'), config.join('\n'));
@@ -207,6 +208,14 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} as the gateway's clien
     // Codex ran the command in its read-only sandbox, and told the agent so.
     expect(answer).toMatch(/Process exited with code [1-9][\s\S]*Read-only file system/);
     expect(fs.existsSync(path.join(project, 'hello.txt'))).toBe(false);
+  });
+
+  test('a stream that fails: Codex retries it by itself, every retry joins the run, the agent runs once', async () => {
+    const { gw, run } = await codexTurn([], 'failing');
+    expect(run.code, run.stderr.slice(-2000)).not.toBe(0);
+    expect(run.stderr + run.stdout).toContain('lost the thread');
+    expect(gw.runs()).toEqual(['fail-streaming']);
+    expect(await gw.gateway.client.listTasks()).toHaveLength(1);
   });
 });
 

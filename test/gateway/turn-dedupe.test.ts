@@ -78,6 +78,34 @@ describe('one logical turn runs once', () => {
     expect(count()).toBe(3);
   });
 
+  test("Codex's retries of a failed stream join it though its maps come in another key order each time", async () => {
+    const { gateway, count } = await countingGateway();
+    // Codex 0.171.0 retries a failed stream by itself (no SDK retry header), with the same request whose
+    // `client_metadata`, a Rust map, is serialised in another key order each time (captured from the real client).
+    const metadata = [
+      '{"session_id":"s-1","thread_id":"t-1","turn_id":"u-1"}',
+      '{"turn_id":"u-1","session_id":"s-1","thread_id":"t-1"}',
+      '{"thread_id":"t-1","turn_id":"u-1","session_id":"s-1"}',
+    ];
+    const tasks = [];
+    for (const map of metadata) {
+      const body = `{"model":"fail-streaming","input":"Say hi","stream":true,"client_metadata":${map}}`;
+      const streamed = await raw(`${gateway.baseURL}/responses`, body, { headers: { 'session-id': 's-1' } });
+      expect(streamed.events.map((e) => e.data.type)).toContain('response.failed');
+      tasks.push(streamed.headers['x-backchannel-task-id']);
+    }
+    expect(count()).toBe(1);
+    expect(new Set(tasks).size).toBe(1);
+    // Another value is another request.
+    await raw(`${gateway.baseURL}/responses`, {
+      model: 'fail-streaming',
+      input: 'Say hi',
+      stream: true,
+      client_metadata: { turn_id: 'u-2' },
+    });
+    expect(count()).toBe(2);
+  });
+
   test("an SDK's first attempts are separate requests; its retry joins the last one", async () => {
     const { gateway, count } = await countingGateway();
     const body = { model: 'echo', messages: userMessage('twice') };
