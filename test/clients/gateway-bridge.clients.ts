@@ -9,8 +9,9 @@
  * acceptEdits`, `--sandbox workspace-write`) and not when it refuses (the default modes);
  * `--disallowedTools Write` removes the tool from what the agent is offered; the agent ran in a
  * private scratch directory; the task is labelled with the user's prompt; one failing `claude -p`
- * starts the agent once (its non-streamed fallback joins the failed stream's run), and so does one
- * failing `codex exec` (its own retries of the stream, maps in another key order, join it).
+ * starts the agent once (its non-streamed fallback joins the failed stream's run), and so do one
+ * failing `codex exec` (its own retries of the stream, maps in another key order, join it) and
+ * one failing `opencode run`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -220,15 +221,16 @@ describe.skipIf(codex.skip !== undefined)(`${codex.title} as the gateway's clien
 });
 
 describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as the gateway's client, in bridge mode`, () => {
-  test("anchored on the project from OpenCode's <env>, the file lands there through OpenCode's write", async () => {
+  /** One `opencode run` turn in a new scratch git project, with the gateway's `model`. */
+  async function opencodeTurn(model: string) {
     const project = makeRepo({ 'README.md': '# the user project\n' });
     const gw = await gatewayIn(project, 'k-opencode');
     const home = tempDir('bc-gwcb-opencode-');
     const config = path.join(home, 'config', 'opencode');
     fs.mkdirSync(config, { recursive: true });
     const options = { baseURL: gw.gateway.baseURL, apiKey: '{env:BACKCHANNEL_GATEWAY_KEY}' };
-    const provider = { npm: '@ai-sdk/openai-compatible', name: 'Backchannel gateway', options, models: { anchored: { name: 'anchored' } } };
-    const settings = { provider: { backchannel: provider }, model: 'backchannel/anchored', small_model: 'backchannel/anchored' };
+    const provider = { npm: '@ai-sdk/openai-compatible', name: 'Backchannel gateway', options, models: { [model]: { name: model } } };
+    const settings = { provider: { backchannel: provider }, model: `backchannel/${model}`, small_model: `backchannel/${model}` };
     fs.writeFileSync(path.join(config, 'opencode.json'), JSON.stringify(settings));
     const xdg = (name: string) => path.join(home, name);
     const run = await runCli(opencode.bin, ['run', PROMPT], {
@@ -244,6 +246,11 @@ describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as the gateway's
         OPENCODE_DISABLE_AUTOUPDATE: '1',
       },
     });
+    return { project, gw, run };
+  }
+
+  test("anchored on the project from OpenCode's <env>, the file lands there through OpenCode's write", async () => {
+    const { project, gw, run } = await opencodeTurn('anchored');
     expect(run.code, run.stderr + run.stdout).toBe(0);
     const { task, prompt, answer } = await bridgedTask(gw);
     expect(prompt).toContain(`in ${project}. `);
@@ -251,5 +258,13 @@ describe.skipIf(opencode.skip !== undefined)(`${opencode.title} as the gateway's
     expect(fs.readFileSync(path.join(project, 'hello.txt'), 'utf8')).toBe('bridged\n');
     expectPrivateScratch(prompt, gw.dir, project);
     expect(task.label).toBe(`gateway anchored: "${PROMPT}"`); // OpenCode sends `opencode run`'s message quoted
+  });
+
+  test('a stream that fails: OpenCode reports the failure, the agent runs once', async () => {
+    const { gw, run } = await opencodeTurn('failing');
+    expect(run.code, run.stderr + run.stdout).not.toBe(0);
+    expect(run.stderr + run.stdout).toContain('lost the thread');
+    expect(gw.runs()).toEqual(['fail-streaming']);
+    expect(await gw.gateway.client.listTasks()).toHaveLength(1);
   });
 });
