@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // Prints one "N passed, N failed, N skipped" line per runner and a total, from the reports the test
-// runners wrote (vitest: test-results/vitest.json, Playwright: test-results/playwright.json, pytest:
+// runners wrote (vitest: test-results/vitest.json and, for its `waiting` project when scripts/test.mjs
+// runs the two at once, test-results/vitest-waiting.json; Playwright: test-results/playwright.json, pytest:
 // test-results/pytest.xml, JUnit XML).
 // Every skipped test is listed with its reason; a skip without one, a browser suite that did not run,
 // or no test at all makes the run fail: a skip never counts as a pass. Last come the names of the
 // failed tests, so they need no search through the runners' output above. Each runner's line ends with
-// its wall time (test-results/timings.json, written by scripts/test.mjs), and the 10 slowest test files
-// are written to test-results/slowest.txt.
+// its wall time (test-results/timings.json, written by scripts/test.mjs; vitest's gives each project's
+// when they ran at once), the total the whole run's, and the 10 slowest test files are printed and
+// written to test-results/slowest.txt.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** A report's absolute test-file path, relative to the project (where the runners ran). */
@@ -30,7 +32,20 @@ const rows = [];
 const failures = [];
 /** Skips that gave no reason: each one fails the run. */
 let unexplained = 0;
-const vitest = read('test-results/vitest.json');
+/** vitest's report, the `waiting` project's (run beside it by scripts/test.mjs) added in. */
+function readVitest() {
+  const reports = ['test-results/vitest.json', 'test-results/vitest-waiting.json'].map(read).filter(Boolean);
+  if (reports.length < 2) return reports[0];
+  const sum = (key) => reports.reduce((total, report) => total + (report[key] ?? 0), 0);
+  return {
+    numPassedTests: sum('numPassedTests'),
+    numFailedTests: sum('numFailedTests'),
+    numPendingTests: sum('numPendingTests'),
+    numTodoTests: sum('numTodoTests'),
+    testResults: reports.flatMap((report) => report.testResults ?? []),
+  };
+}
+const vitest = readVitest();
 if (vitest) {
   // Vitest has no skip reason of its own: ours are in the title, "… (skipped: <reason>)".
   for (const file of vitest.testResults ?? []) {
@@ -128,11 +143,21 @@ const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.fa
 });
 const timings = read('test-results/timings.json') ?? {};
 const took = (name) => (timings[name] === undefined ? '' : ` in ${timings[name]} s`);
-for (const r of rows) console.log(`${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${took(r.name)}`);
+/** vitest's time, with its two projects' when they ran at once ("in 412 s (main 412 s, waiting 180 s)"). */
+const tookVitest = () =>
+  took('vitest') +
+  (timings['vitest-main'] === undefined ? '' : ` (main ${timings['vitest-main']} s, waiting ${timings['vitest-waiting']} s)`);
 const slowest = slowestFiles(vitest, playwright);
-if (slowest.length > 0)
-  writeFileSync('test-results/slowest.txt', slowest.map(({ s, file }) => `${s.toFixed(1)} s  ${file}`).join('\n') + '\n');
-console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
+if (slowest.length > 0) {
+  const lines = slowest.map(({ s, file }) => `${s.toFixed(1)} s  ${file}`);
+  writeFileSync('test-results/slowest.txt', lines.join('\n') + '\n');
+  console.log(`the ${lines.length} slowest test files (test-results/slowest.txt):\n  ${lines.join('\n  ')}`);
+}
+for (const r of rows)
+  console.log(
+    `${r.name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped${r.name === 'vitest' ? tookVitest() : took(r.name)}`,
+  );
+console.log(`total: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped${took('all')}`);
 if (unexplained > 0) console.log(`${unexplained} test(s) skipped or not run without a reason: counted as failures`);
 if (failures.length > 0) {
   console.log(`failed (${failures.length}):`);

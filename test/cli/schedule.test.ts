@@ -33,6 +33,8 @@ async function stopHub(hub: Hub): Promise<void> {
 
 /** How long a condition polled through CLI processes may take: each is a Node start, seconds on a busy machine. */
 const POLL_MS = 120_000;
+/** Between two polls: each is a new CLI process (about 0.3 s of CPU), so polling every 200 ms kept a core half busy. */
+const POLL_EVERY_MS = 500;
 
 const ran = (fires: readonly FireRecord[]) => fires.filter((fire) => fire.outcome === 'ran');
 
@@ -50,7 +52,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       },
       'three fires to be recorded',
       POLL_MS,
-      200,
+      POLL_EVERY_MS,
     );
     // Newest first, on the 2 s grid (a fire skipped for overlap on a busy machine leaves a gap of 4 s), each its own task.
     const gaps = three.slice(1).map((fire, i) => three[i]!.at - fire.at);
@@ -82,7 +84,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       },
       'a fire to be skipped for overlap',
       POLL_MS,
-      200,
+      POLL_EVERY_MS,
     );
     expect(skipped).toMatchObject({ schedule: 'slow', outcome: 'skipped', reason: 'overlap' });
     const { fires, activeRuns } = await details('slow', hub.env);
@@ -97,7 +99,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     const hub: HubEnv = hubEnv();
     const first = await startHub(hub);
     await ok(['schedule', 'add', 'nightly', '--every', '2s', '--', QUICK], hub.env);
-    const before = await waitFor(async () => ran((await details('nightly', hub.env)).fires)[0], 'the first fire', POLL_MS, 200);
+    const before = await waitFor(async () => ran((await details('nightly', hub.env)).fires)[0], 'the first fire', POLL_MS, POLL_EVERY_MS);
     await stopHub(first);
     const stoppedAt = Date.now();
     // Down across at least two fire times: a condition on the clock, not a sleep of a guessed length.
@@ -107,7 +109,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       async () => (await details('nightly', hub.env)).fires.filter((fire) => fire.catchUp),
       'the catch-up run',
       POLL_MS,
-      200,
+      POLL_EVERY_MS,
     );
     const all = (await details('nightly', hub.env, 500)).fires;
     expect(all.filter((fire) => fire.catchUp)).toHaveLength(1);
@@ -136,7 +138,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       },
       'a fire to be recorded paused',
       POLL_MS,
-      200,
+      POLL_EVERY_MS,
     );
     expect(paused.schedule.paused).toBe(true);
     expect(paused.nextFireAt).toBeUndefined();
@@ -145,7 +147,7 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
       async () => (await details('often', hub.env)).fires[0]?.outcome === 'ran',
       'a fire to run after the resume',
       POLL_MS,
-      200,
+      POLL_EVERY_MS,
     );
 
     const id = (await ok(['schedule', 'run-now', 'nightly'], hub.env)).trim();
@@ -310,7 +312,12 @@ describe('backchannel schedule against a running hub', { timeout: 300_000 }, () 
     await startHub(hub);
     const add = start(first.split(' ').slice(1), hub.env, cwd);
     expect({ code: await add.exited, stderr: add.stderr() }).toEqual({ code: 0, stderr: '' });
-    const fire = await waitFor(async () => ran((await details('every2', hub.env)).fires)[0], 'a fire of the docs’ schedule', POLL_MS, 200);
+    const fire = await waitFor(
+      async () => ran((await details('every2', hub.env)).fires)[0],
+      'a fire of the docs’ schedule',
+      POLL_MS,
+      POLL_EVERY_MS,
+    );
     const waited = await cli(['wait', '--json', fire.taskId!], hub.env);
     expect(waited.code, waited.stderr).toBe(0);
     await ok(['schedule', 'rm', 'every2'], hub.env);

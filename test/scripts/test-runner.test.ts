@@ -3,19 +3,32 @@
  * and the summary never counts a skipped or not-run browser test as a pass, listing each skip's reason.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ROOT, tempDir } from '../helpers/core.js';
 
-function summary(reports: { vitest?: unknown; playwright?: unknown; pytest?: string; chromiumMissing?: boolean }) {
+interface Reports {
+  vitest?: unknown;
+  vitestWaiting?: unknown;
+  playwright?: unknown;
+  pytest?: string;
+  chromiumMissing?: boolean;
+  timings?: Record<string, number>;
+}
+
+function summary(reports: Reports) {
   const cwd = tempDir();
   mkdirSync(path.join(cwd, 'test-results'));
+  if (reports.vitestWaiting) writeFileSync(path.join(cwd, 'test-results/vitest-waiting.json'), JSON.stringify(reports.vitestWaiting));
+  if (reports.timings) writeFileSync(path.join(cwd, 'test-results/timings.json'), JSON.stringify(reports.timings));
   if (reports.pytest) writeFileSync(path.join(cwd, 'test-results/pytest.xml'), reports.pytest);
   if (reports.vitest) writeFileSync(path.join(cwd, 'test-results/vitest.json'), JSON.stringify(reports.vitest));
   if (reports.playwright) writeFileSync(path.join(cwd, 'test-results/playwright.json'), JSON.stringify(reports.playwright));
   if (reports.chromiumMissing) writeFileSync(path.join(cwd, 'test-results/chromium-missing'), 'none\n');
-  return spawnSync(process.execPath, [path.join(ROOT, 'scripts/test-summary.mjs')], { cwd, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts/test-summary.mjs')], { cwd, encoding: 'utf8' });
+  const slowest = path.join(cwd, 'test-results/slowest.txt');
+  return { ...run, slowest: existsSync(slowest) ? readFileSync(slowest, 'utf8') : undefined };
 }
 
 const VITEST_OK = {
@@ -102,6 +115,114 @@ describe('the test summary names the failed tests at its end', () => {
 
   test('a run without failures prints no list', () => {
     expect(summary({ vitest: VITEST_OK }).stdout).not.toContain('failed (');
+  });
+});
+
+describe('the test summary says how long each runner took (issue 48 item 5)', () => {
+  /** A vitest report of one file per entry, `[name, seconds, passed tests]`. */
+  const vitestReport = (files: [string, number, number][]) => ({
+    numPassedTests: files.reduce((n, [, , passed]) => n + passed, 0),
+    numFailedTests: 0,
+    numPendingTests: 0,
+    testResults: files.map(([name, s, passed]) => ({
+      name: `/somewhere/${name}`,
+      startTime: 1_000,
+      endTime: 1_000 + s * 1000,
+      assertionResults: Array.from({ length: passed }, () => ({ status: 'passed', title: 't' })),
+    })),
+  });
+
+  test("vitest's two projects are counted as one runner; each line ends with its time; the 10 slowest files are listed and kept", () => {
+    const main = vitestReport(Array.from({ length: 9 }, (_, n): [string, number, number] => [`test/m${n}.test.ts`, n + 1, 2]));
+    const waiting = vitestReport([
+      ['test/w-slow.test.ts', 40, 1],
+      ['test/w-fast.test.ts', 0.5, 1],
+    ]);
+    const playwright = {
+      stats: { expected: 1, flaky: 0, unexpected: 0, skipped: 0 },
+      suites: [{ file: 'panel.spec.ts', specs: [{ title: 'loads', file: 'panel.spec.ts', tests: [{ results: [{ duration: 20_000 }] }] }] }],
+    };
+    const timings = { 'vitest-main': 300, 'vitest-waiting': 120, vitest: 300, playwright: 250, pytest: 40, all: 302 };
+    const result = summary({ vitest: main, vitestWaiting: waiting, playwright, timings });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('vitest: 20 passed, 0 failed, 0 skipped in 300 s (main 300 s, waiting 120 s)\n');
+    expect(result.stdout).toContain('playwright: 1 passed, 0 failed, 0 skipped in 250 s\n');
+    expect(result.stdout).toContain('total: 21 passed, 0 failed, 0 skipped in 302 s\n');
+    const slowest = result.slowest!.trim().split('\n');
+    expect(slowest).toHaveLength(10);
+    expect(slowest.slice(0, 3)).toEqual([
+      '40.0 s  vitest /somewhere/test/w-slow.test.ts',
+      '20.0 s  playwright panel.spec.ts',
+      '9.0 s  vitest /somewhere/test/m8.test.ts',
+    ]);
+    expect(slowest.at(-1)).toBe('2.0 s  vitest /somewhere/test/m1.test.ts');
+    expect(result.stdout).toContain(`the 10 slowest test files (test-results/slowest.txt):\n  ${slowest.join('\n  ')}\n`);
+  });
+
+  test('a serial run (one vitest report, no project times) says only the totals', () => {
+    const result = summary({ vitest: vitestReport([['test/a.test.ts', 1, 1]]), timings: { vitest: 500, pytest: 30, all: 900 } });
+    expect(result.stdout).toContain('vitest: 1 passed, 0 failed, 0 skipped in 500 s\n');
+    expect(result.stdout).toContain('total: 1 passed, 0 failed, 0 skipped in 900 s\n');
+  });
+});
+
+describe('npm test runs its lanes at once (scripts/test.mjs, issue 48 item 5)', () => {
+  /** A copy of the runner in a scratch project whose npx and pytest are shell stand-ins writing their reports. */
+  function scratchProject(): string {
+    const cwd = tempDir();
+    mkdirSync(path.join(cwd, 'scripts'));
+    for (const file of ['test.mjs', 'test-summary.mjs', 'find-chromium.mjs', 'ensure-installed.mjs'])
+      copyFileSync(path.join(ROOT, 'scripts', file), path.join(cwd, 'scripts', file));
+    const bin = path.join(cwd, 'bin');
+    mkdirSync(bin);
+    mkdirSync(path.join(cwd, '.venv-test/bin'), { recursive: true });
+    const report = (passed: number) => JSON.stringify({ numPassedTests: passed, numFailedTests: 0, numPendingTests: 0, testResults: [] });
+    // vitest's main project waits (bounded) for pytest's report: it can only end if the other lanes ran beside it.
+    const npx = [
+      '#!/bin/sh',
+      'echo "npx $*" >> calls.log',
+      'case "$*" in',
+      `  *"--project main"*) n=0; while [ ! -f test-results/pytest.xml ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; sleep 2; echo main-output; echo '${report(2)}' > test-results/vitest.json ;;`,
+      `  *"--project waiting"*) echo waiting-output; echo '${report(1)}' > "$BACKCHANNEL_VITEST_JSON" ;;`,
+      `  *playwright*) echo playwright-output; echo '{"stats":{"expected":1,"flaky":0,"unexpected":0,"skipped":0},"suites":[]}' > "$PLAYWRIGHT_JSON_OUTPUT_NAME" ;;`,
+      'esac',
+    ].join('\n');
+    const python = [
+      '#!/bin/sh',
+      '[ "$1" = "-c" ] && exit 0',
+      'echo pytest-output',
+      `echo '<testsuite name="pytest" errors="0" failures="0" skipped="0" tests="3"></testsuite>' > test-results/pytest.xml`,
+    ].join('\n');
+    writeFileSync(path.join(bin, 'npx'), npx + '\n');
+    writeFileSync(path.join(cwd, '.venv-test/bin/python'), python + '\n');
+    chmodSync(path.join(bin, 'npx'), 0o755);
+    chmodSync(path.join(cwd, '.venv-test/bin/python'), 0o755);
+    return cwd;
+  }
+
+  test("the waiting project, the browser suite and pytest run beside vitest's main project; each time is its own", () => {
+    const cwd = scratchProject();
+    const run = spawnSync(process.execPath, ['scripts/test.mjs'], {
+      cwd,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: {
+        ...process.env,
+        PATH: `${path.join(cwd, 'bin')}:${process.env.PATH}`,
+        CHROMIUM_PATH: '/bin/true',
+        BACKCHANNEL_TEST_SERIAL: '',
+      },
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    // The logged lanes are printed after main's own output, each whole, in a fixed order.
+    const order = ['main-output', 'waiting-output', 'playwright-output', 'pytest-output'].map((line) => run.stdout.indexOf(line));
+    expect(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!))).toBe(true);
+    const timings = JSON.parse(readFileSync(path.join(cwd, 'test-results/timings.json'), 'utf8')) as Record<string, number>;
+    // Was: the browser suite's time was read only once vitest and pytest were done, so it was theirs.
+    expect(timings.playwright).toBeLessThan(timings['vitest-main']!);
+    expect(timings.vitest).toBe(timings['vitest-main']);
+    expect(run.stdout).toMatch(/\nvitest: 3 passed, 0 failed, 0 skipped in \d+ s \(main \d+ s, waiting \d+ s\)\n/);
+    expect(run.stdout).toMatch(/\ntotal: 7 passed, 0 failed, 0 skipped in \d+ s\n/);
   });
 });
 
