@@ -19,7 +19,10 @@ export const LIVE_STATES: TaskState[] = ['running', 'retrying', 'queued'];
  * The first paint's two pages: every live task, and the newest TASK_PAGE_SIZE of all. Keys in the
  * order the bridge's check gives them back (its schema's), so an early request's body is the same text.
  */
-export const FIRST_PAGES: readonly [TaskPageQuery, TaskPageQuery] = [{ limit: MAX_TASK_PAGE_SIZE, state: LIVE_STATES }, { limit: TASK_PAGE_SIZE }];
+export const FIRST_PAGES: readonly [TaskPageQuery, TaskPageQuery] = [
+  { limit: MAX_TASK_PAGE_SIZE, state: LIVE_STATES },
+  { limit: TASK_PAGE_SIZE },
+];
 
 /** How long an early answer is taken as it is: only the panel's start uses them. */
 export const EARLY_FRESH_MS = 10_000;

@@ -1,7 +1,15 @@
 import { describe, expect, test } from 'vitest';
 import { checkArgs } from '../../src/bridge/calls.js';
 import { buildRequest, TOKEN_HEADER } from '../../src/bridge/http-routes.js';
-import { EARLY_FRESH_MS, FIRST_PAGES, firstRequests, requestInit, requestKey, takeEarly, type EarlyAnswers } from '../../src/renderer/first-calls.js';
+import {
+  EARLY_FRESH_MS,
+  FIRST_PAGES,
+  firstRequests,
+  requestInit,
+  requestKey,
+  takeEarly,
+  type EarlyAnswers,
+} from '../../src/renderer/first-calls.js';
 import { createHttpBridge } from '../../src/renderer/http-bridge.js';
 
 const ID = '01a2534b-a32f-70b1-af40-bc03cb550978';
@@ -31,10 +39,11 @@ describe("boot.js's first requests", () => {
 
   test('encode the id of the address as the route table does', () => {
     const odd = 'a/b?c';
-    expect(firstRequests(`#task=${encodeURIComponent(odd)}`).slice(2).map((r) => r.path)).toEqual([
-      `/api/tasks/${encodeURIComponent(odd)}/change`,
-      `/api/tasks/${encodeURIComponent(odd)}`,
-    ]);
+    expect(
+      firstRequests(`#task=${encodeURIComponent(odd)}`)
+        .slice(2)
+        .map((r) => r.path),
+    ).toEqual([`/api/tasks/${encodeURIComponent(odd)}/change`, `/api/tasks/${encodeURIComponent(odd)}`]);
   });
 
   test('an early answer is taken once, and only while fresh', () => {
