@@ -572,7 +572,10 @@ function goLive(): void {
   refreshFleet();
   setInterval(refreshFleet, FLEET_REFRESH_MS);
   // The views no first paint needs, ready before they are asked for (a failure is retried then).
-  requestIdleCallback(() => void loadViews().catch(() => {}), { timeout: 1000 });
+  // Not every browser the headless panel is opened in has requestIdleCallback (Safari).
+  const preload = (): void => void loadViews().catch(() => {});
+  if ('requestIdleCallback' in window) requestIdleCallback(preload, { timeout: 1000 });
+  else setTimeout(preload, 200);
 }
 
 start();
