@@ -29,7 +29,11 @@ const browserBundle = (entry, file) =>
     logLevel: 'warning',
   });
 
+// The first paint's requests, sent before panel.js has loaded (src/renderer/first-calls.ts).
+await browserBundle('boot.ts', 'boot.js');
 await browserBundle('panel.ts', 'panel.js');
+// Insights, Schedules and the dialogs, loaded after the first paint (src/renderer/lazy-views.ts).
+await browserBundle('views-entry.ts', 'views.js');
 // The chart library on its own, loaded when Insights first draws (src/renderer/uplot-entry.ts).
 await browserBundle('uplot-entry.ts', 'uplot.js');
 await copyFile(join(src, 'index.html'), join(out, 'index.html'));

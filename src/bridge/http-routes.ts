@@ -4,10 +4,9 @@
  * with `parseRequest`, so they cannot drift apart. JSON in, JSON out; the token travels in a header.
  */
 import { BRIDGE_METHODS, ROUTES, type BridgeArgs, type BridgeMethod } from './calls.js';
+import { API_PREFIX } from './http-names.js';
 
-/** Header that carries the per-launch token on API calls (EventSource uses `?token=` instead). */
-export const TOKEN_HEADER = 'x-backchannel-token';
-export const API_PREFIX = '/api/';
+export { API_PREFIX, TOKEN_HEADER } from './http-names.js';
 export const EVENTS_PATH = '/api/events';
 /**
  * Control endpoint only: `POST` a `SubmitRequest`, read NDJSON `TaskFeedEvent` lines until the task's

@@ -148,7 +148,9 @@ export class Details {
     const key = lines ? `${finished}:${lines.length}:${shown.at(-1)?.time ?? ''}:${shown.at(-1)?.text.length ?? 0}` : 'loading';
     if (key === this.keys.log) return;
     this.keys.log = key;
-    const stick = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
+    // Read only for a real log: the placeholder's call comes while the details are first built, and a
+    // read there forces a layout of the whole page before it is done (the first paint waits for it).
+    const stick = lines !== undefined && this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
     const text = !lines
       ? '(loading the log…)'
       : shown.length

@@ -4,7 +4,8 @@
  * change numbered. Written for the panel's strict CSP — text goes in through `textContent`, styles
  * come from panel.css only, no inline style or script — and for big diffs: a file's lines are built
  * only once it is opened, LINES_PER_CHUNK at a time, and only the first files that fit OPEN_LINES
- * start open, so a 5,000-line diff paints as headers plus a screenful of lines.
+ * start open, so a 5,000-line diff paints as headers plus a screenful of lines. Of those, only the
+ * first file is built for the first frame; the others open below it are built once it has painted.
  *
  * The diff is parsed by the task model's `parseUnifiedDiff` (the one the combined review uses), so
  * what is shown and what is flagged as overlapping come from the same hunks.
@@ -53,7 +54,7 @@ export function diffView(files: DiffViewFile[], options: { label?: string } = {}
     const open = i === 0 || lines <= budget;
     if (open) budget -= lines;
     if (budget < 0) budget = 0;
-    blocks.push(new FileBlock(file, open));
+    blocks.push(new FileBlock(file, open, i === 0));
   }
   const expand = h('button', { text: 'Expand all', class: 'quiet', attrs: { type: 'button' } });
   expand.addEventListener('click', () => blocks.forEach((block) => block.setOpen(true)));
@@ -85,10 +86,14 @@ class FileBlock {
   private rows: Row[] | undefined;
   private shown = 0;
   private more: HTMLButtonElement | undefined;
+  /** Open, and built after the first paint (not by the toggle event that opening queues). */
+  private deferred = false;
 
   constructor(
     private readonly file: DiffViewFile,
     open: boolean,
+    /** Build now, for the first frame; else, when open, after it has painted. */
+    now: boolean,
   ) {
     const status = file.parts.map((part) => part.file.status).find((s) => s !== 'modified') ?? 'modified';
     const figures = file.parts.map((part) => partFigures(part.file));
@@ -109,9 +114,17 @@ class FileBlock {
       this.body,
     ]);
     this.el.addEventListener('toggle', () => {
-      if (this.el.open) this.build();
+      if (this.el.open && !this.deferred) this.build();
     });
-    if (open) this.setOpen(true);
+    if (open && now) this.setOpen(true);
+    else if (open) {
+      this.el.open = true;
+      this.deferred = true;
+      afterPaint(() => {
+        this.deferred = false;
+        if (this.el.open) this.build();
+      });
+    }
   }
 
   setOpen(open: boolean): void {
@@ -159,6 +172,12 @@ class FileBlock {
       this.body.append(this.more);
     }
   }
+}
+
+/** Calls `fn` once the next frame has been painted (at once while the page is hidden: no frames then). */
+function afterPaint(fn: () => void): void {
+  if (document.hidden) return void setTimeout(fn, 0);
+  requestAnimationFrame(() => setTimeout(fn, 0));
 }
 
 function rowsOf(file: DiffViewFile): Row[] {

@@ -98,11 +98,15 @@ export function taskTime(task: TaskSnapshot, now: number): string {
   return formatDuration(now - start);
 }
 
+/** Made once: `toLocaleString` with options builds a new formatter (ICU's locale data) at every call. */
+let timeFormat: Intl.DateTimeFormat | undefined;
+
 export function formatTime(iso: string | undefined): string {
   if (!iso) return '–';
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
-  return date.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  timeFormat ??= new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  return timeFormat.format(date);
 }
 
 /** A command line for display only (never executed): quotes arguments that need it. */

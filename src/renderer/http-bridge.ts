@@ -6,7 +6,8 @@
 import type { BackchannelBridge, BridgeEvent } from '../bridge/contract.js';
 import { bridgeClient, checkArgs, type BridgeArgs, type BridgeMethod, type BridgeResult } from '../bridge/calls.js';
 import { BridgeError, errorFromBody } from '../model/errors.js';
-import { buildRequest, EVENTS_PATH, TOKEN_HEADER } from '../bridge/http-routes.js';
+import { buildRequest, EVENTS_PATH } from '../bridge/http-routes.js';
+import { requestInit, takeEarly, type EarlyRequest } from './first-calls.js';
 
 /** The subset of the DOM's EventSource the bridge uses. */
 export interface EventSourceLike {
@@ -20,6 +21,8 @@ export interface HttpBridgeOptions {
   token: string;
   fetch?: typeof fetch;
   EventSource?: new (url: string) => EventSourceLike;
+  /** The answer already asked for to this request, if any (boot.js's, see ./first-calls.ts): taken in place of a fetch. */
+  early?: (request: EarlyRequest) => Promise<Response> | undefined;
 }
 
 export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge {
@@ -31,15 +34,9 @@ export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge 
     // Checked here as well as on the server: a URL path turns every id into a string, so without
     // this `getTask(42)` would be "not found" here but "invalid" over IPC.
     const request = buildRequest(method, checkArgs(method, args));
-    const headers: Record<string, string> = { [TOKEN_HEADER]: options.token, Accept: 'application/json' };
-    let body: string | undefined;
-    if (request.body !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      body = JSON.stringify(request.body);
-    }
     let response: Response;
     try {
-      response = await doFetch(options.origin + request.path, { method: request.verb, headers, body, cache: 'no-store' });
+      response = await (options.early?.(request) ?? doFetch(options.origin + request.path, requestInit(request, options.token)));
     } catch (error) {
       throw new BridgeError('internal', `The Backchannel server is not reachable (${(error as Error).message})`);
     }
@@ -86,5 +83,6 @@ export function createHttpBridge(options: HttpBridgeOptions): BackchannelBridge 
 export function installHttpBridge(): void {
   if (typeof window === 'undefined' || (window as Partial<Window>).backchannel) return;
   const token = new URLSearchParams(window.location.search).get('token') ?? '';
-  window.backchannel = createHttpBridge({ origin: window.location.origin, token });
+  const early = window.backchannelEarly;
+  window.backchannel = createHttpBridge({ origin: window.location.origin, token, early: (request) => takeEarly(early, request) });
 }

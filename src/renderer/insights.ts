@@ -9,6 +9,7 @@ import type uPlot from 'uplot';
 import type { BackchannelBridge, Figures, Insights, InsightsQuery } from '../bridge/contract.js';
 import { h } from './dom.js';
 import { formatDuration } from './format.js';
+import { loadScript } from './lazy-script.js';
 
 const HOUR_S = 3600;
 
@@ -26,29 +27,9 @@ export interface InsightsActions {
   error(error: unknown): void;
 }
 
-let chartLibrary: Promise<typeof uPlot> | undefined;
-
-/**
- * uPlot, from its own file (./uplot-entry.ts → uplot.js), fetched the first time a chart is drawn:
- * not part of the panel's first paint. The headless server wants its token on every file.
- */
+/** uPlot, from its own file (./uplot-entry.ts → uplot.js), fetched the first time a chart is drawn. */
 export function loadChartLibrary(): Promise<typeof uPlot> {
-  chartLibrary ??= new Promise<typeof uPlot>((resolve, reject) => {
-    const token = new URLSearchParams(location.search).get('token');
-    const script = document.createElement('script');
-    script.src = token ? `./uplot.js?token=${encodeURIComponent(token)}` : './uplot.js';
-    script.onload = () => {
-      const library = (window as unknown as { backchannelUPlot?: typeof uPlot }).backchannelUPlot;
-      if (library) resolve(library);
-      else reject(new Error('The chart library did not load'));
-    };
-    script.onerror = () => reject(new Error('The chart library could not be loaded'));
-    document.head.append(script);
-  }).catch((error: unknown) => {
-    chartLibrary = undefined; // the next refresh tries again
-    throw error;
-  });
-  return chartLibrary;
+  return loadScript<typeof uPlot>('uplot.js', 'backchannelUPlot');
 }
 
 const ms = (value: number | null): string => (value === null ? '–' : formatDuration(value));

@@ -26,15 +26,15 @@ export interface PanelNotifierActions {
 
 export class PanelNotifier {
   readonly #decider = new NotifyDecider();
-  #wanted: boolean;
+  /** Read from storage when first needed: the first paint does not wait for the page's storage. */
+  #wanted: boolean | undefined;
 
   constructor(
     private readonly button: HTMLButtonElement,
     private readonly actions: PanelNotifierActions,
   ) {
-    this.#wanted = readSetting() === 'on';
+    // Hidden (index.html) until `offer`, which shows its state.
     button.addEventListener('click', () => void this.#toggle());
-    this.#show();
   }
 
   /** Called with the panel's mode once known: only the headless panel offers the bell. */
@@ -53,6 +53,7 @@ export class PanelNotifier {
   }
 
   get #on(): boolean {
+    this.#wanted ??= readSetting() === 'on';
     return this.#wanted && supported() && Notification.permission === 'granted';
   }
 

@@ -4,20 +4,21 @@
  * animation frame: at most one render per frame however fast tasks report (the bridge already spaces
  * its events by a frame, and by 100 ms while the broker is saturated), and none while the page is hidden.
  */
-import type { BridgeEvent, BridgeInfo, TaskCounts, TaskSnapshot, TaskState } from '../bridge/contract.js';
-import { MAX_TASK_PAGE_SIZE, TASK_PAGE_SIZE } from '../bridge/contract.js';
+import type { BridgeEvent, BridgeInfo, TaskCounts, TaskSnapshot } from '../bridge/contract.js';
 import { Details } from './details.js';
 import { copyText as copyToClipboard, saveBlob, saveFile, toaster } from './feedback.js';
 import { byId, setText } from './dom.js';
 import { countsSummary, countsText, isFinished } from './format.js';
+import { FIRST_PAGES, linkedTask } from './first-calls.js';
 import { installHttpBridge } from './http-bridge.js';
-import { InsightsView } from './insights.js';
-import { NewTaskDialog } from './new-task.js';
-import { ChangeSection, ChangeStore, CombinedReview, linkedTask, ReviewBar } from './review.js';
+import type { InsightsView } from './insights.js';
+import { loadViews } from './lazy-views.js';
+import type { NewTaskDialog } from './new-task.js';
+import { ChangeSection, ChangeStore, CombinedReview, ReviewBar } from './review.js';
 import { PanelNotifier } from './notifications.js';
 import { OlderTasks } from './older-tasks.js';
-import { ScheduleDialog } from './schedule-form.js';
-import { SchedulesView } from './schedules.js';
+import type { ScheduleDialog } from './schedule-form.js';
+import type { SchedulesView } from './schedules.js';
 import { TaskList } from './task-list.js';
 import { ThreadSection } from './threads.js';
 
@@ -36,16 +37,11 @@ const FLEET_REFRESH_MS = 2000;
 installHttpBridge();
 const bridge = window.backchannel;
 
-/** The states of tasks that are not finished: every one of them is in the first paint (running first). */
-const LIVE_STATES: TaskState[] = ['running', 'retrying', 'queued'];
 /**
- * The first paint's tasks (see `start` below), asked for before anything else is built, so the hub
- * answers while this script still runs: every live task, and the newest TASK_PAGE_SIZE of all.
+ * The first paint's tasks (see `start` below): every live task, and the newest TASK_PAGE_SIZE of all.
+ * boot.js asked for them before this script loaded (./first-calls.ts); the bridge takes its answers.
  */
-const firstPages = Promise.all([
-  bridge.listTaskPage({ state: LIVE_STATES, limit: MAX_TASK_PAGE_SIZE }),
-  bridge.listTaskPage({ limit: TASK_PAGE_SIZE }),
-]);
+const firstPages = Promise.all([bridge.listTaskPage(FIRST_PAGES[0]), bridge.listTaskPage(FIRST_PAGES[1])]);
 
 const tasks = new Map<string, TaskSnapshot>();
 let changed = new Set<string>();
@@ -135,13 +131,14 @@ const insightsPane = byId('insights-pane');
 const insightsButton = byId<HTMLButtonElement>('insights-toggle');
 const schedulesPane = byId('schedules-pane');
 const schedulesButton = byId<HTMLButtonElement>('schedules-toggle');
-// The dialogs and the insights and schedules views are built when first wanted, not before the first paint.
+// The dialogs and the insights and schedules views are built when first wanted, from views.js (loaded after the first paint).
 let dialog: NewTaskDialog | undefined;
 let insights: InsightsView | undefined;
 let schedules: SchedulesView | undefined;
 let scheduleDialog: ScheduleDialog | undefined;
 
-function newTaskDialog(): NewTaskDialog {
+async function newTaskDialog(): Promise<NewTaskDialog> {
+  const { NewTaskDialog } = await loadViews();
   if (dialog) return dialog;
   dialog = new NewTaskDialog(async (request) => {
     const { id } = await bridge.submit(request);
@@ -152,7 +149,8 @@ function newTaskDialog(): NewTaskDialog {
   return dialog;
 }
 
-function insightsView(): InsightsView {
+async function insightsView(): Promise<InsightsView> {
+  const { InsightsView } = await loadViews();
   if (insights) return insights;
   insights = new InsightsView(bridge, {
     open: (id) => {
@@ -165,7 +163,8 @@ function insightsView(): InsightsView {
   return insights;
 }
 
-function schedulesView(): SchedulesView {
+async function schedulesView(): Promise<SchedulesView> {
+  const { SchedulesView } = await loadViews();
   if (schedules) return schedules;
   schedules = new SchedulesView(bridge, {
     openTask: (id) => {
@@ -180,7 +179,8 @@ function schedulesView(): SchedulesView {
   return schedules;
 }
 
-function newScheduleDialog(): ScheduleDialog {
+async function newScheduleDialog(): Promise<ScheduleDialog> {
+  const { ScheduleDialog } = await loadViews();
   if (scheduleDialog) return scheduleDialog;
   scheduleDialog = new ScheduleDialog(async (request) => {
     const view = await bridge.addSchedule(request);
@@ -194,7 +194,7 @@ function newScheduleDialog(): ScheduleDialog {
 async function openNewSchedule(): Promise<void> {
   try {
     info = await bridge.info();
-    newScheduleDialog().open(info, schedules?.names());
+    (await newScheduleDialog()).open(info, schedules?.names());
   } catch (error) {
     showError(error);
   }
@@ -382,7 +382,7 @@ function showInsights(show: boolean): void {
   insightsButton.setAttribute('aria-pressed', String(show));
   if (show) {
     if (location.hash !== '#insights') history.replaceState(null, '', '#insights');
-    void insightsView().refresh();
+    insightsView().then((view) => !insightsPane.hidden && void view.refresh(), showError);
   } else {
     insights?.hide();
     if (location.hash === '#insights') history.replaceState(null, '', location.pathname + location.search);
@@ -399,7 +399,7 @@ function showSchedules(show: boolean): void {
   schedulesButton.setAttribute('aria-pressed', String(show));
   if (show) {
     if (location.hash !== '#schedules') history.replaceState(null, '', '#schedules');
-    void schedulesView().refresh();
+    schedulesView().then((view) => !schedulesPane.hidden && void view.refresh(), showError);
   } else if (location.hash === '#schedules') history.replaceState(null, '', location.pathname + location.search);
 }
 
@@ -423,7 +423,7 @@ function retryTask(id: string): void {
 async function openNewTask(): Promise<void> {
   try {
     info = await bridge.info();
-    newTaskDialog().open(info);
+    (await newTaskDialog()).open(info);
   } catch (error) {
     showError(error);
   }
@@ -433,7 +433,7 @@ async function openNewTask(): Promise<void> {
 async function openFollowUp(task: TaskSnapshot): Promise<void> {
   try {
     info = await bridge.info();
-    newTaskDialog().openFollowUp(info, task);
+    (await newTaskDialog()).openFollowUp(info, task);
   } catch (error) {
     showError(error);
   }
@@ -571,6 +571,11 @@ function goLive(): void {
     });
   refreshFleet();
   setInterval(refreshFleet, FLEET_REFRESH_MS);
+  // The views no first paint needs, ready before they are asked for (a failure is retried then).
+  // Not every browser the headless panel is opened in has requestIdleCallback (Safari).
+  const preload = (): void => void loadViews().catch(() => {});
+  if ('requestIdleCallback' in window) requestIdleCallback(preload, { timeout: 1000 });
+  else setTimeout(preload, 200);
 }
 
 start();

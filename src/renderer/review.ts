@@ -42,16 +42,6 @@ const STATE_TEXT: Record<ChangeState, string> = {
 /** How long a change asked for ahead (ChangeStore.prefetch) is taken as it is. */
 const PREFETCH_FRESH_MS = 10_000;
 
-/** The task a panel address names (`#task=<id>`), whose change ChangeStore.prefetch can ask for at once. */
-export function linkedTask(hash: string): string | undefined {
-  const match = /^#task=(.+)$/.exec(hash);
-  try {
-    return match?.[1] ? decodeURIComponent(match[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** What the panel knows of a task's change: fetched once, then as the broker answered each action. */
 type Known = { state: 'loading' } | { state: 'loaded'; change: TaskChange } | { state: 'gone' } | { state: 'error'; message: string };
 

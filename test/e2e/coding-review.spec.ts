@@ -219,8 +219,26 @@ test('opened by its link (#task=<id>), a coding task’s change is asked for bes
     await waitForChange<Snapshot>(hub, id);
     const asked: string[] = [];
     page.on('request', (request) => asked.push(new URL(request.url()).pathname));
+    // Which script sent each API request (boot.js sends the first paint's before panel.js has loaded).
+    const sentBy = new Map<string, string[]>();
+    const cdp = await page.context().newCDPSession(page);
+    cdp.on('Network.requestWillBeSent', ({ request, initiator }) => {
+      const { pathname } = new URL(request.url);
+      if (!pathname.startsWith('/api/')) return;
+      const script = initiator.stack?.callFrames[0]?.url ?? initiator.url ?? '';
+      sentBy.set(pathname, [...(sentBy.get(pathname) ?? []), new URL(script || 'http://x/').pathname]);
+    });
+    await cdp.send('Network.enable');
     await page.goto(`${hub.url}#task=${encodeURIComponent(id)}`);
     await expect(page.locator('.change .dl-add')).toHaveText('line seven (linked)');
+    // The two first pages, the change and the task: sent by boot.js, and each answer taken by the
+    // panel (not asked for again); the task is asked for again for its log, by panel.js.
+    expect(sentBy.get('/api/tasks/page')).toEqual(['/boot.js', '/boot.js']);
+    expect(sentBy.get(`/api/tasks/${id}/change`)).toEqual(['/boot.js']);
+    const [first, ...later] = sentBy.get(`/api/tasks/${id}`) ?? [];
+    expect(first).toBe('/boot.js');
+    expect(later.length).toBeGreaterThan(0);
+    expect(later.filter((script) => script !== '/panel.js')).toEqual([]);
     const changeAt = asked.indexOf(`/api/tasks/${id}/change`);
     const taskAt = asked.indexOf(`/api/tasks/${id}`);
     // The panel knows nothing of the task when it starts: it asks for it, and for its change with it.

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { commandLine, compareTasks, countsText, failureText, formatDuration, taskTime } from '../../src/renderer/format.js';
+import { commandLine, compareTasks, countsText, failureText, formatDuration, formatTime, taskTime } from '../../src/renderer/format.js';
 import type { TaskSnapshot, TaskState } from '../../src/model/task.js';
 
 function task(id: string, state: TaskState, times: Partial<Pick<TaskSnapshot, 'createdAt' | 'startedAt' | 'endedAt'>> = {}): TaskSnapshot {
@@ -97,5 +97,15 @@ describe('failureText', () => {
     const crashed = { ...task('c', 'failed'), reason: 'crashed' as const, message: 'the agent exited with code 3' };
     expect(failureText(crashed)).toBe('The sub-agent crashed: the agent exited with code 3');
     expect(failureText(task('d', 'interrupted'))).toBe('Interrupted');
+  });
+});
+
+describe('formatTime', () => {
+  test('writes what toLocaleString writes with the same options, from one formatter made once', () => {
+    for (const iso of ['2026-11-30T08:00:00.000Z', '2026-01-02T23:59:59.999Z', '1999-12-31T12:30:05Z']) {
+      expect(formatTime(iso)).toBe(new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' }));
+    }
+    expect(formatTime(undefined)).toBe('–');
+    expect(formatTime('not a date')).toBe('not a date');
   });
 });
