@@ -158,6 +158,20 @@ main(async ({ quick }) => {
   const load = Array.from({ length: LOAD_TASKS }, () =>
     loadBroker.submit({ command: agentPath('sdk-chatter.mjs'), input: { intervalMs: 10 } }),
   );
+  // A variant that fails ends this process at once (harness.js): its 50 agents, each in a session of
+  // its own and streaming until cancelled, must not outlive it (they did, 100 of them, after two timeouts).
+  const killLoad = () => {
+    for (const task of load) {
+      const pid = task.snapshot().pid;
+      if (pid === undefined) continue;
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.on('exit', killLoad);
   const loadStart = Date.now();
   while (loadBroker.stats().running < LOAD_TASKS && Date.now() - loadStart < 60_000) await new Promise((r) => setTimeout(r, 100));
   const p0 = partials;
@@ -168,6 +182,7 @@ main(async ({ quick }) => {
   const loadRate = (partials - p0) / ((Date.now() - t0) / 1000);
   for (const task of load) task.cancel('benchmark over');
   await loadBroker.close();
+  process.off('exit', killLoad);
   await broker.close();
   /** A figure-4 row under the streams: `of` (the broker pair unless said) at percentile `q` against `against`. */
   const loadedRow = (q, against, ratio, { name, detail, of = 'broker' }) =>

@@ -60,6 +60,11 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
   private readonly attempts: AttemptQueue; // where attempts run: here (default) or on a worker fleet
   private readonly loop: AttemptLoop;
   private readonly registry = new TaskRegistry<LiveTask>();
+  /**
+   * Sees every update before the listeners do. Called, not subscribed: with one caller listening,
+   * `emit` then takes EventEmitter's one-listener path (no copy of the listener array per partial).
+   */
+  private readonly observeWaits: (update: TaskUpdate) => void;
   private readonly live = this.registry.live;
   private readonly journal: Journal | undefined;
   /** Big results of finished tasks, on disk beside the journal (only with a data directory). */
@@ -95,7 +100,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     this.queue = new PQueue({ concurrency: this.options.concurrency, autoStart: false });
     // A run waiting on its caller's tool result lends its slot while it waits (Y4; ./queue/caller-waits.ts).
     const waits = new CallerWaits(this.queue, this.options.concurrency, (id) => (this.get(id)?.pendingToolCalls?.length ?? 0) > 0);
-    this.on('update', waits.observe);
+    this.observeWaits = waits.observe;
     this.endpointDir = chooseEndpointDir(options.ipcDir);
     this.journal = options.dataDir ? new Journal(options.dataDir, this.logger) : undefined;
     this.results = options.dataDir ? new ResultStore(options.dataDir, (message) => this.warn(message)) : undefined;
@@ -144,7 +149,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (this.journal) {
       // Refused, not just unjournalled: forged history would be shown, and run again on Retry.
       ensureDataDir(path.dirname(this.journal.file));
-      const emit = (update: TaskUpdate) => this.emit('update', update, () => this.registry.get(update.taskId));
+      const emit = (update: TaskUpdate) => this.announce(update, () => this.registry.get(update.taskId));
       const warn = (message: string) => this.warn(message);
       const { history, rollup } = this.registry;
       const keep = (id: string) => this.live.get(id)?.resultSummary !== undefined;
@@ -175,7 +180,7 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     // Each update carries its task's picture, made only when a listener asks (one task's feed does).
     let live: LiveTask | undefined;
     const picture = (): TaskSnapshot => (live ? pictureOf(live) : task.snapshot());
-    const task = new Task(identity, this.options.maxLogLines, (update) => this.emit('update', update, picture));
+    const task = new Task(identity, this.options.maxLogLines, (update) => this.announce(update, picture));
     const askMs = task.spec.askTimeoutMs ?? this.options.askTimeoutMs;
     const entry = (live = new LiveTask(task, policy, planned.runs, askMs, this.records, this.options.clock));
     this.live.set(id, entry);
@@ -394,6 +399,12 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
     if (evicted.length === 0) return;
     for (const id of evicted) this.results?.remove(id);
     this.emit('removed', evicted);
+  }
+
+  /** One update of a task: the caller-waits bookkeeping, then the `update` listeners (with the task's picture, made on demand). */
+  private announce(update: TaskUpdate, picture: () => TaskSnapshot | undefined): void {
+    this.observeWaits(update);
+    this.emit('update', update, picture);
   }
 
   private warn(message: string): void {

@@ -142,7 +142,10 @@ export interface BrokerOptions {
    * whose timing judgements are about the agent alone). @default 'shared'
    */
   agentCpu?: AgentCpu;
-  /** Where the wait between attempts takes its time (a test's fake clock). @default systemClock */
+  /**
+   * Where the wait between attempts, and the interval between progress records, take their time (a
+   * test's fake clock). @default systemClock
+   */
   clock?: Clock;
 }
 

@@ -34,8 +34,6 @@ import { addUsage, budgetOf, laterUsage, readUsage, type TaskUsage } from '../..
 /** Lines of stderr shown with a failure. */
 const STDERR_TAIL_LINES = 20;
 
-const NO_EXTRA = {};
-
 /** The facts of a problem beyond its kind and detail (see the `problem` LogEvent). */
 export type ProblemFacts = Pick<Extract<LogEvent, { kind: 'problem' }>, 'cause' | 'status'>;
 
@@ -191,7 +189,7 @@ export class Task {
     this.endedAt = ending.endedAt;
     this.question = undefined;
     this.toolCalls = [];
-    this.update('ended', { payload: this.finalPayload && withoutContent(this.finalPayload) });
+    this.update('ended', this.finalPayload && withoutContent(this.finalPayload));
     ending.settle();
   }
 
@@ -305,13 +303,13 @@ export class Task {
     if (progress !== undefined) this.currentProgress = progress;
     // A partial without data (a usage report: only meta) leaves the last partial's data as it was.
     if (payload.data !== undefined) this.partialData = payload.data;
-    this.update('partial', { payload });
+    this.update('partial', payload);
   }
 
   /** A log line, announced as a `log` update; `event` says what a broker note is, for programs. */
   log(stream: LogLine['stream'], text: string, event?: LogEvent): LogLine {
     const line = this.addLog(stream, text, event);
-    this.update('log', { line });
+    this.update('log', undefined, line);
     return line;
   }
 
@@ -338,7 +336,7 @@ export class Task {
     const pending: PendingToolCall = { ...call, calledAt: isoNow() };
     this.toolCalls = [...this.toolCalls, pending];
     this.shownCalls = [...this.shownCalls, callInSnapshot(pending)];
-    this.update('tool_call', { toolCall: pending });
+    this.update('tool_call', undefined, undefined, pending);
   }
 
   /** The call `callId` waits no more (answered, or dropped with its attempt). */
@@ -347,7 +345,7 @@ export class Task {
     if (!call) return;
     this.toolCalls = this.toolCalls.filter((c) => c !== call);
     this.shownCalls = this.shownCalls.filter((c) => c.callId !== callId);
-    this.update('tool_result', { toolCall: call });
+    this.update('tool_result', undefined, undefined, call);
   }
 
   /** Attempt `number` failed with `why` and another follows after `delayMs`. */
@@ -505,19 +503,23 @@ export class Task {
     return this.stderr.length > 0 ? this.stderr.join('\n') : undefined;
   }
 
-  /** Announces a change. Every update has the same shape (payload and line always present), which keeps listeners fast. */
-  private update(kind: TaskUpdateKind, extra: { payload?: Payload; line?: LogLine; toolCall?: PendingToolCall } = NO_EXTRA): void {
+  /**
+   * Announces a change. Every update has the same shape (payload and line always present), which keeps
+   * listeners fast. Positional arguments, and the task's own emitter asked only when someone listens
+   * to this task: a partial, the most frequent update, allocates its update object and nothing else.
+   */
+  private update(kind: TaskUpdateKind, payload?: Payload, line?: LogLine, toolCall?: PendingToolCall): void {
     const update: TaskUpdate = {
       taskId: this.id,
       kind,
       state: this.currentState,
       attempt: this.attemptNumber,
       progress: this.currentProgress,
-      payload: extra.payload,
-      line: extra.line,
+      payload,
+      line,
     };
-    if (extra.toolCall) update.toolCall = extra.toolCall;
-    this.events.emit('update', update);
+    if (toolCall) update.toolCall = toolCall;
+    if (this.events.listenerCount('update') > 0) this.events.emit('update', update);
     this.emit(update);
   }
 

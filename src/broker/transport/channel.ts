@@ -236,7 +236,7 @@ export class TaskChannel implements TaskEndpoint {
     this.heard += 1;
     const connection: Connection = {
       socket,
-      reply: (answer) => this.write(connection, encodeLine(answer)),
+      reply: (answer) => this.replyNow(connection, encodeLine(answer)),
       outbox: [],
       unyielded: 0,
       inputEnded: false,
@@ -343,6 +343,18 @@ export class TaskChannel implements TaskEndpoint {
     if (connection.writeFailed) return void socket.destroy();
     this.flush(connection);
     socket.end();
+  }
+
+  /**
+   * A reply to what the agent sent (an answer, a tool result, an ack) goes out now, behind anything
+   * still waiting in the outbox. Deferred to the check phase, it waited for every other socket ready
+   * in the same poll (50 streaming agents: up to ~1 ms, the round trip's p99 under streams). A
+   * failed write is safe now (keepReadingThroughErrors), so deferring no longer protects the read.
+   */
+  private replyNow(connection: Connection, line: string): void {
+    if (connection.outbox.length > 0) return this.write(connection, line);
+    const { socket } = connection;
+    if (!connection.writeFailed && !socket.destroyed && !socket.writableEnded) socket.write(line);
   }
 
   /** Writes on the next turn of the event loop, together with whatever else this turn replies. */
