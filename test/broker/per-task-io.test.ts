@@ -2,7 +2,8 @@
  * Issue 48, round 6 (per task): the file work each task costs the broker, made cheaper without
  * changing what it does — the journal's small batches written on the loop (only the fsync on the
  * thread pool), an agent's start time read from /proc into a reused buffer, and an evicted task's
- * result file looked for before it is removed.
+ * result file looked for before it is removed; the finished tasks past the history limit counted,
+ * not copied, at every task's end.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { silentLogger } from '../../src/broker/log.js';
 import { Journal, JOURNAL_FILE, SYNC_WRITE_MAX_BYTES, type JournalRecord } from '../../src/broker/history/journal.js';
 import { RESULTS_DIR, ResultStore } from '../../src/broker/history/results.js';
 import { processStartTime } from '../../src/broker/process/start-time.js';
-import { tempDir } from '../helpers/core.js';
+import { createTestBroker, fixture, tempDir } from '../helpers/core.js';
 
 const at = new Date().toISOString();
 
@@ -102,5 +103,29 @@ describe("an evicted task's result file", () => {
     expect(existsSync(path.join(dir, 'task-a.json'))).toBe(false);
     expect(lstatSync(path.join(dir, 'task-b.json'), { throwIfNoEntry: false })).toBeUndefined();
     expect(warnings).toEqual([]);
+  });
+});
+
+describe('the history limit at each ending', () => {
+  test('finished tasks leave as others end, never one still running or queued, with many queued', async () => {
+    const { broker } = createTestBroker({ concurrency: 2, historyLimit: 3, dataDir: path.join(tempDir(), 'data') });
+    const exited = new Set<string>();
+    const removed: string[] = [];
+    const removedEarly: string[] = [];
+    broker.on('update', (update: { kind: string; taskId: string }) => {
+      if (update.kind === 'exited') exited.add(update.taskId);
+    });
+    broker.on('removed', (ids: string[]) => {
+      for (const id of ids) if (!exited.has(id)) removedEarly.push(id);
+      removed.push(...ids);
+    });
+    const tasks = Array.from({ length: 12 }, (_, n) => broker.submit({ command: fixture('quick.mjs'), input: { n } }));
+    await Promise.all(tasks.map((task) => task.result));
+    await broker.onIdle();
+    const kept = broker.tasks().map((t) => t.id);
+    expect(kept).toHaveLength(3);
+    expect(removedEarly).toEqual([]);
+    expect(new Set([...removed, ...kept])).toEqual(new Set(tasks.map((t) => t.id)));
+    await broker.close();
   });
 });
