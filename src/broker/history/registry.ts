@@ -299,8 +299,10 @@ export class TaskRegistry<Live extends Registered> {
    * first) and into the rollup. Returns their ids.
    */
   evictOldFinished({ limit, maxAgeMs }: Retention, now = Date.now()): string[] {
-    const finished = [...this.live.values()].filter((e) => e.task.finished && !e.attempt);
-    const excess = finished.length + this.history.size - limit;
+    // Counted, not copied: this runs at every task's end, with every queued task in `live` (1,000 submitted at once).
+    let finished = 0;
+    for (const entry of this.live.values()) if (evictable(entry)) finished += 1;
+    const excess = finished + this.history.size - limit;
     const expired: string[] = [];
     if (maxAgeMs) for (const entry of this.history.values()) if (tooOld(entry.snapshot, maxAgeMs, now)) expired.push(entry.snapshot.id);
     if (excess <= 0 && expired.length === 0) return [];
@@ -311,13 +313,23 @@ export class TaskRegistry<Live extends Registered> {
       first.push(id);
     }
     const historic = [...new Set(first.concat(expired))];
-    const fromLive = finished.slice(0, Math.max(0, excess - historic.length)).map((entry) => entry.task.id);
+    const fromLive: string[] = [];
+    const fromLiveCount = Math.max(0, excess - historic.length);
+    for (const entry of this.live.values()) {
+      if (fromLive.length >= fromLiveCount) break;
+      if (evictable(entry)) fromLive.push(entry.task.id);
+    }
     const leaving = historic.map((id) => this.history.get(id)!.snapshot).concat(fromLive.map((id) => liveSnapshot(this.live.get(id)!)));
     this.rollup.fold(leaving, { soon: true });
     for (const id of historic) this.history.delete(id);
     for (const id of fromLive) this.live.delete(id);
     return [...historic, ...fromLive];
   }
+}
+
+/** A live task that may leave memory for history: finished, its processes gone. */
+function evictable(entry: Registered): boolean {
+  return entry.task.finished && !entry.attempt;
 }
 
 /** A live task's snapshot, with its result replaced by the summary when the result is on disk. */
