@@ -3,10 +3,11 @@
  * answer, not the bench process's own loop (which follows the load's 50 task streams). Asks the hub
  * at BACKCHANNEL_CONTROL for a page of tasks and for `info`, alternately, one at a time, PROBE_GAP_MS
  * apart. Over its IPC channel: `{sample: n}` takes n samples; `{sample: 'until-stop'}` samples until
- * `{stop: true}`; each answers `{samples: [{kind, ms, at, bareMs}]}` (`at`: when the request to the hub was sent, ms since the epoch). `{exit: true}` closes the client and
- * exits. With BENCH_BARE_SOCKET set (bench/peers/bare-answer.js, the limit), each request to the hub
- * is paired with the same one to that bare answerer (`bareMs`), right before or right after it (in
- * turn), so both are timed under the same load and neither always has the place.
+ * `{stop: true}`; each answers `{samples: [{kind, ms, at, bareMs}]}` (`at`: when the request to the
+ * hub was sent, ms since the epoch). `{exit: true}` closes the client and exits. With
+ * BENCH_BARE_SOCKET set (bench/peers/bare-answer.js, the limit), each request to the hub is paired
+ * with the same one to that bare answerer (`bareMs`), right before or right after it (in turn), so
+ * both are timed under the same load and neither always has the place.
  */
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
