@@ -37,7 +37,7 @@ function addArray(value: unknown[], depth: number, pieces: string[]): void {
   pieces.push('[');
   for (let i = 0; i < value.length; i++) {
     if (i > 0) pieces.push(',');
-    const item: unknown = value[i];
+    const item = ownJson(value[i], String(i));
     // In a list, what JSON cannot write is `null`.
     if (isUnwritable(item)) pieces.push('null');
     else addPieces(item, depth + 1, pieces);
@@ -49,7 +49,7 @@ function addObject(value: Record<string, unknown>, depth: number, pieces: string
   let first = true;
   pieces.push('{');
   for (const key of Object.keys(value)) {
-    const member = value[key];
+    const member = ownJson(value[key], key);
     // In an object, what JSON cannot write is left out.
     if (isUnwritable(member)) continue;
     pieces.push(`${first ? '' : ','}${JSON.stringify(key)}:`);
@@ -57,6 +57,11 @@ function addObject(value: Record<string, unknown>, depth: number, pieces: string
     addPieces(member, depth + 1, pieces);
   }
   pieces.push('}');
+}
+
+/** What `JSON.stringify` writes for a member: its `toJSON(key)` when it has one (a Date's ISO string). */
+function ownJson(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && hasToJson(value) ? (value as { toJSON(key: string): unknown }).toJSON(key) : value;
 }
 
 function isUnwritable(value: unknown): boolean {

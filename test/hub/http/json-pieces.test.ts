@@ -49,6 +49,10 @@ const cases: Array<[string, unknown]> = [
     { when: new Date(0), custom: { toJSON: () => ({ swapped: true }) }, n: [NaN, Infinity, -0] },
   ],
   [
+    'toJSON given its key, in an object and a list',
+    { keyed: { toJSON: (key: string) => `key ${key}` }, list: [{ toJSON: (key: string) => ({ at: key }) }] },
+  ],
+  [
     'an object without a prototype and a class instance',
     { bare: Object.assign(Object.create(null) as object, { x: 1 }), instance: new URL('http://a/') },
   ],
