@@ -8,7 +8,11 @@
  * load's client (this process) is a third. What it measures: whether the hub answers while its
  * agents start and run — first held in spawn() (now on the spawner thread), then waiting for a core
  * behind agents that each weighed a whole session (now src/broker/process/agent-weight.ts; both in
- * docs/performance.md). Target: p99 under load ≤ 2× idle.
+ * docs/performance.md). Target (issue 48 §2): the hub's p99 under the load ≤ 1.25× that of a bare answerer
+ * (bench/peers/bare-answer.js: a process that serves the same two bodies and does nothing else) asked
+ * the same requests under the same load, in the same run — what the hub adds over the wait for a core
+ * any process gets on two saturated cores. The p99 under load against idle (issue 36's ≤ 2×, which
+ * no process can meet here: the bare answerer gets 2.5–3.2×) is kept as information.
  */
 import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,6 +26,8 @@ import { hubEnvAllowing, startServe } from './lib/hub.js';
 import { summarize } from './lib/stats.js';
 
 const CONCURRENCY = 50;
+/** Issue 48 §2: the hub's p99 under the load against the bare answerer's under the same load. */
+const BARE_TARGET = 1.25;
 const HISTORY_LIMIT = 100;
 const AGENT = agentPath('sdk-return.mjs');
 const PROBE = fileURLToPath(new URL('./peers/hub-probe.js', import.meta.url));
@@ -71,6 +77,8 @@ main(async ({ quick }) => {
     const hubCpuMs = hub.cpuMs() - cpu0;
     probe.stop();
     const busy = await during;
+    // BENCH_HUB_SAMPLES: a file to write every request's figures to (kind, ms, at, bareMs), to match them with the hub's own records.
+    if (process.env.BENCH_HUB_SAMPLES) writeFileSync(process.env.BENCH_HUB_SAMPLES, JSON.stringify({ idle, busy }));
     const page = (samples) => summarize(samples.filter((s) => s.kind === 'page').map((s) => s.ms));
     const info = (samples) => summarize(samples.filter((s) => s.kind === 'info').map((s) => s.ms));
     const all = (samples) => summarize(samples.map((s) => s.ms));
@@ -99,12 +107,11 @@ main(async ({ quick }) => {
           unit: 'ms',
           value: busyAll.p99,
           baseline: idleAll.p99,
-          target: { op: '<=', ratio: 2 },
           detail: common,
         }),
         row({
           fig: 'HA',
-          name: '(limit) a bare answerer in a session of its own, the same requests right after, p99 under the load vs idle',
+          name: '(limit) a bare answerer in a session of its own, the same requests right before or after, p99 under the load vs idle',
           unit: 'ms',
           value: busyBare.p99,
           baseline: idleBare.p99,
@@ -116,6 +123,7 @@ main(async ({ quick }) => {
           unit: 'ms',
           value: busyAll.p99,
           baseline: busyBare.p99,
+          target: { op: '<=', ratio: BARE_TARGET },
           detail: `p50 ${busyAll.p50.toFixed(1)} vs ${busyBare.p50.toFixed(1)} ms`,
         }),
       ],

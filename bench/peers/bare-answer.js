@@ -23,4 +23,14 @@ const server = createServer((req, res) => {
   res.end(body);
 });
 server.listen(socket, () => process.stdout.write('ready\n'));
+
+// BENCH_BARE_BURN=<share of a core>: an experiment, not the limit: the answerer also spends that share
+// of a core on its loop, in 1 ms turns, as a hub busy with its tasks does (docs/performance.md,
+// "Issue 48, round 6").
+const burn = Number(process.env.BENCH_BARE_BURN ?? 0);
+if (burn > 0) {
+  setInterval(() => {
+    for (const end = performance.now() + 1; performance.now() < end;);
+  }, 1 / burn).unref();
+}
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

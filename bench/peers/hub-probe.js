@@ -3,9 +3,11 @@
  * answer, not the bench process's own loop (which follows the load's 50 task streams). Asks the hub
  * at BACKCHANNEL_CONTROL for a page of tasks and for `info`, alternately, one at a time, PROBE_GAP_MS
  * apart. Over its IPC channel: `{sample: n}` takes n samples; `{sample: 'until-stop'}` samples until
- * `{stop: true}`; each answers `{samples: [{kind, ms, bareMs}]}`. `{exit: true}` closes the client and
- * exits. With BENCH_BARE_SOCKET set (bench/peers/bare-answer.js, the limit), each request to the hub
- * is followed by the same one to that bare answerer (`bareMs`), so both are timed under the same load.
+ * `{stop: true}`; each answers `{samples: [{kind, ms, at, bareMs}]}` (`at`: when the request to the
+ * hub was sent, ms since the epoch). `{exit: true}` closes the client and exits. With
+ * BENCH_BARE_SOCKET set (bench/peers/bare-answer.js, the limit), each request to the hub is paired
+ * with the same one to that bare answerer (`bareMs`), right before or right after it (in turn), so
+ * both are timed under the same load and neither always has the place.
  */
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +36,15 @@ function askBare(path) {
   });
 }
 
+/** One request to the hub through its client: ms, and when it was sent (ms since the epoch, to match with the hub's side). */
+async function askHub(kind) {
+  const at = performance.timeOrigin + performance.now();
+  const t0 = performance.now();
+  if (kind === 'page') await client.listTaskPage({ limit: 50 });
+  else await client.info();
+  return { ms: performance.now() - t0, at };
+}
+
 const client = await openClient({ withoutHub: 'refuse' });
 let stopped = false;
 
@@ -51,11 +62,12 @@ process.on('message', async (message) => {
   const samples = [];
   for (let i = 0; i < n && !stopped; i++) {
     const kind = i % 2 === 0 ? 'page' : 'info';
-    const t0 = performance.now();
-    if (kind === 'page') await client.listTaskPage({ limit: 50 });
-    else await client.info();
-    const ms = performance.now() - t0;
-    samples.push({ kind, ms, bareMs: BARE_SOCKET ? await askBare(`/${kind}`) : undefined });
+    // Which of the two is asked first alternates (every other pair of requests), so neither has the place.
+    const bareFirst = BARE_SOCKET !== undefined && i % 4 >= 2;
+    const bareBefore = bareFirst ? await askBare(`/${kind}`) : undefined;
+    const { ms, at } = await askHub(kind);
+    const bareMs = bareFirst ? bareBefore : BARE_SOCKET ? await askBare(`/${kind}`) : undefined;
+    samples.push({ kind, ms, at, bareMs });
     await sleep(PROBE_GAP_MS);
   }
   process.send({ samples });

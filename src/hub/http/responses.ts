@@ -1,7 +1,7 @@
 /** Small HTTP helpers of the headless server: bounded body reading and JSON/HTML/error replies. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../../model/errors.js';
-import { wellFormedJson } from '../../model/well-formed.js';
+import { joinedChunks, wellFormedJsonPieces } from './json-pieces.js';
 
 /** The body, or undefined when it is over `maxBytes`. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
@@ -19,11 +19,17 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
   });
 }
 
+/** A reply's JSON goes out in chunks of about this many characters, never one big string (./json-pieces.ts). */
+const REPLY_CHUNK_CHARS = 16 * 1024;
+
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   // Well-formed for strict parsers: one lone surrogate in a label broke a whole list (Y51).
-  const body = Buffer.from(wellFormedJson(value ?? null));
-  res.writeHead(status, jsonHeaders(body.length));
-  res.end(body);
+  const chunks = joinedChunks(wellFormedJsonPieces(value ?? null), REPLY_CHUNK_CHARS);
+  res.writeHead(status, jsonHeaders(chunks.reduce((bytes, chunk) => bytes + chunk.length, 0)));
+  if (chunks.length === 1) return void res.end(chunks[0]);
+  res.cork();
+  for (const chunk of chunks) res.write(chunk);
+  res.end();
 }
 
 /** The headers of a JSON reply of `bytes` bytes (`sendJson`'s, and a result file's: ./result-file.ts). */
