@@ -96,11 +96,12 @@ function onHub(hub: HubClient, env?: NodeJS.ProcessEnv, dataDir?: string): TaskB
 
 function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  const acp = ownerAcp();
+  // No spare ACP adapter (the warm adapter, docs/acp.md) in a command's own broker: it runs one task, then exits.
+  const acp = { ...ownerAcp(), warm: false };
   const broker = new TaskBroker({
     runPolicy: ownerRunPolicy({ extra: options.runRules }),
     budgets: ownerBudgets(),
-    ...(acp ? { acp } : {}),
+    acp,
     ...options.broker,
   });
   return localTasks(broker, { ownsBroker: true });
