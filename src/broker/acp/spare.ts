@@ -11,9 +11,9 @@
  * and the environment before it starts the agent, which so runs in the spare's group: the task's
  * pid is the spare's, and its one process-group kill ends adapter and agent alike.
  *
- * - A spare is started after the first local ACP attempt, and again after each hand-off: once the
- *   adopted process exits or REPLACE_AFTER_MS after the hand-off, whichever comes first (its start, a
- *   Node start and the adapter's load, is then off the task's path).
+ * - A spare is started at the first local ACP attempt (which spawns its own adapter, as before), and
+ *   again after each hand-off: once the adopted process exits or REPLACE_AFTER_MS after the hand-off,
+ *   whichever comes first (its start, a Node start and the adapter's load, is then off the task's path).
  * - An attempt takes it only when it is the process a fresh spawn would be: the same adapter program,
  *   the same CPU weighing, and the same values of the variables Node reads at its start; otherwise it
  *   spawns afresh (as before), and the spare is replaced by one that fits the latest task.
@@ -61,7 +61,8 @@ export class SpareAdapter {
   private spare: Spare | undefined;
   private deaths = 0;
   private closed = false;
-  private replaceTimer: NodeJS.Timeout | undefined;
+  /** Pending replacements (see replaceAfter). */
+  private readonly timers = new Set<NodeJS.Timeout>();
   /** Started, by pid (the spare now, and any being killed): for tests and diagnostics. */
   readonly started: number[] = [];
 
@@ -77,46 +78,48 @@ export class SpareAdapter {
 
   /**
    * The spare, handed this attempt's task, when it is the process a fresh spawn would be; else
-   * undefined (the attempt spawns as before) and a spare that fits is made ready for the next one.
+   * undefined (the attempt spawns as before), and a spare that fits is started for the next one.
    */
   take(settings: AttemptSettings, env: Record<string, string>, agent: string[]): AgentProcess | undefined {
     if (this.closed || process.platform === 'win32' || settings.command !== this.adapter) return undefined;
     const startup = startupEnv(env);
     const spare = this.spare;
-    const fits =
-      spare && spare.process.pid !== undefined && !spare.process.gone && sameEnv(spare.env, startup) && spare.cpu === settings.agentCpu;
-    if (!spare || !fits) {
-      if (spare) void this.discard(spare);
-      this.replaceLater(undefined, startup, settings.agentCpu);
+    if (spare && (spare.process.gone || !sameEnv(spare.env, startup) || spare.cpu !== settings.agentCpu)) void this.discard(spare);
+    if (!this.spare) {
+      this.start(startup, settings.agentCpu);
       return undefined;
     }
+    // Its pid is on its way from the spawner thread (a task right behind the last): it serves the next one.
+    if (spare?.process.pid === undefined) return undefined;
     this.spare = undefined;
     const line = JSON.stringify({ cwd: path.resolve(settings.cwd), env: { ...env, ...resolveCommand(this.adapter, []).env }, agent });
     spare.process.handOff(`${line}\n`);
     this.deaths = 0;
-    this.replaceLater(spare.process, startup, settings.agentCpu);
+    this.replaceAfter(spare.process, startup, settings.agentCpu);
     return spare.process;
   }
 
   /** Kills the spare (its group) and resolves once it has exited; no spare starts after. */
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.replaceTimer);
+    for (const timer of this.timers) clearTimeout(timer);
     const spare = this.spare;
     this.spare = undefined;
     if (spare) await this.discard(spare);
   }
 
-  /** Starts the next spare when `adopted` exits or REPLACE_AFTER_MS from now (at once without a process to wait for). */
-  private replaceLater(adopted: AgentProcess | undefined, env: Record<string, string>, cpu: AgentCpu): void {
-    clearTimeout(this.replaceTimer);
+  /** Starts the next spare when `adopted` exits or REPLACE_AFTER_MS from now, whichever is first. */
+  private replaceAfter(adopted: AgentProcess, env: Record<string, string>, cpu: AgentCpu): void {
+    let timer: NodeJS.Timeout | undefined = undefined;
     const start = () => {
-      clearTimeout(this.replaceTimer);
+      clearTimeout(timer);
+      this.timers.delete(timer!);
       this.start(env, cpu);
     };
-    this.replaceTimer = setTimeout(start, REPLACE_AFTER_MS);
-    this.replaceTimer.unref();
-    adopted?.once('exit', start);
+    timer = setTimeout(start, REPLACE_AFTER_MS);
+    timer.unref();
+    this.timers.add(timer);
+    adopted.once('exit', start);
   }
 
   private start(env: Record<string, string>, cpu: AgentCpu): void {
