@@ -3,7 +3,8 @@
  * (dist/acp/main.js --spare) ready, and an ACP task's attempt takes it instead of starting one — real
  * processes throughout, with the fixture ACP agent (test/fixtures/acp/agent.mjs). The spare's pid is
  * the task's, the agent runs in its process group (a kill of the group ends both), the spare holds no
- * task's secret before its hand-off, it is replaced after each task and after its own death, it is
+ * task’s secret before its hand-off, a cancel goes as session/cancel then the tree, it is replaced
+ * after each task and after its own death, it is
  * killed when the broker closes, and a bad hand-off line is a one-line error.
  */
 import { spawn } from 'node:child_process';
@@ -21,8 +22,8 @@ const ADAPTER = path.join(ROOT, 'dist/acp/main.js');
 const AGENT = path.join(ROOT, 'test/fixtures/acp/agent.mjs');
 
 /** A broker with the built adapter kept warm, and its ACP kind's spares. */
-function warmBroker() {
-  const b = createTestBroker({ acp: { adapter: ADAPTER, warm: true } });
+function warmBroker(options: { cancelGraceMs?: number } = {}) {
+  const b = createTestBroker({ acp: { adapter: ADAPTER, warm: true }, ...options });
   // The kind is the broker's own (the second, after coding tasks): its spares are what these tests watch.
   const kind = (b.broker as unknown as { kinds: unknown[] }).kinds.find((k) => (k as AcpTasks).spares !== undefined) as AcpTasks;
   return { ...b, spares: kind.spares! };
@@ -94,6 +95,30 @@ describe.skipIf(process.platform === 'win32')('the warm adapter', () => {
     expect(done.snapshot.state).toBe('failed');
     expect(done.snapshot.message).toMatch(/killed by SIGKILL/);
     await waitUntilGone([spare.pid!, agent]);
+  });
+
+  it('cancels through the spare as through a fresh adapter: session/cancel, the work kept, nothing left', async () => {
+    const { broker, spares } = warmBroker({ cancelGraceMs: 5000 });
+    const cwd = tempDir();
+    await run(broker, spec(cwd, 'one'));
+    const spare = await readySpare(spares);
+    const steps = [
+      { say: 'Half done. ' },
+      { tool: { id: 't1', title: 'Refactor a.ts', kind: 'edit', status: 'in_progress' } },
+      { untilCancelled: true },
+    ];
+    const running = startTask(broker, spec(cwd, `do it SCRIPT:${JSON.stringify(steps)}`));
+    await waitFor(() => running.partials.some((p) => (p.data as { step?: string }).step === 'Refactor a.ts'), 'the step text');
+    expect(running.handle.snapshot().pid).toBe(spare.pid);
+    running.handle.cancel('changed my mind');
+    const done = await running.done;
+    expect(done.error?.reason).toBe('cancelled');
+    const data = done.error!.payload!.data as Record<string, unknown>;
+    expect(data).toMatchObject({ text: 'Half done. ', stop_reason: 'cancelled' });
+    // The agent got session/cancel and ended its turn: no signal was needed.
+    expect(readdirSync(cwd)).toContain(`${String(data.session_id)}.cancelled`);
+    expect(done.snapshot.signal).toBeNull();
+    await waitUntilGone([spare.pid!, ...agentPids(cwd)]);
   });
 
   it('replaces the spare after each task and after its death, and kills it when the broker closes', async () => {
