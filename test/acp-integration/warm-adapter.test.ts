@@ -4,8 +4,8 @@
  * processes throughout, with the fixture ACP agent (test/fixtures/acp/agent.mjs). The spare's pid is
  * the task's, the agent runs in its process group (a kill of the group ends both), the spare holds no
  * task’s secret before its hand-off, a cancel goes as session/cancel then the tree, it is replaced
- * after each task and after its own death, it is
- * killed when the broker closes, and a bad hand-off line is a one-line error.
+ * after each task and after its own death, it is killed when the broker closes, and a bad hand-off
+ * line is a one-line error.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
