@@ -96,13 +96,14 @@ function onHub(hub: HubClient, env?: NodeJS.ProcessEnv, dataDir?: string): TaskB
 
 function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  // No spare ACP adapter (the warm adapter, docs/acp.md) in a command's own broker: it runs one task, then exits.
-  const acp = { ...ownerAcp(), warm: false };
+  // The caller's ACP options go over the owner's config (`run` turns the warm adapter off: it runs one task).
+  const { acp: acpOptions, ...brokerOptions } = options.broker ?? {};
+  const acp = { ...ownerAcp(), ...acpOptions };
   const broker = new TaskBroker({
     runPolicy: ownerRunPolicy({ extra: options.runRules }),
     budgets: ownerBudgets(),
-    acp,
-    ...options.broker,
+    ...(Object.keys(acp).length > 0 ? { acp } : {}),
+    ...brokerOptions,
   });
   return localTasks(broker, { ownsBroker: true });
 }
