@@ -143,6 +143,29 @@ describe.skipIf(process.platform === 'win32')('the warm adapter', () => {
     expect(spares.started).toContain(last.pid);
   });
 
+  it('lets a process whose broker closed exit: close() waits for the spare’s end, nothing else holds it', async () => {
+    const cwd = tempDir();
+    // The built broker in a process of its own: one ACP task, its spare ready, close — then the process must end by itself.
+    const script = `
+      import { TaskBroker, silentLogger } from ${JSON.stringify(path.join(ROOT, 'dist/broker/index.js'))};
+      const broker = new TaskBroker({ ipcDir: ${JSON.stringify(path.join(cwd, 'ipc'))}, logger: silentLogger });
+      const task = broker.submit(${JSON.stringify(spec(cwd, 'one'))});
+      await task.result;
+      await task.finished;
+      const spares = broker.kinds.find((k) => k.spares).spares;
+      while (spares.current?.pid === undefined) await new Promise((r) => setTimeout(r, 10));
+      console.log(spares.current.pid);
+      await broker.close();
+      console.log('closed');`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    const [pid, said] = out.trim().split('\n');
+    expect({ code, said }).toEqual({ code: 0, said: 'closed' });
+    await waitUntilGone([Number(pid)]);
+  });
+
   it('spawns afresh when Node would start differently (NODE_OPTIONS), and readies a spare that fits', async () => {
     const { broker, spares } = warmBroker();
     const cwd = tempDir();

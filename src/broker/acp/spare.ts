@@ -85,12 +85,12 @@ export class SpareAdapter {
     const startup = startupEnv(env);
     const spare = this.spare;
     if (spare && (spare.process.gone || !sameEnv(spare.env, startup) || spare.cpu !== settings.agentCpu)) void this.discard(spare);
-    if (!this.spare) {
+    if (!spare || !this.spare) {
       this.start(startup, settings.agentCpu);
       return undefined;
     }
-    // Its pid is on its way from the spawner thread (a task right behind the last): it serves the next one.
-    if (spare?.process.pid === undefined) return undefined;
+    // Its pid may still be on its way from the spawner thread (a task right behind the last): the
+    // hand-off follows its spawn there, and the attempt waits for its 'spawn' as for a fresh one.
     this.spare = undefined;
     const line = JSON.stringify({ cwd: path.resolve(settings.cwd), env: { ...env, ...resolveCommand(this.adapter, []).env }, agent });
     spare.process.handOff(`${line}\n`);
@@ -157,6 +157,8 @@ export class SpareAdapter {
     if (this.spare === spare) this.spare = undefined;
     const child = spare.process;
     if (child.gone) return Promise.resolve();
+    // A waiting spare keeps nothing alive: its exit, awaited now, must still arrive.
+    child.hold();
     const exited = new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
       child.on('error', () => child.pid === undefined && resolve());

@@ -71,6 +71,8 @@ export interface SpareProcess extends AgentProcess {
   readonly gone: boolean;
   /** Writes `line` to its stdin, then closes it; it runs as any agent from now on. Once only. */
   handOff(line: string): void;
+  /** Keeps this process alive until its exit is seen, as any child (a spare being killed, its exit awaited). */
+  hold(): void;
 }
 
 /** With no child for this long, the thread is stopped (a new one starts in milliseconds when needed). */
@@ -255,6 +257,10 @@ class SpawnedAgent extends EventEmitter implements SpareProcess {
     this.handedOff = true;
     this.adopted();
     this.send({ t: 'handoff', id: this.id, line });
+  }
+
+  hold(): void {
+    this.adopted();
   }
 
   /** Sends `signal` to the child (its group is for base/kill-tree.ts). */
