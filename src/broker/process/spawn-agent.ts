@@ -1,6 +1,7 @@
 /**
- * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed,
- * through the spawner thread (spawner.ts), so the hub's loop never waits on a fork and exec.
+ * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed (a
+ * spare's stdin is a pipe: `spawnSpare`), through the spawner thread (spawner.ts), so the hub's loop
+ * never waits on a fork and exec.
  * JavaScript and TypeScript files run with this very runtime: inside a packaged Electron app there
  * is no `node` on PATH, so `process.execPath` with ELECTRON_RUN_AS_NODE=1 is the Node we have.
  */
