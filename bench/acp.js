@@ -5,8 +5,10 @@
  *   in a broker of this process: the ACP adapter, dist/acp/main.js, between the broker and the agent)
  *   vs driven directly by the SDK's client side in this process (initialize, session/new, prompt).
  *   Both clocks start before the agent's spawn; neither includes this process's start. The SDK is
- *   already loaded here, so the baseline never pays for it, while the adapter is a process of its own
- *   that starts Node and loads the SDK for each task. Target ≤ 1.1×. A peer row: the same prompt by
+ *   already loaded here, so the baseline never pays for it; the broker keeps a spare adapter ready
+ *   (the warm adapter, src/broker/acp/spare.ts), so neither does the task. Target ≤ 1.1×. The same
+ *   with the adapter started per task (`acp.warm: false`, as before the warm adapter) in the same
+ *   run, and the CPU per prompt of all three ways, the spares' starts included. A peer row: the same prompt by
  *   `acpx exec` (acpx@0.19.1, installed into `.cache/clients/` at bench time; skipped with the reason
  *   when npm cannot install it).
  * - overhead, as a program (like with like): `backchannel run --local --acp` (the CLI's start, its
@@ -18,7 +20,7 @@
  *   (bench/agents/sdk-ask.mjs) answered the same way: p50 and p99.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { PROTOCOL_VERSION, client, methods, ndJsonStream } from '@agentclientprotocol/sdk';
@@ -107,27 +109,21 @@ async function viaAcpx(bin, cwd, home) {
 async function overheadRows(dir, runs) {
   const cwd = path.join(dir, 'work');
   mkdirSync(cwd, { recursive: true });
+  // The default broker keeps a spare adapter ready (the warm adapter); `cold` starts one per task, as before it.
   const broker = new TaskBroker({ concurrency: 2, ipcDir: path.join(dir, 'ipc'), logger: silentLogger });
-  await broker.ready;
+  const cold = new TaskBroker({ concurrency: 2, ipcDir: path.join(dir, 'ipc-cold'), logger: silentLogger, acp: { warm: false } });
+  await Promise.all([broker.ready, cold.ready]);
   const acpx = installAcpx();
   if (acpx.skip) log(`acp: acpx cannot be installed (${acpx.skip}); its row is skipped`);
-  const viaBackchannel = async () => {
-    const t0 = performance.now();
-    const task = broker.submit({ command: FIXTURE, acp: true, input: 'hello', cwd, env: { ACP_FIXTURE_STATE: cwd }, retries: 0 });
-    const result = await task.result;
-    const ms = performance.now() - t0;
-    await task.finished;
-    if (result.data?.stop_reason !== 'end_turn') throw new Error(`backchannel: ${JSON.stringify(result.data).slice(0, 200)}`);
-    return { ms };
-  };
-  const variants = { direct: () => direct(cwd), backchannel: viaBackchannel };
+  const variants = { direct: () => direct(cwd), backchannel: () => viaBroker(broker, cwd), cold: () => viaBroker(cold, cwd) };
   if (acpx.bin) variants.acpx = () => viaAcpx(acpx.bin, cwd, dir);
   log(`acp overhead: ${runs} prompts to end_turn each, ${Object.keys(variants).join(', ')} interleaved`);
   await interleave(2, variants); // warm: the SDK's modules in the page cache, the broker's first spawn
   const samples = await interleave(runs, variants);
-  await broker.close();
+  const cpu = await cpuRows(cwd, broker, cold, Math.max(5, Math.round(runs / 2)));
+  await Promise.all([broker.close(), cold.close()]);
   const ms = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summarize(list.map((s) => s.ms))]));
-  const detail = `${runs} runs interleaved; the fixture ACP agent answers "echo: hello" at once; both clocks from before the agent's spawn, the SDK already loaded in this process (the adapter starts Node and loads it per task); p90 ${ms.backchannel.p90?.toFixed(0) ?? '-'} vs ${ms.direct.p90?.toFixed(0) ?? '-'} ms`;
+  const detail = `${runs} runs interleaved; the fixture ACP agent answers "echo: hello" at once; both clocks from before the agent's spawn, the SDK already loaded in this process (the adapter is a spare, started and loaded before the task); p90 ${ms.backchannel.p90?.toFixed(0) ?? '-'} vs ${ms.direct.p90?.toFixed(0) ?? '-'} ms`;
   const rows = [
     row({
       fig: 'ACP',
@@ -140,6 +136,15 @@ async function overheadRows(dir, runs) {
     }),
   ];
   rows.push(
+    row({
+      fig: 'ACP',
+      name: '(before) the same prompt with the adapter started per task (`acp.warm: false`) vs the SDK client directly, median',
+      unit: 'ms',
+      value: ms.cold.p50,
+      baseline: ms.direct.p50,
+      detail: `warm vs per-task adapter in the same run: ${ms.backchannel.p50.toFixed(0)} vs ${ms.cold.p50.toFixed(0)} ms`,
+    }),
+    ...cpu,
     acpx.bin
       ? row({
           fig: 'ACP',
@@ -152,6 +157,62 @@ async function overheadRows(dir, runs) {
       : row({ fig: 'ACP', name: '(peer) acpx 0.19.1: not installed', unit: 'ms', value: NaN, baseline: NaN, detail: acpx.skip }),
   );
   return rows;
+}
+
+/** One prompt through `broker`: submit → result (then its processes gone, off the clock). */
+async function viaBroker(broker, cwd) {
+  const t0 = performance.now();
+  const task = broker.submit({ command: FIXTURE, acp: true, input: 'hello', cwd, env: { ACP_FIXTURE_STATE: cwd }, retries: 0 });
+  const result = await task.result;
+  const ms = performance.now() - t0;
+  await task.finished;
+  if (result.data?.stop_reason !== 'end_turn') throw new Error(`backchannel: ${JSON.stringify(result.data).slice(0, 200)}`);
+  return { ms };
+}
+
+/** CPU this process and its reaped children have used (/proc/self/stat: utime, stime, cutime, cstime), in ms. */
+function cpuMs() {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14-17 of the whole line are 12-15 here (after pid and comm), in clock ticks (100 per second).
+  return fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0) * 10;
+}
+
+/**
+ * CPU per prompt, each way in a block of its own (the spare's start runs beside the other ways when
+ * they are interleaved): this process and its reaped children, so the adapter, the agent and — for
+ * the warm broker — the spares it started (each prompt's replacement; the last one killed at the
+ * broker's close, after it has loaded) are all counted.
+ */
+async function cpuRows(cwd, warm, cold, prompts) {
+  if (process.platform !== 'linux') return [];
+  const per = async (run) => {
+    const before = cpuMs();
+    for (let i = 0; i < prompts; i++) await run();
+    return (cpuMs() - before) / prompts;
+  };
+  const direct_ = await per(() => direct(cwd));
+  const cold_ = await per(() => viaBroker(cold, cwd));
+  const warm_ = await per(() => viaBroker(warm, cwd));
+  const detail = `${prompts} prompts each way in a block, this process and its reaped children (/proc/self/stat)`;
+  return [
+    row({
+      fig: 'ACP',
+      name: 'CPU per prompt, warm adapter (the spares’ starts included) vs the SDK client directly',
+      unit: 'ms',
+      value: warm_,
+      baseline: direct_,
+      detail,
+    }),
+    row({
+      fig: 'ACP',
+      name: 'CPU per prompt, adapter started per task vs the SDK client directly',
+      unit: 'ms',
+      value: cold_,
+      baseline: direct_,
+      detail,
+    }),
+  ];
 }
 
 /** A process spawned → its exit, stdout read to the end; rejects unless it exits 0 having printed `expect`. */

@@ -361,12 +361,13 @@ export class TaskBroker extends EventEmitter<BrokerEvents> {
       await this.ready.catch(() => {});
       clearInterval(this.spoolCheck);
       this.recovering?.close();
-      for (const kind of this.kinds) kind.close?.();
+      const kindsClosed = this.kinds.map((kind) => kind.close?.());
       this.queue.clear();
       for (const entry of this.live.values()) {
         if (!entry.task.finished) this.cancel(entry.task.id, 'the broker is shutting down');
       }
       await Promise.all([...this.live.values()].map((e) => e.finished));
+      await Promise.all(kindsClosed);
       this.queue.pause();
       await this.attempts.close();
       this.registry.rollup.flush();

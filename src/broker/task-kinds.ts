@@ -47,7 +47,8 @@ export interface TaskRun {
   askContext?(): PendingQuestion['worktree'];
   /**
    * How each attempt starts, when the kind runs the task's command through a program of its own (an
-   * ACP task runs its agent under the ACP adapter): changes `settings` (command, args, env) in place.
+   * ACP task runs its agent under the ACP adapter): changes `settings` (command, args, env) in place,
+   * and may offer a process it started ready for it (`settings.spare`: the ACP kind's warm adapter).
    * The task's spec, its history and a Retry keep the command the run policy judged.
    */
   launch?(settings: AttemptSettings): void;
@@ -61,8 +62,8 @@ export interface TaskKind {
   plan(id: string, spec: TaskSpec, cwd: string): TaskRun | undefined;
   /** Once the broker has started (its history restored), before the first task runs; never if it could not start. */
   start?(): void;
-  /** When the broker closes, before it cancels its tasks. */
-  close?(): void;
+  /** When the broker closes, before it cancels its tasks; the broker waits for what it returns before it has closed. */
+  close?(): void | Promise<void>;
 }
 
 /** A task the broker holds in memory (live, or ended and not yet retired to history). */

@@ -96,12 +96,14 @@ function onHub(hub: HubClient, env?: NodeJS.ProcessEnv, dataDir?: string): TaskB
 
 function privateBroker(options: OpenClientOptions): TaskBackend {
   // Not awaiting `ready`: a broker that cannot start fails each task with the reason (the task's own error).
-  const acp = ownerAcp();
+  // The caller's ACP options go over the owner's config (`run` turns the warm adapter off: it runs one task).
+  const { acp: acpOptions, ...brokerOptions } = options.broker ?? {};
+  const acp = { ...ownerAcp(), ...acpOptions };
   const broker = new TaskBroker({
     runPolicy: ownerRunPolicy({ extra: options.runRules }),
     budgets: ownerBudgets(),
-    ...(acp ? { acp } : {}),
-    ...options.broker,
+    ...(Object.keys(acp).length > 0 ? { acp } : {}),
+    ...brokerOptions,
   });
   return localTasks(broker, { ownsBroker: true });
 }

@@ -4,7 +4,8 @@
  * dist/acp/main.js) — `<adapter> [--task-id=<id>] -- <agent command> <args…>` — with the adapter's
  * settings in BACKCHANNEL_ACP. The plan runs at submit AFTER admission judged the agent's own
  * command line, so the run policy judges the agent, never the adapter; the spec, its history and a
- * Retry keep the agent's command.
+ * Retry keep the agent's command. A local attempt takes the kind's spare adapter, already started and
+ * loaded, when it fits (./spare.ts: the warm adapter), instead of starting one.
  *
  * A named agent (`acp: {agent}`) adds the environment of the owner's config, and only to its own
  * command line; a request naming an agent whose command line it is not is refused. Nothing is read
@@ -21,6 +22,7 @@ import type { KindContext, TaskKind, TaskRun } from '../task-kinds.js';
 import type { AttemptSettings } from '../task/attempt.js';
 import { ACP_SETTINGS_ENV, approvalsFor, type AcpAgent, type AcpOptions, type AcpSettings } from './settings.js';
 import { sessionOfResult } from './session.js';
+import { SpareAdapter } from './spare.js';
 
 /** dist/acp/main.js beside this file's dist/broker/acp/. */
 export function defaultAdapterPath(): string {
@@ -28,10 +30,20 @@ export function defaultAdapterPath(): string {
 }
 
 export class AcpTasks implements TaskKind {
+  /** The warm adapter: one spare adapter process, ready for the next local attempt (none when `warm` is off). */
+  readonly spares: SpareAdapter | undefined;
+
   constructor(
     private readonly options: AcpOptions,
     private readonly context: KindContext,
-  ) {}
+  ) {
+    const warm = options.warm ?? options.adapter === undefined;
+    this.spares = warm ? new SpareAdapter(options.adapter ?? defaultAdapterPath(), (message) => context.warn(message)) : undefined;
+  }
+
+  close(): Promise<void> | undefined {
+    return this.spares?.close();
+  }
 
   plan(_id: string, spec: TaskSpec, cwd: string): TaskRun | undefined {
     if (spec.acp === undefined || spec.acp === false) return undefined;
@@ -52,7 +64,7 @@ export class AcpTasks implements TaskKind {
     };
     const session = spec.parent === undefined ? undefined : sessionOfResult(this.context.result?.(spec.parent));
     if (session) settings.session = session;
-    return new AcpRun(this.options.adapter ?? defaultAdapterPath(), agentCommand(spec, cwd), settings, agent?.env);
+    return new AcpRun(this.options.adapter ?? defaultAdapterPath(), agentCommand(spec, cwd), settings, agent?.env, this.spares);
   }
 
   /** The owner's agent `name`, when `spec` runs its command line; a refusal otherwise. */
@@ -82,6 +94,7 @@ class AcpRun implements TaskRun {
     private readonly agent: string[],
     private readonly settings: AcpSettings,
     private readonly agentEnv: Record<string, string> | undefined,
+    private readonly spares: SpareAdapter | undefined,
   ) {}
 
   launch(attempt: AttemptSettings): void {
@@ -90,6 +103,8 @@ class AcpRun implements TaskRun {
     attempt.args = [...own, '--', ...this.agent];
     attempt.env = { ...attempt.env, ...this.agentEnv, [ACP_SETTINGS_ENV]: JSON.stringify(this.settings) };
     attempt.acp = { agent: this.agent, settings: JSON.stringify(this.settings) };
+    const spares = this.spares;
+    if (spares) attempt.spare = (settings, env) => spares.take(settings, env, this.agent);
   }
 
   /** With `pause`, the adapter holds the cost and token caps (it asks to raise them); the broker keeps the turn cap. */

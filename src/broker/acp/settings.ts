@@ -47,6 +47,12 @@ export interface AcpOptions {
   onBudget?: OnBudget;
   /** The adapter program. @default dist/acp/main.js of this installation */
   adapter?: string;
+  /**
+   * Keep one spare adapter ready, started and loaded, for the next ACP task (the warm adapter,
+   * ./spare.ts). @default true with the built-in adapter; false with another `adapter` (a program
+   * that may have no `--spare` mode)
+   */
+  warm?: boolean;
 }
 
 /** What one task's adapter gets in BACKCHANNEL_ACP (the contract with src/acp). */

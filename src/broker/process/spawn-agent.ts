@@ -1,6 +1,7 @@
 /**
- * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed,
- * through the spawner thread (spawner.ts), so the hub's loop never waits on a fork and exec.
+ * Starts a sub-agent process in its own process group with piped stdout/stderr and stdin closed (a
+ * spare's stdin is a pipe: `spawnSpare`), through the spawner thread (spawner.ts), so the hub's loop
+ * never waits on a fork and exec.
  * JavaScript and TypeScript files run with this very runtime: inside a packaged Electron app there
  * is no `node` on PATH, so `process.execPath` with ELECTRON_RUN_AS_NODE=1 is the Node we have.
  */
@@ -9,9 +10,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AgentCpu } from './agent-weight.js';
-import { defaultSpawner, type AgentProcess, type Spawner } from './spawner.js';
+import { defaultSpawner, type AgentProcess, type SpareProcess, type Spawner } from './spawner.js';
 
-export type { AgentProcess } from './spawner.js';
+export type { AgentProcess, SpareProcess } from './spawner.js';
 
 const JS_FILE = /\.(mjs|cjs|js)$/i;
 const TS_FILE = /\.(mts|cts|ts)$/i;
@@ -81,6 +82,28 @@ export function spawnAgent(
     // Own process group, so cancel can reach grandchildren (the thread never opens a console window on Windows).
     detached: process.platform !== 'win32',
     cpu,
+  });
+}
+
+/**
+ * Starts a spare (spawner.ts `SpareProcess`): in its own process group as any agent, its stdin a pipe
+ * on which it waits for its task; not weighed, and keeping nothing alive, until its `handOff`.
+ */
+export function spawnSpare(
+  command: ResolvedCommand,
+  cwd: string,
+  env: Record<string, string>,
+  cpu: AgentCpu = 'shared',
+  spawner: Spawner = defaultSpawner(),
+): SpareProcess {
+  return spawner.spawn({
+    file: command.file,
+    args: command.args,
+    cwd,
+    env: { ...env, ...command.env },
+    detached: process.platform !== 'win32',
+    cpu,
+    spare: true,
   });
 }
 

@@ -21,7 +21,9 @@
  * - the agents' weight on the CPU (agent-weight.ts): each running child's session gets the autogroup
  *   nice for the number running, set again whenever that number changes; without autogroup, the
  *   child's own nice is set once, when it starts. A child spawned with `cpu: 'full'` is neither
- *   weighed nor counted.
+ *   weighed nor counted; a spare is weighed from its `handoff` on (idle, it weighs on nobody).
+ * - a spare's stdin is a pipe, written once by `handoff` and then closed; every other child's stdin is
+ *   closed from the start.
  */
 import { AGENT_NICE_TABLE, MAX_NICE, type AgentCpu } from './agent-weight.js';
 
@@ -33,7 +35,20 @@ export const OUTPUT_WINDOW_BYTES = 128 * 1024;
  * what one side sends in one turn of its loop crosses as one message (one wake-up of the other side).
  */
 export type ToThread =
-  | { t: 'spawn'; id: number; file: string; args: string[]; cwd: string; env: Record<string, string>; detached: boolean; cpu?: AgentCpu }
+  | {
+      t: 'spawn';
+      id: number;
+      file: string;
+      args: string[];
+      cwd: string;
+      env: Record<string, string>;
+      detached: boolean;
+      cpu?: AgentCpu;
+      /** A spare (spawner.ts `SpawnRequest.spare`): stdin piped, not weighed until its hand-off. */
+      spare?: boolean;
+    }
+  /** A spare's task: `line` written to its stdin, which then closes; from now on it is weighed as an agent. */
+  | { t: 'handoff'; id: number; line: string }
   | { t: 'ack'; id: number; fd: 1 | 2; bytes: number }
   | { t: 'destroy'; id: number; fd: 1 | 2 };
 
@@ -172,7 +187,7 @@ function start(request) {
     child = spawn(request.file, request.args, {
       cwd: request.cwd,
       env: request.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [request.spare ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: request.detached,
       windowsHide: true,
     });
@@ -186,11 +201,16 @@ function start(request) {
     child.stderr.destroy();
     return;
   }
-  if (request.cpu !== 'full') weigh(id, child.pid, request.detached);
+  if (request.cpu !== 'full' && !request.spare) weigh(id, child.pid, request.detached);
   post({ t: 'spawned', id, pid: child.pid });
-  children.set(id, { 1: forward(id, 1, child.stdout), 2: forward(id, 2, child.stderr) });
+  const weighLater = request.spare && request.cpu !== 'full' ? { pid: child.pid, ownSession: request.detached } : undefined;
+  children.set(id, { 1: forward(id, 1, child.stdout), 2: forward(id, 2, child.stderr), stdin: child.stdin, weighLater });
+  // A spare that died has a closed pipe: the write fails with EPIPE, and its exit says the rest.
+  if (child.stdin) child.stdin.on('error', () => {});
   child.on('error', () => {});
   child.once('exit', (code, signal) => {
+    const entry = children.get(id);
+    if (entry) entry.exited = true;
     unweigh(id);
     post({ t: 'exit', id, code, signal });
   });
@@ -200,8 +220,17 @@ function start(request) {
   });
 }
 
+function handOff(message) {
+  const entry = children.get(message.id);
+  if (!entry || !entry.stdin) return;
+  entry.stdin.end(message.line);
+  entry.stdin = undefined;
+  if (entry.weighLater && !entry.exited) weigh(message.id, entry.weighLater.pid, entry.weighLater.ownSession);
+}
+
 function receive(message) {
   if (message.t === 'spawn') return start(message);
+  if (message.t === 'handoff') return handOff(message);
   const flow = children.get(message.id)?.[message.fd];
   if (!flow) return;
   if (message.t === 'ack') ack(flow, message.bytes);

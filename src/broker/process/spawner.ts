@@ -25,8 +25,9 @@
  *   a child not yet started gets an 'error'; a started one has its process group SIGKILLed, then gets
  *   an 'error' saying the spawner stopped, its streams end and it 'exit's (null, 'SIGKILL'). The next
  *   spawn starts a new thread.
- * - The thread keeps the process alive only while it holds a child (as a ChildProcess would), and
- *   stops by itself after IDLE_MS without one; nothing of it outlives its last child for long.
+ * - The thread keeps the process alive only while it holds a child (as a ChildProcess would) that is
+ *   not a spare waiting for its task, and stops by itself after IDLE_MS without any child; nothing of
+ *   it outlives its last child for long.
  */
 import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
@@ -56,6 +57,22 @@ export interface SpawnRequest {
   detached: boolean;
   /** How the child weighs on the CPU (agent-weight.ts): `full` leaves it out of the weighing. @default 'shared' */
   cpu?: AgentCpu;
+  /**
+   * A spare: a process started before its task, waiting for it on its stdin (a pipe, not closed as
+   * every other child's is). Until its `handOff` it neither keeps this process alive nor weighs on the
+   * CPU as an agent; its output waits, flow-controlled, for whoever adopts it. @default false
+   */
+  spare?: boolean;
+}
+
+/** A spare's side of an `AgentProcess` (SpawnRequest.spare). */
+export interface SpareProcess extends AgentProcess {
+  /** True once its exit was seen (or its start failed). */
+  readonly gone: boolean;
+  /** Writes `line` to its stdin, then closes it; it runs as any agent from now on. Once only. */
+  handOff(line: string): void;
+  /** Keeps this process alive until its exit is seen, as any child (a spare being killed, its exit awaited). */
+  hold(): void;
 }
 
 /** With no child for this long, the thread is stopped (a new one starts in milliseconds when needed). */
@@ -72,6 +89,8 @@ export class SpawnerStopped extends Error {
 export class Spawner {
   private worker: Worker | undefined;
   private readonly children = new Map<number, SpawnedAgent>();
+  /** Spares not yet handed their task: held, but they keep nothing alive. */
+  private readonly waiting = new Set<number>();
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
   /** Messages to the thread posted in this turn of the loop, sent as one batch (see spawner-thread.ts). */
@@ -83,11 +102,21 @@ export class Spawner {
   };
 
   /** Starts `request` on the thread; the answer comes as the returned process's events. */
+  spawn(request: SpawnRequest & { spare: true }): SpareProcess;
+  spawn(request: SpawnRequest): AgentProcess;
   spawn(request: SpawnRequest): AgentProcess {
     const worker = this.thread();
     const id = this.nextId++;
-    const child = new SpawnedAgent((message) => this.post(worker, message), id);
+    const child = new SpawnedAgent(
+      (message) => this.post(worker, message),
+      id,
+      () => {
+        this.waiting.delete(id);
+        this.held();
+      },
+    );
     this.children.set(id, child);
+    if (request.spare === true) this.waiting.add(id);
     this.held();
     this.post(worker, { t: 'spawn', id, ...request });
     return child;
@@ -162,12 +191,14 @@ export class Spawner {
     clearTimeout(this.idleTimer);
     const children = [...this.children.values()];
     this.children.clear();
+    this.waiting.clear();
     for (const child of children) child.lost(reason);
   }
 
   private release(id: number): void {
     this.children.delete(id);
-    if (this.children.size > 0) return;
+    this.waiting.delete(id);
+    if (this.children.size > 0) return this.held();
     this.worker?.unref();
     clearTimeout(this.idleTimer);
     const worker = this.worker;
@@ -181,9 +212,11 @@ export class Spawner {
     this.idleTimer.unref();
   }
 
+  /** Children held: the thread keeps this process alive while one of them is not a waiting spare. */
   private held(): void {
     clearTimeout(this.idleTimer);
-    this.worker?.ref();
+    if (this.children.size > this.waiting.size) this.worker?.ref();
+    else this.worker?.unref();
   }
 }
 
@@ -197,16 +230,37 @@ function spawnError(failure: SpawnFailure): NodeJS.ErrnoException {
 }
 
 /** One child as seen from the hub's thread. */
-class SpawnedAgent extends EventEmitter implements AgentProcess {
+class SpawnedAgent extends EventEmitter implements SpareProcess {
   pid: number | undefined;
   readonly stdout: ChildOutput;
   readonly stderr: ChildOutput;
   private exitSeen = false;
+  private startFailed = false;
+  private handedOff = false;
 
-  constructor(send: (message: ToThread) => void, id: number) {
+  constructor(
+    private readonly send: (message: ToThread) => void,
+    private readonly id: number,
+    private readonly adopted: () => void,
+  ) {
     super();
     this.stdout = new ChildOutput((message) => send({ ...message, id, fd: 1 }));
     this.stderr = new ChildOutput((message) => send({ ...message, id, fd: 2 }));
+  }
+
+  get gone(): boolean {
+    return this.exitSeen || this.startFailed;
+  }
+
+  handOff(line: string): void {
+    if (this.handedOff) throw new Error('a spare takes one task');
+    this.handedOff = true;
+    this.adopted();
+    this.send({ t: 'handoff', id: this.id, line });
+  }
+
+  hold(): void {
+    this.adopted();
   }
 
   /** Sends `signal` to the child (its group is for base/kill-tree.ts). */
@@ -226,6 +280,7 @@ class SpawnedAgent extends EventEmitter implements AgentProcess {
   }
 
   failed(error: NodeJS.ErrnoException): void {
+    this.startFailed = true;
     this.stdout.finish();
     this.stderr.finish();
     this.fail(error);

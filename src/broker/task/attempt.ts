@@ -97,6 +97,15 @@ export interface AttemptSettings {
    * adapter's settings (BACKCHANNEL_ACP). A fleet worker judges the agent and runs it under its own adapter.
    */
   acp?: { agent: string[]; settings: string };
+  /**
+   * A process started before this attempt for its command, taken instead of a fresh spawn (a kind's
+   * spare, set by its launch: the ACP kind's warm adapter, src/broker/acp/spare.ts). Called once, when
+   * the attempt starts its agent, with the settings and the environment a fresh process would get
+   * (the hand-off included); returns the process, already handed its task (cwd, environment) and
+   * leading its own process group as a fresh one does, or undefined: a fresh spawn. Never throws.
+   * Local attempts only (a fleet's worker spawns its own).
+   */
+  spare?: (settings: AttemptSettings, env: Record<string, string>) => AgentProcess | undefined;
 }
 
 /** What an attempt reports upward while it runs. */
@@ -298,8 +307,9 @@ export class Attempt {
   }
 
   /**
-   * Spawns the agent with the hand-off environment. The process answers with 'spawn' (its pid) or
-   * 'error' (it did not start; the outcome then says why), after this returns (see process/spawner.ts).
+   * Spawns the agent with the hand-off environment, or hands the task to a spare (`AttemptSettings.spare`).
+   * The process answers with 'spawn' (its pid) or 'error' (it did not start; the outcome then says
+   * why), after this returns (see process/spawner.ts); a spare has its pid already.
    */
   private spawnChild(channel: TaskEndpoint, token: string): void {
     const s = this.settings;
@@ -307,7 +317,7 @@ export class Attempt {
     const env = { ...s.env, ...handOffEnv({ ...handOff, spoolDir: s.spoolDir }) };
     let child: AgentProcess;
     try {
-      child = this.io.spawn(s, env);
+      child = s.spare?.(s, env) ?? this.io.spawn(s, env);
     } catch (error) {
       this.spawnFailed(error as NodeJS.ErrnoException);
       return;

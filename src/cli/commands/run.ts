@@ -280,7 +280,8 @@ export const command: CliCommand = {
     // The broker's logger is explicit: the library default is silent, the CLI shows errors (all with -v).
     const logger = createHeadlessLogger({ console: verbose ? 'info' : 'error' });
     // A coding task run here keeps its worktree where a hub would (`backchannel diff` finds it either way).
-    const brokerOptions = { concurrency: 1, logger, worktreeDir: defaultWorktreeDir(), ...flags };
+    // One task, then exit: no spare ACP adapter (the warm adapter, docs/acp.md) for a next one.
+    const brokerOptions = { concurrency: 1, logger, worktreeDir: defaultWorktreeDir(), acp: { warm: false }, ...flags };
     return reportFailure(async () => {
       const client = await openClient({ withoutHub: 'private', local, broker: brokerOptions });
       try {
