@@ -65,12 +65,13 @@ describe('guards', () => {
   // machine, a long GC), a watchdog that came due must not beat the lines already waiting for it.
   test('after this process stalls, heartbeats already received keep the watchdog quiet', async () => {
     const { broker, ipcDir } = makeBroker();
-    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['chatty'], heartbeatTimeoutMs: 300 });
+    const task = broker.submit({ command: fixture('stubborn.mjs'), args: ['chatty'], heartbeatTimeoutMs: 600 });
     const pids = await pidsOf(task);
     let stalled: string | undefined;
     void task.result.catch((error: TaskError) => (stalled = error.reason));
-    // The agent beats every 20 ms while this process is stalled three watchdog periods.
-    blockFor(900);
+    // The agent beats every 20 ms while this process is stalled three watchdog periods. The period is
+    // 600 ms so that a loaded machine's scheduler cannot starve the agent itself for a whole period.
+    blockFor(1800);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect({ state: task.snapshot().state, stalled }).toEqual({ state: 'running', stalled: undefined });
     task.cancel();
