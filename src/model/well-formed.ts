@@ -22,6 +22,10 @@ const LONE_ESCAPE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
  * looked at only when it holds such an escape: a big result costs one `includes`.
  */
 export function wellFormedJson(value: unknown, space?: number): string {
-  const json = JSON.stringify(value, null, space) ?? 'null';
+  return wellFormedJsonText(JSON.stringify(value, null, space) ?? 'null');
+}
+
+/** JSON text (or a piece of it that cuts no string) with each lone surrogate's escape written as `\ufffd`. */
+export function wellFormedJsonText(json: string): string {
   return json.includes('\\ud') ? json.replace(LONE_ESCAPE, '$1\\ufffd') : json;
 }

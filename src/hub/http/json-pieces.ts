@@ -7,11 +7,10 @@
  * thread's `fork()` holds while it copies the hub (docs/performance.md, "Issue 48, round 6"). Pieces
  * of a few KB come from the young generation and Node's Buffer pool instead.
  */
+import { wellFormedJsonText } from '../../model/well-formed.js';
+
 /** How deep the value is cut: its members, and the members of its lists and objects. */
 const CUT_DEPTH = 2;
-
-/** A lone surrogate's escape in JSON text (see wellFormedJson, model/well-formed.ts). */
-const LONE_ESCAPE = /(?<!\\)((?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
 
 /**
  * `wellFormedJson(value)` as pieces whose concatenation is that very text. Only plain objects and
@@ -23,7 +22,7 @@ export function wellFormedJsonPieces(value: unknown): string[] {
   const pieces: string[] = [];
   addPieces(value, 0, pieces);
   if (pieces.length === 0) pieces.push('null');
-  return pieces.map((piece) => (piece.includes('\\ud') ? piece.replace(LONE_ESCAPE, '$1\\ufffd') : piece));
+  return pieces.map(wellFormedJsonText);
 }
 
 function addPieces(value: unknown, depth: number, pieces: string[]): void {
