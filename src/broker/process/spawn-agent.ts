@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AgentCpu } from './agent-weight.js';
-import { defaultSpawner, type AgentProcess, type SpareProcess, type Spawner } from './spawner.js';
+import { defaultSpawner, type AgentProcess, type SpareProcess, type SpawnRequest, type Spawner } from './spawner.js';
 
 export type { AgentProcess, SpareProcess } from './spawner.js';
 
@@ -74,15 +74,7 @@ export function spawnAgent(
   cpu: AgentCpu = 'shared',
   spawner: Spawner = defaultSpawner(),
 ): AgentProcess {
-  return spawner.spawn({
-    file: command.file,
-    args: command.args,
-    cwd: path.resolve(cwd),
-    env: Object.keys(command.env).length > 0 ? { ...env, ...command.env } : env,
-    // Own process group, so cancel can reach grandchildren (the thread never opens a console window on Windows).
-    detached: process.platform !== 'win32',
-    cpu,
-  });
+  return spawner.spawn(requestFor(command, cwd, env, cpu));
 }
 
 /**
@@ -96,15 +88,19 @@ export function spawnSpare(
   cpu: AgentCpu = 'shared',
   spawner: Spawner = defaultSpawner(),
 ): SpareProcess {
-  return spawner.spawn({
+  return spawner.spawn({ ...requestFor(command, cwd, env, cpu), spare: true });
+}
+
+function requestFor(command: ResolvedCommand, cwd: string, env: Record<string, string>, cpu: AgentCpu): SpawnRequest {
+  return {
     file: command.file,
     args: command.args,
-    cwd,
-    env: { ...env, ...command.env },
+    cwd: path.resolve(cwd),
+    env: Object.keys(command.env).length > 0 ? { ...env, ...command.env } : env,
+    // Own process group, so cancel can reach grandchildren (the thread never opens a console window on Windows).
     detached: process.platform !== 'win32',
     cpu,
-    spare: true,
-  });
+  };
 }
 
 export function describeSpawnError(command: string, error: NodeJS.ErrnoException): string {

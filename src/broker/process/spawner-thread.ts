@@ -30,23 +30,30 @@ import { AGENT_NICE_TABLE, MAX_NICE, type AgentCpu } from './agent-weight.js';
 /** Bytes of one pipe sent to the hub and not yet acknowledged before the thread stops reading it. */
 export const OUTPUT_WINDOW_BYTES = 128 * 1024;
 
+/** A process to start (spawner.ts `Spawner.spawn`); it crosses to the thread as a `spawn` message. */
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Lead a process group of its own (POSIX). */
+  detached: boolean;
+  /** How the child weighs on the CPU (agent-weight.ts): `full` leaves it out of the weighing. @default 'shared' */
+  cpu?: AgentCpu;
+  /**
+   * A spare: a process started before its task, waiting for it on its stdin (a pipe, not closed as
+   * every other child's is). Until its `handOff` it neither keeps this process alive nor weighs on the
+   * CPU as an agent; its output waits, flow-controlled, for whoever adopts it. @default false
+   */
+  spare?: boolean;
+}
+
 /**
  * Main → thread. `fd`: 1 for stdout, 2 for stderr. Both sides post arrays of these messages, in order:
  * what one side sends in one turn of its loop crosses as one message (one wake-up of the other side).
  */
 export type ToThread =
-  | {
-      t: 'spawn';
-      id: number;
-      file: string;
-      args: string[];
-      cwd: string;
-      env: Record<string, string>;
-      detached: boolean;
-      cpu?: AgentCpu;
-      /** A spare (spawner.ts `SpawnRequest.spare`): stdin piped, not weighed until its hand-off. */
-      spare?: boolean;
-    }
+  | ({ t: 'spawn'; id: number } & SpawnRequest)
   /** A spare's task: `line` written to its stdin, which then closes; from now on it is weighed as an agent. */
   | { t: 'handoff'; id: number; line: string }
   | { t: 'ack'; id: number; fd: 1 | 2; bytes: number }

@@ -32,9 +32,10 @@
 import { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
-import type { AgentCpu } from './agent-weight.js';
 import { killTree } from '../../base/kill-tree.js';
-import { SPAWNER_THREAD_SOURCE, type FromThread, type SpawnFailure, type ToThread } from './spawner-thread.js';
+import { SPAWNER_THREAD_SOURCE, type FromThread, type SpawnFailure, type SpawnRequest, type ToThread } from './spawner-thread.js';
+
+export type { SpawnRequest } from './spawner-thread.js';
 
 /** A started (or starting) sub-agent: the part of a ChildProcess an attempt uses. */
 export interface AgentProcess {
@@ -46,23 +47,6 @@ export interface AgentProcess {
   once(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this;
   once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
   on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this;
-}
-
-export interface SpawnRequest {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  /** Lead a process group of its own (POSIX). */
-  detached: boolean;
-  /** How the child weighs on the CPU (agent-weight.ts): `full` leaves it out of the weighing. @default 'shared' */
-  cpu?: AgentCpu;
-  /**
-   * A spare: a process started before its task, waiting for it on its stdin (a pipe, not closed as
-   * every other child's is). Until its `handOff` it neither keeps this process alive nor weighs on the
-   * CPU as an agent; its output waits, flow-controlled, for whoever adopts it. @default false
-   */
-  spare?: boolean;
 }
 
 /** A spare's side of an `AgentProcess` (SpawnRequest.spare). */
